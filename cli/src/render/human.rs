@@ -1,0 +1,138 @@
+//! The human table, in netperf's layout, followed by what netperf does not show: tool
+//! overhead, steal, ring batching and latency percentiles.
+
+use std::fmt::Write;
+
+use ringperf_engine::report::{LatencySummary, SideReport};
+use ringperf_engine::spec::{Role, Workload};
+use ringperf_engine::TestReport;
+
+use super::Units;
+
+pub fn render(r: &TestReport, units: Units) -> String {
+    let mut o = String::new();
+    let where_ = if r.embedded_server { format!("{} (embedded server)", r.server) } else { r.server.clone() };
+    let _ = writeln!(
+        o,
+        "ringperf {} to {where_}: {} s, send engine {:?}, receive engine {:?}, pinned local {} remote {}",
+        r.test,
+        fmt_secs(r.spec.duration_ms as f64 / 1e3),
+        r.spec.local.send_engine,
+        r.spec.local.recv_engine,
+        cpu_name(r.local.pinned_cpu),
+        cpu_name(r.remote.pinned_cpu)
+    );
+    match r.spec.workload {
+        Workload::Stream => stream_table(&mut o, r, units),
+        Workload::Rr => rr_table(&mut o, r),
+    }
+    o.push('\n');
+    for (name, s) in [("local ", &r.local), ("remote", &r.remote)] {
+        let c = &s.cpu;
+        let _ = writeln!(
+            o,
+            "{name}  tool overhead {:>5.2} % of busy CPU (tool user {} ms, sys {} ms; busy {:.0} ms over {} CPUs, steal {:.1} %)",
+            c.tool_overhead_percent,
+            c.tool.user_us / 1000,
+            c.tool.system_us / 1000,
+            c.system.busy_us / 1000.0,
+            c.system.cpus,
+            c.system.steal_percent
+        );
+        let mb = (s.bytes_sent + s.bytes_received) as f64 / 1e6;
+        let per = match s.role {
+            Role::RrClient | Role::RrServer if s.transactions > 0 => {
+                format!("{:.2} enters/transaction", s.ring.enters as f64 / s.transactions as f64)
+            }
+            _ if mb > 0.0 => format!("{:.1} enters/MB", s.ring.enters as f64 / mb),
+            _ => String::new(),
+        };
+        let _ = writeln!(
+            o,
+            "{name}  ring: {} enters, {:.2} SQEs/enter, {:.2} CQEs/enter, {per}",
+            s.ring.enters,
+            s.ring.sqes_per_enter(),
+            s.ring.cqes_per_enter()
+        );
+    }
+    if let Some(l) = &r.local.latency {
+        latency_lines(&mut o, l);
+    }
+    o
+}
+
+fn stream_table(o: &mut String, r: &TestReport, units: Units) {
+    let (sender, receiver) =
+        if r.local.role == Role::StreamSender { (&r.local, &r.remote) } else { (&r.remote, &r.local) };
+    let _ = writeln!(o, "Recv   Send    Send                          Utilization       Service Demand");
+    let _ = writeln!(o, "Socket Socket  Message  Elapsed              Send     Recv     Send    Recv");
+    let _ = writeln!(o, "Size   Size    Size     Time     Throughput  local    remote   local   remote");
+    let _ =
+        writeln!(o, "bytes  bytes   bytes    secs.    {:<11} % S      % S      us/KB   us/KB", units.label());
+    o.push('\n');
+    let _ = writeln!(
+        o,
+        "{:<6} {:<7} {:<8} {:<8} {:>10.2}  {:<8.2} {:<8.2} {:<7.3} {:<7.3}",
+        receiver.socket.recv_buffer,
+        sender.socket.send_buffer,
+        r.spec.send_size,
+        fmt_secs(sender.elapsed_ns as f64 / 1e9),
+        units.convert(r.summary.throughput_bits_per_sec),
+        r.local.cpu.system.busy_percent,
+        r.remote.cpu.system.busy_percent,
+        sd(&r.local, |s| s.service_demand.us_per_kb),
+        sd(&r.remote, |s| s.service_demand.us_per_kb),
+    );
+}
+
+fn rr_table(o: &mut String, r: &TestReport) {
+    let _ = writeln!(o, "Local /Remote");
+    let _ = writeln!(o, "Socket Size   Request Resp.  Elapsed Trans.     CPU    CPU    S.dem    S.dem");
+    let _ = writeln!(o, "Send   Recv   Size    Size   Time    Rate       local  remote local    remote");
+    let _ = writeln!(o, "bytes  bytes  bytes   bytes  secs.   per sec    % S    % S    us/Tr    us/Tr");
+    o.push('\n');
+    let _ = writeln!(
+        o,
+        "{:<6} {:<6} {:<7} {:<6} {:<7} {:<10.2} {:<6.2} {:<6.2} {:<8.3} {:<8.3}",
+        r.local.socket.send_buffer,
+        r.local.socket.recv_buffer,
+        r.spec.request_size,
+        r.spec.response_size,
+        fmt_secs(r.local.elapsed_ns as f64 / 1e9),
+        r.summary.transactions_per_sec.unwrap_or(0.0),
+        r.local.cpu.system.busy_percent,
+        r.remote.cpu.system.busy_percent,
+        sd(&r.local, |s| s.service_demand.us_per_transaction),
+        sd(&r.remote, |s| s.service_demand.us_per_transaction),
+    );
+    let _ = writeln!(o, "{:<6} {:<6}", r.remote.socket.send_buffer, r.remote.socket.recv_buffer);
+}
+
+fn latency_lines(o: &mut String, l: &LatencySummary) {
+    let us = |ns: u64| ns as f64 / 1e3;
+    let _ = writeln!(
+        o,
+        "round trip (us, {} transactions): min {:.1} mean {:.1} p50 {:.1} p90 {:.1} p99 {:.1} p99.9 {:.1} p99.99 {:.1} max {:.1}",
+        l.count,
+        us(l.min_ns),
+        l.mean_ns / 1e3,
+        us(l.p50_ns),
+        us(l.p90_ns),
+        us(l.p99_ns),
+        us(l.p999_ns),
+        us(l.p9999_ns),
+        us(l.max_ns)
+    );
+}
+
+fn sd(s: &SideReport, f: impl Fn(&SideReport) -> Option<f64>) -> f64 {
+    f(s).unwrap_or(0.0)
+}
+
+fn fmt_secs(s: f64) -> String {
+    format!("{s:.2}")
+}
+
+fn cpu_name(c: Option<usize>) -> String {
+    c.map_or_else(|| "-".into(), |c| c.to_string())
+}

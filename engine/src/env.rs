@@ -1,0 +1,90 @@
+//! Environment capture: the facts about a host that a result depends on, recorded with
+//! every report so that two results can be told apart.
+
+use std::ffi::CStr;
+use std::fs;
+
+use serde::{Deserialize, Serialize};
+
+/// One host's environment.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct Environment {
+    pub hostname: String,
+    pub kernel_release: String,
+    pub kernel_version: String,
+    pub machine: String,
+    pub cpu_model: String,
+    /// Online logical CPUs.
+    pub cpu_count: usize,
+    /// The default TCP congestion control (net.ipv4.tcp_congestion_control).
+    pub tcp_congestion_control: String,
+}
+
+impl Environment {
+    pub fn capture() -> Environment {
+        let u = uname();
+        Environment {
+            hostname: u.0,
+            kernel_release: u.1,
+            kernel_version: u.2,
+            machine: u.3,
+            cpu_model: cpu_model().unwrap_or_else(|| "unknown".into()),
+            cpu_count: online_cpus(),
+            tcp_congestion_control: fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
+                .map(|s| s.trim().to_string())
+                .unwrap_or_default(),
+        }
+    }
+}
+
+/// (nodename, release, version, machine)
+fn uname() -> (String, String, String, String) {
+    // SAFETY: utsname is plain old data; all-zero is a valid value.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a valid, writable utsname.
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return Default::default();
+    }
+    let field = |f: &[libc::c_char]| {
+        // SAFETY: uname NUL-terminates every field within its fixed-size array.
+        unsafe { CStr::from_ptr(f.as_ptr()) }.to_string_lossy().into_owned()
+    };
+    (field(&u.nodename), field(&u.release), field(&u.version), field(&u.machine))
+}
+
+fn cpu_model() -> Option<String> {
+    let info = fs::read_to_string("/proc/cpuinfo").ok()?;
+    info.lines().find_map(|l| {
+        l.strip_prefix("model name").and_then(|r| r.split_once(':')).map(|(_, v)| v.trim().to_string())
+    })
+}
+
+/// Online logical CPUs (sysconf), which is what /proc/stat lists.
+pub fn online_cpus() -> usize {
+    // SAFETY: sysconf has no memory side effects.
+    let n = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    if n > 0 {
+        n as usize
+    } else {
+        1
+    }
+}
+
+/// CPUs this process may run on (its affinity mask), for validating `-T`.
+pub fn allowed_cpus() -> Vec<usize> {
+    core_affinity::get_core_ids().map(|v| v.into_iter().map(|c| c.id).collect()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn capture_fills_the_basics() {
+        let e = Environment::capture();
+        assert!(!e.kernel_release.is_empty());
+        assert!(!e.hostname.is_empty());
+        assert!(e.cpu_count >= 1);
+        assert!(!allowed_cpus().is_empty());
+    }
+}

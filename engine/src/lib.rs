@@ -1,0 +1,21 @@
+//! ringperf-engine: an io_uring traffic engine. It moves bytes and measures them; it never
+//! prints. The CLI renders the [`report::TestReport`] it returns.
+
+pub mod control;
+pub mod env;
+pub mod error;
+pub mod io;
+pub mod measure;
+pub mod net;
+pub mod report;
+pub mod ring;
+pub mod side;
+pub mod spec;
+pub mod units;
+pub mod worker;
+pub mod workload;
+
+pub use control::{run_test, Server, ServerEvent, Target, DEFAULT_PORT};
+pub use error::{Error, Result};
+pub use report::TestReport;
+pub use spec::TestSpec;

@@ -1,0 +1,81 @@
+//! One side of a test (client or server): its data sockets, its worker, and the
+//! measurement window around it, turned into a SideReport.
+
+use std::os::fd::AsRawFd;
+
+use socket2::Socket;
+
+use crate::error::Result;
+use crate::measure::clock::monotonic_ns;
+use crate::measure::cpu::ProcStat;
+use crate::measure::service_demand::{service_demand, tool_overhead_percent};
+use crate::report::{CpuUsage, SideReport, SocketSizes};
+use crate::spec::{Role, SideSpec, TestSpec};
+use crate::worker::{Worker, WorkerPlan};
+
+/// A side whose worker is ready and waiting for the window to open.
+pub struct Side {
+    role: Role,
+    cpu: Option<usize>,
+    sockets: Vec<Socket>,
+    worker: Worker,
+    window: Option<(ProcStat, u64)>,
+}
+
+impl Side {
+    /// Spawns and readies the worker for `sockets`.
+    pub fn prepare(spec: &TestSpec, role: Role, side: &SideSpec, sockets: Vec<Socket>) -> Result<Side> {
+        let plan = WorkerPlan {
+            role,
+            spec: spec.clone(),
+            side: side.clone(),
+            fds: sockets.iter().map(AsRawFd::as_raw_fd).collect(),
+        };
+        let worker = Worker::spawn(plan)?;
+        Ok(Side { role, cpu: side.cpu, sockets, worker, window: None })
+    }
+
+    /// Opens the measurement window now.
+    pub fn start(&mut self) -> Result<()> {
+        let before = ProcStat::read()?;
+        let start_ns = monotonic_ns();
+        self.worker.start(start_ns);
+        self.window = Some((before, start_ns));
+        Ok(())
+    }
+
+    /// Waits for the worker and measures the window. The sockets close afterwards.
+    pub fn finish(self) -> Result<SideReport> {
+        let outcome = self.worker.join()?;
+        let after = ProcStat::read()?;
+        let (before, start_ns) = self.window.expect("finish() follows start()");
+        let elapsed_ns = outcome.end_ns.saturating_sub(start_ns).max(1);
+        let system = after.since(&before, elapsed_ns);
+        let bytes_sent: u64 = outcome.flows.iter().map(|f| f.bytes_sent).sum();
+        let bytes_received: u64 = outcome.flows.iter().map(|f| f.bytes_received).sum();
+        let transactions: u64 = outcome.flows.iter().map(|f| f.transactions).sum();
+        let socket = self
+            .sockets
+            .first()
+            .map(|s| SocketSizes {
+                send_buffer: s.send_buffer_size().unwrap_or(0) as u32,
+                recv_buffer: s.recv_buffer_size().unwrap_or(0) as u32,
+            })
+            .unwrap_or_default();
+        let sd = service_demand(&system, bytes_sent + bytes_received, transactions);
+        let overhead = tool_overhead_percent(outcome.tool.user_us, &system);
+        Ok(SideReport {
+            role: self.role,
+            pinned_cpu: self.cpu,
+            elapsed_ns,
+            bytes_sent,
+            bytes_received,
+            transactions,
+            socket,
+            cpu: CpuUsage { system, tool: outcome.tool, tool_overhead_percent: overhead },
+            service_demand: sd,
+            ring: outcome.ring,
+            latency: outcome.latency.summary(),
+        })
+    }
+}

@@ -1,0 +1,236 @@
+//! TestSpec: everything both sides need to run one test. The client builds it from the
+//! command line and sends it to the server unchanged, so it must say everything.
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Result};
+use crate::units::{check_size, MAX_SIZE};
+
+/// What traffic pattern to run.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Workload {
+    /// Bulk TCP transfer (netperf TCP_STREAM, or TCP_MAERTS when reversed).
+    Stream,
+    /// TCP request/response, one transaction in flight per flow (netperf TCP_RR).
+    Rr,
+}
+
+/// Which way the payload of a stream test flows.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Direction {
+    ClientToServer,
+    ServerToClient,
+}
+
+/// How a side puts payload on a socket.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum SendEngine {
+    /// IORING_OP_SEND from a user buffer: the kernel copies the payload.
+    #[default]
+    Copy,
+}
+
+/// How a side takes payload off a socket.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum RecvEngine {
+    /// IORING_OP_RECV into a user buffer.
+    #[default]
+    Recv,
+}
+
+/// Requested socket buffer sizes (SO_SNDBUF / SO_RCVBUF); `None` keeps the kernel's autotuning.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct SocketBuffers {
+    pub send: Option<u32>,
+    pub recv: Option<u32>,
+}
+
+/// Settings that belong to one side of the test.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+pub struct SideSpec {
+    pub socket_buffers: SocketBuffers,
+    /// Logical CPU the side's worker is pinned to (netperf `-T`).
+    pub cpu: Option<usize>,
+    pub send_engine: SendEngine,
+    pub recv_engine: RecvEngine,
+}
+
+/// How the rings are set up and driven.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RingTuning {
+    /// Submission queue entries per ring.
+    pub sq_entries: u32,
+}
+
+impl Default for RingTuning {
+    fn default() -> Self {
+        RingTuning { sq_entries: 256 }
+    }
+}
+
+/// One test, as agreed between client ("local") and server ("remote").
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+pub struct TestSpec {
+    pub workload: Workload,
+    pub direction: Direction,
+    /// Length of the measurement window.
+    pub duration_ms: u64,
+    /// Bytes per send call in a stream test (netperf `-m`).
+    pub send_size: u32,
+    /// Bytes per receive call in a stream test (netperf `-M`).
+    pub recv_size: u32,
+    /// Request and response sizes of an rr test (netperf `-r`).
+    pub request_size: u32,
+    pub response_size: u32,
+    /// Data connections.
+    pub flows: u32,
+    /// TCP congestion control set on every data socket (TCP_CONGESTION); `None` keeps the default.
+    pub congestion_control: Option<String>,
+    pub local: SideSpec,
+    pub remote: SideSpec,
+    pub ring: RingTuning,
+}
+
+/// The longest test one spec may ask for; longer runs are iterations (`-i`).
+pub const MAX_DURATION_MS: u64 = 24 * 3600 * 1000;
+/// Data connections one test may open.
+pub const MAX_FLOWS: u32 = 1024;
+
+impl Default for TestSpec {
+    fn default() -> Self {
+        TestSpec {
+            workload: Workload::Stream,
+            direction: Direction::ClientToServer,
+            duration_ms: 10_000,
+            send_size: 128 * 1024,
+            recv_size: 128 * 1024,
+            request_size: 1,
+            response_size: 1,
+            flows: 1,
+            congestion_control: None,
+            local: SideSpec::default(),
+            remote: SideSpec::default(),
+            ring: RingTuning::default(),
+        }
+    }
+}
+
+impl TestSpec {
+    /// Checks every field a peer or a user controls. The server runs this on every spec it
+    /// receives, so it must reject anything that would make it misbehave.
+    pub fn validate(&self) -> Result<()> {
+        if self.duration_ms == 0 || self.duration_ms > MAX_DURATION_MS {
+            return Err(Error::Usage(format!(
+                "test length of {} ms is out of range: use -l with 0.001 to {} seconds",
+                self.duration_ms,
+                MAX_DURATION_MS / 1000
+            )));
+        }
+        check_size("send size (-m)", u64::from(self.send_size))?;
+        check_size("receive size (-M)", u64::from(self.recv_size))?;
+        check_size("request size (-r)", u64::from(self.request_size))?;
+        check_size("response size (-r)", u64::from(self.response_size))?;
+        if self.flows == 0 || self.flows > MAX_FLOWS {
+            return Err(Error::Usage(format!("{} flows is out of range: use 1 to {MAX_FLOWS}", self.flows)));
+        }
+        for (side, s) in [("local", &self.local), ("remote", &self.remote)] {
+            for (what, v) in [("send", s.socket_buffers.send), ("receive", s.socket_buffers.recv)] {
+                if let Some(v) = v {
+                    if v == 0 || u64::from(v) > MAX_SIZE {
+                        return Err(Error::Usage(format!(
+                            "{side} socket {what} buffer of {v} bytes is out of range: use 1 byte to 1G"
+                        )));
+                    }
+                }
+            }
+        }
+        if let Some(cc) = &self.congestion_control {
+            if cc.is_empty() || cc.len() > 15 || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+                return Err(Error::Usage(format!(
+                    "congestion control '{cc}' is not a valid name: see /proc/sys/net/ipv4/tcp_available_congestion_control"
+                )));
+            }
+        }
+        if !(8..=32768).contains(&self.ring.sq_entries) || !self.ring.sq_entries.is_power_of_two() {
+            return Err(Error::Usage(format!(
+                "ring size {} is invalid: use a power of two from 8 to 32768",
+                self.ring.sq_entries
+            )));
+        }
+        Ok(())
+    }
+
+    /// The role the client ("local") side plays.
+    pub fn local_role(&self) -> Role {
+        match (self.workload, self.direction) {
+            (Workload::Stream, Direction::ClientToServer) => Role::StreamSender,
+            (Workload::Stream, Direction::ServerToClient) => Role::StreamReceiver,
+            (Workload::Rr, _) => Role::RrClient,
+        }
+    }
+
+    /// The role the server ("remote") side plays.
+    pub fn remote_role(&self) -> Role {
+        match self.local_role() {
+            Role::StreamSender => Role::StreamReceiver,
+            Role::StreamReceiver => Role::StreamSender,
+            Role::RrClient | Role::RrServer => Role::RrServer,
+        }
+    }
+
+    /// The netperf name of this test, for banners and keyval output.
+    pub fn netperf_name(&self) -> &'static str {
+        match (self.workload, self.direction) {
+            (Workload::Stream, Direction::ClientToServer) => "TCP_STREAM",
+            (Workload::Stream, Direction::ServerToClient) => "TCP_MAERTS",
+            (Workload::Rr, _) => "TCP_RR",
+        }
+    }
+}
+
+/// What one side's worker does with its flows.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    StreamSender,
+    StreamReceiver,
+    RrClient,
+    RrServer,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_spec_is_valid_and_roles_pair_up() {
+        let mut s = TestSpec::default();
+        s.validate().unwrap();
+        assert_eq!(s.local_role(), Role::StreamSender);
+        assert_eq!(s.remote_role(), Role::StreamReceiver);
+        s.direction = Direction::ServerToClient;
+        assert_eq!(s.local_role(), Role::StreamReceiver);
+        assert_eq!(s.remote_role(), Role::StreamSender);
+        s.workload = Workload::Rr;
+        assert_eq!(s.remote_role(), Role::RrServer);
+    }
+
+    #[test]
+    fn validate_rejects_what_a_peer_could_abuse() {
+        let bad = [
+            TestSpec { duration_ms: 0, ..TestSpec::default() },
+            TestSpec { flows: 1_000_000_000, ..TestSpec::default() },
+            TestSpec { send_size: 0, ..TestSpec::default() },
+            TestSpec { response_size: u32::MAX, ..TestSpec::default() },
+            TestSpec { congestion_control: Some("../etc".into()), ..TestSpec::default() },
+            TestSpec { ring: RingTuning { sq_entries: 3 }, ..TestSpec::default() },
+        ];
+        for s in bad {
+            assert!(matches!(s.validate(), Err(Error::Usage(_))), "{s:?} was accepted");
+        }
+    }
+}
