@@ -18,9 +18,14 @@ use crate::args::{Cli, Command, TestArgs};
 pub fn main() -> i32 {
     let cli = match Cli::try_parse() {
         Ok(c) => c,
-        Err(e) => {
+        Err(e) if !e.use_stderr() => {
+            // --help and --version
             let _ = e.print();
-            return if e.use_stderr() { 2 } else { 0 };
+            return 0;
+        }
+        Err(e) => {
+            eprintln!("ringperf: {}", one_line(&e));
+            return 2;
         }
     };
     match run(cli) {
@@ -48,6 +53,18 @@ fn run(cli: Cli) -> Result<i32, Error> {
             spec.response_size = a.sizes.1.unwrap_or(1);
             run_and_render(&spec, &a.test)
         }
+    }
+}
+
+/// clap's first error line, plus where to look, instead of its multi-line usage dump.
+fn one_line(e: &clap::Error) -> String {
+    let text = e.to_string();
+    let first = text.lines().next().unwrap_or("invalid arguments");
+    let first = first.strip_prefix("error: ").unwrap_or(first);
+    let cmd = std::env::args().nth(1).filter(|a| ["stream", "rr", "serve"].contains(&a.as_str()));
+    match cmd {
+        Some(c) => format!("{first} (see 'ringperf {c} --help')"),
+        None => format!("{first} (see 'ringperf --help')"),
     }
 }
 
