@@ -1,1 +1,714 @@
+//! Helpers shared by the integration tests: run the binary under test with a deadline,
+//! spawn a standalone server, speak raw control frames, read JSON reports, and make
+//! throw-away network namespaces. Every child process is killed and reaped by a guard, so a
+//! failing test never leaves one behind, and every wait has a deadline, so no test hangs.
+//!
+//! The binary's path is only known when an integration test is compiled; use the
+//! [`ringperf!`] macro there to get a [`Ringperf`] for it.
 
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+/// How long one test command may run before it is killed and the test fails. A 1 s test
+/// takes about 1.2 s; the engine's own error paths are bounded by 10 s timeouts, so this
+/// is generous without letting a hang go unnoticed.
+pub const RUN_TIMEOUT: Duration = Duration::from_secs(45);
+
+/// The binary under test, as a [`Ringperf`].
+#[macro_export]
+macro_rules! ringperf {
+    () => {
+        $crate::Ringperf::new(env!("CARGO_BIN_EXE_ringperf-under-test"))
+    };
+}
+
+/// The ringperf binary under test.
+#[derive(Clone, Debug)]
+pub struct Ringperf {
+    bin: PathBuf,
+}
+
+impl Ringperf {
+    pub fn new(bin: impl Into<PathBuf>) -> Ringperf {
+        Ringperf { bin: bin.into() }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.bin
+    }
+
+    /// A command for the binary with `args`.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut c = Command::new(&self.bin);
+        c.args(args);
+        c
+    }
+
+    /// Runs the binary with `args` to completion (killed after [`RUN_TIMEOUT`]).
+    pub fn run(&self, args: &[&str]) -> Outcome {
+        run_with_timeout(self.command(args), RUN_TIMEOUT)
+    }
+
+    /// Runs a test that must succeed with `--json` added, and returns the parsed report.
+    pub fn run_json(&self, args: &[&str]) -> Value {
+        let mut all = args.to_vec();
+        all.push("--json");
+        self.run(&all).success().json()
+    }
+
+    /// Starts `ringperf serve` on 127.0.0.1 with an ephemeral port.
+    pub fn serve(&self) -> Server {
+        Server::spawn(self)
+    }
+}
+
+/// A child process that is killed and reaped when dropped, so a panicking test does not
+/// leave it behind.
+pub struct ChildGuard {
+    child: Child,
+    what: String,
+    reaped: Option<ExitStatus>,
+}
+
+impl ChildGuard {
+    pub fn spawn(mut cmd: Command) -> ChildGuard {
+        let what = describe(&cmd);
+        let child = cmd.spawn().unwrap_or_else(|e| panic!("cannot start {what}: {e}"));
+        ChildGuard { child, what, reaped: None }
+    }
+
+    pub fn id(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn child_mut(&mut self) -> &mut Child {
+        &mut self.child
+    }
+
+    /// The exit status if the child has exited, without waiting.
+    pub fn try_status(&mut self) -> Option<ExitStatus> {
+        if self.reaped.is_none() {
+            self.reaped = self.child.try_wait().unwrap_or_else(|e| panic!("waiting for {}: {e}", self.what));
+        }
+        self.reaped
+    }
+
+    /// Waits up to `timeout` for the child to exit.
+    pub fn wait_timeout(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(s) = self.try_status() {
+                return Some(s);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Sends `sig` to the child. Only ever this child: while it is not reaped its PID
+    /// cannot have been reused by another process.
+    pub fn signal(&mut self, sig: libc::c_int) {
+        assert!(self.try_status().is_none(), "{} already exited; not signalling a stale PID", self.what);
+        let pid = libc::pid_t::try_from(self.child.id()).expect("PID fits pid_t");
+        // SAFETY: kill(2) has no memory effects; `pid` is our own unreaped child.
+        let rc = unsafe { libc::kill(pid, sig) };
+        assert_eq!(rc, 0, "kill({pid}, {sig}): {}", io::Error::last_os_error());
+    }
+
+    /// SIGKILLs the child (if it still runs) and reaps it.
+    pub fn kill(&mut self) -> ExitStatus {
+        if let Some(s) = self.try_status() {
+            return s;
+        }
+        let _ = self.child.kill();
+        let s = self.child.wait().unwrap_or_else(|e| panic!("reaping {}: {e}", self.what));
+        self.reaped = Some(s);
+        s
+    }
+}
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        if self.reaped.is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+    }
+}
+
+/// What a finished command did.
+#[derive(Debug)]
+pub struct Outcome {
+    pub what: String,
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Outcome {
+    /// The exit code; panics if the process died from a signal.
+    pub fn code(&self) -> i32 {
+        self.status.code().unwrap_or_else(|| panic!("{} died from a signal: {self}", self.what))
+    }
+
+    /// Asserts exit code 0.
+    pub fn success(self) -> Outcome {
+        assert_eq!(self.status.code(), Some(0), "{} failed: {self}", self.what);
+        self
+    }
+
+    /// Asserts a failure with `code`, nothing on stdout, and exactly one line on stderr that
+    /// contains every one of `needles` (case-insensitive). Returns that line.
+    pub fn failure(&self, code: i32, needles: &[&str]) -> String {
+        assert_eq!(self.status.code(), Some(code), "wrong exit code from {}: {self}", self.what);
+        assert!(self.stdout.is_empty(), "a failed run printed to stdout: {self}");
+        let lines: Vec<&str> = self.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+        assert_eq!(lines.len(), 1, "expected a one-line error message on stderr: {self}");
+        let line = lines[0];
+        let lower = line.to_lowercase();
+        for n in needles {
+            assert!(lower.contains(&n.to_lowercase()), "error message lacks '{n}': {line}");
+        }
+        line.to_string()
+    }
+
+    /// stdout parsed as JSON.
+    pub fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout of {} is not JSON ({e}): {self}", self.what))
+    }
+}
+
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let cut = |s: &str| -> String { s.chars().take(4000).collect() };
+        write!(
+            f,
+            "{}\n--- stdout ---\n{}\n--- stderr ---\n{}",
+            self.status,
+            cut(&self.stdout),
+            cut(&self.stderr)
+        )
+    }
+}
+
+fn describe(cmd: &Command) -> String {
+    let args: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+    format!("`{} {}`", cmd.get_program().to_string_lossy(), args.join(" "))
+}
+
+fn drain(mut r: impl Read + Send + 'static) -> thread::JoinHandle<String> {
+    thread::spawn(move || {
+        let mut buf = Vec::new();
+        let _ = r.read_to_end(&mut buf);
+        String::from_utf8_lossy(&buf).into_owned()
+    })
+}
+
+/// Runs `cmd` with stdin closed and stdout/stderr captured. If it has not exited after
+/// `timeout` it is killed and the test fails with whatever it printed.
+pub fn run_with_timeout(cmd: Command, timeout: Duration) -> Outcome {
+    let what = describe(&cmd);
+    try_run_with_timeout(cmd, timeout).unwrap_or_else(|e| panic!("cannot start {what}: {e}"))
+}
+
+/// [`run_with_timeout`], except that a program that cannot be started is an error
+/// rather than a test failure.
+pub fn try_run_with_timeout(mut cmd: Command, timeout: Duration) -> io::Result<Outcome> {
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let what = describe(&cmd);
+    let mut child = ChildGuard { child: cmd.spawn()?, what, reaped: None };
+    let out = drain(child.child_mut().stdout.take().expect("piped stdout"));
+    let err = drain(child.child_mut().stderr.take().expect("piped stderr"));
+    let finished = child.wait_timeout(timeout);
+    let status = child.kill();
+    let stdout = out.join().unwrap_or_default();
+    let stderr = err.join().unwrap_or_default();
+    let o = Outcome { what: child.what.clone(), status, stdout, stderr };
+    assert!(finished.is_some(), "{} did not finish within {timeout:?} and was killed: {o}", o.what);
+    Ok(o)
+}
+
+/// A `ringperf serve` child on 127.0.0.1 and an ephemeral port, with its stderr log
+/// collected line by line.
+pub struct Server {
+    child: ChildGuard,
+    addr: SocketAddr,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+/// How long the server may take to print its listening line.
+const SERVER_START_TIMEOUT: Duration = Duration::from_secs(20);
+
+impl Server {
+    pub fn spawn(rp: &Ringperf) -> Server {
+        let mut cmd = rp.command(&["serve", "--bind", "127.0.0.1", "--port", "0"]);
+        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
+        let mut child = ChildGuard::spawn(cmd);
+        let stderr = child.child_mut().stderr.take().expect("piped stderr");
+        let log = Arc::new(Mutex::new(Vec::new()));
+        {
+            let log = log.clone();
+            thread::spawn(move || {
+                for line in BufReader::new(stderr).lines() {
+                    let Ok(line) = line else { break };
+                    log.lock().expect("log lock").push(line);
+                }
+            });
+        }
+        let mut server = Server { child, addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), log };
+        let line = server
+            .wait_for_log("listening on", SERVER_START_TIMEOUT)
+            .unwrap_or_else(|| panic!("the server did not say it was listening: {:?}", server.log()));
+        let addr = line.rsplit_once("listening on ").map(|(_, a)| a.trim()).unwrap_or_default();
+        server.addr = addr.parse().unwrap_or_else(|e| panic!("cannot parse the address in '{line}': {e}"));
+        assert_eq!(server.addr.ip(), Ipv4Addr::LOCALHOST, "the server did not bind where asked: {line}");
+        assert_ne!(server.addr.port(), 0, "the server reported port 0: {line}");
+        server
+    }
+
+    pub fn port(&self) -> u16 {
+        self.addr.port()
+    }
+
+    pub fn port_arg(&self) -> String {
+        self.port().to_string()
+    }
+
+    /// Every stderr line so far.
+    pub fn log(&self) -> Vec<String> {
+        self.log.lock().expect("log lock").clone()
+    }
+
+    /// Waits up to `timeout` for a stderr line containing `needle` and returns it.
+    pub fn wait_for_log(&self, needle: &str, timeout: Duration) -> Option<String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(l) = self.log().into_iter().find(|l| l.contains(needle)) {
+                return Some(l);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Panics if the server has exited.
+    pub fn assert_running(&mut self) {
+        if let Some(s) = self.child.try_status() {
+            panic!("the server exited ({s}); its log: {:?}", self.log());
+        }
+    }
+
+    pub fn child(&mut self) -> &mut ChildGuard {
+        &mut self.child
+    }
+}
+
+/// A raw control connection, for feeding the server what a real client never sends.
+pub struct Control {
+    stream: TcpStream,
+}
+
+/// What the server did after we sent something.
+#[derive(Debug)]
+pub enum Reply {
+    /// A length-prefixed JSON frame.
+    Frame(Value),
+    /// The server closed the connection (EOF or reset) without a frame.
+    Closed,
+}
+
+/// The largest reply frame we accept from the server (its own cap is 1 MiB).
+const MAX_REPLY: usize = 1 << 20;
+const CONTROL_IO_TIMEOUT: Duration = Duration::from_secs(15);
+
+impl Control {
+    pub fn connect(port: u16) -> Control {
+        let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+        let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
+            .unwrap_or_else(|e| panic!("connecting to the server at {addr}: {e}"));
+        stream.set_read_timeout(Some(CONTROL_IO_TIMEOUT)).expect("read timeout");
+        stream.set_write_timeout(Some(CONTROL_IO_TIMEOUT)).expect("write timeout");
+        let _ = stream.set_nodelay(true);
+        Control { stream }
+    }
+
+    pub fn send_raw(&mut self, bytes: &[u8]) {
+        self.stream.write_all(bytes).expect("writing to the control connection");
+    }
+
+    /// Sends `body` as one frame: 4-byte big-endian length, then the body.
+    pub fn send_frame(&mut self, body: &[u8]) {
+        let mut f = u32::try_from(body.len()).expect("frame fits u32").to_be_bytes().to_vec();
+        f.extend_from_slice(body);
+        self.send_raw(&f);
+    }
+
+    pub fn send_json(&mut self, v: &Value) {
+        self.send_frame(&serde_json::to_vec(v).expect("JSON encodes"));
+    }
+
+    /// Reads the server's next frame, or notes that it closed the connection. A read
+    /// timeout fails the test: the server must answer or close, never leave us hanging.
+    pub fn read_reply(&mut self) -> Reply {
+        let mut len = [0u8; 4];
+        match read_full(&mut self.stream, &mut len) {
+            Ok(true) => {}
+            Ok(false) => return Reply::Closed,
+            Err(e) if e.kind() == io::ErrorKind::ConnectionReset => return Reply::Closed,
+            Err(e) => panic!("waiting for the server's reply: {e}"),
+        }
+        let n = u32::from_be_bytes(len) as usize;
+        assert!((1..=MAX_REPLY).contains(&n), "the server sent a frame of {n} bytes");
+        let mut body = vec![0u8; n];
+        match read_full(&mut self.stream, &mut body) {
+            Ok(true) => {}
+            other => panic!("the server's frame of {n} bytes was cut short: {other:?}"),
+        }
+        Reply::Frame(serde_json::from_slice(&body).unwrap_or_else(|e| {
+            panic!("the server's reply is not JSON ({e}): {:?}", String::from_utf8_lossy(&body))
+        }))
+    }
+
+    /// Reads a reply that must be an error frame and returns (kind, message).
+    pub fn expect_error(&mut self) -> (String, String) {
+        match self.read_reply() {
+            Reply::Frame(v) => {
+                assert_eq!(v["type"], "error", "expected an error reply, got {v}");
+                let kind = v["kind"].as_str().unwrap_or_else(|| panic!("error reply without kind: {v}"));
+                let msg = v["message"].as_str().unwrap_or_else(|| panic!("error reply without message: {v}"));
+                assert!(!msg.is_empty(), "empty error message: {v}");
+                (kind.to_string(), msg.to_string())
+            }
+            Reply::Closed => panic!("the server closed the connection without an error reply"),
+        }
+    }
+
+    /// Asserts the server closes the connection (after any reply) rather than waiting.
+    pub fn expect_closed(&mut self) {
+        match self.read_reply() {
+            Reply::Closed => {}
+            Reply::Frame(v) => panic!("expected the server to close the session, got another frame: {v}"),
+        }
+    }
+}
+
+/// Fills `buf`; Ok(false) on EOF before the first byte.
+fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<bool> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) if got == 0 => return Ok(false),
+            Ok(0) => {
+                return Err(io::Error::new(io::ErrorKind::UnexpectedEof, format!("EOF after {got} bytes")))
+            }
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(true)
+}
+
+/// A TCP port on 127.0.0.1 that is bound but not listening, for as long as this lives:
+/// connecting to it is refused, and no other test can start listening on it meanwhile.
+pub struct RefusingPort {
+    _fd: OwnedFd,
+    port: u16,
+}
+
+impl RefusingPort {
+    pub fn new() -> RefusingPort {
+        // SAFETY: socket(2) has no memory effects.
+        let raw = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+        assert!(raw >= 0, "socket: {}", io::Error::last_os_error());
+        // SAFETY: `raw` is a fresh descriptor that nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        // SAFETY: all-zero is a valid sockaddr_in.
+        let mut sa: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+        sa.sin_family = libc::AF_INET as libc::sa_family_t;
+        sa.sin_addr.s_addr = u32::from(Ipv4Addr::LOCALHOST).to_be();
+        let mut len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        // SAFETY: `sa` is a valid sockaddr_in of `len` bytes.
+        let rc = unsafe { libc::bind(fd.as_raw_fd(), (&raw const sa).cast(), len) };
+        assert_eq!(rc, 0, "bind: {}", io::Error::last_os_error());
+        // SAFETY: `sa` and `len` are valid and writable; the kernel writes at most `len` bytes.
+        let rc = unsafe { libc::getsockname(fd.as_raw_fd(), (&raw mut sa).cast(), &mut len) };
+        assert_eq!(rc, 0, "getsockname: {}", io::Error::last_os_error());
+        RefusingPort { _fd: fd, port: u16::from_be(sa.sin_port) }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+}
+
+impl Default for RefusingPort {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail and has no memory effects.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// A network namespace made for one test and deleted when dropped.
+pub struct Netns {
+    name: String,
+}
+
+impl Netns {
+    /// Creates the namespace, or says why not (no `ip` command, no permission).
+    pub fn create(name: &str) -> Result<Netns, String> {
+        let o = try_run_with_timeout(ip(&["netns", "add", name]), Duration::from_secs(10))
+            .map_err(|e| format!("cannot run `ip` (install iproute2): {e}"))?;
+        if o.status.success() {
+            Ok(Netns { name: name.to_string() })
+        } else {
+            Err(format!("`ip netns add {name}` failed: {}", o.stderr.trim()))
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// `ip netns exec NAME program args...`
+    pub fn exec(&self, program: &Path, args: &[&str]) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.name]).arg(program).args(args);
+        c
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let mut c = ip(&["netns", "del", &self.name]);
+        c.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+        let mut g = ChildGuard::spawn(c);
+        if g.wait_timeout(Duration::from_secs(10)).is_none() {
+            eprintln!("warning: `ip netns del {}` did not finish in 10 s", self.name);
+        }
+    }
+}
+
+fn ip(args: &[&str]) -> Command {
+    let mut c = Command::new("ip");
+    c.args(args);
+    c
+}
+
+// ---------------------------------------------------------------------------------------
+// Reading reports.
+
+/// The value at a dotted path (`local.cpu.system.busy_percent`); panics naming the path.
+pub fn at<'a>(v: &'a Value, path: &str) -> &'a Value {
+    let mut cur = v;
+    for key in path.split('.') {
+        cur = cur.get(key).unwrap_or_else(|| panic!("report has no field '{path}' (missing '{key}')"));
+    }
+    cur
+}
+
+pub fn u64_at(v: &Value, path: &str) -> u64 {
+    at(v, path).as_u64().unwrap_or_else(|| panic!("'{path}' is not an unsigned integer: {}", at(v, path)))
+}
+
+pub fn f64_at(v: &Value, path: &str) -> f64 {
+    let x = at(v, path).as_f64().unwrap_or_else(|| panic!("'{path}' is not a number: {}", at(v, path)));
+    assert!(x.is_finite(), "'{path}' is not finite: {x}");
+    x
+}
+
+pub fn str_at<'a>(v: &'a Value, path: &str) -> &'a str {
+    at(v, path).as_str().unwrap_or_else(|| panic!("'{path}' is not a string: {}", at(v, path)))
+}
+
+pub fn bool_at(v: &Value, path: &str) -> bool {
+    at(v, path).as_bool().unwrap_or_else(|| panic!("'{path}' is not a boolean: {}", at(v, path)))
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+/// Checks what every side report must satisfy, whatever the test: CPU shares within
+/// [0, 100], busy time within what the CPUs could give, the ring used, the tool measured.
+pub fn check_side_common(r: &Value, side: &str) {
+    let p = |f: &str| format!("{side}.{f}");
+    let elapsed_ns = u64_at(r, &p("elapsed_ns"));
+    assert!(elapsed_ns > 0, "{side}: elapsed_ns is 0");
+
+    let cpus = u64_at(r, &p("cpu.system.cpus"));
+    assert!(cpus >= 1, "{side}: cpu.system.cpus is 0");
+    let busy = f64_at(r, &p("cpu.system.busy_percent"));
+    assert!((0.0..=100.0).contains(&busy), "{side}: busy_percent {busy} outside [0, 100]");
+    let steal = f64_at(r, &p("cpu.system.steal_percent"));
+    assert!((0.0..=100.0).contains(&steal), "{side}: steal_percent {steal} outside [0, 100]");
+    assert!(busy + steal <= 100.0 + 1e-6, "{side}: busy {busy} + steal {steal} exceed 100 %");
+    let per_cpu = at(r, &p("cpu.system.per_cpu_busy_percent"))
+        .as_array()
+        .unwrap_or_else(|| panic!("{side}: per_cpu_busy_percent is not an array"));
+    assert_eq!(per_cpu.len() as u64, cpus, "{side}: per-CPU list does not cover cpu.system.cpus");
+    for (i, c) in per_cpu.iter().enumerate() {
+        let c = c.as_f64().unwrap_or(f64::NAN);
+        assert!((0.0..=100.0).contains(&c), "{side}: CPU {i} busy {c} outside [0, 100]");
+    }
+    let busy_us = f64_at(r, &p("cpu.system.busy_us"));
+    let capacity_us = cpus as f64 * elapsed_ns as f64 / 1e3;
+    assert!(busy_us > 0.0, "{side}: no busy CPU time measured during a test that moved data");
+    assert!(
+        busy_us <= capacity_us * (1.0 + 1e-9),
+        "{side}: busy {busy_us} us over {cpus} CPUs x {elapsed_ns} ns"
+    );
+
+    assert!(u64_at(r, &p("cpu.tool.thread_ns")) > 0, "{side}: the worker thread's CPU time is 0");
+    let overhead = f64_at(r, &p("cpu.tool_overhead_percent"));
+    assert!(overhead >= 0.0, "{side}: tool overhead {overhead} is negative");
+
+    for f in ["enters", "sqes", "cqes"] {
+        assert!(u64_at(r, &p(&format!("ring.{f}"))) > 0, "{side}: ring.{f} is 0");
+    }
+    assert!(at(r, &p("socket.send_buffer")).is_u64() && at(r, &p("socket.recv_buffer")).is_u64());
+}
+
+/// Checks a stream report: exact byte conservation between sender and receiver, positive
+/// throughput consistent with the sender's counts, sane CPU, positive service demand.
+pub fn check_stream_report(r: &Value, reverse: bool) {
+    let (test, dir, sender, receiver) = if reverse {
+        ("TCP_MAERTS", "server_to_client", "remote", "local")
+    } else {
+        ("TCP_STREAM", "client_to_server", "local", "remote")
+    };
+    assert_eq!(str_at(r, "test"), test);
+    assert_eq!(str_at(r, "spec.workload"), "stream");
+    assert_eq!(str_at(r, "spec.direction"), dir);
+    assert_eq!(str_at(r, &format!("{sender}.role")), "stream_sender");
+    assert_eq!(str_at(r, &format!("{receiver}.role")), "stream_receiver");
+
+    let sent = u64_at(r, &format!("{sender}.bytes_sent"));
+    let received = u64_at(r, &format!("{receiver}.bytes_received"));
+    assert!(sent > 0, "the sender sent nothing");
+    assert_eq!(sent, received, "bytes sent by the {sender} side != bytes received by the {receiver} side");
+    assert_eq!(u64_at(r, &format!("{sender}.bytes_received")), 0, "the sender received payload");
+    assert_eq!(u64_at(r, &format!("{receiver}.bytes_sent")), 0, "the receiver sent payload");
+
+    for side in ["local", "remote"] {
+        check_side_common(r, side);
+        assert_eq!(u64_at(r, &format!("{side}.transactions")), 0, "{side}: transactions in a stream test");
+        assert!(at(r, &format!("{side}.latency")).is_null(), "{side}: latency in a stream test");
+        let sd = f64_at(r, &format!("{side}.service_demand.us_per_kb"));
+        assert!(sd > 0.0, "{side}: service_demand.us_per_kb {sd} is not positive");
+        // netperf's definition, from this side's own counts.
+        let moved = u64_at(r, &format!("{side}.bytes_sent")) + u64_at(r, &format!("{side}.bytes_received"));
+        let busy_us = f64_at(r, &format!("{side}.cpu.system.busy_us"));
+        assert!(
+            close(sd, busy_us / (moved as f64 / 1024.0)),
+            "{side}: us_per_kb {sd} != busy_us {busy_us} / ({moved} B / 1024)"
+        );
+        assert!(at(r, &format!("{side}.service_demand.us_per_transaction")).is_null());
+    }
+
+    let tput = f64_at(r, "summary.throughput_bits_per_sec");
+    assert!(tput > 0.0, "throughput {tput} is not positive");
+    let elapsed = u64_at(r, &format!("{sender}.elapsed_ns"));
+    assert!(
+        close(tput, sent as f64 * 8.0 / (elapsed as f64 / 1e9)),
+        "throughput {tput} does not match the sender's {sent} bytes over {elapsed} ns"
+    );
+    // The sender's window cannot close before its deadline (an absolute ring timeout).
+    let want_ns = u64_at(r, "spec.duration_ms") * 1_000_000;
+    assert!(elapsed >= want_ns, "the sender stopped after {elapsed} ns, before the {want_ns} ns test length");
+    assert!(at(r, "summary.transactions_per_sec").is_null());
+}
+
+/// Checks an rr report: both sides count the same transactions, bytes match the sizes,
+/// the latency histogram covers every transaction with ordered percentiles.
+pub fn check_rr_report(r: &Value) {
+    assert_eq!(str_at(r, "test"), "TCP_RR");
+    assert_eq!(str_at(r, "spec.workload"), "rr");
+    assert_eq!(str_at(r, "local.role"), "rr_client");
+    assert_eq!(str_at(r, "remote.role"), "rr_server");
+    let t = u64_at(r, "local.transactions");
+    assert!(t > 0, "the client completed no transactions");
+    assert!(u64_at(r, "remote.transactions") > 0, "the server completed no transactions");
+    assert_eq!(t, u64_at(r, "remote.transactions"), "client and server count different transactions");
+
+    let req = u64_at(r, "spec.request_size");
+    let rsp = u64_at(r, "spec.response_size");
+    assert_eq!(u64_at(r, "local.bytes_sent"), t * req, "client bytes sent != transactions x request size");
+    assert_eq!(
+        u64_at(r, "local.bytes_received"),
+        t * rsp,
+        "client bytes received != transactions x response"
+    );
+    assert_eq!(
+        u64_at(r, "remote.bytes_received"),
+        t * req,
+        "server bytes received != transactions x request"
+    );
+    assert_eq!(u64_at(r, "remote.bytes_sent"), t * rsp, "server bytes sent != transactions x response size");
+
+    for side in ["local", "remote"] {
+        check_side_common(r, side);
+        let sd = f64_at(r, &format!("{side}.service_demand.us_per_transaction"));
+        assert!(sd > 0.0, "{side}: us_per_transaction {sd} is not positive");
+        let busy_us = f64_at(r, &format!("{side}.cpu.system.busy_us"));
+        assert!(close(sd, busy_us / t as f64), "{side}: us_per_transaction {sd} != busy_us {busy_us} / {t}");
+    }
+
+    let l = at(r, "local.latency");
+    assert!(l.is_object(), "the rr client reported no latency: {l}");
+    assert_eq!(u64_at(l, "count"), t, "latency.count != local.transactions");
+    let names = ["min_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "p9999_ns", "max_ns"];
+    let vals: Vec<u64> = names.iter().map(|n| u64_at(l, n)).collect();
+    for i in 1..vals.len() {
+        assert!(
+            vals[i - 1] <= vals[i],
+            "latency {} = {} > {} = {}",
+            names[i - 1],
+            vals[i - 1],
+            names[i],
+            vals[i]
+        );
+    }
+    assert!(vals[0] > 0, "a round trip of 0 ns");
+    let mean = f64_at(l, "mean_ns");
+    assert!(
+        mean >= vals[0] as f64 && mean <= *vals.last().expect("max") as f64,
+        "mean {mean} outside [min, max]"
+    );
+    let hist = str_at(l, "histogram");
+    assert!(!hist.is_empty(), "empty serialized histogram");
+    assert!(
+        hist.bytes().all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b)),
+        "the histogram is not base64"
+    );
+    assert!(at(r, "remote.latency").is_null(), "the rr server reported latency");
+
+    let tps = f64_at(r, "summary.transactions_per_sec");
+    let elapsed = u64_at(r, "local.elapsed_ns");
+    assert!(tps > 0.0);
+    assert!(
+        close(tps, t as f64 / (elapsed as f64 / 1e9)),
+        "transactions_per_sec {tps} != {t} / {elapsed} ns"
+    );
+    assert!(close(f64_at(r, "summary.mean_latency_ns"), mean), "summary.mean_latency_ns != latency.mean_ns");
+    assert!(f64_at(r, "summary.throughput_bits_per_sec") > 0.0);
+    let want_ns = u64_at(r, "spec.duration_ms") * 1_000_000;
+    assert!(elapsed >= want_ns, "the client stopped after {elapsed} ns, before the {want_ns} ns test length");
+}

@@ -1,0 +1,392 @@
+//! A standalone `ringperf serve`: it serves real clients, survives clients that die or
+//! misbehave, answers malformed control traffic with an error instead of crashing, and
+//! stops cleanly on SIGTERM. Every test starts its own server on an ephemeral port.
+
+use std::process::Stdio;
+use std::thread;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use ringperf_tests::{
+    bool_at, check_rr_report, check_stream_report, ringperf, str_at, u64_at, ChildGuard, Control, Reply,
+    Ringperf, Server,
+};
+
+/// Runs a 1 s stream test against `server` and checks it fully.
+fn stream_against(rp: &Ringperf, server: &Server, reverse: bool) -> Value {
+    let port = server.port_arg();
+    let mut args = vec!["stream", "-H", "127.0.0.1", "-p", &port, "-l", "1"];
+    if reverse {
+        args.push("--reverse");
+    }
+    let r = rp.run_json(&args);
+    check_stream_report(&r, reverse);
+    assert!(!bool_at(&r, "embedded_server"), "embedded_server is true with -H");
+    assert_eq!(str_at(&r, "server"), format!("127.0.0.1:{port}"));
+    r
+}
+
+/// The server is alive and still runs whole tests.
+fn still_serves(rp: &Ringperf, server: &mut Server) {
+    server.assert_running();
+    stream_against(rp, server, false);
+    server.assert_running();
+}
+
+#[test]
+fn standalone_server_serves_stream_and_rr() {
+    let rp = ringperf!();
+    let mut server = rp.serve();
+    let r = stream_against(&rp, &server, false);
+    // The server's log accounts for the same bytes its report did.
+    let bytes = u64_at(&r, "remote.bytes_received");
+    let want = format!("TCP_STREAM done ({bytes} bytes");
+    assert!(
+        server.wait_for_log(&want, Duration::from_secs(10)).is_some(),
+        "no '{want}' in the server log: {:?}",
+        server.log()
+    );
+
+    let port = server.port_arg();
+    let r = rp.run_json(&["rr", "-H", "127.0.0.1", "-p", &port, "-l", "1"]);
+    check_rr_report(&r);
+    assert!(!bool_at(&r, "embedded_server"));
+    server.assert_running();
+}
+
+/// A client killed in the middle of a test leaves the server able to run the next one.
+fn killed_client_then_next_test(reverse: bool) {
+    let rp = ringperf!();
+    let mut server = rp.serve();
+    let port = server.port_arg();
+    let mut args = vec!["stream", "-H", "127.0.0.1", "-p", &port, "-l", "10"];
+    if reverse {
+        args.push("--reverse");
+    }
+    let mut cmd = rp.command(&args);
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    let mut client = ChildGuard::spawn(cmd);
+    assert!(
+        server.wait_for_log("session started", Duration::from_secs(20)).is_some(),
+        "the client never reached the server: {:?}",
+        server.log()
+    );
+    thread::sleep(Duration::from_secs(1));
+    assert!(client.try_status().is_none(), "the 10 s client ended early");
+    client.kill();
+
+    still_serves(&rp, &mut server);
+    stream_against(&rp, &server, reverse);
+}
+
+#[test]
+fn client_killed_mid_stream_then_next_test_succeeds() {
+    killed_client_then_next_test(false);
+}
+
+#[test]
+fn client_killed_mid_reverse_stream_then_next_test_succeeds() {
+    killed_client_then_next_test(true);
+}
+
+#[test]
+fn garbage_frame_gets_an_error_reply_and_the_server_keeps_serving() {
+    let rp = ringperf!();
+    let mut server = rp.serve();
+    let mut c = Control::connect(server.port());
+    c.send_frame(b"this is not JSON at all");
+    let (kind, msg) = c.expect_error();
+    assert_eq!(kind, "protocol", "garbage is a protocol error: {msg}");
+    c.expect_closed();
+    still_serves(&rp, &mut server);
+}
+
+#[test]
+fn wrong_protocol_version_is_refused_with_the_reason() {
+    let rp = ringperf!();
+    let mut server = rp.serve();
+    let mut c = Control::connect(server.port());
+    c.send_json(&json!({"type": "hello", "protocol": 999, "tool_version": "x"}));
+    let (kind, msg) = c.expect_error();
+    assert_eq!(kind, "protocol");
+    let lower = msg.to_lowercase();
+    assert!(lower.contains("protocol") && msg.contains("999"), "the reply does not name the version: {msg}");
+    c.expect_closed();
+    server.assert_running();
+}
+
+#[test]
+fn frame_claiming_4_gib_is_refused_and_the_server_keeps_serving() {
+    let rp = ringperf!();
+    let mut server = rp.serve();
+    let mut c = Control::connect(server.port());
+    // A length of 4 GiB - 1 and no body: the server must not try to allocate or wait for it.
+    c.send_raw(&u32::MAX.to_be_bytes());
+    match c.read_reply() {
+        // A protocol error about the frame, not a timeout after waiting for 4 GiB.
+        Reply::Frame(v) => {
+            assert_eq!(v["type"], "error", "expected an error reply, got {v}");
+            assert_eq!(v["kind"], "protocol", "the frame cap was not enforced up front: {v}");
+            let msg = v["message"].as_str().unwrap_or_default();
+            assert!(msg.contains(&u32::MAX.to_string()), "the reply does not name the claimed size: {msg}");
+            c.expect_closed();
+        }
+        Reply::Closed => {}
+    }
+    still_serves(&rp, &mut server);
+}
+
+/// Malformed sessions of other shapes: each gets an error reply or a close, none kills
+/// the server.
+#[test]
+fn malformed_sessions_of_every_shape_leave_the_server_serving() {
+    let rp = ringperf!();
+    let mut server = rp.serve();
+    let frame = |body: &[u8]| {
+        let mut f = (body.len() as u32).to_be_bytes().to_vec();
+        f.extend_from_slice(body);
+        f
+    };
+    let cases: Vec<(&str, Vec<u8>)> = vec![
+        ("zero-length frame", 0u32.to_be_bytes().to_vec()),
+        ("invalid UTF-8", frame(b"\xff\xfe\xfd")),
+        ("unknown message type", frame(br#"{"type":"launch_missiles"}"#)),
+        ("hello without fields", frame(br#"{"type":"hello"}"#)),
+        ("go before hello", frame(br#"{"type":"go"}"#)),
+        ("a JSON array", frame(b"[1,2,3]")),
+        ("frame over the 1 MiB cap", ((1u32 << 20) + 1).to_be_bytes().to_vec()),
+    ];
+    for (what, bytes) in &cases {
+        let mut c = Control::connect(server.port());
+        c.send_raw(bytes);
+        match c.read_reply() {
+            Reply::Frame(v) => {
+                assert_eq!(v["type"], "error", "{what}: expected an error reply, got {v}");
+                assert_eq!(v["kind"], "protocol", "{what}: expected a protocol error, got {v}");
+                c.expect_closed();
+            }
+            Reply::Closed => {}
+        }
+        server.assert_running();
+    }
+    // "go" first must be named as out of order.
+    let mut c = Control::connect(server.port());
+    c.send_json(&json!({"type": "go"}));
+    let (_, msg) = c.expect_error();
+    assert!(msg.contains("hello"), "the reply to 'go' first does not say a hello was expected: {msg}");
+
+    // A frame cut short, then the client goes away; and a client that connects and leaves.
+    let mut c = Control::connect(server.port());
+    c.send_raw(&[0, 0, 0, 100, b'{', b'"']);
+    drop(c);
+    drop(Control::connect(server.port()));
+    still_serves(&rp, &mut server);
+}
+
+/// A spec the CLI would never send (it validates first) must be rejected by the server too.
+#[test]
+fn server_validates_the_spec_a_peer_sends() {
+    let rp = ringperf!();
+    let mut server = rp.serve();
+    let mut spec = serde_json::to_value(ringperf_engine::TestSpec::default()).expect("spec serializes");
+    spec["duration_ms"] = json!(1000);
+    let bad: Vec<(&str, &str, Value)> = vec![
+        ("flows", "flows", json!(1_000_000_000u64)),
+        ("duration_ms", "length", json!(0)),
+        ("send_size", "send size", json!(0)),
+        ("response_size", "response size", json!(u32::MAX)),
+    ];
+    for (field, needle, value) in bad {
+        let mut c = Control::connect(server.port());
+        c.send_json(&json!({"type": "hello", "protocol": 1, "tool_version": "test"}));
+        match c.read_reply() {
+            Reply::Frame(v) => {
+                assert_eq!(v["type"], "welcome", "expected a welcome, got {v}");
+                assert_eq!(v["protocol"], 1);
+                assert!(v["environment"]["kernel_release"].is_string(), "welcome without environment: {v}");
+            }
+            Reply::Closed => panic!("the server closed a session that said a valid hello"),
+        }
+        let mut s = spec.clone();
+        s[field] = value;
+        c.send_json(&json!({"type": "test", "spec": s}));
+        let (kind, msg) = c.expect_error();
+        assert_eq!(kind, "usage", "{field}: {msg}");
+        assert!(msg.contains(needle), "the reply for a bad {field} does not mention '{needle}': {msg}");
+        c.expect_closed();
+    }
+    server.assert_running();
+}
+
+/// A client that connects and says nothing must not hold up other clients.
+#[test]
+fn silent_client_does_not_block_other_clients() {
+    let rp = ringperf!();
+    let mut server = rp.serve();
+    let idle = Control::connect(server.port());
+    still_serves(&rp, &mut server);
+    drop(idle);
+}
+
+#[test]
+fn sigterm_stops_an_idle_server_with_status_0() {
+    let rp = ringperf!();
+    let mut server = rp.serve();
+    server.child().signal(libc::SIGTERM);
+    let status = server.child().wait_timeout(Duration::from_secs(5));
+    let status = status.unwrap_or_else(|| panic!("the server ignored SIGTERM for 5 s: {:?}", server.log()));
+    assert_eq!(status.code(), Some(0), "the server exited with {status} on SIGTERM: {:?}", server.log());
+}
+
+/// SIGTERM during a test: the server stops accepting but lets the test finish, then exits 0.
+#[test]
+fn sigterm_lets_the_test_in_progress_finish() {
+    let rp = ringperf!();
+    let mut server = rp.serve();
+    let port = server.port_arg();
+    let client = {
+        let rp = rp.clone();
+        thread::spawn(move || rp.run(&["stream", "-H", "127.0.0.1", "-p", &port, "-l", "2", "--json"]))
+    };
+    assert!(
+        server.wait_for_log("session started", Duration::from_secs(20)).is_some(),
+        "the client never reached the server: {:?}",
+        server.log()
+    );
+    thread::sleep(Duration::from_millis(500));
+    server.child().signal(libc::SIGTERM);
+    let outcome = client.join().expect("client thread");
+    let r = outcome.success().json();
+    check_stream_report(&r, false);
+    let status = server.child().wait_timeout(Duration::from_secs(15));
+    let status =
+        status.unwrap_or_else(|| panic!("the server did not exit after SIGTERM: {:?}", server.log()));
+    assert_eq!(status.code(), Some(0), "the server exited with {status}: {:?}", server.log());
+}
+
+/// The server dies in the middle of a test: the client must fail with exit 3 and a
+/// one-line message, not hang or report numbers.
+fn server_killed_mid_test(args: &[&str]) {
+    let rp = ringperf!();
+    let mut server = rp.serve();
+    let port = server.port_arg();
+    let mut all = args.to_vec();
+    all.extend(["-H", "127.0.0.1", "-p", &port, "-l", "10", "--json"]);
+    let client = {
+        let rp = rp.clone();
+        let all: Vec<String> = all.iter().map(|s| s.to_string()).collect();
+        thread::spawn(move || rp.run(&all.iter().map(String::as_str).collect::<Vec<_>>()))
+    };
+    assert!(
+        server.wait_for_log("session started", Duration::from_secs(20)).is_some(),
+        "the client never reached the server: {:?}",
+        server.log()
+    );
+    thread::sleep(Duration::from_secs(1));
+    server.child().kill();
+    let o = client.join().expect("client thread");
+    o.failure(3, &[]);
+}
+
+#[test]
+fn server_killed_mid_stream_fails_the_client_with_exit_3() {
+    server_killed_mid_test(&["stream"]);
+}
+
+#[test]
+fn server_killed_mid_reverse_stream_fails_the_client_with_exit_3() {
+    server_killed_mid_test(&["stream", "--reverse"]);
+}
+
+#[test]
+fn server_killed_mid_rr_fails_the_client_with_exit_3() {
+    server_killed_mid_test(&["rr"]);
+}
+
+/// Two clients at once on one server: each session sees only its own traffic.
+#[test]
+fn concurrent_sessions_are_isolated() {
+    let rp = ringperf!();
+    let mut server = rp.serve();
+    let port = server.port_arg();
+    let rr = {
+        let (rp, port) = (rp.clone(), port.clone());
+        thread::spawn(move || rp.run(&["rr", "-H", "127.0.0.1", "-p", &port, "-l", "1", "--json"]))
+    };
+    stream_against(&rp, &server, false);
+    let r = rr.join().expect("rr thread").success().json();
+    check_rr_report(&r);
+    server.assert_running();
+}
+
+/// A client written here, not the engine's: the server's byte count must match exactly
+/// what was sent on the data connection (the 12-byte flow header excluded), and data
+/// connections with a wrong cookie or flow index must be dropped, not counted.
+#[test]
+fn server_counts_a_foreign_clients_bytes_exactly_and_drops_strangers() {
+    use std::io::{Read, Write};
+    use std::net::{Shutdown, TcpStream};
+
+    let rp = ringperf!();
+    let mut server = rp.serve();
+    let mut c = Control::connect(server.port());
+    c.send_json(&json!({"type": "hello", "protocol": 1, "tool_version": "test"}));
+    match c.read_reply() {
+        Reply::Frame(v) => assert_eq!(v["type"], "welcome", "expected a welcome, got {v}"),
+        Reply::Closed => panic!("the server closed a session that said a valid hello"),
+    }
+    let mut spec = serde_json::to_value(ringperf_engine::TestSpec::default()).expect("spec serializes");
+    spec["duration_ms"] = json!(1000);
+    c.send_json(&json!({"type": "test", "spec": spec}));
+    let (port, cookie) = match c.read_reply() {
+        Reply::Frame(v) if v["type"] == "ready" => {
+            let port = v["data_port"].as_u64().expect("data_port") as u16;
+            (port, v["cookie"].as_u64().expect("cookie"))
+        }
+        other => panic!("expected 'ready', got {other:?}"),
+    };
+    let data = |cookie: u64, flow: u32| {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).expect("data connection");
+        s.set_read_timeout(Some(Duration::from_secs(15))).expect("timeout");
+        s.set_write_timeout(Some(Duration::from_secs(15))).expect("timeout");
+        let mut h = cookie.to_le_bytes().to_vec();
+        h.extend_from_slice(&flow.to_le_bytes());
+        s.write_all(&h).expect("flow header");
+        s
+    };
+    let closed_by_server = |mut s: TcpStream, what: &str| {
+        let mut b = [0u8; 1];
+        match s.read(&mut b) {
+            Ok(0) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+            other => panic!("a data connection with {what} was not closed: {other:?}"),
+        }
+    };
+    let stranger = data(cookie ^ 0xdead_beef, 0);
+    closed_by_server(stranger, "a wrong cookie");
+    let bad_flow = data(cookie, 7);
+    closed_by_server(bad_flow, "a flow index out of range");
+    let mut flow = data(cookie, 0);
+
+    c.send_json(&json!({"type": "go"}));
+    let chunk: Vec<u8> = (0..65_536u32).map(|i| (i % 251) as u8).collect();
+    let mut sent = 0u64;
+    for _ in 0..40 {
+        flow.write_all(&chunk).expect("sending payload");
+        sent += chunk.len() as u64;
+    }
+    flow.write_all(&chunk[..12_345]).expect("sending payload");
+    sent += 12_345;
+    flow.shutdown(Shutdown::Write).expect("half-close");
+
+    let report = match c.read_reply() {
+        Reply::Frame(v) if v["type"] == "report" => v,
+        other => panic!("expected the server's report, got {other:?}"),
+    };
+    assert_eq!(str_at(&report, "side.role"), "stream_receiver");
+    assert_eq!(u64_at(&report, "side.bytes_received"), sent, "the server miscounted what it received");
+    assert_eq!(u64_at(&report, "side.bytes_sent"), 0);
+    drop(flow);
+    server.assert_running();
+}
