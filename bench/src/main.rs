@@ -1,1 +1,148 @@
-fn main() {}
+//! ringperf-bench: ringperf against iperf3 (stream) or sockperf (rr) in one run, the tools
+//! taking turns, every tool's CPU measured the same way from /proc/stat.
+//!
+//!   cargo run --release -p ringperf-bench -- stream [--secs 10] [--runs 3] [--cc cubic]
+//!   cargo run --release -p ringperf-bench -- rr [--secs 10] [--runs 3] [--size 64]
+
+mod bench;
+mod cpu;
+mod error;
+mod peers;
+mod process;
+mod report;
+mod stats;
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::peers::{sockperf, Config, Workload};
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "ringperf-bench",
+    about = "ringperf side by side with iperf3 (stream) or sockperf (rr): alternating runs, same sizes, pinning and congestion control, every tool's CPU measured the same way",
+    after_help = "Exit codes: 0 ok, 2 usage error, 3 a tool is missing or failed."
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// TCP bulk transfer: ringperf stream against iperf3.
+    Stream(StreamArgs),
+    /// TCP request/response: ringperf rr against sockperf ping-pong.
+    Rr(RrArgs),
+}
+
+#[derive(Args, Debug)]
+struct Common {
+    /// Seconds per run.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=3600))]
+    secs: u32,
+    /// Runs per tool (they alternate: ringperf, peer, ringperf, peer, ...).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
+    runs: u32,
+    /// Client and server CPU for every tool.
+    #[arg(long, value_name = "CLIENT,SERVER", default_value = "0,1", value_parser = parse_cpus)]
+    cpus: (usize, usize),
+    /// Idle seconds between runs (outside every measurement window).
+    #[arg(long, value_name = "SECS", default_value_t = 1.0, value_parser = parse_pause)]
+    pause: f64,
+    /// The ringperf binary (default: $RINGPERF, else target/release/ringperf, built if missing).
+    #[arg(long, value_name = "PATH")]
+    ringperf: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+struct StreamArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Bytes per write on every tool (ringperf -m/-M, iperf3 -l); K = 1024.
+    #[arg(long, value_name = "SIZE", default_value = "128K", value_parser = parse_write_size)]
+    size: u32,
+    /// Congestion control for every tool (ringperf --cc, iperf3 -C).
+    #[arg(long, value_name = "NAME", default_value = "cubic")]
+    cc: String,
+}
+
+#[derive(Args, Debug)]
+struct RrArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Request and response bytes on both tools (sockperf needs at least 14).
+    #[arg(long, value_name = "BYTES", default_value_t = 64, value_parser = parse_message_size)]
+    size: u32,
+}
+
+fn parse_cpus(s: &str) -> Result<(usize, usize), String> {
+    let (a, b) = s.split_once(',').ok_or_else(|| format!("'{s}' is not CLIENT,SERVER, like 0,1"))?;
+    let cpu = |x: &str| x.trim().parse::<usize>().map_err(|_| format!("'{x}' is not a CPU number"));
+    Ok((cpu(a)?, cpu(b)?))
+}
+
+fn parse_pause(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=600.0).contains(&v) => Ok(v),
+        _ => Err(format!("'{s}' is not a number of seconds between 0 and 600")),
+    }
+}
+
+fn parse_write_size(s: &str) -> Result<u32, String> {
+    let n = ringperf_engine::units::parse_size(s).map_err(|e| e.to_string())?;
+    // iperf3 refuses blocks over 1 MiB for TCP.
+    if !(1..=1 << 20).contains(&n) {
+        return Err(format!("write size {n} must be 1 byte to 1M (iperf3's limit)"));
+    }
+    Ok(n as u32)
+}
+
+fn parse_message_size(s: &str) -> Result<u32, String> {
+    let n: u32 = s.trim().parse().map_err(|_| format!("'{s}' is not a number of bytes"))?;
+    if !(sockperf::MIN_MESSAGE..=sockperf::MAX_MESSAGE).contains(&n) {
+        return Err(format!(
+            "sockperf messages are {} to {} bytes; ringperf gets the same size",
+            sockperf::MIN_MESSAGE,
+            sockperf::MAX_MESSAGE
+        ));
+    }
+    Ok(n)
+}
+
+fn plan(cli: Cli) -> bench::Plan {
+    let (common, workload, size, cc) = match cli.command {
+        Command::Stream(a) => (a.common, Workload::Stream, a.size, Some(a.cc)),
+        // sockperf cannot set a congestion control, so neither tool gets one (see the report).
+        Command::Rr(a) => (a.common, Workload::Rr, a.size, None),
+    };
+    bench::Plan {
+        cfg: Config {
+            workload,
+            secs: common.secs,
+            client_cpu: common.cpus.0,
+            server_cpu: common.cpus.1,
+            size,
+            cc,
+        },
+        runs: common.runs,
+        pause: Duration::from_secs_f64(common.pause),
+        ringperf: common.ringperf,
+    }
+}
+
+fn main() {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            std::process::exit(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    if let Err(e) = bench::run(&plan(cli)) {
+        eprintln!("ringperf-bench: {e}");
+        std::process::exit(e.exit_code());
+    }
+}

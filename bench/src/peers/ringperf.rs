@@ -1,0 +1,294 @@
+//! ringperf itself: `ringperf stream|rr ... --json` against its embedded loopback server.
+
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::SystemTime;
+
+use serde_json::Value;
+
+use crate::error::{BenchError, Result};
+use crate::peers::{json_f64, json_u64, Config, RunResult, Tool, Work, Workload};
+use crate::process::{excerpt, is_executable, run_measured};
+
+pub const NAME: &str = "ringperf";
+
+pub struct Ringperf {
+    pub bin: PathBuf,
+}
+
+impl Ringperf {
+    fn args(&self, cfg: &Config) -> Vec<String> {
+        let cpus = format!("{},{}", cfg.client_cpu, cfg.server_cpu);
+        let secs = cfg.secs.to_string();
+        let mut a: Vec<String> = match cfg.workload {
+            Workload::Stream => {
+                let size = cfg.size.to_string();
+                vec!["stream".into(), "-l".into(), secs, "-m".into(), size.clone(), "-M".into(), size]
+            }
+            Workload::Rr => {
+                vec!["rr".into(), "-l".into(), secs, "-r".into(), format!("{},{}", cfg.size, cfg.size)]
+            }
+        };
+        a.extend(["-T".into(), cpus]);
+        if let Some(cc) = &cfg.cc {
+            a.extend(["--cc".into(), cc.clone()]);
+        }
+        a.push("--json".into());
+        a
+    }
+}
+
+impl Tool for Ringperf {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn describe(&self, cfg: &Config) -> String {
+        format!("{} {}", self.bin.display(), self.args(cfg).join(" "))
+    }
+
+    fn run(&self, cfg: &Config) -> Result<RunResult> {
+        let m = run_measured(NAME, Command::new(&self.bin).args(self.args(cfg)), cfg.run_timeout(), None)?;
+        if !m.status.success() {
+            return Err(BenchError::Tool(format!("ringperf failed ({}):\n{}", m.status, m.output_excerpt())));
+        }
+        let report: Value = serde_json::from_str(&m.stdout).map_err(|e| {
+            BenchError::Tool(format!("ringperf's --json output is not JSON ({e}):\n{}", excerpt(&m.stdout)))
+        })?;
+        let (work, own) = parse(&report, cfg)?;
+        Ok(RunResult { tool: NAME, cpu: m.cpu, work, own_service_demand: own, process_cpu_us: None })
+    }
+}
+
+/// The work and ringperf's own service demand (client side) out of its JSON report, after
+/// checking that it ran what was asked.
+pub fn parse(r: &Value, cfg: &Config) -> Result<(Work, Option<f64>)> {
+    check_spec(r, cfg)?;
+    match cfg.workload {
+        Workload::Stream => {
+            let sent = json_u64(r, NAME, "/local/bytes_sent")?;
+            let received = json_u64(r, NAME, "/remote/bytes_received")?;
+            if sent != received {
+                return Err(BenchError::Tool(format!(
+                    "ringperf's sender sent {sent} bytes but its receiver got {received}: TCP lost nothing, so this is a ringperf bug"
+                )));
+            }
+            let bits_per_sec = json_f64(r, NAME, "/summary/throughput_bits_per_sec")?;
+            let own = r.pointer("/local/service_demand/us_per_kb").and_then(Value::as_f64);
+            Ok((Work::Stream { bytes: received, bits_per_sec }, own))
+        }
+        Workload::Rr => {
+            let transactions = json_u64(r, NAME, "/local/transactions")?;
+            let tps_by_count = json_f64(r, NAME, "/summary/transactions_per_sec")?;
+            let mean_ns = json_f64(r, NAME, "/summary/mean_latency_ns")?;
+            let own = r.pointer("/local/service_demand/us_per_transaction").and_then(Value::as_f64);
+            let tps_by_rtt = if mean_ns > 0.0 { 1e9 / mean_ns } else { 0.0 };
+            Ok((Work::Rr { transactions, tps_by_count, tps_by_rtt, mean_rtt_us: mean_ns / 1000.0 }, own))
+        }
+    }
+}
+
+/// A report for a different test than the one asked for would make the comparison a lie.
+fn check_spec(r: &Value, cfg: &Config) -> Result<()> {
+    let wrong = |what: &str, got: String| {
+        Err(BenchError::Tool(format!("ringperf ran with {what} {got}, not what the bench asked for")))
+    };
+    let cc = r.pointer("/spec/congestion_control").and_then(Value::as_str).map(str::to_owned);
+    if cc != cfg.cc {
+        return wrong("congestion control", format!("{cc:?}"));
+    }
+    let lcpu = r.pointer("/local/pinned_cpu").and_then(Value::as_u64);
+    let rcpu = r.pointer("/remote/pinned_cpu").and_then(Value::as_u64);
+    if lcpu != Some(cfg.client_cpu as u64) || rcpu != Some(cfg.server_cpu as u64) {
+        return wrong("CPUs", format!("{lcpu:?},{rcpu:?}"));
+    }
+    let (a, b) = match cfg.workload {
+        Workload::Stream => ("/spec/send_size", "/spec/recv_size"),
+        Workload::Rr => ("/spec/request_size", "/spec/response_size"),
+    };
+    for p in [a, b] {
+        let got = r.pointer(p).and_then(Value::as_u64);
+        if got != Some(u64::from(cfg.size)) {
+            return wrong(&p["/spec/".len()..], format!("{got:?}"));
+        }
+    }
+    Ok(())
+}
+
+/// Where to find the ringperf binary, building it when it is not there.
+///
+/// Order: `--ringperf PATH`, `$RINGPERF`, next to this bench's own executable (same cargo
+/// profile), then `target/release/ringperf` of this workspace.
+pub fn locate(explicit: Option<&Path>) -> Result<PathBuf> {
+    if let Some(p) = explicit.map(Path::to_path_buf).or_else(|| env::var_os("RINGPERF").map(PathBuf::from)) {
+        return if is_executable(&p) {
+            Ok(p)
+        } else {
+            Err(BenchError::Usage(format!("{} is not an executable ringperf binary", p.display())))
+        };
+    }
+    let candidates = candidates();
+    if let Some(p) = candidates.iter().find(|p| is_executable(p)) {
+        warn_if_stale(p);
+        return Ok(p.clone());
+    }
+    let root = workspace_root();
+    eprintln!("ringperf-bench: no ringperf binary yet; building it: cargo build --release -p ringperf");
+    let cargo = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let built = Command::new(cargo)
+        .args(["build", "--release", "-p", "ringperf"])
+        .current_dir(&root)
+        .stdin(Stdio::null())
+        .status();
+    let hint = format!(
+        "build it first: cd {} && cargo build --release -p ringperf (or pass --ringperf PATH)",
+        root.display()
+    );
+    match built {
+        Ok(s) if s.success() => candidates.into_iter().find(|p| is_executable(p)).ok_or_else(|| {
+            BenchError::Tool(format!(
+                "cargo built ringperf but it is not in {}: {hint}",
+                release_dir().display()
+            ))
+        }),
+        Ok(s) => Err(BenchError::Tool(format!("building ringperf failed ({s}): {hint}"))),
+        Err(e) => Err(BenchError::Tool(format!("cannot run cargo to build ringperf ({e}): {hint}"))),
+    }
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_else(|| ".".into())
+}
+
+fn release_dir() -> PathBuf {
+    env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target"))
+        .join("release")
+}
+
+fn candidates() -> Vec<PathBuf> {
+    let mut c = Vec::new();
+    if let Some(dir) = env::current_exe().ok().and_then(|e| e.parent().map(Path::to_path_buf)) {
+        c.push(dir.join(NAME));
+    }
+    c.push(release_dir().join(NAME));
+    c
+}
+
+/// Warns when engine/ or cli/ changed after the binary was built: its numbers would be
+/// those of older code.
+fn warn_if_stale(bin: &Path) {
+    let Ok(built) = fs::metadata(bin).and_then(|m| m.modified()) else { return };
+    let root = workspace_root();
+    let newest = ["engine", "cli"]
+        .iter()
+        .filter_map(|d| newest_source(&root.join(d)))
+        .chain(fs::metadata(root.join("Cargo.toml")).and_then(|m| m.modified()).ok())
+        .max();
+    if newest.is_some_and(|n| n > built) {
+        eprintln!(
+            "ringperf-bench: warning: {} is older than the sources in engine/ or cli/; \
+             run `cargo build --release -p ringperf` to measure the current code",
+            bin.display()
+        );
+    }
+}
+
+fn newest_source(dir: &Path) -> Option<SystemTime> {
+    let mut newest = None;
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = fs::read_dir(&d) else { continue };
+        for e in entries.flatten() {
+            let p = e.path();
+            let Ok(meta) = e.metadata() else { continue };
+            if meta.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs" || x == "toml") {
+                newest = newest.max(meta.modified().ok());
+            }
+        }
+    }
+    newest
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn cfg(workload: Workload) -> Config {
+        let (size, cc) = match workload {
+            Workload::Stream => (131072, Some("cubic".to_string())),
+            Workload::Rr => (64, None),
+        };
+        Config { workload, secs: 5, client_cpu: 0, server_cpu: 1, size, cc }
+    }
+
+    fn stream_report() -> Value {
+        json!({
+            "spec": {"congestion_control": "cubic", "send_size": 131072, "recv_size": 131072},
+            "summary": {"throughput_bits_per_sec": 3.5e10, "transactions_per_sec": null, "mean_latency_ns": null},
+            "local": {"pinned_cpu": 0, "bytes_sent": 1000, "bytes_received": 0, "transactions": 0,
+                      "service_demand": {"us_per_kb": 0.39, "us_per_transaction": null}},
+            "remote": {"pinned_cpu": 1, "bytes_sent": 0, "bytes_received": 1000, "transactions": 0,
+                       "service_demand": {"us_per_kb": 0.39, "us_per_transaction": null}}
+        })
+    }
+
+    #[test]
+    fn stream_report_parses() {
+        let (work, own) = parse(&stream_report(), &cfg(Workload::Stream)).unwrap();
+        let Work::Stream { bytes, bits_per_sec } = work else { panic!("not a stream") };
+        assert_eq!(bytes, 1000);
+        assert_eq!(bits_per_sec, 3.5e10);
+        assert_eq!(own, Some(0.39));
+    }
+
+    #[test]
+    fn rr_report_parses() {
+        let r = json!({
+            "spec": {"congestion_control": null, "request_size": 64, "response_size": 64},
+            "summary": {"throughput_bits_per_sec": 1.0, "transactions_per_sec": 10000.0, "mean_latency_ns": 90000.0},
+            "local": {"pinned_cpu": 0, "transactions": 50000,
+                      "service_demand": {"us_per_kb": 1.0, "us_per_transaction": 57.0}},
+            "remote": {"pinned_cpu": 1}
+        });
+        let (work, own) = parse(&r, &cfg(Workload::Rr)).unwrap();
+        let Work::Rr { transactions, tps_by_count, tps_by_rtt, mean_rtt_us } = work else { panic!("not rr") };
+        assert_eq!(transactions, 50000);
+        assert_eq!(tps_by_count, 10000.0);
+        assert!((tps_by_rtt - 11111.111).abs() < 0.01);
+        assert_eq!(mean_rtt_us, 90.0);
+        assert_eq!(own, Some(57.0));
+    }
+
+    #[test]
+    fn a_report_for_another_test_is_refused() {
+        let mut r = stream_report();
+        r["spec"]["congestion_control"] = json!("bbr");
+        assert!(parse(&r, &cfg(Workload::Stream)).unwrap_err().to_string().contains("congestion control"));
+        let mut r = stream_report();
+        r["remote"]["pinned_cpu"] = json!(0);
+        assert!(parse(&r, &cfg(Workload::Stream)).unwrap_err().to_string().contains("CPUs"));
+        let mut r = stream_report();
+        r["remote"]["bytes_received"] = json!(999);
+        assert!(parse(&r, &cfg(Workload::Stream)).is_err());
+        let mut r = stream_report();
+        r["summary"] = json!({});
+        assert!(parse(&r, &cfg(Workload::Stream)).unwrap_err().to_string().contains("throughput"));
+    }
+
+    #[test]
+    fn arguments_match_the_brief() {
+        let r = Ringperf { bin: "ringperf".into() };
+        assert_eq!(
+            r.args(&cfg(Workload::Stream)).join(" "),
+            "stream -l 5 -m 131072 -M 131072 -T 0,1 --cc cubic --json"
+        );
+        assert_eq!(r.args(&cfg(Workload::Rr)).join(" "), "rr -l 5 -r 64,64 -T 0,1 --json");
+    }
+}
