@@ -2,6 +2,7 @@
 
 use clap::{Args, Parser, Subcommand};
 
+use ringperf_engine::spec::{RecvEngine, SendEngine};
 use ringperf_engine::units::{check_size, parse_pair, parse_size};
 use ringperf_engine::{Error, DEFAULT_PORT};
 
@@ -23,6 +24,12 @@ pub enum Command {
     Stream(StreamArgs),
     /// TCP request/response, one transaction in flight (netperf TCP_RR).
     Rr(RrArgs),
+    /// Stream from a file (or a memfd) through file -> pipe -> socket splices (netperf TCP_SENDFILE).
+    Sendfile(SendfileArgs),
+    /// Run one stream per engine combination and print one table.
+    Engines(EnginesArgs),
+    /// Show what this kernel's io_uring supports.
+    Probe(ProbeArgs),
     /// Run the server that tests connect to (netperf's netserver).
     Serve(ServeArgs),
 }
@@ -34,7 +41,7 @@ pub struct TestArgs {
     #[arg(short = 'H', long = "host", value_name = "HOST")]
     pub host: Option<String>,
     /// Control port of the server.
-    #[arg(short = 'p', long = "port", default_value_t = DEFAULT_PORT)]
+    #[arg(short = 'p', long = "port", default_value_t = DEFAULT_PORT, value_parser = clap::value_parser!(u16).range(1..))]
     pub port: u16,
     /// Test length in seconds (fractions allowed).
     #[arg(short = 'l', long = "length", value_name = "SECS", default_value = "10", value_parser = parse_seconds, allow_hyphen_values = true)]
@@ -63,6 +70,59 @@ pub struct TestArgs {
     /// Print the whole report as JSON instead of the table.
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub engine: EngineArgs,
+}
+
+/// Engines and ring tuning, on both sides.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Engines and ring tuning")]
+pub struct EngineArgs {
+    /// How the sending side puts payload on the socket (copy, zc, zc-msg, splice).
+    #[arg(long, value_name = "ENGINE", default_value = "copy", value_parser = parse_send_engine)]
+    pub send_engine: SendEngine,
+    /// How the receiving side takes payload off the socket (recv, multishot, bundle, trunc).
+    #[arg(long, value_name = "ENGINE", default_value = "recv", value_parser = parse_recv_engine)]
+    pub recv_engine: RecvEngine,
+    /// Fill the payload with a pattern and check every received byte (its cost is reported).
+    #[arg(long)]
+    pub verify: bool,
+    /// Fail (exit 1) if the kernel copied any zero-copy send.
+    #[arg(long = "require-zc")]
+    pub require_zero_copy: bool,
+    /// Linked sends in flight per flow in a stream.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub send_depth: u32,
+    /// Provided buffers per ring (multishot, bundle); a power of two.
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    pub buf_count: u32,
+    /// Bytes per provided buffer.
+    #[arg(long, value_name = "SIZE", default_value = "64K", value_parser = parse_one_size)]
+    pub buf_size: u32,
+    /// Submission queue entries per ring; a power of two.
+    #[arg(long, value_name = "N", default_value_t = 256)]
+    pub sq_entries: u32,
+    /// Submit as soon as this many SQEs are queued.
+    #[arg(long, value_name = "N")]
+    pub sq_batch: Option<u32>,
+    /// Completions to wait for per io_uring_enter (needs --cq-wait-us above 1).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub cq_batch: u32,
+    /// With --cq-batch: return after this many microseconds once one completion is ready.
+    #[arg(long, value_name = "US", default_value_t = 0)]
+    pub cq_wait_us: u32,
+    /// Use a kernel SQ polling thread, optionally pinned to CPU (--sqpoll=1).
+    #[arg(long, value_name = "CPU", num_args = 0..=1, require_equals = true, default_missing_value = "any")]
+    pub sqpoll: Option<String>,
+    /// NAPI busy polling per wait, in microseconds.
+    #[arg(long, value_name = "US")]
+    pub napi_busy_poll_us: Option<u32>,
+    /// Do not register the ring fd (every io_uring_enter then looks the fd up).
+    #[arg(long)]
+    pub no_registered_ring: bool,
+    /// Do not register the data sockets as fixed files.
+    #[arg(long)]
+    pub no_fixed_files: bool,
 }
 
 #[derive(Args, Debug)]
@@ -90,6 +150,49 @@ pub struct RrArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct SendfileArgs {
+    #[command(flatten)]
+    pub test: TestArgs,
+    /// File to send; without it, a memfd of patterned payload.
+    #[arg(short = 'F', value_name = "FILE")]
+    pub file: Option<String>,
+    /// Bytes per splice (netperf -m).
+    #[arg(short = 'm', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
+    pub send_size: u32,
+    /// Bytes per receive (netperf -M).
+    #[arg(short = 'M', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
+    pub recv_size: u32,
+}
+
+#[derive(Args, Debug)]
+pub struct EnginesArgs {
+    #[command(flatten)]
+    pub test: TestArgs,
+    /// Bytes per send (netperf -m).
+    #[arg(short = 'm', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
+    pub send_size: u32,
+    /// Bytes per receive (netperf -M).
+    #[arg(short = 'M', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
+    pub recv_size: u32,
+    /// Server sends, client receives.
+    #[arg(long)]
+    pub reverse: bool,
+    /// Send engines to try (default: every one, each with --recv-engine).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_send_engine)]
+    pub send_engines: Vec<SendEngine>,
+    /// Receive engines to try (default: every one, each with --send-engine).
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_recv_engine)]
+    pub recv_engines: Vec<RecvEngine>,
+}
+
+#[derive(Args, Debug)]
+pub struct ProbeArgs {
+    /// Print the probe as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
 pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = "0.0.0.0")]
@@ -112,6 +215,10 @@ fn parse_seconds(s: &str) -> Result<u64, String> {
     if ms < 1.0 {
         return Err("test length must be at least 0.001 s".into());
     }
+    let max_s = ringperf_engine::spec::MAX_DURATION_MS / 1000;
+    if secs > max_s as f64 {
+        return Err(format!("test length '{s}' is over {max_s} s: use at most {max_s}"));
+    }
     Ok(ms as u64)
 }
 
@@ -121,6 +228,20 @@ fn parse_one_size(s: &str) -> Result<u32, String> {
 
 fn parse_sizes(s: &str) -> Result<(Option<u32>, Option<u32>), String> {
     parse_pair(s, |p| check_size("size", parse_size(p)?)).map_err(msg)
+}
+
+fn parse_send_engine(s: &str) -> Result<SendEngine, String> {
+    SendEngine::ALL.into_iter().find(|e| e.name() == s).ok_or_else(|| {
+        let names: Vec<_> = SendEngine::ALL.iter().map(|e| e.name()).collect();
+        format!("unknown send engine '{s}': use one of {}", names.join(", "))
+    })
+}
+
+fn parse_recv_engine(s: &str) -> Result<RecvEngine, String> {
+    RecvEngine::ALL.into_iter().find(|e| e.name() == s).ok_or_else(|| {
+        let names: Vec<_> = RecvEngine::ALL.iter().map(|e| e.name()).collect();
+        format!("unknown receive engine '{s}': use one of {}", names.join(", "))
+    })
 }
 
 fn parse_cpus(s: &str) -> Result<(Option<usize>, Option<usize>), String> {

@@ -2,6 +2,7 @@
 //! and renders the report. It never touches a socket or a ring.
 
 pub mod args;
+mod engines;
 pub mod render;
 mod serve;
 
@@ -9,7 +10,7 @@ use std::io::Write;
 
 use clap::Parser;
 
-use ringperf_engine::spec::{Direction, SideSpec, SocketBuffers, Workload};
+use ringperf_engine::spec::{Direction, RingTuning, SendEngine, SideSpec, SocketBuffers, SqPoll, Workload};
 use ringperf_engine::{run_test, Error, Target, TestReport, TestSpec};
 
 use crate::args::{Cli, Command, TestArgs};
@@ -40,20 +41,39 @@ pub fn main() -> i32 {
 fn run(cli: Cli) -> Result<i32, Error> {
     match cli.command {
         Command::Serve(a) => serve::run(&a),
+        Command::Probe(a) => {
+            let out = if a.json { render::probe::json() } else { render::probe::human() };
+            print(&out);
+            Ok(0)
+        }
         Command::Stream(a) => {
-            let mut spec = base_spec(&a.test, Workload::Stream);
-            spec.send_size = a.send_size;
-            spec.recv_size = a.recv_size;
-            spec.direction = if a.reverse { Direction::ServerToClient } else { Direction::ClientToServer };
+            let spec = stream_spec(&a.test, a.send_size, a.recv_size, a.reverse)?;
+            run_and_render(&spec, &a.test)
+        }
+        Command::Sendfile(a) => {
+            let mut spec = stream_spec(&a.test, a.send_size, a.recv_size, false)?;
+            spec.local.send_engine = SendEngine::Splice;
+            spec.remote.send_engine = SendEngine::Splice;
+            spec.local.splice_file = a.file.clone();
             run_and_render(&spec, &a.test)
         }
         Command::Rr(a) => {
-            let mut spec = base_spec(&a.test, Workload::Rr);
+            let mut spec = base_spec(&a.test, Workload::Rr)?;
             spec.request_size = a.sizes.0.unwrap_or(1);
             spec.response_size = a.sizes.1.unwrap_or(1);
             run_and_render(&spec, &a.test)
         }
+        Command::Engines(a) => engines::run(&a),
     }
+}
+
+/// A stream spec from the shared flags.
+pub fn stream_spec(t: &TestArgs, send_size: u32, recv_size: u32, reverse: bool) -> Result<TestSpec, Error> {
+    let mut spec = base_spec(t, Workload::Stream)?;
+    spec.send_size = send_size;
+    spec.recv_size = recv_size;
+    spec.direction = if reverse { Direction::ServerToClient } else { Direction::ClientToServer };
+    Ok(spec)
 }
 
 /// clap's first error line, plus where to look, instead of its multi-line usage dump.
@@ -69,20 +89,51 @@ fn one_line(e: &clap::Error) -> String {
 }
 
 /// The spec fields every test shares.
-pub fn base_spec(t: &TestArgs, workload: Workload) -> TestSpec {
+pub fn base_spec(t: &TestArgs, workload: Workload) -> Result<TestSpec, Error> {
     let bufs = |b: Option<(Option<u32>, Option<u32>)>| {
         let (send, recv) = b.unwrap_or((None, None));
         SocketBuffers { send, recv }
     };
     let (lcpu, rcpu) = t.cpus.unwrap_or((None, None));
-    TestSpec {
+    let e = &t.engine;
+    let side = |socket_buffers, cpu| SideSpec {
+        socket_buffers,
+        cpu,
+        send_engine: e.send_engine,
+        recv_engine: e.recv_engine,
+        splice_file: None,
+    };
+    let sqpoll = match e.sqpoll.as_deref() {
+        None => None,
+        Some("any") => Some(SqPoll { cpu: None, idle_ms: 100 }),
+        Some(cpu) => Some(SqPoll {
+            cpu: Some(cpu.parse().map_err(|_| Error::Usage(format!("--sqpoll={cpu}: give a CPU number")))?),
+            idle_ms: 100,
+        }),
+    };
+    Ok(TestSpec {
         workload,
         duration_ms: t.length_ms,
         congestion_control: t.congestion_control.clone(),
-        local: SideSpec { socket_buffers: bufs(t.local_buffers), cpu: lcpu, ..SideSpec::default() },
-        remote: SideSpec { socket_buffers: bufs(t.remote_buffers), cpu: rcpu, ..SideSpec::default() },
+        verify: e.verify,
+        require_zero_copy: e.require_zero_copy,
+        local: side(bufs(t.local_buffers), lcpu),
+        remote: side(bufs(t.remote_buffers), rcpu),
+        ring: RingTuning {
+            sq_entries: e.sq_entries,
+            sq_batch: e.sq_batch.unwrap_or(e.sq_entries),
+            cq_batch: e.cq_batch,
+            cq_wait_us: e.cq_wait_us,
+            sqpoll,
+            napi_busy_poll_us: e.napi_busy_poll_us,
+            registered_ring_fd: !e.no_registered_ring,
+            fixed_files: !e.no_fixed_files,
+            send_depth: e.send_depth,
+            buf_count: e.buf_count,
+            buf_size: e.buf_size,
+        },
         ..TestSpec::default()
-    }
+    })
 }
 
 /// Where the test goes: `-H` or the embedded server.
@@ -100,8 +151,20 @@ fn run_and_render(spec: &TestSpec, t: &TestArgs) -> Result<i32, Error> {
     } else {
         render::human::render(&report, render::Units::parse(&t.units))
     };
-    let mut stdout = std::io::stdout().lock();
+    print(&out);
+    Ok(requirements(&report))
+}
+
+/// Prints what the run failed to meet and returns the exit code (1 if anything).
+pub fn requirements(report: &TestReport) -> i32 {
+    let failed = report.failed_requirements();
+    for f in &failed {
+        eprintln!("ringperf: {f}");
+    }
+    i32::from(!failed.is_empty())
+}
+
+pub(crate) fn print(s: &str) {
     // A closed pipe (`| head`) is not an error worth a non-zero exit.
-    let _ = stdout.write_all(out.as_bytes());
-    Ok(0)
+    let _ = std::io::stdout().lock().write_all(s.as_bytes());
 }

@@ -6,6 +6,8 @@ use std::fs;
 
 use serde::{Deserialize, Serialize};
 
+use crate::probe::IoUringProbe;
+
 /// One host's environment.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct Environment {
@@ -18,6 +20,8 @@ pub struct Environment {
     pub cpu_count: usize,
     /// The default TCP congestion control (net.ipv4.tcp_congestion_control).
     pub tcp_congestion_control: String,
+    /// What this kernel's io_uring supports.
+    pub io_uring: IoUringProbe,
 }
 
 impl Environment {
@@ -33,6 +37,7 @@ impl Environment {
             tcp_congestion_control: fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
                 .map(|s| s.trim().to_string())
                 .unwrap_or_default(),
+            io_uring: IoUringProbe::get().clone(),
         }
     }
 }

@@ -1,17 +1,20 @@
 //! ringperf-engine: an io_uring traffic engine. It moves bytes and measures them; it never
 //! prints. The CLI renders the [`report::TestReport`] it returns.
 
+pub mod buf;
 pub mod control;
 pub mod env;
 pub mod error;
 pub mod io;
 pub mod measure;
 pub mod net;
+pub mod probe;
 pub mod report;
 pub mod ring;
 pub mod side;
 pub mod spec;
 pub mod units;
+pub mod verify;
 pub mod worker;
 pub mod workload;
 

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::env::Environment;
-use crate::spec::{Role, TestSpec};
+use crate::spec::{RecvEngine, Role, SendEngine, TestSpec};
 
 /// Bumped whenever a field changes meaning or disappears (adding fields does not bump it).
 pub const SCHEMA_VERSION: u32 = 1;
@@ -26,6 +26,40 @@ pub struct TestReport {
     /// The server side, as it reported itself.
     pub remote: SideReport,
     pub environment: Environments,
+}
+
+impl TestReport {
+    /// Requirements the run did not meet: the report is still printed, and the CLI exits 1.
+    pub fn failed_requirements(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for (name, side) in [("local", &self.local), ("remote", &self.remote)] {
+            if let Some(v) = &side.verify {
+                if v.mismatches > 0 {
+                    let at =
+                        v.first_mismatch.map(|m| format!(" (first at flow {} byte {})", m.flow, m.offset));
+                    out.push(format!(
+                        "payload corrupted: {} chunk(s) received by the {name} side differ from the pattern{}",
+                        v.mismatches,
+                        at.unwrap_or_default()
+                    ));
+                }
+            }
+            if self.spec.require_zero_copy {
+                if let Some(zc) = side.send.as_ref().and_then(|s| s.zero_copy.as_ref()) {
+                    if zc.copied > 0 {
+                        out.push(format!(
+                            "--require-zc: the kernel copied {} of the {name} side's {} zero-copy sends ({} of {} bytes); loopback and veth always copy, a real NIC with scatter-gather is needed",
+                            zc.copied,
+                            zc.notifications,
+                            zc.bytes_copied,
+                            zc.bytes_copied + zc.bytes_zero_copy
+                        ));
+                    }
+                }
+            }
+        }
+        out
+    }
 }
 
 /// Both hosts' environments.
@@ -63,15 +97,133 @@ pub struct SideReport {
     pub cpu: CpuUsage,
     pub service_demand: ServiceDemand,
     pub ring: RingCounters,
+    pub ring_setup: RingSetup,
+    /// The engines this side used (the sender's send engine and the receiver's receive
+    /// engine are the ones that matter for a stream).
+    pub send_engine: SendEngine,
+    pub recv_engine: RecvEngine,
+    /// What the send engine did (present when this side sent payload).
+    pub send: Option<SendReport>,
+    /// What the receive engine did (present when this side received payload).
+    pub recv: Option<RecvReport>,
+    /// The payload check (present with --verify).
+    pub verify: Option<VerifyReport>,
     /// Round-trip latency of every transaction (rr client only).
     pub latency: Option<LatencySummary>,
 }
 
-/// Socket buffer sizes as the kernel reports them (Linux doubles what was requested).
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default)]
+/// How the ring was set up.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RingSetup {
+    pub sq_entries: u32,
+    pub cq_entries: u32,
+    pub defer_taskrun: bool,
+    pub sqpoll: bool,
+    pub sqpoll_cpu: Option<u32>,
+    pub registered_ring_fd: bool,
+    pub fixed_files: bool,
+    pub napi_busy_poll_us: Option<u32>,
+    pub sq_batch: u32,
+    pub cq_batch: u32,
+    pub cq_wait_us: u32,
+}
+
+/// What a send engine did.
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
+pub struct SendReport {
+    /// Sends submitted.
+    pub sends: u64,
+    /// Zero-copy accounting (`zc`, `zc-msg`).
+    pub zero_copy: Option<ZeroCopyReport>,
+    /// Splice accounting (`splice`).
+    pub splice: Option<SpliceReport>,
+}
+
+/// The proof of zero copy: the kernel's own report, per send.
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
+pub struct ZeroCopyReport {
+    /// Send result CQEs.
+    pub sends: u64,
+    /// Notification CQEs (each send that reached the kernel gets one).
+    pub notifications: u64,
+    /// Notifications that carried IORING_NOTIF_USAGE_ZC_COPIED: the kernel copied.
+    pub copied: u64,
+    pub bytes_zero_copy: u64,
+    pub bytes_copied: u64,
+    /// Send CQE to notification CQE, timed on one send in `latency_sample_every`.
+    pub notification_latency: Option<LatencySummary>,
+    pub latency_sample_every: u64,
+}
+
+impl ZeroCopyReport {
+    /// Share of notified bytes that went out without a copy, 0..=1.
+    pub fn zero_copy_fraction(&self) -> f64 {
+        let all = self.bytes_zero_copy + self.bytes_copied;
+        if all == 0 {
+            0.0
+        } else {
+            self.bytes_zero_copy as f64 / all as f64
+        }
+    }
+}
+
+/// Splice accounting: short splices and the leftovers they forced.
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
+pub struct SpliceReport {
+    /// The smallest pipe of the flows, in bytes (F_GETPIPE_SZ after sizing).
+    pub pipe_size: u64,
+    /// file -> pipe splices that came up short (the linked pipe -> socket was cancelled).
+    pub short_in: u64,
+    /// pipe -> socket splices that left bytes in the pipe.
+    pub short_out: u64,
+    /// Extra pipe -> socket splices issued for what was left in a pipe.
+    pub leftover_splices: u64,
+}
+
+/// What a receive engine did.
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
+pub struct RecvReport {
+    pub engine: RecvEngine,
+    /// Receives armed (for multishot: the first arm plus every re-arm).
+    pub arms: u64,
+    /// CQEs that carried payload.
+    pub data_cqes: u64,
+    /// Completions with -ENOBUFS: the provided-buffer ring ran dry.
+    pub enobufs: u64,
+    /// Multishot receives that ended and were armed again.
+    pub rearms: u64,
+    /// Bundles: index n counts CQEs that spanned n buffers (the last bucket: n or more).
+    pub buffers_per_cqe: Vec<u64>,
+}
+
+/// The payload check of --verify.
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
+pub struct VerifyReport {
+    pub enabled: bool,
+    pub bytes_checked: u64,
+    /// Chunks whose bytes differed from the pattern.
+    pub mismatches: u64,
+    pub first_mismatch: Option<Mismatch>,
+    /// Wall time spent checking, ns.
+    pub cost_ns: u64,
+    /// Why the payload could not be checked on this side, if it could not.
+    pub not_checked: Option<String>,
+}
+
+/// Where the stream first differed from the pattern.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mismatch {
+    pub flow: usize,
+    pub offset: u64,
+}
+
+/// Data socket facts as the kernel reports them at the end (Linux doubles requested buffers).
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
 pub struct SocketSizes {
     pub send_buffer: u32,
     pub recv_buffer: u32,
+    /// The congestion control the data socket really used (TCP_CONGESTION).
+    pub congestion_control: String,
 }
 
 /// CPU over one side's window: the whole system, and the tool's own threads.
@@ -105,6 +257,8 @@ pub struct ToolCpu {
     /// getrusage(RUSAGE_THREAD) split, in tick resolution.
     pub user_us: u64,
     pub system_us: u64,
+    /// io_uring helper threads this side's rings created (SQPOLL, io-wq), from schedstat.
+    pub helper_ns: u64,
 }
 
 /// netperf's service demand: busy CPU microseconds (all CPUs) per unit of work of this side.

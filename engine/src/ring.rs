@@ -1,13 +1,30 @@
 //! One io_uring per worker thread: setup flags, batched submission and reaping, counters,
 //! and the user_data token encoding shared by every workload.
+//!
+//! io_uring_enter is issued here rather than through the crate's `Submitter`, because the
+//! crate forgets a registered ring fd on every `submitter()` call; this is the one place
+//! that knows the ring's index, its SQPOLL state and its min-wait batching.
 
 use std::io;
+use std::os::fd::{AsRawFd, RawFd};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use crate::error::{Error, Result};
-use crate::report::RingCounters;
+use crate::report::{RingCounters, RingSetup};
 use crate::spec::RingTuning;
+
+/// Kernel uapi values the crate does not export (see shared/notes/io_uring.md).
+pub mod uapi {
+    pub const IORING_ENTER_GETEVENTS: u32 = 1 << 0;
+    pub const IORING_ENTER_SQ_WAKEUP: u32 = 1 << 1;
+    pub const IORING_ENTER_EXT_ARG: u32 = 1 << 3;
+    pub const IORING_ENTER_REGISTERED_RING: u32 = 1 << 4;
+    pub const IORING_REGISTER_RING_FDS: u32 = 20;
+    pub const IORING_RECVSEND_POLL_FIRST: u16 = 1 << 0;
+    pub const IORING_SEND_ZC_REPORT_USAGE: u16 = 1 << 3;
+    pub const IORING_NOTIF_USAGE_ZC_COPIED: u32 = 1 << 31;
+}
 
 /// A completion copied out of the CQ, so handlers can queue new work while processing it.
 #[derive(Clone, Copy, Debug)]
@@ -26,25 +43,84 @@ impl Completion {
     /// The flow index the token carries.
     #[inline]
     pub fn flow(&self) -> usize {
-        (self.user_data >> 8) as usize
+        ((self.user_data >> 8) & 0xff_ffff) as usize
+    }
+    /// The slot (buffer or sub-operation) index the token carries.
+    #[inline]
+    pub fn slot(&self) -> usize {
+        (self.user_data >> 32) as usize
     }
     /// True if more CQEs will follow for this SQE (multishot, zero-copy notifications).
     #[inline]
     pub fn more(&self) -> bool {
         cqueue::more(self.flags)
     }
+    /// True for a zero-copy notification CQE.
+    #[inline]
+    pub fn notif(&self) -> bool {
+        cqueue::notif(self.flags)
+    }
 }
 
-/// user_data of an SQE: the flow index above an 8-bit operation kind.
+/// user_data of an SQE: slot (32 bits) | flow (24 bits) | operation kind (8 bits).
 #[inline]
 pub fn token(op: u8, flow: usize) -> u64 {
-    ((flow as u64) << 8) | u64::from(op)
+    ((flow as u64 & 0xff_ffff) << 8) | u64::from(op)
 }
 
-/// A SINGLE_ISSUER + DEFER_TASKRUN ring owned by the thread that created it.
+/// [`token`] with a slot index in the upper half.
+#[inline]
+pub fn slot_token(op: u8, flow: usize, slot: usize) -> u64 {
+    token(op, flow) | ((slot as u64) << 32)
+}
+
+/// A data socket as the ring names it: a plain descriptor or a fixed-file slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FlowFd {
+    Raw(RawFd),
+    Fixed(u32),
+}
+
+/// Builds an opcode with `$fd` turned into the crate's Fd or Fixed type:
+/// `with_fd!(fd, |t| opcode::Send::new(t, ptr, len).build())`.
+#[macro_export]
+macro_rules! with_fd {
+    ($fd:expr, |$t:ident| $body:expr) => {
+        match $fd {
+            $crate::ring::FlowFd::Raw(raw) => {
+                let $t = io_uring::types::Fd(raw);
+                $body
+            }
+            $crate::ring::FlowFd::Fixed(slot) => {
+                let $t = io_uring::types::Fixed(slot);
+                $body
+            }
+        }
+    };
+}
+
+/// The argument of IORING_ENTER_EXT_ARG (struct io_uring_getevents_arg).
+#[repr(C)]
+struct GeteventsArg {
+    sigmask: u64,
+    sigmask_sz: u32,
+    min_wait_usec: u32,
+    ts: u64,
+}
+
+/// A ring owned by the thread that created it: SINGLE_ISSUER, and DEFER_TASKRUN unless
+/// SQPOLL is asked for (the kernel refuses the two together).
 pub struct Ring {
     ring: IoUring,
     counters: RingCounters,
+    setup: RingSetup,
+    /// What io_uring_enter is called with: the registered index or the raw fd.
+    enter_fd: i32,
+    enter_flags: u32,
+    sq_batch: u32,
+    queued: u32,
+    cq_batch: u32,
+    cq_wait_us: u32,
     /// Timespecs handed to Timeout SQEs; boxed so each address stays put when the Vec grows.
     #[allow(clippy::vec_box)]
     timeouts: Vec<Box<types::Timespec>>,
@@ -55,24 +131,115 @@ impl Ring {
     /// outstanding at once, so the CQ cannot overflow.
     pub fn new(tuning: &RingTuning, min_cq: u32) -> Result<Ring> {
         let entries = tuning.sq_entries;
-        let cq = (entries * 2).max(min_cq.next_power_of_two());
-        let ring: IoUring = IoUring::builder()
-            .setup_single_issuer()
-            .setup_defer_taskrun()
-            .setup_coop_taskrun()
-            .setup_submit_all()
-            .setup_cqsize(cq)
-            .build(entries)
-            .map_err(|e| {
-                Error::io(
-                    "creating an io_uring with SINGLE_ISSUER and DEFER_TASKRUN (needs Linux 6.1 and io_uring enabled: check /proc/sys/kernel/io_uring_disabled)",
-                    e,
-                )
+        let cq = (entries * 2).max(min_cq.next_power_of_two()).min(1 << 20);
+        let mut b = IoUring::builder();
+        b.setup_single_issuer().setup_submit_all().setup_cqsize(cq);
+        let sqpoll = tuning.sqpoll;
+        match sqpoll {
+            Some(p) => {
+                b.setup_sqpoll(p.idle_ms);
+                if let Some(cpu) = p.cpu {
+                    b.setup_sqpoll_cpu(cpu);
+                }
+            }
+            // The kernel refuses the task-run flags with SQPOLL: they are about IPIs, which
+            // an SQ thread does not need.
+            None => {
+                b.setup_coop_taskrun().setup_defer_taskrun();
+            }
+        }
+        let ring: IoUring = b.build(entries).map_err(|e| {
+            Error::io(
+                if sqpoll.is_some() {
+                    "creating an io_uring with SQPOLL (a bad --sqpoll CPU gives EINVAL)"
+                } else {
+                    "creating an io_uring with SINGLE_ISSUER and DEFER_TASKRUN (needs Linux 6.1 and io_uring enabled: check /proc/sys/kernel/io_uring_disabled)"
+                },
+                e,
+            )
+        })?;
+        let mut setup = RingSetup {
+            sq_entries: ring.params().sq_entries(),
+            cq_entries: ring.params().cq_entries(),
+            defer_taskrun: sqpoll.is_none(),
+            sqpoll: sqpoll.is_some(),
+            sqpoll_cpu: sqpoll.and_then(|p| p.cpu),
+            registered_ring_fd: false,
+            fixed_files: false,
+            napi_busy_poll_us: None,
+            sq_batch: tuning.sq_batch,
+            cq_batch: tuning.cq_batch,
+            cq_wait_us: tuning.cq_wait_us,
+        };
+        let mut enter_fd = ring.as_raw_fd();
+        let mut enter_flags = 0;
+        if tuning.registered_ring_fd {
+            if let Some(index) = register_ring_fd(ring.as_raw_fd()) {
+                enter_fd = index as i32;
+                enter_flags = uapi::IORING_ENTER_REGISTERED_RING;
+                setup.registered_ring_fd = true;
+            }
+        }
+        if let Some(us) = tuning.napi_busy_poll_us {
+            let mut napi = types::Napi::new().set_busy_poll_timeout(us).set_prefer_busy_poll(true);
+            ring.submitter().register_napi(&mut napi).map_err(|e| {
+                Error::io("registering NAPI busy polling (--napi-busy-poll-us needs Linux 6.9)", e)
             })?;
-        Ok(Ring { ring, counters: RingCounters::default(), timeouts: Vec::new() })
+            setup.napi_busy_poll_us = Some(us);
+        }
+        Ok(Ring {
+            ring,
+            counters: RingCounters::default(),
+            setup,
+            enter_fd,
+            enter_flags,
+            sq_batch: tuning.sq_batch,
+            queued: 0,
+            cq_batch: tuning.cq_batch,
+            cq_wait_us: tuning.cq_wait_us,
+            timeouts: Vec::new(),
+        })
     }
 
-    /// Queues one SQE, submitting first if the SQ is full.
+    /// Registers `fds` as fixed files 0..n; the caller then names them `FlowFd::Fixed(i)`.
+    pub fn register_files(&mut self, fds: &[RawFd]) -> Result<()> {
+        self.ring
+            .submitter()
+            .register_files(fds)
+            .map_err(|e| Error::io("registering the data sockets as fixed files", e))?;
+        self.setup.fixed_files = true;
+        Ok(())
+    }
+
+    /// Registers one buffer as fixed buffer 0 (for zero-copy sends).
+    ///
+    /// # Safety
+    /// The memory must stay valid and mapped until the ring is dropped.
+    pub unsafe fn register_buffer(&mut self, base: *mut u8, len: usize) -> Result<()> {
+        let iov = [libc::iovec { iov_base: base.cast(), iov_len: len }];
+        // SAFETY: the caller guarantees the memory outlives the ring.
+        unsafe { self.ring.submitter().register_buffers(&iov) }.map_err(|e| {
+            Error::io(
+                format!(
+                    "registering a {} KiB payload arena (as non-root, RLIMIT_MEMLOCK caps it: raise `ulimit -l` or use smaller -m / fewer flows)",
+                    len / 1024
+                ),
+                e,
+            )
+        })
+    }
+
+    /// Registers a provided-buffer ring of `entries` at `addr` under group `bgid`.
+    ///
+    /// # Safety
+    /// `addr` must be page-aligned, zeroed memory of `entries * 16` bytes that outlives the ring.
+    pub unsafe fn register_buf_ring(&mut self, addr: u64, entries: u16, bgid: u16) -> Result<()> {
+        // SAFETY: forwarded from the caller.
+        unsafe { self.ring.submitter().register_buf_ring_with_flags(addr, entries, bgid, 0) }
+            .map_err(|e| Error::io("registering a provided-buffer ring (needs Linux 5.19)", e))
+    }
+
+    /// Queues one SQE, submitting first if the SQ is full or the submit batch is reached.
     ///
     /// # Safety
     /// Every buffer and file descriptor the entry points at must stay valid until its
@@ -83,9 +250,13 @@ impl Ring {
             // SAFETY: the caller guarantees the entry's buffers outlive its completion.
             if unsafe { self.ring.submission().push(entry) }.is_ok() {
                 self.counters.sqes += 1;
+                self.queued += 1;
+                if self.queued >= self.sq_batch {
+                    self.enter(0)?;
+                }
                 return Ok(());
             }
-            self.submit_and_wait(0)?;
+            self.enter(0)?;
         }
     }
 
@@ -99,15 +270,49 @@ impl Ring {
         unsafe { self.push(&entry) }
     }
 
-    /// Submits what is queued and waits for at least `want` completions, in one syscall.
-    pub fn submit_and_wait(&mut self, want: usize) -> Result<()> {
-        loop {
-            self.counters.enters += 1;
-            match self.ring.submit_and_wait(want) {
-                Ok(_) => return Ok(()),
-                Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR) | Some(libc::EBUSY)) => continue,
-                Err(e) => return Err(Error::io("io_uring_enter", e)),
+    /// Submits what is queued and waits for completions: `cq_batch` of them, or after
+    /// `cq_wait_us` at least one (the kernel's min-wait). One syscall.
+    #[inline]
+    pub fn submit_and_wait(&mut self) -> Result<()> {
+        self.enter(self.cq_batch)
+    }
+
+    fn enter(&mut self, want: u32) -> Result<()> {
+        let to_submit = self.ring.submission().len() as u32;
+        self.queued = 0;
+        let mut flags = self.enter_flags;
+        if self.setup.sqpoll {
+            if self.ring.submission().need_wakeup() {
+                flags |= uapi::IORING_ENTER_SQ_WAKEUP;
             }
+            if want == 0 && flags & uapi::IORING_ENTER_SQ_WAKEUP == 0 {
+                return Ok(()); // the SQ thread picks the entries up by itself
+            }
+        }
+        // Deferred task work only runs inside an enter with GETEVENTS, so always ask.
+        if want > 0 || self.setup.defer_taskrun {
+            flags |= uapi::IORING_ENTER_GETEVENTS;
+        }
+        let arg = GeteventsArg { sigmask: 0, sigmask_sz: 0, min_wait_usec: self.cq_wait_us, ts: 0 };
+        let (argp, argsz) = if want > 1 && self.cq_wait_us > 0 {
+            flags |= uapi::IORING_ENTER_EXT_ARG;
+            (&arg as *const GeteventsArg as usize, std::mem::size_of::<GeteventsArg>())
+        } else {
+            (0, 0)
+        };
+        self.counters.enters += 1;
+        // SAFETY: io_uring_enter on our own ring; `arg` lives across the call.
+        let r = unsafe {
+            libc::syscall(libc::SYS_io_uring_enter, self.enter_fd, to_submit, want, flags, argp, argsz)
+        };
+        if r >= 0 {
+            return Ok(());
+        }
+        let e = io::Error::last_os_error();
+        match e.raw_os_error() {
+            // Interrupted or timed out: the caller reaps what is there and calls again.
+            Some(libc::EINTR) | Some(libc::EBUSY) | Some(libc::EAGAIN) | Some(libc::ETIME) => Ok(()),
+            _ => Err(Error::io("io_uring_enter", e)),
         }
     }
 
@@ -130,6 +335,37 @@ impl Ring {
     pub fn counters(&self) -> RingCounters {
         self.counters
     }
+
+    pub fn setup(&self) -> RingSetup {
+        self.setup
+    }
+
+    /// The ring's own descriptor (for mmap of kernel-allocated buffer rings).
+    pub fn raw_fd(&self) -> RawFd {
+        self.ring.as_raw_fd()
+    }
+}
+
+/// IORING_REGISTER_RING_FDS for one ring; `None` if the kernel lacks it (before 5.18).
+fn register_ring_fd(ring_fd: RawFd) -> Option<u32> {
+    #[repr(C)]
+    struct RsrcUpdate {
+        offset: u32,
+        resv: u32,
+        data: u64,
+    }
+    let mut up = RsrcUpdate { offset: u32::MAX, resv: 0, data: ring_fd as u64 };
+    // SAFETY: one valid io_uring_rsrc_update for the duration of the call.
+    let r = unsafe {
+        libc::syscall(
+            libc::SYS_io_uring_register,
+            ring_fd,
+            uapi::IORING_REGISTER_RING_FDS,
+            &mut up as *mut RsrcUpdate,
+            1,
+        )
+    };
+    (r == 1).then_some(up.offset)
 }
 
 /// Turns a negative CQE result into an error naming the operation; peer resets and broken
@@ -149,25 +385,44 @@ pub fn cqe_error(what: &str, res: i32) -> Error {
 mod tests {
     use super::*;
     use crate::measure::clock::monotonic_ns;
+    use crate::spec::SqPoll;
 
     #[test]
     fn tokens_roundtrip() {
-        let c = Completion { user_data: token(7, 123_456), result: 0, flags: 0 };
+        let c = Completion { user_data: slot_token(7, 123_456, 99), result: 0, flags: 0 };
         assert_eq!(c.op(), 7);
         assert_eq!(c.flow(), 123_456);
+        assert_eq!(c.slot(), 99);
     }
 
-    #[test]
-    fn deadline_fires_and_counters_move() {
-        let mut ring = Ring::new(&RingTuning::default(), 8).unwrap();
+    fn deadline_fires(tuning: RingTuning) {
+        let mut ring = Ring::new(&tuning, 8).unwrap();
         ring.push_deadline(monotonic_ns() + 2_000_000, token(1, 0)).unwrap();
         let mut out = Vec::with_capacity(ring.cq_entries());
-        ring.submit_and_wait(1).unwrap();
-        ring.reap(&mut out);
+        while out.is_empty() {
+            ring.submit_and_wait().unwrap();
+            ring.reap(&mut out);
+        }
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].result, -libc::ETIME);
         let c = ring.counters();
         assert_eq!((c.sqes, c.cqes), (1, 1));
         assert!(c.enters >= 1);
+    }
+
+    #[test]
+    fn deadline_fires_with_defaults_and_registered_fd() {
+        let t = RingTuning::default();
+        deadline_fires(t);
+        assert!(Ring::new(&t, 8).unwrap().setup().registered_ring_fd);
+    }
+
+    #[test]
+    fn deadline_fires_with_sqpoll_and_min_wait_batching() {
+        deadline_fires(RingTuning {
+            sqpoll: Some(SqPoll { cpu: None, idle_ms: 10 }),
+            ..RingTuning::default()
+        });
+        deadline_fires(RingTuning { cq_batch: 8, cq_wait_us: 100, ..RingTuning::default() });
     }
 }

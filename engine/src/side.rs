@@ -5,18 +5,22 @@ use std::os::fd::AsRawFd;
 
 use socket2::Socket;
 
-use crate::error::Result;
+use std::fs::File;
+
+use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::cpu::ProcStat;
 use crate::measure::service_demand::{service_demand, tool_overhead_percent};
+use crate::probe::IoUringProbe;
 use crate::report::{CpuUsage, SideReport, SocketSizes};
-use crate::spec::{Role, SideSpec, TestSpec};
+use crate::spec::{RecvEngine, Role, SendEngine, SideSpec, TestSpec};
 use crate::worker::{Worker, WorkerPlan};
 
 /// A side whose worker is ready and waiting for the window to open.
 pub struct Side {
     role: Role,
     cpu: Option<usize>,
+    engines: (SendEngine, RecvEngine),
     sockets: Vec<Socket>,
     worker: Worker,
     window: Option<(ProcStat, u64)>,
@@ -25,14 +29,31 @@ pub struct Side {
 impl Side {
     /// Spawns and readies the worker for `sockets`.
     pub fn prepare(spec: &TestSpec, role: Role, side: &SideSpec, sockets: Vec<Socket>) -> Result<Side> {
+        IoUringProbe::get().check_engines(side.send_engine, side.recv_engine)?;
+        let splice_file = match (&side.splice_file, side.send_engine) {
+            (Some(path), SendEngine::Splice) => Some(File::open(path).map_err(|e| {
+                Error::Usage(format!(
+                    "cannot open the -F file '{path}': {e}: check the path and its permissions"
+                ))
+            })?),
+            _ => None,
+        };
         let plan = WorkerPlan {
             role,
             spec: spec.clone(),
             side: side.clone(),
             fds: sockets.iter().map(AsRawFd::as_raw_fd).collect(),
+            splice_file,
         };
         let worker = Worker::spawn(plan)?;
-        Ok(Side { role, cpu: side.cpu, sockets, worker, window: None })
+        Ok(Side {
+            role,
+            cpu: side.cpu,
+            engines: (side.send_engine, side.recv_engine),
+            sockets,
+            worker,
+            window: None,
+        })
     }
 
     /// Opens the measurement window now.
@@ -60,6 +81,10 @@ impl Side {
             .map(|s| SocketSizes {
                 send_buffer: s.send_buffer_size().unwrap_or(0) as u32,
                 recv_buffer: s.recv_buffer_size().unwrap_or(0) as u32,
+                congestion_control: s
+                    .tcp_congestion()
+                    .map(|b| String::from_utf8_lossy(&b).trim_end_matches('\0').to_string())
+                    .unwrap_or_default(),
             })
             .unwrap_or_default();
         let sd = service_demand(&system, bytes_sent + bytes_received, transactions);
@@ -75,6 +100,12 @@ impl Side {
             cpu: CpuUsage { system, tool: outcome.tool, tool_overhead_percent: overhead },
             service_demand: sd,
             ring: outcome.ring,
+            ring_setup: outcome.ring_setup,
+            send_engine: self.engines.0,
+            recv_engine: self.engines.1,
+            send: outcome.send,
+            recv: outcome.recv,
+            verify: outcome.verify,
             latency: outcome.latency.summary(),
         })
     }

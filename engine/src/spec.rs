@@ -26,20 +26,70 @@ pub enum Direction {
 
 /// How a side puts payload on a socket.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "kebab-case")]
 pub enum SendEngine {
     /// IORING_OP_SEND from a user buffer: the kernel copies the payload.
     #[default]
     Copy,
+    /// IORING_OP_SEND_ZC from a registered arena, REPORT_USAGE on every send.
+    Zc,
+    /// IORING_OP_SENDMSG_ZC from a registered arena, same accounting as `zc`.
+    ZcMsg,
+    /// File (or memfd) -> pipe -> socket with IORING_OP_SPLICE.
+    Splice,
+}
+
+impl SendEngine {
+    pub const ALL: [SendEngine; 4] =
+        [SendEngine::Copy, SendEngine::Zc, SendEngine::ZcMsg, SendEngine::Splice];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SendEngine::Copy => "copy",
+            SendEngine::Zc => "zc",
+            SendEngine::ZcMsg => "zc-msg",
+            SendEngine::Splice => "splice",
+        }
+    }
+
+    /// True for the engines whose sends produce zero-copy notifications.
+    pub fn is_zero_copy(self) -> bool {
+        matches!(self, SendEngine::Zc | SendEngine::ZcMsg)
+    }
 }
 
 /// How a side takes payload off a socket.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "kebab-case")]
 pub enum RecvEngine {
     /// IORING_OP_RECV into a user buffer.
     #[default]
     Recv,
+    /// Multishot IORING_OP_RECV on a provided-buffer ring.
+    Multishot,
+    /// Multishot receive bundles: one CQE may cover many provided buffers.
+    Bundle,
+    /// MSG_TRUNC: the kernel discards the payload without copying it.
+    Trunc,
+}
+
+impl RecvEngine {
+    pub const ALL: [RecvEngine; 4] =
+        [RecvEngine::Recv, RecvEngine::Multishot, RecvEngine::Bundle, RecvEngine::Trunc];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            RecvEngine::Recv => "recv",
+            RecvEngine::Multishot => "multishot",
+            RecvEngine::Bundle => "bundle",
+            RecvEngine::Trunc => "trunc",
+        }
+    }
+
+    /// Engines that receive through a provided-buffer ring.
+    pub fn uses_buffer_ring(self) -> bool {
+        matches!(self, RecvEngine::Multishot | RecvEngine::Bundle)
+    }
 }
 
 /// Requested socket buffer sizes (SO_SNDBUF / SO_RCVBUF); `None` keeps the kernel's autotuning.
@@ -57,6 +107,9 @@ pub struct SideSpec {
     pub cpu: Option<usize>,
     pub send_engine: SendEngine,
     pub recv_engine: RecvEngine,
+    /// File the `splice` engine reads payload from (client side only: a server never
+    /// opens a path a client names). `None` splices from a memfd of patterned payload.
+    pub splice_file: Option<String>,
 }
 
 /// How the rings are set up and driven.
@@ -64,11 +117,51 @@ pub struct SideSpec {
 pub struct RingTuning {
     /// Submission queue entries per ring.
     pub sq_entries: u32,
+    /// Submit once this many SQEs are queued, even before the loop would wait.
+    pub sq_batch: u32,
+    /// Completions to wait for per io_uring_enter.
+    pub cq_batch: u32,
+    /// With `cq_batch` > 1: return after this many microseconds if at least one completion
+    /// is ready (the kernel's min-wait, Linux 6.12).
+    pub cq_wait_us: u32,
+    /// Kernel submission-queue polling thread, optionally pinned to a CPU.
+    pub sqpoll: Option<SqPoll>,
+    /// NAPI busy polling for this long per wait (Linux 6.9).
+    pub napi_busy_poll_us: Option<u32>,
+    /// Register the ring fd so io_uring_enter skips the fd lookup.
+    pub registered_ring_fd: bool,
+    /// Register the data sockets as fixed files.
+    pub fixed_files: bool,
+    /// Linked sends in flight per flow (stream): more keeps the pipe full with fewer enters.
+    pub send_depth: u32,
+    /// Provided buffers per ring for multishot and bundle receive.
+    pub buf_count: u32,
+    /// Bytes per provided buffer.
+    pub buf_size: u32,
+}
+
+/// SQPOLL settings.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SqPoll {
+    pub cpu: Option<u32>,
+    pub idle_ms: u32,
 }
 
 impl Default for RingTuning {
     fn default() -> Self {
-        RingTuning { sq_entries: 256 }
+        RingTuning {
+            sq_entries: 256,
+            sq_batch: 256,
+            cq_batch: 1,
+            cq_wait_us: 0,
+            sqpoll: None,
+            napi_busy_poll_us: None,
+            registered_ring_fd: true,
+            fixed_files: true,
+            send_depth: 1,
+            buf_count: 256,
+            buf_size: 64 * 1024,
+        }
     }
 }
 
@@ -90,6 +183,10 @@ pub struct TestSpec {
     pub flows: u32,
     /// TCP congestion control set on every data socket (TCP_CONGESTION); `None` keeps the default.
     pub congestion_control: Option<String>,
+    /// Fill the payload with a pattern and check it on receipt.
+    pub verify: bool,
+    /// Fail (exit 1) if any zero-copy send was copied by the kernel.
+    pub require_zero_copy: bool,
     pub local: SideSpec,
     pub remote: SideSpec,
     pub ring: RingTuning,
@@ -112,6 +209,8 @@ impl Default for TestSpec {
             response_size: 1,
             flows: 1,
             congestion_control: None,
+            verify: false,
+            require_zero_copy: false,
             local: SideSpec::default(),
             remote: SideSpec::default(),
             ring: RingTuning::default(),
@@ -155,11 +254,22 @@ impl TestSpec {
                 )));
             }
         }
-        if !(8..=32768).contains(&self.ring.sq_entries) || !self.ring.sq_entries.is_power_of_two() {
-            return Err(Error::Usage(format!(
-                "ring size {} is invalid: use a power of two from 8 to 32768",
-                self.ring.sq_entries
-            )));
+        self.ring.validate()?;
+        if self.remote.splice_file.is_some() {
+            return Err(Error::Usage(
+                "a server never opens a file a client names: -F applies to the local sender only".into(),
+            ));
+        }
+        if self.verify && self.local.splice_file.is_some() {
+            return Err(Error::Usage(
+                "--verify checks ringperf's own pattern, so it cannot be combined with -F FILE".into(),
+            ));
+        }
+        let zero_copy = [self.local.send_engine, self.remote.send_engine].iter().any(|e| e.is_zero_copy());
+        if self.require_zero_copy && !zero_copy {
+            return Err(Error::Usage(
+                "--require-zc needs a zero-copy send engine: add --send-engine zc or zc-msg".into(),
+            ));
         }
         Ok(())
     }
@@ -189,6 +299,55 @@ impl TestSpec {
             (Workload::Stream, Direction::ServerToClient) => "TCP_MAERTS",
             (Workload::Rr, _) => "TCP_RR",
         }
+    }
+}
+
+impl RingTuning {
+    /// Checks the knobs a peer or a user controls.
+    pub fn validate(&self) -> Result<()> {
+        let usage = |m: String| Err(Error::Usage(m));
+        if !(8..=32768).contains(&self.sq_entries) || !self.sq_entries.is_power_of_two() {
+            return usage(format!(
+                "ring size {} is invalid: use a power of two from 8 to 32768",
+                self.sq_entries
+            ));
+        }
+        if self.sq_batch == 0 {
+            return usage("--sq-batch must be at least 1".into());
+        }
+        if self.cq_batch == 0 || self.cq_batch > 4096 {
+            return usage(format!("--cq-batch {} is out of range: use 1 to 4096", self.cq_batch));
+        }
+        if self.cq_batch > 1 && self.cq_wait_us == 0 {
+            return usage(format!(
+                "--cq-batch {} needs --cq-wait-us: without a min-wait the last completions of a run could wait forever",
+                self.cq_batch
+            ));
+        }
+        if self.cq_wait_us > 1_000_000 {
+            return usage(format!("--cq-wait-us {} is over one second", self.cq_wait_us));
+        }
+        if self.send_depth == 0 || self.send_depth > 64 {
+            return usage(format!("--send-depth {} is out of range: use 1 to 64", self.send_depth));
+        }
+        if self.buf_count == 0 || self.buf_count > 32768 || !self.buf_count.is_power_of_two() {
+            return usage(format!(
+                "--buf-count {} is invalid: provided-buffer rings need a power of two from 1 to 32768",
+                self.buf_count
+            ));
+        }
+        if self.buf_size < 64 || u64::from(self.buf_size) * u64::from(self.buf_count) > MAX_SIZE {
+            return usage(format!(
+                "--buf-size {} is out of range: use at least 64 bytes, and buf-count x buf-size up to 1 GiB",
+                self.buf_size
+            ));
+        }
+        if let Some(us) = self.napi_busy_poll_us {
+            if us == 0 || us > 1_000_000 {
+                return usage(format!("--napi-busy-poll-us {us} is out of range: use 1 to 1000000"));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -227,7 +386,10 @@ mod tests {
             TestSpec { send_size: 0, ..TestSpec::default() },
             TestSpec { response_size: u32::MAX, ..TestSpec::default() },
             TestSpec { congestion_control: Some("../etc".into()), ..TestSpec::default() },
-            TestSpec { ring: RingTuning { sq_entries: 3 }, ..TestSpec::default() },
+            TestSpec { ring: RingTuning { sq_entries: 3, ..RingTuning::default() }, ..TestSpec::default() },
+            TestSpec { ring: RingTuning { cq_batch: 8, ..RingTuning::default() }, ..TestSpec::default() },
+            TestSpec { ring: RingTuning { buf_count: 3, ..RingTuning::default() }, ..TestSpec::default() },
+            TestSpec { require_zero_copy: true, ..TestSpec::default() },
         ];
         for s in bad {
             assert!(matches!(s.validate(), Err(Error::Usage(_))), "{s:?} was accepted");

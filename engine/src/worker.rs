@@ -1,18 +1,22 @@
 //! A pinned thread that owns one ring and its flows from the window start until its
-//! workload finishes. Setup (pinning, ring, buffers) happens before the window opens.
+//! workload finishes. Setup (pinning, ring, registered buffers, fixed files) happens
+//! before the window opens.
 
+use std::fs::File;
 use std::os::fd::RawFd;
 use std::sync::mpsc;
 use std::thread::{self, JoinHandle};
 
 use crate::error::{Error, Result};
-use crate::io::{CopyRecv, CopySend};
+use crate::io::send::SendSetup;
+use crate::io::{AnyRecv, AnySend, RecvPath, SendPath};
 use crate::measure::clock::monotonic_ns;
-use crate::measure::cpu::ThreadCpuSnapshot;
+use crate::measure::cpu::{helper_threads_ns, ThreadCpuSnapshot};
 use crate::measure::latency::LatencyRecorder;
-use crate::report::{RingCounters, ToolCpu};
-use crate::ring::Ring;
-use crate::spec::{RecvEngine, Role, SendEngine, SideSpec, TestSpec};
+use crate::report::{RecvReport, RingCounters, RingSetup, SendReport, ToolCpu, VerifyReport};
+use crate::ring::{FlowFd, Ring};
+use crate::spec::{Role, SideSpec, TestSpec};
+use crate::verify::Verifier;
 use crate::workload::rr::{self, Transaction};
 use crate::workload::{stream, FlowCounters, PEER_GRACE_NS};
 
@@ -23,16 +27,22 @@ pub struct WorkerPlan {
     pub side: SideSpec,
     /// Data sockets; the caller keeps them open until the worker has been joined.
     pub fds: Vec<RawFd>,
+    /// Payload file for the `splice` engine, opened by the client.
+    pub splice_file: Option<File>,
 }
 
 /// What a worker measured.
 pub struct WorkerOutcome {
     pub flows: Vec<FlowCounters>,
     pub ring: RingCounters,
+    pub ring_setup: RingSetup,
     pub tool: ToolCpu,
     /// CLOCK_MONOTONIC when the workload finished.
     pub end_ns: u64,
     pub latency: LatencyRecorder,
+    pub send: Option<SendReport>,
+    pub recv: Option<RecvReport>,
+    pub verify: Option<VerifyReport>,
 }
 
 /// A running worker thread, parked until [`Worker::start`].
@@ -85,14 +95,46 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
         }
     }
     let spec = &plan.spec;
-    // Per flow at most two CQEs are outstanding, plus the deadline.
-    let mut ring = Ring::new(&spec.ring, 2 * plan.fds.len() as u32 + 8)?;
+    let tuning = &spec.ring;
+    let nflows = plan.fds.len();
+    // Per flow: a chain of sends, its notifications, one receive; plus the deadline.
+    let per_flow = 2 * (tuning.send_depth as usize + 1) + 2;
+    let mut ring = Ring::new(tuning, (per_flow * nflows + 8) as u32)?;
+    let fds: Vec<FlowFd> = if tuning.fixed_files {
+        ring.register_files(&plan.fds)?;
+        (0..nflows as u32).map(FlowFd::Fixed).collect()
+    } else {
+        plan.fds.iter().map(|&fd| FlowFd::Raw(fd)).collect()
+    };
     let tx = Transaction { request: spec.request_size, response: spec.response_size };
-    let largest = spec.send_size.max(spec.recv_size).max(tx.request).max(tx.response) as usize;
-    let (SendEngine::Copy, RecvEngine::Recv) = (plan.side.send_engine, plan.side.recv_engine);
-    let mut send = CopySend::new(largest);
-    let mut recv = CopyRecv::new(largest);
+    // Buffers are sized for what this role moves, not for every size in the spec.
+    let (send_len, recv_len) = match plan.role {
+        Role::StreamSender => (spec.send_size, 0),
+        Role::StreamReceiver => (0, spec.recv_size),
+        Role::RrClient => (tx.request, tx.response),
+        Role::RrServer => (tx.response, tx.request),
+    };
+    let sends = send_len > 0;
+    let receives = recv_len > 0;
+    let mut verify = Verifier::new(spec.verify && receives, nflows);
+    let mut send = if sends {
+        let depth = if plan.role == Role::StreamSender { tuning.send_depth as usize } else { 1 };
+        Some(AnySend::new(
+            plan.side.send_engine,
+            &mut ring,
+            SendSetup { fds: &fds, max_len: send_len as usize, depth, file: plan.splice_file },
+        )?)
+    } else {
+        None
+    };
+    let mut recv = if receives {
+        Some(AnyRecv::new(plan.side.recv_engine, &mut ring, &fds, recv_len as usize, tuning, &mut verify)?)
+    } else {
+        None
+    };
     let mut latency = LatencyRecorder::new();
+    let tid = gettid();
+    let helpers_before = helper_threads_ns(tid);
     let _ = ready.send(());
     let Ok(window_start) = start.recv() else {
         return Err(Error::Peer("the test was abandoned before it started".into()));
@@ -100,14 +142,45 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
     let cpu_before = ThreadCpuSnapshot::now();
     let deadline = window_start + spec.duration_ms * 1_000_000;
     let guard = deadline + PEER_GRACE_NS;
-    let fds = &plan.fds;
-    let flows = match plan.role {
-        Role::StreamSender => stream::send(&mut ring, fds, &mut send, spec.send_size, deadline)?,
-        Role::StreamReceiver => stream::receive(&mut ring, fds, &mut recv, spec.recv_size, guard)?,
-        Role::RrClient => rr::client(&mut ring, fds, &mut send, &mut recv, tx, deadline, &mut latency)?,
-        Role::RrServer => rr::server(&mut ring, fds, &mut send, &mut recv, tx, guard)?,
+    let result = match (plan.role, send.as_mut(), recv.as_mut()) {
+        (Role::StreamSender, Some(s), _) => {
+            let depth = tuning.send_depth as usize;
+            stream::send(&mut ring, &plan.fds, s, spec.send_size, depth, deadline)
+        }
+        (Role::StreamReceiver, _, Some(r)) => {
+            stream::receive(&mut ring, nflows, r, spec.recv_size, (deadline, guard), &mut verify)
+        }
+        (Role::RrClient, Some(s), Some(r)) => {
+            rr::client(&mut ring, nflows, s, r, tx, deadline, &mut latency, &mut verify)
+        }
+        (Role::RrServer, Some(s), Some(r)) => {
+            rr::server(&mut ring, nflows, s, r, tx, (deadline, guard), &mut verify)
+        }
+        _ => Err(Error::Protocol("worker role without its paths: this is a bug in ringperf".into())),
     };
     let end_ns = monotonic_ns();
-    let tool = ThreadCpuSnapshot::now().since(&cpu_before);
-    Ok(WorkerOutcome { flows, ring: ring.counters(), tool, end_ns, latency })
+    let mut tool = ThreadCpuSnapshot::now().since(&cpu_before);
+    tool.helper_ns = helper_threads_ns(tid).saturating_sub(helpers_before);
+    let outcome = WorkerOutcome {
+        flows: result?,
+        ring: ring.counters(),
+        ring_setup: ring.setup(),
+        tool,
+        end_ns,
+        latency,
+        send: send.as_ref().map(SendPath::report),
+        recv: recv.as_ref().map(RecvPath::report),
+        verify: verify.report(),
+    };
+    // The kernel may still hold payload buffers of cancelled operations: close the ring
+    // before the memory it points at goes away.
+    drop(ring);
+    drop(send);
+    drop(recv);
+    Ok(outcome)
+}
+
+fn gettid() -> i32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() }
 }

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use ringperf_engine::report::{LatencySummary, SideReport};
+use ringperf_engine::report::{LatencySummary, RingSetup, SideReport};
 use ringperf_engine::spec::{Role, Workload};
 use ringperf_engine::TestReport;
 
@@ -12,13 +12,18 @@ use super::Units;
 pub fn render(r: &TestReport, units: Units) -> String {
     let mut o = String::new();
     let where_ = if r.embedded_server { format!("{} (embedded server)", r.server) } else { r.server.clone() };
+    let (send_side, recv_side) = match r.local.role {
+        Role::StreamSender => (&r.local, &r.remote),
+        Role::StreamReceiver => (&r.remote, &r.local),
+        _ => (&r.local, &r.remote),
+    };
     let _ = writeln!(
         o,
-        "ringperf {} to {where_}: {} s, send engine {:?}, receive engine {:?}, pinned local {} remote {}",
+        "ringperf {} to {where_}: {} s, send engine {}, receive engine {}, pinned local {} remote {}",
         r.test,
         fmt_secs(r.spec.duration_ms as f64 / 1e3),
-        r.spec.local.send_engine,
-        r.spec.local.recv_engine,
+        send_side.send_engine.name(),
+        recv_side.recv_engine.name(),
         cpu_name(r.local.pinned_cpu),
         cpu_name(r.remote.pinned_cpu)
     );
@@ -49,16 +54,99 @@ pub fn render(r: &TestReport, units: Units) -> String {
         };
         let _ = writeln!(
             o,
-            "{name}  ring: {} enters, {:.2} SQEs/enter, {:.2} CQEs/enter, {per}",
+            "{name}  ring: {} enters, {:.2} SQEs/enter, {:.2} CQEs/enter, {per} ({})",
             s.ring.enters,
             s.ring.sqes_per_enter(),
-            s.ring.cqes_per_enter()
+            s.ring.cqes_per_enter(),
+            ring_setup(&s.ring_setup)
         );
+    }
+    for (name, s) in [("local ", &r.local), ("remote", &r.remote)] {
+        engine_lines(&mut o, name, s);
     }
     if let Some(l) = &r.local.latency {
         latency_lines(&mut o, l);
     }
     o
+}
+
+/// What the engines did, and what the kernel really did with zero-copy sends.
+fn engine_lines(o: &mut String, name: &str, s: &SideReport) {
+    if let Some(send) = &s.send {
+        if let Some(z) = &send.zero_copy {
+            let verdict = if z.copied == 0 && z.notifications > 0 {
+                "zero copy confirmed by every notification".to_string()
+            } else if z.copied == z.notifications {
+                "the kernel COPIED every send (loopback and veth always copy: zero copy needs a real NIC)"
+                    .to_string()
+            } else {
+                format!("the kernel copied {} of {} sends", z.copied, z.notifications)
+            };
+            let _ = writeln!(
+                o,
+                "{name}  zero copy ({}): {} sends, {} notifications, {} copied; {:.1} % of bytes sent without a copy: {verdict}",
+                s.send_engine.name(),
+                z.sends,
+                z.notifications,
+                z.copied,
+                100.0 * z.zero_copy_fraction()
+            );
+            if let Some(l) = &z.notification_latency {
+                let _ = writeln!(
+                    o,
+                    "{name}  notification latency (1 send in {}): p50 {:.1} us, p99 {:.1} us, max {:.1} us",
+                    z.latency_sample_every,
+                    l.p50_ns as f64 / 1e3,
+                    l.p99_ns as f64 / 1e3,
+                    l.max_ns as f64 / 1e3
+                );
+            }
+        }
+        if let Some(sp) = &send.splice {
+            let _ = writeln!(
+                o,
+                "{name}  splice: {} sends through a {} KiB pipe, {} short file->pipe, {} short pipe->socket, {} leftover splices",
+                send.sends,
+                sp.pipe_size / 1024,
+                sp.short_in,
+                sp.short_out,
+                sp.leftover_splices
+            );
+        }
+    }
+    if let Some(rv) = &s.recv {
+        if rv.engine.uses_buffer_ring() {
+            let mut line = format!(
+                "{name}  receive ({}): {} data CQEs, {} ENOBUFS, {} re-arms",
+                rv.engine.name(),
+                rv.data_cqes,
+                rv.enobufs,
+                rv.rearms
+            );
+            let total: u64 = rv.buffers_per_cqe.iter().sum();
+            if total > 0 {
+                let mean = rv.buffers_per_cqe.iter().enumerate().map(|(i, n)| i as u64 * n).sum::<u64>()
+                    as f64
+                    / total as f64;
+                let max = rv.buffers_per_cqe.iter().rposition(|&n| n > 0).unwrap_or(0);
+                let _ = write!(line, ", {mean:.1} buffers per CQE on average (max {max})");
+            }
+            let _ = writeln!(o, "{line}");
+        }
+    }
+    if let Some(v) = &s.verify {
+        let state = match (&v.not_checked, v.mismatches) {
+            (Some(why), _) => format!("payload not checked: {why}"),
+            (None, 0) => "pattern intact".to_string(),
+            (None, n) => format!("PAYLOAD CORRUPTED in {n} chunk(s)"),
+        };
+        let _ = writeln!(
+            o,
+            "{name}  verify: {} bytes checked, {state} (check cost {:.1} ms)",
+            v.bytes_checked,
+            v.cost_ns as f64 / 1e6
+        );
+    }
 }
 
 fn stream_table(o: &mut String, r: &TestReport, units: Units) {
@@ -123,6 +211,30 @@ fn latency_lines(o: &mut String, l: &LatencySummary) {
         us(l.p9999_ns),
         us(l.max_ns)
     );
+}
+
+fn ring_setup(r: &RingSetup) -> String {
+    let mut parts = vec![if r.sqpoll {
+        match r.sqpoll_cpu {
+            Some(c) => format!("SQPOLL on CPU {c}"),
+            None => "SQPOLL".to_string(),
+        }
+    } else {
+        "DEFER_TASKRUN".to_string()
+    }];
+    if r.registered_ring_fd {
+        parts.push("registered fd".into());
+    }
+    if r.fixed_files {
+        parts.push("fixed files".into());
+    }
+    if r.cq_batch > 1 {
+        parts.push(format!("wait {} CQEs or {} us", r.cq_batch, r.cq_wait_us));
+    }
+    if let Some(us) = r.napi_busy_poll_us {
+        parts.push(format!("NAPI busy poll {us} us"));
+    }
+    parts.join(", ")
 }
 
 fn sd(s: &SideReport, f: impl Fn(&SideReport) -> Option<f64>) -> f64 {

@@ -8,3 +8,10 @@ pub fn render(report: &TestReport) -> String {
     s.push('\n');
     s
 }
+
+/// Several reports (one per engine combination, iteration or sweep point) as one array.
+pub fn render_all(reports: &[TestReport]) -> String {
+    let mut s = serde_json::to_string_pretty(reports).expect("TestReport serializes");
+    s.push('\n');
+    s
+}

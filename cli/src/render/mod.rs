@@ -1,7 +1,9 @@
 //! Renderers over the one TestReport: a human table and JSON, side by side.
 
+pub mod engines;
 pub mod human;
 pub mod json;
+pub mod probe;
 
 /// Throughput units of `-f`, netperf's convention.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -1,9 +1,103 @@
 //! Send and receive paths: how payload gets onto and off a socket through the ring.
-//! Workloads are generic over these traits, so an engine is chosen per side without
-//! touching the workload's state machine.
+//! Workloads drive these traits, so an engine is chosen per side without touching the
+//! workload's state machine.
 
 pub mod recv;
 pub mod send;
 
-pub use recv::{CopyRecv, RecvPath};
-pub use send::{CopySend, SendPath};
+use io_uring::squeue;
+
+use crate::error::Result;
+use crate::ring::{Completion, Ring};
+use crate::verify::Verifier;
+
+pub use recv::AnyRecv;
+pub use send::AnySend;
+
+/// Operation kinds in the low byte of user_data (see [`crate::ring::token`]).
+pub mod op {
+    /// The end of the measurement window.
+    pub const DEADLINE: u8 = 1;
+    /// A safety net for the side that waits for its peer: fires if the peer never finishes.
+    pub const GUARD: u8 = 2;
+    /// A send's result (also a zero-copy notification, told apart by its CQE flags).
+    pub const SEND: u8 = 3;
+    pub const RECV: u8 = 4;
+    /// The file -> pipe half of a splice send.
+    pub const SPLICE_IN: u8 = 5;
+}
+
+/// What a send-side completion meant for the workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SendEvent {
+    /// A send finished: `bytes` left the application.
+    Sent { flow: usize, bytes: u32 },
+    /// A send was cancelled because an earlier SQE of its chain ended short (EOF).
+    Cancelled { flow: usize },
+    /// A buffer came back from the kernel: the flow may be able to send again.
+    Released { flow: usize },
+    /// An intermediate step; nothing for the workload to do.
+    Nothing,
+}
+
+/// Puts payload on the sockets of one worker.
+pub trait SendPath {
+    /// How many more sends `flow` can start now (free buffers; idle pipe).
+    fn available(&self, flow: usize) -> usize;
+    /// Whether a successful send may skip its CQE (IOSQE_CQE_SKIP_SUCCESS).
+    fn can_skip_success(&self) -> bool;
+    /// Whether a send can be linked to a receive in one request/response chain.
+    fn can_chain(&self) -> bool {
+        true
+    }
+    /// Queues one send of up to `len` bytes of `flow`'s stream starting at `offset`;
+    /// `flags` go on the last SQE of the send. Returns the bytes it will send.
+    fn push(
+        &mut self,
+        ring: &mut Ring,
+        flow: usize,
+        offset: u64,
+        len: u32,
+        flags: squeue::Flags,
+    ) -> Result<u32>;
+    /// Handles a completion with op SEND or SPLICE_IN.
+    fn complete(&mut self, ring: &mut Ring, c: &Completion) -> Result<SendEvent>;
+    /// Buffers the kernel still holds (zero-copy notifications not yet arrived).
+    fn outstanding(&self) -> usize;
+    fn report(&self) -> crate::report::SendReport;
+}
+
+/// What a receive completion meant for the workload.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RecvEvent {
+    Data {
+        flow: usize,
+        bytes: u32,
+    },
+    Eof {
+        flow: usize,
+    },
+    /// Consumed by the path (ran out of buffers, re-armed); nothing for the workload.
+    Nothing,
+}
+
+/// Takes payload off the sockets of one worker.
+pub trait RecvPath {
+    /// True if one arm keeps delivering until EOF (multishot); false if every receive is
+    /// armed by the workload.
+    fn multishot(&self) -> bool;
+    /// Arms a receive of up to `len` bytes on `flow` (with `wait_all`: exactly `len`).
+    fn arm(
+        &mut self,
+        ring: &mut Ring,
+        flow: usize,
+        len: u32,
+        wait_all: bool,
+        flags: squeue::Flags,
+    ) -> Result<()>;
+    /// Handles a completion with op RECV; payload goes through `verify`.
+    fn complete(&mut self, ring: &mut Ring, c: &Completion, verify: &mut Verifier) -> Result<RecvEvent>;
+    /// Called once after each batch of completions (recycles provided buffers).
+    fn after_batch(&mut self) {}
+    fn report(&self) -> crate::report::RecvReport;
+}

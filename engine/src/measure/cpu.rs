@@ -65,7 +65,10 @@ impl ProcStat {
             }
             let v: Vec<u64> = rest.split_whitespace().skip(1).map_while(|f| f.parse().ok()).collect();
             if v.len() < 8 {
-                return Err(Error::Usage(format!("unexpected /proc/stat line: {line}")));
+                return Err(Error::io(
+                    "parsing /proc/stat",
+                    std::io::Error::new(std::io::ErrorKind::InvalidData, format!("unexpected line: {line}")),
+                ));
             }
             cpus.push(CpuTicks {
                 user: v[0],
@@ -79,7 +82,10 @@ impl ProcStat {
             });
         }
         if cpus.is_empty() {
-            return Err(Error::Usage("/proc/stat has no per-CPU lines".into()));
+            return Err(Error::io(
+                "parsing /proc/stat",
+                std::io::Error::new(std::io::ErrorKind::InvalidData, "no per-CPU lines"),
+            ));
         }
         Ok(ProcStat { cpus })
     }
@@ -130,8 +136,26 @@ impl ThreadCpuSnapshot {
             thread_ns: self.cpu_ns.saturating_sub(before.cpu_ns),
             user_us: self.user_us.saturating_sub(before.user_us),
             system_us: self.system_us.saturating_sub(before.system_us),
+            helper_ns: 0,
         }
     }
+}
+
+/// CPU time (ns, from schedstat) of the io_uring helper threads a thread's rings created:
+/// `iou-sqp-<tid>` (SQPOLL) and `iou-wrk-<tid>` (io-wq). Helpers that already exited are
+/// not seen, so this is a lower bound.
+pub fn helper_threads_ns(creator_tid: i32) -> u64 {
+    let names = [format!("iou-sqp-{creator_tid}"), format!("iou-wrk-{creator_tid}")];
+    let Ok(tasks) = fs::read_dir("/proc/self/task") else { return 0 };
+    let mut total = 0;
+    for t in tasks.flatten() {
+        let comm = fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+        if names.iter().any(|n| comm.trim() == n) {
+            let sched = fs::read_to_string(t.path().join("schedstat")).unwrap_or_default();
+            total += sched.split_whitespace().next().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        }
+    }
+    total
 }
 
 #[cfg(test)]

@@ -1,17 +1,20 @@
-//! Request/response: one transaction in flight per flow. Each transaction is one linked
-//! pair of SQEs and one CQE on each side, so it costs one io_uring_enter per side.
-
-use std::os::fd::RawFd;
+//! Request/response: one transaction in flight per flow.
+//!
+//! With a one-shot receive engine each transaction is one linked chain (client: send ->
+//! receive; server: receive -> send), so a copy-engine transaction costs one CQE and one
+//! io_uring_enter per side. Otherwise (a multishot engine, or a send engine that cannot be
+//! chained) a receive stays armed on its own and the workload counts bytes until a whole
+//! message has arrived.
 
 use io_uring::squeue::Flags;
 
 use crate::error::{Error, Result};
-use crate::io::{RecvPath, SendPath};
+use crate::io::{op, RecvEvent, RecvPath, SendEvent, SendPath};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::latency::LatencyRecorder;
-use crate::ring::{cqe_error, token, Ring};
-use crate::workload::stream::{peer_stuck, unexpected};
-use crate::workload::{op, FlowCounters};
+use crate::ring::{token, Ring};
+use crate::verify::Verifier;
+use crate::workload::{check_not_early, peer_stuck, unexpected, FlowCounters};
 
 /// Request and response sizes of one transaction.
 #[derive(Clone, Copy, Debug)]
@@ -20,87 +23,184 @@ pub struct Transaction {
     pub response: u32,
 }
 
+struct ClientFlow {
+    started: u64,
+    send_offset: u64,
+    got: u32,
+    /// A request is out and its response not yet complete.
+    active: bool,
+    /// The next request waits for a send buffer to come back.
+    want_send: bool,
+}
+
+struct Client<'a, S, R> {
+    send: &'a mut S,
+    recv: &'a mut R,
+    tx: Transaction,
+    chained: bool,
+    flows: Vec<ClientFlow>,
+    active: usize,
+}
+
+impl<S: SendPath, R: RecvPath> Client<'_, S, R> {
+    fn start(&mut self, ring: &mut Ring, f: usize, now: u64) -> Result<()> {
+        if self.send.available(f) == 0 {
+            self.flows[f].want_send = true;
+            return Ok(());
+        }
+        let skip = if self.send.can_skip_success() { Flags::SKIP_SUCCESS } else { Flags::empty() };
+        let flags = if self.chained { Flags::IO_LINK | skip } else { skip };
+        let off = self.flows[f].send_offset;
+        self.flows[f].send_offset += u64::from(self.send.push(ring, f, off, self.tx.request, flags)?);
+        if self.chained {
+            self.recv.arm(ring, f, self.tx.response, true, Flags::empty())?;
+        }
+        let fl = &mut self.flows[f];
+        fl.started = now;
+        fl.want_send = false;
+        fl.active = true;
+        self.active += 1;
+        Ok(())
+    }
+}
+
 /// The client: send a request, receive the whole response, record the round trip, repeat
 /// until `deadline_ns`; transactions in flight at the deadline are completed and counted.
+#[allow(clippy::too_many_arguments)]
 pub fn client<S: SendPath, R: RecvPath>(
     ring: &mut Ring,
-    fds: &[RawFd],
+    nflows: usize,
     send: &mut S,
     recv: &mut R,
     tx: Transaction,
     deadline_ns: u64,
     latency: &mut LatencyRecorder,
+    verify: &mut Verifier,
 ) -> Result<Vec<FlowCounters>> {
-    let mut flows = vec![FlowCounters::default(); fds.len()];
-    let mut started = vec![0u64; fds.len()];
+    let mut counters = vec![FlowCounters::default(); nflows];
+    let chained = !recv.multishot() && send.can_chain();
+    let flows = (0..nflows)
+        .map(|_| ClientFlow { started: 0, send_offset: 0, got: 0, active: false, want_send: false })
+        .collect();
+    let mut cl = Client { send, recv, tx, chained, flows, active: 0 };
     let mut done = Vec::with_capacity(ring.cq_entries());
     ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
-    let now = monotonic_ns();
-    for (i, &fd) in fds.iter().enumerate() {
-        started[i] = now;
-        push_request(ring, send, recv, fd, i, tx)?;
+    if !chained {
+        for f in 0..nflows {
+            cl.recv.arm(ring, f, tx.response, false, Flags::empty())?;
+        }
     }
-    let mut in_flight = fds.len();
+    let now = monotonic_ns();
+    for f in 0..nflows {
+        cl.start(ring, f, now)?;
+    }
     let mut stopping = false;
-    while !(stopping && in_flight == 0) {
-        ring.submit_and_wait(1)?;
+    while !(stopping && cl.active == 0 && cl.send.outstanding() == 0) {
+        ring.submit_and_wait()?;
         ring.reap(&mut done);
         for c in &done {
             match c.op() {
                 op::DEADLINE => stopping = true,
-                // Sends skip their success CQE, so one arriving means it failed.
-                op::SEND => return Err(cqe_error("send request", c.result)),
-                op::RECV => {
-                    let i = c.flow();
-                    if c.result == -libc::ECANCELED {
-                        continue; // its send failed; that CQE carries the error
+                op::SEND | op::SPLICE_IN => match cl.send.complete(ring, c)? {
+                    SendEvent::Sent { .. } | SendEvent::Nothing => {}
+                    SendEvent::Cancelled { .. } => {
+                        return Err(Error::Peer("a request send was cancelled mid-chain".into()))
                     }
-                    if c.result < 0 {
-                        return Err(cqe_error("receive response", c.result));
+                    SendEvent::Released { flow } => {
+                        if cl.flows[flow].want_send && !stopping {
+                            cl.start(ring, flow, monotonic_ns())?;
+                        }
                     }
-                    if c.result as u32 != tx.response {
-                        return Err(Error::Peer(format!(
-                            "the server closed the connection mid-response ({} of {} bytes)",
-                            c.result, tx.response
-                        )));
+                },
+                op::RECV => match cl.recv.complete(ring, c, verify)? {
+                    RecvEvent::Data { flow, bytes } => {
+                        if !chained && !cl.recv.multishot() {
+                            cl.recv.arm(ring, flow, tx.response, false, Flags::empty())?;
+                        }
+                        let fl = &mut cl.flows[flow];
+                        fl.got += bytes;
+                        if fl.got < tx.response {
+                            if chained {
+                                return Err(torn("response", fl.got, tx.response));
+                            }
+                            continue;
+                        }
+                        if fl.got > tx.response || !fl.active {
+                            return Err(Error::Protocol(format!(
+                                "the server sent {} bytes for a {}-byte response",
+                                fl.got, tx.response
+                            )));
+                        }
+                        fl.got = 0;
+                        fl.active = false;
+                        cl.active -= 1;
+                        let now = monotonic_ns();
+                        latency.record(now - fl.started);
+                        let k = &mut counters[flow];
+                        k.transactions += 1;
+                        k.bytes_sent += u64::from(tx.request);
+                        k.bytes_received += u64::from(tx.response);
+                        if !stopping {
+                            cl.start(ring, flow, now)?;
+                        }
                     }
-                    let now = monotonic_ns();
-                    latency.record(now - started[i]);
-                    let f = &mut flows[i];
-                    f.transactions += 1;
-                    f.bytes_sent += u64::from(tx.request);
-                    f.bytes_received += u64::from(tx.response);
-                    if stopping {
-                        in_flight -= 1;
-                    } else {
-                        started[i] = now;
-                        push_request(ring, send, recv, fds[i], i, tx)?;
+                    RecvEvent::Eof { .. } => {
+                        return Err(Error::Peer("the server closed a data connection during the test".into()))
                     }
-                }
+                    RecvEvent::Nothing => {}
+                },
                 other => return Err(unexpected(other)),
             }
         }
+        cl.recv.after_batch();
     }
-    Ok(flows)
+    Ok(counters)
 }
 
-fn push_request<S: SendPath, R: RecvPath>(
-    ring: &mut Ring,
-    send: &mut S,
-    recv: &mut R,
-    fd: RawFd,
-    flow: usize,
+fn torn(what: &str, got: u32, want: u32) -> Error {
+    Error::Peer(format!("the peer closed the connection mid-{what} ({got} of {want} bytes)"))
+}
+
+struct ServerFlow {
+    send_offset: u64,
+    got: u32,
+    /// Responses owed but waiting for a send buffer.
+    owed: u32,
+    /// Chained mode: the next chain waits for a send buffer.
+    waiting: bool,
+}
+
+struct Server<'a, S, R> {
+    send: &'a mut S,
+    recv: &'a mut R,
     tx: Transaction,
-) -> Result<()> {
-    let s = send
-        .prepare(fd, tx.request)
-        .user_data(token(op::SEND, flow))
-        .flags(Flags::IO_LINK | Flags::SKIP_SUCCESS);
-    let r = recv.prepare(fd, tx.response, true).user_data(token(op::RECV, flow));
-    // SAFETY: the paths own their buffers and outlive this worker's ring use.
-    unsafe {
-        ring.push(&s)?;
-        ring.push(&r)
+    flows: Vec<ServerFlow>,
+}
+
+impl<S: SendPath, R: RecvPath> Server<'_, S, R> {
+    /// Chained mode: receive a whole request, then (linked) send the response.
+    fn arm_chain(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
+        if self.send.available(f) == 0 {
+            self.flows[f].waiting = true;
+            return Ok(());
+        }
+        self.flows[f].waiting = false;
+        self.recv.arm(ring, f, self.tx.request, true, Flags::IO_LINK)?;
+        let skip = if self.send.can_skip_success() { Flags::SKIP_SUCCESS } else { Flags::empty() };
+        let off = self.flows[f].send_offset;
+        self.flows[f].send_offset += u64::from(self.send.push(ring, f, off, self.tx.response, skip)?);
+        Ok(())
+    }
+
+    /// Multishot mode: answer every whole request that arrived, as buffers allow.
+    fn answer(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
+        let skip = if self.send.can_skip_success() { Flags::SKIP_SUCCESS } else { Flags::empty() };
+        while self.flows[f].owed > 0 && self.send.available(f) > 0 {
+            let off = self.flows[f].send_offset;
+            self.flows[f].send_offset += u64::from(self.send.push(ring, f, off, self.tx.response, skip)?);
+            self.flows[f].owed -= 1;
+        }
+        Ok(())
     }
 }
 
@@ -108,66 +208,93 @@ fn push_request<S: SendPath, R: RecvPath>(
 /// A transaction counts when its request arrived whole; a failed response aborts the test.
 pub fn server<S: SendPath, R: RecvPath>(
     ring: &mut Ring,
-    fds: &[RawFd],
+    nflows: usize,
     send: &mut S,
     recv: &mut R,
     tx: Transaction,
-    guard_ns: u64,
+    (deadline_ns, guard_ns): (u64, u64),
+    verify: &mut Verifier,
 ) -> Result<Vec<FlowCounters>> {
-    let mut flows = vec![FlowCounters::default(); fds.len()];
+    let mut counters = vec![FlowCounters::default(); nflows];
+    let chained = !recv.multishot() && send.can_chain();
+    let flows = (0..nflows).map(|_| ServerFlow { send_offset: 0, got: 0, owed: 0, waiting: false }).collect();
+    let mut sv = Server { send, recv, tx, flows };
     let mut done = Vec::with_capacity(ring.cq_entries());
     ring.push_deadline(guard_ns, token(op::GUARD, 0))?;
-    for (i, &fd) in fds.iter().enumerate() {
-        push_answer(ring, send, recv, fd, i, tx)?;
+    for f in 0..nflows {
+        if chained {
+            sv.arm_chain(ring, f)?;
+        } else {
+            sv.recv.arm(ring, f, tx.request, false, Flags::empty())?;
+        }
     }
-    // Each flow ends with two CQEs: the short (EOF) receive and its cancelled response.
-    let mut endings_left = 2 * fds.len();
-    while endings_left > 0 {
-        ring.submit_and_wait(1)?;
+    let mut open = nflows;
+    // Chained mode: the response linked to a flow's final (EOF) receive is cancelled, and
+    // that cancellation is the flow's last CQE.
+    let mut cancels_due = 0usize;
+    while open > 0 || cancels_due > 0 || sv.send.outstanding() > 0 {
+        ring.submit_and_wait()?;
         ring.reap(&mut done);
         for c in &done {
-            let i = c.flow();
             match c.op() {
                 op::GUARD => return Err(peer_stuck()),
-                op::SEND if c.result == -libc::ECANCELED => endings_left -= 1,
-                op::SEND => return Err(cqe_error("send response", c.result)),
-                op::RECV => {
-                    if c.result < 0 && c.result != -libc::ECONNRESET {
-                        return Err(cqe_error("receive request", c.result));
+                op::SEND | op::SPLICE_IN => match sv.send.complete(ring, c)? {
+                    SendEvent::Sent { .. } | SendEvent::Nothing => {}
+                    SendEvent::Cancelled { .. } => cancels_due = cancels_due.saturating_sub(1),
+                    SendEvent::Released { flow } => {
+                        if chained && sv.flows[flow].waiting {
+                            sv.arm_chain(ring, flow)?;
+                        } else if !chained {
+                            sv.answer(ring, flow)?;
+                        }
                     }
-                    if c.result as u32 == tx.request {
-                        let f = &mut flows[i];
-                        f.transactions += 1;
-                        f.bytes_received += u64::from(tx.request);
-                        f.bytes_sent += u64::from(tx.response);
-                        // The client sends the next request only after this response
-                        // arrived whole, so re-arming now cannot reorder anything.
-                        push_answer(ring, send, recv, fds[i], i, tx)?;
-                    } else {
-                        // EOF (or a reset, or a torn request): the client is done.
-                        endings_left -= 1;
+                },
+                op::RECV => match sv.recv.complete(ring, c, verify)? {
+                    RecvEvent::Data { flow, bytes } if chained => {
+                        if bytes != tx.request {
+                            // A torn request: the client went away mid-message.
+                            check_not_early(deadline_ns)?;
+                            open -= 1;
+                            cancels_due += 1;
+                            continue;
+                        }
+                        count(&mut counters[flow], tx);
+                        // The client sends its next request only after this response arrived
+                        // whole, so arming the next chain now cannot reorder anything.
+                        sv.arm_chain(ring, flow)?;
                     }
-                }
+                    RecvEvent::Data { flow, bytes } => {
+                        if !sv.recv.multishot() {
+                            sv.recv.arm(ring, flow, tx.request, false, Flags::empty())?;
+                        }
+                        let fl = &mut sv.flows[flow];
+                        fl.got += bytes;
+                        while fl.got >= tx.request {
+                            fl.got -= tx.request;
+                            fl.owed += 1;
+                            count(&mut counters[flow], tx);
+                        }
+                        sv.answer(ring, flow)?;
+                    }
+                    RecvEvent::Eof { .. } => {
+                        check_not_early(deadline_ns)?;
+                        open -= 1;
+                        if chained {
+                            cancels_due += 1;
+                        }
+                    }
+                    RecvEvent::Nothing => {}
+                },
                 other => return Err(unexpected(other)),
             }
         }
+        sv.recv.after_batch();
     }
-    Ok(flows)
+    Ok(counters)
 }
 
-fn push_answer<S: SendPath, R: RecvPath>(
-    ring: &mut Ring,
-    send: &mut S,
-    recv: &mut R,
-    fd: RawFd,
-    flow: usize,
-    tx: Transaction,
-) -> Result<()> {
-    let r = recv.prepare(fd, tx.request, true).user_data(token(op::RECV, flow)).flags(Flags::IO_LINK);
-    let s = send.prepare(fd, tx.response).user_data(token(op::SEND, flow)).flags(Flags::SKIP_SUCCESS);
-    // SAFETY: the paths own their buffers and outlive this worker's ring use.
-    unsafe {
-        ring.push(&r)?;
-        ring.push(&s)
-    }
+fn count(k: &mut FlowCounters, tx: Transaction) {
+    k.transactions += 1;
+    k.bytes_received += u64::from(tx.request);
+    k.bytes_sent += u64::from(tx.response);
 }

@@ -1,112 +1,129 @@
-//! Bulk transfer: the sender keeps one send in flight per flow until the deadline, then
-//! half-closes; the receiver reads until every flow reaches EOF.
+//! Bulk transfer: the sender keeps a chain of linked sends in flight per flow until the
+//! deadline, then half-closes; the receiver reads until every flow reaches EOF.
 
 use std::os::fd::RawFd;
 
-use crate::error::{Error, Result};
-use crate::io::{RecvPath, SendPath};
-use crate::ring::{cqe_error, token, Ring};
-use crate::workload::{op, shutdown_write, FlowCounters};
+use io_uring::squeue::Flags;
+
+use crate::error::Result;
+use crate::io::{op, RecvEvent, RecvPath, SendEvent, SendPath};
+use crate::ring::{token, Ring};
+use crate::verify::Verifier;
+use crate::workload::{check_not_early, peer_stuck, shutdown_write, unexpected, FlowCounters};
 
 /// Sends `size`-byte messages on every flow until `deadline_ns` (CLOCK_MONOTONIC), waits
-/// for the sends in flight, then half-closes each flow so the receiver sees EOF.
+/// for the sends in flight and for every zero-copy buffer to come back, then half-closes
+/// each flow so the receiver sees EOF.
 ///
-/// One send in flight per socket: unlinked parallel sends reorder a TCP stream.
+/// Each flow has one chain of up to `depth` sends in flight: linked with MSG_WAITALL they
+/// keep the stream in order; a new chain starts only when the last one has finished.
 pub fn send<S: SendPath>(
     ring: &mut Ring,
-    fds: &[RawFd],
+    socks: &[RawFd],
     path: &mut S,
     size: u32,
+    depth: usize,
     deadline_ns: u64,
 ) -> Result<Vec<FlowCounters>> {
-    let mut flows = vec![FlowCounters::default(); fds.len()];
+    let n = socks.len();
+    let mut flows = vec![FlowCounters::default(); n];
+    let mut offsets = vec![0u64; n];
+    let mut in_flight = vec![0usize; n];
+    let mut total_in_flight = 0usize;
     let mut done = Vec::with_capacity(ring.cq_entries());
     ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
-    for (i, &fd) in fds.iter().enumerate() {
-        // SAFETY: the send path owns the payload and outlives this function's ring use.
-        unsafe { ring.push(&path.prepare(fd, size).user_data(token(op::SEND, i)))? };
+    let mut refill = |ring: &mut Ring, path: &mut S, f: usize, in_flight: &mut [usize], total: &mut usize| {
+        let k = depth.min(path.available(f));
+        for j in 0..k {
+            let flags = if j + 1 < k { Flags::IO_LINK } else { Flags::empty() };
+            offsets[f] += u64::from(path.push(ring, f, offsets[f], size, flags)?);
+            in_flight[f] += 1;
+            *total += 1;
+        }
+        Ok::<(), crate::error::Error>(())
+    };
+    for f in 0..n {
+        refill(ring, path, f, &mut in_flight, &mut total_in_flight)?;
     }
-    let mut in_flight = fds.len();
     let mut stopping = false;
-    while !(stopping && in_flight == 0) {
-        ring.submit_and_wait(1)?;
+    while !(stopping && total_in_flight == 0 && path.outstanding() == 0) {
+        ring.submit_and_wait()?;
         ring.reap(&mut done);
         for c in &done {
-            match c.op() {
-                op::DEADLINE => stopping = true,
-                op::SEND => {
-                    if c.result < 0 {
-                        return Err(cqe_error("send", c.result));
-                    }
-                    let i = c.flow();
-                    flows[i].bytes_sent += c.result as u64;
-                    if stopping {
-                        in_flight -= 1;
-                    } else {
-                        // SAFETY: as above.
-                        unsafe { ring.push(&path.prepare(fds[i], size).user_data(c.user_data))? };
-                    }
+            let flow = match c.op() {
+                op::DEADLINE => {
+                    stopping = true;
+                    continue;
                 }
+                op::SEND | op::SPLICE_IN => match path.complete(ring, c)? {
+                    SendEvent::Sent { flow, bytes } => {
+                        flows[flow].bytes_sent += u64::from(bytes);
+                        in_flight[flow] -= 1;
+                        total_in_flight -= 1;
+                        flow
+                    }
+                    SendEvent::Cancelled { flow } => {
+                        in_flight[flow] -= 1;
+                        total_in_flight -= 1;
+                        flow
+                    }
+                    SendEvent::Released { flow } => flow,
+                    SendEvent::Nothing => continue,
+                },
                 other => return Err(unexpected(other)),
+            };
+            if !stopping && in_flight[flow] == 0 {
+                refill(ring, path, flow, &mut in_flight, &mut total_in_flight)?;
             }
         }
     }
-    for &fd in fds {
+    for &fd in socks {
         shutdown_write(fd);
     }
     Ok(flows)
 }
 
 /// Receives on every flow until each one reaches EOF. `guard_ns` bounds the wait: if the
-/// sender never finishes, the test fails instead of hanging.
+/// sender never finishes, the test fails instead of hanging; EOF well before `deadline_ns`
+/// means the sender stopped early, and fails the test too.
 pub fn receive<R: RecvPath>(
     ring: &mut Ring,
-    fds: &[RawFd],
+    nflows: usize,
     path: &mut R,
     size: u32,
-    guard_ns: u64,
+    (deadline_ns, guard_ns): (u64, u64),
+    verify: &mut Verifier,
 ) -> Result<Vec<FlowCounters>> {
-    let mut flows = vec![FlowCounters::default(); fds.len()];
+    let mut flows = vec![FlowCounters::default(); nflows];
     let mut done = Vec::with_capacity(ring.cq_entries());
     ring.push_deadline(guard_ns, token(op::GUARD, 0))?;
-    for (i, &fd) in fds.iter().enumerate() {
-        // SAFETY: the receive path owns the buffer and outlives this function's ring use.
-        unsafe { ring.push(&path.prepare(fd, size, false).user_data(token(op::RECV, i)))? };
+    for f in 0..nflows {
+        path.arm(ring, f, size, false, Flags::empty())?;
     }
-    let mut open = fds.len();
+    let mut open = nflows;
     while open > 0 {
-        ring.submit_and_wait(1)?;
+        ring.submit_and_wait()?;
         ring.reap(&mut done);
         for c in &done {
             match c.op() {
                 op::GUARD => return Err(peer_stuck()),
-                op::RECV => {
-                    if c.result < 0 {
-                        return Err(cqe_error("recv", c.result));
+                op::RECV => match path.complete(ring, c, verify)? {
+                    RecvEvent::Data { flow, bytes } => {
+                        flows[flow].bytes_received += u64::from(bytes);
+                        if !path.multishot() {
+                            path.arm(ring, flow, size, false, Flags::empty())?;
+                        }
                     }
-                    let i = c.flow();
-                    if c.result == 0 {
+                    RecvEvent::Eof { .. } => {
+                        check_not_early(deadline_ns)?;
                         open -= 1;
-                    } else {
-                        flows[i].bytes_received += c.result as u64;
-                        // SAFETY: as above.
-                        unsafe { ring.push(&path.prepare(fds[i], size, false).user_data(c.user_data))? };
                     }
-                }
+                    RecvEvent::Nothing => {}
+                },
                 other => return Err(unexpected(other)),
             }
         }
+        path.after_batch();
     }
     Ok(flows)
-}
-
-pub(crate) fn peer_stuck() -> Error {
-    Error::Peer(format!(
-        "the peer did not finish within {} s after the end of the test: is it overloaded or stopped?",
-        crate::workload::PEER_GRACE_NS / 1_000_000_000
-    ))
-}
-
-pub(crate) fn unexpected(op: u8) -> Error {
-    Error::Protocol(format!("completion with unknown operation kind {op}: this is a bug in ringperf"))
 }

@@ -1,0 +1,55 @@
+//! `ringperf engines`: the same stream once per engine combination, one table.
+
+use ringperf_engine::spec::{RecvEngine, SendEngine};
+use ringperf_engine::{run_test, Error, TestReport};
+
+use crate::args::EnginesArgs;
+use crate::{print, render, requirements, stream_spec, target};
+
+/// The combinations to run: every send engine with the chosen receive engine, then the
+/// chosen send engine with every other receive engine.
+pub fn combinations(a: &EnginesArgs) -> Vec<(SendEngine, RecvEngine)> {
+    let sends = if a.send_engines.is_empty() { SendEngine::ALL.to_vec() } else { a.send_engines.clone() };
+    let recvs = if a.recv_engines.is_empty() { RecvEngine::ALL.to_vec() } else { a.recv_engines.clone() };
+    let base = (a.test.engine.send_engine, a.test.engine.recv_engine);
+    let mut out: Vec<(SendEngine, RecvEngine)> = sends.iter().map(|&s| (s, base.1)).collect();
+    for r in recvs {
+        if !out.contains(&(base.0, r)) {
+            out.push((base.0, r));
+        }
+    }
+    out
+}
+
+pub fn run(a: &EnginesArgs) -> Result<i32, Error> {
+    let mut reports: Vec<TestReport> = Vec::new();
+    let mut failure = None;
+    for (send, recv) in combinations(a) {
+        let mut spec = stream_spec(&a.test, a.send_size, a.recv_size, a.reverse)?;
+        for side in [&mut spec.local, &mut spec.remote] {
+            side.send_engine = send;
+            side.recv_engine = recv;
+        }
+        // --require-zc makes sense per zero-copy engine only.
+        spec.require_zero_copy &= send.is_zero_copy();
+        match run_test(&spec, &target(&a.test)) {
+            Ok(r) => reports.push(r),
+            Err(e) => {
+                // Keep what was measured; report the failure after the table.
+                failure = Some((send, recv, e));
+                break;
+            }
+        }
+    }
+    let out = if a.test.json {
+        render::json::render_all(&reports)
+    } else {
+        render::engines::render(&reports, render::Units::parse(&a.test.units))
+    };
+    print(&out);
+    if let Some((s, r, e)) = failure {
+        eprintln!("ringperf: engines {} / {} failed: {e}", s.name(), r.name());
+        return Ok(e.exit_code());
+    }
+    Ok(reports.iter().map(requirements).max().unwrap_or(0))
+}

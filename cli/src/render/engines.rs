@@ -1,0 +1,57 @@
+//! The `ringperf engines` table: one row per engine combination.
+
+use std::fmt::Write;
+
+use ringperf_engine::spec::Role;
+use ringperf_engine::TestReport;
+
+use super::Units;
+
+pub fn render(reports: &[TestReport], units: Units) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{:<8} {:<10} {:>12} {:>8} {:>8} {:>8} {:>8} {:>10} {:>10} {:>9}",
+        "send",
+        "recv",
+        units.label(),
+        "CPU% loc",
+        "CPU% rem",
+        "SD loc",
+        "SD rem",
+        "zero-copy",
+        "enters/MB",
+        "tool ovh%"
+    );
+    for r in reports {
+        let (sender, receiver) =
+            if r.local.role == Role::StreamSender { (&r.local, &r.remote) } else { (&r.remote, &r.local) };
+        let zc = sender
+            .send
+            .as_ref()
+            .and_then(|s| s.zero_copy.as_ref())
+            .map(|z| format!("{:.1} %", 100.0 * z.zero_copy_fraction()))
+            .unwrap_or_else(|| "-".into());
+        let mb = sender.bytes_sent as f64 / 1e6;
+        let enters = (sender.ring.enters + receiver.ring.enters) as f64;
+        let _ = writeln!(
+            o,
+            "{:<8} {:<10} {:>12.2} {:>8.2} {:>8.2} {:>8.3} {:>8.3} {:>10} {:>10.1} {:>9.2}",
+            sender.send_engine.name(),
+            receiver.recv_engine.name(),
+            units.convert(r.summary.throughput_bits_per_sec),
+            r.local.cpu.system.busy_percent,
+            r.remote.cpu.system.busy_percent,
+            r.local.service_demand.us_per_kb.unwrap_or(0.0),
+            r.remote.service_demand.us_per_kb.unwrap_or(0.0),
+            zc,
+            if mb > 0.0 { enters / mb } else { 0.0 },
+            r.local.cpu.tool_overhead_percent.max(r.remote.cpu.tool_overhead_percent),
+        );
+    }
+    let _ = writeln!(
+        o,
+        "\nzero-copy: share of bytes the kernel did not copy (its own notification report); enters/MB: both sides' io_uring_enter calls per MB sent"
+    );
+    o
+}

@@ -1,0 +1,199 @@
+//! Payload memory: the patterned arena sends come from (registered for zero copy), and the
+//! provided-buffer rings that multishot and bundle receives fill.
+
+use std::ptr::NonNull;
+use std::sync::atomic::{AtomicU16, Ordering};
+
+use io_uring::types::BufRingEntry;
+
+use crate::error::{Error, Result};
+use crate::ring::Ring;
+use crate::verify::{fill, phase, PERIOD};
+
+/// Anonymous, page-aligned, pre-faulted memory, unmapped on drop.
+pub struct Mapping {
+    ptr: NonNull<u8>,
+    len: usize,
+}
+
+impl Mapping {
+    pub fn new(len: usize) -> Result<Mapping> {
+        let len = len.max(1);
+        // SAFETY: an anonymous private mapping has no preconditions.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+                -1,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(Error::io(
+                format!("mapping {} KiB of payload memory", len / 1024),
+                std::io::Error::last_os_error(),
+            ));
+        }
+        Ok(Mapping { ptr: NonNull::new(p.cast()).expect("mmap never returns NULL on success"), len })
+    }
+
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr.as_ptr()
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: we own `len` bytes of mapped, writable memory.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.as_ptr(), self.len) }
+    }
+
+    pub fn slice(&self, off: usize, len: usize) -> &[u8] {
+        assert!(off + len <= self.len);
+        // SAFETY: in bounds of our mapping (checked above).
+        unsafe { std::slice::from_raw_parts(self.ptr.as_ptr().add(off), len) }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: unmapping exactly what mmap returned.
+        unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
+    }
+}
+
+// SAFETY: the mapping is plain memory owned by this value.
+unsafe impl Send for Mapping {}
+
+/// `slots` identical patterned buffers, each long enough to start a send of `max_len`
+/// bytes at any pattern phase.
+pub struct PayloadArena {
+    mem: Mapping,
+    slot_len: usize,
+    slots: usize,
+}
+
+impl PayloadArena {
+    pub fn new(slots: usize, max_len: usize) -> Result<PayloadArena> {
+        let slot_len = (max_len + PERIOD).next_multiple_of(64);
+        let mut mem = Mapping::new(slots.max(1) * slot_len)?;
+        for s in mem.as_mut_slice().chunks_mut(slot_len) {
+            fill(s);
+        }
+        Ok(PayloadArena { mem, slot_len, slots: slots.max(1) })
+    }
+
+    /// Registers the whole arena as fixed buffer 0 of `ring`.
+    pub fn register(&self, ring: &mut Ring) -> Result<()> {
+        // SAFETY: the arena outlives the ring: workers drop rings before payload memory.
+        unsafe { ring.register_buffer(self.mem.as_ptr(), self.mem.len()) }
+    }
+
+    /// Start of the bytes of stream offset `offset` in `slot`.
+    #[inline]
+    pub fn at(&self, slot: usize, offset: u64) -> *const u8 {
+        debug_assert!(slot < self.slots);
+        // SAFETY: slot < slots and phase < PERIOD keep the pointer inside the mapping.
+        unsafe { self.mem.as_ptr().add(slot * self.slot_len + phase(offset)) }
+    }
+
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+}
+
+/// A provided-buffer ring: `count` buffers of `size` bytes the kernel picks from.
+pub struct BufRing {
+    ring_mem: Mapping,
+    bufs: Mapping,
+    mask: u16,
+    tail: u16,
+    size: usize,
+    bgid: u16,
+    /// Which buffer sits at each ring position: bundles name only their first buffer.
+    bid_at: Vec<u16>,
+    /// Where each buffer was last placed.
+    pos_of: Vec<u16>,
+}
+
+impl BufRing {
+    pub fn new(ring: &mut Ring, count: u16, size: usize, bgid: u16) -> Result<BufRing> {
+        let ring_mem = Mapping::new(count as usize * std::mem::size_of::<BufRingEntry>())?;
+        let bufs = Mapping::new(count as usize * size)?;
+        // SAFETY: page-aligned zeroed memory of count*16 bytes, owned next to the ring.
+        unsafe { ring.register_buf_ring(ring_mem.as_ptr() as u64, count, bgid)? };
+        let mut br = BufRing {
+            ring_mem,
+            bufs,
+            mask: count - 1,
+            tail: 0,
+            size,
+            bgid,
+            bid_at: vec![0; count as usize],
+            pos_of: vec![0; count as usize],
+        };
+        for bid in 0..count {
+            br.recycle(bid);
+        }
+        br.publish();
+        Ok(br)
+    }
+
+    pub fn bgid(&self) -> u16 {
+        self.bgid
+    }
+
+    pub fn buf_size(&self) -> usize {
+        self.size
+    }
+
+    /// Stages buffer `bid` at the tail; visible to the kernel after [`BufRing::publish`].
+    #[inline]
+    pub fn recycle(&mut self, bid: u16) {
+        let pos = self.tail & self.mask;
+        // SAFETY: pos <= mask < count entries of the ring mapping.
+        let e = unsafe { &mut *self.ring_mem.as_ptr().cast::<BufRingEntry>().add(pos as usize) };
+        // SAFETY: bid < count, so the address is inside the buffer mapping.
+        e.set_addr(unsafe { self.bufs.as_ptr().add(bid as usize * self.size) } as u64);
+        e.set_len(self.size as u32);
+        e.set_bid(bid);
+        self.bid_at[pos as usize] = bid;
+        self.pos_of[bid as usize] = pos;
+        self.tail = self.tail.wrapping_add(1);
+    }
+
+    /// Publishes the staged tail with release ordering.
+    #[inline]
+    pub fn publish(&self) {
+        // SAFETY: the tail lives in entry 0's `resv` field of our ring mapping.
+        let tail = unsafe { BufRingEntry::tail(self.ring_mem.as_ptr().cast()) } as *const AtomicU16;
+        // SAFETY: the field is a naturally aligned u16 the kernel reads atomically.
+        unsafe { (*tail).store(self.tail, Ordering::Release) };
+    }
+
+    /// The ring position buffer `bid` was last placed at.
+    #[inline]
+    pub fn position_of(&self, bid: u16) -> u16 {
+        self.pos_of[bid as usize]
+    }
+
+    /// The buffer placed at ring position `pos` (bundles name only their first buffer).
+    #[inline]
+    pub fn bid_at(&self, pos: u16) -> u16 {
+        self.bid_at[(pos & self.mask) as usize]
+    }
+
+    /// The first `len` bytes of buffer `bid`.
+    #[inline]
+    pub fn data(&self, bid: u16, len: usize) -> &[u8] {
+        self.bufs.slice(bid as usize * self.size, len.min(self.size))
+    }
+}

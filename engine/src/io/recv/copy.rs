@@ -1,0 +1,103 @@
+//! `recv`: IORING_OP_RECV into a user buffer (the kernel copies out every byte), and
+//! `trunc`: the same receive with MSG_TRUNC, which on TCP discards the payload in the
+//! kernel without copying it.
+
+use io_uring::{opcode, squeue};
+
+use crate::error::Result;
+use crate::io::{op, RecvEvent, RecvPath};
+use crate::report::RecvReport;
+use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
+use crate::spec::RecvEngine;
+use crate::verify::Verifier;
+use crate::with_fd;
+
+pub struct CopyRecv {
+    fds: Vec<FlowFd>,
+    /// One landing buffer per flow when the payload is checked; otherwise all flows share
+    /// one, since nobody reads it.
+    bufs: Vec<u8>,
+    per_flow: bool,
+    max_len: usize,
+    trunc: bool,
+    report: RecvReport,
+}
+
+impl CopyRecv {
+    pub fn new(fds: &[FlowFd], max_len: usize, trunc: bool, per_flow: bool) -> CopyRecv {
+        let n = if per_flow { fds.len() } else { 1 };
+        CopyRecv {
+            fds: fds.to_vec(),
+            bufs: vec![0; n * max_len],
+            per_flow,
+            max_len,
+            trunc,
+            report: RecvReport {
+                engine: if trunc { RecvEngine::Trunc } else { RecvEngine::Recv },
+                ..RecvReport::default()
+            },
+        }
+    }
+
+    #[inline]
+    fn buf_start(&self, flow: usize) -> usize {
+        if self.per_flow {
+            flow * self.max_len
+        } else {
+            0
+        }
+    }
+}
+
+impl RecvPath for CopyRecv {
+    fn multishot(&self) -> bool {
+        false
+    }
+
+    #[inline]
+    fn arm(
+        &mut self,
+        ring: &mut Ring,
+        flow: usize,
+        len: u32,
+        wait_all: bool,
+        flags: squeue::Flags,
+    ) -> Result<()> {
+        let mut msg = if wait_all { libc::MSG_WAITALL } else { 0 };
+        if self.trunc {
+            msg |= libc::MSG_TRUNC;
+        }
+        let start = self.buf_start(flow);
+        let ptr = self.bufs[start..].as_mut_ptr();
+        let e = with_fd!(self.fds[flow], |t| opcode::Recv::new(t, ptr, len)
+            .flags(msg)
+            .build()
+            .user_data(token(op::RECV, flow))
+            .flags(flags));
+        self.report.arms += 1;
+        // SAFETY: the buffer lives as long as this path and holds `len` <= max_len bytes.
+        unsafe { ring.push(&e) }
+    }
+
+    #[inline]
+    fn complete(&mut self, _ring: &mut Ring, c: &Completion, verify: &mut Verifier) -> Result<RecvEvent> {
+        let flow = c.flow();
+        match c.result {
+            0 => Ok(RecvEvent::Eof { flow }),
+            r if r > 0 => {
+                self.report.data_cqes += 1;
+                if verify.enabled() && !self.trunc {
+                    let start = self.buf_start(flow);
+                    verify.check(flow, &self.bufs[start..start + r as usize]);
+                }
+                Ok(RecvEvent::Data { flow, bytes: r as u32 })
+            }
+            r if r == -libc::ECANCELED => Ok(RecvEvent::Nothing),
+            r => Err(cqe_error("recv", r)),
+        }
+    }
+
+    fn report(&self) -> RecvReport {
+        self.report.clone()
+    }
+}

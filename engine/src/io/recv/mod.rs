@@ -1,0 +1,90 @@
+//! Receive engines, and the enum that dispatches to the one a side chose.
+
+mod copy;
+mod provided;
+
+use io_uring::squeue;
+
+pub use copy::CopyRecv;
+pub use provided::ProvidedRecv;
+
+use crate::error::Result;
+use crate::io::{RecvEvent, RecvPath};
+use crate::report::RecvReport;
+use crate::ring::{Completion, FlowFd, Ring};
+use crate::spec::{RecvEngine, RingTuning};
+use crate::verify::Verifier;
+
+/// The receive engine of one worker.
+pub enum AnyRecv {
+    Copy(CopyRecv),
+    Provided(ProvidedRecv),
+}
+
+impl AnyRecv {
+    pub fn new(
+        engine: RecvEngine,
+        ring: &mut Ring,
+        fds: &[FlowFd],
+        max_len: usize,
+        tuning: &RingTuning,
+        verify: &mut Verifier,
+    ) -> Result<AnyRecv> {
+        Ok(match engine {
+            RecvEngine::Recv => AnyRecv::Copy(CopyRecv::new(fds, max_len, false, verify.enabled())),
+            RecvEngine::Trunc => {
+                verify.cannot_check(
+                    "the trunc engine discards the payload in the kernel; only byte counts are checked",
+                );
+                AnyRecv::Copy(CopyRecv::new(fds, max_len, true, false))
+            }
+            RecvEngine::Multishot | RecvEngine::Bundle => AnyRecv::Provided(ProvidedRecv::new(
+                ring,
+                fds,
+                engine == RecvEngine::Bundle,
+                tuning.buf_count as u16,
+                tuning.buf_size as usize,
+            )?),
+        })
+    }
+}
+
+impl RecvPath for AnyRecv {
+    #[inline]
+    fn multishot(&self) -> bool {
+        matches!(self, AnyRecv::Provided(_))
+    }
+    #[inline]
+    fn arm(
+        &mut self,
+        ring: &mut Ring,
+        flow: usize,
+        len: u32,
+        wait_all: bool,
+        flags: squeue::Flags,
+    ) -> Result<()> {
+        match self {
+            AnyRecv::Copy(p) => p.arm(ring, flow, len, wait_all, flags),
+            AnyRecv::Provided(p) => p.arm(ring, flow, len, wait_all, flags),
+        }
+    }
+    #[inline]
+    fn complete(&mut self, ring: &mut Ring, c: &Completion, verify: &mut Verifier) -> Result<RecvEvent> {
+        match self {
+            AnyRecv::Copy(p) => p.complete(ring, c, verify),
+            AnyRecv::Provided(p) => p.complete(ring, c, verify),
+        }
+    }
+    #[inline]
+    fn after_batch(&mut self) {
+        if let AnyRecv::Provided(p) = self {
+            p.after_batch()
+        }
+    }
+    fn report(&self) -> RecvReport {
+        match self {
+            AnyRecv::Copy(p) => p.report(),
+            AnyRecv::Provided(p) => p.report(),
+        }
+    }
+}

@@ -1,0 +1,150 @@
+//! `multishot` and `bundle`: one armed receive per flow keeps delivering into buffers the
+//! kernel picks from a provided-buffer ring, until EOF. A multishot ends early more often
+//! than one would guess (out of buffers, CQ pressure, sometimes a bundle with data), so it
+//! is re-armed whenever a CQE arrives without F_MORE.
+
+use io_uring::{cqueue, opcode, squeue};
+
+use crate::buf::BufRing;
+use crate::error::{Error, Result};
+use crate::io::{op, RecvEvent, RecvPath};
+use crate::report::RecvReport;
+use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
+use crate::spec::RecvEngine;
+use crate::verify::Verifier;
+use crate::with_fd;
+
+/// The buffer group of a worker's ring (one group per ring).
+const BGID: u16 = 0;
+
+/// Bundle sizes above this are counted in the last bucket.
+pub const MAX_BUCKET: usize = 64;
+
+pub struct ProvidedRecv {
+    fds: Vec<FlowFd>,
+    bundle: bool,
+    bufs: BufRing,
+    /// Buffers recycled since the last publish.
+    staged: bool,
+    report: RecvReport,
+}
+
+impl ProvidedRecv {
+    pub fn new(
+        ring: &mut Ring,
+        fds: &[FlowFd],
+        bundle: bool,
+        count: u16,
+        size: usize,
+    ) -> Result<ProvidedRecv> {
+        let bufs = BufRing::new(ring, count, size, BGID)?;
+        Ok(ProvidedRecv {
+            fds: fds.to_vec(),
+            bundle,
+            bufs,
+            staged: false,
+            report: RecvReport {
+                engine: if bundle { RecvEngine::Bundle } else { RecvEngine::Multishot },
+                buffers_per_cqe: if bundle { vec![0; MAX_BUCKET + 1] } else { Vec::new() },
+                ..RecvReport::default()
+            },
+        })
+    }
+
+    fn push_arm(&mut self, ring: &mut Ring, flow: usize) -> Result<()> {
+        let bgid = self.bufs.bgid();
+        let e = with_fd!(self.fds[flow], |t| if self.bundle {
+            opcode::RecvMultiBundle::new(t, bgid).build()
+        } else {
+            opcode::RecvMulti::new(t, bgid).build()
+        });
+        self.report.arms += 1;
+        // SAFETY: the buffer ring lives as long as this path.
+        unsafe { ring.push(&e.user_data(token(op::RECV, flow))) }
+    }
+}
+
+impl RecvPath for ProvidedRecv {
+    fn multishot(&self) -> bool {
+        true
+    }
+
+    /// Arms the standing receive; `len` and `wait_all` do not apply (the kernel fills
+    /// whole buffers), and a standing receive is never linked.
+    fn arm(
+        &mut self,
+        ring: &mut Ring,
+        flow: usize,
+        _len: u32,
+        _wait_all: bool,
+        flags: squeue::Flags,
+    ) -> Result<()> {
+        if flags.contains(squeue::Flags::IO_LINK) {
+            return Err(Error::Protocol(
+                "a multishot receive cannot be linked: this is a bug in ringperf".into(),
+            ));
+        }
+        self.push_arm(ring, flow)
+    }
+
+    #[inline]
+    fn complete(&mut self, ring: &mut Ring, c: &Completion, verify: &mut Verifier) -> Result<RecvEvent> {
+        let flow = c.flow();
+        if c.result == -libc::ENOBUFS {
+            self.report.enobufs += 1;
+            if !c.more() {
+                self.push_arm(ring, flow)?;
+                self.report.rearms += 1;
+            }
+            return Ok(RecvEvent::Nothing);
+        }
+        if c.result < 0 {
+            return Err(cqe_error(if self.bundle { "recv bundle" } else { "multishot recv" }, c.result));
+        }
+        if c.result == 0 {
+            return Ok(RecvEvent::Eof { flow });
+        }
+        let n = c.result as usize;
+        let Some(first) = cqueue::buffer_select(c.flags) else {
+            return Err(Error::Protocol("a provided-buffer receive completed without a buffer id".into()));
+        };
+        self.report.data_cqes += 1;
+        let size = self.bufs.buf_size();
+        let used = n.div_ceil(size);
+        if self.bundle {
+            self.report.buffers_per_cqe[used.min(MAX_BUCKET)] += 1;
+        }
+        let mut left = n;
+        // Positions are read before each recycle rewrites the mirror at the tail. The
+        // kernel consumes buffers in ring order and posts CQEs in that order (all on this
+        // thread's task work), so the tail never overtakes a bundle still being read.
+        let pos0 = self.bufs.position_of(first);
+        for i in 0..used {
+            let bid = self.bufs.bid_at(pos0.wrapping_add(i as u16));
+            let take = left.min(size);
+            if verify.enabled() {
+                verify.check(flow, self.bufs.data(bid, take));
+            }
+            left -= take;
+            self.bufs.recycle(bid);
+        }
+        self.staged = true;
+        if !c.more() {
+            self.push_arm(ring, flow)?;
+            self.report.rearms += 1;
+        }
+        Ok(RecvEvent::Data { flow, bytes: n as u32 })
+    }
+
+    #[inline]
+    fn after_batch(&mut self) {
+        if self.staged {
+            self.bufs.publish();
+            self.staged = false;
+        }
+    }
+
+    fn report(&self) -> RecvReport {
+        self.report.clone()
+    }
+}

@@ -1,0 +1,96 @@
+//! Send engines, and the enum that dispatches to the one a side chose.
+
+mod copy;
+mod splice;
+mod zc;
+
+use std::fs::File;
+
+use io_uring::squeue;
+
+pub use copy::CopySend;
+pub use splice::SpliceSend;
+pub use zc::{ZcKind, ZcSend};
+
+use crate::error::Result;
+use crate::io::{SendEvent, SendPath};
+use crate::report::SendReport;
+use crate::ring::{Completion, FlowFd, Ring};
+use crate::spec::SendEngine;
+
+/// The send engine of one worker. Built once per worker, so variant sizes do not matter.
+#[allow(clippy::large_enum_variant)]
+pub enum AnySend {
+    Copy(CopySend),
+    Zc(ZcSend),
+    Splice(SpliceSend),
+}
+
+/// What a send path needs to know to set itself up.
+pub struct SendSetup<'a> {
+    pub fds: &'a [FlowFd],
+    /// Largest single send.
+    pub max_len: usize,
+    /// Sends in flight per flow.
+    pub depth: usize,
+    /// Payload source for `splice`, already opened by the client; `None` uses a memfd.
+    pub file: Option<File>,
+}
+
+impl AnySend {
+    pub fn new(engine: SendEngine, ring: &mut Ring, s: SendSetup) -> Result<AnySend> {
+        Ok(match engine {
+            SendEngine::Copy => AnySend::Copy(CopySend::new(s.fds, s.max_len)?),
+            SendEngine::Zc => AnySend::Zc(ZcSend::new(ZcKind::Send, ring, s.fds, s.max_len, s.depth)?),
+            SendEngine::ZcMsg => AnySend::Zc(ZcSend::new(ZcKind::SendMsg, ring, s.fds, s.max_len, s.depth)?),
+            SendEngine::Splice => AnySend::Splice(SpliceSend::new(s.fds, s.max_len, s.file)?),
+        })
+    }
+}
+
+macro_rules! dispatch {
+    ($self:ident, $p:ident => $e:expr) => {
+        match $self {
+            AnySend::Copy($p) => $e,
+            AnySend::Zc($p) => $e,
+            AnySend::Splice($p) => $e,
+        }
+    };
+}
+
+impl SendPath for AnySend {
+    #[inline]
+    fn available(&self, flow: usize) -> usize {
+        dispatch!(self, p => p.available(flow))
+    }
+    #[inline]
+    fn can_skip_success(&self) -> bool {
+        dispatch!(self, p => p.can_skip_success())
+    }
+    #[inline]
+    fn can_chain(&self) -> bool {
+        dispatch!(self, p => p.can_chain())
+    }
+    #[inline]
+    fn push(
+        &mut self,
+        ring: &mut Ring,
+        flow: usize,
+        offset: u64,
+        len: u32,
+        flags: squeue::Flags,
+    ) -> Result<u32> {
+        dispatch!(self, p => p.push(ring, flow, offset, len, flags))
+    }
+    #[inline]
+    fn complete(&mut self, ring: &mut Ring, c: &Completion) -> Result<SendEvent> {
+        dispatch!(self, p => p.complete(ring, c))
+    }
+    #[inline]
+    fn outstanding(&self) -> usize {
+        dispatch!(self, p => p.outstanding())
+    }
+    fn report(&self) -> SendReport {
+        dispatch!(self, p => p.report())
+    }
+}

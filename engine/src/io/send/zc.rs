@@ -1,0 +1,194 @@
+//! `zc` and `zc-msg`: IORING_OP_SEND_ZC / SENDMSG_ZC from a registered arena, with
+//! REPORT_USAGE on every send so each notification says whether the kernel copied after all.
+//! A buffer slot belongs to the kernel from submission until its notification.
+
+use io_uring::{opcode, squeue};
+
+use crate::buf::PayloadArena;
+use crate::error::Result;
+use crate::io::{op, SendEvent, SendPath};
+use crate::measure::clock::monotonic_ns;
+use crate::measure::latency::LatencyRecorder;
+use crate::report::{SendReport, ZeroCopyReport};
+use crate::ring::uapi::{IORING_NOTIF_USAGE_ZC_COPIED, IORING_SEND_ZC_REPORT_USAGE};
+use crate::ring::{cqe_error, slot_token, Completion, FlowFd, Ring};
+use crate::with_fd;
+
+/// Notification latency is timed on one send in this many, so the hot path reads no clock
+/// per operation.
+pub const LATENCY_SAMPLE_EVERY: u64 = 16;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ZcKind {
+    Send,
+    SendMsg,
+}
+
+pub struct ZcSend {
+    kind: ZcKind,
+    fds: Vec<FlowFd>,
+    arena: PayloadArena,
+    per_flow: usize,
+    /// Free slot stacks, `per_flow` entries per flow, `free_len[flow]` of them valid.
+    free: Vec<u32>,
+    free_len: Vec<usize>,
+    /// Bytes the slot's send moved, for the copied/zero-copy byte split.
+    slot_bytes: Vec<u32>,
+    /// When the slot's send completed, for sampled notification latency (0: not sampled).
+    slot_sent_at: Vec<u64>,
+    /// sendmsg headers and their iovecs, one per slot; never reallocated.
+    msgs: Vec<libc::msghdr>,
+    iovs: Vec<libc::iovec>,
+    outstanding: usize,
+    results: u64,
+    zc: ZeroCopyReport,
+    latency: LatencyRecorder,
+    sends: u64,
+}
+
+impl ZcSend {
+    pub fn new(
+        kind: ZcKind,
+        ring: &mut Ring,
+        fds: &[FlowFd],
+        max_len: usize,
+        depth: usize,
+    ) -> Result<ZcSend> {
+        // One slot more than the chain depth, so the next send can start while the last
+        // one's notification is still on its way.
+        let per_flow = depth + 1;
+        let slots = fds.len() * per_flow;
+        let arena = PayloadArena::new(slots, max_len)?;
+        arena.register(ring)?;
+        let free = (0..fds.len()).flat_map(|_| 0..per_flow as u32).collect();
+        // SAFETY: all-zero msghdr and iovec are valid values of these plain C structs.
+        let zero_msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        let zero_iov = libc::iovec { iov_base: std::ptr::null_mut(), iov_len: 0 };
+        Ok(ZcSend {
+            kind,
+            fds: fds.to_vec(),
+            arena,
+            per_flow,
+            free,
+            free_len: vec![per_flow; fds.len()],
+            slot_bytes: vec![0; slots],
+            slot_sent_at: vec![0; slots],
+            msgs: vec![zero_msg; if kind == ZcKind::SendMsg { slots } else { 0 }],
+            iovs: vec![zero_iov; if kind == ZcKind::SendMsg { slots } else { 0 }],
+            outstanding: 0,
+            results: 0,
+            zc: ZeroCopyReport { latency_sample_every: LATENCY_SAMPLE_EVERY, ..ZeroCopyReport::default() },
+            latency: LatencyRecorder::new(),
+            sends: 0,
+        })
+    }
+
+    #[inline]
+    fn release(&mut self, flow: usize, slot: usize) {
+        let local = slot - flow * self.per_flow;
+        self.free[flow * self.per_flow + self.free_len[flow]] = local as u32;
+        self.free_len[flow] += 1;
+        self.outstanding -= 1;
+    }
+}
+
+impl SendPath for ZcSend {
+    #[inline]
+    fn available(&self, flow: usize) -> usize {
+        self.free_len[flow]
+    }
+
+    /// The kernel refuses SKIP_SUCCESS on zero-copy sends (-EINVAL, and no notification).
+    #[inline]
+    fn can_skip_success(&self) -> bool {
+        false
+    }
+
+    #[inline]
+    fn push(
+        &mut self,
+        ring: &mut Ring,
+        flow: usize,
+        offset: u64,
+        len: u32,
+        flags: squeue::Flags,
+    ) -> Result<u32> {
+        self.free_len[flow] -= 1;
+        let slot = flow * self.per_flow + self.free[flow * self.per_flow + self.free_len[flow]] as usize;
+        let ptr = self.arena.at(slot, offset);
+        let ud = slot_token(op::SEND, flow, slot);
+        let e = match self.kind {
+            ZcKind::Send => with_fd!(self.fds[flow], |t| opcode::SendZc::new(t, ptr, len)
+                .buf_index(Some(0))
+                .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
+                .zc_flags(IORING_SEND_ZC_REPORT_USAGE)
+                .build()),
+            ZcKind::SendMsg => {
+                self.iovs[slot] = libc::iovec { iov_base: ptr as *mut _, iov_len: len as usize };
+                let msg = &mut self.msgs[slot];
+                msg.msg_iov = &mut self.iovs[slot];
+                msg.msg_iovlen = 1;
+                let msg: *const libc::msghdr = msg;
+                with_fd!(self.fds[flow], |t| opcode::SendMsgZc::new(t, msg)
+                    .buf_index(Some(0))
+                    .flags((libc::MSG_WAITALL | libc::MSG_NOSIGNAL) as u32)
+                    .ioprio(IORING_SEND_ZC_REPORT_USAGE)
+                    .build())
+            }
+        };
+        self.outstanding += 1;
+        self.sends += 1;
+        self.slot_sent_at[slot] = 0;
+        // SAFETY: the arena (registered) and the msghdr/iovec slots live as long as this
+        // path, and the slot is not reused before its notification.
+        unsafe { ring.push(&e.user_data(ud).flags(flags))? };
+        Ok(len)
+    }
+
+    #[inline]
+    fn complete(&mut self, _ring: &mut Ring, c: &Completion) -> Result<SendEvent> {
+        let (flow, slot) = (c.flow(), c.slot());
+        if c.notif() {
+            self.zc.notifications += 1;
+            let bytes = u64::from(self.slot_bytes[slot]);
+            if c.result as u32 & IORING_NOTIF_USAGE_ZC_COPIED != 0 {
+                self.zc.copied += 1;
+                self.zc.bytes_copied += bytes;
+            } else {
+                self.zc.bytes_zero_copy += bytes;
+            }
+            let sent_at = self.slot_sent_at[slot];
+            if sent_at != 0 {
+                self.latency.record(monotonic_ns().saturating_sub(sent_at));
+            }
+            self.release(flow, slot);
+            return Ok(SendEvent::Released { flow });
+        }
+        self.zc.sends += 1;
+        self.slot_bytes[slot] = c.result.max(0) as u32;
+        if c.more() {
+            self.results += 1;
+            if self.results.is_multiple_of(LATENCY_SAMPLE_EVERY) {
+                self.slot_sent_at[slot] = monotonic_ns();
+            }
+        } else {
+            // No notification will follow: the buffer is ours again now.
+            self.release(flow, slot);
+        }
+        match c.result {
+            r if r >= 0 => Ok(SendEvent::Sent { flow, bytes: r as u32 }),
+            r if r == -libc::ECANCELED => Ok(SendEvent::Cancelled { flow }),
+            r => Err(cqe_error(if self.kind == ZcKind::Send { "send_zc" } else { "sendmsg_zc" }, r)),
+        }
+    }
+
+    fn outstanding(&self) -> usize {
+        self.outstanding
+    }
+
+    fn report(&self) -> SendReport {
+        let mut zc = self.zc.clone();
+        zc.notification_latency = self.latency.summary();
+        SendReport { sends: self.sends, zero_copy: Some(zc), splice: None }
+    }
+}
