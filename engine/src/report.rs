@@ -142,9 +142,11 @@ pub struct SendReport {
 /// The proof of zero copy: the kernel's own report, per send.
 #[derive(Serialize, Deserialize, Clone, Debug, Default)]
 pub struct ZeroCopyReport {
-    /// Send result CQEs.
+    /// Send result CQEs of sends that ran.
     pub sends: u64,
-    /// Notification CQEs (each send that reached the kernel gets one).
+    /// Sends cancelled before they ran (the end of an rr chain); they get no notification.
+    pub cancelled: u64,
+    /// Notification CQEs (each send that ran gets one).
     pub notifications: u64,
     /// Notifications that carried IORING_NOTIF_USAGE_ZC_COPIED: the kernel copied.
     pub copied: u64,

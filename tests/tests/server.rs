@@ -378,6 +378,9 @@ fn server_counts_a_foreign_clients_bytes_exactly_and_drops_strangers() {
     }
     flow.write_all(&chunk[..12_345]).expect("sending payload");
     sent += 12_345;
+    // A well-behaved sender closes at the end of the window, not before it: an early
+    // close is a failed test (see the test below).
+    thread::sleep(Duration::from_millis(1100));
     flow.shutdown(Shutdown::Write).expect("half-close");
 
     let report = match c.read_reply() {
@@ -388,5 +391,44 @@ fn server_counts_a_foreign_clients_bytes_exactly_and_drops_strangers() {
     assert_eq!(u64_at(&report, "side.bytes_received"), sent, "the server miscounted what it received");
     assert_eq!(u64_at(&report, "side.bytes_sent"), 0);
     drop(flow);
+    server.assert_running();
+}
+
+/// A sender that closes its data connection long before the deadline (a killed client)
+/// must fail the session with a message, not pass as a short, successful test.
+#[test]
+fn a_sender_that_stops_early_fails_the_session() {
+    use std::io::Write;
+    use std::net::{Shutdown, TcpStream};
+
+    let rp = ringperf!();
+    let mut server = rp.serve();
+    let mut c = Control::connect(server.port());
+    c.send_json(&json!({"type": "hello", "protocol": 1, "tool_version": "test"}));
+    assert!(matches!(c.read_reply(), Reply::Frame(v) if v["type"] == "welcome"));
+    let mut spec = serde_json::to_value(ringperf_engine::TestSpec::default()).expect("spec serializes");
+    spec["duration_ms"] = json!(5000);
+    c.send_json(&json!({"type": "test", "spec": spec}));
+    let (port, cookie) = match c.read_reply() {
+        Reply::Frame(v) if v["type"] == "ready" => {
+            (v["data_port"].as_u64().expect("data_port") as u16, v["cookie"].as_u64().expect("cookie"))
+        }
+        other => panic!("expected 'ready', got {other:?}"),
+    };
+    let mut flow = TcpStream::connect(("127.0.0.1", port)).expect("data connection");
+    let mut h = cookie.to_le_bytes().to_vec();
+    h.extend_from_slice(&0u32.to_le_bytes());
+    flow.write_all(&h).expect("flow header");
+    c.send_json(&json!({"type": "go"}));
+    flow.write_all(&[1u8; 4096]).expect("payload");
+    flow.shutdown(Shutdown::Write).expect("half-close");
+    match c.read_reply() {
+        Reply::Frame(v) => {
+            assert_eq!(v["type"], "error", "an early close was reported as {v}");
+            let msg = v["message"].as_str().unwrap_or_default();
+            assert!(msg.contains("before the end of the test"), "unexpected message: {msg}");
+        }
+        Reply::Closed => panic!("the server closed the session without saying why"),
+    }
     server.assert_running();
 }

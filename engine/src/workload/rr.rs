@@ -102,11 +102,13 @@ pub fn client<S: SendPath, R: RecvPath>(
             match c.op() {
                 op::DEADLINE => stopping = true,
                 op::SEND | op::SPLICE_IN => match cl.send.complete(ring, c)? {
-                    SendEvent::Sent { .. } | SendEvent::Nothing => {}
+                    SendEvent::Nothing => {}
                     SendEvent::Cancelled { .. } => {
                         return Err(Error::Peer("a request send was cancelled mid-chain".into()))
                     }
-                    SendEvent::Released { flow } => {
+                    // A send path may free its buffer with the send's own CQE (splice) or
+                    // with a later notification (zc); the response may have come first.
+                    SendEvent::Sent { flow, .. } | SendEvent::Released { flow } => {
                         if cl.flows[flow].want_send && !stopping {
                             cl.start(ring, flow, monotonic_ns())?;
                         }
@@ -239,9 +241,9 @@ pub fn server<S: SendPath, R: RecvPath>(
             match c.op() {
                 op::GUARD => return Err(peer_stuck()),
                 op::SEND | op::SPLICE_IN => match sv.send.complete(ring, c)? {
-                    SendEvent::Sent { .. } | SendEvent::Nothing => {}
+                    SendEvent::Nothing => {}
                     SendEvent::Cancelled { .. } => cancels_due = cancels_due.saturating_sub(1),
-                    SendEvent::Released { flow } => {
+                    SendEvent::Sent { flow, .. } | SendEvent::Released { flow } => {
                         if chained && sv.flows[flow].waiting {
                             sv.arm_chain(ring, flow)?;
                         } else if !chained {

@@ -164,7 +164,11 @@ impl SendPath for ZcSend {
             self.release(flow, slot);
             return Ok(SendEvent::Released { flow });
         }
-        self.zc.sends += 1;
+        if c.result == -libc::ECANCELED {
+            self.zc.cancelled += 1;
+        } else {
+            self.zc.sends += 1;
+        }
         self.slot_bytes[slot] = c.result.max(0) as u32;
         if c.more() {
             self.results += 1;

@@ -1,0 +1,253 @@
+//! Every send engine with every receive engine, stream and rr, with --verify: the stream
+//! arrives whole and intact, and each engine's own accounting adds up.
+
+use ringperf_tests::{at, check_rr_report, check_stream_report, ringperf, str_at, u64_at};
+use serde_json::Value;
+
+/// What every verified report must show on the receiving side(s) and the sending side(s).
+fn check_engine_accounting(r: &Value, sides: &[(&str, bool, bool)], send: &str, recv: &str) {
+    for &(side, sends, receives) in sides {
+        let p = |f: &str| format!("{side}.{f}");
+        if receives {
+            assert_eq!(str_at(r, &p("recv_engine")), recv);
+            let v = at(r, &p("verify"));
+            assert_eq!(u64_at(v, "mismatches"), 0, "{side}: payload corrupted with {send}/{recv}: {v}");
+            let received = u64_at(r, &p("bytes_received"));
+            if recv == "trunc" {
+                assert_eq!(u64_at(v, "bytes_checked"), 0);
+                assert!(v["not_checked"].as_str().is_some_and(|s| s.contains("trunc")), "{v}");
+            } else {
+                assert_eq!(
+                    u64_at(v, "bytes_checked"),
+                    received,
+                    "{side}: not every received byte was checked"
+                );
+            }
+            let rv = at(r, &p("recv"));
+            assert_eq!(str_at(rv, "engine"), recv);
+            assert!(u64_at(rv, "data_cqes") > 0, "{side}: no data CQEs counted: {rv}");
+        }
+        if sends {
+            assert_eq!(str_at(r, &p("send_engine")), send);
+            let s = at(r, &p("send"));
+            assert!(u64_at(s, "sends") > 0, "{side}: no sends counted");
+            let zc = &s["zero_copy"];
+            if send == "zc" || send == "zc-msg" {
+                let sent = u64_at(r, &p("bytes_sent"));
+                assert_eq!(
+                    u64_at(zc, "notifications"),
+                    u64_at(zc, "sends"),
+                    "{side}: a notification is missing: {zc}"
+                );
+                assert!(u64_at(zc, "copied") <= u64_at(zc, "notifications"), "{zc}");
+                assert_eq!(
+                    u64_at(zc, "bytes_copied") + u64_at(zc, "bytes_zero_copy"),
+                    sent,
+                    "{side}: copied + zero-copied bytes differ from bytes sent: {zc}"
+                );
+                // Loopback always copies (shared/notes/io_uring.md): the report must say so.
+                assert_eq!(u64_at(zc, "copied"), u64_at(zc, "notifications"), "loopback did not copy? {zc}");
+            } else {
+                assert!(zc.is_null(), "{side}: {send} reported zero-copy figures: {zc}");
+            }
+            if send == "splice" {
+                assert!(u64_at(&s["splice"], "pipe_size") > 0);
+            }
+        }
+    }
+}
+
+fn stream(send: &str, recv: &str) {
+    let args = ["stream", "-l", "1", "--verify", "--send-engine", send, "--recv-engine", recv];
+    let r = ringperf!().run_json(&args);
+    check_stream_report(&r, false);
+    check_engine_accounting(&r, &[("local", true, false), ("remote", false, true)], send, recv);
+}
+
+fn rr(send: &str, recv: &str) {
+    let args = ["rr", "-l", "1", "-r", "100,3000", "--verify", "--send-engine", send, "--recv-engine", recv];
+    let r = ringperf!().run_json(&args);
+    check_rr_report(&r);
+    check_engine_accounting(&r, &[("local", true, true), ("remote", true, true)], send, recv);
+}
+
+macro_rules! matrix {
+    ($($name:ident: $send:literal / $recv:literal;)*) => {
+        mod stream_matrix {
+            $(#[test] fn $name() { super::stream($send, $recv) })*
+        }
+        mod rr_matrix {
+            $(#[test] fn $name() { super::rr($send, $recv) })*
+        }
+    };
+}
+
+matrix! {
+    copy_recv: "copy" / "recv";
+    copy_multishot: "copy" / "multishot";
+    copy_bundle: "copy" / "bundle";
+    copy_trunc: "copy" / "trunc";
+    zc_recv: "zc" / "recv";
+    zc_multishot: "zc" / "multishot";
+    zc_bundle: "zc" / "bundle";
+    zc_trunc: "zc" / "trunc";
+    zc_msg_recv: "zc-msg" / "recv";
+    zc_msg_multishot: "zc-msg" / "multishot";
+    zc_msg_bundle: "zc-msg" / "bundle";
+    zc_msg_trunc: "zc-msg" / "trunc";
+    splice_recv: "splice" / "recv";
+    splice_multishot: "splice" / "multishot";
+    splice_bundle: "splice" / "bundle";
+    splice_trunc: "splice" / "trunc";
+}
+
+/// Loopback always copies, so --require-zc must fail the run with exit 1, say why, and
+/// still print the report it measured.
+#[test]
+fn require_zc_fails_on_loopback_and_keeps_the_report() {
+    let out = ringperf!().run(&["stream", "-l", "0.5", "--send-engine", "zc", "--require-zc", "--json"]);
+    assert_eq!(out.code(), 1, "{out}");
+    assert!(out.stderr.contains("--require-zc") && out.stderr.contains("copied"), "{out}");
+    let r = out.json();
+    assert!(u64_at(&r, "local.send.zero_copy.copied") > 0);
+}
+
+/// A send larger than the default 64 KiB pipe: the pipe is sized to it (or leftovers are
+/// spliced out), and the stream still arrives intact.
+#[test]
+fn splice_with_a_chunk_larger_than_the_default_pipe_is_intact() {
+    for m in ["1M", "4M"] {
+        let r = ringperf!().run_json(&["sendfile", "-l", "1", "-m", m, "--verify"]);
+        check_stream_report(&r, false);
+        check_engine_accounting(&r, &[("local", true, false), ("remote", false, true)], "splice", "recv");
+        assert!(u64_at(&r, "remote.verify.bytes_checked") > 4 << 20);
+    }
+}
+
+/// Two 4 KiB buffers cannot keep up: the multishot receive runs dry (ENOBUFS), is re-armed,
+/// and still delivers every byte intact.
+#[test]
+fn multishot_with_a_tiny_buffer_ring_runs_dry_and_loses_nothing() {
+    for engine in ["multishot", "bundle"] {
+        let args = [
+            "stream",
+            "-l",
+            "1",
+            "--recv-engine",
+            engine,
+            "--buf-count",
+            "2",
+            "--buf-size",
+            "4K",
+            "--verify",
+        ];
+        let r = ringperf!().run_json(&args);
+        check_stream_report(&r, false);
+        check_engine_accounting(&r, &[("local", true, false), ("remote", false, true)], "copy", engine);
+        assert!(u64_at(&r, "remote.recv.enobufs") > 0, "{engine}: the tiny ring never ran dry");
+        assert!(u64_at(&r, "remote.recv.rearms") > 0, "{engine}: never re-armed");
+    }
+}
+
+/// A file given to sendfile is what goes on the wire (byte counts), and a missing file is
+/// a usage error.
+#[test]
+fn sendfile_sends_a_named_file_and_refuses_a_missing_one() {
+    let r = ringperf!().run_json(&["sendfile", "-l", "0.5", "-F", "/proc/self/exe"]);
+    check_stream_report(&r, false);
+    assert_eq!(str_at(&r, "spec.local.splice_file"), "/proc/self/exe");
+    let out = ringperf!().run(&["sendfile", "-l", "0.5", "-F", "/nonexistent/ringperf-test"]);
+    out.failure(2, &["cannot open", "-F"]);
+    let out = ringperf!().run(&["sendfile", "-l", "0.5", "-F", "/etc/hostname", "--verify"]);
+    out.failure(2, &["--verify"]);
+}
+
+/// Ring tuning knobs run and are echoed in what the ring reports it did.
+#[test]
+fn ring_tuning_is_applied_and_reported() {
+    let r = ringperf!().run_json(&["stream", "-l", "0.5", "--sqpoll", "--verify"]);
+    check_stream_report(&r, false);
+    assert_eq!(at(&r, "local.ring_setup.sqpoll"), true);
+    assert_eq!(at(&r, "local.ring_setup.defer_taskrun"), false);
+    let r = ringperf!().run_json(&[
+        "stream",
+        "-l",
+        "0.5",
+        "--cq-batch",
+        "8",
+        "--cq-wait-us",
+        "50",
+        "--send-depth",
+        "4",
+        "--verify",
+    ]);
+    check_stream_report(&r, false);
+    assert_eq!(u64_at(&r, "local.ring_setup.cq_batch"), 8);
+    assert_eq!(u64_at(&r, "remote.verify.mismatches"), 0);
+    let r = ringperf!().run_json(&["rr", "-l", "0.5", "--no-fixed-files", "--no-registered-ring"]);
+    check_rr_report(&r);
+    assert_eq!(at(&r, "local.ring_setup.fixed_files"), false);
+    assert_eq!(at(&r, "local.ring_setup.registered_ring_fd"), false);
+    let r = ringperf!().run_json(&["rr", "-l", "0.5"]);
+    assert_eq!(at(&r, "local.ring_setup.fixed_files"), true);
+    assert_eq!(at(&r, "local.ring_setup.registered_ring_fd"), true);
+}
+
+#[test]
+fn bad_engine_and_ring_flags_are_usage_errors() {
+    let rp = ringperf!();
+    rp.run(&["stream", "--send-engine", "sendfile"]).failure(2, &["unknown send engine", "zc"]);
+    rp.run(&["stream", "--recv-engine", "mmap"]).failure(2, &["unknown receive engine"]);
+    rp.run(&["stream", "-l", "0.5", "--cq-batch", "8"]).failure(2, &["--cq-wait-us"]);
+    rp.run(&["stream", "-l", "0.5", "--buf-count", "3"]).failure(2, &["power of two"]);
+    rp.run(&["stream", "-l", "0.5", "--sq-entries", "5"]).failure(2, &["power of two"]);
+    rp.run(&["stream", "-l", "0.5", "--send-depth", "0"]).failure(2, &["--send-depth"]);
+    rp.run(&["stream", "-l", "0.5", "--require-zc"]).failure(2, &["zero-copy send engine"]);
+}
+
+/// `ringperf engines` runs one stream per combination and returns one report each.
+#[test]
+fn engines_runs_every_default_combination() {
+    let r = ringperf!().run_json(&["engines", "-l", "0.3"]);
+    let reports = r.as_array().expect("an array of reports");
+    let combos: Vec<(String, String)> = reports
+        .iter()
+        .map(|x| (str_at(x, "local.send_engine").to_string(), str_at(x, "remote.recv_engine").to_string()))
+        .collect();
+    let want = [
+        ("copy", "recv"),
+        ("zc", "recv"),
+        ("zc-msg", "recv"),
+        ("splice", "recv"),
+        ("copy", "multishot"),
+        ("copy", "bundle"),
+        ("copy", "trunc"),
+    ];
+    assert_eq!(combos.len(), want.len(), "{combos:?}");
+    for (got, want) in combos.iter().zip(want) {
+        assert_eq!((got.0.as_str(), got.1.as_str()), want);
+    }
+    for x in reports {
+        check_stream_report(x, false);
+    }
+    let out = ringperf!().run(&["engines", "-l", "0.3"]).success();
+    assert!(out.stdout.contains("zero-copy") && out.stdout.contains("enters/MB"), "{out}");
+}
+
+/// The probe says what the kernel supports, and the same facts ride in every report.
+#[test]
+fn probe_reports_the_kernel_and_every_report_carries_it() {
+    let p = ringperf!().run_json(&["probe"]);
+    let ops: Vec<&str> =
+        at(&p, "io_uring.opcodes").as_array().unwrap().iter().filter_map(|v| v.as_str()).collect();
+    for op in ["SEND", "RECV", "SEND_ZC", "SENDMSG_ZC", "SPLICE", "TIMEOUT"] {
+        assert!(ops.contains(&op), "{op} missing from {ops:?}");
+    }
+    assert_eq!(at(&p, "io_uring.send_zc_reports_usage"), true);
+    assert_eq!(at(&p, "io_uring.setup.defer_taskrun"), true);
+    let r = ringperf!().run_json(&["rr", "-l", "0.3"]);
+    assert_eq!(at(&r, "environment.local.io_uring"), at(&p, "io_uring"));
+    assert_eq!(at(&r, "environment.remote.io_uring.available"), true);
+    let human = ringperf!().run(&["probe"]).success();
+    assert!(human.stdout.contains("SendZc REPORT_USAGE: yes"), "{human}");
+}
