@@ -152,15 +152,18 @@ fn engine_lines(o: &mut String, name: &str, s: &SideReport) {
 fn stream_table(o: &mut String, r: &TestReport, units: Units) {
     let (sender, receiver) =
         if r.local.role == Role::StreamSender { (&r.local, &r.remote) } else { (&r.remote, &r.local) };
-    let _ = writeln!(o, "Recv   Send    Send                          Utilization       Service Demand");
-    let _ = writeln!(o, "Socket Socket  Message  Elapsed              Send     Recv     Send    Recv");
-    let _ = writeln!(o, "Size   Size    Size     Time     Throughput  local    remote   local   remote");
-    let _ =
-        writeln!(o, "bytes  bytes   bytes    secs.    {:<11} % S      % S      us/KB   us/KB", units.label());
+    let _ = writeln!(o, "Recv     Send     Send                           Utilization       Service Demand");
+    let _ = writeln!(o, "Socket   Socket   Message  Elapsed               Send     Recv     Send    Recv");
+    let _ = writeln!(o, "Size     Size     Size     Time     Throughput   local    remote   local   remote");
+    let _ = writeln!(
+        o,
+        "bytes    bytes    bytes    secs.    {:<12} % S      % S      us/KB   us/KB",
+        units.label()
+    );
     o.push('\n');
     let _ = writeln!(
         o,
-        "{:<6} {:<7} {:<8} {:<8} {:>10.2}  {:<8.2} {:<8.2} {:<7.3} {:<7.3}",
+        "{:<8} {:<8} {:<8} {:<8} {:>11.2}  {:<8.2} {:<8.2} {:<7.3} {:<7.3}",
         receiver.socket.recv_buffer,
         sender.socket.send_buffer,
         r.spec.send_size,
@@ -175,13 +178,13 @@ fn stream_table(o: &mut String, r: &TestReport, units: Units) {
 
 fn rr_table(o: &mut String, r: &TestReport) {
     let _ = writeln!(o, "Local /Remote");
-    let _ = writeln!(o, "Socket Size   Request Resp.  Elapsed Trans.     CPU    CPU    S.dem    S.dem");
-    let _ = writeln!(o, "Send   Recv   Size    Size   Time    Rate       local  remote local    remote");
-    let _ = writeln!(o, "bytes  bytes  bytes   bytes  secs.   per sec    % S    % S    us/Tr    us/Tr");
+    let _ = writeln!(o, "Socket Size       Request Resp.  Elapsed Trans.     CPU    CPU    S.dem    S.dem");
+    let _ = writeln!(o, "Send     Recv     Size    Size   Time    Rate       local  remote local    remote");
+    let _ = writeln!(o, "bytes    bytes    bytes   bytes  secs.   per sec    % S    % S    us/Tr    us/Tr");
     o.push('\n');
     let _ = writeln!(
         o,
-        "{:<6} {:<6} {:<7} {:<6} {:<7} {:<10.2} {:<6.2} {:<6.2} {:<8.3} {:<8.3}",
+        "{:<8} {:<8} {:<7} {:<6} {:<7} {:<10.2} {:<6.2} {:<6.2} {:<8.3} {:<8.3}",
         r.local.socket.send_buffer,
         r.local.socket.recv_buffer,
         r.spec.request_size,
@@ -193,7 +196,7 @@ fn rr_table(o: &mut String, r: &TestReport) {
         sd(&r.local, |s| s.service_demand.us_per_transaction),
         sd(&r.remote, |s| s.service_demand.us_per_transaction),
     );
-    let _ = writeln!(o, "{:<6} {:<6}", r.remote.socket.send_buffer, r.remote.socket.recv_buffer);
+    let _ = writeln!(o, "{:<8} {:<8}", r.remote.socket.send_buffer, r.remote.socket.recv_buffer);
 }
 
 fn latency_lines(o: &mut String, l: &LatencySummary) {
