@@ -30,6 +30,8 @@ pub enum Command {
     Engines(EnginesArgs),
     /// Show what this kernel's io_uring supports.
     Probe(ProbeArgs),
+    /// Compare two --json reports figure by figure, with significance.
+    Diff(DiffArgs),
     /// Run the server that tests connect to (netperf's netserver).
     Serve(ServeArgs),
 }
@@ -68,10 +70,47 @@ pub struct TestArgs {
     #[arg(short = 'C')]
     pub remote_cpu: bool,
     /// Print the whole report as JSON instead of the table.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["keyval", "csv"])]
     pub json: bool,
+    /// Print NAME=value lines with netperf's omni names (see the README).
+    #[arg(long, conflicts_with = "csv")]
+    pub keyval: bool,
+    /// Print a CSV header of the keyval names and one row per iteration.
+    #[arg(long)]
+    pub csv: bool,
+    /// 0 drops headers and banners (netperf -P).
+    #[arg(short = 'P', value_name = "0|1", default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub banner: u8,
+    #[command(flatten)]
+    pub stats: StatsArgs,
     #[command(flatten)]
     pub engine: EngineArgs,
+}
+
+/// Iterations, confidence, intervals and latency recording.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Statistics")]
+pub struct StatsArgs {
+    /// Iterate: at most MAX and at least MIN full runs (netperf -i); one number sets both.
+    #[arg(short = 'i', value_name = "MAX,MIN", value_parser = parse_iterations)]
+    pub iterations: Option<(u32, u32)>,
+    /// Confidence LEVEL (percent) and full interval WIDTH (percent of the mean), netperf -I;
+    /// implies -i 10,3 when -i is not given.
+    #[arg(short = 'I', value_name = "LEVEL,WIDTH", value_parser = parse_confidence)]
+    pub confidence: Option<(f64, f64)>,
+    /// Print a line per interval of SECS while the test runs (netperf demo mode). Runs over
+    /// 10 s print one per second on a terminal by default.
+    #[arg(short = 'D', value_name = "SECS", value_parser = parse_interval)]
+    pub interval: Option<u64>,
+    /// Take no interval samples (no within-run confidence, no interval series in the JSON).
+    #[arg(long, conflicts_with = "interval")]
+    pub no_intervals: bool,
+    /// Do not time transactions (rr): saves one clock read per transaction.
+    #[arg(long)]
+    pub no_latency: bool,
+    /// Print a text histogram of the round trips (rr).
+    #[arg(long)]
+    pub histogram: bool,
 }
 
 /// Engines and ring tuning, on both sides.
@@ -186,6 +225,33 @@ pub struct EnginesArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct DiffArgs {
+    /// The baseline report (a --json output).
+    pub a: std::path::PathBuf,
+    /// The report to compare against it.
+    pub b: std::path::PathBuf,
+    /// Exit 1 if any of these figures got significantly worse: throughput, transactions,
+    /// local_cpu, remote_cpu, local_sd, remote_sd, p50, p99.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_figure)]
+    pub fail_on: Vec<String>,
+    /// Confidence level (percent) for "significant".
+    #[arg(long, value_name = "PERCENT", default_value_t = 95.0)]
+    pub level: f64,
+}
+
+/// Figures `ringperf diff` compares, by the names `--fail-on` takes.
+pub const DIFF_FIGURES: [&str; 8] =
+    ["throughput", "transactions", "local_cpu", "remote_cpu", "local_sd", "remote_sd", "p50", "p99"];
+
+fn parse_figure(s: &str) -> Result<String, String> {
+    if DIFF_FIGURES.contains(&s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!("unknown figure '{s}': use {}", DIFF_FIGURES.join(", ")))
+    }
+}
+
+#[derive(Args, Debug)]
 pub struct ProbeArgs {
     /// Print the probe as JSON.
     #[arg(long)]
@@ -228,6 +294,41 @@ fn parse_one_size(s: &str) -> Result<u32, String> {
 
 fn parse_sizes(s: &str) -> Result<(Option<u32>, Option<u32>), String> {
     parse_pair(s, |p| check_size("size", parse_size(p)?)).map_err(msg)
+}
+
+fn parse_iterations(s: &str) -> Result<(u32, u32), String> {
+    let (max, min) = parse_pair(s, |p| {
+        p.trim().parse::<u32>().map_err(|_| Error::Usage(format!("'{p}' is not a number of iterations")))
+    })
+    .map_err(msg)?;
+    let max = max.ok_or("give at least MAX, as in -i 10,3")?;
+    let min = min.unwrap_or(max).min(max);
+    if !(1..=100).contains(&max) {
+        return Err(format!("-i {max}: use 1 to 100 iterations"));
+    }
+    Ok((max, min.max(1)))
+}
+
+fn parse_confidence(s: &str) -> Result<(f64, f64), String> {
+    let num = |p: &str| p.trim().parse::<f64>().map_err(|_| Error::Usage(format!("'{p}' is not a number")));
+    let (level, width) = parse_pair(s, num).map_err(msg)?;
+    let level = level.unwrap_or(99.0);
+    let width = width.unwrap_or(5.0);
+    if !(50.0..100.0).contains(&level) {
+        return Err(format!("confidence level {level} %: use 50 to 99.99"));
+    }
+    if !(width > 0.0 && width <= 100.0) {
+        return Err(format!("interval width {width} %: use more than 0 and at most 100"));
+    }
+    Ok((level, width))
+}
+
+fn parse_interval(s: &str) -> Result<u64, String> {
+    let secs: f64 = s.trim().parse().map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    if !(0.01..=3600.0).contains(&secs) {
+        return Err(format!("interval '{s}': use 0.01 to 3600 seconds"));
+    }
+    Ok((secs * 1000.0).round() as u64)
 }
 
 fn parse_send_engine(s: &str) -> Result<SendEngine, String> {

@@ -2,7 +2,9 @@
 //! and renders the report. It never touches a socket or a ring.
 
 pub mod args;
+mod diff;
 mod engines;
+mod live;
 pub mod render;
 mod serve;
 
@@ -10,8 +12,9 @@ use std::io::Write;
 
 use clap::Parser;
 
+use ringperf_engine::measure::confidence::ConfidenceTarget;
 use ringperf_engine::spec::{Direction, RingTuning, SendEngine, SideSpec, SocketBuffers, SqPoll, Workload};
-use ringperf_engine::{run_test, Error, Target, TestReport, TestSpec};
+use ringperf_engine::{run_iterations, Error, RunOptions, Target, TestReport, TestSpec};
 
 use crate::args::{Cli, Command, TestArgs};
 
@@ -64,6 +67,7 @@ fn run(cli: Cli) -> Result<i32, Error> {
             run_and_render(&spec, &a.test)
         }
         Command::Engines(a) => engines::run(&a),
+        Command::Diff(a) => diff::run(&a),
     }
 }
 
@@ -117,6 +121,8 @@ pub fn base_spec(t: &TestArgs, workload: Workload) -> Result<TestSpec, Error> {
         congestion_control: t.congestion_control.clone(),
         verify: e.verify,
         require_zero_copy: e.require_zero_copy,
+        interval_ms: interval_ms(t),
+        record_latency: !t.stats.no_latency,
         local: side(bufs(t.local_buffers), lcpu),
         remote: side(bufs(t.remote_buffers), rcpu),
         ring: RingTuning {
@@ -136,6 +142,38 @@ pub fn base_spec(t: &TestArgs, workload: Workload) -> Result<TestSpec, Error> {
     })
 }
 
+/// The interval sample period: -D if given; otherwise about twenty samples per run (100 ms
+/// to 1 s) for the within-run estimate, and 1 s for runs over 10 s.
+pub fn interval_ms(t: &TestArgs) -> u64 {
+    if t.stats.no_intervals {
+        return 0;
+    }
+    if let Some(ms) = t.stats.interval {
+        return ms;
+    }
+    if t.length_ms > 10_000 {
+        1000
+    } else {
+        (t.length_ms / 20).clamp(100, 1000)
+    }
+}
+
+/// The confidence target of -i / -I, if any.
+pub fn confidence_target(t: &TestArgs) -> Option<ConfidenceTarget> {
+    let s = &t.stats;
+    if s.iterations.is_none() && s.confidence.is_none() {
+        return None;
+    }
+    let (max, min) = s.iterations.unwrap_or((10, 3));
+    let (level, width) = s.confidence.unwrap_or((99.0, 5.0));
+    Some(ConfidenceTarget {
+        level: level / 100.0,
+        width_percent: width,
+        max_iterations: max,
+        min_iterations: min,
+    })
+}
+
 /// Where the test goes: `-H` or the embedded server.
 pub fn target(t: &TestArgs) -> Target {
     match &t.host {
@@ -145,11 +183,32 @@ pub fn target(t: &TestArgs) -> Target {
 }
 
 fn run_and_render(spec: &TestSpec, t: &TestArgs) -> Result<i32, Error> {
-    let report: TestReport = run_test(spec, &target(t))?;
-    let out = if t.json {
-        render::json::render(&report)
-    } else {
-        render::human::render(&report, render::Units::parse(&t.units))
+    let units = render::Units::parse(&t.units);
+    let format = render::Format::of(t);
+    let live = live::Printer::start(t, spec, format, units);
+    let opts = RunOptions { live: live.as_ref().map(live::Printer::sender), level: None };
+    let mut each = |n: u32, r: &TestReport| {
+        if let Some(c) = confidence_target(t) {
+            if format == render::Format::Human && t.banner == 1 {
+                eprintln!(
+                    "ringperf: iteration {n} of at most {}: {}",
+                    c.max_iterations,
+                    render::human::headline(r, units)
+                );
+            }
+        }
+    };
+    let result = run_iterations(spec, &target(t), &opts, confidence_target(t), &mut each);
+    drop(opts);
+    if let Some(p) = live {
+        p.finish();
+    }
+    let report = result?;
+    let out = match format {
+        render::Format::Json => render::json::render(&report),
+        render::Format::Keyval => render::keyval::render(&report, units),
+        render::Format::Csv => render::keyval::render_csv(&report, units, t.banner == 1),
+        render::Format::Human => render::human::render(&report, units, &render::HumanOptions::of(t)),
     };
     print(&out);
     Ok(requirements(&report))

@@ -2,6 +2,7 @@
 //! prints. The CLI renders the [`report::TestReport`] it returns.
 
 pub mod buf;
+pub mod compare;
 pub mod control;
 pub mod env;
 pub mod error;
@@ -18,7 +19,9 @@ pub mod verify;
 pub mod worker;
 pub mod workload;
 
-pub use control::{run_test, Server, ServerEvent, Target, DEFAULT_PORT};
+pub use control::{
+    run_iterations, run_test, run_test_with, RunOptions, Server, ServerEvent, Target, DEFAULT_PORT,
+};
 pub use error::{Error, Result};
 pub use report::TestReport;
 pub use spec::TestSpec;

@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::env::Environment;
+use crate::measure::confidence::{ConfidenceReport, Estimate};
+use crate::measure::tcp_info::TcpReport;
 use crate::spec::{RecvEngine, Role, SendEngine, TestSpec};
 
 /// Bumped whenever a field changes meaning or disappears (adding fields does not bump it).
@@ -21,7 +23,11 @@ pub struct TestReport {
     /// True when the client ran against a server inside its own process.
     pub embedded_server: bool,
     pub summary: Summary,
-    /// The client side.
+    /// The headline figures of every iteration (one entry without -i).
+    pub iterations: Vec<IterationFigures>,
+    /// Present when iterating toward a confidence target (-i / -I).
+    pub confidence: Option<ConfidenceReport>,
+    /// The client side (of the last iteration).
     pub local: SideReport,
     /// The server side, as it reported itself.
     pub remote: SideReport,
@@ -78,6 +84,77 @@ pub struct Summary {
     pub transactions_per_sec: Option<f64>,
     /// Mean round trip of a transaction, from the client's per-transaction clock (rr only).
     pub mean_latency_ns: Option<f64>,
+    /// Within-run confidence from the local side's interval samples after warm-up (batch
+    /// means): throughput, or transactions/s for rr.
+    pub within_run: Option<Estimate>,
+}
+
+/// One iteration's headline figures: the samples that confidence intervals and
+/// `ringperf diff` work on.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq)]
+pub struct IterationFigures {
+    pub throughput_bits_per_sec: f64,
+    /// Transactions the client completed (rr).
+    pub transactions: u64,
+    pub transactions_per_sec: Option<f64>,
+    pub local_cpu_percent: f64,
+    pub remote_cpu_percent: f64,
+    pub local_sd_us: Option<f64>,
+    pub remote_sd_us: Option<f64>,
+    pub p50_latency_ns: Option<u64>,
+    pub p99_latency_ns: Option<u64>,
+}
+
+impl IterationFigures {
+    /// The figures of one run.
+    pub fn of(summary: &Summary, local: &SideReport, remote: &SideReport) -> IterationFigures {
+        let rr = summary.transactions_per_sec.is_some();
+        let sd = |s: &SideReport| {
+            if rr {
+                s.service_demand.us_per_transaction
+            } else {
+                s.service_demand.us_per_kb
+            }
+        };
+        IterationFigures {
+            throughput_bits_per_sec: summary.throughput_bits_per_sec,
+            transactions: local.transactions,
+            transactions_per_sec: summary.transactions_per_sec,
+            local_cpu_percent: local.cpu.system.busy_percent,
+            remote_cpu_percent: remote.cpu.system.busy_percent,
+            local_sd_us: sd(local),
+            remote_sd_us: sd(remote),
+            p50_latency_ns: local.latency.as_ref().map(|l| l.p50_ns),
+            p99_latency_ns: local.latency.as_ref().map(|l| l.p99_ns),
+        }
+    }
+}
+
+/// What one interval of a run looked like on one side.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct IntervalSample {
+    /// Offset of the interval's start from the window start.
+    pub start_ns: u64,
+    pub duration_ns: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub transactions: u64,
+    /// System busy share over the interval, 0..=100.
+    pub busy_percent: Option<f64>,
+    pub latency_p50_ns: Option<u64>,
+    pub latency_p99_ns: Option<u64>,
+    /// TCP retransmissions during the interval, summed over flows.
+    pub retransmits: u64,
+}
+
+impl IntervalSample {
+    /// Payload bits per second in either direction, whichever this side moved more of.
+    pub fn throughput_bits_per_sec(&self) -> f64 {
+        (self.bytes_sent.max(self.bytes_received)) as f64 * 8.0 / (self.duration_ns.max(1) as f64 / 1e9)
+    }
+    pub fn transactions_per_sec(&self) -> f64 {
+        self.transactions as f64 / (self.duration_ns.max(1) as f64 / 1e9)
+    }
 }
 
 /// What one side measured over its window.
@@ -110,6 +187,10 @@ pub struct SideReport {
     pub verify: Option<VerifyReport>,
     /// Round-trip latency of every transaction (rr client only).
     pub latency: Option<LatencySummary>,
+    /// Interval samples over the window (see `spec.interval_ms`).
+    pub intervals: Vec<IntervalSample>,
+    /// TCP_INFO of every flow at the end, summed, with fairness.
+    pub tcp: Option<TcpReport>,
 }
 
 /// How the ring was set up.
@@ -270,6 +351,9 @@ pub struct ServiceDemand {
     pub us_per_kb: Option<f64>,
     /// Per transaction (rr).
     pub us_per_transaction: Option<f64>,
+    /// Busy CPU nanoseconds per TCP data segment this side sent and received (TCP_INFO
+    /// data_segs_out + data_segs_in): the per-packet figure that moves with TSO/GSO/GRO.
+    pub ns_per_segment: Option<f64>,
 }
 
 /// What the ring did: system calls and queue traffic.

@@ -6,13 +6,15 @@ use std::os::fd::AsRawFd;
 use socket2::Socket;
 
 use std::fs::File;
+use std::sync::mpsc;
 
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::cpu::ProcStat;
 use crate::measure::service_demand::{service_demand, tool_overhead_percent};
+use crate::measure::tcp_info::TcpReport;
 use crate::probe::IoUringProbe;
-use crate::report::{CpuUsage, SideReport, SocketSizes};
+use crate::report::{CpuUsage, IntervalSample, SideReport, SocketSizes};
 use crate::spec::{RecvEngine, Role, SendEngine, SideSpec, TestSpec};
 use crate::worker::{Worker, WorkerPlan};
 
@@ -28,7 +30,13 @@ pub struct Side {
 
 impl Side {
     /// Spawns and readies the worker for `sockets`.
-    pub fn prepare(spec: &TestSpec, role: Role, side: &SideSpec, sockets: Vec<Socket>) -> Result<Side> {
+    pub fn prepare(
+        spec: &TestSpec,
+        role: Role,
+        side: &SideSpec,
+        sockets: Vec<Socket>,
+        live: Option<mpsc::Sender<IntervalSample>>,
+    ) -> Result<Side> {
         IoUringProbe::get().check_engines(side.send_engine, side.recv_engine)?;
         let splice_file = match (&side.splice_file, side.send_engine) {
             (Some(path), SendEngine::Splice) => Some(File::open(path).map_err(|e| {
@@ -44,6 +52,7 @@ impl Side {
             side: side.clone(),
             fds: sockets.iter().map(AsRawFd::as_raw_fd).collect(),
             splice_file,
+            live,
         };
         let worker = Worker::spawn(plan)?;
         Ok(Side {
@@ -87,7 +96,15 @@ impl Side {
                     .unwrap_or_default(),
             })
             .unwrap_or_default();
-        let sd = service_demand(&system, bytes_sent + bytes_received, transactions);
+        let per_flow_bytes: Vec<u64> =
+            outcome.flows.iter().map(|f| f.bytes_sent + f.bytes_received).collect();
+        let tcp = TcpReport::new(outcome.tcp, &per_flow_bytes);
+        let sd = service_demand(
+            &system,
+            bytes_sent + bytes_received,
+            transactions,
+            tcp.data_segs_out + tcp.data_segs_in,
+        );
         let overhead = tool_overhead_percent(outcome.tool.user_us, &system);
         Ok(SideReport {
             role: self.role,
@@ -107,6 +124,8 @@ impl Side {
             recv: outcome.recv,
             verify: outcome.verify,
             latency: outcome.latency.summary(),
+            intervals: outcome.intervals,
+            tcp: Some(tcp),
         })
     }
 }

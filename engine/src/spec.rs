@@ -187,6 +187,10 @@ pub struct TestSpec {
     pub verify: bool,
     /// Fail (exit 1) if any zero-copy send was copied by the kernel.
     pub require_zero_copy: bool,
+    /// Interval sample period in milliseconds (0: no interval samples).
+    pub interval_ms: u64,
+    /// Record every transaction's round trip (rr); off saves one clock read per transaction.
+    pub record_latency: bool,
     pub local: SideSpec,
     pub remote: SideSpec,
     pub ring: RingTuning,
@@ -211,6 +215,8 @@ impl Default for TestSpec {
             congestion_control: None,
             verify: false,
             require_zero_copy: false,
+            interval_ms: 0,
+            record_latency: true,
             local: SideSpec::default(),
             remote: SideSpec::default(),
             ring: RingTuning::default(),
@@ -255,6 +261,12 @@ impl TestSpec {
             }
         }
         self.ring.validate()?;
+        if self.interval_ms != 0 && self.interval_ms < 10 {
+            return Err(Error::Usage(format!(
+                "an interval of {} ms is too short: use -D with at least 0.01 s",
+                self.interval_ms
+            )));
+        }
         if self.remote.splice_file.is_some() {
             return Err(Error::Usage(
                 "a server never opens a file a client names: -F applies to the local sender only".into(),

@@ -12,8 +12,10 @@ use crate::io::send::SendSetup;
 use crate::io::{AnyRecv, AnySend, RecvPath, SendPath};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::cpu::{helper_threads_ns, ThreadCpuSnapshot};
+use crate::measure::intervals::IntervalSampler;
 use crate::measure::latency::LatencyRecorder;
-use crate::report::{RecvReport, RingCounters, RingSetup, SendReport, ToolCpu, VerifyReport};
+use crate::measure::tcp_info::TcpFlowInfo;
+use crate::report::{IntervalSample, RecvReport, RingCounters, RingSetup, SendReport, ToolCpu, VerifyReport};
 use crate::ring::{FlowFd, Ring};
 use crate::spec::{Role, SideSpec, TestSpec};
 use crate::verify::Verifier;
@@ -29,6 +31,8 @@ pub struct WorkerPlan {
     pub fds: Vec<RawFd>,
     /// Payload file for the `splice` engine, opened by the client.
     pub splice_file: Option<File>,
+    /// Where to send interval samples as they happen (the client's `-D`).
+    pub live: Option<mpsc::Sender<IntervalSample>>,
 }
 
 /// What a worker measured.
@@ -40,6 +44,8 @@ pub struct WorkerOutcome {
     /// CLOCK_MONOTONIC when the workload finished.
     pub end_ns: u64,
     pub latency: LatencyRecorder,
+    pub intervals: Vec<IntervalSample>,
+    pub tcp: Vec<TcpFlowInfo>,
     pub send: Option<SendReport>,
     pub recv: Option<RecvReport>,
     pub verify: Option<VerifyReport>,
@@ -132,7 +138,6 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
     } else {
         None
     };
-    let mut latency = LatencyRecorder::new();
     let tid = gettid();
     let helpers_before = helper_threads_ns(tid);
     let _ = ready.send(());
@@ -140,29 +145,49 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
         return Err(Error::Peer("the test was abandoned before it started".into()));
     };
     let cpu_before = ThreadCpuSnapshot::now();
-    let deadline = window_start + spec.duration_ms * 1_000_000;
+    let duration_ns = spec.duration_ms * 1_000_000;
+    let deadline = window_start + duration_ns;
+    let mut sampler = IntervalSampler::new(
+        spec.interval_ms * 1_000_000,
+        duration_ns,
+        &plan.fds,
+        spec.record_latency,
+        plan.live,
+    );
+    sampler.start(&mut ring, window_start)?;
     let guard = deadline + PEER_GRACE_NS;
     let result = match (plan.role, send.as_mut(), recv.as_mut()) {
         (Role::StreamSender, Some(s), _) => {
             let depth = tuning.send_depth as usize;
-            stream::send(&mut ring, &plan.fds, s, spec.send_size, depth, deadline)
+            stream::send(&mut ring, &plan.fds, s, spec.send_size, depth, deadline, &mut sampler)
         }
-        (Role::StreamReceiver, _, Some(r)) => {
-            stream::receive(&mut ring, nflows, r, spec.recv_size, (deadline, guard), &mut verify)
-        }
+        (Role::StreamReceiver, _, Some(r)) => stream::receive(
+            &mut ring,
+            nflows,
+            r,
+            spec.recv_size,
+            (deadline, guard),
+            &mut verify,
+            &mut sampler,
+        ),
         (Role::RrClient, Some(s), Some(r)) => {
-            rr::client(&mut ring, nflows, s, r, tx, deadline, &mut latency, &mut verify)
+            rr::client(&mut ring, nflows, s, r, tx, deadline, &mut sampler, &mut verify)
         }
         (Role::RrServer, Some(s), Some(r)) => {
-            rr::server(&mut ring, nflows, s, r, tx, (deadline, guard), &mut verify)
+            rr::server(&mut ring, nflows, s, r, tx, (deadline, guard), &mut verify, &mut sampler)
         }
         _ => Err(Error::Protocol("worker role without its paths: this is a bug in ringperf".into())),
     };
     let end_ns = monotonic_ns();
     let mut tool = ThreadCpuSnapshot::now().since(&cpu_before);
     tool.helper_ns = helper_threads_ns(tid).saturating_sub(helpers_before);
+    let flows = result?;
+    let tcp = plan.fds.iter().map(|&fd| TcpFlowInfo::read(fd).unwrap_or_default()).collect();
+    let (intervals, latency) = sampler.finish(end_ns, &flows);
     let outcome = WorkerOutcome {
-        flows: result?,
+        flows,
+        intervals,
+        tcp,
         ring: ring.counters(),
         ring_setup: ring.setup(),
         tool,

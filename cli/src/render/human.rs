@@ -1,5 +1,5 @@
 //! The human table, in netperf's layout, followed by what netperf does not show: tool
-//! overhead, steal, ring batching and latency percentiles.
+//! overhead, steal, ring batching, engines, TCP_INFO, latency percentiles and confidence.
 
 use std::fmt::Write;
 
@@ -7,10 +7,67 @@ use ringperf_engine::report::{LatencySummary, RingSetup, SideReport};
 use ringperf_engine::spec::{Role, Workload};
 use ringperf_engine::TestReport;
 
-use super::Units;
+use super::{HumanOptions, Units};
 
-pub fn render(r: &TestReport, units: Units) -> String {
+/// One line: the headline figures of a run (used per iteration).
+pub fn headline(r: &TestReport, units: Units) -> String {
+    match r.summary.transactions_per_sec {
+        Some(tps) => format!(
+            "{tps:.2} trans/s, CPU {:.1} % / {:.1} %",
+            r.local.cpu.system.busy_percent, r.remote.cpu.system.busy_percent
+        ),
+        None => format!(
+            "{:.2} {}, CPU {:.1} % / {:.1} %",
+            units.convert(r.summary.throughput_bits_per_sec),
+            units.label(),
+            r.local.cpu.system.busy_percent,
+            r.remote.cpu.system.busy_percent
+        ),
+    }
+}
+
+pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
     let mut o = String::new();
+    if let Some(c) = &r.confidence {
+        for m in c.misses() {
+            let _ = writeln!(o, "!!! WARNING: confidence target not met: {m}");
+        }
+        if !c.met {
+            o.push('\n');
+        }
+    }
+    let mut table = String::new();
+    render_table(&mut table, r, units);
+    if opts.banner {
+        o.push_str(&table);
+    } else {
+        // -P 0: the data line(s) only, as netperf prints them.
+        for line in table.lines().filter(|l| l.starts_with(|c: char| c.is_ascii_digit())) {
+            o.push_str(line);
+            o.push('\n');
+        }
+        return o;
+    }
+    o.push('\n');
+    for (name, s) in [("local ", &r.local), ("remote", &r.remote)] {
+        side_lines(&mut o, name, s);
+    }
+    for (name, s) in [("local ", &r.local), ("remote", &r.remote)] {
+        engine_lines(&mut o, name, s);
+        tcp_line(&mut o, name, s);
+    }
+    if let Some(l) = &r.local.latency {
+        latency_lines(&mut o, l);
+        if opts.histogram {
+            o.push_str(&super::histogram::render(l));
+        }
+    }
+    statistics_lines(&mut o, r, units);
+    o
+}
+
+/// The netperf-style banner and table.
+fn render_table(o: &mut String, r: &TestReport, units: Units) {
     let where_ = if r.embedded_server { format!("{} (embedded server)", r.server) } else { r.server.clone() };
     let (send_side, recv_side) = match r.local.role {
         Role::StreamSender => (&r.local, &r.remote),
@@ -28,11 +85,14 @@ pub fn render(r: &TestReport, units: Units) -> String {
         cpu_name(r.remote.pinned_cpu)
     );
     match r.spec.workload {
-        Workload::Stream => stream_table(&mut o, r, units),
-        Workload::Rr => rr_table(&mut o, r),
+        Workload::Stream => stream_table(o, r, units),
+        Workload::Rr => rr_table(o, r),
     }
-    o.push('\n');
-    for (name, s) in [("local ", &r.local), ("remote", &r.remote)] {
+}
+
+/// Tool overhead and ring activity of one side.
+fn side_lines(o: &mut String, name: &str, s: &SideReport) {
+    {
         let c = &s.cpu;
         let _ = writeln!(
             o,
@@ -61,13 +121,56 @@ pub fn render(r: &TestReport, units: Units) -> String {
             ring_setup(&s.ring_setup)
         );
     }
-    for (name, s) in [("local ", &r.local), ("remote", &r.remote)] {
-        engine_lines(&mut o, name, s);
+}
+
+/// TCP_INFO sums and the per-segment cost.
+fn tcp_line(o: &mut String, name: &str, s: &SideReport) {
+    let Some(t) = &s.tcp else { return };
+    let mut line = format!(
+        "{name}  tcp: {} retransmits, {} data segments out, {} in, rtt {:.0} us, cwnd {:.0}",
+        t.total_retrans, t.data_segs_out, t.data_segs_in, t.mean_rtt_us, t.mean_cwnd
+    );
+    if let Some(ns) = s.service_demand.ns_per_segment {
+        let _ = write!(line, "; {ns:.0} ns CPU per data segment");
     }
-    if let Some(l) = &r.local.latency {
-        latency_lines(&mut o, l);
+    if let Some(j) = t.jain_fairness {
+        let _ = write!(line, "; fairness (Jain) {j:.3} over {} flows", t.flows.len());
     }
-    o
+    let _ = writeln!(o, "{line}");
+}
+
+/// Confidence over iterations and the within-run estimate.
+fn statistics_lines(o: &mut String, r: &TestReport, units: Units) {
+    if let Some(c) = &r.confidence {
+        let _ = writeln!(
+            o,
+            "confidence: {} iterations, {:.1} % level, target ±{:.2} %: {}",
+            c.iterations,
+            100.0 * c.target.level,
+            c.target.width_percent / 2.0,
+            if c.met { "met" } else { "NOT met" }
+        );
+        for e in &c.estimates {
+            let shown = if e.name == "throughput" {
+                format!("{:.2} ± {:.2} {}", units.convert(e.mean), units.convert(e.half_width), units.label())
+            } else {
+                format!("{:.2} ± {:.2}", e.mean, e.half_width)
+            };
+            let _ = writeln!(o, "  {:<16} {shown} (±{:.2} %)", e.name, e.half_width_percent);
+        }
+    }
+    if let Some(w) = &r.summary.within_run {
+        let shown = if w.name.starts_with("throughput") {
+            format!("{:.2} ± {:.2} {}", units.convert(w.mean), units.convert(w.half_width), units.label())
+        } else {
+            format!("{:.2} ± {:.2}", w.mean, w.half_width)
+        };
+        let _ = writeln!(
+            o,
+            "within run: {} = {shown} (±{:.2} %, {} batch means after warm-up)",
+            w.name, w.half_width_percent, w.samples
+        );
+    }
 }
 
 /// What the engines did, and what the kernel really did with zero-copy sends.

@@ -4,7 +4,7 @@
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::Duration;
 
@@ -12,8 +12,11 @@ use crate::control::protocol::{read_frame, write_frame, ClientMessage, ServerMes
 use crate::control::server::{check_cpu, Server, CONTROL_TIMEOUT};
 use crate::env::Environment;
 use crate::error::{Error, Result};
+use crate::measure::confidence::{batch_means, estimate, Estimate};
 use crate::net::connect_flows;
-use crate::report::{Environments, SideReport, Summary, TestReport, SCHEMA_VERSION};
+use crate::report::{
+    Environments, IntervalSample, IterationFigures, SideReport, Summary, TestReport, SCHEMA_VERSION,
+};
 use crate::side::Side;
 use crate::spec::{Role, TestSpec};
 use crate::workload::PEER_GRACE_NS;
@@ -31,8 +34,22 @@ pub enum Target {
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// What a caller can ask of a run beyond the spec.
+#[derive(Default, Clone)]
+pub struct RunOptions {
+    /// Receives the local side's interval samples as they happen.
+    pub live: Option<mpsc::Sender<IntervalSample>>,
+    /// Confidence level for the within-run estimate (default 0.99, netperf's).
+    pub level: Option<f64>,
+}
+
 /// Runs one test and returns the merged report of both sides.
 pub fn run_test(spec: &TestSpec, target: &Target) -> Result<TestReport> {
+    run_test_with(spec, target, &RunOptions::default())
+}
+
+/// [`run_test`] with options.
+pub fn run_test_with(spec: &TestSpec, target: &Target, opts: &RunOptions) -> Result<TestReport> {
     spec.validate()?;
     if let Some(cpu) = spec.local.cpu {
         check_cpu(cpu, "local")?;
@@ -49,7 +66,7 @@ pub fn run_test(spec: &TestSpec, target: &Target) -> Result<TestReport> {
                     .spawn(move || server.serve(&stop, Arc::new(|_| {})))
                     .map_err(|e| Error::io("starting the embedded server", e))?
             };
-            let result = connect(&[addr]).and_then(|s| run_on(s, spec, addr.to_string(), true));
+            let result = connect(&[addr]).and_then(|s| run_on(s, spec, addr.to_string(), true, opts));
             stop.store(true, Ordering::Relaxed);
             let _ = serving.join();
             result
@@ -62,7 +79,7 @@ pub fn run_test(spec: &TestSpec, target: &Target) -> Result<TestReport> {
                 })?
                 .collect();
             let stream = connect(&addrs)?;
-            run_on(stream, spec, format!("{host}:{port}"), false)
+            run_on(stream, spec, format!("{host}:{port}"), false, opts)
         }
     }
 }
@@ -98,7 +115,13 @@ fn expect_reply(stream: &mut TcpStream, what: &str) -> Result<ServerMessage> {
     }
 }
 
-fn run_on(mut stream: TcpStream, spec: &TestSpec, server: String, embedded: bool) -> Result<TestReport> {
+fn run_on(
+    mut stream: TcpStream,
+    spec: &TestSpec,
+    server: String,
+    embedded: bool,
+    opts: &RunOptions,
+) -> Result<TestReport> {
     let _ = stream.set_nodelay(true);
     stream.set_read_timeout(Some(CONTROL_TIMEOUT)).map_err(|e| Error::io("setting a read timeout", e))?;
     stream.set_write_timeout(Some(CONTROL_TIMEOUT)).map_err(|e| Error::io("setting a write timeout", e))?;
@@ -115,7 +138,7 @@ fn run_on(mut stream: TcpStream, spec: &TestSpec, server: String, embedded: bool
         other => return Err(unexpected("ready", &other)),
     };
     let sockets = connect_flows(SocketAddr::new(peer_ip, port), cookie, spec)?;
-    let mut side = Side::prepare(spec, spec.local_role(), &spec.local, sockets)?;
+    let mut side = Side::prepare(spec, spec.local_role(), &spec.local, sockets, opts.live.clone())?;
     write_frame(&mut stream, &ClientMessage::Go)?;
     side.start()?;
     let local = side.finish();
@@ -138,6 +161,8 @@ fn run_on(mut stream: TcpStream, spec: &TestSpec, server: String, embedded: bool
         ServerMessage::Report { side } => *side,
         other => return Err(unexpected("report", &other)),
     };
+    let summary = summarize(&local, &remote, opts.level.unwrap_or(DEFAULT_LEVEL));
+    let figures = IterationFigures::of(&summary, &local, &remote);
     Ok(TestReport {
         schema_version: SCHEMA_VERSION,
         tool_version: version(),
@@ -145,31 +170,55 @@ fn run_on(mut stream: TcpStream, spec: &TestSpec, server: String, embedded: bool
         spec: spec.clone(),
         server,
         embedded_server: embedded,
-        summary: summarize(&local, &remote),
+        summary,
+        iterations: vec![figures],
+        confidence: None,
         local,
         remote,
         environment: Environments { local: Environment::capture(), remote: remote_env },
     })
 }
 
-/// Headline figures: stream throughput as the sender saw it; rr rates as the client saw them.
-pub fn summarize(local: &SideReport, remote: &SideReport) -> Summary {
+/// netperf's default confidence level.
+pub const DEFAULT_LEVEL: f64 = 0.99;
+
+/// Headline figures: stream throughput as the sender saw it; rr rates as the client saw
+/// them; and the within-run estimate from the local side's intervals.
+pub fn summarize(local: &SideReport, remote: &SideReport, level: f64) -> Summary {
     let secs = |s: &SideReport| s.elapsed_ns as f64 / 1e9;
-    match local.role {
-        Role::RrClient | Role::RrServer => Summary {
+    let rr = matches!(local.role, Role::RrClient | Role::RrServer);
+    let within_run = within_run(local, rr, level);
+    if rr {
+        return Summary {
             throughput_bits_per_sec: (local.bytes_sent + local.bytes_received) as f64 * 8.0 / secs(local),
             transactions_per_sec: Some(local.transactions as f64 / secs(local)),
             mean_latency_ns: local.latency.as_ref().map(|l| l.mean_ns),
-        },
-        Role::StreamSender | Role::StreamReceiver => {
-            let sender = if local.role == Role::StreamSender { local } else { remote };
-            Summary {
-                throughput_bits_per_sec: sender.bytes_sent as f64 * 8.0 / secs(sender),
-                transactions_per_sec: None,
-                mean_latency_ns: None,
-            }
-        }
+            within_run,
+        };
     }
+    let sender = if local.role == Role::StreamSender { local } else { remote };
+    Summary {
+        throughput_bits_per_sec: sender.bytes_sent as f64 * 8.0 / secs(sender),
+        transactions_per_sec: None,
+        mean_latency_ns: None,
+        within_run,
+    }
+}
+
+/// Batch means over the interval samples after warm-up (the first tenth of the run, and
+/// at least the first interval), in at most ten batches.
+fn within_run(side: &SideReport, rr: bool, level: f64) -> Option<Estimate> {
+    let full: Vec<&IntervalSample> = side.intervals.iter().collect();
+    let total_ns: u64 = full.iter().map(|s| s.duration_ns).sum();
+    let warm = (total_ns / 10).max(full.first().map_or(0, |s| s.duration_ns));
+    let values: Vec<f64> = full
+        .iter()
+        // The last interval may be a short remainder: leave it out.
+        .filter(|s| s.start_ns >= warm && s.duration_ns * 2 >= full[0].duration_ns)
+        .map(|s| if rr { s.transactions_per_sec() } else { s.throughput_bits_per_sec() })
+        .collect();
+    let name = if rr { "transactions/s" } else { "throughput" };
+    estimate(name, &batch_means(&values, 10), level)
 }
 
 fn unexpected(expected: &str, got: &ServerMessage) -> Error {

@@ -2,10 +2,12 @@
 //! orchestration of one test.
 
 pub mod client;
+pub mod iterate;
 pub mod protocol;
 pub mod server;
 
-pub use client::{run_test, Target};
+pub use client::{run_test, run_test_with, RunOptions, Target};
+pub use iterate::run_iterations;
 pub use server::{Server, ServerEvent};
 
 /// Default control port (netperf's).

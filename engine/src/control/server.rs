@@ -143,7 +143,7 @@ fn session(stream: &mut TcpStream) -> Result<ServerEventDone> {
     let sockets = accept_flows(&listener, cookie, spec.flows)?;
     drop(listener);
 
-    let mut side = Side::prepare(&spec, spec.remote_role(), &spec.remote, sockets)?;
+    let mut side = Side::prepare(&spec, spec.remote_role(), &spec.remote, sockets, None)?;
     match read_frame(stream, "go")? {
         ClientMessage::Go => {}
         other => return Err(out_of_order("go", &other)),

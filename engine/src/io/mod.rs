@@ -25,6 +25,8 @@ pub mod op {
     pub const RECV: u8 = 4;
     /// The file -> pipe half of a splice send.
     pub const SPLICE_IN: u8 = 5;
+    /// A repeating interval tick (multishot Timeout).
+    pub const INTERVAL: u8 = 6;
 }
 
 /// What a send-side completion meant for the workload.

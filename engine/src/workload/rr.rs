@@ -11,7 +11,7 @@ use io_uring::squeue::Flags;
 use crate::error::{Error, Result};
 use crate::io::{op, RecvEvent, RecvPath, SendEvent, SendPath};
 use crate::measure::clock::monotonic_ns;
-use crate::measure::latency::LatencyRecorder;
+use crate::measure::intervals::IntervalSampler;
 use crate::ring::{token, Ring};
 use crate::verify::Verifier;
 use crate::workload::{check_not_early, peer_stuck, unexpected, FlowCounters};
@@ -74,7 +74,7 @@ pub fn client<S: SendPath, R: RecvPath>(
     recv: &mut R,
     tx: Transaction,
     deadline_ns: u64,
-    latency: &mut LatencyRecorder,
+    sampler: &mut IntervalSampler,
     verify: &mut Verifier,
 ) -> Result<Vec<FlowCounters>> {
     let mut counters = vec![FlowCounters::default(); nflows];
@@ -101,6 +101,7 @@ pub fn client<S: SendPath, R: RecvPath>(
         for c in &done {
             match c.op() {
                 op::DEADLINE => stopping = true,
+                op::INTERVAL => sampler.tick(&counters),
                 op::SEND | op::SPLICE_IN => match cl.send.complete(ring, c)? {
                     SendEvent::Nothing => {}
                     SendEvent::Cancelled { .. } => {
@@ -137,7 +138,7 @@ pub fn client<S: SendPath, R: RecvPath>(
                         fl.active = false;
                         cl.active -= 1;
                         let now = monotonic_ns();
-                        latency.record(now - fl.started);
+                        sampler.record(now - fl.started);
                         let k = &mut counters[flow];
                         k.transactions += 1;
                         k.bytes_sent += u64::from(tx.request);
@@ -208,6 +209,7 @@ impl<S: SendPath, R: RecvPath> Server<'_, S, R> {
 
 /// The server: receive a whole request, answer with a response, until the client closes.
 /// A transaction counts when its request arrived whole; a failed response aborts the test.
+#[allow(clippy::too_many_arguments)]
 pub fn server<S: SendPath, R: RecvPath>(
     ring: &mut Ring,
     nflows: usize,
@@ -216,6 +218,7 @@ pub fn server<S: SendPath, R: RecvPath>(
     tx: Transaction,
     (deadline_ns, guard_ns): (u64, u64),
     verify: &mut Verifier,
+    sampler: &mut IntervalSampler,
 ) -> Result<Vec<FlowCounters>> {
     let mut counters = vec![FlowCounters::default(); nflows];
     let chained = !recv.multishot() && send.can_chain();
@@ -240,6 +243,7 @@ pub fn server<S: SendPath, R: RecvPath>(
         for c in &done {
             match c.op() {
                 op::GUARD => return Err(peer_stuck()),
+                op::INTERVAL => sampler.tick(&counters),
                 op::SEND | op::SPLICE_IN => match sv.send.complete(ring, c)? {
                     SendEvent::Nothing => {}
                     SendEvent::Cancelled { .. } => cancels_due = cancels_due.saturating_sub(1),

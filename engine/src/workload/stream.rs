@@ -7,6 +7,7 @@ use io_uring::squeue::Flags;
 
 use crate::error::Result;
 use crate::io::{op, RecvEvent, RecvPath, SendEvent, SendPath};
+use crate::measure::intervals::IntervalSampler;
 use crate::ring::{token, Ring};
 use crate::verify::Verifier;
 use crate::workload::{check_not_early, peer_stuck, shutdown_write, unexpected, FlowCounters};
@@ -24,6 +25,7 @@ pub fn send<S: SendPath>(
     size: u32,
     depth: usize,
     deadline_ns: u64,
+    sampler: &mut IntervalSampler,
 ) -> Result<Vec<FlowCounters>> {
     let n = socks.len();
     let mut flows = vec![FlowCounters::default(); n];
@@ -53,6 +55,10 @@ pub fn send<S: SendPath>(
             let flow = match c.op() {
                 op::DEADLINE => {
                     stopping = true;
+                    continue;
+                }
+                op::INTERVAL => {
+                    sampler.tick(&flows);
                     continue;
                 }
                 op::SEND | op::SPLICE_IN => match path.complete(ring, c)? {
@@ -93,6 +99,7 @@ pub fn receive<R: RecvPath>(
     size: u32,
     (deadline_ns, guard_ns): (u64, u64),
     verify: &mut Verifier,
+    sampler: &mut IntervalSampler,
 ) -> Result<Vec<FlowCounters>> {
     let mut flows = vec![FlowCounters::default(); nflows];
     let mut done = Vec::with_capacity(ring.cq_entries());
@@ -107,6 +114,7 @@ pub fn receive<R: RecvPath>(
         for c in &done {
             match c.op() {
                 op::GUARD => return Err(peer_stuck()),
+                op::INTERVAL => sampler.tick(&flows),
                 op::RECV => match path.complete(ring, c, verify)? {
                     RecvEvent::Data { flow, bytes } => {
                         flows[flow].bytes_received += u64::from(bytes);
