@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::env::Environment;
+use crate::env::{Environment, NetworkEnvironment};
 use crate::spec::{RecvEngine, Role, SendEngine, TestSpec};
 
 /// Bumped whenever a field changes meaning or disappears (adding fields does not bump it).
@@ -110,6 +110,10 @@ pub struct SideReport {
     pub verify: Option<VerifyReport>,
     /// Round-trip latency of every transaction (rr client only).
     pub latency: Option<LatencySummary>,
+    /// The network path of this side's data connections: egress device, driver, offloads,
+    /// MTU, qdisc, coalescing, sysctls. Absent from reports of versions before it existed.
+    #[serde(default)]
+    pub network: Option<NetworkEnvironment>,
 }
 
 /// How the ring was set up.

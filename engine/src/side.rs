@@ -7,6 +7,7 @@ use socket2::Socket;
 
 use std::fs::File;
 
+use crate::env::NetworkEnvironment;
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::cpu::ProcStat;
@@ -24,6 +25,7 @@ pub struct Side {
     sockets: Vec<Socket>,
     worker: Worker,
     window: Option<(ProcStat, u64)>,
+    network: Option<NetworkEnvironment>,
 }
 
 impl Side {
@@ -46,6 +48,8 @@ impl Side {
             splice_file,
         };
         let worker = Worker::spawn(plan)?;
+        // Read before the window opens, so the netlink and ioctl calls cost the test nothing.
+        let network = sockets.first().map(NetworkEnvironment::capture);
         Ok(Side {
             role,
             cpu: side.cpu,
@@ -53,6 +57,7 @@ impl Side {
             sockets,
             worker,
             window: None,
+            network,
         })
     }
 
@@ -107,6 +112,7 @@ impl Side {
             recv: outcome.recv,
             verify: outcome.verify,
             latency: outcome.latency.summary(),
+            network: self.network,
         })
     }
 }
