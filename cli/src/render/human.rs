@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use ringperf_engine::env::NetworkEnvironment;
 use ringperf_engine::report::{LatencySummary, RingSetup, SideReport};
 use ringperf_engine::spec::{Role, Workload};
 use ringperf_engine::TestReport;
@@ -63,6 +64,9 @@ pub fn render(r: &TestReport, units: Units) -> String {
     }
     for (name, s) in [("local ", &r.local), ("remote", &r.remote)] {
         engine_lines(&mut o, name, s);
+    }
+    for (name, s) in [("local ", &r.local), ("remote", &r.remote)] {
+        let _ = writeln!(o, "{name}  {}", network_line(s.network.as_ref()));
     }
     if let Some(l) = &r.local.latency {
         latency_lines(&mut o, l);
@@ -146,6 +150,52 @@ fn engine_lines(o: &mut String, name: &str, s: &SideReport) {
             v.bytes_checked,
             v.cost_ns as f64 / 1e6
         );
+    }
+}
+
+/// The facts of a side's network path that move results, on one line: device and driver,
+/// MTU, offloads, qdisc, coalescing, TCP small queues.
+fn network_line(n: Option<&NetworkEnvironment>) -> String {
+    let Some(n) = n else {
+        return "egress not reported (the peer's ringperf predates environment capture)".into();
+    };
+    let Some(dev) = &n.device else {
+        let why = n.unavailable.first().map_or("", String::as_str);
+        return format!("egress unknown: {why}");
+    };
+    let mut parts = Vec::new();
+    if let Some(m) = n.mtu {
+        parts.push(format!("mtu {m}"));
+    }
+    let o = &n.offloads;
+    for (label, v) in [("TSO", o.tso), ("GSO", o.gso), ("GRO", o.gro), ("SG", o.sg)] {
+        parts.push(format!("{label} {}", on_off(v)));
+    }
+    parts.push(format!("csum tx {} rx {}", on_off(o.tx_checksum), on_off(o.rx_checksum)));
+    let mut qdisc = n.qdisc.clone().unwrap_or_else(|| "?".into());
+    if !n.qdisc_children.is_empty() {
+        qdisc = format!("{qdisc} ({})", n.qdisc_children.join(", "));
+    }
+    parts.push(format!("qdisc {qdisc}"));
+    if let Some(c) = &n.coalescing {
+        let adaptive = if c.adaptive_rx || c.adaptive_tx { " adaptive" } else { "" };
+        parts.push(format!(
+            "coalescing rx {} us/{} frames, tx {} us/{} frames{adaptive}",
+            c.rx_usecs, c.rx_frames, c.tx_usecs, c.tx_frames
+        ));
+    }
+    if let Some(v) = n.sysctls.get("net.ipv4.tcp_limit_output_bytes") {
+        parts.push(format!("tcp_limit_output_bytes {v}"));
+    }
+    let driver = n.driver.as_deref().unwrap_or("unknown");
+    format!("egress {dev} ({driver} driver): {}", parts.join(", "))
+}
+
+fn on_off(v: Option<bool>) -> &'static str {
+    match v {
+        Some(true) => "on",
+        Some(false) => "off",
+        None => "?",
     }
 }
 
