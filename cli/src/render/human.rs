@@ -298,3 +298,51 @@ fn fmt_secs(s: f64) -> String {
 fn cpu_name(c: Option<usize>) -> String {
     c.map_or_else(|| "-".into(), |c| c.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ringperf_engine::env::{Coalescing, Offloads};
+
+    #[test]
+    fn egress_line_says_what_it_knows_and_why_not() {
+        assert!(network_line(None).contains("not reported"));
+        let unknown = NetworkEnvironment {
+            unavailable: vec!["device: route lookup: Network is unreachable".into()],
+            ..Default::default()
+        };
+        assert_eq!(
+            network_line(Some(&unknown)),
+            "egress unknown: device: route lookup: Network is unreachable"
+        );
+
+        let mut n = NetworkEnvironment {
+            device: Some("eth0".into()),
+            driver: Some("mlx5_core".into()),
+            mtu: Some(9000),
+            offloads: Offloads {
+                tso: Some(false),
+                gso: Some(true),
+                gro: None,
+                sg: Some(true),
+                ..Default::default()
+            },
+            qdisc: Some("mq".into()),
+            qdisc_children: vec!["fq_codel".into()],
+            coalescing: Some(Coalescing {
+                rx_usecs: 8,
+                rx_frames: 128,
+                adaptive_rx: true,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        n.sysctls.insert("net.ipv4.tcp_limit_output_bytes".into(), "1048576".into());
+        assert_eq!(
+            network_line(Some(&n)),
+            "egress eth0 (mlx5_core driver): mtu 9000, TSO off, GSO on, GRO ?, SG on, csum tx ? rx ?, \
+             qdisc mq (fq_codel), coalescing rx 8 us/128 frames, tx 0 us/0 frames adaptive, \
+             tcp_limit_output_bytes 1048576"
+        );
+    }
+}
