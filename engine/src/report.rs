@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::env::Environment;
+use crate::env::{Environment, NetworkEnvironment};
 use crate::measure::confidence::{ConfidenceReport, Estimate};
 use crate::measure::tcp_info::TcpReport;
 use crate::spec::{RecvEngine, Role, SendEngine, TestSpec};
@@ -191,6 +191,10 @@ pub struct SideReport {
     pub intervals: Vec<IntervalSample>,
     /// TCP_INFO of every flow at the end, summed, with fairness.
     pub tcp: Option<TcpReport>,
+    /// The network path of this side's data connections: egress device, driver, offloads,
+    /// MTU, qdisc, coalescing, sysctls. Absent from reports of versions before it existed.
+    #[serde(default)]
+    pub network: Option<NetworkEnvironment>,
 }
 
 /// How the ring was set up.

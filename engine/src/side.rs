@@ -8,6 +8,7 @@ use socket2::Socket;
 use std::fs::File;
 use std::sync::mpsc;
 
+use crate::env::NetworkEnvironment;
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::cpu::ProcStat;
@@ -26,6 +27,7 @@ pub struct Side {
     sockets: Vec<Socket>,
     worker: Worker,
     window: Option<(ProcStat, u64)>,
+    network: Option<NetworkEnvironment>,
 }
 
 impl Side {
@@ -55,6 +57,8 @@ impl Side {
             live,
         };
         let worker = Worker::spawn(plan)?;
+        // Read before the window opens, so the netlink and ioctl calls cost the test nothing.
+        let network = sockets.first().map(NetworkEnvironment::capture);
         Ok(Side {
             role,
             cpu: side.cpu,
@@ -62,6 +66,7 @@ impl Side {
             sockets,
             worker,
             window: None,
+            network,
         })
     }
 
@@ -126,6 +131,7 @@ impl Side {
             latency: outcome.latency.summary(),
             intervals: outcome.intervals,
             tcp: Some(tcp),
+            network: self.network,
         })
     }
 }

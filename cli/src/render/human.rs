@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use ringperf_engine::env::NetworkEnvironment;
 use ringperf_engine::report::{LatencySummary, RingSetup, SideReport};
 use ringperf_engine::spec::{Role, Workload};
 use ringperf_engine::TestReport;
@@ -55,6 +56,9 @@ pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
     for (name, s) in [("local ", &r.local), ("remote", &r.remote)] {
         engine_lines(&mut o, name, s);
         tcp_line(&mut o, name, s);
+    }
+    for (name, s) in [("local ", &r.local), ("remote", &r.remote)] {
+        let _ = writeln!(o, "{name}  {}", network_line(s.network.as_ref()));
     }
     if let Some(l) = &r.local.latency {
         latency_lines(&mut o, l);
@@ -252,6 +256,52 @@ fn engine_lines(o: &mut String, name: &str, s: &SideReport) {
     }
 }
 
+/// The facts of a side's network path that move results, on one line: device and driver,
+/// MTU, offloads, qdisc, coalescing, TCP small queues.
+fn network_line(n: Option<&NetworkEnvironment>) -> String {
+    let Some(n) = n else {
+        return "egress not reported (the peer's ringperf predates environment capture)".into();
+    };
+    let Some(dev) = &n.device else {
+        let why = n.unavailable.first().map_or("", String::as_str);
+        return format!("egress unknown: {why}");
+    };
+    let mut parts = Vec::new();
+    if let Some(m) = n.mtu {
+        parts.push(format!("mtu {m}"));
+    }
+    let o = &n.offloads;
+    for (label, v) in [("TSO", o.tso), ("GSO", o.gso), ("GRO", o.gro), ("SG", o.sg)] {
+        parts.push(format!("{label} {}", on_off(v)));
+    }
+    parts.push(format!("csum tx {} rx {}", on_off(o.tx_checksum), on_off(o.rx_checksum)));
+    let mut qdisc = n.qdisc.clone().unwrap_or_else(|| "?".into());
+    if !n.qdisc_children.is_empty() {
+        qdisc = format!("{qdisc} ({})", n.qdisc_children.join(", "));
+    }
+    parts.push(format!("qdisc {qdisc}"));
+    if let Some(c) = &n.coalescing {
+        let adaptive = if c.adaptive_rx || c.adaptive_tx { " adaptive" } else { "" };
+        parts.push(format!(
+            "coalescing rx {} us/{} frames, tx {} us/{} frames{adaptive}",
+            c.rx_usecs, c.rx_frames, c.tx_usecs, c.tx_frames
+        ));
+    }
+    if let Some(v) = n.sysctls.get("net.ipv4.tcp_limit_output_bytes") {
+        parts.push(format!("tcp_limit_output_bytes {v}"));
+    }
+    let driver = n.driver.as_deref().unwrap_or("unknown");
+    format!("egress {dev} ({driver} driver): {}", parts.join(", "))
+}
+
+fn on_off(v: Option<bool>) -> &'static str {
+    match v {
+        Some(true) => "on",
+        Some(false) => "off",
+        None => "?",
+    }
+}
+
 fn stream_table(o: &mut String, r: &TestReport, units: Units) {
     let (sender, receiver) =
         if r.local.role == Role::StreamSender { (&r.local, &r.remote) } else { (&r.remote, &r.local) };
@@ -353,4 +403,52 @@ fn fmt_secs(s: f64) -> String {
 
 fn cpu_name(c: Option<usize>) -> String {
     c.map_or_else(|| "-".into(), |c| c.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ringperf_engine::env::{Coalescing, Offloads};
+
+    #[test]
+    fn egress_line_says_what_it_knows_and_why_not() {
+        assert!(network_line(None).contains("not reported"));
+        let unknown = NetworkEnvironment {
+            unavailable: vec!["device: route lookup: Network is unreachable".into()],
+            ..Default::default()
+        };
+        assert_eq!(
+            network_line(Some(&unknown)),
+            "egress unknown: device: route lookup: Network is unreachable"
+        );
+
+        let mut n = NetworkEnvironment {
+            device: Some("eth0".into()),
+            driver: Some("mlx5_core".into()),
+            mtu: Some(9000),
+            offloads: Offloads {
+                tso: Some(false),
+                gso: Some(true),
+                gro: None,
+                sg: Some(true),
+                ..Default::default()
+            },
+            qdisc: Some("mq".into()),
+            qdisc_children: vec!["fq_codel".into()],
+            coalescing: Some(Coalescing {
+                rx_usecs: 8,
+                rx_frames: 128,
+                adaptive_rx: true,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        n.sysctls.insert("net.ipv4.tcp_limit_output_bytes".into(), "1048576".into());
+        assert_eq!(
+            network_line(Some(&n)),
+            "egress eth0 (mlx5_core driver): mtu 9000, TSO off, GSO on, GRO ?, SG on, csum tx ? rx ?, \
+             qdisc mq (fq_codel), coalescing rx 8 us/128 frames, tx 0 us/0 frames adaptive, \
+             tcp_limit_output_bytes 1048576"
+        );
+    }
 }
