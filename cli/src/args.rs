@@ -49,8 +49,38 @@ pub struct TestArgs {
     #[arg(short = 'l', long = "length", value_name = "SECS", default_value = "10", value_parser = parse_seconds, allow_hyphen_values = true)]
     pub length_ms: u64,
     /// Pin the local and the remote worker to these CPUs (one number pins both).
-    #[arg(short = 'T', value_name = "LCPU,RCPU", value_parser = parse_cpus)]
+    #[arg(short = 'T', value_name = "LCPU,RCPU", value_parser = parse_cpus, conflicts_with = "cpu_list")]
     pub cpus: Option<(Option<usize>, Option<usize>)>,
+    /// Data connections in total, dealt round-robin over the worker threads.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub flows: u32,
+    /// Worker threads per side, each with its own ring.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub threads: u32,
+    /// Pin the workers of both sides to these CPUs, round-robin (e.g. 0,1 or 0-3).
+    #[arg(long = "cpus", value_name = "LIST", value_parser = parse_cpu_list)]
+    pub cpu_list: Option<Vec<usize>>,
+    /// Pace the payload to this total rate in bits/s over all flows (k/m/g suffixes, powers of 10).
+    #[arg(short = 'b', value_name = "RATE", value_parser = parse_rate_arg)]
+    pub rate: Option<u64>,
+    /// Pace each flow to at most this rate in bits/s.
+    #[arg(long, value_name = "RATE", value_parser = parse_rate_arg)]
+    pub flow_rate: Option<u64>,
+    /// SO_MAX_PACING_RATE on every data socket, bits/s (the fq qdisc or TCP pacing enforces it).
+    #[arg(long, value_name = "RATE", value_parser = parse_rate_arg)]
+    pub fq_rate: Option<u64>,
+    /// TCP_NODELAY on every data socket.
+    #[arg(long)]
+    pub nodelay: bool,
+    /// TCP_MAXSEG on every data socket, set before the handshake.
+    #[arg(long, value_name = "BYTES")]
+    pub mss: Option<u32>,
+    /// TCP_CORK on every data socket.
+    #[arg(long)]
+    pub cork: bool,
+    /// IP_TOS (IPV6_TCLASS) byte on every data socket, e.g. 0x10.
+    #[arg(long, value_name = "TOS", value_parser = parse_tos)]
+    pub tos: Option<u8>,
     /// Local socket buffers (SO_SNDBUF,SO_RCVBUF), e.g. 256K,256K; default: kernel autotuning.
     #[arg(short = 's', value_name = "SNDBUF,RCVBUF", value_parser = parse_sizes)]
     pub local_buffers: Option<(Option<u32>, Option<u32>)>,
@@ -343,6 +373,41 @@ fn parse_recv_engine(s: &str) -> Result<RecvEngine, String> {
         let names: Vec<_> = RecvEngine::ALL.iter().map(|e| e.name()).collect();
         format!("unknown receive engine '{s}': use one of {}", names.join(", "))
     })
+}
+
+fn parse_rate_arg(s: &str) -> Result<u64, String> {
+    ringperf_engine::units::parse_rate(s).map_err(msg)
+}
+
+fn parse_tos(s: &str) -> Result<u8, String> {
+    let t = s.trim();
+    let v = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u8::from_str_radix(hex, 16),
+        None => t.parse::<u8>(),
+    };
+    v.map_err(|_| format!("'{s}' is not a TOS byte: use 0 to 255 or 0x00 to 0xff"))
+}
+
+/// `0,1,4-7`: CPU numbers and inclusive ranges.
+fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let num = |p: &str| p.trim().parse::<usize>().map_err(|_| format!("'{p}' is not a CPU number"));
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (num(a)?, num(b)?);
+                if a > b || b - a > 1024 {
+                    return Err(format!("CPU range '{part}' is not a range from low to high"));
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(num(part)?),
+        }
+    }
+    if out.is_empty() {
+        return Err("give at least one CPU, like 0,1 or 0-3".into());
+    }
+    Ok(out)
 }
 
 fn parse_cpus(s: &str) -> Result<(Option<usize>, Option<usize>), String> {

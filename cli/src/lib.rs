@@ -13,7 +13,9 @@ use std::io::Write;
 use clap::Parser;
 
 use ringperf_engine::measure::confidence::ConfidenceTarget;
-use ringperf_engine::spec::{Direction, RingTuning, SendEngine, SideSpec, SocketBuffers, SqPoll, Workload};
+use ringperf_engine::spec::{
+    Direction, Pacing, RingTuning, SendEngine, SideSpec, SocketBuffers, SocketOptions, SqPoll, Workload,
+};
 use ringperf_engine::{run_iterations, Error, RunOptions, Target, TestReport, TestSpec};
 
 use crate::args::{Cli, Command, TestArgs};
@@ -100,9 +102,13 @@ pub fn base_spec(t: &TestArgs, workload: Workload) -> Result<TestSpec, Error> {
     };
     let (lcpu, rcpu) = t.cpus.unwrap_or((None, None));
     let e = &t.engine;
-    let side = |socket_buffers, cpu| SideSpec {
+    let side = |socket_buffers, cpu: Option<usize>| SideSpec {
         socket_buffers,
-        cpu,
+        cpus: match (&t.cpu_list, cpu) {
+            (Some(list), _) => list.clone(),
+            (None, Some(c)) => vec![c],
+            (None, None) => Vec::new(),
+        },
         send_engine: e.send_engine,
         recv_engine: e.recv_engine,
         splice_file: None,
@@ -119,6 +125,16 @@ pub fn base_spec(t: &TestArgs, workload: Workload) -> Result<TestSpec, Error> {
         workload,
         duration_ms: t.length_ms,
         congestion_control: t.congestion_control.clone(),
+        flows: t.flows,
+        threads: t.threads,
+        socket: SocketOptions {
+            nodelay: t.nodelay,
+            mss: t.mss,
+            cork: t.cork,
+            tos: t.tos,
+            max_pacing_rate_bps: t.fq_rate,
+        },
+        pacing: Pacing { total_bps: t.rate, per_flow_bps: t.flow_rate },
         verify: e.verify,
         require_zero_copy: e.require_zero_copy,
         interval_ms: interval_ms(t),

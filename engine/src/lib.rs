@@ -8,6 +8,7 @@ pub mod env;
 pub mod error;
 pub mod io;
 pub mod measure;
+pub mod merge;
 pub mod net;
 pub mod probe;
 pub mod report;

@@ -135,12 +135,17 @@ impl IterationFigures {
 pub struct IntervalSample {
     /// Offset of the interval's start from the window start.
     pub start_ns: u64,
+    /// The tick number, so several workers' samples of one interval line up.
+    #[serde(default)]
+    pub index: u32,
     pub duration_ns: u64,
     pub bytes_sent: u64,
     pub bytes_received: u64,
     pub transactions: u64,
     /// System busy share over the interval, 0..=100.
     pub busy_percent: Option<f64>,
+    /// The interval's percentiles. With several workers, p50 is the transaction-weighted
+    /// mean of theirs and p99 the largest (percentiles do not add).
     pub latency_p50_ns: Option<u64>,
     pub latency_p99_ns: Option<u64>,
     /// TCP retransmissions during the interval, summed over flows.
@@ -191,10 +196,38 @@ pub struct SideReport {
     pub intervals: Vec<IntervalSample>,
     /// TCP_INFO of every flow at the end, summed, with fairness.
     pub tcp: Option<TcpReport>,
+    /// Every worker thread of this side.
+    #[serde(default)]
+    pub workers: Vec<WorkerReport>,
+    /// Every flow, in flow order.
+    #[serde(default)]
+    pub flows: Vec<FlowReport>,
     /// The network path of this side's data connections: egress device, driver, offloads,
     /// MTU, qdisc, coalescing, sysctls. Absent from reports of versions before it existed.
     #[serde(default)]
     pub network: Option<NetworkEnvironment>,
+}
+
+/// One worker thread: its ring, its flows, its CPU.
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
+pub struct WorkerReport {
+    pub cpu: Option<usize>,
+    pub flows: usize,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub transactions: u64,
+    pub ring: RingCounters,
+    pub tool: ToolCpu,
+}
+
+/// One data connection.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlowReport {
+    pub flow: usize,
+    pub worker: usize,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub transactions: u64,
 }
 
 /// How the ring was set up.
@@ -311,6 +344,11 @@ pub struct SocketSizes {
     pub recv_buffer: u32,
     /// The congestion control the data socket really used (TCP_CONGESTION).
     pub congestion_control: String,
+    /// TCP_MAXSEG and TCP_NODELAY as the socket has them.
+    #[serde(default)]
+    pub mss: u32,
+    #[serde(default)]
+    pub nodelay: bool,
 }
 
 /// CPU over one side's window: the whole system, and the tool's own threads.

@@ -1,12 +1,12 @@
-//! One side of a test (client or server): its data sockets, its worker, and the
-//! measurement window around it, turned into a SideReport.
-
-use std::os::fd::AsRawFd;
-
-use socket2::Socket;
+//! One side of a test (client or server): its data sockets, its workers (one ring each,
+//! flows dealt round-robin), and the measurement window around them, turned into a
+//! SideReport.
 
 use std::fs::File;
+use std::os::fd::AsRawFd;
 use std::sync::mpsc;
+
+use socket2::Socket;
 
 use crate::env::NetworkEnvironment;
 use crate::error::{Error, Result};
@@ -14,24 +14,25 @@ use crate::measure::clock::monotonic_ns;
 use crate::measure::cpu::ProcStat;
 use crate::measure::service_demand::{service_demand, tool_overhead_percent};
 use crate::measure::tcp_info::TcpReport;
+use crate::merge;
 use crate::probe::IoUringProbe;
-use crate::report::{CpuUsage, IntervalSample, SideReport, SocketSizes};
+use crate::report::{CpuUsage, FlowReport, IntervalSample, SideReport, SocketSizes, WorkerReport};
 use crate::spec::{RecvEngine, Role, SendEngine, SideSpec, TestSpec};
 use crate::worker::{Worker, WorkerPlan};
 
-/// A side whose worker is ready and waiting for the window to open.
+/// A side whose workers are ready and waiting for the window to open.
 pub struct Side {
     role: Role,
-    cpu: Option<usize>,
+    cpus: Vec<Option<usize>>,
     engines: (SendEngine, RecvEngine),
     sockets: Vec<Socket>,
-    worker: Worker,
+    workers: Vec<Worker>,
     window: Option<(ProcStat, u64)>,
     network: Option<NetworkEnvironment>,
 }
 
 impl Side {
-    /// Spawns and readies the worker for `sockets`.
+    /// Spawns and readies one worker per `spec.workers()`, flows dealt round-robin.
     pub fn prepare(
         spec: &TestSpec,
         role: Role,
@@ -40,55 +41,106 @@ impl Side {
         live: Option<mpsc::Sender<IntervalSample>>,
     ) -> Result<Side> {
         IoUringProbe::get().check_engines(side.send_engine, side.recv_engine)?;
-        let splice_file = match (&side.splice_file, side.send_engine) {
-            (Some(path), SendEngine::Splice) => Some(File::open(path).map_err(|e| {
-                Error::Usage(format!(
-                    "cannot open the -F file '{path}': {e}: check the path and its permissions"
-                ))
-            })?),
-            _ => None,
-        };
-        let plan = WorkerPlan {
-            role,
-            spec: spec.clone(),
-            side: side.clone(),
-            fds: sockets.iter().map(AsRawFd::as_raw_fd).collect(),
-            splice_file,
-            live,
-        };
-        let worker = Worker::spawn(plan)?;
+        for s in &sockets {
+            crate::net::tune(s, &spec.socket)?;
+        }
+        let n = spec.workers().min(sockets.len().max(1));
+        let mut workers = Vec::with_capacity(n);
+        let mut cpus = Vec::with_capacity(n);
+        for w in 0..n {
+            let splice_file = match (&side.splice_file, side.send_engine) {
+                (Some(path), SendEngine::Splice) => Some(File::open(path).map_err(|e| {
+                    Error::Usage(format!(
+                        "cannot open the -F file '{path}': {e}: check the path and its permissions"
+                    ))
+                })?),
+                _ => None,
+            };
+            let cpu = (!side.cpus.is_empty()).then(|| side.cpus[w % side.cpus.len()]);
+            let plan = WorkerPlan {
+                role,
+                spec: spec.clone(),
+                side: side.clone(),
+                cpu,
+                fds: sockets.iter().skip(w).step_by(n).map(AsRawFd::as_raw_fd).collect(),
+                splice_file,
+                live: live.clone(),
+            };
+            workers.push(Worker::spawn(plan)?);
+            cpus.push(cpu);
+        }
         // Read before the window opens, so the netlink and ioctl calls cost the test nothing.
         let network = sockets.first().map(NetworkEnvironment::capture);
         Ok(Side {
             role,
-            cpu: side.cpu,
+            cpus,
             engines: (side.send_engine, side.recv_engine),
             sockets,
-            worker,
+            workers,
             window: None,
             network,
         })
     }
 
-    /// Opens the measurement window now.
+    /// Opens the measurement window now, for every worker at once.
     pub fn start(&mut self) -> Result<()> {
         let before = ProcStat::read()?;
         let start_ns = monotonic_ns();
-        self.worker.start(start_ns);
+        for w in &self.workers {
+            w.start(start_ns);
+        }
         self.window = Some((before, start_ns));
         Ok(())
     }
 
-    /// Waits for the worker and measures the window. The sockets close afterwards.
+    /// Waits for the workers and measures the window. The sockets close afterwards.
     pub fn finish(self) -> Result<SideReport> {
-        let outcome = self.worker.join()?;
+        let nworkers = self.workers.len();
+        let mut outcomes = Vec::with_capacity(nworkers);
+        let mut first_error = None;
+        for w in self.workers {
+            match w.join() {
+                Ok(o) => outcomes.push(o),
+                Err(e) => first_error = first_error.or(Some(e)),
+            }
+        }
+        if let Some(e) = first_error {
+            return Err(e);
+        }
         let after = ProcStat::read()?;
         let (before, start_ns) = self.window.expect("finish() follows start()");
-        let elapsed_ns = outcome.end_ns.saturating_sub(start_ns).max(1);
+        let end_ns = outcomes.iter().map(|o| o.end_ns).max().unwrap_or(start_ns);
+        let elapsed_ns = end_ns.saturating_sub(start_ns).max(1);
         let system = after.since(&before, elapsed_ns);
-        let bytes_sent: u64 = outcome.flows.iter().map(|f| f.bytes_sent).sum();
-        let bytes_received: u64 = outcome.flows.iter().map(|f| f.bytes_received).sum();
-        let transactions: u64 = outcome.flows.iter().map(|f| f.transactions).sum();
+
+        let mut flows = vec![FlowReport::default(); self.sockets.len()];
+        let mut tcp_flows = vec![Default::default(); self.sockets.len()];
+        let mut worker_reports = Vec::with_capacity(nworkers);
+        for (w, o) in outcomes.iter().enumerate() {
+            for (l, c) in o.flows.iter().enumerate() {
+                let g = merge::global_flow(w, l, nworkers);
+                flows[g] = FlowReport {
+                    flow: g,
+                    worker: w,
+                    bytes_sent: c.bytes_sent,
+                    bytes_received: c.bytes_received,
+                    transactions: c.transactions,
+                };
+                tcp_flows[g] = o.tcp[l];
+            }
+            worker_reports.push(WorkerReport {
+                cpu: self.cpus[w],
+                flows: o.flows.len(),
+                bytes_sent: o.flows.iter().map(|f| f.bytes_sent).sum(),
+                bytes_received: o.flows.iter().map(|f| f.bytes_received).sum(),
+                transactions: o.flows.iter().map(|f| f.transactions).sum(),
+                ring: o.ring,
+                tool: o.tool,
+            });
+        }
+        let bytes_sent: u64 = flows.iter().map(|f| f.bytes_sent).sum();
+        let bytes_received: u64 = flows.iter().map(|f| f.bytes_received).sum();
+        let transactions: u64 = flows.iter().map(|f| f.transactions).sum();
         let socket = self
             .sockets
             .first()
@@ -99,38 +151,56 @@ impl Side {
                     .tcp_congestion()
                     .map(|b| String::from_utf8_lossy(&b).trim_end_matches('\0').to_string())
                     .unwrap_or_default(),
+                mss: s.mss().unwrap_or(0),
+                nodelay: s.nodelay().unwrap_or(false),
             })
             .unwrap_or_default();
-        let per_flow_bytes: Vec<u64> =
-            outcome.flows.iter().map(|f| f.bytes_sent + f.bytes_received).collect();
-        let tcp = TcpReport::new(outcome.tcp, &per_flow_bytes);
+        let per_flow_bytes: Vec<u64> = flows.iter().map(|f| f.bytes_sent + f.bytes_received).collect();
+        let tcp = TcpReport::new(tcp_flows, &per_flow_bytes);
         let sd = service_demand(
             &system,
             bytes_sent + bytes_received,
             transactions,
             tcp.data_segs_out + tcp.data_segs_in,
         );
-        let overhead = tool_overhead_percent(outcome.tool.user_us, &system);
+        let tool = merge::tool(&outcomes.iter().map(|o| o.tool).collect::<Vec<_>>());
+        let overhead = tool_overhead_percent(tool.user_us, &system);
+        let ring = merge::ring(&outcomes.iter().map(|o| o.ring).collect::<Vec<_>>());
+        let ring_setup = outcomes.first().map(|o| o.ring_setup).unwrap_or_default();
+        let mut sends = Vec::new();
+        let mut recvs = Vec::new();
+        let mut verifies = Vec::new();
+        let mut latencies = Vec::new();
+        let mut intervals = Vec::new();
+        for o in outcomes {
+            sends.extend(o.send);
+            recvs.extend(o.recv);
+            verifies.extend(o.verify);
+            latencies.push(o.latency);
+            intervals.push(o.intervals);
+        }
         Ok(SideReport {
             role: self.role,
-            pinned_cpu: self.cpu,
+            pinned_cpu: self.cpus.first().copied().flatten(),
             elapsed_ns,
             bytes_sent,
             bytes_received,
             transactions,
             socket,
-            cpu: CpuUsage { system, tool: outcome.tool, tool_overhead_percent: overhead },
+            cpu: CpuUsage { system, tool, tool_overhead_percent: overhead },
             service_demand: sd,
-            ring: outcome.ring,
-            ring_setup: outcome.ring_setup,
+            ring,
+            ring_setup,
             send_engine: self.engines.0,
             recv_engine: self.engines.1,
-            send: outcome.send,
-            recv: outcome.recv,
-            verify: outcome.verify,
-            latency: outcome.latency.summary(),
-            intervals: outcome.intervals,
+            send: merge::send(sends),
+            recv: merge::recv(recvs),
+            verify: merge::verify(verifies),
+            latency: merge::latency(latencies).summary(),
+            intervals: merge::intervals(intervals),
             tcp: Some(tcp),
+            workers: worker_reports,
+            flows,
             network: self.network,
         })
     }

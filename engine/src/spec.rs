@@ -99,12 +99,47 @@ pub struct SocketBuffers {
     pub recv: Option<u32>,
 }
 
+/// Socket options set on every data socket of both sides, all echoed in the report.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct SocketOptions {
+    /// TCP_NODELAY: no Nagle.
+    pub nodelay: bool,
+    /// TCP_MAXSEG, set before connect/listen.
+    pub mss: Option<u32>,
+    /// TCP_CORK for the whole test.
+    pub cork: bool,
+    /// IP_TOS / IPV6_TCLASS byte.
+    pub tos: Option<u8>,
+    /// SO_MAX_PACING_RATE in bits per second (enforced by the fq qdisc or TCP's internal pacing).
+    pub max_pacing_rate_bps: Option<u64>,
+}
+
+/// Application pacing: a token bucket per flow, refilled by a timeout on the ring.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Pacing {
+    /// The whole test's payload rate in bits per second, split evenly over the flows.
+    pub total_bps: Option<u64>,
+    /// Each flow's payload rate in bits per second.
+    pub per_flow_bps: Option<u64>,
+}
+
+impl Pacing {
+    /// Each flow's rate: the tighter of the per-flow rate and its share of the total.
+    pub fn flow_rate_bps(&self, flows: u32) -> Option<u64> {
+        let share = self.total_bps.map(|t| (t / u64::from(flows.max(1))).max(1));
+        match (share, self.per_flow_bps) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+}
+
 /// Settings that belong to one side of the test.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 pub struct SideSpec {
     pub socket_buffers: SocketBuffers,
-    /// Logical CPU the side's worker is pinned to (netperf `-T`).
-    pub cpu: Option<usize>,
+    /// CPUs the side's workers are pinned to, round-robin (netperf `-T` gives one).
+    pub cpus: Vec<usize>,
     pub send_engine: SendEngine,
     pub recv_engine: RecvEngine,
     /// File the `splice` engine reads payload from (client side only: a server never
@@ -179,10 +214,14 @@ pub struct TestSpec {
     /// Request and response sizes of an rr test (netperf `-r`).
     pub request_size: u32,
     pub response_size: u32,
-    /// Data connections.
+    /// Data connections, dealt round-robin over the workers.
     pub flows: u32,
+    /// Worker threads per side, each with its own ring (at most one per flow).
+    pub threads: u32,
     /// TCP congestion control set on every data socket (TCP_CONGESTION); `None` keeps the default.
     pub congestion_control: Option<String>,
+    pub socket: SocketOptions,
+    pub pacing: Pacing,
     /// Fill the payload with a pattern and check it on receipt.
     pub verify: bool,
     /// Fail (exit 1) if any zero-copy send was copied by the kernel.
@@ -199,7 +238,9 @@ pub struct TestSpec {
 /// The longest test one spec may ask for; longer runs are iterations (`-i`).
 pub const MAX_DURATION_MS: u64 = 24 * 3600 * 1000;
 /// Data connections one test may open.
-pub const MAX_FLOWS: u32 = 1024;
+pub const MAX_FLOWS: u32 = 4096;
+/// Worker threads per side.
+pub const MAX_THREADS: u32 = 64;
 
 impl Default for TestSpec {
     fn default() -> Self {
@@ -212,7 +253,10 @@ impl Default for TestSpec {
             request_size: 1,
             response_size: 1,
             flows: 1,
+            threads: 1,
             congestion_control: None,
+            socket: SocketOptions::default(),
+            pacing: Pacing::default(),
             verify: false,
             require_zero_copy: false,
             interval_ms: 0,
@@ -225,6 +269,11 @@ impl Default for TestSpec {
 }
 
 impl TestSpec {
+    /// Workers per side: no more than there are flows.
+    pub fn workers(&self) -> usize {
+        self.threads.min(self.flows).max(1) as usize
+    }
+
     /// Checks every field a peer or a user controls. The server runs this on every spec it
     /// receives, so it must reject anything that would make it misbehave.
     pub fn validate(&self) -> Result<()> {
@@ -239,6 +288,36 @@ impl TestSpec {
         check_size("receive size (-M)", u64::from(self.recv_size))?;
         check_size("request size (-r)", u64::from(self.request_size))?;
         check_size("response size (-r)", u64::from(self.response_size))?;
+        if let Some(mss) = self.socket.mss {
+            if !(88..=65535).contains(&mss) {
+                return Err(Error::Usage(format!("--mss {mss} is out of range: use 88 to 65535")));
+            }
+        }
+        for (what, r) in [
+            ("-b", self.pacing.total_bps),
+            ("--flow-rate", self.pacing.per_flow_bps),
+            ("--fq-rate", self.socket.max_pacing_rate_bps),
+        ] {
+            if r == Some(0) {
+                return Err(Error::Usage(format!(
+                    "{what} 0 would never send: give a positive rate like 100M"
+                )));
+            }
+        }
+        if self.threads == 0 || self.threads > MAX_THREADS {
+            return Err(Error::Usage(format!(
+                "{} threads is out of range: use 1 to {MAX_THREADS}",
+                self.threads
+            )));
+        }
+        for (side, s) in [("local", &self.local), ("remote", &self.remote)] {
+            if s.cpus.len() > 1024 {
+                return Err(Error::Usage(format!(
+                    "{side} CPU list has {} entries: at most 1024",
+                    s.cpus.len()
+                )));
+            }
+        }
         if self.flows == 0 || self.flows > MAX_FLOWS {
             return Err(Error::Usage(format!("{} flows is out of range: use 1 to {MAX_FLOWS}", self.flows)));
         }

@@ -19,6 +19,7 @@ use crate::report::{IntervalSample, RecvReport, RingCounters, RingSetup, SendRep
 use crate::ring::{FlowFd, Ring};
 use crate::spec::{Role, SideSpec, TestSpec};
 use crate::verify::Verifier;
+use crate::workload::pacer::Pacer;
 use crate::workload::rr::{self, Transaction};
 use crate::workload::{stream, FlowCounters, PEER_GRACE_NS};
 
@@ -27,6 +28,8 @@ pub struct WorkerPlan {
     pub role: Role,
     pub spec: TestSpec,
     pub side: SideSpec,
+    /// CPU to pin this worker to.
+    pub cpu: Option<usize>,
     /// Data sockets; the caller keeps them open until the worker has been joined.
     pub fds: Vec<RawFd>,
     /// Payload file for the `splice` engine, opened by the client.
@@ -93,7 +96,7 @@ fn join(handle: JoinHandle<Result<WorkerOutcome>>) -> Result<WorkerOutcome> {
 }
 
 fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) -> Result<WorkerOutcome> {
-    if let Some(cpu) = plan.side.cpu {
+    if let Some(cpu) = plan.cpu {
         if !core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
             return Err(Error::Usage(format!(
                 "cannot pin the worker to CPU {cpu}: pick a CPU this host has for -T"
@@ -159,7 +162,8 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
     let result = match (plan.role, send.as_mut(), recv.as_mut()) {
         (Role::StreamSender, Some(s), _) => {
             let depth = tuning.send_depth as usize;
-            stream::send(&mut ring, &plan.fds, s, spec.send_size, depth, deadline, &mut sampler)
+            let mut pacer = Pacer::new(spec.pacing.flow_rate_bps(spec.flows), nflows, spec.send_size);
+            stream::send(&mut ring, &plan.fds, s, spec.send_size, depth, deadline, &mut sampler, &mut pacer)
         }
         (Role::StreamReceiver, _, Some(r)) => stream::receive(
             &mut ring,

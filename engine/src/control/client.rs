@@ -51,7 +51,7 @@ pub fn run_test(spec: &TestSpec, target: &Target) -> Result<TestReport> {
 /// [`run_test`] with options.
 pub fn run_test_with(spec: &TestSpec, target: &Target, opts: &RunOptions) -> Result<TestReport> {
     spec.validate()?;
-    if let Some(cpu) = spec.local.cpu {
+    for &cpu in &spec.local.cpus {
         check_cpu(cpu, "local")?;
     }
     match target {

@@ -132,7 +132,7 @@ fn session(stream: &mut TcpStream) -> Result<ServerEventDone> {
         other => return Err(out_of_order("test", &other)),
     };
     spec.validate()?;
-    if let Some(cpu) = spec.remote.cpu {
+    for &cpu in &spec.remote.cpus {
         check_cpu(cpu, "remote")?;
     }
 

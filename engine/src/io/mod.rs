@@ -27,6 +27,8 @@ pub mod op {
     pub const SPLICE_IN: u8 = 5;
     /// A repeating interval tick (multishot Timeout).
     pub const INTERVAL: u8 = 6;
+    /// A pacing refill tick (multishot Timeout).
+    pub const PACE: u8 = 7;
 }
 
 /// What a send-side completion meant for the workload.

@@ -122,6 +122,7 @@ impl IntervalSampler {
         let lat = self.current.summary();
         let retrans = self.retrans();
         let s = IntervalSample {
+            index: self.samples.len() as u32,
             start_ns: self.last_ns - self.window_start,
             duration_ns: now - self.last_ns,
             bytes_sent: totals.bytes_sent - self.last_totals.bytes_sent,

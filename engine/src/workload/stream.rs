@@ -10,6 +10,7 @@ use crate::io::{op, RecvEvent, RecvPath, SendEvent, SendPath};
 use crate::measure::intervals::IntervalSampler;
 use crate::ring::{token, Ring};
 use crate::verify::Verifier;
+use crate::workload::pacer::Pacer;
 use crate::workload::{check_not_early, peer_stuck, shutdown_write, unexpected, FlowCounters};
 
 /// Sends `size`-byte messages on every flow until `deadline_ns` (CLOCK_MONOTONIC), waits
@@ -18,6 +19,7 @@ use crate::workload::{check_not_early, peer_stuck, shutdown_write, unexpected, F
 ///
 /// Each flow has one chain of up to `depth` sends in flight: linked with MSG_WAITALL they
 /// keep the stream in order; a new chain starts only when the last one has finished.
+#[allow(clippy::too_many_arguments)]
 pub fn send<S: SendPath>(
     ring: &mut Ring,
     socks: &[RawFd],
@@ -26,6 +28,7 @@ pub fn send<S: SendPath>(
     depth: usize,
     deadline_ns: u64,
     sampler: &mut IntervalSampler,
+    pacer: &mut Pacer,
 ) -> Result<Vec<FlowCounters>> {
     let n = socks.len();
     let mut flows = vec![FlowCounters::default(); n];
@@ -34,10 +37,18 @@ pub fn send<S: SendPath>(
     let mut total_in_flight = 0usize;
     let mut done = Vec::with_capacity(ring.cq_entries());
     ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
-    let mut refill = |ring: &mut Ring, path: &mut S, f: usize, in_flight: &mut [usize], total: &mut usize| {
+    pacer.start(ring)?;
+    let mut refill = |ring: &mut Ring,
+                      path: &mut S,
+                      pacer: &mut Pacer,
+                      f: usize,
+                      in_flight: &mut [usize],
+                      total: &mut usize| {
         let k = depth.min(path.available(f));
-        for j in 0..k {
-            let flags = if j + 1 < k { Flags::IO_LINK } else { Flags::empty() };
+        let mut pushed = 0;
+        while pushed < k && pacer.allow(f, size) {
+            pushed += 1;
+            let flags = if pushed < k { Flags::IO_LINK } else { Flags::empty() };
             offsets[f] += u64::from(path.push(ring, f, offsets[f], size, flags)?);
             in_flight[f] += 1;
             *total += 1;
@@ -45,7 +56,7 @@ pub fn send<S: SendPath>(
         Ok::<(), crate::error::Error>(())
     };
     for f in 0..n {
-        refill(ring, path, f, &mut in_flight, &mut total_in_flight)?;
+        refill(ring, path, pacer, f, &mut in_flight, &mut total_in_flight)?;
     }
     let mut stopping = false;
     while !(stopping && total_in_flight == 0 && path.outstanding() == 0) {
@@ -59,6 +70,15 @@ pub fn send<S: SendPath>(
                 }
                 op::INTERVAL => {
                     sampler.tick(&flows);
+                    continue;
+                }
+                op::PACE => {
+                    pacer.tick();
+                    for f in 0..n {
+                        if pacer.take_waiting(f) && !stopping && in_flight[f] == 0 {
+                            refill(ring, path, pacer, f, &mut in_flight, &mut total_in_flight)?;
+                        }
+                    }
                     continue;
                 }
                 op::SEND | op::SPLICE_IN => match path.complete(ring, c)? {
@@ -79,7 +99,7 @@ pub fn send<S: SendPath>(
                 other => return Err(unexpected(other)),
             };
             if !stopping && in_flight[flow] == 0 {
-                refill(ring, path, flow, &mut in_flight, &mut total_in_flight)?;
+                refill(ring, path, pacer, flow, &mut in_flight, &mut total_in_flight)?;
             }
         }
     }
