@@ -59,7 +59,7 @@ pub struct TestArgs {
     pub threads: u32,
     /// Pin the workers of both sides to these CPUs, round-robin (e.g. 0,1 or 0-3).
     #[arg(long = "cpus", value_name = "LIST", value_parser = parse_cpu_list)]
-    pub cpu_list: Option<Vec<usize>>,
+    pub cpu_list: Option<CpuList>,
     /// Pace the payload to this total rate in bits/s over all flows (k/m/g suffixes, powers of 10).
     #[arg(short = 'b', value_name = "RATE", value_parser = parse_rate_arg)]
     pub rate: Option<u64>,
@@ -207,6 +207,9 @@ pub struct StreamArgs {
     /// Server sends, client receives (netperf TCP_MAERTS).
     #[arg(long)]
     pub reverse: bool,
+    /// Both directions at once, --flows connections each way, reported separately.
+    #[arg(long, conflicts_with = "reverse")]
+    pub bidir: bool,
 }
 
 #[derive(Args, Debug)]
@@ -388,8 +391,12 @@ fn parse_tos(s: &str) -> Result<u8, String> {
     v.map_err(|_| format!("'{s}' is not a TOS byte: use 0 to 255 or 0x00 to 0xff"))
 }
 
+/// A parsed `--cpus` list (a newtype, so clap takes it as one value).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuList(pub Vec<usize>);
+
 /// `0,1,4-7`: CPU numbers and inclusive ranges.
-fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
+fn parse_cpu_list(s: &str) -> Result<CpuList, String> {
     let mut out = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let num = |p: &str| p.trim().parse::<usize>().map_err(|_| format!("'{p}' is not a CPU number"));
@@ -407,7 +414,7 @@ fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
     if out.is_empty() {
         return Err("give at least one CPU, like 0,1 or 0-3".into());
     }
-    Ok(out)
+    Ok(CpuList(out))
 }
 
 fn parse_cpus(s: &str) -> Result<(Option<usize>, Option<usize>), String> {

@@ -5,6 +5,7 @@ pub mod args;
 mod diff;
 mod engines;
 mod live;
+pub mod netperf;
 pub mod render;
 mod serve;
 
@@ -22,7 +23,14 @@ use crate::args::{Cli, Command, TestArgs};
 
 /// Runs the command line and returns the process exit code.
 pub fn main() -> i32 {
-    let cli = match Cli::try_parse() {
+    let args = match netperf::rewrite(std::env::args().collect()) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("ringperf: {e}");
+            return 2;
+        }
+    };
+    let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) if !e.use_stderr() => {
             // --help and --version
@@ -51,26 +59,44 @@ fn run(cli: Cli) -> Result<i32, Error> {
             print(&out);
             Ok(0)
         }
+        Command::Stream(ref a) => run_and_render(&test_spec(&cli.command)?, &a.test),
+        Command::Sendfile(ref a) => run_and_render(&test_spec(&cli.command)?, &a.test),
+        Command::Rr(ref a) => run_and_render(&test_spec(&cli.command)?, &a.test),
+        Command::Engines(a) => engines::run(&a),
+        Command::Diff(a) => diff::run(&a),
+    }
+}
+
+/// The TestSpec a test command asks for (an error for commands that are not tests).
+pub fn test_spec(cmd: &Command) -> Result<TestSpec, Error> {
+    match cmd {
         Command::Stream(a) => {
-            let spec = stream_spec(&a.test, a.send_size, a.recv_size, a.reverse)?;
-            run_and_render(&spec, &a.test)
+            let mut spec = stream_spec(&a.test, a.send_size, a.recv_size, a.reverse)?;
+            spec.bidir = a.bidir;
+            Ok(spec)
         }
         Command::Sendfile(a) => {
             let mut spec = stream_spec(&a.test, a.send_size, a.recv_size, false)?;
             spec.local.send_engine = SendEngine::Splice;
             spec.remote.send_engine = SendEngine::Splice;
             spec.local.splice_file = a.file.clone();
-            run_and_render(&spec, &a.test)
+            Ok(spec)
         }
         Command::Rr(a) => {
             let mut spec = base_spec(&a.test, Workload::Rr)?;
             spec.request_size = a.sizes.0.unwrap_or(1);
             spec.response_size = a.sizes.1.unwrap_or(1);
-            run_and_render(&spec, &a.test)
+            Ok(spec)
         }
-        Command::Engines(a) => engines::run(&a),
-        Command::Diff(a) => diff::run(&a),
+        _ => Err(Error::Usage("not a test command".into())),
     }
+}
+
+/// Parses a command line (netperf style or native) into the TestSpec it would run.
+pub fn spec_from_args(args: &[&str]) -> Result<TestSpec, String> {
+    let args = netperf::rewrite(args.iter().map(|s| s.to_string()).collect())?;
+    let cli = Cli::try_parse_from(args).map_err(|e| e.to_string())?;
+    test_spec(&cli.command).map_err(|e| e.to_string())
 }
 
 /// A stream spec from the shared flags.
@@ -105,7 +131,7 @@ pub fn base_spec(t: &TestArgs, workload: Workload) -> Result<TestSpec, Error> {
     let side = |socket_buffers, cpu: Option<usize>| SideSpec {
         socket_buffers,
         cpus: match (&t.cpu_list, cpu) {
-            (Some(list), _) => list.clone(),
+            (Some(list), _) => list.0.clone(),
             (None, Some(c)) => vec![c],
             (None, None) => Vec::new(),
         },

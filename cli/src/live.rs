@@ -31,13 +31,39 @@ impl Printer {
         }
         let (tx, rx) = mpsc::channel::<IntervalSample>();
         let rr = spec.workload == Workload::Rr;
+        // Every local worker sends its own sample of each tick; print their sum once all
+        // have arrived (or whatever arrived, when the run ends).
+        let workers = spec.workers() * spec.group_roles(true).len();
         let handle = thread::spawn(move || {
             let mut out = std::io::stdout();
-            for (n, s) in rx.iter().enumerate() {
-                let line =
-                    if format == Format::Keyval { keyval(n, &s, rr, units) } else { human(&s, rr, units) };
+            let mut pending: Vec<(u32, Vec<IntervalSample>)> = Vec::new();
+            let mut printed = 0usize;
+            let mut emit = |samples: Vec<IntervalSample>| {
+                let merged =
+                    ringperf_engine::merge::intervals(samples.into_iter().map(|x| vec![x]).collect());
+                let s = merged.into_iter().next().unwrap_or_default();
+                let line = if format == Format::Keyval {
+                    keyval(printed, &s, rr, units)
+                } else {
+                    human(&s, rr, units)
+                };
+                printed += 1;
                 let _ = out.write_all(line.as_bytes());
                 let _ = out.flush();
+            };
+            for s in rx.iter() {
+                match pending.iter_mut().find(|p| p.0 == s.index) {
+                    Some(p) => p.1.push(s),
+                    None => pending.push((s.index, vec![s])),
+                }
+                while let Some(pos) = pending.iter().position(|p| p.1.len() >= workers) {
+                    let (_, samples) = pending.remove(pos);
+                    emit(samples);
+                }
+            }
+            pending.sort_by_key(|p| p.0);
+            for (_, samples) in pending {
+                emit(samples);
             }
         });
         Some(Printer { tx, handle })

@@ -97,14 +97,14 @@ pub fn listen(ip: IpAddr, spec: &TestSpec) -> Result<Socket> {
     configure(&sock, spec.remote.socket_buffers, spec.congestion_control.as_deref())?;
     set_mss(&sock, spec.socket.mss)?;
     sock.bind(&addr.into()).map_err(|e| Error::io(format!("binding the data listener to {addr}"), e))?;
-    sock.listen(spec.flows.min(4096) as i32 + 16)
+    sock.listen(spec.connections().min(4096) as i32 + 16)
         .map_err(|e| Error::io("listening for data connections", e))?;
     Ok(sock)
 }
 
 /// Opens `spec.flows` data connections to `addr` and sends each one's header.
 pub fn connect_flows(addr: SocketAddr, cookie: u64, spec: &TestSpec) -> Result<Vec<Socket>> {
-    (0..spec.flows)
+    (0..spec.connections())
         .map(|flow| {
             let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))
                 .map_err(|e| Error::io("creating a data socket", e))?;

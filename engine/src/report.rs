@@ -78,8 +78,12 @@ pub struct Environments {
 /// The headline figures, derived from the side reports.
 #[derive(Serialize, Deserialize, Clone, Debug)]
 pub struct Summary {
-    /// Payload bits per second, as seen by the sending side (stream) or both directions (rr).
+    /// Payload bits per second, as seen by the sending side (stream; client to server with
+    /// --bidir) or both directions (rr).
     pub throughput_bits_per_sec: f64,
+    /// --bidir: server to client, as the server's senders saw it.
+    #[serde(default)]
+    pub reverse_throughput_bits_per_sec: Option<f64>,
     /// Completed transactions per second (rr only).
     pub transactions_per_sec: Option<f64>,
     /// Mean round trip of a transaction, from the client's per-transaction clock (rr only).

@@ -20,10 +20,19 @@ use crate::report::{CpuUsage, FlowReport, IntervalSample, SideReport, SocketSize
 use crate::spec::{RecvEngine, Role, SendEngine, SideSpec, TestSpec};
 use crate::worker::{Worker, WorkerPlan};
 
+/// Which flows a worker has: every `of`-th connection of its group, from `index`.
+#[derive(Clone, Copy)]
+struct Placement {
+    group_start: usize,
+    index: usize,
+    of: usize,
+}
+
 /// A side whose workers are ready and waiting for the window to open.
 pub struct Side {
     role: Role,
     cpus: Vec<Option<usize>>,
+    placement: Vec<Placement>,
     engines: (SendEngine, RecvEngine),
     sockets: Vec<Socket>,
     workers: Vec<Worker>,
@@ -32,10 +41,11 @@ pub struct Side {
 }
 
 impl Side {
-    /// Spawns and readies one worker per `spec.workers()`, flows dealt round-robin.
+    /// Spawns and readies `spec.workers()` workers per group of connections (one group, or
+    /// two for --bidir, each with its role), flows dealt round-robin within a group.
     pub fn prepare(
         spec: &TestSpec,
-        role: Role,
+        roles: &[Role],
         side: &SideSpec,
         sockets: Vec<Socket>,
         live: Option<mpsc::Sender<IntervalSample>>,
@@ -44,36 +54,47 @@ impl Side {
         for s in &sockets {
             crate::net::tune(s, &spec.socket)?;
         }
-        let n = spec.workers().min(sockets.len().max(1));
-        let mut workers = Vec::with_capacity(n);
-        let mut cpus = Vec::with_capacity(n);
-        for w in 0..n {
-            let splice_file = match (&side.splice_file, side.send_engine) {
-                (Some(path), SendEngine::Splice) => Some(File::open(path).map_err(|e| {
-                    Error::Usage(format!(
-                        "cannot open the -F file '{path}': {e}: check the path and its permissions"
-                    ))
-                })?),
-                _ => None,
-            };
-            let cpu = (!side.cpus.is_empty()).then(|| side.cpus[w % side.cpus.len()]);
-            let plan = WorkerPlan {
-                role,
-                spec: spec.clone(),
-                side: side.clone(),
-                cpu,
-                fds: sockets.iter().skip(w).step_by(n).map(AsRawFd::as_raw_fd).collect(),
-                splice_file,
-                live: live.clone(),
-            };
-            workers.push(Worker::spawn(plan)?);
-            cpus.push(cpu);
+        let group_len = sockets.len() / roles.len().max(1);
+        let n = spec.workers().min(group_len.max(1));
+        let mut workers = Vec::new();
+        let mut cpus = Vec::new();
+        let mut placement = Vec::new();
+        for (g, &role) in roles.iter().enumerate() {
+            let group = &sockets[g * group_len..(g + 1) * group_len];
+            for w in 0..n {
+                let splice_file = match (&side.splice_file, side.send_engine) {
+                    (Some(path), SendEngine::Splice) if role == Role::StreamSender => {
+                        Some(File::open(path).map_err(|e| {
+                            Error::Usage(format!(
+                                "cannot open the -F file '{path}': {e}: check the path and its permissions"
+                            ))
+                        })?)
+                    }
+                    _ => None,
+                };
+                let k = workers.len();
+                let cpu = (!side.cpus.is_empty()).then(|| side.cpus[k % side.cpus.len()]);
+                let plan = WorkerPlan {
+                    role,
+                    spec: spec.clone(),
+                    side: side.clone(),
+                    cpu,
+                    fds: group.iter().skip(w).step_by(n).map(AsRawFd::as_raw_fd).collect(),
+                    splice_file,
+                    live: live.clone(),
+                };
+                workers.push(Worker::spawn(plan)?);
+                cpus.push(cpu);
+                placement.push(Placement { group_start: g * group_len, index: w, of: n });
+            }
         }
         // Read before the window opens, so the netlink and ioctl calls cost the test nothing.
         let network = sockets.first().map(NetworkEnvironment::capture);
+        let role = if roles.len() == 1 { roles[0] } else { Role::StreamBidir };
         Ok(Side {
             role,
             cpus,
+            placement,
             engines: (side.send_engine, side.recv_engine),
             sockets,
             workers,
@@ -118,7 +139,8 @@ impl Side {
         let mut worker_reports = Vec::with_capacity(nworkers);
         for (w, o) in outcomes.iter().enumerate() {
             for (l, c) in o.flows.iter().enumerate() {
-                let g = merge::global_flow(w, l, nworkers);
+                let p = self.placement[w];
+                let g = p.group_start + merge::global_flow(p.index, l, p.of);
                 flows[g] = FlowReport {
                     flow: g,
                     worker: w,

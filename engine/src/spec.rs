@@ -218,6 +218,8 @@ pub struct TestSpec {
     pub flows: u32,
     /// Worker threads per side, each with its own ring (at most one per flow).
     pub threads: u32,
+    /// Stream in both directions at once: `flows` connections each way.
+    pub bidir: bool,
     /// TCP congestion control set on every data socket (TCP_CONGESTION); `None` keeps the default.
     pub congestion_control: Option<String>,
     pub socket: SocketOptions,
@@ -254,6 +256,7 @@ impl Default for TestSpec {
             response_size: 1,
             flows: 1,
             threads: 1,
+            bidir: false,
             congestion_control: None,
             socket: SocketOptions::default(),
             pacing: Pacing::default(),
@@ -303,6 +306,12 @@ impl TestSpec {
                     "{what} 0 would never send: give a positive rate like 100M"
                 )));
             }
+        }
+        if self.bidir && self.workload != Workload::Stream {
+            return Err(Error::Usage("--bidir applies to stream tests only".into()));
+        }
+        if self.bidir && self.direction == Direction::ServerToClient {
+            return Err(Error::Usage("--bidir already runs both directions: drop --reverse".into()));
         }
         if self.threads == 0 || self.threads > MAX_THREADS {
             return Err(Error::Usage(format!(
@@ -365,8 +374,31 @@ impl TestSpec {
         Ok(())
     }
 
+    /// Data connections the test opens: `flows`, or twice that for --bidir.
+    pub fn connections(&self) -> u32 {
+        if self.bidir {
+            2 * self.flows
+        } else {
+            self.flows
+        }
+    }
+
+    /// The role of each group of connections on one side, in connection order: one group,
+    /// or for --bidir the client-to-server half then the server-to-client half.
+    pub fn group_roles(&self, local: bool) -> Vec<Role> {
+        match (self.bidir, local) {
+            (true, true) => vec![Role::StreamSender, Role::StreamReceiver],
+            (true, false) => vec![Role::StreamReceiver, Role::StreamSender],
+            (false, true) => vec![self.local_role()],
+            (false, false) => vec![self.remote_role()],
+        }
+    }
+
     /// The role the client ("local") side plays.
     pub fn local_role(&self) -> Role {
+        if self.bidir {
+            return Role::StreamBidir;
+        }
         match (self.workload, self.direction) {
             (Workload::Stream, Direction::ClientToServer) => Role::StreamSender,
             (Workload::Stream, Direction::ServerToClient) => Role::StreamReceiver,
@@ -379,12 +411,16 @@ impl TestSpec {
         match self.local_role() {
             Role::StreamSender => Role::StreamReceiver,
             Role::StreamReceiver => Role::StreamSender,
+            Role::StreamBidir => Role::StreamBidir,
             Role::RrClient | Role::RrServer => Role::RrServer,
         }
     }
 
     /// The netperf name of this test, for banners and keyval output.
     pub fn netperf_name(&self) -> &'static str {
+        if self.bidir {
+            return "TCP_BIDIR";
+        }
         match (self.workload, self.direction) {
             (Workload::Stream, Direction::ClientToServer) => "TCP_STREAM",
             (Workload::Stream, Direction::ServerToClient) => "TCP_MAERTS",
@@ -448,6 +484,8 @@ impl RingTuning {
 pub enum Role {
     StreamSender,
     StreamReceiver,
+    /// Both at once (--bidir): some workers send, others receive.
+    StreamBidir,
     RrClient,
     RrServer,
 }

@@ -122,6 +122,11 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
         Role::StreamReceiver => (0, spec.recv_size),
         Role::RrClient => (tx.request, tx.response),
         Role::RrServer => (tx.response, tx.request),
+        Role::StreamBidir => {
+            return Err(Error::Protocol(
+                "a worker is a sender or a receiver, never both: this is a bug in ringperf".into(),
+            ))
+        }
     };
     let sends = send_len > 0;
     let receives = recv_len > 0;

@@ -303,6 +303,23 @@ fn on_off(v: Option<bool>) -> &'static str {
 }
 
 fn stream_table(o: &mut String, r: &TestReport, units: Units) {
+    if let Some(rev) = r.summary.reverse_throughput_bits_per_sec {
+        let _ = writeln!(o, "both directions at once (--bidir), {} flows each way:", r.spec.flows);
+        let _ = writeln!(
+            o,
+            "  client -> server {:>11.2} {}  ({} bytes)",
+            units.convert(r.summary.throughput_bits_per_sec),
+            units.label(),
+            r.local.bytes_sent
+        );
+        let _ = writeln!(
+            o,
+            "  server -> client {:>11.2} {}  ({} bytes)",
+            units.convert(rev),
+            units.label(),
+            r.remote.bytes_sent
+        );
+    }
     let (sender, receiver) =
         if r.local.role == Role::StreamSender { (&r.local, &r.remote) } else { (&r.remote, &r.local) };
     let _ = writeln!(o, "Recv     Send     Send                           Utilization       Service Demand");

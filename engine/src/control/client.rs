@@ -138,7 +138,7 @@ fn run_on(
         other => return Err(unexpected("ready", &other)),
     };
     let sockets = connect_flows(SocketAddr::new(peer_ip, port), cookie, spec)?;
-    let mut side = Side::prepare(spec, spec.local_role(), &spec.local, sockets, opts.live.clone())?;
+    let mut side = Side::prepare(spec, &spec.group_roles(true), &spec.local, sockets, opts.live.clone())?;
     write_frame(&mut stream, &ClientMessage::Go)?;
     side.start()?;
     let local = side.finish();
@@ -191,14 +191,26 @@ pub fn summarize(local: &SideReport, remote: &SideReport, level: f64) -> Summary
     if rr {
         return Summary {
             throughput_bits_per_sec: (local.bytes_sent + local.bytes_received) as f64 * 8.0 / secs(local),
+            reverse_throughput_bits_per_sec: None,
             transactions_per_sec: Some(local.transactions as f64 / secs(local)),
             mean_latency_ns: local.latency.as_ref().map(|l| l.mean_ns),
+            within_run,
+        };
+    }
+    if local.role == Role::StreamBidir {
+        // Each direction as its sender saw it.
+        return Summary {
+            throughput_bits_per_sec: local.bytes_sent as f64 * 8.0 / secs(local),
+            reverse_throughput_bits_per_sec: Some(remote.bytes_sent as f64 * 8.0 / secs(remote)),
+            transactions_per_sec: None,
+            mean_latency_ns: None,
             within_run,
         };
     }
     let sender = if local.role == Role::StreamSender { local } else { remote };
     Summary {
         throughput_bits_per_sec: sender.bytes_sent as f64 * 8.0 / secs(sender),
+        reverse_throughput_bits_per_sec: None,
         transactions_per_sec: None,
         mean_latency_ns: None,
         within_run,

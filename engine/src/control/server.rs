@@ -140,10 +140,10 @@ fn session(stream: &mut TcpStream) -> Result<ServerEventDone> {
     let port = listener.local_addr().ok().and_then(|a| a.as_socket()).map(|a| a.port()).unwrap_or(0);
     let cookie = random_cookie();
     write_frame(stream, &ServerMessage::Ready { data_port: port, cookie })?;
-    let sockets = accept_flows(&listener, cookie, spec.flows)?;
+    let sockets = accept_flows(&listener, cookie, spec.connections())?;
     drop(listener);
 
-    let mut side = Side::prepare(&spec, spec.remote_role(), &spec.remote, sockets, None)?;
+    let mut side = Side::prepare(&spec, &spec.group_roles(false), &spec.remote, sockets, None)?;
     match read_frame(stream, "go")? {
         ClientMessage::Go => {}
         other => return Err(out_of_order("go", &other)),
