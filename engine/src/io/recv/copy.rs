@@ -7,6 +7,7 @@ use io_uring::{opcode, squeue};
 use crate::error::Result;
 use crate::io::{op, RecvEvent, RecvPath};
 use crate::report::RecvReport;
+use crate::ring::uapi::IORING_RECVSEND_POLL_FIRST;
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
 use crate::spec::RecvEngine;
 use crate::verify::Verifier;
@@ -69,7 +70,11 @@ impl RecvPath for CopyRecv {
         }
         let start = self.buf_start(flow);
         let ptr = self.bufs[start..].as_mut_ptr();
+        // A whole-message receive (request/response) is armed before its message can have
+        // arrived: POLL_FIRST skips the first, futile attempt and goes straight to poll.
+        let ioprio = if wait_all { IORING_RECVSEND_POLL_FIRST } else { 0 };
         let e = with_fd!(self.fds[flow], |t| opcode::Recv::new(t, ptr, len)
+            .ioprio(ioprio)
             .flags(msg)
             .build()
             .user_data(token(op::RECV, flow))
