@@ -4,9 +4,12 @@
 pub mod args;
 mod diff;
 mod engines;
+pub mod figure;
 mod live;
+pub mod plot;
 pub mod render;
 mod serve;
+pub mod sweep;
 
 use std::io::Write;
 
@@ -16,11 +19,20 @@ use ringperf_engine::measure::confidence::ConfidenceTarget;
 use ringperf_engine::spec::{Direction, RingTuning, SendEngine, SideSpec, SocketBuffers, SqPoll, Workload};
 use ringperf_engine::{run_iterations, Error, RunOptions, Target, TestReport, TestSpec};
 
-use crate::args::{Cli, Command, TestArgs};
+use crate::args::{Cli, Command, PlotArgs, RrArgs, SendfileArgs, TestArgs};
 
 /// Runs the command line and returns the process exit code.
 pub fn main() -> i32 {
-    let cli = match Cli::try_parse() {
+    let argv: Result<Vec<String>, _> = std::env::args_os().map(|a| a.into_string()).collect();
+    let Ok(argv) = argv else {
+        eprintln!("ringperf: an argument is not valid UTF-8: give names and values in UTF-8");
+        return 2;
+    };
+    // A sweep's lists are not what the single-test parsers take: split them out first.
+    if argv.get(1).map(String::as_str) == Some("sweep") {
+        return sweep::main(argv);
+    }
+    let cli = match Cli::try_parse_from(&argv) {
         Ok(c) => c,
         Err(e) if !e.use_stderr() => {
             // --help and --version
@@ -51,24 +63,34 @@ fn run(cli: Cli) -> Result<i32, Error> {
         }
         Command::Stream(a) => {
             let spec = stream_spec(&a.test, a.send_size, a.recv_size, a.reverse)?;
-            run_and_render(&spec, &a.test)
+            run_and_render(&spec, &a.test, &a.plot)
         }
-        Command::Sendfile(a) => {
-            let mut spec = stream_spec(&a.test, a.send_size, a.recv_size, false)?;
-            spec.local.send_engine = SendEngine::Splice;
-            spec.remote.send_engine = SendEngine::Splice;
-            spec.local.splice_file = a.file.clone();
-            run_and_render(&spec, &a.test)
-        }
-        Command::Rr(a) => {
-            let mut spec = base_spec(&a.test, Workload::Rr)?;
-            spec.request_size = a.sizes.0.unwrap_or(1);
-            spec.response_size = a.sizes.1.unwrap_or(1);
-            run_and_render(&spec, &a.test)
-        }
+        Command::Sendfile(a) => run_and_render(&sendfile_spec(&a)?, &a.test, &a.plot),
+        Command::Rr(a) => run_and_render(&rr_spec(&a)?, &a.test, &a.plot),
         Command::Engines(a) => engines::run(&a),
+        Command::Sweep(_) => {
+            Err(Error::Usage("give the sweep's workload: ringperf sweep stream|rr|sendfile ...".into()))
+        }
+        Command::Plot(a) => plot::from_file(&a),
         Command::Diff(a) => diff::run(&a),
     }
+}
+
+/// A sendfile spec: a stream whose sender splices from a file (or a memfd).
+pub fn sendfile_spec(a: &SendfileArgs) -> Result<TestSpec, Error> {
+    let mut spec = stream_spec(&a.test, a.send_size, a.recv_size, false)?;
+    spec.local.send_engine = SendEngine::Splice;
+    spec.remote.send_engine = SendEngine::Splice;
+    spec.local.splice_file = a.file.clone();
+    Ok(spec)
+}
+
+/// An rr spec from its flags.
+pub fn rr_spec(a: &RrArgs) -> Result<TestSpec, Error> {
+    let mut spec = base_spec(&a.test, Workload::Rr)?;
+    spec.request_size = a.sizes.0.unwrap_or(1);
+    spec.response_size = a.sizes.1.unwrap_or(1);
+    Ok(spec)
 }
 
 /// A stream spec from the shared flags.
@@ -81,11 +103,11 @@ pub fn stream_spec(t: &TestArgs, send_size: u32, recv_size: u32, reverse: bool) 
 }
 
 /// clap's first error line, plus where to look, instead of its multi-line usage dump.
-fn one_line(e: &clap::Error) -> String {
+pub(crate) fn one_line(e: &clap::Error) -> String {
     let text = e.to_string();
     let first = text.lines().next().unwrap_or("invalid arguments");
     let first = first.strip_prefix("error: ").unwrap_or(first);
-    let cmd = std::env::args().nth(1).filter(|a| ["stream", "rr", "serve"].contains(&a.as_str()));
+    let cmd = std::env::args().nth(1).filter(|a| ["stream", "rr", "sweep", "serve"].contains(&a.as_str()));
     match cmd {
         Some(c) => format!("{first} (see 'ringperf {c} --help')"),
         None => format!("{first} (see 'ringperf --help')"),
@@ -182,7 +204,10 @@ pub fn target(t: &TestArgs) -> Target {
     }
 }
 
-fn run_and_render(spec: &TestSpec, t: &TestArgs) -> Result<i32, Error> {
+fn run_and_render(spec: &TestSpec, t: &TestArgs, plot: &PlotArgs) -> Result<i32, Error> {
+    if plot.plot.is_some() && t.stats.no_intervals && spec.workload != Workload::Rr {
+        return Err(Error::Usage("--plot draws the interval samples: drop --no-intervals".into()));
+    }
     let units = render::Units::parse(&t.units);
     let format = render::Format::of(t);
     let live = live::Printer::start(t, spec, format, units);
@@ -211,6 +236,9 @@ fn run_and_render(spec: &TestSpec, t: &TestArgs) -> Result<i32, Error> {
         render::Format::Human => render::human::render(&report, units, &render::HumanOptions::of(t)),
     };
     print(&out);
+    if let Some(path) = &plot.plot {
+        plot::report::draw(&report, path)?;
+    }
     Ok(requirements(&report))
 }
 
