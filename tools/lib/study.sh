@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the lab studies (tools/*-study): flags, the binary, the lab and its server, and
 # cleanup. Sourced, not run. A study sets STUDY (its name) and LAB (default lab name)
 # before sourcing, then calls study_args "$@", study_lab_up ..., study_serve, study_run ...
@@ -78,8 +79,8 @@ study_lab() { "$labtool" --lab "$LAB" "$@"; }
 study_serve() {
     study_lab exec b "$bin" serve --bind 198.18.0.2 >"$out/server.log" 2>&1 &
     server_pid=$!
-    local n
-    for n in $(seq 1 100); do
+    local _
+    for _ in $(seq 1 100); do
         if study_lab exec b ss -ltnH "sport = :12866" 2>/dev/null | grep -q .; then
             return 0
         fi
