@@ -189,6 +189,10 @@ pub fn main(argv: Vec<String>) -> i32 {
                 let _ = e.print();
                 return 0;
             }
+            Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                eprintln!("ringperf: give the workload: ringperf sweep stream|rr|sendfile ... (see 'ringperf sweep --help')");
+                return 2;
+            }
             Err(e) => {
                 eprintln!("ringperf: {}", one_line(&e));
                 return 2;
