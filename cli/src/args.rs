@@ -28,6 +28,11 @@ pub enum Command {
     Sendfile(SendfileArgs),
     /// Run one stream per engine combination and print one table.
     Engines(EnginesArgs),
+    /// Run one workload over a grid: list-taking flags (see `ringperf sweep stream --help`)
+    /// are multiplied out, a row per point.
+    Sweep(SweepArgs),
+    /// Draw a saved --json report (or a sweep's JSON) as an SVG chart.
+    Plot(PlotCmdArgs),
     /// Show what this kernel's io_uring supports.
     Probe(ProbeArgs),
     /// Compare two --json reports figure by figure, with significance.
@@ -210,6 +215,8 @@ pub struct StreamArgs {
     /// Both directions at once, --flows connections each way, reported separately.
     #[arg(long, conflicts_with = "reverse")]
     pub bidir: bool,
+    #[command(flatten)]
+    pub plot: PlotArgs,
 }
 
 #[derive(Args, Debug)]
@@ -219,6 +226,8 @@ pub struct RrArgs {
     /// Request and response sizes (netperf -r); one number sets both.
     #[arg(short = 'r', value_name = "REQ,RSP", default_value = "1,1", value_parser = parse_sizes)]
     pub sizes: (Option<u32>, Option<u32>),
+    #[command(flatten)]
+    pub plot: PlotArgs,
 }
 
 #[derive(Args, Debug)]
@@ -234,6 +243,8 @@ pub struct SendfileArgs {
     /// Bytes per receive (netperf -M).
     #[arg(short = 'M', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
     pub recv_size: u32,
+    #[command(flatten)]
+    pub plot: PlotArgs,
 }
 
 #[derive(Args, Debug)]
@@ -255,6 +266,135 @@ pub struct EnginesArgs {
     /// Receive engines to try (default: every one, each with --send-engine).
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_recv_engine)]
     pub recv_engines: Vec<RecvEngine>,
+}
+
+/// `--plot` on a test (and on each sweep).
+#[derive(Args, Debug, Clone)]
+pub struct PlotArgs {
+    /// Draw an SVG: throughput (or transactions/s) and CPU over time from the interval
+    /// samples, plus the round-trip CDF for rr; under `sweep`, the --figure over the grid.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<std::path::PathBuf>,
+}
+
+/// What a sweep chart shows (`sweep` and `plot`).
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Sweep chart")]
+pub struct ChartArgs {
+    /// The figure on the y axis: throughput, transactions, local_cpu, remote_cpu, local_sd,
+    /// remote_sd, local_ns_per_segment, remote_ns_per_segment, p50, p99 (default: the
+    /// workload's rate).
+    #[arg(long, value_name = "NAME", value_parser = parse_chart_figure)]
+    pub figure: Option<String>,
+    /// The swept parameter on the x axis (e.g. send_size); the other varied parameters get
+    /// a line each. Default: the first list on the command line.
+    #[arg(long = "x", value_name = "PARAM")]
+    pub x: Option<String>,
+}
+
+fn parse_chart_figure(s: &str) -> Result<String, String> {
+    let names = crate::figure::names();
+    if names.contains(&s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!("unknown figure '{s}': use {}", names.join(", ")))
+    }
+}
+
+/// The flags a sweep takes lists for. Their cartesian product is the grid, the first one
+/// given varying slowest; every other flag applies to every point.
+pub struct SweepList {
+    /// How the flag is spelled (`-m`, `--send-engine`).
+    pub flag: &'static str,
+    /// The parameter's name in the table, the JSON `point` and `--x`.
+    pub name: &'static str,
+    /// What separates the values: ',' for single values, ':' for pairs that contain commas.
+    pub separator: char,
+}
+
+pub const SWEEP_LISTS: &[SweepList] = &[
+    SweepList { flag: "-m", name: "send_size", separator: ',' },
+    SweepList { flag: "-M", name: "recv_size", separator: ',' },
+    SweepList { flag: "-r", name: "req_rsp", separator: ':' },
+    SweepList { flag: "-s", name: "local_buffers", separator: ':' },
+    SweepList { flag: "-S", name: "remote_buffers", separator: ':' },
+    SweepList { flag: "--send-engine", name: "send_engine", separator: ',' },
+    SweepList { flag: "--recv-engine", name: "recv_engine", separator: ',' },
+    SweepList { flag: "--cc", name: "cc", separator: ',' },
+];
+
+const SWEEP_HELP: &str = "Lists (the grid is their cartesian product, the first list varying slowest):
+  -m, -M, --send-engine, --recv-engine, --cc   comma lists: -m 1K,16K,64K --send-engine copy,zc
+  -r, -s, -S                                   pairs separated by ':': -r 1,1:64,64:1K,1K
+Every other flag applies to each point; -i/-I iterate each point to its own confidence.
+--json prints [{\"point\": {...}, \"report\": {...}}, ...]; a failed point has \"error\" instead of
+\"report\", the other points still run, and the exit code is the failure's.";
+
+#[derive(Args, Debug)]
+#[command(after_help = SWEEP_HELP)]
+pub struct SweepArgs {
+    #[command(subcommand)]
+    pub workload: SweepWorkload,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum SweepWorkload {
+    /// TCP_STREAM over the grid.
+    #[command(after_help = SWEEP_HELP)]
+    Stream(SweepStreamArgs),
+    /// TCP_RR over the grid.
+    #[command(after_help = SWEEP_HELP)]
+    Rr(SweepRrArgs),
+    /// TCP_SENDFILE over the grid.
+    #[command(after_help = SWEEP_HELP)]
+    Sendfile(SweepSendfileArgs),
+}
+
+/// Flags only a sweep has.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Sweep")]
+pub struct SweepOutArgs {
+    /// Also write the JSON array of every point's full report to FILE (rewritten after each
+    /// point, so an interrupted sweep keeps what it measured).
+    #[arg(long, value_name = "FILE.json")]
+    pub output: Option<std::path::PathBuf>,
+    #[command(flatten)]
+    pub chart: ChartArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct SweepStreamArgs {
+    #[command(flatten)]
+    pub args: StreamArgs,
+    #[command(flatten)]
+    pub out: SweepOutArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct SweepRrArgs {
+    #[command(flatten)]
+    pub args: RrArgs,
+    #[command(flatten)]
+    pub out: SweepOutArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct SweepSendfileArgs {
+    #[command(flatten)]
+    pub args: SendfileArgs,
+    #[command(flatten)]
+    pub out: SweepOutArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct PlotCmdArgs {
+    /// A --json report, or the JSON array of `sweep --json` / `sweep --output`.
+    pub input: std::path::PathBuf,
+    /// Where to write the SVG.
+    #[arg(short = 'o', long = "output", value_name = "FILE.svg")]
+    pub output: std::path::PathBuf,
+    #[command(flatten)]
+    pub chart: ChartArgs,
 }
 
 #[derive(Args, Debug)]

@@ -4,10 +4,13 @@
 pub mod args;
 mod diff;
 mod engines;
+pub mod figure;
 mod live;
 pub mod netperf;
+pub mod plot;
 pub mod render;
 mod serve;
+pub mod sweep;
 
 use std::io::Write;
 
@@ -19,18 +22,27 @@ use ringperf_engine::spec::{
 };
 use ringperf_engine::{run_iterations, Error, RunOptions, Target, TestReport, TestSpec};
 
-use crate::args::{Cli, Command, TestArgs};
+use crate::args::{Cli, Command, PlotArgs, RrArgs, SendfileArgs, TestArgs};
 
 /// Runs the command line and returns the process exit code.
 pub fn main() -> i32 {
-    let args = match netperf::rewrite(std::env::args().collect()) {
+    let argv: Result<Vec<String>, _> = std::env::args_os().map(|a| a.into_string()).collect();
+    let Ok(argv) = argv else {
+        eprintln!("ringperf: an argument is not valid UTF-8: give names and values in UTF-8");
+        return 2;
+    };
+    // A sweep's lists are not what the single-test parsers take: split them out first.
+    if argv.get(1).map(String::as_str) == Some("sweep") {
+        return sweep::main(argv);
+    }
+    let argv = match netperf::rewrite(argv) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("ringperf: {e}");
             return 2;
         }
     };
-    let cli = match Cli::try_parse_from(args) {
+    let cli = match Cli::try_parse_from(&argv) {
         Ok(c) => c,
         Err(e) if !e.use_stderr() => {
             // --help and --version
@@ -59,10 +71,14 @@ fn run(cli: Cli) -> Result<i32, Error> {
             print(&out);
             Ok(0)
         }
-        Command::Stream(ref a) => run_and_render(&test_spec(&cli.command)?, &a.test),
-        Command::Sendfile(ref a) => run_and_render(&test_spec(&cli.command)?, &a.test),
-        Command::Rr(ref a) => run_and_render(&test_spec(&cli.command)?, &a.test),
+        Command::Stream(ref a) => run_and_render(&test_spec(&cli.command)?, &a.test, &a.plot),
+        Command::Sendfile(ref a) => run_and_render(&test_spec(&cli.command)?, &a.test, &a.plot),
+        Command::Rr(ref a) => run_and_render(&test_spec(&cli.command)?, &a.test, &a.plot),
         Command::Engines(a) => engines::run(&a),
+        Command::Sweep(_) => {
+            Err(Error::Usage("give the sweep's workload: ringperf sweep stream|rr|sendfile ...".into()))
+        }
+        Command::Plot(a) => plot::from_file(&a),
         Command::Diff(a) => diff::run(&a),
     }
 }
@@ -75,19 +91,8 @@ pub fn test_spec(cmd: &Command) -> Result<TestSpec, Error> {
             spec.bidir = a.bidir;
             Ok(spec)
         }
-        Command::Sendfile(a) => {
-            let mut spec = stream_spec(&a.test, a.send_size, a.recv_size, false)?;
-            spec.local.send_engine = SendEngine::Splice;
-            spec.remote.send_engine = SendEngine::Splice;
-            spec.local.splice_file = a.file.clone();
-            Ok(spec)
-        }
-        Command::Rr(a) => {
-            let mut spec = base_spec(&a.test, Workload::Rr)?;
-            spec.request_size = a.sizes.0.unwrap_or(1);
-            spec.response_size = a.sizes.1.unwrap_or(1);
-            Ok(spec)
-        }
+        Command::Sendfile(a) => sendfile_spec(a),
+        Command::Rr(a) => rr_spec(a),
         _ => Err(Error::Usage("not a test command".into())),
     }
 }
@@ -97,6 +102,23 @@ pub fn spec_from_args(args: &[&str]) -> Result<TestSpec, String> {
     let args = netperf::rewrite(args.iter().map(|s| s.to_string()).collect())?;
     let cli = Cli::try_parse_from(args).map_err(|e| e.to_string())?;
     test_spec(&cli.command).map_err(|e| e.to_string())
+}
+
+/// A sendfile spec: a stream whose sender splices from a file (or a memfd).
+pub fn sendfile_spec(a: &SendfileArgs) -> Result<TestSpec, Error> {
+    let mut spec = stream_spec(&a.test, a.send_size, a.recv_size, false)?;
+    spec.local.send_engine = SendEngine::Splice;
+    spec.remote.send_engine = SendEngine::Splice;
+    spec.local.splice_file = a.file.clone();
+    Ok(spec)
+}
+
+/// An rr spec from its flags.
+pub fn rr_spec(a: &RrArgs) -> Result<TestSpec, Error> {
+    let mut spec = base_spec(&a.test, Workload::Rr)?;
+    spec.request_size = a.sizes.0.unwrap_or(1);
+    spec.response_size = a.sizes.1.unwrap_or(1);
+    Ok(spec)
 }
 
 /// A stream spec from the shared flags.
@@ -109,11 +131,11 @@ pub fn stream_spec(t: &TestArgs, send_size: u32, recv_size: u32, reverse: bool) 
 }
 
 /// clap's first error line, plus where to look, instead of its multi-line usage dump.
-fn one_line(e: &clap::Error) -> String {
+pub(crate) fn one_line(e: &clap::Error) -> String {
     let text = e.to_string();
     let first = text.lines().next().unwrap_or("invalid arguments");
     let first = first.strip_prefix("error: ").unwrap_or(first);
-    let cmd = std::env::args().nth(1).filter(|a| ["stream", "rr", "serve"].contains(&a.as_str()));
+    let cmd = std::env::args().nth(1).filter(|a| ["stream", "rr", "sweep", "serve"].contains(&a.as_str()));
     match cmd {
         Some(c) => format!("{first} (see 'ringperf {c} --help')"),
         None => format!("{first} (see 'ringperf --help')"),
@@ -224,7 +246,10 @@ pub fn target(t: &TestArgs) -> Target {
     }
 }
 
-fn run_and_render(spec: &TestSpec, t: &TestArgs) -> Result<i32, Error> {
+fn run_and_render(spec: &TestSpec, t: &TestArgs, plot: &PlotArgs) -> Result<i32, Error> {
+    if plot.plot.is_some() && t.stats.no_intervals && spec.workload != Workload::Rr {
+        return Err(Error::Usage("--plot draws the interval samples: drop --no-intervals".into()));
+    }
     let units = render::Units::parse(&t.units);
     let format = render::Format::of(t);
     let live = live::Printer::start(t, spec, format, units);
@@ -253,6 +278,9 @@ fn run_and_render(spec: &TestSpec, t: &TestArgs) -> Result<i32, Error> {
         render::Format::Human => render::human::render(&report, units, &render::HumanOptions::of(t)),
     };
     print(&out);
+    if let Some(path) = &plot.plot {
+        plot::report::draw(&report, path)?;
+    }
     Ok(requirements(&report))
 }
 

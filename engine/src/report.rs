@@ -107,6 +107,12 @@ pub struct IterationFigures {
     pub remote_sd_us: Option<f64>,
     pub p50_latency_ns: Option<u64>,
     pub p99_latency_ns: Option<u64>,
+    /// Busy CPU ns per TCP segment on each side, so the per-packet cost gets a confidence
+    /// interval too. Absent from reports of versions before it existed.
+    #[serde(default)]
+    pub local_ns_per_segment: Option<f64>,
+    #[serde(default)]
+    pub remote_ns_per_segment: Option<f64>,
 }
 
 impl IterationFigures {
@@ -130,6 +136,8 @@ impl IterationFigures {
             remote_sd_us: sd(remote),
             p50_latency_ns: local.latency.as_ref().map(|l| l.p50_ns),
             p99_latency_ns: local.latency.as_ref().map(|l| l.p99_ns),
+            local_ns_per_segment: local.service_demand.ns_per_segment,
+            remote_ns_per_segment: remote.service_demand.ns_per_segment,
         }
     }
 }

@@ -7,6 +7,7 @@ pub mod human;
 pub mod json;
 pub mod keyval;
 pub mod probe;
+pub mod sweep;
 
 use crate::args::TestArgs;
 

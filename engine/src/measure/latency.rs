@@ -110,6 +110,33 @@ pub fn log_buckets(s: &LatencySummary) -> Vec<(u64, u64, u64)> {
     out
 }
 
+/// The cumulative distribution of a serialized histogram as (latency ns, fraction at or
+/// below it) points, dense where the tail is: fractions 1 - 10^(-k/20) for k = 0..=100
+/// (0 to 0.99999), then the maximum. Empty when the histogram cannot be decoded.
+pub fn cdf_points(s: &LatencySummary) -> Vec<(u64, f64)> {
+    let Some(r) = LatencyRecorder::from_summary(s) else { return Vec::new() };
+    let h = &r.hist;
+    if h.is_empty() {
+        return Vec::new();
+    }
+    let mut out: Vec<(u64, f64)> = vec![(h.min(), 0.0)];
+    for k in 1..=100 {
+        let q = 1.0 - 10f64.powf(-f64::from(k) / 20.0);
+        let v = h.value_at_quantile(q);
+        // The histogram's resolution repeats values; keep the highest fraction of each.
+        match out.last_mut() {
+            Some(last) if last.0 == v => last.1 = q,
+            _ => out.push((v, q)),
+        }
+    }
+    if out.last().is_some_and(|l| l.0 < h.max()) {
+        out.push((h.max(), 1.0));
+    } else if let Some(last) = out.last_mut() {
+        last.1 = 1.0;
+    }
+    out
+}
+
 /// Merges serialized histograms exactly (several iterations, several hosts).
 pub fn merge_summaries(all: &[&LatencySummary]) -> Option<LatencySummary> {
     let mut total = LatencyRecorder::new();
@@ -123,6 +150,21 @@ pub fn merge_summaries(all: &[&LatencySummary]) -> Option<LatencySummary> {
 mod tests {
     use super::*;
     use hdrhistogram::serialization::Deserializer;
+
+    #[test]
+    fn cdf_points_rise_and_end_at_the_maximum() {
+        let mut r = LatencyRecorder::new();
+        for v in 1..=10_000u64 {
+            r.record(v * 1000);
+        }
+        let s = r.summary().expect("recorded");
+        let pts = cdf_points(&s);
+        assert!(pts.len() > 20, "{pts:?}");
+        assert!(pts.windows(2).all(|w| w[0].0 < w[1].0 && w[0].1 < w[1].1), "{pts:?}");
+        assert_eq!(pts.last().map(|p| p.1), Some(1.0));
+        assert_eq!(pts.last().map(|p| p.0), Some(s.max_ns));
+        assert_eq!(pts[0].0, s.min_ns);
+    }
 
     #[test]
     fn merged_percentiles_are_ordered_and_roundtrip() {

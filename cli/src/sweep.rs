@@ -1,0 +1,321 @@
+//! `ringperf sweep WORKLOAD ...`: the list-taking flags (args::SWEEP_LISTS) are split out of
+//! the command line, multiplied out into points, and each point's command line is parsed
+//! by the same clap definitions as a single test, so every flag means exactly what it means
+//! there. Each point runs through run_iterations (-i/-I per point); a failed point is
+//! reported and the others still run.
+
+use std::fmt;
+
+use clap::Parser;
+use serde::de::{MapAccess, Visitor};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use ringperf_engine::{run_iterations, Error, RunOptions, TestReport, TestSpec};
+
+use crate::args::{Cli, Command, SweepOutArgs, SweepWorkload, TestArgs, SWEEP_LISTS};
+use crate::{confidence_target, one_line, plot, print, render, requirements, target};
+
+/// One point's parameters, in command-line order: (name, value as typed).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Point(pub Vec<(String, String)>);
+
+impl Point {
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+    }
+}
+
+impl fmt::Display for Point {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = self.0.iter().map(|(n, v)| format!("{n}={v}")).collect();
+        f.write_str(&parts.join(" "))
+    }
+}
+
+// A JSON object whose keys keep their order (serde_json's own map sorts them), so a saved
+// sweep still knows which list came first.
+impl Serialize for Point {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for Point {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Point, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Point;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("an object of parameter names to values")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Point, A::Error> {
+                let mut out = Vec::new();
+                while let Some((k, v)) = a.next_entry::<String, serde_json::Value>()? {
+                    let v = match v {
+                        serde_json::Value::String(s) => s,
+                        other => other.to_string(),
+                    };
+                    out.push((k, v));
+                }
+                Ok(Point(out))
+            }
+        }
+        d.deserialize_map(V)
+    }
+}
+
+/// One point of a sweep as it appears in the JSON: its report, or why it has none.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct Entry {
+    pub point: Point,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub report: Option<TestReport>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A list flag found on the command line.
+struct Dimension {
+    name: &'static str,
+    values: Vec<String>,
+    /// argv index of the token holding the list, and what precedes the list in it
+    /// (`-m1K,2K` -> "-m", `--cc=a,b` -> "--cc=", `-m 1K,2K` -> "").
+    at: usize,
+    prefix: String,
+}
+
+/// Splits the list flags out of `argv` and returns one command line per point with its
+/// parameters. Flags after `--` are left alone.
+pub fn expand(argv: &[String]) -> Result<Vec<(Point, Vec<String>)>, Error> {
+    let mut dims: Vec<Dimension> = Vec::new();
+    let mut i = 0;
+    while i < argv.len() {
+        let tok = &argv[i];
+        if tok == "--" {
+            break;
+        }
+        for l in SWEEP_LISTS {
+            let (at, prefix, list) = if tok == l.flag {
+                let Some(v) = argv.get(i + 1) else { break };
+                (i + 1, String::new(), v.clone())
+            } else if l.flag.starts_with("--") && tok.starts_with(&format!("{}=", l.flag)) {
+                (i, format!("{}=", l.flag), tok[l.flag.len() + 1..].to_string())
+            } else if !l.flag.starts_with("--") && tok.starts_with(l.flag) && !tok.starts_with("--") {
+                (i, l.flag.to_string(), tok[l.flag.len()..].to_string())
+            } else {
+                continue;
+            };
+            if dims.iter().any(|d| d.name == l.name) {
+                return Err(Error::Usage(format!("{} given twice: give it once, as a list", l.flag)));
+            }
+            let values: Vec<String> = list.split(l.separator).map(str::to_string).collect();
+            if values.iter().any(|v| v.trim().is_empty()) {
+                let how =
+                    if l.separator == ':' { "pairs separated by ':'" } else { "values separated by ','" };
+                return Err(Error::Usage(format!("{} '{list}': an empty value; give {how}", l.flag)));
+            }
+            dims.push(Dimension { name: l.name, values, at, prefix });
+            i = at;
+            break;
+        }
+        i += 1;
+    }
+    let mut points = vec![(Point::default(), argv.to_vec())];
+    for d in &dims {
+        let mut next = Vec::with_capacity(points.len() * d.values.len());
+        for (p, line) in &points {
+            for v in &d.values {
+                let mut p = p.clone();
+                p.0.push((d.name.to_string(), v.clone()));
+                let mut line = line.clone();
+                line[d.at] = format!("{}{v}", d.prefix);
+                next.push((p, line));
+            }
+        }
+        points = next;
+    }
+    Ok(points)
+}
+
+/// One parsed point: its spec and the flags that shape how it runs and renders.
+struct Parsed {
+    point: Point,
+    spec: TestSpec,
+    test: TestArgs,
+    plot: Option<std::path::PathBuf>,
+    out: SweepOutArgs,
+}
+
+fn parse_point(point: Point, line: &[String]) -> Result<Parsed, clap::Error> {
+    let cli = Cli::try_parse_from(line)?;
+    let Command::Sweep(s) = cli.command else {
+        unreachable!("argv[1] is 'sweep'");
+    };
+    let built = match s.workload {
+        SweepWorkload::Stream(a) => (
+            crate::stream_spec(&a.args.test, a.args.send_size, a.args.recv_size, a.args.reverse),
+            a.args.test,
+            a.args.plot,
+            a.out,
+        ),
+        SweepWorkload::Rr(a) => (crate::rr_spec(&a.args), a.args.test, a.args.plot, a.out),
+        SweepWorkload::Sendfile(a) => (crate::sendfile_spec(&a.args), a.args.test, a.args.plot, a.out),
+    };
+    let (spec, test, plot, out) = built;
+    // Spec errors (e.g. --sqpoll=x) surface as usage errors below.
+    let spec = spec.map_err(|e| clap::Error::raw(clap::error::ErrorKind::ValueValidation, e.to_string()))?;
+    Ok(Parsed { point, spec, test, plot: plot.plot, out })
+}
+
+/// Runs `ringperf sweep ...` from the whole argv and returns the exit code.
+pub fn main(argv: Vec<String>) -> i32 {
+    let lines = match expand(&argv) {
+        Ok(l) => l,
+        Err(e) => {
+            eprintln!("ringperf: {e}");
+            return e.exit_code();
+        }
+    };
+    let mut parsed = Vec::with_capacity(lines.len());
+    for (point, line) in lines {
+        match parse_point(point, &line) {
+            Ok(p) => parsed.push(p),
+            Err(e) if !e.use_stderr() => {
+                let _ = e.print();
+                return 0;
+            }
+            Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+                eprintln!("ringperf: give the workload: ringperf sweep stream|rr|sendfile ... (see 'ringperf sweep --help')");
+                return 2;
+            }
+            Err(e) => {
+                eprintln!("ringperf: {}", one_line(&e));
+                return 2;
+            }
+        }
+    }
+    match run(&parsed) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("ringperf: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+fn run(points: &[Parsed]) -> Result<i32, Error> {
+    let Some(first) = points.first() else { return Ok(0) };
+    let (test, out) = (&first.test, &first.out);
+    let units = render::Units::parse(&test.units);
+    let human = !test.json && test.banner == 1;
+    let mut entries: Vec<Entry> = Vec::with_capacity(points.len());
+    let mut failure: Option<Error> = None;
+    for (n, p) in points.iter().enumerate() {
+        let opts = RunOptions { live: None, level: None };
+        let result =
+            run_iterations(&p.spec, &target(&p.test), &opts, confidence_target(&p.test), &mut |_, _| {});
+        match result {
+            Ok(r) => {
+                if human {
+                    eprintln!(
+                        "ringperf: point {} of {} ({}): {}",
+                        n + 1,
+                        points.len(),
+                        p.point,
+                        render::human::headline(&r, units)
+                    );
+                }
+                entries.push(Entry { point: p.point.clone(), report: Some(r), error: None });
+            }
+            Err(e) => {
+                eprintln!("ringperf: point {} of {} ({}) failed: {e}", n + 1, points.len(), p.point);
+                entries.push(Entry { point: p.point.clone(), report: None, error: Some(e.to_string()) });
+                if failure.is_none() {
+                    failure = Some(e);
+                }
+            }
+        }
+        if let Some(path) = &out.output {
+            write(path, &json(&entries))?;
+        }
+    }
+    if test.json {
+        print(&json(&entries));
+    } else {
+        print(&render::sweep::render(&entries, units, test.banner == 1));
+    }
+    if let Some(path) = &first.plot {
+        plot::sweep::draw(&entries, &out.chart, path)?;
+    }
+    if let Some(e) = failure {
+        return Ok(e.exit_code());
+    }
+    Ok(entries.iter().filter_map(|e| e.report.as_ref()).map(requirements).max().unwrap_or(0))
+}
+
+/// The sweep as JSON: an array of {point, report} (or {point, error}).
+pub fn json(entries: &[Entry]) -> String {
+    // Points are strings and reports plain data, so serialization cannot fail.
+    let mut s = serde_json::to_string_pretty(entries).expect("sweep entries serialize");
+    s.push('\n');
+    s
+}
+
+fn write(path: &std::path::Path, text: &str) -> Result<(), Error> {
+    std::fs::write(path, text)
+        .map_err(|e| Error::Usage(format!("cannot write '{}': {e}: give a writable path", path.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(s: &str) -> Vec<String> {
+        s.split_whitespace().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn lists_multiply_out_first_slowest() {
+        let pts = expand(&argv("ringperf sweep stream -m 1K,16K --send-engine=copy,zc -l 1")).unwrap();
+        let lines: Vec<String> = pts.iter().map(|(_, l)| l.join(" ")).collect();
+        assert_eq!(
+            lines,
+            [
+                "ringperf sweep stream -m 1K --send-engine=copy -l 1",
+                "ringperf sweep stream -m 1K --send-engine=zc -l 1",
+                "ringperf sweep stream -m 16K --send-engine=copy -l 1",
+                "ringperf sweep stream -m 16K --send-engine=zc -l 1",
+            ]
+        );
+        assert_eq!(pts[1].0.to_string(), "send_size=1K send_engine=zc");
+    }
+
+    #[test]
+    fn pairs_split_on_colons_and_attached_values_work() {
+        let pts = expand(&argv("ringperf sweep rr -r1,1:64,64 -i 5,3")).unwrap();
+        assert_eq!(pts.len(), 2);
+        assert_eq!(pts[1].1[3], "-r64,64");
+        assert_eq!(pts[1].0.get("req_rsp"), Some("64,64"));
+        assert_eq!(pts[1].1[5], "5,3", "-i is not a list");
+    }
+
+    #[test]
+    fn empty_values_and_repeats_are_refused() {
+        assert!(expand(&argv("ringperf sweep stream -m 1K,,2K")).is_err());
+        assert!(expand(&argv("ringperf sweep stream -m 1K -m 2K")).is_err());
+    }
+
+    #[test]
+    fn points_keep_their_order_through_json() {
+        let p = Point(vec![("send_size".into(), "1K".into()), ("cc".into(), "cubic".into())]);
+        let text = serde_json::to_string(&p).unwrap();
+        assert_eq!(text, r#"{"send_size":"1K","cc":"cubic"}"#);
+        let back: Point = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, p);
+    }
+}

@@ -1,0 +1,211 @@
+//! `ringperf sweep`, `--plot` and the lab studies: a sweep's table and JSON have a row and
+//! an entry per point with its parameters echoed, a failed point keeps the others, plots
+//! are SVG with the series and labels they should have, and `tools/tso-study --quick`
+//! runs end to end (root only).
+
+use std::fs;
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use ringperf_tests::{
+    check_stream_report, is_root, lab_name, netns_list, ringperf, run_with_timeout, str_at,
+};
+use serde_json::Value;
+
+/// A scratch directory for this test, emptied first.
+fn scratch(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ringperf-sweep-{tag}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&d);
+    fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+/// Checks that `svg` is one well-formed SVG document: balanced tags, one root.
+fn check_svg(svg: &str) {
+    assert!(
+        svg.trim_start().starts_with("<svg") && svg.trim_end().ends_with("</svg>"),
+        "not an SVG: {svg:.200}"
+    );
+    let mut depth = 0i64;
+    let mut rest = svg;
+    while let Some(i) = rest.find('<') {
+        let tag_end = rest[i..].find('>').expect("unclosed tag") + i;
+        let tag = &rest[i..=tag_end];
+        if tag.starts_with("</") {
+            depth -= 1;
+        } else if !tag.ends_with("/>") && !tag.starts_with("<?") && !tag.starts_with("<!") {
+            depth += 1;
+        }
+        assert!(depth >= 0, "a closing tag without its opening one: {tag}");
+        rest = &rest[tag_end + 1..];
+    }
+    assert_eq!(depth, 0, "unbalanced tags");
+}
+
+/// The text of every <text> element.
+fn texts(svg: &str) -> Vec<String> {
+    svg.split("<text")
+        .skip(1)
+        .filter_map(|t| Some(t[t.find('>')? + 1..t.find("</text>")?].trim().to_string()))
+        .collect()
+}
+
+fn count(svg: &str, needle: &str) -> usize {
+    svg.matches(needle).count()
+}
+
+/// Data lines of palette colour `stroke` (axes and grid are 1 px black or grey; series are
+/// drawn 2 px wide in the palette), each series counted with its legend swatch.
+fn lines_of(svg: &str, stroke: &str) -> usize {
+    count(svg, &format!("<polyline fill=\"none\" opacity=\"1\" stroke=\"{stroke}\" stroke-width=\"2\""))
+}
+
+const BLUE: &str = "#1F77B4";
+const ORANGE: &str = "#FF7F0E";
+
+#[test]
+fn two_point_sweep_gives_two_rows_two_reports_and_a_chart() {
+    let dir = scratch("two");
+    let (json, svg) = (dir.join("s.json"), dir.join("s.svg"));
+    let out = ringperf!()
+        .run(&[
+            "sweep",
+            "stream",
+            "-l",
+            "0.5",
+            "-m",
+            "16K,64K",
+            "--cc",
+            "cubic",
+            "--output",
+            json.to_str().unwrap(),
+            "--plot",
+            svg.to_str().unwrap(),
+        ])
+        .success();
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "a header and two rows: {out}");
+    assert!(lines[0].starts_with("send_size") && lines[0].contains("us/KB loc"), "{out}");
+    assert!(lines[1].starts_with("16K ") && lines[2].starts_with("64K "), "{out}");
+    assert!(out.stderr.contains("point 2 of 2"), "{out}");
+
+    let v: Value = serde_json::from_str(&fs::read_to_string(&json).unwrap()).expect("valid JSON");
+    let entries = v.as_array().expect("an array");
+    assert_eq!(entries.len(), 2);
+    for (e, size) in entries.iter().zip(["16K", "64K"]) {
+        assert_eq!(str_at(e, "point.send_size"), size);
+        assert_eq!(str_at(e, "point.cc"), "cubic");
+        let r = &e["report"];
+        check_stream_report(r, false);
+        assert_eq!(r["spec"]["send_size"].as_u64(), Some(if size == "16K" { 16384 } else { 65536 }));
+        assert_eq!(str_at(r, "local.socket.congestion_control"), "cubic");
+    }
+
+    let svg = fs::read_to_string(&svg).unwrap();
+    check_svg(&svg);
+    let t = texts(&svg);
+    assert!(t.iter().any(|s| s == "send_size"), "x axis label: {t:?}");
+    assert!(t.iter().any(|s| s.contains("throughput (10^6 bits/s)")), "y axis label: {t:?}");
+    assert!(t.iter().any(|s| s == "16K") && t.iter().any(|s| s == "64K"), "categories: {t:?}");
+    // One line (only send_size varies) and its legend swatch; nothing in a second colour.
+    assert_eq!(lines_of(&svg, BLUE), 2);
+    assert_eq!(lines_of(&svg, ORANGE), 0);
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn rr_sweep_json_echoes_pairs_and_a_failed_point_keeps_the_rest() {
+    let out = ringperf!().run(&["sweep", "rr", "-l", "0.3", "-r", "1,1:64,64", "--json"]).success();
+    let v: Value = serde_json::from_str(&out.stdout).expect("valid JSON");
+    let e = v.as_array().expect("an array");
+    assert_eq!(e.len(), 2);
+    assert_eq!(str_at(&e[1], "point.req_rsp"), "64,64");
+    assert_eq!(e[1]["report"]["spec"]["request_size"].as_u64(), Some(64));
+
+    let out = ringperf!().run(&["sweep", "stream", "-l", "0.3", "--cc", "cubic,nosuchcc", "--json"]);
+    assert_ne!(out.code(), 0, "a failed point must fail the sweep: {out}");
+    let v: Value = serde_json::from_str(&out.stdout).expect("valid JSON despite the failure");
+    let e = v.as_array().expect("an array");
+    assert_eq!(e.len(), 2, "{out}");
+    assert!(e[0]["report"].is_object() && e[0].get("error").is_none(), "the good point is kept");
+    assert!(e[1]["report"].is_null() && str_at(&e[1], "error").contains("nosuchcc"), "{out}");
+    assert!(out.stderr.contains("point 2 of 2 (cc=nosuchcc) failed"), "{out}");
+}
+
+#[test]
+fn sweep_usage_errors_exit_2_before_running() {
+    let out = ringperf!().run(&["sweep", "stream", "-m", "1K,,2K"]);
+    assert_eq!(out.code(), 2, "{out}");
+    assert!(out.stderr.contains("empty value"), "{out}");
+    let out = ringperf!().run(&["sweep", "stream", "--send-engine", "copy,warp"]);
+    assert_eq!(out.code(), 2, "{out}");
+    assert!(out.stderr.contains("unknown send engine 'warp'"), "{out}");
+}
+
+#[test]
+fn rr_plot_has_the_rate_over_time_and_the_latency_cdf() {
+    let dir = scratch("rrplot");
+    let svg_path = dir.join("rr.svg");
+    let json = ringperf!().run_json(&["rr", "-l", "0.5", "--plot", svg_path.to_str().unwrap()]);
+    let svg = fs::read_to_string(&svg_path).unwrap();
+    check_svg(&svg);
+    let t = texts(&svg);
+    for want in [
+        "Transactions over time",
+        "time since start (s)",
+        "transactions/s",
+        "system CPU busy (% of all CPUs)",
+        "round trip (us, log scale)",
+        "transactions at or below (%)",
+    ] {
+        assert!(t.iter().any(|s| s == want), "no '{want}' in {t:?}");
+    }
+    assert!(t.iter().any(|s| s.starts_with("Round-trip CDF (")), "{t:?}");
+    assert!(t.iter().any(|s| s.starts_with("p99 ")), "percentile marks: {t:?}");
+    // Rate and CDF lines in blue, CPU in orange, each with its legend swatch.
+    assert_eq!(lines_of(&svg, BLUE), 4, "{t:?}");
+    assert_eq!(lines_of(&svg, ORANGE), 2, "{t:?}");
+    // Interval markers: one circle per interval sample (plus the percentile marks).
+    let samples = json["local"]["intervals"].as_array().map_or(0, Vec::len);
+    assert!(samples > 0 && count(&svg, "<circle") >= samples + 3);
+
+    // The same picture from the saved report.
+    let saved = dir.join("rr.json");
+    fs::write(&saved, json.to_string()).unwrap();
+    let again = dir.join("again.svg");
+    ringperf!().run(&["plot", saved.to_str().unwrap(), "-o", again.to_str().unwrap()]).success();
+    assert_eq!(lines_of(&fs::read_to_string(&again).unwrap(), BLUE), 4);
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn tso_study_quick_runs_end_to_end() {
+    if !is_root() {
+        eprintln!(
+            "SKIPPED tso_study_quick_runs_end_to_end: needs root for network namespaces (CI runs as root)"
+        );
+        return;
+    }
+    let dir = scratch("tso");
+    let name = lab_name("tsos");
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tools/tso-study");
+    let mut c = Command::new(script);
+    c.args(["--quick", "--out", dir.to_str().unwrap(), "--lab", &name]).env("RINGPERF", ringperf!().path());
+    let out = run_with_timeout(c, Duration::from_secs(120)).success();
+    let table = fs::read_to_string(dir.join("RESULTS.md")).expect("RESULTS.md");
+    let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("| TSO")).collect();
+    assert_eq!(rows.len(), 3, "{table}\n{out}");
+    // The captured environment agrees with what the study set on the sender.
+    assert!(rows[0].contains("tso on gso on"), "{table}");
+    assert!(rows[1].contains("tso off gso on"), "{table}");
+    assert!(rows[2].contains("tso off gso off"), "{table}");
+    for svg in ["stream.svg", "rr.svg"] {
+        let s = fs::read_to_string(dir.join(svg)).expect(svg);
+        check_svg(&s);
+        assert!(texts(&s).iter().any(|t| t == "TSO off"), "{svg}: {:?}", texts(&s));
+    }
+    let left: Vec<String> = netns_list().into_iter().filter(|n| n.contains(&name)).collect();
+    assert!(left.is_empty(), "the study left namespaces behind: {left:?}");
+    let _ = fs::remove_dir_all(&dir);
+}
