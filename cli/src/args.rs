@@ -24,6 +24,8 @@ pub enum Command {
     Stream(StreamArgs),
     /// TCP request/response, one transaction in flight (netperf TCP_RR).
     Rr(RrArgs),
+    /// TCP connect, request, response, close, repeated (netperf TCP_CRR).
+    Crr(CrrArgs),
     /// Stream from a file (or a memfd) through file -> pipe -> socket splices (netperf TCP_SENDFILE).
     Sendfile(SendfileArgs),
     /// Run one stream per engine combination and print one table.
@@ -219,6 +221,22 @@ pub struct RrArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct CrrArgs {
+    #[command(flatten)]
+    pub test: TestArgs,
+    /// Request and response sizes (netperf -r); one number sets both.
+    #[arg(short = 'r', value_name = "REQ,RSP", default_value = "1,1", value_parser = parse_sizes)]
+    pub sizes: (Option<u32>, Option<u32>),
+    /// Close client connections with SO_LINGER 0: a RST, so no TIME_WAIT is left behind.
+    #[arg(long)]
+    pub linger0: bool,
+    /// Bind client connections to ports LO-HI, round-robin, instead of the kernel's
+    /// ephemeral choice (a busy port is skipped and counted).
+    #[arg(long, value_name = "LO-HI", value_parser = parse_port_range)]
+    pub client_ports: Option<(u16, u16)>,
+}
+
+#[derive(Args, Debug)]
 pub struct SendfileArgs {
     #[command(flatten)]
     pub test: TestArgs,
@@ -408,6 +426,19 @@ fn parse_cpu_list(s: &str) -> Result<Vec<usize>, String> {
         return Err("give at least one CPU, like 0,1 or 0-3".into());
     }
     Ok(out)
+}
+
+fn parse_port_range(s: &str) -> Result<(u16, u16), String> {
+    let (a, b) = s
+        .split_once('-')
+        .ok_or_else(|| format!("'{s}' is not a port range: give LO-HI, like 40000-49999"))?;
+    let port =
+        |p: &str| p.trim().parse::<u16>().map_err(|_| format!("'{p}' is not a port number (1 to 65535)"));
+    let (lo, hi) = (port(a)?, port(b)?);
+    if lo == 0 || lo > hi {
+        return Err(format!("'{s}' is not a range from low to high: use 1 <= LO <= HI"));
+    }
+    Ok((lo, hi))
 }
 
 fn parse_cpus(s: &str) -> Result<(Option<usize>, Option<usize>), String> {

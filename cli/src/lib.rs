@@ -14,7 +14,8 @@ use clap::Parser;
 
 use ringperf_engine::measure::confidence::ConfidenceTarget;
 use ringperf_engine::spec::{
-    Direction, Pacing, RingTuning, SendEngine, SideSpec, SocketBuffers, SocketOptions, SqPoll, Workload,
+    CrrOptions, Direction, Pacing, RingTuning, SendEngine, SideSpec, SocketBuffers, SocketOptions, SqPoll,
+    Workload,
 };
 use ringperf_engine::{run_iterations, Error, RunOptions, Target, TestReport, TestSpec};
 
@@ -68,6 +69,13 @@ fn run(cli: Cli) -> Result<i32, Error> {
             spec.response_size = a.sizes.1.unwrap_or(1);
             run_and_render(&spec, &a.test)
         }
+        Command::Crr(a) => {
+            let mut spec = base_spec(&a.test, Workload::Crr)?;
+            spec.request_size = a.sizes.0.unwrap_or(1);
+            spec.response_size = a.sizes.1.unwrap_or(1);
+            spec.crr = CrrOptions { linger0: a.linger0, client_ports: a.client_ports };
+            run_and_render(&spec, &a.test)
+        }
         Command::Engines(a) => engines::run(&a),
         Command::Diff(a) => diff::run(&a),
     }
@@ -87,7 +95,7 @@ fn one_line(e: &clap::Error) -> String {
     let text = e.to_string();
     let first = text.lines().next().unwrap_or("invalid arguments");
     let first = first.strip_prefix("error: ").unwrap_or(first);
-    let cmd = std::env::args().nth(1).filter(|a| ["stream", "rr", "serve"].contains(&a.as_str()));
+    let cmd = std::env::args().nth(1).filter(|a| ["stream", "rr", "crr", "serve"].contains(&a.as_str()));
     match cmd {
         Some(c) => format!("{first} (see 'ringperf {c} --help')"),
         None => format!("{first} (see 'ringperf --help')"),

@@ -7,7 +7,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use ringperf_engine::report::IntervalSample;
-use ringperf_engine::spec::{TestSpec, Workload};
+use ringperf_engine::spec::TestSpec;
 
 use crate::args::TestArgs;
 use crate::render::{Format, Units};
@@ -30,7 +30,7 @@ impl Printer {
             return None;
         }
         let (tx, rx) = mpsc::channel::<IntervalSample>();
-        let rr = spec.workload == Workload::Rr;
+        let rr = spec.workload.is_transactional();
         let handle = thread::spawn(move || {
             let mut out = std::io::stdout();
             for (n, s) in rx.iter().enumerate() {

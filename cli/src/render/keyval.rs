@@ -2,7 +2,7 @@
 //! where netperf has one (README lists them all), side by side over one report.
 
 use ringperf_engine::report::{IterationFigures, SideReport};
-use ringperf_engine::spec::{Role, Workload};
+use ringperf_engine::spec::Role;
 use ringperf_engine::TestReport;
 
 use super::Units;
@@ -64,7 +64,7 @@ fn opt(v: Option<f64>, places: usize) -> String {
 
 /// The values of one run (`figures`), with everything else from the report.
 fn values(r: &TestReport, fig: &IterationFigures, units: Units) -> Vec<String> {
-    let rr = r.spec.workload == Workload::Rr;
+    let rr = r.spec.workload.is_transactional();
     let (sender, receiver) = match r.local.role {
         Role::StreamReceiver => (&r.remote, &r.local),
         Role::StreamSender => (&r.local, &r.remote),

@@ -1,5 +1,6 @@
 //! Workloads: state machines over a worker's flows, driving its send and receive paths.
 
+pub mod crr;
 pub mod pacer;
 pub mod rr;
 pub mod stream;
