@@ -26,6 +26,8 @@ pub enum Command {
     Rr(RrArgs),
     /// TCP connect, request, response, close, repeated (netperf TCP_CRR).
     Crr(CrrArgs),
+    /// UDP datagrams with sequence numbers, client to server (netperf UDP_STREAM).
+    UdpStream(UdpStreamArgs),
     /// Stream from a file (or a memfd) through file -> pipe -> socket splices (netperf TCP_SENDFILE).
     Sendfile(SendfileArgs),
     /// Run one stream per engine combination and print one table.
@@ -234,6 +236,23 @@ pub struct CrrArgs {
     /// ephemeral choice (a busy port is skipped and counted).
     #[arg(long, value_name = "LO-HI", value_parser = parse_port_range)]
     pub client_ports: Option<(u16, u16)>,
+}
+
+#[derive(Args, Debug)]
+pub struct UdpStreamArgs {
+    #[command(flatten)]
+    pub test: TestArgs,
+    /// Payload bytes per datagram, including its 8-byte sequence number (netperf -m).
+    #[arg(short = 'm', value_name = "SIZE", value_parser = parse_one_size)]
+    pub send_size: Option<u32>,
+    /// Send with UDP_SEGMENT (GSO): datagrams of SEGSIZE bytes, as many per send as the
+    /// kernel allows (at most 64, at most 64 KiB); SEGSIZE is then the datagram size.
+    #[arg(long, value_name = "SEGSIZE", value_parser = parse_one_size)]
+    pub gso: Option<u32>,
+    /// Receive with UDP_GRO: one receive may return several datagrams (the coalescing
+    /// ratio is reported).
+    #[arg(long)]
+    pub gro: bool,
 }
 
 #[derive(Args, Debug)]

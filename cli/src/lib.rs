@@ -76,6 +76,14 @@ fn run(cli: Cli) -> Result<i32, Error> {
             spec.crr = CrrOptions { linger0: a.linger0, client_ports: a.client_ports };
             run_and_render(&spec, &a.test)
         }
+        Command::UdpStream(a) => {
+            let mut spec = base_spec(&a.test, Workload::UdpStream)?;
+            spec.send_size = a.send_size.or(a.gso).unwrap_or(1024);
+            spec.recv_size = spec.send_size;
+            spec.udp.gso_segment = a.gso;
+            spec.udp.gro = a.gro;
+            run_and_render(&spec, &a.test)
+        }
         Command::Engines(a) => engines::run(&a),
         Command::Diff(a) => diff::run(&a),
     }
@@ -95,7 +103,9 @@ fn one_line(e: &clap::Error) -> String {
     let text = e.to_string();
     let first = text.lines().next().unwrap_or("invalid arguments");
     let first = first.strip_prefix("error: ").unwrap_or(first);
-    let cmd = std::env::args().nth(1).filter(|a| ["stream", "rr", "crr", "serve"].contains(&a.as_str()));
+    let cmd = std::env::args()
+        .nth(1)
+        .filter(|a| ["stream", "rr", "crr", "udp-stream", "serve"].contains(&a.as_str()));
     match cmd {
         Some(c) => format!("{first} (see 'ringperf {c} --help')"),
         None => format!("{first} (see 'ringperf --help')"),

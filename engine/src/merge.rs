@@ -36,6 +36,7 @@ pub fn udp(all: Vec<Option<&UdpReport>>, nflows: usize, busy_us: f64) -> Option<
         });
         o.datagrams_sent += r.datagrams_sent;
         o.sends += r.sends;
+        o.send_errors += r.send_errors;
         o.datagrams_received += r.datagrams_received;
         o.receives += r.receives;
         o.lost += r.lost;

@@ -241,6 +241,9 @@ pub struct UdpReport {
     pub datagrams_sent: u64,
     /// Send SQEs (each carries one datagram, or several with GSO).
     pub sends: u64,
+    /// Datagrams whose send failed (ENOBUFS, EAGAIN, a cancelled link): their sequence
+    /// numbers were used, so the receiver counts them as lost (netperf's "Errors").
+    pub send_errors: u64,
     /// Distinct datagrams received (duplicates left out).
     pub datagrams_received: u64,
     /// Receive completions that carried data (with GRO one may hold several datagrams).

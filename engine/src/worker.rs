@@ -26,6 +26,7 @@ use crate::verify::Verifier;
 use crate::workload::crr::{CrrClient, CrrServer};
 use crate::workload::pacer::Pacer;
 use crate::workload::rr::{self, Transaction};
+use crate::workload::udp_stream::{UdpReceiver, UdpSender};
 use crate::workload::{stream, FlowCounters, PEER_GRACE_NS};
 
 /// What a worker is asked to do.
@@ -86,6 +87,8 @@ enum Own {
     None,
     CrrClient(CrrClient),
     CrrServer(CrrServer),
+    UdpSender(UdpSender),
+    UdpReceiver(UdpReceiver),
 }
 
 impl Own {
@@ -111,8 +114,34 @@ impl Own {
                 })?;
                 Own::CrrServer(CrrServer::new(spec, fds[0], c.cookie, stop))
             }
+            Role::UdpSender => Own::UdpSender(UdpSender::new(spec, fds)),
+            Role::UdpReceiver => Own::UdpReceiver(UdpReceiver::new(spec, fds)),
             _ => Own::None,
         })
+    }
+
+    fn crr(&self) -> Option<CrrReport> {
+        match self {
+            Own::CrrClient(c) => Some(c.report()),
+            Own::CrrServer(c) => Some(c.report()),
+            _ => None,
+        }
+    }
+
+    fn udp(&self) -> Option<UdpReport> {
+        match self {
+            Own::UdpSender(u) => Some(u.report()),
+            Own::UdpReceiver(u) => Some(u.report()),
+            _ => None,
+        }
+    }
+
+    /// A workload that ends its own window (the UDP receiver's drain) says when.
+    fn end_ns(&self) -> Option<u64> {
+        match self {
+            Own::UdpReceiver(u) => u.end_ns(),
+            _ => None,
+        }
     }
 
     /// Completions the workload can have outstanding at once.
@@ -121,6 +150,10 @@ impl Own {
             // Socket, then a failed chain's four CQEs at worst.
             Role::CrrClient => Some(5 * local_flows + 16),
             Role::CrrServer => Some(CrrServer::max_cqes(spec)),
+            // Per flow: its sends, a receive, a cancel and its own CQE; plus timers.
+            Role::UdpSender | Role::UdpReceiver => {
+                Some(local_flows * (spec.ring.send_depth as usize + 4) + 16)
+            }
             _ => None,
         }
     }
@@ -259,12 +292,18 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
         _ => match &mut own {
             Own::CrrClient(c) => c.run(&mut ring, deadline, &mut sampler),
             Own::CrrServer(c) => c.run(&mut ring, guard, &mut sampler),
+            Own::UdpSender(u) => {
+                let per_send = spec.send_size * spec.udp_datagrams_per_send();
+                let mut pacer = Pacer::new(spec.pacing.flow_rate_bps(spec.flows), nflows, per_send);
+                u.run(&mut ring, deadline, &mut sampler, &mut pacer)
+            }
+            Own::UdpReceiver(u) => u.run(&mut ring, deadline, &mut sampler),
             Own::None => {
                 Err(Error::Protocol("worker role without its paths: this is a bug in ringperf".into()))
             }
         },
     };
-    let end_ns = monotonic_ns();
+    let end_ns = own.end_ns().unwrap_or_else(monotonic_ns);
     let mut tool = ThreadCpuSnapshot::now().since(&cpu_before);
     tool.helper_ns = helper_threads_ns(tid).saturating_sub(helpers_before);
     let flows = result?;
@@ -273,12 +312,8 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
     let outcome = WorkerOutcome {
         flows,
         global_flows: matches!(own, Own::CrrServer(_)),
-        crr: match &own {
-            Own::CrrClient(c) => Some(c.report()),
-            Own::CrrServer(c) => Some(c.report()),
-            Own::None => None,
-        },
-        udp: None,
+        crr: own.crr(),
+        udp: own.udp(),
         intervals,
         tcp,
         ring: ring.counters(),

@@ -3,7 +3,9 @@
 pub mod crr;
 pub mod pacer;
 pub mod rr;
+pub mod sequence;
 pub mod stream;
+pub mod udp_stream;
 
 use crate::error::Error;
 
