@@ -28,6 +28,8 @@ pub enum Command {
     Crr(CrrArgs),
     /// UDP datagrams with sequence numbers, client to server (netperf UDP_STREAM).
     UdpStream(UdpStreamArgs),
+    /// UDP request/response with a per-transaction timeout and retransmission (netperf UDP_RR).
+    UdpRr(UdpRrArgs),
     /// Stream from a file (or a memfd) through file -> pipe -> socket splices (netperf TCP_SENDFILE).
     Sendfile(SendfileArgs),
     /// Run one stream per engine combination and print one table.
@@ -253,6 +255,18 @@ pub struct UdpStreamArgs {
     /// ratio is reported).
     #[arg(long)]
     pub gro: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct UdpRrArgs {
+    #[command(flatten)]
+    pub test: TestArgs,
+    /// Request and response sizes (netperf -r), each at least 8 bytes (the sequence number).
+    #[arg(short = 'r', value_name = "REQ,RSP", default_value = "8,8", value_parser = parse_sizes)]
+    pub sizes: (Option<u32>, Option<u32>),
+    /// Send a request again when its response has not come after this many microseconds.
+    #[arg(long, value_name = "US", default_value_t = 10_000)]
+    pub timeout_us: u32,
 }
 
 #[derive(Args, Debug)]

@@ -84,6 +84,13 @@ fn run(cli: Cli) -> Result<i32, Error> {
             spec.udp.gro = a.gro;
             run_and_render(&spec, &a.test)
         }
+        Command::UdpRr(a) => {
+            let mut spec = base_spec(&a.test, Workload::UdpRr)?;
+            spec.request_size = a.sizes.0.unwrap_or(8);
+            spec.response_size = a.sizes.1.unwrap_or(8);
+            spec.udp.timeout_us = a.timeout_us;
+            run_and_render(&spec, &a.test)
+        }
         Command::Engines(a) => engines::run(&a),
         Command::Diff(a) => diff::run(&a),
     }
@@ -105,7 +112,7 @@ fn one_line(e: &clap::Error) -> String {
     let first = first.strip_prefix("error: ").unwrap_or(first);
     let cmd = std::env::args()
         .nth(1)
-        .filter(|a| ["stream", "rr", "crr", "udp-stream", "serve"].contains(&a.as_str()));
+        .filter(|a| ["stream", "rr", "crr", "udp-stream", "udp-rr", "serve"].contains(&a.as_str()));
     match cmd {
         Some(c) => format!("{first} (see 'ringperf {c} --help')"),
         None => format!("{first} (see 'ringperf --help')"),

@@ -26,6 +26,7 @@ use crate::verify::Verifier;
 use crate::workload::crr::{CrrClient, CrrServer};
 use crate::workload::pacer::Pacer;
 use crate::workload::rr::{self, Transaction};
+use crate::workload::udp_rr::{UdpRrClient, UdpRrServer};
 use crate::workload::udp_stream::{UdpReceiver, UdpSender};
 use crate::workload::{stream, FlowCounters, PEER_GRACE_NS};
 
@@ -89,6 +90,8 @@ enum Own {
     CrrServer(CrrServer),
     UdpSender(UdpSender),
     UdpReceiver(UdpReceiver),
+    UdpRrClient(UdpRrClient),
+    UdpRrServer(UdpRrServer),
 }
 
 impl Own {
@@ -116,6 +119,8 @@ impl Own {
             }
             Role::UdpSender => Own::UdpSender(UdpSender::new(spec, fds)),
             Role::UdpReceiver => Own::UdpReceiver(UdpReceiver::new(spec, fds)),
+            Role::UdpRrClient => Own::UdpRrClient(UdpRrClient::new(spec, fds)),
+            Role::UdpRrServer => Own::UdpRrServer(UdpRrServer::new(spec, fds)),
             _ => Own::None,
         })
     }
@@ -132,6 +137,8 @@ impl Own {
         match self {
             Own::UdpSender(u) => Some(u.report()),
             Own::UdpReceiver(u) => Some(u.report()),
+            Own::UdpRrClient(u) => Some(u.report()),
+            Own::UdpRrServer(u) => Some(u.report()),
             _ => None,
         }
     }
@@ -140,6 +147,7 @@ impl Own {
     fn end_ns(&self) -> Option<u64> {
         match self {
             Own::UdpReceiver(u) => u.end_ns(),
+            Own::UdpRrServer(u) => u.end_ns(),
             _ => None,
         }
     }
@@ -298,6 +306,8 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
                 u.run(&mut ring, deadline, &mut sampler, &mut pacer)
             }
             Own::UdpReceiver(u) => u.run(&mut ring, deadline, &mut sampler),
+            Own::UdpRrClient(u) => u.run(&mut ring, deadline, &mut sampler),
+            Own::UdpRrServer(u) => u.run(&mut ring, deadline, &mut sampler),
             Own::None => {
                 Err(Error::Protocol("worker role without its paths: this is a bug in ringperf".into()))
             }

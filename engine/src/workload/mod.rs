@@ -5,6 +5,7 @@ pub mod pacer;
 pub mod rr;
 pub mod sequence;
 pub mod stream;
+pub mod udp_rr;
 pub mod udp_stream;
 
 use crate::error::Error;
