@@ -24,6 +24,12 @@ pub enum Command {
     Stream(StreamArgs),
     /// TCP request/response, one transaction in flight (netperf TCP_RR).
     Rr(RrArgs),
+    /// TCP connect, request, response, close, repeated (netperf TCP_CRR).
+    Crr(CrrArgs),
+    /// UDP datagrams with sequence numbers, client to server (netperf UDP_STREAM).
+    UdpStream(UdpStreamArgs),
+    /// UDP request/response with a per-transaction timeout and retransmission (netperf UDP_RR).
+    UdpRr(UdpRrArgs),
     /// Stream from a file (or a memfd) through file -> pipe -> socket splices (netperf TCP_SENDFILE).
     Sendfile(SendfileArgs),
     /// Run one stream per engine combination and print one table.
@@ -228,6 +234,57 @@ pub struct RrArgs {
     pub sizes: (Option<u32>, Option<u32>),
     #[command(flatten)]
     pub plot: PlotArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct CrrArgs {
+    #[command(flatten)]
+    pub test: TestArgs,
+    #[command(flatten)]
+    pub plot: PlotArgs,
+    /// Request and response sizes (netperf -r); one number sets both.
+    #[arg(short = 'r', value_name = "REQ,RSP", default_value = "1,1", value_parser = parse_sizes)]
+    pub sizes: (Option<u32>, Option<u32>),
+    /// Close client connections with SO_LINGER 0: a RST, so no TIME_WAIT is left behind.
+    #[arg(long)]
+    pub linger0: bool,
+    /// Bind client connections to ports LO-HI, round-robin, instead of the kernel's
+    /// ephemeral choice (a busy port is skipped and counted).
+    #[arg(long, value_name = "LO-HI", value_parser = parse_port_range)]
+    pub client_ports: Option<(u16, u16)>,
+}
+
+#[derive(Args, Debug)]
+pub struct UdpStreamArgs {
+    #[command(flatten)]
+    pub test: TestArgs,
+    #[command(flatten)]
+    pub plot: PlotArgs,
+    /// Payload bytes per datagram, including its 8-byte sequence number (netperf -m).
+    #[arg(short = 'm', value_name = "SIZE", value_parser = parse_one_size)]
+    pub send_size: Option<u32>,
+    /// Send with UDP_SEGMENT (GSO): datagrams of SEGSIZE bytes, as many per send as the
+    /// kernel allows (at most 64, at most 64 KiB); SEGSIZE is then the datagram size.
+    #[arg(long, value_name = "SEGSIZE", value_parser = parse_one_size)]
+    pub gso: Option<u32>,
+    /// Receive with UDP_GRO: one receive may return several datagrams (the coalescing
+    /// ratio is reported).
+    #[arg(long)]
+    pub gro: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct UdpRrArgs {
+    #[command(flatten)]
+    pub test: TestArgs,
+    #[command(flatten)]
+    pub plot: PlotArgs,
+    /// Request and response sizes (netperf -r), each at least 8 bytes (the sequence number).
+    #[arg(short = 'r', value_name = "REQ,RSP", default_value = "8,8", value_parser = parse_sizes)]
+    pub sizes: (Option<u32>, Option<u32>),
+    /// Send a request again when its response has not come after this many microseconds.
+    #[arg(long, value_name = "US", default_value_t = 10_000)]
+    pub timeout_us: u32,
 }
 
 #[derive(Args, Debug)]
@@ -555,6 +612,19 @@ fn parse_cpu_list(s: &str) -> Result<CpuList, String> {
         return Err("give at least one CPU, like 0,1 or 0-3".into());
     }
     Ok(CpuList(out))
+}
+
+fn parse_port_range(s: &str) -> Result<(u16, u16), String> {
+    let (a, b) = s
+        .split_once('-')
+        .ok_or_else(|| format!("'{s}' is not a port range: give LO-HI, like 40000-49999"))?;
+    let port =
+        |p: &str| p.trim().parse::<u16>().map_err(|_| format!("'{p}' is not a port number (1 to 65535)"));
+    let (lo, hi) = (port(a)?, port(b)?);
+    if lo == 0 || lo > hi {
+        return Err(format!("'{s}' is not a range from low to high: use 1 <= LO <= HI"));
+    }
+    Ok((lo, hi))
 }
 
 fn parse_cpus(s: &str) -> Result<(Option<usize>, Option<usize>), String> {

@@ -18,7 +18,8 @@ use clap::Parser;
 
 use ringperf_engine::measure::confidence::ConfidenceTarget;
 use ringperf_engine::spec::{
-    Direction, Pacing, RingTuning, SendEngine, SideSpec, SocketBuffers, SocketOptions, SqPoll, Workload,
+    CrrOptions, Direction, Pacing, RingTuning, SendEngine, SideSpec, SocketBuffers, SocketOptions, SqPoll,
+    Workload,
 };
 use ringperf_engine::{run_iterations, Error, RunOptions, Target, TestReport, TestSpec};
 
@@ -74,6 +75,9 @@ fn run(cli: Cli) -> Result<i32, Error> {
         Command::Stream(ref a) => run_and_render(&test_spec(&cli.command)?, &a.test, &a.plot),
         Command::Sendfile(ref a) => run_and_render(&test_spec(&cli.command)?, &a.test, &a.plot),
         Command::Rr(ref a) => run_and_render(&test_spec(&cli.command)?, &a.test, &a.plot),
+        Command::Crr(ref a) => run_and_render(&test_spec(&cli.command)?, &a.test, &a.plot),
+        Command::UdpStream(ref a) => run_and_render(&test_spec(&cli.command)?, &a.test, &a.plot),
+        Command::UdpRr(ref a) => run_and_render(&test_spec(&cli.command)?, &a.test, &a.plot),
         Command::Engines(a) => engines::run(&a),
         Command::Sweep(_) => {
             Err(Error::Usage("give the sweep's workload: ringperf sweep stream|rr|sendfile ...".into()))
@@ -93,6 +97,28 @@ pub fn test_spec(cmd: &Command) -> Result<TestSpec, Error> {
         }
         Command::Sendfile(a) => sendfile_spec(a),
         Command::Rr(a) => rr_spec(a),
+        Command::Crr(a) => {
+            let mut spec = base_spec(&a.test, Workload::Crr)?;
+            spec.request_size = a.sizes.0.unwrap_or(1);
+            spec.response_size = a.sizes.1.unwrap_or(1);
+            spec.crr = CrrOptions { linger0: a.linger0, client_ports: a.client_ports };
+            Ok(spec)
+        }
+        Command::UdpStream(a) => {
+            let mut spec = base_spec(&a.test, Workload::UdpStream)?;
+            spec.send_size = a.send_size.or(a.gso).unwrap_or(1024);
+            spec.recv_size = spec.send_size;
+            spec.udp.gso_segment = a.gso;
+            spec.udp.gro = a.gro;
+            Ok(spec)
+        }
+        Command::UdpRr(a) => {
+            let mut spec = base_spec(&a.test, Workload::UdpRr)?;
+            spec.request_size = a.sizes.0.unwrap_or(8);
+            spec.response_size = a.sizes.1.unwrap_or(8);
+            spec.udp.timeout_us = a.timeout_us;
+            Ok(spec)
+        }
         _ => Err(Error::Usage("not a test command".into())),
     }
 }
@@ -135,7 +161,10 @@ pub(crate) fn one_line(e: &clap::Error) -> String {
     let text = e.to_string();
     let first = text.lines().next().unwrap_or("invalid arguments");
     let first = first.strip_prefix("error: ").unwrap_or(first);
-    let cmd = std::env::args().nth(1).filter(|a| ["stream", "rr", "sweep", "serve"].contains(&a.as_str()));
+    let cmd = std::env::args().nth(1).filter(|a| {
+        ["stream", "rr", "crr", "udp-stream", "udp-rr", "sendfile", "engines", "sweep", "serve"]
+            .contains(&a.as_str())
+    });
     match cmd {
         Some(c) => format!("{first} (see 'ringperf {c} --help')"),
         None => format!("{first} (see 'ringperf --help')"),

@@ -7,7 +7,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use ringperf_engine::report::IntervalSample;
-use ringperf_engine::spec::{TestSpec, Workload};
+use ringperf_engine::spec::TestSpec;
 
 use crate::args::TestArgs;
 use crate::render::{Format, Units};
@@ -30,7 +30,7 @@ impl Printer {
             return None;
         }
         let (tx, rx) = mpsc::channel::<IntervalSample>();
-        let rr = spec.workload == Workload::Rr;
+        let rr = spec.workload.is_transactional();
         // Every local worker sends its own sample of each tick; print their sum once all
         // have arrived (or whatever arrived, when the run ends).
         let workers = spec.workers() * spec.group_roles(true).len();

@@ -3,8 +3,63 @@
 
 use crate::measure::latency::{merge_summaries, LatencyRecorder};
 use crate::report::{
-    IntervalSample, RecvReport, RingCounters, SendReport, SpliceReport, ToolCpu, VerifyReport, ZeroCopyReport,
+    CrrReport, IntervalSample, RecvReport, RingCounters, SendReport, SpliceReport, ToolCpu, UdpFlowReport,
+    UdpReport, VerifyReport, ZeroCopyReport,
 };
+
+/// crr counters summed over workers; `None` when no worker ran crr.
+pub fn crr<'a>(all: impl Iterator<Item = &'a CrrReport>) -> Option<CrrReport> {
+    all.fold(None, |acc: Option<CrrReport>, c| {
+        let a = acc.unwrap_or_default();
+        Some(CrrReport {
+            connections: a.connections + c.connections,
+            port_busy: a.port_busy + c.port_busy,
+            rejected: a.rejected + c.rejected,
+            linger0: a.linger0 || c.linger0,
+        })
+    })
+}
+
+/// UDP counters summed over workers (`all[w]` is worker w's, its flows in local order),
+/// flows put back in global order, and the CPU cost per datagram from the side's busy time.
+pub fn udp(all: Vec<Option<&UdpReport>>, nflows: usize, busy_us: f64) -> Option<UdpReport> {
+    let workers = all.len();
+    let mut out: Option<UdpReport> = None;
+    for (w, r) in all.into_iter().enumerate() {
+        let Some(r) = r else { continue };
+        let o = out.get_or_insert_with(|| UdpReport {
+            datagram_size: r.datagram_size,
+            gso_segment: r.gso_segment,
+            gro: r.gro,
+            flows: vec![UdpFlowReport::default(); nflows],
+            ..UdpReport::default()
+        });
+        o.datagrams_sent += r.datagrams_sent;
+        o.sends += r.sends;
+        o.send_errors += r.send_errors;
+        o.datagrams_received += r.datagrams_received;
+        o.receives += r.receives;
+        o.lost += r.lost;
+        o.reordered += r.reordered;
+        o.duplicated += r.duplicated;
+        o.late += r.late;
+        o.sequence_span += r.sequence_span;
+        o.stray += r.stray;
+        o.timeouts += r.timeouts;
+        o.retransmissions += r.retransmissions;
+        o.stale_responses += r.stale_responses;
+        for (l, f) in r.flows.iter().enumerate() {
+            if let Some(g) = o.flows.get_mut(global_flow(w, l, workers)) {
+                *g = *f;
+            }
+        }
+    }
+    if let Some(o) = &mut out {
+        let datagrams = o.datagrams_sent + o.datagrams_received;
+        o.us_per_datagram = (datagrams > 0).then(|| busy_us / datagrams as f64);
+    }
+    out
+}
 
 pub fn ring(all: &[RingCounters]) -> RingCounters {
     all.iter().fold(RingCounters::default(), |a, c| RingCounters {

@@ -9,10 +9,12 @@ use std::time::{Duration, Instant};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use crate::error::{Error, Result};
+
+pub mod udp;
 use crate::spec::{SocketBuffers, SocketOptions, TestSpec};
 
 /// Bytes a client writes first on every data connection: session cookie, then flow index.
-const FLOW_HEADER_LEN: usize = 12;
+pub const FLOW_HEADER_LEN: usize = 12;
 
 /// How long connecting, accepting and the flow handshake may take.
 pub const SETUP_TIMEOUT: Duration = Duration::from_secs(10);

@@ -218,6 +218,95 @@ pub struct SideReport {
     /// MTU, qdisc, coalescing, sysctls. Absent from reports of versions before it existed.
     #[serde(default)]
     pub network: Option<NetworkEnvironment>,
+    /// Connection cycles (crr only).
+    #[serde(default)]
+    pub crr: Option<CrrReport>,
+    /// Datagram accounting (udp-stream and udp-rr only).
+    #[serde(default)]
+    pub udp: Option<UdpReport>,
+}
+
+/// TCP_CRR: what one side's connection cycles did.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct CrrReport {
+    /// Connections that went through a whole cycle (each one is a transaction).
+    pub connections: u64,
+    /// Client: connects refused with EADDRNOTAVAIL/EADDRINUSE because the bound port of
+    /// `--client-ports` was still taken; the cycle was retried on the next port.
+    pub port_busy: u64,
+    /// Server: connections closed without an answer (wrong cookie, bad flow, torn request).
+    pub rejected: u64,
+    /// Client sockets closed with SO_LINGER 0 (RST, no TIME_WAIT).
+    pub linger0: bool,
+}
+
+/// Datagram accounting of one side of a UDP test. The sender fills the send half, the
+/// receiver the receive half (udp-rr: both).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct UdpReport {
+    /// Payload bytes per datagram (the GSO segment size with --gso).
+    pub datagram_size: u32,
+    /// UDP_SEGMENT size when the sender used GSO.
+    pub gso_segment: Option<u32>,
+    /// UDP_GRO was on at the receiver.
+    pub gro: bool,
+    pub datagrams_sent: u64,
+    /// Send SQEs (each carries one datagram, or several with GSO).
+    pub sends: u64,
+    /// Datagrams whose send failed (ENOBUFS, EAGAIN, a cancelled link): their sequence
+    /// numbers were used, so the receiver counts them as lost (netperf's "Errors").
+    pub send_errors: u64,
+    /// Distinct datagrams received (duplicates left out).
+    pub datagrams_received: u64,
+    /// Receive completions that carried data (with GRO one may hold several datagrams).
+    pub receives: u64,
+    /// Sequence numbers skipped and never seen within the reorder window: the receiver's
+    /// own loss count. Losses after the last datagram received are invisible to it; the
+    /// sender's count closes that gap (see `sequence_span`).
+    pub lost: u64,
+    /// Datagrams that arrived after a higher sequence number (and filled a gap).
+    pub reordered: u64,
+    /// Datagrams seen twice within the window.
+    pub duplicated: u64,
+    /// Datagrams older than the reorder window: counted as lost, reported here.
+    pub late: u64,
+    /// Per flow, the highest sequence number received plus one, summed: received + lost.
+    pub sequence_span: u64,
+    /// Datagrams that were not ringperf's (too short, or a late handshake): ignored.
+    pub stray: u64,
+    /// udp-rr: transactions whose response did not arrive within --timeout-us.
+    pub timeouts: u64,
+    /// udp-rr: requests sent again after a timeout.
+    pub retransmissions: u64,
+    /// udp-rr: responses for a request already answered or superseded, ignored.
+    pub stale_responses: u64,
+    /// Busy CPU microseconds per datagram this side moved (sent plus received).
+    pub us_per_datagram: Option<f64>,
+    /// Every flow, in flow order.
+    pub flows: Vec<UdpFlowReport>,
+}
+
+impl UdpReport {
+    /// Datagrams per send SQE (> 1 only with GSO).
+    pub fn datagrams_per_send(&self) -> f64 {
+        ratio(self.datagrams_sent, self.sends)
+    }
+    /// Datagrams per receive completion: the GRO coalescing ratio.
+    pub fn datagrams_per_receive(&self) -> f64 {
+        ratio(self.datagrams_received + self.duplicated, self.receives)
+    }
+}
+
+/// One UDP flow's datagram counts.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UdpFlowReport {
+    pub datagrams_sent: u64,
+    pub datagrams_received: u64,
+    pub lost: u64,
+    pub reordered: u64,
+    pub duplicated: u64,
+    pub timeouts: u64,
+    pub retransmissions: u64,
 }
 
 /// One worker thread: its ring, its flows, its CPU.

@@ -3,7 +3,8 @@
 //! SideReport.
 
 use std::fs::File;
-use std::os::fd::AsRawFd;
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::mpsc;
 
 use socket2::Socket;
@@ -18,7 +19,17 @@ use crate::merge;
 use crate::probe::IoUringProbe;
 use crate::report::{CpuUsage, FlowReport, IntervalSample, SideReport, SocketSizes, WorkerReport};
 use crate::spec::{RecvEngine, Role, SendEngine, SideSpec, TestSpec};
-use crate::worker::{Worker, WorkerPlan};
+use crate::worker::{CrrPlan, Worker, WorkerPlan};
+
+/// What a side's workers run over.
+pub enum DataSockets {
+    /// One connected socket per flow (stream, rr, and the UDP workloads).
+    Flows(Vec<Socket>),
+    /// crr server: the session's listener, shared by every worker for the whole test.
+    Listener { listener: Socket, cookie: u64 },
+    /// crr client: no sockets yet; every flow opens a connection to `peer` per cycle.
+    Connector { peer: SocketAddr, cookie: u64 },
+}
 
 /// Which flows a worker has: every `of`-th connection of its group, from `index`.
 #[derive(Clone, Copy)]
@@ -38,6 +49,10 @@ pub struct Side {
     workers: Vec<Worker>,
     window: Option<(ProcStat, u64)>,
     network: Option<NetworkEnvironment>,
+    /// Flows of the test (the crr sides have no socket per flow).
+    nflows: usize,
+    /// crr server: the eventfd that tells the workers the client has finished.
+    stop: Option<OwnedFd>,
 }
 
 impl Side {
@@ -50,17 +65,52 @@ impl Side {
         sockets: Vec<Socket>,
         live: Option<mpsc::Sender<IntervalSample>>,
     ) -> Result<Side> {
+        Side::prepare_data(spec, roles, side, DataSockets::Flows(sockets), live)
+    }
+
+    /// [`Side::prepare`] for any kind of data sockets.
+    pub fn prepare_data(
+        spec: &TestSpec,
+        roles: &[Role],
+        side: &SideSpec,
+        data: DataSockets,
+        live: Option<mpsc::Sender<IntervalSample>>,
+    ) -> Result<Side> {
         IoUringProbe::get().check_engines(side.send_engine, side.recv_engine)?;
-        for s in &sockets {
-            crate::net::tune(s, &spec.socket)?;
+        let mut stop = None;
+        let (sockets, crr) = match data {
+            DataSockets::Flows(s) => (s, None),
+            DataSockets::Listener { listener, cookie } => {
+                // SAFETY: eventfd has no memory effects; the result is checked below.
+                let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+                if fd < 0 {
+                    return Err(Error::io("creating the crr stop eventfd", std::io::Error::last_os_error()));
+                }
+                // SAFETY: `fd` is a new descriptor that nothing else owns.
+                let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+                let plan = CrrPlan { peer: None, cookie, stop_fd: Some(owned.as_raw_fd()) };
+                stop = Some(owned);
+                (vec![listener], Some(plan))
+            }
+            DataSockets::Connector { peer, cookie } => {
+                (Vec::new(), Some(CrrPlan { peer: Some(peer), cookie, stop_fd: None }))
+            }
+        };
+        if crr.is_none() {
+            for s in &sockets {
+                crate::net::tune(s, &spec.socket)?;
+            }
         }
-        let group_len = sockets.len() / roles.len().max(1);
-        let n = spec.workers().min(group_len.max(1));
-        let mut workers = Vec::new();
-        let mut cpus = Vec::new();
-        let mut placement = Vec::new();
+        // crr has no socket per flow: one group, every worker on the shared listener.
+        let roles = if crr.is_some() { &roles[..1] } else { roles };
+        let nflows = if crr.is_some() { spec.flows as usize } else { sockets.len() };
+        let group_len = nflows / roles.len().max(1);
+        let n = if crr.is_some() { spec.workers() } else { spec.workers().min(group_len.max(1)) };
+        let mut workers = Vec::with_capacity(n * roles.len());
+        let mut cpus = Vec::with_capacity(n * roles.len());
+        let mut placement = Vec::with_capacity(n * roles.len());
         for (g, &role) in roles.iter().enumerate() {
-            let group = &sockets[g * group_len..(g + 1) * group_len];
+            let start = g * group_len;
             for w in 0..n {
                 let splice_file = match (&side.splice_file, side.send_engine) {
                     (Some(path), SendEngine::Splice) if role == Role::StreamSender => {
@@ -74,23 +124,35 @@ impl Side {
                 };
                 let k = workers.len();
                 let cpu = (!side.cpus.is_empty()).then(|| side.cpus[k % side.cpus.len()]);
+                let fds = match &crr {
+                    // Every crr server worker accepts on the one listener.
+                    Some(_) => sockets.iter().map(AsRawFd::as_raw_fd).collect(),
+                    None => sockets[start..start + group_len]
+                        .iter()
+                        .skip(w)
+                        .step_by(n)
+                        .map(AsRawFd::as_raw_fd)
+                        .collect(),
+                };
                 let plan = WorkerPlan {
                     role,
                     spec: spec.clone(),
                     side: side.clone(),
                     cpu,
-                    fds: group.iter().skip(w).step_by(n).map(AsRawFd::as_raw_fd).collect(),
+                    fds,
+                    flow_ids: (start + w..start + group_len).step_by(n).map(|f| f as u32).collect(),
                     splice_file,
                     live: live.clone(),
+                    crr: crr.clone(),
                 };
                 workers.push(Worker::spawn(plan)?);
                 cpus.push(cpu);
-                placement.push(Placement { group_start: g * group_len, index: w, of: n });
+                placement.push(Placement { group_start: start, index: w, of: n });
             }
         }
+        let role = if roles.len() == 1 { roles[0] } else { Role::StreamBidir };
         // Read before the window opens, so the netlink and ioctl calls cost the test nothing.
         let network = sockets.first().map(NetworkEnvironment::capture);
-        let role = if roles.len() == 1 { roles[0] } else { Role::StreamBidir };
         Ok(Side {
             role,
             cpus,
@@ -100,7 +162,18 @@ impl Side {
             workers,
             window: None,
             network,
+            nflows,
+            stop,
         })
+    }
+
+    /// crr server: the client has finished its cycles; workers end once theirs are done.
+    pub fn signal_stop(&self) {
+        if let Some(fd) = &self.stop {
+            let one: u64 = 1;
+            // SAFETY: writes 8 bytes from a valid u64 to our own eventfd.
+            unsafe { libc::write(fd.as_raw_fd(), (&one as *const u64).cast(), 8) };
+        }
     }
 
     /// Opens the measurement window now, for every worker at once.
@@ -134,21 +207,28 @@ impl Side {
         let elapsed_ns = end_ns.saturating_sub(start_ns).max(1);
         let system = after.since(&before, elapsed_ns);
 
-        let mut flows = vec![FlowReport::default(); self.sockets.len()];
-        let mut tcp_flows = vec![Default::default(); self.sockets.len()];
+        let mut flows = vec![FlowReport::default(); self.nflows];
+        let mut tcp_flows = vec![Default::default(); self.nflows];
         let mut worker_reports = Vec::with_capacity(nworkers);
+        // crr server: any worker may serve any flow; a flow is shown under the worker that
+        // served most of its connections.
+        let mut most = vec![0u64; self.nflows];
         for (w, o) in outcomes.iter().enumerate() {
             for (l, c) in o.flows.iter().enumerate() {
                 let p = self.placement[w];
-                let g = p.group_start + merge::global_flow(p.index, l, p.of);
-                flows[g] = FlowReport {
-                    flow: g,
-                    worker: w,
-                    bytes_sent: c.bytes_sent,
-                    bytes_received: c.bytes_received,
-                    transactions: c.transactions,
-                };
-                tcp_flows[g] = o.tcp[l];
+                let g = if o.global_flows { l } else { p.group_start + merge::global_flow(p.index, l, p.of) };
+                let f = &mut flows[g];
+                f.flow = g;
+                if !o.global_flows || c.transactions > most[g] {
+                    most[g] = c.transactions;
+                    f.worker = w;
+                }
+                f.bytes_sent += c.bytes_sent;
+                f.bytes_received += c.bytes_received;
+                f.transactions += c.transactions;
+                if let Some(t) = o.tcp.get(l) {
+                    tcp_flows[g] = *t;
+                }
             }
             worker_reports.push(WorkerReport {
                 cpu: self.cpus[w],
@@ -178,13 +258,12 @@ impl Side {
             })
             .unwrap_or_default();
         let per_flow_bytes: Vec<u64> = flows.iter().map(|f| f.bytes_sent + f.bytes_received).collect();
-        let tcp = TcpReport::new(tcp_flows, &per_flow_bytes);
-        let sd = service_demand(
-            &system,
-            bytes_sent + bytes_received,
-            transactions,
-            tcp.data_segs_out + tcp.data_segs_in,
-        );
+        // crr connections are gone by the end and UDP has no TCP_INFO: no TCP report.
+        let tcp =
+            matches!(self.role, Role::StreamSender | Role::StreamReceiver | Role::RrClient | Role::RrServer)
+                .then(|| TcpReport::new(tcp_flows, &per_flow_bytes));
+        let segments = tcp.as_ref().map_or(0, |t| t.data_segs_out + t.data_segs_in);
+        let sd = service_demand(&system, bytes_sent + bytes_received, transactions, segments);
         let tool = merge::tool(&outcomes.iter().map(|o| o.tool).collect::<Vec<_>>());
         let overhead = tool_overhead_percent(tool.user_us, &system);
         let ring = merge::ring(&outcomes.iter().map(|o| o.ring).collect::<Vec<_>>());
@@ -194,6 +273,8 @@ impl Side {
         let mut verifies = Vec::new();
         let mut latencies = Vec::new();
         let mut intervals = Vec::new();
+        let crr = merge::crr(outcomes.iter().filter_map(|o| o.crr.as_ref()));
+        let udp = merge::udp(outcomes.iter().map(|o| o.udp.as_ref()).collect(), self.nflows, system.busy_us);
         for o in outcomes {
             sends.extend(o.send);
             recvs.extend(o.recv);
@@ -220,10 +301,12 @@ impl Side {
             verify: merge::verify(verifies),
             latency: merge::latency(latencies).summary(),
             intervals: merge::intervals(intervals),
-            tcp: Some(tcp),
+            tcp,
             workers: worker_reports,
             flows,
             network: self.network,
+            crr,
+            udp,
         })
     }
 }

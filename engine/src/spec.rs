@@ -14,7 +14,59 @@ pub enum Workload {
     Stream,
     /// TCP request/response, one transaction in flight per flow (netperf TCP_RR).
     Rr,
+    /// TCP connect, request, response, close, repeated (netperf TCP_CRR).
+    Crr,
+    /// UDP datagrams with sequence numbers, client to server (netperf UDP_STREAM).
+    UdpStream,
+    /// UDP request/response with a per-transaction timeout and retransmission (netperf UDP_RR).
+    UdpRr,
 }
+
+impl Workload {
+    /// Workloads whose data sockets are UDP.
+    pub fn is_udp(self) -> bool {
+        matches!(self, Workload::UdpStream | Workload::UdpRr)
+    }
+
+    /// Workloads that count transactions (request/response cycles).
+    pub fn is_transactional(self) -> bool {
+        matches!(self, Workload::Rr | Workload::Crr | Workload::UdpRr)
+    }
+}
+
+/// TCP_CRR settings: how each cycle's connection ends and which client ports it uses.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct CrrOptions {
+    /// SO_LINGER 0 on the client: close sends RST, so no TIME_WAIT is left behind.
+    pub linger0: bool,
+    /// Bind client sockets to ports from this inclusive range, round-robin, instead of
+    /// the kernel's ephemeral choice.
+    pub client_ports: Option<(u16, u16)>,
+}
+
+/// UDP settings of udp-stream and udp-rr.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+pub struct UdpOptions {
+    /// UDP_SEGMENT: each send carries several datagrams of this many bytes (GSO).
+    pub gso_segment: Option<u32>,
+    /// UDP_GRO on the receiving sockets: one receive may return several datagrams.
+    pub gro: bool,
+    /// udp-rr: a transaction without a response after this long is sent again.
+    pub timeout_us: u32,
+}
+
+impl Default for UdpOptions {
+    fn default() -> Self {
+        UdpOptions { gso_segment: None, gro: false, timeout_us: 10_000 }
+    }
+}
+
+/// Bytes of the sequence number at the start of every UDP datagram.
+pub const UDP_SEQ_LEN: u32 = 8;
+/// The largest UDP payload (IPv4: 65535 - 20 - 8).
+pub const MAX_UDP_PAYLOAD: u32 = 65_507;
+/// The kernel sends at most this many segments in one UDP_SEGMENT send (UDP_MAX_SEGMENTS).
+pub const MAX_GSO_SEGMENTS: u32 = 64;
 
 /// Which way the payload of a stream test flows.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
@@ -235,6 +287,12 @@ pub struct TestSpec {
     pub local: SideSpec,
     pub remote: SideSpec,
     pub ring: RingTuning,
+    /// TCP_CRR settings (ignored by other workloads).
+    #[serde(default)]
+    pub crr: CrrOptions,
+    /// UDP settings (ignored by TCP workloads).
+    #[serde(default)]
+    pub udp: UdpOptions,
 }
 
 /// The longest test one spec may ask for; longer runs are iterations (`-i`).
@@ -267,6 +325,8 @@ impl Default for TestSpec {
             local: SideSpec::default(),
             remote: SideSpec::default(),
             ring: RingTuning::default(),
+            crr: CrrOptions::default(),
+            udp: UdpOptions::default(),
         }
     }
 }
@@ -355,6 +415,7 @@ impl TestSpec {
                 self.interval_ms
             )));
         }
+        self.validate_workload()?;
         if self.remote.splice_file.is_some() {
             return Err(Error::Usage(
                 "a server never opens a file a client names: -F applies to the local sender only".into(),
@@ -394,6 +455,81 @@ impl TestSpec {
         }
     }
 
+    /// The checks that belong to CRR and UDP workloads: engines and options they do not
+    /// use are refused rather than silently ignored.
+    fn validate_workload(&self) -> Result<()> {
+        let usage = |m: String| Err(Error::Usage(m));
+        let name = self.netperf_name();
+        if matches!(self.workload, Workload::Stream | Workload::Rr) {
+            if self.crr != CrrOptions::default() {
+                return usage("--linger0 and --client-ports apply to crr only".into());
+            }
+            if self.udp.gso_segment.is_some() || self.udp.gro {
+                return usage("--gso and --gro apply to udp-stream only".into());
+            }
+            return Ok(());
+        }
+        let default_engines = [&self.local, &self.remote]
+            .iter()
+            .all(|s| s.send_engine == SendEngine::Copy && s.recv_engine == RecvEngine::Recv);
+        if !default_engines || self.verify || self.require_zero_copy {
+            return usage(format!(
+                "{name} uses its own send and receive operations: drop --send-engine, --recv-engine, --verify and --require-zc"
+            ));
+        }
+        if self.workload != Workload::Crr && self.crr != CrrOptions::default() {
+            return usage("--linger0 and --client-ports apply to crr only".into());
+        }
+        if let Some((lo, hi)) = self.crr.client_ports {
+            if lo == 0 || lo > hi {
+                return usage(format!(
+                    "--client-ports {lo}-{hi} is not a range: give LOW-HIGH with 1 <= LOW <= HIGH"
+                ));
+            }
+        }
+        if self.workload.is_udp() {
+            if self.socket.nodelay
+                || self.socket.cork
+                || self.socket.mss.is_some()
+                || self.congestion_control.is_some()
+            {
+                return usage(format!("{name} is UDP: --nodelay, --cork, --mss and --cc are TCP options"));
+            }
+            let sizes: &[(&str, u32)] = match self.workload {
+                Workload::UdpStream => &[("-m", self.send_size)],
+                _ => &[("-r request", self.request_size), ("-r response", self.response_size)],
+            };
+            for &(what, v) in sizes {
+                if !(UDP_SEQ_LEN..=MAX_UDP_PAYLOAD).contains(&v) {
+                    return usage(format!(
+                        "{what} {v} does not fit a UDP datagram with its sequence number: use {UDP_SEQ_LEN} to {MAX_UDP_PAYLOAD} bytes"
+                    ));
+                }
+            }
+        }
+        if self.workload != Workload::UdpStream && (self.udp.gso_segment.is_some() || self.udp.gro) {
+            return usage("--gso and --gro apply to udp-stream only".into());
+        }
+        if let Some(seg) = self.udp.gso_segment {
+            if seg != self.send_size {
+                return usage(format!(
+                    "--gso {seg} is the datagram size, so -m must be the same ({} given): drop -m or make it {seg}",
+                    self.send_size
+                ));
+            }
+        }
+        if self.workload == Workload::UdpRr && !(100..=10_000_000).contains(&self.udp.timeout_us) {
+            return usage(format!(
+                "--timeout-us {} is out of range: use 100 us to 10 s",
+                self.udp.timeout_us
+            ));
+        }
+        if self.workload.is_udp() && self.direction != Direction::ClientToServer {
+            return usage(format!("{name} runs client to server only"));
+        }
+        Ok(())
+    }
+
     /// The role the client ("local") side plays.
     pub fn local_role(&self) -> Role {
         if self.bidir {
@@ -403,6 +539,9 @@ impl TestSpec {
             (Workload::Stream, Direction::ClientToServer) => Role::StreamSender,
             (Workload::Stream, Direction::ServerToClient) => Role::StreamReceiver,
             (Workload::Rr, _) => Role::RrClient,
+            (Workload::Crr, _) => Role::CrrClient,
+            (Workload::UdpStream, _) => Role::UdpSender,
+            (Workload::UdpRr, _) => Role::UdpRrClient,
         }
     }
 
@@ -413,6 +552,9 @@ impl TestSpec {
             Role::StreamReceiver => Role::StreamSender,
             Role::StreamBidir => Role::StreamBidir,
             Role::RrClient | Role::RrServer => Role::RrServer,
+            Role::CrrClient | Role::CrrServer => Role::CrrServer,
+            Role::UdpSender | Role::UdpReceiver => Role::UdpReceiver,
+            Role::UdpRrClient | Role::UdpRrServer => Role::UdpRrServer,
         }
     }
 
@@ -422,9 +564,24 @@ impl TestSpec {
             return "TCP_BIDIR";
         }
         match (self.workload, self.direction) {
+            // netperf's TCP_SENDFILE is a stream whose sender splices from a file.
+            (Workload::Stream, Direction::ClientToServer) if self.local.send_engine == SendEngine::Splice => {
+                "TCP_SENDFILE"
+            }
             (Workload::Stream, Direction::ClientToServer) => "TCP_STREAM",
             (Workload::Stream, Direction::ServerToClient) => "TCP_MAERTS",
             (Workload::Rr, _) => "TCP_RR",
+            (Workload::Crr, _) => "TCP_CRR",
+            (Workload::UdpStream, _) => "UDP_STREAM",
+            (Workload::UdpRr, _) => "UDP_RR",
+        }
+    }
+
+    /// Datagrams per UDP send: one, or with GSO as many segments as one send may carry.
+    pub fn udp_datagrams_per_send(&self) -> u32 {
+        match self.udp.gso_segment {
+            Some(seg) => (MAX_UDP_PAYLOAD / seg.max(1)).clamp(1, MAX_GSO_SEGMENTS),
+            None => 1,
         }
     }
 }
@@ -488,6 +645,27 @@ pub enum Role {
     StreamBidir,
     RrClient,
     RrServer,
+    CrrClient,
+    CrrServer,
+    UdpSender,
+    UdpReceiver,
+    UdpRrClient,
+    UdpRrServer,
+}
+
+impl Role {
+    /// Roles that report transactions and (client side) their latency.
+    pub fn is_transactional(self) -> bool {
+        matches!(
+            self,
+            Role::RrClient
+                | Role::RrServer
+                | Role::CrrClient
+                | Role::CrrServer
+                | Role::UdpRrClient
+                | Role::UdpRrServer
+        )
+    }
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 //! before the window opens.
 
 use std::fs::File;
+use std::net::SocketAddr;
 use std::os::fd::RawFd;
 use std::sync::mpsc;
 use std::thread::{self, JoinHandle};
@@ -15,12 +16,18 @@ use crate::measure::cpu::{helper_threads_ns, ThreadCpuSnapshot};
 use crate::measure::intervals::IntervalSampler;
 use crate::measure::latency::LatencyRecorder;
 use crate::measure::tcp_info::TcpFlowInfo;
-use crate::report::{IntervalSample, RecvReport, RingCounters, RingSetup, SendReport, ToolCpu, VerifyReport};
+use crate::report::{
+    CrrReport, IntervalSample, RecvReport, RingCounters, RingSetup, SendReport, ToolCpu, UdpReport,
+    VerifyReport,
+};
 use crate::ring::{FlowFd, Ring};
 use crate::spec::{Role, SideSpec, TestSpec};
 use crate::verify::Verifier;
+use crate::workload::crr::{CrrClient, CrrServer};
 use crate::workload::pacer::Pacer;
 use crate::workload::rr::{self, Transaction};
+use crate::workload::udp_rr::{UdpRrClient, UdpRrServer};
+use crate::workload::udp_stream::{UdpReceiver, UdpSender};
 use crate::workload::{stream, FlowCounters, PEER_GRACE_NS};
 
 /// What a worker is asked to do.
@@ -30,17 +37,36 @@ pub struct WorkerPlan {
     pub side: SideSpec,
     /// CPU to pin this worker to.
     pub cpu: Option<usize>,
-    /// Data sockets; the caller keeps them open until the worker has been joined.
+    /// Data sockets; the caller keeps them open until the worker has been joined (the crr
+    /// server: the listener; the crr client: none).
     pub fds: Vec<RawFd>,
+    /// The global flow numbers of this worker's flows (flows are dealt round-robin).
+    pub flow_ids: Vec<u32>,
     /// Payload file for the `splice` engine, opened by the client.
     pub splice_file: Option<File>,
     /// Where to send interval samples as they happen (the client's `-D`).
     pub live: Option<mpsc::Sender<IntervalSample>>,
+    /// crr: where to connect (client) or how to know the client is done (server).
+    pub crr: Option<CrrPlan>,
+}
+
+/// What a crr worker needs besides its sockets.
+#[derive(Clone, Debug)]
+pub struct CrrPlan {
+    /// Client: the server's data listener.
+    pub peer: Option<SocketAddr>,
+    /// The session cookie every connection's header carries.
+    pub cookie: u64,
+    /// Server: the eventfd written when the client has finished its cycles.
+    pub stop_fd: Option<RawFd>,
 }
 
 /// What a worker measured.
 pub struct WorkerOutcome {
     pub flows: Vec<FlowCounters>,
+    /// `flows` covers every flow of the test in global order (the crr server, where any
+    /// worker may serve any flow) rather than this worker's flows.
+    pub global_flows: bool,
     pub ring: RingCounters,
     pub ring_setup: RingSetup,
     pub tool: ToolCpu,
@@ -52,6 +78,93 @@ pub struct WorkerOutcome {
     pub send: Option<SendReport>,
     pub recv: Option<RecvReport>,
     pub verify: Option<VerifyReport>,
+    pub crr: Option<CrrReport>,
+    pub udp: Option<UdpReport>,
+}
+
+/// The state of a workload that brings its own buffers (crr and the UDP workloads): built
+/// before the window opens, dropped after the ring.
+enum Own {
+    None,
+    CrrClient(CrrClient),
+    CrrServer(CrrServer),
+    UdpSender(UdpSender),
+    UdpReceiver(UdpReceiver),
+    UdpRrClient(UdpRrClient),
+    UdpRrServer(UdpRrServer),
+}
+
+impl Own {
+    fn new(plan: &WorkerPlan, fds: &[FlowFd]) -> Result<Own> {
+        let spec = &plan.spec;
+        let crr = || {
+            plan.crr.clone().ok_or_else(|| {
+                Error::Protocol("a crr worker without its plan: this is a bug in ringperf".into())
+            })
+        };
+        Ok(match plan.role {
+            Role::CrrClient => {
+                let c = crr()?;
+                let peer = c
+                    .peer
+                    .ok_or_else(|| Error::Protocol("a crr client without a peer: this is a bug".into()))?;
+                Own::CrrClient(CrrClient::new(spec, peer, c.cookie, &plan.flow_ids))
+            }
+            Role::CrrServer => {
+                let c = crr()?;
+                let stop = c.stop_fd.ok_or_else(|| {
+                    Error::Protocol("a crr server without a stop signal: this is a bug".into())
+                })?;
+                Own::CrrServer(CrrServer::new(spec, fds[0], c.cookie, stop))
+            }
+            Role::UdpSender => Own::UdpSender(UdpSender::new(spec, fds)),
+            Role::UdpReceiver => Own::UdpReceiver(UdpReceiver::new(spec, fds)),
+            Role::UdpRrClient => Own::UdpRrClient(UdpRrClient::new(spec, fds)),
+            Role::UdpRrServer => Own::UdpRrServer(UdpRrServer::new(spec, fds)),
+            _ => Own::None,
+        })
+    }
+
+    fn crr(&self) -> Option<CrrReport> {
+        match self {
+            Own::CrrClient(c) => Some(c.report()),
+            Own::CrrServer(c) => Some(c.report()),
+            _ => None,
+        }
+    }
+
+    fn udp(&self) -> Option<UdpReport> {
+        match self {
+            Own::UdpSender(u) => Some(u.report()),
+            Own::UdpReceiver(u) => Some(u.report()),
+            Own::UdpRrClient(u) => Some(u.report()),
+            Own::UdpRrServer(u) => Some(u.report()),
+            _ => None,
+        }
+    }
+
+    /// A workload that ends its own window (the UDP receiver's drain) says when.
+    fn end_ns(&self) -> Option<u64> {
+        match self {
+            Own::UdpReceiver(u) => u.end_ns(),
+            Own::UdpRrServer(u) => u.end_ns(),
+            _ => None,
+        }
+    }
+
+    /// Completions the workload can have outstanding at once.
+    fn max_cqes(role: Role, spec: &TestSpec, local_flows: usize) -> Option<usize> {
+        match role {
+            // Socket, then a failed chain's four CQEs at worst.
+            Role::CrrClient => Some(5 * local_flows + 16),
+            Role::CrrServer => Some(CrrServer::max_cqes(spec)),
+            // Per flow: its sends, a receive, a cancel and its own CQE; plus timers.
+            Role::UdpSender | Role::UdpReceiver => {
+                Some(local_flows * (spec.ring.send_depth as usize + 4) + 16)
+            }
+            _ => None,
+        }
+    }
 }
 
 /// A running worker thread, parked until [`Worker::start`].
@@ -108,8 +221,9 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
     let nflows = plan.fds.len();
     // Per flow: a chain of sends, its notifications, one receive; plus the deadline.
     let per_flow = 2 * (tuning.send_depth as usize + 1) + 2;
-    let mut ring = Ring::new(tuning, (per_flow * nflows + 8) as u32)?;
-    let fds: Vec<FlowFd> = if tuning.fixed_files {
+    let min_cq = Own::max_cqes(plan.role, spec, plan.flow_ids.len()).unwrap_or(per_flow * nflows + 8);
+    let mut ring = Ring::new(tuning, (min_cq + 8) as u32)?;
+    let fds: Vec<FlowFd> = if tuning.fixed_files && !plan.fds.is_empty() {
         ring.register_files(&plan.fds)?;
         (0..nflows as u32).map(FlowFd::Fixed).collect()
     } else {
@@ -127,10 +241,13 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
                 "a worker is a sender or a receiver, never both: this is a bug in ringperf".into(),
             ))
         }
+        // These bring their own buffers (see `Own`).
+        _ => (0, 0),
     };
     let sends = send_len > 0;
     let receives = recv_len > 0;
     let mut verify = Verifier::new(spec.verify && receives, nflows);
+    let mut own = Own::new(&plan, &fds)?;
     let mut send = if sends {
         let depth = if plan.role == Role::StreamSender { tuning.send_depth as usize } else { 1 };
         Some(AnySend::new(
@@ -185,9 +302,23 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
         (Role::RrServer, Some(s), Some(r)) => {
             rr::server(&mut ring, nflows, s, r, tx, (deadline, guard), &mut verify, &mut sampler)
         }
-        _ => Err(Error::Protocol("worker role without its paths: this is a bug in ringperf".into())),
+        _ => match &mut own {
+            Own::CrrClient(c) => c.run(&mut ring, deadline, &mut sampler),
+            Own::CrrServer(c) => c.run(&mut ring, guard, &mut sampler),
+            Own::UdpSender(u) => {
+                let per_send = spec.send_size * spec.udp_datagrams_per_send();
+                let mut pacer = Pacer::new(spec.pacing.flow_rate_bps(spec.flows), nflows, per_send);
+                u.run(&mut ring, deadline, &mut sampler, &mut pacer)
+            }
+            Own::UdpReceiver(u) => u.run(&mut ring, deadline, &mut sampler),
+            Own::UdpRrClient(u) => u.run(&mut ring, deadline, &mut sampler),
+            Own::UdpRrServer(u) => u.run(&mut ring, deadline, &mut sampler),
+            Own::None => {
+                Err(Error::Protocol("worker role without its paths: this is a bug in ringperf".into()))
+            }
+        },
     };
-    let end_ns = monotonic_ns();
+    let end_ns = own.end_ns().unwrap_or_else(monotonic_ns);
     let mut tool = ThreadCpuSnapshot::now().since(&cpu_before);
     tool.helper_ns = helper_threads_ns(tid).saturating_sub(helpers_before);
     let flows = result?;
@@ -195,6 +326,9 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
     let (intervals, latency) = sampler.finish(end_ns, &flows);
     let outcome = WorkerOutcome {
         flows,
+        global_flows: matches!(own, Own::CrrServer(_)),
+        crr: own.crr(),
+        udp: own.udp(),
         intervals,
         tcp,
         ring: ring.counters(),
@@ -211,6 +345,7 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
     drop(ring);
     drop(send);
     drop(recv);
+    drop(own);
     Ok(outcome)
 }
 

@@ -56,6 +56,8 @@ pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
     for (name, s) in [("local ", &r.local), ("remote", &r.remote)] {
         engine_lines(&mut o, name, s);
         tcp_line(&mut o, name, s);
+        crr_line(&mut o, name, s);
+        udp_lines(&mut o, name, s);
     }
     for (name, s) in [("local ", &r.local), ("remote", &r.remote)] {
         let _ = writeln!(o, "{name}  {}", network_line(s.network.as_ref()));
@@ -90,7 +92,8 @@ fn render_table(o: &mut String, r: &TestReport, units: Units) {
     );
     match r.spec.workload {
         Workload::Stream => stream_table(o, r, units),
-        Workload::Rr => rr_table(o, r),
+        Workload::Rr | Workload::Crr | Workload::UdpRr => rr_table(o, r),
+        Workload::UdpStream => udp_stream_table(o, r, units),
     }
 }
 
@@ -110,7 +113,7 @@ fn side_lines(o: &mut String, name: &str, s: &SideReport) {
         );
         let mb = (s.bytes_sent + s.bytes_received) as f64 / 1e6;
         let per = match s.role {
-            Role::RrClient | Role::RrServer if s.transactions > 0 => {
+            role if role.is_transactional() && s.transactions > 0 => {
                 format!("{:.2} enters/transaction", s.ring.enters as f64 / s.transactions as f64)
             }
             _ if mb > 0.0 => format!("{:.1} enters/MB", s.ring.enters as f64 / mb),
@@ -141,6 +144,94 @@ fn tcp_line(o: &mut String, name: &str, s: &SideReport) {
         let _ = write!(line, "; fairness (Jain) {j:.3} over {} flows", t.flows.len());
     }
     let _ = writeln!(o, "{line}");
+}
+
+/// What the connection cycles of a crr side did.
+fn crr_line(o: &mut String, name: &str, s: &SideReport) {
+    let Some(c) = &s.crr else { return };
+    let rate = c.connections as f64 / (s.elapsed_ns.max(1) as f64 / 1e9);
+    let close = if c.linger0 { "RST close (SO_LINGER 0)" } else { "normal close" };
+    let _ = writeln!(
+        o,
+        "{name}  crr: {} connections ({rate:.0}/s), {close}, {} busy client ports skipped, {} connections rejected",
+        c.connections, c.port_busy, c.rejected
+    );
+}
+
+/// netperf's UDP_STREAM table: the sender's line, then the receiver's own count and rate.
+fn udp_stream_table(o: &mut String, r: &TestReport, units: Units) {
+    let (tx, rx) =
+        if r.local.role == Role::UdpSender { (&r.local, &r.remote) } else { (&r.remote, &r.local) };
+    let (Some(tu), Some(ru)) = (&tx.udp, &rx.udp) else { return };
+    let secs = |s: &SideReport| s.elapsed_ns.max(1) as f64 / 1e9;
+    let rate = |bytes: u64, s: &SideReport| units.convert(bytes as f64 * 8.0 / secs(s));
+    let _ = writeln!(o, "Socket  Message  Elapsed      Messages                    CPU      Service");
+    let _ = writeln!(o, "Size    Size     Time         Okay   Lost   Throughput    Util     Demand");
+    let _ = writeln!(o, "bytes   bytes    secs            #      #   {:<12}  % S      us/KB", units.label());
+    o.push('\n');
+    let _ = writeln!(
+        o,
+        "{:<7} {:<8} {:<8} {:>9} {:>6} {:>12.2}  {:<8.2} {:<7.3}",
+        tx.socket.send_buffer,
+        tu.datagram_size,
+        fmt_secs(secs(tx)),
+        tu.datagrams_sent,
+        0,
+        rate(tx.bytes_sent, tx),
+        tx.cpu.system.busy_percent,
+        sd(tx, |s| s.service_demand.us_per_kb),
+    );
+    let lost = tu.datagrams_sent.saturating_sub(ru.datagrams_received);
+    let _ = writeln!(
+        o,
+        "{:<7} {:<8} {:<8} {:>9} {:>6} {:>12.2}  {:<8.2} {:<7.3}",
+        rx.socket.recv_buffer,
+        "",
+        fmt_secs(secs(rx)),
+        ru.datagrams_received,
+        lost,
+        rate(rx.bytes_received, rx),
+        rx.cpu.system.busy_percent,
+        sd(rx, |s| s.service_demand.us_per_kb),
+    );
+}
+
+/// Datagram accounting of one side of a UDP test.
+fn udp_lines(o: &mut String, name: &str, s: &SideReport) {
+    let Some(u) = &s.udp else { return };
+    let per_dg = u.us_per_datagram.map_or_else(|| "-".into(), |v| format!("{:.3}", v));
+    if u.sends > 0 {
+        let gso = u.gso_segment.map_or_else(|| "no GSO".into(), |g| format!("GSO {g} B segments"));
+        let _ = writeln!(
+            o,
+            "{name}  udp send: {} datagrams in {} sends ({:.2} datagrams per SQE, {gso}); {per_dg} us CPU per datagram",
+            u.datagrams_sent,
+            u.sends,
+            u.datagrams_per_send()
+        );
+    }
+    if u.receives > 0 || u.datagrams_received > 0 || u.sequence_span > 0 {
+        let gro = if u.gro { "GRO on" } else { "no GRO" };
+        let _ = writeln!(
+            o,
+            "{name}  udp receive: {} datagrams in {} receives ({:.2} datagrams per CQE, {gro}); {} lost in sequence, {} reordered, {} duplicated, {} late, {} stray; {per_dg} us CPU per datagram",
+            u.datagrams_received,
+            u.receives,
+            u.datagrams_per_receive(),
+            u.lost,
+            u.reordered,
+            u.duplicated,
+            u.late,
+            u.stray
+        );
+    }
+    if matches!(s.role, Role::UdpRrClient) {
+        let _ = writeln!(
+            o,
+            "{name}  udp rr: {} timeouts, {} retransmissions, {} stale responses ignored",
+            u.timeouts, u.retransmissions, u.stale_responses
+        );
+    }
 }
 
 /// Confidence over iterations and the within-run estimate.

@@ -1,8 +1,8 @@
 //! `--keyval` and `--csv`: one set of NAME=value fields, with netperf's omni output names
 //! where netperf has one (README lists them all), side by side over one report.
 
-use ringperf_engine::report::{IterationFigures, SideReport};
-use ringperf_engine::spec::{Role, Workload};
+use ringperf_engine::report::{IterationFigures, SideReport, UdpReport};
+use ringperf_engine::spec::Role;
 use ringperf_engine::TestReport;
 
 use super::Units;
@@ -52,10 +52,30 @@ pub const NAMES: &[&str] = &[
     "ZERO_COPY_FRACTION",
     "LOCAL_RELEASE",
     "REMOTE_RELEASE",
+    "LOCAL_SEND_CALLS",
+    "REMOTE_RECV_CALLS",
+    "REMOTE_THROUGHPUT",
+    "DATAGRAMS_SENT",
+    "DATAGRAMS_RECEIVED",
+    "LOST_DATAGRAMS",
+    "REORDERED_DATAGRAMS",
+    "DUPLICATE_DATAGRAMS",
+    "DATAGRAMS_PER_SEND",
+    "DATAGRAMS_PER_RECV",
+    "LOCAL_SD_PER_DATAGRAM",
+    "REMOTE_SD_PER_DATAGRAM",
+    "UDP_TIMEOUTS",
+    "UDP_RETRANSMISSIONS",
+    "CRR_CONNECTIONS",
 ];
 
 fn f(v: f64, places: usize) -> String {
     format!("{v:.places$}")
+}
+
+/// A UDP figure of side `s`, empty when the side has no UDP report.
+fn udp_field(s: &SideReport, g: impl Fn(&UdpReport) -> String) -> String {
+    s.udp.as_ref().map_or_else(String::new, g)
 }
 
 fn opt(v: Option<f64>, places: usize) -> String {
@@ -64,7 +84,7 @@ fn opt(v: Option<f64>, places: usize) -> String {
 
 /// The values of one run (`figures`), with everything else from the report.
 fn values(r: &TestReport, fig: &IterationFigures, units: Units) -> Vec<String> {
-    let rr = r.spec.workload == Workload::Rr;
+    let rr = r.spec.workload.is_transactional();
     let (sender, receiver) = match r.local.role {
         Role::StreamReceiver => (&r.remote, &r.local),
         Role::StreamSender => (&r.local, &r.remote),
@@ -127,6 +147,29 @@ fn values(r: &TestReport, fig: &IterationFigures, units: Units) -> Vec<String> {
         opt(zc, 4),
         r.environment.local.kernel_release.clone(),
         r.environment.remote.kernel_release.clone(),
+        // UDP: the sender's sends and the receiver's receives (netperf's call counts);
+        // the receiver's own rate, datagram accounting, and crr connections.
+        udp_field(sender, |u| u.sends.to_string()),
+        udp_field(receiver, |u| u.receives.to_string()),
+        udp_field(receiver, |_| {
+            let bits = receiver.bytes_received as f64 * 8.0 / (receiver.elapsed_ns.max(1) as f64 / 1e9);
+            f(units.convert(bits), 2)
+        }),
+        udp_field(sender, |u| u.datagrams_sent.to_string()),
+        udp_field(receiver, |u| u.datagrams_received.to_string()),
+        match (&sender.udp, &receiver.udp) {
+            (Some(s), Some(rv)) if !rr => s.datagrams_sent.saturating_sub(rv.datagrams_received).to_string(),
+            _ => String::new(),
+        },
+        udp_field(receiver, |u| u.reordered.to_string()),
+        udp_field(receiver, |u| u.duplicated.to_string()),
+        udp_field(sender, |u| f(u.datagrams_per_send(), 2)),
+        udp_field(receiver, |u| f(u.datagrams_per_receive(), 2)),
+        udp_field(&r.local, |u| opt(u.us_per_datagram, 3)),
+        udp_field(&r.remote, |u| opt(u.us_per_datagram, 3)),
+        udp_field(&r.local, |u| if rr { u.timeouts.to_string() } else { String::new() }),
+        udp_field(&r.local, |u| if rr { u.retransmissions.to_string() } else { String::new() }),
+        r.local.crr.as_ref().map_or(String::new(), |c| c.connections.to_string()),
     ];
     debug_assert_eq!(out.len(), NAMES.len());
     out

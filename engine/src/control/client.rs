@@ -17,8 +17,8 @@ use crate::net::connect_flows;
 use crate::report::{
     Environments, IntervalSample, IterationFigures, SideReport, Summary, TestReport, SCHEMA_VERSION,
 };
-use crate::side::Side;
-use crate::spec::{Role, TestSpec};
+use crate::side::{DataSockets, Side};
+use crate::spec::{Role, TestSpec, Workload};
 use crate::workload::PEER_GRACE_NS;
 
 /// Where the server is.
@@ -133,15 +133,25 @@ fn run_on(
         other => return Err(unexpected("welcome", &other)),
     };
     write_frame(&mut stream, &ClientMessage::Test { spec: Box::new(spec.clone()) })?;
-    let (port, cookie) = match expect_reply(&mut stream, "the server to get ready")? {
-        ServerMessage::Ready { data_port, cookie } => (data_port, cookie),
+    let (port, cookie, udp_ports) = match expect_reply(&mut stream, "the server to get ready")? {
+        ServerMessage::Ready { data_port, cookie, udp_ports } => (data_port, cookie, udp_ports),
         other => return Err(unexpected("ready", &other)),
     };
-    let sockets = connect_flows(SocketAddr::new(peer_ip, port), cookie, spec)?;
-    let mut side = Side::prepare(spec, &spec.group_roles(true), &spec.local, sockets, opts.live.clone())?;
+    let data = match spec.workload {
+        Workload::Crr => DataSockets::Connector { peer: SocketAddr::new(peer_ip, port), cookie },
+        w if w.is_udp() => {
+            DataSockets::Flows(crate::net::udp::connect_flows(peer_ip, &udp_ports, cookie, spec)?)
+        }
+        _ => DataSockets::Flows(connect_flows(SocketAddr::new(peer_ip, port), cookie, spec)?),
+    };
+    let mut side = Side::prepare_data(spec, &spec.group_roles(true), &spec.local, data, opts.live.clone())?;
     write_frame(&mut stream, &ClientMessage::Go)?;
     side.start()?;
     let local = side.finish();
+    if spec.workload == Workload::Crr {
+        // Every cycle is over (or the side failed): the server's workers may stop.
+        let _ = write_frame(&mut stream, &ClientMessage::FlowsDone);
+    }
 
     let wait =
         Duration::from_millis(spec.duration_ms) + Duration::from_nanos(PEER_GRACE_NS) + CONTROL_TIMEOUT;
@@ -186,7 +196,7 @@ pub const DEFAULT_LEVEL: f64 = 0.99;
 /// them; and the within-run estimate from the local side's intervals.
 pub fn summarize(local: &SideReport, remote: &SideReport, level: f64) -> Summary {
     let secs = |s: &SideReport| s.elapsed_ns as f64 / 1e9;
-    let rr = matches!(local.role, Role::RrClient | Role::RrServer);
+    let rr = local.role.is_transactional();
     let within_run = within_run(local, rr, level);
     if rr {
         return Summary {
@@ -207,7 +217,7 @@ pub fn summarize(local: &SideReport, remote: &SideReport, level: f64) -> Summary
             within_run,
         };
     }
-    let sender = if local.role == Role::StreamSender { local } else { remote };
+    let sender = if matches!(local.role, Role::StreamSender | Role::UdpSender) { local } else { remote };
     Summary {
         throughput_bits_per_sec: sender.bytes_sent as f64 * 8.0 / secs(sender),
         reverse_throughput_bits_per_sec: None,

@@ -29,6 +29,8 @@ pub enum ClientMessage {
     Test { spec: Box<TestSpec> },
     /// Open the measurement window now.
     Go,
+    /// crr: every client cycle has finished, so the server's workers may stop.
+    FlowsDone,
 }
 
 /// Server to client.
@@ -44,6 +46,9 @@ pub enum ServerMessage {
     Ready {
         data_port: u16,
         cookie: u64,
+        /// UDP workloads: one server socket per flow, on these ports in flow order.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        udp_ports: Vec<u16>,
     },
     /// The server side's measurements, after its window closed.
     Report {

@@ -15,8 +15,9 @@ use crate::control::protocol::{
 };
 use crate::env::{allowed_cpus, Environment};
 use crate::error::{Error, Result};
-use crate::net::{accept_flows, listen, poll_readable, random_cookie};
-use crate::side::Side;
+use crate::net::{accept_flows, listen, poll_readable, random_cookie, udp};
+use crate::side::{DataSockets, Side};
+use crate::spec::Workload;
 
 /// How long the server waits for each control message before the test starts.
 pub const CONTROL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -136,19 +137,58 @@ fn session(stream: &mut TcpStream) -> Result<ServerEventDone> {
         check_cpu(cpu, "remote")?;
     }
 
-    let listener = listen(local_ip, &spec)?;
-    let port = listener.local_addr().ok().and_then(|a| a.as_socket()).map(|a| a.port()).unwrap_or(0);
     let cookie = random_cookie();
-    write_frame(stream, &ServerMessage::Ready { data_port: port, cookie })?;
-    let sockets = accept_flows(&listener, cookie, spec.connections())?;
-    drop(listener);
+    // UDP: the descriptors that echo late hellos until `Go` (see net::udp).
+    let mut udp_fds = Vec::new();
+    let data = if spec.workload.is_udp() {
+        let (socks, udp_ports) = udp::bind_flows(local_ip, &spec)?;
+        write_frame(stream, &ServerMessage::Ready { data_port: 0, cookie, udp_ports })?;
+        udp::accept_flows(&socks, cookie)?;
+        udp_fds = socks.iter().map(AsRawFd::as_raw_fd).collect();
+        DataSockets::Flows(socks)
+    } else {
+        let listener = listen(local_ip, &spec)?;
+        let port = listener.local_addr().ok().and_then(|a| a.as_socket()).map(|a| a.port()).unwrap_or(0);
+        write_frame(stream, &ServerMessage::Ready { data_port: port, cookie, udp_ports: Vec::new() })?;
+        if spec.workload == Workload::Crr {
+            // crr connects once per cycle: the listener serves the whole test.
+            DataSockets::Listener { listener, cookie }
+        } else {
+            DataSockets::Flows(accept_flows(&listener, cookie, spec.connections())?)
+        }
+    };
 
-    let mut side = Side::prepare(&spec, &spec.group_roles(false), &spec.remote, sockets, None)?;
+    let mut side = Side::prepare_data(&spec, &spec.group_roles(false), &spec.remote, data, None)?;
+    if !udp_fds.is_empty() {
+        // The side owns the sockets now; it only uses them once the window opens.
+        udp::echo_hellos_until(&udp_fds, cookie, stream.as_raw_fd())?;
+    }
     match read_frame(stream, "go")? {
         ClientMessage::Go => {}
         other => return Err(out_of_order("go", &other)),
     }
     side.start()?;
+    if spec.workload == Workload::Crr {
+        // The client says when its last cycle is done; until then connections keep coming.
+        let wait =
+            Duration::from_millis(spec.duration_ms) + Duration::from_nanos(crate::workload::PEER_GRACE_NS);
+        let _ = stream.set_read_timeout(Some(wait));
+        let done = read_frame::<ClientMessage>(stream, "the end of the client's cycles");
+        // Stop the workers whatever came: on a failure they end with what is under way.
+        side.signal_stop();
+        let _ = stream.set_read_timeout(Some(CONTROL_TIMEOUT));
+        match done {
+            Ok(ClientMessage::FlowsDone) => {}
+            Ok(other) => {
+                let _ = side.finish();
+                return Err(out_of_order("flows_done", &other));
+            }
+            Err(e) => {
+                let _ = side.finish();
+                return Err(e);
+            }
+        }
+    }
     let report = side.finish()?;
     let done = ServerEventDone {
         peer: stream.peer_addr().unwrap_or_else(|_| SocketAddr::from(([0, 0, 0, 0], 0))),
@@ -179,6 +219,7 @@ fn out_of_order(expected: &str, got: &ClientMessage) -> Error {
         ClientMessage::Hello { .. } => "hello",
         ClientMessage::Test { .. } => "test",
         ClientMessage::Go => "go",
+        ClientMessage::FlowsDone => "flows_done",
     };
     Error::Protocol(format!("expected a '{expected}' message, got '{name}'"))
 }

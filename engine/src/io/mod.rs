@@ -29,6 +29,24 @@ pub mod op {
     pub const INTERVAL: u8 = 6;
     /// A pacing refill tick (multishot Timeout).
     pub const PACE: u8 = 7;
+    /// crr: a socket created for one cycle.
+    pub const SOCKET: u8 = 8;
+    /// crr: a connect (its CQE only appears on failure).
+    pub const CONNECT: u8 = 9;
+    /// crr: a close; the last CQE of a cycle.
+    pub const CLOSE: u8 = 10;
+    /// crr: the multishot accept on the session listener.
+    pub const ACCEPT: u8 = 11;
+    /// crr server: the receive that waits for the client's close.
+    pub const PEER_CLOSE: u8 = 12;
+    /// The poll on a side's stop signal (an eventfd).
+    pub const STOP: u8 = 13;
+    /// An AsyncCancel's own completion.
+    pub const CANCEL: u8 = 14;
+    /// udp-stream: a receiver's drain tick after its deadline.
+    pub const DRAIN: u8 = 15;
+    /// udp-rr: a transaction's timeout.
+    pub const TX_TIMEOUT: u8 = 16;
 }
 
 /// What a send-side completion meant for the workload.

@@ -1,8 +1,12 @@
 //! Workloads: state machines over a worker's flows, driving its send and receive paths.
 
+pub mod crr;
 pub mod pacer;
 pub mod rr;
+pub mod sequence;
 pub mod stream;
+pub mod udp_rr;
+pub mod udp_stream;
 
 use crate::error::Error;
 

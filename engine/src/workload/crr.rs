@@ -1,0 +1,586 @@
+//! TCP_CRR: connect, request, response, close, repeated per flow until the deadline.
+//!
+//! Client, per cycle: an io_uring Socket op, then one linked chain Connect -> Send (cookie,
+//! flow, request) -> Recv (response, MSG_WAITALL) -> Close. Connect, Send and Recv skip their
+//! CQE on success, so a good cycle costs two CQEs: the socket's and the close's. The chain
+//! cannot start with the Socket op: the later ops need its descriptor, which only a direct
+//! (fixed-table) descriptor would give up front, and a direct descriptor cannot take the
+//! plain setsockopt/bind calls that SO_LINGER and --client-ports need. Those are two
+//! syscalls on the socket the Socket op made; nothing is allocated per cycle.
+//!
+//! Server: one multishot Accept per worker on the session's listener (every worker shares
+//! it); per connection a Recv of the header and request, then a linked Send (response) ->
+//! Recv that completes when the client closes, then Close. A connection counts when the
+//! client closed after a whole response, the same moment the client counts it. The client
+//! tells the session when all its cycles are done (after its deadline); the session then
+//! signals every server worker through an eventfd that each ring polls.
+
+use std::net::SocketAddr;
+use std::os::fd::RawFd;
+
+use io_uring::squeue::Flags;
+use io_uring::{opcode, types};
+use socket2::SockAddr;
+
+use crate::error::{Error, Result};
+use crate::io::op;
+use crate::measure::clock::monotonic_ns;
+use crate::measure::intervals::IntervalSampler;
+use crate::net::FLOW_HEADER_LEN;
+use crate::report::CrrReport;
+use crate::ring::{cqe_error, slot_token, token, Completion, FlowFd, Ring};
+use crate::spec::{CrrOptions, TestSpec};
+use crate::with_fd;
+use crate::workload::{peer_stuck, unexpected, FlowCounters};
+
+/// One socket option, with its value already encoded, so applying it allocates nothing.
+struct SockOpt {
+    level: i32,
+    name: i32,
+    value: Vec<u8>,
+    what: &'static str,
+}
+
+impl SockOpt {
+    fn int(level: i32, name: i32, v: i32, what: &'static str) -> SockOpt {
+        SockOpt { level, name, value: v.to_ne_bytes().to_vec(), what }
+    }
+
+    fn apply(&self, fd: RawFd) -> Result<()> {
+        // SAFETY: the value buffer is valid for its length during the call.
+        let r = unsafe {
+            libc::setsockopt(
+                fd,
+                self.level,
+                self.name,
+                self.value.as_ptr().cast(),
+                self.value.len() as libc::socklen_t,
+            )
+        };
+        if r != 0 {
+            return Err(Error::io(
+                format!("setting {} on a crr client socket", self.what),
+                std::io::Error::last_os_error(),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The spec's options for every client socket, encoded once.
+fn client_options(spec: &TestSpec, v6: bool) -> Vec<SockOpt> {
+    let mut out = Vec::new();
+    let s = &spec.socket;
+    let b = &spec.local.socket_buffers;
+    if let Some(n) = b.send {
+        out.push(SockOpt::int(libc::SOL_SOCKET, libc::SO_SNDBUF, n as i32, "SO_SNDBUF"));
+    }
+    if let Some(n) = b.recv {
+        out.push(SockOpt::int(libc::SOL_SOCKET, libc::SO_RCVBUF, n as i32, "SO_RCVBUF"));
+    }
+    if let Some(cc) = &spec.congestion_control {
+        out.push(SockOpt {
+            level: libc::IPPROTO_TCP,
+            name: libc::TCP_CONGESTION,
+            value: cc.as_bytes().to_vec(),
+            what: "TCP_CONGESTION",
+        });
+    }
+    if let Some(m) = s.mss {
+        out.push(SockOpt::int(libc::IPPROTO_TCP, libc::TCP_MAXSEG, m as i32, "TCP_MAXSEG"));
+    }
+    if s.nodelay {
+        out.push(SockOpt::int(libc::IPPROTO_TCP, libc::TCP_NODELAY, 1, "TCP_NODELAY"));
+    }
+    if let Some(tos) = s.tos {
+        out.push(if v6 {
+            SockOpt::int(libc::IPPROTO_IPV6, libc::IPV6_TCLASS, i32::from(tos), "IPV6_TCLASS")
+        } else {
+            SockOpt::int(libc::IPPROTO_IP, libc::IP_TOS, i32::from(tos), "IP_TOS")
+        });
+    }
+    if let Some(bps) = s.max_pacing_rate_bps {
+        out.push(SockOpt {
+            level: libc::SOL_SOCKET,
+            name: libc::SO_MAX_PACING_RATE,
+            value: (bps / 8).max(1).to_ne_bytes().to_vec(),
+            what: "SO_MAX_PACING_RATE",
+        });
+    }
+    if spec.crr.linger0 {
+        let l = libc::linger { l_onoff: 1, l_linger: 0 };
+        let mut value = vec![0u8; std::mem::size_of::<libc::linger>()];
+        value[..4].copy_from_slice(&l.l_onoff.to_ne_bytes());
+        value[4..8].copy_from_slice(&l.l_linger.to_ne_bytes());
+        out.push(SockOpt { level: libc::SOL_SOCKET, name: libc::SO_LINGER, value, what: "SO_LINGER 0" });
+    }
+    if spec.crr.client_ports.is_some() {
+        // A port whose last connection is in TIME_WAIT can be bound again; connect then
+        // decides (tcp_tw_reuse) whether the 4-tuple may be reused.
+        out.push(SockOpt::int(libc::SOL_SOCKET, libc::SO_REUSEADDR, 1, "SO_REUSEADDR"));
+    }
+    out
+}
+
+/// The 12-byte header every crr connection starts with, like a stream's data connection.
+fn header(cookie: u64, flow: u32) -> [u8; FLOW_HEADER_LEN] {
+    let mut h = [0u8; FLOW_HEADER_LEN];
+    h[..8].copy_from_slice(&cookie.to_le_bytes());
+    h[8..].copy_from_slice(&flow.to_le_bytes());
+    h
+}
+
+/// A cycle's failure that is not an errno: the response ended early.
+const TORN: i32 = -libc::EPROTO;
+
+struct Cycle {
+    fd: RawFd,
+    started: u64,
+    /// The first failure of the chain (negative errno), 0 while all is well.
+    failed: i32,
+}
+
+/// The client side of one worker: its flows' cycles and their buffers.
+pub struct CrrClient {
+    peer: Box<SockAddr>,
+    /// The unspecified address of the peer's family: what --client-ports binds to.
+    local: SockAddr,
+    domain: i32,
+    /// Per flow: header plus request, written once.
+    requests: Vec<u8>,
+    request_len: usize,
+    /// The response lands here for every flow; nobody reads it.
+    response: Vec<u8>,
+    options: Vec<SockOpt>,
+    ports: Option<(u16, u16)>,
+    next_port: u32,
+    cycles: Vec<Cycle>,
+    report: CrrReport,
+}
+
+impl CrrClient {
+    /// `flow_ids`: the global flow numbers of this worker's flows (they go in the header).
+    pub fn new(spec: &TestSpec, peer: SocketAddr, cookie: u64, flow_ids: &[u32]) -> CrrClient {
+        let request_len = FLOW_HEADER_LEN + spec.request_size as usize;
+        let mut requests = vec![0u8; request_len * flow_ids.len()];
+        for (l, &g) in flow_ids.iter().enumerate() {
+            requests[l * request_len..][..FLOW_HEADER_LEN].copy_from_slice(&header(cookie, g));
+        }
+        let CrrOptions { linger0, client_ports } = spec.crr;
+        // Each worker starts at its own place in the port range, so workers rarely collide.
+        let next_port = flow_ids.first().copied().unwrap_or(0);
+        CrrClient {
+            peer: Box::new(SockAddr::from(peer)),
+            local: SockAddr::from(match peer {
+                SocketAddr::V4(_) => SocketAddr::from(([0u8; 4], 0)),
+                SocketAddr::V6(_) => SocketAddr::from(([0u16; 8], 0)),
+            }),
+            domain: if peer.is_ipv6() { libc::AF_INET6 } else { libc::AF_INET },
+            requests,
+            request_len,
+            response: vec![0u8; spec.response_size as usize],
+            options: client_options(spec, peer.is_ipv6()),
+            ports: client_ports,
+            next_port,
+            cycles: flow_ids.iter().map(|_| Cycle { fd: -1, started: 0, failed: 0 }).collect(),
+            report: CrrReport { linger0, ..CrrReport::default() },
+        }
+    }
+
+    pub fn report(&self) -> CrrReport {
+        self.report.clone()
+    }
+
+    fn start(&mut self, ring: &mut Ring, f: usize, now: u64) -> Result<()> {
+        let c = &mut self.cycles[f];
+        c.started = now;
+        c.failed = 0;
+        c.fd = -1;
+        let e = opcode::Socket::new(self.domain, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, libc::IPPROTO_TCP)
+            .build()
+            .user_data(token(op::SOCKET, f));
+        // SAFETY: the Socket op points at no memory.
+        unsafe { ring.push(&e) }
+    }
+
+    /// Binds `fd` to the next free port of --client-ports.
+    fn bind_port(&mut self, fd: RawFd, lo: u16, hi: u16) -> Result<()> {
+        let span = u32::from(hi - lo) + 1;
+        let mut local = self.local.clone();
+        for _ in 0..span {
+            let port = lo + (self.next_port % span) as u16;
+            self.next_port = self.next_port.wrapping_add(1);
+            set_port(&mut local, port);
+            // SAFETY: `local` is a valid socket address of the length it states.
+            let r = unsafe { libc::bind(fd, local.as_ptr().cast(), local.len()) };
+            if r == 0 {
+                return Ok(());
+            }
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EADDRINUSE) {
+                return Err(Error::io(format!("binding a crr client socket to port {port}"), e));
+            }
+            self.report.port_busy += 1;
+        }
+        Err(Error::Usage(format!(
+            "every port of --client-ports {lo}-{hi} is in use: widen the range, use fewer flows or --linger0"
+        )))
+    }
+
+    /// The socket exists: set it up and queue connect -> send -> receive -> close.
+    fn chain(&mut self, ring: &mut Ring, f: usize, fd: RawFd) -> Result<()> {
+        self.cycles[f].fd = fd;
+        for o in &self.options {
+            o.apply(fd)?;
+        }
+        if let Some((lo, hi)) = self.ports {
+            self.bind_port(fd, lo, hi)?;
+        }
+        let t = types::Fd(fd);
+        let link = Flags::IO_LINK | Flags::SKIP_SUCCESS;
+        let req = self.requests[f * self.request_len..].as_ptr();
+        let entries = [
+            opcode::Connect::new(t, self.peer.as_ptr().cast(), self.peer.len())
+                .build()
+                .user_data(token(op::CONNECT, f))
+                .flags(link),
+            opcode::Send::new(t, req, self.request_len as u32)
+                .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
+                .build()
+                .user_data(token(op::SEND, f))
+                .flags(link),
+            opcode::Recv::new(t, self.response.as_mut_ptr(), self.response.len() as u32)
+                .flags(libc::MSG_WAITALL)
+                .build()
+                .user_data(token(op::RECV, f))
+                .flags(link),
+            opcode::Close::new(t).build().user_data(token(op::CLOSE, f)),
+        ];
+        for e in &entries {
+            // SAFETY: the address, request and response buffers live in self, which the
+            // worker drops only after the ring.
+            unsafe { ring.push(e)? };
+        }
+        Ok(())
+    }
+
+    /// Runs cycles on every flow until `deadline_ns`; cycles under way then are finished.
+    pub fn run(
+        &mut self,
+        ring: &mut Ring,
+        deadline_ns: u64,
+        sampler: &mut IntervalSampler,
+    ) -> Result<Vec<FlowCounters>> {
+        let n = self.cycles.len();
+        let mut counters = vec![FlowCounters::default(); n];
+        let mut done = Vec::with_capacity(ring.cq_entries());
+        ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
+        let now = monotonic_ns();
+        for f in 0..n {
+            self.start(ring, f, now)?;
+        }
+        let mut active = n;
+        let mut stopping = false;
+        while !(stopping && active == 0) {
+            ring.submit_and_wait()?;
+            ring.reap(&mut done);
+            for c in &done {
+                match c.op() {
+                    op::DEADLINE => stopping = true,
+                    op::INTERVAL => sampler.tick(&counters),
+                    op::SOCKET => {
+                        if c.result < 0 {
+                            return Err(cqe_error(
+                                "creating a crr client socket (raise `ulimit -n`?)",
+                                c.result,
+                            ));
+                        }
+                        self.chain(ring, c.flow(), c.result)?;
+                    }
+                    op::CONNECT | op::SEND | op::RECV => self.failed(c),
+                    op::CLOSE => {
+                        let f = c.flow();
+                        if c.result == -libc::ECANCELED {
+                            // The chain broke before its close: close the socket here.
+                            // SAFETY: the descriptor belongs to this cycle and nothing else uses it.
+                            unsafe { libc::close(self.cycles[f].fd) };
+                        }
+                        let failed = self.cycles[f].failed;
+                        let now = monotonic_ns();
+                        if failed == 0 {
+                            sampler.record(now - self.cycles[f].started);
+                            let k = &mut counters[f];
+                            k.transactions += 1;
+                            k.bytes_sent += self.request_len as u64 - FLOW_HEADER_LEN as u64;
+                            k.bytes_received += self.response.len() as u64;
+                            self.report.connections += 1;
+                        } else if self.ports.is_some()
+                            && matches!(-failed, libc::EADDRNOTAVAIL | libc::EADDRINUSE)
+                        {
+                            self.report.port_busy += 1;
+                        } else {
+                            return Err(cycle_error(failed, self.ports.is_some()));
+                        }
+                        if stopping {
+                            active -= 1;
+                        } else {
+                            self.start(ring, f, now)?;
+                        }
+                    }
+                    other => return Err(unexpected(other)),
+                }
+            }
+        }
+        Ok(counters)
+    }
+
+    /// A CQE of a skip-success op: it failed (or came up short, or was cancelled by the
+    /// failure of an earlier op of its chain). The first failure is the cycle's.
+    fn failed(&mut self, c: &Completion) {
+        let res = if c.result >= 0 { TORN } else { c.result };
+        let cy = &mut self.cycles[c.flow()];
+        if cy.failed == 0 && res != -libc::ECANCELED {
+            cy.failed = res;
+        }
+    }
+}
+
+fn set_port(addr: &mut SockAddr, port: u16) {
+    let p = port.to_be();
+    // SAFETY: the storage holds a sockaddr_in or sockaddr_in6 as its family says; the port
+    // field sits at the same offset in both.
+    unsafe {
+        let sa = addr.as_ptr() as *mut libc::sockaddr_in;
+        (*sa).sin_port = p;
+    }
+}
+
+fn cycle_error(res: i32, ports: bool) -> Error {
+    match -res {
+        libc::EADDRNOTAVAIL => Error::Peer(if ports {
+            "no usable client port left".into()
+        } else {
+            "connect failed with EADDRNOTAVAIL: the client's ephemeral ports are used up by TIME_WAIT; use --linger0, --client-ports LO-HI, a shorter test, or net.ipv4.tcp_tw_reuse=1".into()
+        }),
+        libc::EPROTO => {
+            Error::Peer("the server closed a crr connection before its whole response arrived".into())
+        }
+        libc::ECONNREFUSED => Error::Peer(
+            "the server refused a crr connection: its listener is gone (did the server stop?)".into(),
+        ),
+        _ => cqe_error("a crr connection cycle", res),
+    }
+}
+
+/// One accepted connection on the server.
+struct Conn {
+    fd: RawFd,
+    flow: u32,
+    /// The linked response send failed (negative errno), 0 otherwise.
+    failed: i32,
+}
+
+/// The server side of one worker: accepts on the shared listener, answers every cycle.
+pub struct CrrServer {
+    listener: FlowFd,
+    cookie: u64,
+    flows: usize,
+    /// Per connection slot: header plus request.
+    requests: Vec<u8>,
+    request_len: usize,
+    response: Vec<u8>,
+    /// Per slot: one byte the client's close completes (it never carries data).
+    eof: Vec<u8>,
+    conns: Vec<Conn>,
+    free: Vec<u32>,
+    stop: RawFd,
+    report: CrrReport,
+}
+
+impl CrrServer {
+    /// `stop`: an eventfd the session writes when the client has finished its cycles.
+    pub fn new(spec: &TestSpec, listener: FlowFd, cookie: u64, stop: RawFd) -> CrrServer {
+        // One slot per flow is enough for the client (one cycle in flight per flow); the
+        // rest absorbs strangers and connections whose close is still under way.
+        let slots = spec.flows as usize * 2 + 16;
+        let request_len = FLOW_HEADER_LEN + spec.request_size as usize;
+        CrrServer {
+            listener,
+            cookie,
+            flows: spec.flows as usize,
+            requests: vec![0u8; request_len * slots],
+            request_len,
+            response: vec![0u8; spec.response_size as usize],
+            eof: vec![0u8; slots],
+            conns: (0..slots).map(|_| Conn { fd: -1, flow: 0, failed: 0 }).collect(),
+            free: (0..slots as u32).rev().collect(),
+            stop,
+            report: CrrReport { linger0: spec.crr.linger0, ..CrrReport::default() },
+        }
+    }
+
+    pub fn report(&self) -> CrrReport {
+        self.report.clone()
+    }
+
+    /// Most CQEs this side can have outstanding: per slot a receive, a failed send and
+    /// the close wait, plus accepts.
+    pub fn max_cqes(spec: &TestSpec) -> usize {
+        (spec.flows as usize * 2 + 16) * 3 + 16
+    }
+
+    fn arm_accept(&mut self, ring: &mut Ring) -> Result<()> {
+        let e =
+            with_fd!(self.listener, |t| opcode::AcceptMulti::new(t).build().user_data(token(op::ACCEPT, 0)));
+        // SAFETY: AcceptMulti without an address points at no memory.
+        unsafe { ring.push(&e) }
+    }
+
+    fn close(ring: &mut Ring, fd: RawFd) -> Result<()> {
+        let e = opcode::Close::new(types::Fd(fd))
+            .build()
+            .user_data(token(op::CLOSE, 0))
+            .flags(Flags::SKIP_SUCCESS);
+        // SAFETY: Close points at no memory.
+        unsafe { ring.push(&e) }
+    }
+
+    fn release(&mut self, ring: &mut Ring, slot: usize) -> Result<()> {
+        let fd = std::mem::replace(&mut self.conns[slot].fd, -1);
+        self.free.push(slot as u32);
+        Self::close(ring, fd)
+    }
+
+    fn accepted(&mut self, ring: &mut Ring, fd: RawFd, stopping: bool) -> Result<bool> {
+        let Some(slot) = (!stopping).then(|| self.free.pop()).flatten() else {
+            self.report.rejected += 1;
+            Self::close(ring, fd)?;
+            return Ok(false);
+        };
+        let slot = slot as usize;
+        self.conns[slot] = Conn { fd, flow: 0, failed: 0 };
+        let buf = self.requests[slot * self.request_len..].as_mut_ptr();
+        let e = opcode::Recv::new(types::Fd(fd), buf, self.request_len as u32)
+            .flags(libc::MSG_WAITALL)
+            .build()
+            .user_data(slot_token(op::RECV, 0, slot));
+        // SAFETY: the slot's buffer lives in self, dropped only after the ring.
+        unsafe { ring.push(&e)? };
+        Ok(true)
+    }
+
+    fn request(&mut self, ring: &mut Ring, slot: usize, res: i32) -> Result<bool> {
+        let buf = &self.requests[slot * self.request_len..][..self.request_len];
+        let cookie = u64::from_le_bytes(buf[..8].try_into().expect("8 bytes"));
+        let flow = u32::from_le_bytes(buf[8..12].try_into().expect("4 bytes"));
+        if res != self.request_len as i32 || cookie != self.cookie || flow as usize >= self.flows {
+            self.report.rejected += 1;
+            self.release(ring, slot)?;
+            return Ok(false);
+        }
+        self.conns[slot].flow = flow;
+        let t = types::Fd(self.conns[slot].fd);
+        let send = opcode::Send::new(t, self.response.as_ptr(), self.response.len() as u32)
+            .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
+            .build()
+            .user_data(slot_token(op::SEND, 0, slot))
+            .flags(Flags::IO_LINK | Flags::SKIP_SUCCESS);
+        let wait = opcode::Recv::new(t, self.eof[slot..].as_mut_ptr(), 1).build().user_data(slot_token(
+            op::PEER_CLOSE,
+            0,
+            slot,
+        ));
+        // SAFETY: the response and the slot's byte live in self, dropped only after the ring.
+        unsafe {
+            ring.push(&send)?;
+            ring.push(&wait)?;
+        }
+        Ok(true)
+    }
+
+    /// Serves connections until the stop signal, then until every one under way is done.
+    pub fn run(
+        &mut self,
+        ring: &mut Ring,
+        guard_ns: u64,
+        sampler: &mut IntervalSampler,
+    ) -> Result<Vec<FlowCounters>> {
+        let mut counters = vec![FlowCounters::default(); self.flows];
+        let mut done = Vec::with_capacity(ring.cq_entries());
+        ring.push_deadline(guard_ns, token(op::GUARD, 0))?;
+        let poll = opcode::PollAdd::new(types::Fd(self.stop), libc::POLLIN as u32)
+            .build()
+            .user_data(token(op::STOP, 0));
+        // SAFETY: PollAdd points at no memory; the eventfd outlives the ring's use of it.
+        unsafe { ring.push(&poll)? };
+        self.arm_accept(ring)?;
+        let mut accepting = true;
+        let mut stopping = false;
+        let mut active = 0usize;
+        while !(stopping && active == 0 && !accepting) {
+            ring.submit_and_wait()?;
+            ring.reap(&mut done);
+            for c in &done {
+                match c.op() {
+                    op::GUARD => return Err(peer_stuck()),
+                    op::INTERVAL => sampler.tick(&counters),
+                    op::STOP => {
+                        stopping = true;
+                        let e = opcode::AsyncCancel::new(token(op::ACCEPT, 0))
+                            .build()
+                            .user_data(token(op::CANCEL, 0));
+                        // SAFETY: AsyncCancel points at no memory.
+                        unsafe { ring.push(&e)? };
+                    }
+                    op::CANCEL | op::CLOSE => {}
+                    op::ACCEPT => {
+                        if c.result >= 0 && self.accepted(ring, c.result, stopping)? {
+                            active += 1;
+                        } else if c.result < 0
+                            && !matches!(-c.result, libc::ECANCELED | libc::ECONNABORTED | libc::EINTR)
+                        {
+                            return Err(cqe_error("accepting a crr connection", c.result));
+                        }
+                        if !c.more() {
+                            if stopping {
+                                accepting = false;
+                            } else {
+                                self.arm_accept(ring)?;
+                            }
+                        }
+                    }
+                    op::RECV => {
+                        if !self.request(ring, c.slot(), c.result)? {
+                            active -= 1;
+                        }
+                    }
+                    op::SEND => {
+                        let conn = &mut self.conns[c.slot()];
+                        if conn.failed == 0 {
+                            conn.failed = if c.result < 0 { c.result } else { TORN };
+                        }
+                    }
+                    op::PEER_CLOSE => {
+                        let slot = c.slot();
+                        let conn = &self.conns[slot];
+                        // The client closes after the whole response: EOF, or a reset with --linger0.
+                        let closed = c.result >= 0 || c.result == -libc::ECONNRESET;
+                        if conn.failed == 0 && closed {
+                            let k = &mut counters[conn.flow as usize];
+                            k.transactions += 1;
+                            k.bytes_received += self.request_len as u64 - FLOW_HEADER_LEN as u64;
+                            k.bytes_sent += self.response.len() as u64;
+                            self.report.connections += 1;
+                        } else {
+                            self.report.rejected += 1;
+                        }
+                        self.release(ring, slot)?;
+                        active -= 1;
+                    }
+                    other => return Err(unexpected(other)),
+                }
+            }
+        }
+        Ok(counters)
+    }
+}

@@ -1,0 +1,413 @@
+//! UDP_RR: one transaction in flight per flow; the request carries the flow's sequence
+//! number and the response echoes it.
+//!
+//! Client, per transaction: a Send of the request, and a Recv linked to a LinkTimeout of
+//! --timeout-us. A response in time completes the transaction (one clock read at each
+//! edge). If the timeout fires the receive is cancelled, the timeout is counted and the
+//! same request (same number) is sent again, so a lost datagram costs one timeout, not the
+//! run. A response with an older number (the answer to a request already answered, or to
+//! the first copy of a retransmitted one) is stale: counted and ignored. After the
+//! deadline a timeout ends the flow's last transaction instead of retrying it.
+//!
+//! Server: a Recv always armed per flow; every request is answered with its number. A
+//! number seen before is a retransmission (answered again, counted once). It ends like the
+//! UDP stream receiver: after its deadline, once no request arrived for a quiet period.
+
+use io_uring::squeue::Flags;
+use io_uring::{opcode, types};
+
+use crate::error::Result;
+use crate::io::op;
+use crate::measure::clock::monotonic_ns;
+use crate::measure::intervals::IntervalSampler;
+use crate::report::{UdpFlowReport, UdpReport};
+use crate::ring::{cqe_error, token, FlowFd, Ring};
+use crate::spec::TestSpec;
+use crate::with_fd;
+use crate::workload::{unexpected, FlowCounters};
+
+fn timespec(ns: u64) -> Box<types::Timespec> {
+    Box::new(types::Timespec::new().sec(ns / 1_000_000_000).nsec((ns % 1_000_000_000) as u32))
+}
+
+fn seq_of(buf: &[u8]) -> u64 {
+    u64::from_le_bytes(buf[..8].try_into().expect("8 bytes"))
+}
+
+struct ClientFlow {
+    seq: u64,
+    started: u64,
+    active: bool,
+}
+
+/// The client side of one worker.
+pub struct UdpRrClient {
+    fds: Vec<FlowFd>,
+    requests: Vec<u8>,
+    req: usize,
+    responses: Vec<u8>,
+    rsp: usize,
+    timeout: Box<types::Timespec>,
+    flows: Vec<ClientFlow>,
+    report: UdpReport,
+}
+
+impl UdpRrClient {
+    pub fn new(spec: &TestSpec, fds: &[FlowFd]) -> UdpRrClient {
+        let (req, rsp) = (spec.request_size as usize, spec.response_size as usize);
+        UdpRrClient {
+            fds: fds.to_vec(),
+            requests: vec![0u8; req * fds.len()],
+            req,
+            responses: vec![0u8; rsp * fds.len()],
+            rsp,
+            timeout: timespec(u64::from(spec.udp.timeout_us) * 1000),
+            flows: fds.iter().map(|_| ClientFlow { seq: 0, started: 0, active: false }).collect(),
+            report: UdpReport {
+                datagram_size: spec.request_size,
+                flows: vec![UdpFlowReport::default(); fds.len()],
+                ..UdpReport::default()
+            },
+        }
+    }
+
+    pub fn report(&self) -> UdpReport {
+        self.report.clone()
+    }
+
+    /// Sends flow `f`'s current request and arms its response receive with the timeout.
+    fn send(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
+        let seq = self.flows[f].seq;
+        let req = &mut self.requests[f * self.req..][..self.req];
+        req[..8].copy_from_slice(&seq.to_le_bytes());
+        let ptr = req.as_ptr();
+        let send = with_fd!(self.fds[f], |t| opcode::Send::new(t, ptr, self.req as u32)
+            .flags(libc::MSG_NOSIGNAL)
+            .build()
+            .user_data(token(op::SEND, f))
+            .flags(Flags::SKIP_SUCCESS));
+        self.report.sends += 1;
+        self.report.datagrams_sent += 1;
+        self.report.flows[f].datagrams_sent += 1;
+        // SAFETY: the request buffer lives in self; it is rewritten only for the next
+        // transaction or a retransmission, after this copy send has been issued.
+        unsafe { ring.push(&send)? };
+        self.arm(ring, f)
+    }
+
+    fn arm(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
+        let ptr = self.responses[f * self.rsp..].as_mut_ptr();
+        let recv = with_fd!(self.fds[f], |t| opcode::Recv::new(t, ptr, self.rsp as u32)
+            .build()
+            .user_data(token(op::RECV, f))
+            .flags(Flags::IO_LINK));
+        let timeout = opcode::LinkTimeout::new(&*self.timeout).build().user_data(token(op::TX_TIMEOUT, f));
+        // SAFETY: the response buffer and the timespec live in self, dropped after the ring.
+        unsafe {
+            ring.push(&recv)?;
+            ring.push(&timeout)
+        }
+    }
+
+    fn start(&mut self, ring: &mut Ring, f: usize, now: u64) -> Result<()> {
+        let fl = &mut self.flows[f];
+        fl.started = now;
+        fl.active = true;
+        self.send(ring, f)
+    }
+
+    /// Runs transactions on every flow until `deadline_ns`.
+    pub fn run(
+        &mut self,
+        ring: &mut Ring,
+        deadline_ns: u64,
+        sampler: &mut IntervalSampler,
+    ) -> Result<Vec<FlowCounters>> {
+        let n = self.fds.len();
+        let mut counters = vec![FlowCounters::default(); n];
+        let mut done = Vec::with_capacity(ring.cq_entries());
+        ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
+        let now = monotonic_ns();
+        for f in 0..n {
+            self.start(ring, f, now)?;
+        }
+        let mut active = n;
+        let mut stopping = false;
+        while active > 0 {
+            ring.submit_and_wait()?;
+            ring.reap(&mut done);
+            for c in &done {
+                match c.op() {
+                    op::DEADLINE => stopping = true,
+                    op::INTERVAL => sampler.tick(&counters),
+                    // The timer's own CQE: -ETIME when it fired (its receive then comes
+                    // back -ECANCELED), -ECANCELED when the response beat it.
+                    op::TX_TIMEOUT => {}
+                    op::SEND => {
+                        // Only failures have a CQE. A refused datagram is one more loss
+                        // the timeout recovers from; anything else is an error.
+                        if !matches!(-c.result, libc::ENOBUFS | libc::EAGAIN | libc::ECONNREFUSED) {
+                            return Err(cqe_error("a UDP request send", c.result));
+                        }
+                        self.report.send_errors += 1;
+                    }
+                    op::RECV => {
+                        let f = c.flow();
+                        match c.result {
+                            r if r == -libc::ECANCELED => {
+                                // The timeout fired: the request or its response was lost.
+                                self.report.timeouts += 1;
+                                self.report.flows[f].timeouts += 1;
+                                if stopping {
+                                    self.flows[f].active = false;
+                                    active -= 1;
+                                } else {
+                                    self.report.retransmissions += 1;
+                                    self.report.flows[f].retransmissions += 1;
+                                    self.send(ring, f)?;
+                                }
+                            }
+                            // ICMP port unreachable from an earlier send, or a short
+                            // datagram: wait on.
+                            r if r == -libc::ECONNREFUSED || (r >= 0 && (r as usize) < 8) => {
+                                self.report.stray += 1;
+                                self.arm(ring, f)?;
+                            }
+                            r if r < 0 => return Err(cqe_error("a UDP response receive", r)),
+                            r => {
+                                let seq = seq_of(&self.responses[f * self.rsp..]);
+                                if seq != self.flows[f].seq {
+                                    self.report.stale_responses += 1;
+                                    self.arm(ring, f)?;
+                                    continue;
+                                }
+                                let now = monotonic_ns();
+                                sampler.record(now - self.flows[f].started);
+                                self.report.receives += 1;
+                                self.report.datagrams_received += 1;
+                                self.report.flows[f].datagrams_received += 1;
+                                let k = &mut counters[f];
+                                k.transactions += 1;
+                                k.bytes_sent += self.req as u64;
+                                k.bytes_received += r as u64;
+                                self.flows[f].seq += 1;
+                                if stopping {
+                                    self.flows[f].active = false;
+                                    active -= 1;
+                                } else {
+                                    self.start(ring, f, now)?;
+                                }
+                            }
+                        }
+                    }
+                    other => return Err(unexpected(other)),
+                }
+            }
+        }
+        Ok(counters)
+    }
+}
+
+/// The server side of one worker.
+pub struct UdpRrServer {
+    fds: Vec<FlowFd>,
+    requests: Vec<u8>,
+    req: usize,
+    responses: Vec<u8>,
+    rsp: usize,
+    /// Per flow: the next new request number, a send in flight, an answer owed meanwhile.
+    next: Vec<u64>,
+    sending: Vec<bool>,
+    owed: Vec<Option<u64>>,
+    quiet: Box<types::Timespec>,
+    quiet_ns: u64,
+    report: UdpReport,
+    end_ns: Option<u64>,
+}
+
+impl UdpRrServer {
+    pub fn new(spec: &TestSpec, fds: &[FlowFd]) -> UdpRrServer {
+        let (req, rsp) = (spec.request_size as usize, spec.response_size as usize);
+        // Quiet for two client timeouts: a retransmission would have come by then.
+        let quiet_ns = (2 * u64::from(spec.udp.timeout_us) * 1000).max(20_000_000);
+        UdpRrServer {
+            fds: fds.to_vec(),
+            requests: vec![0u8; req * fds.len()],
+            req,
+            responses: vec![0u8; rsp * fds.len()],
+            rsp,
+            next: vec![0; fds.len()],
+            sending: vec![false; fds.len()],
+            owed: vec![None; fds.len()],
+            quiet: timespec(quiet_ns),
+            quiet_ns,
+            report: UdpReport {
+                datagram_size: spec.response_size,
+                flows: vec![UdpFlowReport::default(); fds.len()],
+                ..UdpReport::default()
+            },
+            end_ns: None,
+        }
+    }
+
+    pub fn report(&self) -> UdpReport {
+        self.report.clone()
+    }
+
+    pub fn end_ns(&self) -> Option<u64> {
+        self.end_ns
+    }
+
+    fn arm(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
+        let ptr = self.requests[f * self.req..].as_mut_ptr();
+        let e = with_fd!(self.fds[f], |t| opcode::Recv::new(t, ptr, self.req as u32)
+            .build()
+            .user_data(token(op::RECV, f)));
+        // SAFETY: the buffer lives in self, dropped after the ring.
+        unsafe { ring.push(&e) }
+    }
+
+    fn answer(&mut self, ring: &mut Ring, f: usize, seq: u64) -> Result<()> {
+        if self.sending[f] {
+            // The buffer is in use: answer when its send is done.
+            self.owed[f] = Some(seq);
+            return Ok(());
+        }
+        self.sending[f] = true;
+        let rsp = &mut self.responses[f * self.rsp..][..self.rsp];
+        rsp[..8].copy_from_slice(&seq.to_le_bytes());
+        let ptr = rsp.as_ptr();
+        let e = with_fd!(self.fds[f], |t| opcode::Send::new(t, ptr, self.rsp as u32)
+            .flags(libc::MSG_NOSIGNAL)
+            .build()
+            .user_data(token(op::SEND, f)));
+        self.report.sends += 1;
+        // SAFETY: the buffer lives in self and is not rewritten until this send completes.
+        unsafe { ring.push(&e) }
+    }
+
+    fn quiet_tick(&mut self, ring: &mut Ring) -> Result<()> {
+        let e = opcode::Timeout::new(&*self.quiet).build().user_data(token(op::DRAIN, 0));
+        // SAFETY: the timespec is boxed in self.
+        unsafe { ring.push(&e) }
+    }
+
+    /// Answers requests until after `deadline_ns` no request came for a quiet period.
+    pub fn run(
+        &mut self,
+        ring: &mut Ring,
+        deadline_ns: u64,
+        sampler: &mut IntervalSampler,
+    ) -> Result<Vec<FlowCounters>> {
+        let n = self.fds.len();
+        let mut counters = vec![FlowCounters::default(); n];
+        let mut done = Vec::with_capacity(ring.cq_entries());
+        ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
+        for f in 0..n {
+            self.arm(ring, f)?;
+        }
+        let mut armed = n;
+        let mut in_flight = 0usize;
+        let mut draining = false;
+        let mut cancelled = false;
+        let mut since_tick = 0u64;
+        let limit = deadline_ns + 200_000_000 + self.quiet_ns;
+        while armed > 0 || in_flight > 0 {
+            ring.submit_and_wait()?;
+            ring.reap(&mut done);
+            for c in &done {
+                match c.op() {
+                    op::DEADLINE => {
+                        draining = true;
+                        self.end_ns = Some(deadline_ns);
+                        self.quiet_tick(ring)?;
+                    }
+                    op::INTERVAL => sampler.tick(&counters),
+                    op::CANCEL => {}
+                    op::DRAIN => {
+                        let now = monotonic_ns();
+                        if since_tick > 0 {
+                            self.end_ns = Some(now);
+                        }
+                        if since_tick > 0 && now < limit {
+                            since_tick = 0;
+                            self.quiet_tick(ring)?;
+                        } else if !cancelled {
+                            cancelled = true;
+                            for f in 0..n {
+                                let e = opcode::AsyncCancel::new(token(op::RECV, f))
+                                    .build()
+                                    .user_data(token(op::CANCEL, f));
+                                // SAFETY: AsyncCancel points at no memory.
+                                unsafe { ring.push(&e)? };
+                            }
+                        }
+                    }
+                    op::SEND => {
+                        let f = c.flow();
+                        self.sending[f] = false;
+                        in_flight -= 1;
+                        if c.result < 0
+                            && !matches!(-c.result, libc::ENOBUFS | libc::EAGAIN | libc::ECONNREFUSED)
+                        {
+                            return Err(cqe_error("a UDP response send", c.result));
+                        }
+                        if c.result < 0 {
+                            self.report.send_errors += 1;
+                        } else {
+                            self.report.datagrams_sent += 1;
+                            self.report.flows[f].datagrams_sent += 1;
+                        }
+                        if let Some(seq) = self.owed[f].take() {
+                            in_flight += 1;
+                            self.answer(ring, f, seq)?;
+                        }
+                    }
+                    op::RECV => {
+                        let f = c.flow();
+                        match c.result {
+                            r if r == -libc::ECANCELED => {
+                                armed -= 1;
+                                continue;
+                            }
+                            r if r == -libc::ECONNREFUSED || (r >= 0 && (r as usize) < 8) => {
+                                self.report.stray += 1
+                            }
+                            r if r < 0 => return Err(cqe_error("a UDP request receive", r)),
+                            r => {
+                                let seq = seq_of(&self.requests[f * self.req..]);
+                                self.report.receives += 1;
+                                if draining {
+                                    since_tick += 1;
+                                }
+                                if seq >= self.next[f] {
+                                    self.next[f] = seq + 1;
+                                    self.report.datagrams_received += 1;
+                                    self.report.flows[f].datagrams_received += 1;
+                                    let k = &mut counters[f];
+                                    k.transactions += 1;
+                                    k.bytes_received += r as u64;
+                                    k.bytes_sent += self.rsp as u64;
+                                } else {
+                                    self.report.duplicated += 1;
+                                    self.report.flows[f].duplicated += 1;
+                                }
+                                if !self.sending[f] {
+                                    in_flight += 1;
+                                }
+                                self.answer(ring, f, seq)?;
+                            }
+                        }
+                        if cancelled {
+                            armed -= 1;
+                        } else {
+                            self.arm(ring, f)?;
+                        }
+                    }
+                    other => return Err(unexpected(other)),
+                }
+            }
+        }
+        Ok(counters)
+    }
+}

@@ -1,0 +1,371 @@
+//! UDP stream: the sender puts numbered datagrams on every flow until its deadline, as
+//! fast as it can or paced (-b); the receiver accounts every sequence number.
+//!
+//! Every datagram starts with its flow's 8-byte sequence number. With GSO one send is
+//! several datagrams of the segment size, each with its own number. A send buffer is not
+//! rewritten while its send is in flight: each in-flight send of a flow has its own buffer
+//! (copy sends complete once the kernel has copied, so the buffer is free again then).
+//!
+//! UDP has no EOF, so the receiver ends on its own clock: at its deadline it keeps
+//! receiving while datagrams still arrive, checking every DRAIN_TICK, for at most
+//! DRAIN_MAX; its elapsed time ends at the last tick that saw data.
+
+use io_uring::squeue::Flags;
+use io_uring::{opcode, types};
+
+use crate::error::{Error, Result};
+use crate::io::op;
+use crate::measure::clock::monotonic_ns;
+use crate::measure::intervals::IntervalSampler;
+use crate::net::udp::HELLO_BIT;
+use crate::report::{UdpFlowReport, UdpReport};
+use crate::ring::{slot_token, token, Completion, FlowFd, Ring};
+use crate::spec::{TestSpec, UDP_SEQ_LEN};
+use crate::with_fd;
+use crate::workload::pacer::Pacer;
+use crate::workload::sequence::SeqTracker;
+use crate::workload::{unexpected, FlowCounters};
+
+/// How often the receiver looks whether datagrams still arrive after its deadline.
+const DRAIN_TICK_NS: u64 = 20_000_000;
+/// The longest the receiver drains after its deadline.
+const DRAIN_MAX_NS: u64 = 200_000_000;
+
+/// The sending side of one worker.
+pub struct UdpSender {
+    fds: Vec<FlowFd>,
+    /// Per flow, `depth` buffers of `per_send * size` bytes.
+    bufs: Vec<u8>,
+    size: usize,
+    per_send: usize,
+    depth: usize,
+    /// Per flow: the next sequence number.
+    seq: Vec<u64>,
+    report: UdpReport,
+}
+
+impl UdpSender {
+    pub fn new(spec: &TestSpec, fds: &[FlowFd]) -> UdpSender {
+        let size = spec.send_size as usize;
+        let per_send = spec.udp_datagrams_per_send() as usize;
+        let depth = spec.ring.send_depth as usize;
+        UdpSender {
+            fds: fds.to_vec(),
+            bufs: vec![0u8; fds.len() * depth * per_send * size],
+            size,
+            per_send,
+            depth,
+            seq: vec![0; fds.len()],
+            report: UdpReport {
+                datagram_size: spec.send_size,
+                gso_segment: spec.udp.gso_segment,
+                flows: vec![UdpFlowReport::default(); fds.len()],
+                ..UdpReport::default()
+            },
+        }
+    }
+
+    pub fn report(&self) -> UdpReport {
+        self.report.clone()
+    }
+
+    fn send_bytes(&self) -> u32 {
+        (self.per_send * self.size) as u32
+    }
+
+    /// Numbers the datagrams of buffer `slot` of `flow` and queues its send.
+    fn push(&mut self, ring: &mut Ring, f: usize, slot: usize, flags: Flags) -> Result<()> {
+        let len = self.per_send * self.size;
+        let start = (f * self.depth + slot) * len;
+        let buf = &mut self.bufs[start..start + len];
+        for k in 0..self.per_send {
+            buf[k * self.size..][..UDP_SEQ_LEN as usize].copy_from_slice(&self.seq[f].to_le_bytes());
+            self.seq[f] += 1;
+        }
+        let ptr = buf.as_ptr();
+        let e = with_fd!(self.fds[f], |t| opcode::Send::new(t, ptr, len as u32)
+            .flags(libc::MSG_NOSIGNAL)
+            .build()
+            .user_data(slot_token(op::SEND, f, slot))
+            .flags(flags));
+        self.report.sends += 1;
+        // SAFETY: the buffer lives in self (dropped after the ring) and is not written
+        // again until this send's completion.
+        unsafe { ring.push(&e) }
+    }
+
+    /// Sends on every flow until `deadline_ns`, then waits for the sends in flight.
+    pub fn run(
+        &mut self,
+        ring: &mut Ring,
+        deadline_ns: u64,
+        sampler: &mut IntervalSampler,
+        pacer: &mut Pacer,
+    ) -> Result<Vec<FlowCounters>> {
+        let n = self.fds.len();
+        let mut counters = vec![FlowCounters::default(); n];
+        let mut in_flight = vec![0usize; n];
+        let mut total = 0usize;
+        let mut done = Vec::with_capacity(ring.cq_entries());
+        ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
+        pacer.start(ring)?;
+        let bytes = self.send_bytes();
+        // A flow's sends go out as one linked chain, so they leave in sequence order.
+        let refill = |s: &mut Self,
+                      ring: &mut Ring,
+                      pacer: &mut Pacer,
+                      f: usize,
+                      in_flight: &mut [usize],
+                      total: &mut usize| {
+            let mut k = 0;
+            while k < s.depth && pacer.allow(f, bytes) {
+                k += 1;
+            }
+            for slot in 0..k {
+                let flags = if slot + 1 < k { Flags::IO_LINK } else { Flags::empty() };
+                s.push(ring, f, slot, flags)?;
+            }
+            in_flight[f] += k;
+            *total += k;
+            Ok::<(), Error>(())
+        };
+        for f in 0..n {
+            refill(self, ring, pacer, f, &mut in_flight, &mut total)?;
+        }
+        let mut stopping = false;
+        while !(stopping && total == 0) {
+            ring.submit_and_wait()?;
+            ring.reap(&mut done);
+            for c in &done {
+                let f = match c.op() {
+                    op::DEADLINE => {
+                        stopping = true;
+                        continue;
+                    }
+                    op::INTERVAL => {
+                        sampler.tick(&counters);
+                        continue;
+                    }
+                    op::PACE => {
+                        pacer.tick();
+                        for f in 0..n {
+                            if pacer.take_waiting(f) && !stopping && in_flight[f] == 0 {
+                                refill(self, ring, pacer, f, &mut in_flight, &mut total)?;
+                            }
+                        }
+                        continue;
+                    }
+                    op::SEND => self.sent(c, &mut counters)?,
+                    other => return Err(unexpected(other)),
+                };
+                in_flight[f] -= 1;
+                total -= 1;
+                if !stopping && in_flight[f] == 0 {
+                    refill(self, ring, pacer, f, &mut in_flight, &mut total)?;
+                }
+            }
+        }
+        Ok(counters)
+    }
+
+    fn sent(&mut self, c: &Completion, counters: &mut [FlowCounters]) -> Result<usize> {
+        let f = c.flow();
+        let fr = &mut self.report.flows[f];
+        match c.result {
+            r if r >= 0 => {
+                let d = (r as usize).div_ceil(self.size) as u64;
+                fr.datagrams_sent += d;
+                self.report.datagrams_sent += d;
+                counters[f].bytes_sent += r as u64;
+            }
+            // The kernel refused the datagrams (local queue full, or a cancelled link):
+            // their numbers are gone, so the receiver sees them as lost. Say so.
+            r if r == -libc::ENOBUFS || r == -libc::ECANCELED || r == -libc::EAGAIN => {
+                self.report.send_errors += self.per_send as u64;
+            }
+            r if r == -libc::ECONNREFUSED => {
+                return Err(Error::Peer(
+                    "the receiver's UDP port is closed (ICMP port unreachable): did the server stop?".into(),
+                ))
+            }
+            r => return Err(crate::ring::cqe_error("a UDP send", r)),
+        }
+        Ok(f)
+    }
+}
+
+/// The receiving side of one worker.
+pub struct UdpReceiver {
+    fds: Vec<FlowFd>,
+    /// One landing buffer per flow (a GRO receive can be up to 64 KiB).
+    bufs: Vec<u8>,
+    buf_len: usize,
+    size: usize,
+    seq: Vec<SeqTracker>,
+    drain: Box<types::Timespec>,
+    report: UdpReport,
+    end_ns: Option<u64>,
+}
+
+impl UdpReceiver {
+    pub fn new(spec: &TestSpec, fds: &[FlowFd]) -> UdpReceiver {
+        let size = spec.send_size as usize;
+        let buf_len = if spec.udp.gro { 65_536.max(size) } else { size };
+        UdpReceiver {
+            fds: fds.to_vec(),
+            bufs: vec![0u8; fds.len() * buf_len],
+            buf_len,
+            size,
+            seq: vec![SeqTracker::default(); fds.len()],
+            drain: Box::new(types::Timespec::new().nsec(DRAIN_TICK_NS as u32)),
+            report: UdpReport {
+                datagram_size: spec.send_size,
+                gro: spec.udp.gro,
+                flows: vec![UdpFlowReport::default(); fds.len()],
+                ..UdpReport::default()
+            },
+            end_ns: None,
+        }
+    }
+
+    /// The end of this side's window: the last drain tick that still saw datagrams.
+    pub fn end_ns(&self) -> Option<u64> {
+        self.end_ns
+    }
+
+    pub fn report(&self) -> UdpReport {
+        let mut r = self.report.clone();
+        for (f, t) in self.seq.iter().enumerate() {
+            let fr = &mut r.flows[f];
+            fr.datagrams_received = t.unique;
+            fr.lost = t.lost();
+            fr.reordered = t.reordered;
+            fr.duplicated = t.duplicated;
+            r.datagrams_received += t.unique;
+            r.lost += t.lost();
+            r.reordered += t.reordered;
+            r.duplicated += t.duplicated;
+            r.late += t.late;
+            r.sequence_span += t.span();
+        }
+        r
+    }
+
+    fn arm(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
+        let ptr = self.bufs[f * self.buf_len..].as_mut_ptr();
+        let e = with_fd!(self.fds[f], |t| opcode::Recv::new(t, ptr, self.buf_len as u32)
+            .build()
+            .user_data(token(op::RECV, f)));
+        // SAFETY: the buffer lives in self, dropped only after the ring.
+        unsafe { ring.push(&e) }
+    }
+
+    fn drain_tick(&mut self, ring: &mut Ring) -> Result<()> {
+        let e = opcode::Timeout::new(&*self.drain).build().user_data(token(op::DRAIN, 0));
+        // SAFETY: the timespec is boxed in self and outlives the ring's use of it.
+        unsafe { ring.push(&e) }
+    }
+
+    /// Accounts one receive of `len` bytes on flow `f` (several datagrams with GRO).
+    fn received(&mut self, f: usize, len: usize, counters: &mut [FlowCounters]) {
+        self.report.receives += 1;
+        let buf = &self.bufs[f * self.buf_len..][..len];
+        // GRO hands over equal-size datagrams back to back (the last may be shorter);
+        // every datagram of the test has the spec's size.
+        for d in buf.chunks(self.size) {
+            if d.len() < UDP_SEQ_LEN as usize {
+                self.report.stray += 1;
+                continue;
+            }
+            let seq = u64::from_le_bytes(d[..8].try_into().expect("8 bytes"));
+            if seq & HELLO_BIT != 0 {
+                self.report.stray += 1;
+                continue;
+            }
+            self.seq[f].on(seq);
+            counters[f].bytes_received += d.len() as u64;
+        }
+    }
+
+    /// Receives on every flow until `deadline_ns` and the drain after it.
+    pub fn run(
+        &mut self,
+        ring: &mut Ring,
+        deadline_ns: u64,
+        sampler: &mut IntervalSampler,
+    ) -> Result<Vec<FlowCounters>> {
+        let n = self.fds.len();
+        let mut counters = vec![FlowCounters::default(); n];
+        let mut done = Vec::with_capacity(ring.cq_entries());
+        ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
+        for f in 0..n {
+            self.arm(ring, f)?;
+        }
+        let mut armed = n;
+        let mut draining = false;
+        let mut cancelled = false;
+        let mut since_tick = 0u64;
+        while armed > 0 {
+            ring.submit_and_wait()?;
+            ring.reap(&mut done);
+            for c in &done {
+                match c.op() {
+                    op::DEADLINE => {
+                        draining = true;
+                        self.end_ns = Some(deadline_ns);
+                        since_tick = 0;
+                        self.drain_tick(ring)?;
+                    }
+                    op::INTERVAL => sampler.tick(&counters),
+                    op::CANCEL => {}
+                    op::DRAIN => {
+                        let now = monotonic_ns();
+                        if since_tick > 0 {
+                            self.end_ns = Some(now);
+                        }
+                        if since_tick > 0 && now < deadline_ns + DRAIN_MAX_NS {
+                            since_tick = 0;
+                            self.drain_tick(ring)?;
+                        } else if !cancelled {
+                            cancelled = true;
+                            for f in 0..n {
+                                let e = opcode::AsyncCancel::new(token(op::RECV, f))
+                                    .build()
+                                    .user_data(token(op::CANCEL, f));
+                                // SAFETY: AsyncCancel points at no memory.
+                                unsafe { ring.push(&e)? };
+                            }
+                        }
+                    }
+                    op::RECV => {
+                        let f = c.flow();
+                        match c.result {
+                            r if r > 0 => {
+                                self.received(f, r as usize, &mut counters);
+                                if draining {
+                                    since_tick += 1;
+                                }
+                            }
+                            0 => self.report.stray += 1,
+                            r if r == -libc::ECANCELED => {
+                                armed -= 1;
+                                continue;
+                            }
+                            // ICMP errors of earlier sends (none here) or a refused peer:
+                            // nothing to account, keep receiving.
+                            r if r == -libc::ECONNREFUSED => {}
+                            r => return Err(crate::ring::cqe_error("a UDP receive", r)),
+                        }
+                        if cancelled {
+                            armed -= 1;
+                        } else {
+                            self.arm(ring, f)?;
+                        }
+                    }
+                    other => return Err(unexpected(other)),
+                }
+            }
+        }
+        Ok(counters)
+    }
+}

@@ -1,0 +1,192 @@
+//! UDP stream and UDP_RR: sequence accounting that adds up on loopback, GSO and GRO
+//! batching, and a lossy path made inside two network namespaces (nftables drops 5 % of
+//! the UDP datagrams; this kernel has no netem) where the loss must be reported, not hidden.
+
+use std::time::Duration;
+
+use ringperf_tests::{
+    at, check_side_common, f64_at, is_root, lab_name, ringperf, run_with_timeout, str_at, u64_at, Lab, Server,
+};
+use serde_json::Value;
+
+/// The sequence accounting of a udp-stream report: what the receiver saw adds up to what
+/// the sender sent. Returns (sent, received).
+fn check_udp_stream(r: &Value, size: u64) -> (u64, u64) {
+    assert_eq!(str_at(r, "test"), "UDP_STREAM");
+    assert_eq!(str_at(r, "local.role"), "udp_sender");
+    assert_eq!(str_at(r, "remote.role"), "udp_receiver");
+    let tx = at(r, "local.udp");
+    let rx = at(r, "remote.udp");
+    let sent = u64_at(tx, "datagrams_sent");
+    let errors = u64_at(tx, "send_errors");
+    let received = u64_at(rx, "datagrams_received");
+    let span = u64_at(rx, "sequence_span");
+    assert!(sent > 0, "the sender sent nothing");
+    assert!(received > 0, "the receiver received nothing");
+    assert_eq!(received + u64_at(rx, "lost"), span, "received + lost != the sequence span the receiver saw");
+    assert!(
+        span <= sent + errors,
+        "the receiver saw sequence numbers up to {span}, but only {sent} + {errors} were sent"
+    );
+    assert!(received <= sent, "more distinct datagrams received ({received}) than sent ({sent})");
+    assert_eq!(u64_at(r, "local.bytes_sent"), sent * size, "sender bytes != datagrams x size");
+    let dups = u64_at(rx, "duplicated");
+    assert_eq!(
+        u64_at(r, "remote.bytes_received"),
+        (received + dups) * size,
+        "receiver bytes != datagrams x size"
+    );
+    for side in ["local", "remote"] {
+        check_side_common(r, side);
+        let per_flow = at(r, &format!("{side}.udp.flows")).as_array().expect("udp flows");
+        assert_eq!(per_flow.len() as u64, u64_at(r, "spec.flows"));
+        let key = if side == "local" { "datagrams_sent" } else { "datagrams_received" };
+        let sum: u64 = per_flow.iter().map(|f| f[key].as_u64().expect("count")).sum();
+        assert_eq!(sum, u64_at(at(r, &format!("{side}.udp")), key), "{side}: per-flow {key} do not add up");
+        assert!(f64_at(r, &format!("{side}.udp.us_per_datagram")) > 0.0);
+    }
+    (sent, received)
+}
+
+#[test]
+fn udp_stream_on_loopback_accounts_every_datagram() {
+    let r = ringperf!().run_json(&["udp-stream", "-l", "1", "-m", "1000", "--flows", "2"]);
+    check_udp_stream(&r, 1000);
+    assert!(
+        (f64_at(&r, "local.udp.sends") - f64_at(&r, "local.udp.datagrams_sent")).abs() < 1.0,
+        "one datagram per send without GSO"
+    );
+}
+
+#[test]
+fn udp_stream_gso_sends_many_datagrams_per_sqe_and_gro_coalesces() {
+    let r = ringperf!().run_json(&["udp-stream", "-l", "1", "--gso", "1400", "-m", "1400", "--gro"]);
+    check_udp_stream(&r, 1400);
+    let tx = at(&r, "local.udp");
+    let per_send = u64_at(tx, "datagrams_sent") as f64 / u64_at(tx, "sends") as f64;
+    assert!(per_send > 1.0, "GSO sent {per_send} datagrams per send");
+    // On loopback a GSO send reaches the receiver as one super-packet, which UDP_GRO
+    // hands to one receive whole.
+    let rx = at(&r, "remote.udp");
+    let per_recv =
+        (u64_at(rx, "datagrams_received") + u64_at(rx, "duplicated")) as f64 / u64_at(rx, "receives") as f64;
+    assert!(per_recv > 1.0, "GRO delivered {per_recv} datagrams per receive");
+}
+
+#[test]
+fn udp_options_are_checked() {
+    for args in [
+        &["udp-stream", "-l", "1", "-m", "4"][..],
+        &["udp-stream", "-l", "1", "--gso", "1400", "-m", "1000"],
+        &["udp-stream", "-l", "1", "--nodelay"],
+        &["rr", "-l", "1", "--gro"][..],
+    ] {
+        let o = ringperf!().run(args);
+        assert_eq!(o.code(), 2, "{args:?}: {o}");
+    }
+}
+
+/// A two-host lab whose host b drops 5 % of incoming UDP datagrams (nftables numgen), with
+/// a server on b; `None` (and a message) when this host cannot make one.
+fn lossy_lab(tag: &str) -> Option<(Lab, Server)> {
+    if !is_root() {
+        eprintln!("SKIPPED {tag}: needs root for network namespaces (CI runs as root)");
+        return None;
+    }
+    let lab = Lab::up(&lab_name(tag), &[]);
+    let ns = lab.namespace("b");
+    let mut ok = true;
+    for rule in [
+        vec!["add", "table", "inet", "rploss"],
+        vec!["add", "chain", "inet", "rploss", "input", "{ type filter hook input priority 0; }"],
+        vec![
+            "add", "rule", "inet", "rploss", "input", "meta", "l4proto", "udp", "numgen", "random", "mod",
+            "100", "<", "5", "drop",
+        ],
+    ] {
+        let mut c = std::process::Command::new("ip");
+        c.args(["netns", "exec", &ns, "nft"]).args(&rule);
+        let o = run_with_timeout(c, Duration::from_secs(10));
+        if !o.status.success() {
+            eprintln!(
+                "SKIPPED {tag}: cannot make a lossy path with nftables (install the nftables package): {o}"
+            );
+            ok = false;
+            break;
+        }
+    }
+    if !ok {
+        return None;
+    }
+    let rp = ringperf!();
+    let server = Server::start(lab.exec("b", rp.path(), &["serve", "--bind", "198.18.0.2", "--port", "0"]));
+    Some((lab, server))
+}
+
+#[test]
+fn udp_stream_reports_five_percent_loss_on_a_lossy_path() {
+    let Some((lab, server)) = lossy_lab("udpl") else { return };
+    let rp = ringperf!();
+    let port = server.port_arg();
+    let cmd = lab.exec(
+        "a",
+        rp.path(),
+        &["udp-stream", "-H", "198.18.0.2", "-p", &port, "-l", "2", "-m", "1000", "-b", "20M", "--json"],
+    );
+    let o = run_with_timeout(cmd, Duration::from_secs(60));
+    assert!(o.status.success(), "{o}");
+    let r = o.json();
+    let (sent, received) = check_udp_stream(&r, 1000);
+    let loss = 100.0 * (sent - received) as f64 / sent as f64;
+    eprintln!("udp-stream over a 5 % lossy path: {sent} sent, {received} received, {loss:.2} % lost");
+    // At least 2500 datagrams at 5 %: three standard deviations are about 1.3 points; a
+    // slow moment of a receiver that shares two CPUs with other tests adds a little.
+    assert!(
+        (3.0..=8.0).contains(&loss),
+        "loss of {loss:.2} % on a path that drops 5 % ({sent} sent, {received} received)"
+    );
+    assert!(u64_at(&r, "remote.udp.lost") > 0, "the receiver saw no gap in the sequence");
+}
+
+#[test]
+fn udp_rr_on_loopback_counts_transactions_on_both_sides() {
+    let r = ringperf!().run_json(&["udp-rr", "-l", "1", "--flows", "2", "-r", "64,1000"]);
+    assert_eq!(str_at(&r, "test"), "UDP_RR");
+    let t = u64_at(&r, "local.transactions");
+    assert!(t > 0, "no transaction completed");
+    assert_eq!(u64_at(&r, "local.latency.count"), t);
+    assert_eq!(u64_at(&r, "local.bytes_sent"), t * 64);
+    assert_eq!(u64_at(&r, "local.bytes_received"), t * 1000);
+    // Loopback loses nothing, but a slow moment can still time a transaction out: the
+    // server counts each request once, retransmitted or not, and may have answered a
+    // flow's last request after the client gave up on it at the deadline.
+    let served = u64_at(&r, "remote.transactions");
+    assert!(served >= t && served <= t + 2, "the server counted {served} transactions, the client {t}");
+    assert!(u64_at(&r, "local.udp.retransmissions") <= u64_at(&r, "local.udp.timeouts"));
+    for side in ["local", "remote"] {
+        check_side_common(&r, side);
+    }
+}
+
+#[test]
+fn udp_rr_survives_loss_with_timeouts_and_retransmissions() {
+    let Some((lab, server)) = lossy_lab("udprr") else { return };
+    let rp = ringperf!();
+    let port = server.port_arg();
+    let args = ["udp-rr", "-H", "198.18.0.2", "-p", &port, "-l", "1.5", "--timeout-us", "2000", "--json"];
+    let o = run_with_timeout(lab.exec("a", rp.path(), &args), Duration::from_secs(60));
+    assert!(o.status.success(), "{o}");
+    let r = o.json();
+    let t = u64_at(&r, "local.transactions");
+    let timeouts = u64_at(&r, "local.udp.timeouts");
+    let retrans = u64_at(&r, "local.udp.retransmissions");
+    eprintln!(
+        "udp-rr over a 5 % lossy path: {t} transactions, {timeouts} timeouts, {retrans} retransmissions"
+    );
+    assert!(t > 0, "no transaction completed");
+    assert!(timeouts > 0, "5 % loss and not one timeout");
+    // Each timeout is followed by a retransmission, except for a flow's last one after the deadline.
+    assert!(retrans <= timeouts && timeouts <= retrans + u64_at(&r, "spec.flows"));
+    assert_eq!(u64_at(&r, "local.latency.count"), t);
+    assert!(u64_at(&r, "remote.transactions") >= t, "the server answered fewer requests than completed");
+}
