@@ -55,6 +55,26 @@ impl Host {
 /// Checks the plan against the host, finds the tools, runs them in turn and prints the report.
 pub fn run(plan: &Plan) -> Result<()> {
     let cfg = &plan.cfg;
+    let host = check_host(cfg)?;
+    // The peer first: a missing package should not wait for a ringperf build.
+    let peer: Box<dyn Tool> = match cfg.workload {
+        Workload::Stream => Box::new(Iperf3::find()?),
+        Workload::Rr => Box::new(Sockperf::find()?),
+    };
+    let ringperf = Ringperf::new(ringperf::locate(plan.ringperf.as_deref())?);
+    let tools: [&dyn Tool; 2] = [&ringperf, peer.as_ref()];
+
+    print!("{}", report::header(plan, &host, &tools));
+    let _ = std::io::stdout().flush();
+    let results = alternate(plan, &tools)?;
+    print!("{}", report::runs_table(cfg, &results));
+    print!("{}", report::summary(cfg, &host, &results, &tools));
+    Ok(())
+}
+
+/// The host, after checking that it has the CPUs the plan pins to (and warning when the
+/// congestion control is not available).
+pub fn check_host(cfg: &Config) -> Result<Host> {
     let host = Host::read()?;
     for (what, cpu) in [("client", cfg.client_cpu), ("server", cfg.server_cpu)] {
         if cpu >= host.cpus {
@@ -73,50 +93,90 @@ pub fn run(plan: &Plan) -> Result<()> {
             );
         }
     }
-    // The peer first: a missing package should not wait for a ringperf build.
-    let peer: Box<dyn Tool> = match cfg.workload {
-        Workload::Stream => Box::new(Iperf3::find()?),
-        Workload::Rr => Box::new(Sockperf::find()?),
-    };
-    let ringperf = Ringperf { bin: ringperf::locate(plan.ringperf.as_deref())? };
-    let tools: [&dyn Tool; 2] = [&ringperf, peer.as_ref()];
-
-    print!("{}", report::header(plan, &host, &tools));
-    let _ = std::io::stdout().flush();
-    let results = alternate(plan, &tools)?;
-    print!("{}", report::runs_table(cfg, &results));
-    print!("{}", report::summary(cfg, &host, &results, &tools));
-    Ok(())
+    Ok(host)
 }
 
-/// ringperf, peer, ringperf, peer, ...: `plan.runs` each, a pause between runs.
+/// ringperf, peer, ringperf, peer, ...: `plan.runs` each, a pause between runs. The first
+/// failure ends the comparison.
 pub fn alternate(plan: &Plan, tools: &[&dyn Tool]) -> Result<Vec<RunResult>> {
+    alternate_retrying(plan, tools, 0).map(|(results, _)| results)
+}
+
+/// A run that failed and was repeated: which tool, which round, and the error.
+#[derive(Debug)]
+pub struct Failure {
+    pub tool: &'static str,
+    pub round: u32,
+    pub error: String,
+}
+
+/// Like [`alternate`], but a failed run is repeated (after the pause) up to `retries` times
+/// before the comparison ends; the failures that were repeated are returned with the
+/// results so the report can list them. For long many-tool runs, where one flaky run would
+/// otherwise throw away every other measurement.
+pub fn alternate_retrying(
+    plan: &Plan,
+    tools: &[&dyn Tool],
+    retries: u32,
+) -> Result<(Vec<RunResult>, Vec<Failure>)> {
     let total = plan.runs as usize * tools.len();
     let mut results = Vec::with_capacity(total);
+    let mut failures = Vec::new();
+    let mut first = true;
     for round in 0..plan.runs {
         for tool in tools {
-            if !results.is_empty() && !plan.pause.is_zero() {
-                thread::sleep(plan.pause);
-            }
-            eprint!("ringperf-bench: run {}/{} {} ... ", round + 1, plan.runs, tool.name());
-            let _ = std::io::stderr().flush();
-            let children_before = children_cpu_us();
-            let mut r = match tool.run(&plan.cfg) {
-                Ok(r) => r,
-                Err(e) => {
-                    eprintln!("failed");
-                    return Err(e);
+            let mut attempt = 0;
+            loop {
+                if !first && !plan.pause.is_zero() {
+                    thread::sleep(plan.pause);
                 }
-            };
-            // A tool's run reaps every process it started (client and server) before it
-            // returns, so the delta is exactly their CPU.
-            r.process_cpu_us =
-                children_cpu_us().zip(children_before).map(|(a, b)| a.saturating_sub(b) as f64);
-            eprintln!("{}", report::one_line(&plan.cfg, &r));
-            results.push(r);
+                first = false;
+                eprint!("ringperf-bench: run {}/{} {} ... ", round + 1, plan.runs, tool.name());
+                let _ = std::io::stderr().flush();
+                let children_before = children_cpu_us();
+                match tool.run(&plan.cfg) {
+                    Ok(mut r) => {
+                        // A tool's run reaps every process it started (client and server)
+                        // before it returns, so the delta is exactly their CPU.
+                        r.process_cpu_us =
+                            children_cpu_us().zip(children_before).map(|(a, b)| a.saturating_sub(b) as f64);
+                        eprintln!("{}", report::one_line(&plan.cfg, &r));
+                        results.push(r);
+                        break;
+                    }
+                    Err(e) if attempt < retries => {
+                        eprintln!("failed, repeating it: {e}");
+                        failures.push(Failure { tool: tool.name(), round: round + 1, error: e.to_string() });
+                        attempt += 1;
+                    }
+                    Err(e) => {
+                        eprintln!("failed");
+                        return Err(e);
+                    }
+                }
+            }
         }
     }
-    Ok(results)
+    Ok((results, failures))
+}
+
+/// The failed and repeated runs, for the end of a report; empty when there were none.
+pub fn failures_note(failures: &[Failure]) -> String {
+    if failures.is_empty() {
+        return String::new();
+    }
+    let mut s = format!("Runs that failed and were repeated ({}):\n", failures.len());
+    for f in failures {
+        let first = f.error.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        let last = f.error.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+        s.push_str(&format!("- round {} {}: {}", f.round, f.tool, first.trim()));
+        if last != first {
+            s.push_str(&format!(" / {}", last.trim()));
+        }
+        s.push('\n');
+    }
+    s.push('\n');
+    s
 }
 
 /// User + system CPU of every child this process has reaped so far, µs.
@@ -129,4 +189,77 @@ fn children_cpu_us() -> Option<u64> {
     }
     let us = |t: libc::timeval| t.tv_sec as u64 * 1_000_000 + t.tv_usec as u64;
     Some(us(ru.ru_utime) + us(ru.ru_stime))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+    use crate::cpu::CpuWindow;
+    use crate::peers::Work;
+    use ringperf_engine::measure::cpu::ProcStat;
+
+    /// Fails its first `fail` runs, then succeeds.
+    struct Flaky {
+        fail: Cell<u32>,
+    }
+
+    impl Tool for Flaky {
+        fn name(&self) -> &'static str {
+            "flaky"
+        }
+        fn describe(&self, _: &Config) -> String {
+            String::new()
+        }
+        fn run(&self, _: &Config) -> Result<RunResult> {
+            if self.fail.get() > 0 {
+                self.fail.set(self.fail.get() - 1);
+                return Err(BenchError::Tool("boom\n    detail".into()));
+            }
+            let s = ProcStat::parse("cpu0 0 0 0 0 0 0 0 0\n").unwrap();
+            Ok(RunResult {
+                tool: "flaky",
+                cpu: CpuWindow::from_stats(&s, &s, 1),
+                work: Work::Stream { bytes: 1024, bits_per_sec: 1.0 },
+                own_service_demand: None,
+                process_cpu_us: None,
+                ringperf: None,
+            })
+        }
+    }
+
+    fn plan() -> Plan {
+        Plan {
+            cfg: Config {
+                workload: Workload::Stream,
+                secs: 1,
+                client_cpu: 0,
+                server_cpu: 0,
+                size: 1,
+                cc: None,
+            },
+            runs: 2,
+            pause: Duration::ZERO,
+            ringperf: None,
+        }
+    }
+
+    #[test]
+    fn failed_runs_are_repeated_and_listed() {
+        let t = Flaky { fail: Cell::new(2) };
+        let (results, failures) = alternate_retrying(&plan(), &[&t], 2).unwrap();
+        assert_eq!(results.len(), 2);
+        assert_eq!(failures.len(), 2);
+        assert_eq!(failures_note(&failures).lines().nth(1), Some("- round 1 flaky: boom / detail"));
+        assert!(failures_note(&[]).is_empty());
+    }
+
+    #[test]
+    fn too_many_failures_end_the_comparison() {
+        let t = Flaky { fail: Cell::new(2) };
+        assert!(alternate_retrying(&plan(), &[&t], 1).is_err());
+        let t = Flaky { fail: Cell::new(1) };
+        assert!(alternate(&plan(), &[&t]).is_err());
+    }
 }

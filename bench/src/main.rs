@@ -3,14 +3,18 @@
 //!
 //!   cargo run --release -p ringperf-bench -- stream [--secs 10] [--runs 3] [--cc cubic]
 //!   cargo run --release -p ringperf-bench -- rr [--secs 10] [--runs 3] [--size 64]
+//!   cargo run --release -p ringperf-bench -- engines [--secs 10] [--runs 3] [--sizes 64K,1M]
+//!   cargo run --release -p ringperf-bench -- stats [--secs 10] [--runs 5]
 
 mod bench;
 mod cpu;
+mod engines;
 mod error;
 mod peers;
 mod process;
 mod report;
 mod stats;
+mod stats_cost;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -36,6 +40,10 @@ enum Command {
     Stream(StreamArgs),
     /// TCP request/response: ringperf rr against sockperf ping-pong.
     Rr(RrArgs),
+    /// Every send/receive engine pair's stream against copy/recv, and splice against iperf3 -Z.
+    Engines(EnginesArgs),
+    /// What ringperf's statistics cost: rr with latency histograms and intervals on vs off.
+    Stats(StatsArgs),
 }
 
 #[derive(Args, Debug)]
@@ -43,9 +51,9 @@ struct Common {
     /// Seconds per run.
     #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=3600))]
     secs: u32,
-    /// Runs per tool (they alternate: ringperf, peer, ringperf, peer, ...).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..=100))]
-    runs: u32,
+    /// Runs per tool (they alternate: ringperf, peer, ringperf, peer, ...) [default: 3; stats: 5].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=100))]
+    runs: Option<u32>,
     /// Client and server CPU for every tool.
     #[arg(long, value_name = "CLIENT,SERVER", default_value = "0,1", value_parser = parse_cpus)]
     cpus: (usize, usize),
@@ -75,6 +83,30 @@ struct RrArgs {
     common: Common,
     /// Request and response bytes on both tools (sockperf needs at least 14).
     #[arg(long, value_name = "BYTES", default_value_t = 64, value_parser = parse_message_size)]
+    size: u32,
+}
+
+#[derive(Args, Debug)]
+struct EnginesArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Bytes per send and per receive, one comparison each (ringperf -m/-M, iperf3 -l); K = 1024.
+    #[arg(long, value_name = "LIST", default_value = "64K,1M", value_delimiter = ',', value_parser = parse_write_size)]
+    sizes: Vec<u32>,
+    /// Congestion control for every tool (ringperf --cc, iperf3 -C).
+    #[arg(long, value_name = "NAME", default_value = "cubic")]
+    cc: String,
+    /// Engine pairs (SEND/RECV) to run besides the named ones, candidates for the best pair.
+    #[arg(long, value_name = "LIST", default_value = engines::DEFAULT_EXTRA, value_delimiter = ',', value_parser = engines::parse_pair)]
+    extra: Vec<engines::Pair>,
+}
+
+#[derive(Args, Debug)]
+struct StatsArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Request and response bytes (ringperf -r; its default is 1).
+    #[arg(long, value_name = "BYTES", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1 << 20))]
     size: u32,
 }
 
@@ -112,12 +144,8 @@ fn parse_message_size(s: &str) -> Result<u32, String> {
     Ok(n)
 }
 
-fn plan(cli: Cli) -> bench::Plan {
-    let (common, workload, size, cc) = match cli.command {
-        Command::Stream(a) => (a.common, Workload::Stream, a.size, Some(a.cc)),
-        // sockperf cannot set a congestion control, so neither tool gets one (see the report).
-        Command::Rr(a) => (a.common, Workload::Rr, a.size, None),
-    };
+/// Stream and rr: ringperf against its peer.
+fn plan(common: Common, workload: Workload, size: u32, cc: Option<String>) -> bench::Plan {
     bench::Plan {
         cfg: Config {
             workload,
@@ -127,9 +155,32 @@ fn plan(cli: Cli) -> bench::Plan {
             size,
             cc,
         },
-        runs: common.runs,
+        runs: common.runs.unwrap_or(3),
         pause: Duration::from_secs_f64(common.pause),
         ringperf: common.ringperf,
+    }
+}
+
+fn run(cli: Cli) -> error::Result<()> {
+    match cli.command {
+        Command::Stream(a) => bench::run(&plan(a.common, Workload::Stream, a.size, Some(a.cc))),
+        // sockperf cannot set a congestion control, so neither tool gets one (see the report).
+        Command::Rr(a) => bench::run(&plan(a.common, Workload::Rr, a.size, None)),
+        Command::Engines(a) => {
+            let c = a.common;
+            let cfg = engines::config(c.secs, c.cpus, a.cc);
+            let pause = Duration::from_secs_f64(c.pause);
+            engines::run(&engines::plan(cfg, c.runs.unwrap_or(3), pause, c.ringperf, a.sizes, a.extra))
+        }
+        Command::Stats(a) => {
+            let c = a.common;
+            stats_cost::run(&bench::Plan {
+                cfg: stats_cost::config(c.secs, c.cpus, a.size),
+                runs: c.runs.unwrap_or(5),
+                pause: Duration::from_secs_f64(c.pause),
+                ringperf: c.ringperf,
+            })
+        }
     }
 }
 
@@ -141,7 +192,7 @@ fn main() {
             std::process::exit(if e.use_stderr() { 2 } else { 0 });
         }
     };
-    if let Err(e) = bench::run(&plan(cli)) {
+    if let Err(e) = run(cli) {
         eprintln!("ringperf-bench: {e}");
         std::process::exit(e.exit_code());
     }

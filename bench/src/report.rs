@@ -7,21 +7,21 @@ use crate::peers::{sockperf, Config, RunResult, Tool, Work, Workload};
 use crate::stats::{median, min_max, ratio};
 
 /// A left-aligned markdown table with padded columns.
-struct Table {
+pub(crate) struct Table {
     head: Vec<String>,
     rows: Vec<Vec<String>>,
 }
 
 impl Table {
-    fn new(head: &[&str]) -> Table {
+    pub(crate) fn new(head: &[&str]) -> Table {
         Table { head: head.iter().map(|s| s.to_string()).collect(), rows: Vec::new() }
     }
 
-    fn row(&mut self, cells: Vec<String>) {
+    pub(crate) fn row(&mut self, cells: Vec<String>) {
         self.rows.push(cells);
     }
 
-    fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let n = self.head.len();
         let width = |i: usize| {
             self.rows
@@ -54,7 +54,7 @@ impl Table {
     }
 }
 
-fn opt(v: Option<f64>, decimals: usize) -> String {
+pub(crate) fn opt(v: Option<f64>, decimals: usize) -> String {
     v.map_or_else(|| "-".into(), |v| format!("{v:.decimals$}"))
 }
 
@@ -66,7 +66,7 @@ fn sd_unit(cfg: &Config) -> &'static str {
 }
 
 /// Decimals that keep three or so significant digits for a service demand.
-fn sd(v: Option<f64>) -> String {
+pub(crate) fn sd(v: Option<f64>) -> String {
     match v {
         Some(v) if v.abs() < 1.0 => format!("{v:.4}"),
         Some(v) if v.abs() < 100.0 => format!("{v:.2}"),
@@ -415,6 +415,7 @@ mod tests {
             work: Work::Stream { bytes: 1024 * 1000, bits_per_sec: gbit * 1e9 },
             own_service_demand: None,
             process_cpu_us: Some(250_000.0),
+            ringperf: None,
         }
     }
 

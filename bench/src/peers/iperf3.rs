@@ -14,15 +14,19 @@ use crate::peers::{
 use crate::process::{free_port, require, run_measured, Server};
 
 pub const NAME: &str = "iperf3";
+/// iperf3 in its sendfile mode (-Z), the peer of ringperf's splice engine.
+pub const NAME_ZEROCOPY: &str = "iperf3 -Z";
 pub const INSTALL_HINT: &str = "install iperf3 (apt-get install -y iperf3)";
 
 pub struct Iperf3 {
     pub bin: PathBuf,
+    /// -Z: the client sends with sendfile(2) instead of write(2).
+    pub zerocopy: bool,
 }
 
 impl Iperf3 {
     pub fn find() -> Result<Iperf3> {
-        Ok(Iperf3 { bin: require(NAME, INSTALL_HINT)? })
+        Ok(Iperf3 { bin: require(NAME, INSTALL_HINT)?, zerocopy: false })
     }
 
     fn server_args(&self, cfg: &Config, port: u16) -> Vec<String> {
@@ -48,6 +52,9 @@ impl Iperf3 {
         if let Some(cc) = &cfg.cc {
             a.extend(["-C".into(), cc.clone()]);
         }
+        if self.zerocopy {
+            a.push("-Z".into());
+        }
         a.push("-J".into());
         a
     }
@@ -69,7 +76,11 @@ impl Iperf3 {
 
 impl Tool for Iperf3 {
     fn name(&self) -> &'static str {
-        NAME
+        if self.zerocopy {
+            NAME_ZEROCOPY
+        } else {
+            NAME
+        }
     }
 
     fn describe(&self, cfg: &Config) -> String {
@@ -107,7 +118,14 @@ impl Tool for Iperf3 {
             return Err(BenchError::Tool(format!("iperf3 failed ({}):\n{}", m.status, m.output_excerpt())));
         }
         let work = parse(&report, cfg)?;
-        Ok(RunResult { tool: NAME, cpu: m.cpu, work, own_service_demand: None, process_cpu_us: None })
+        Ok(RunResult {
+            tool: self.name(),
+            cpu: m.cpu,
+            work,
+            own_service_demand: None,
+            process_cpu_us: None,
+            ringperf: None,
+        })
     }
 }
 
@@ -186,11 +204,17 @@ mod tests {
 
     #[test]
     fn commands_pin_and_fix_cc() {
-        let i = Iperf3 { bin: "iperf3".into() };
+        let mut i = Iperf3 { bin: "iperf3".into(), zerocopy: false };
         assert_eq!(i.server_args(&cfg(), 5201).join(" "), "-s -1 -B 127.0.0.1 -p 5201 -A 1");
         assert_eq!(
             i.client_args(&cfg(), 5201).join(" "),
             "-c 127.0.0.1 -p 5201 -t 5 -l 131072 -A 0 -C cubic -J"
         );
+        i.zerocopy = true;
+        assert_eq!(
+            i.client_args(&cfg(), 5201).join(" "),
+            "-c 127.0.0.1 -p 5201 -t 5 -l 131072 -A 0 -C cubic -Z -J"
+        );
+        assert_eq!(i.name(), "iperf3 -Z");
     }
 }

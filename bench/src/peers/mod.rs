@@ -81,6 +81,8 @@ pub struct RunResult {
     /// CPU of the tool's own processes (client and server, getrusage of reaped children),
     /// µs: a cross-check that other load on the host does not reach.
     pub process_cpu_us: Option<f64>,
+    /// What ringperf said about itself (ringperf runs only).
+    pub ringperf: Option<ringperf::Figures>,
 }
 
 impl RunResult {

@@ -16,9 +16,53 @@ pub const NAME: &str = "ringperf";
 
 pub struct Ringperf {
     pub bin: PathBuf,
+    /// Its name in the report: "ringperf", or what sets this run apart ("zc/recv").
+    pub label: &'static str,
+    /// `ringperf sendfile` instead of `ringperf stream` (stream workload only).
+    pub sendfile: bool,
+    /// Flags after the shared ones (engines, statistics switches).
+    pub extra: Vec<String>,
+    /// What the report must say it ran with, beyond the shared settings.
+    pub expect: Expect,
+}
+
+/// Settings a ringperf report must show, so that a flag that silently did nothing cannot
+/// pass for a measurement of it.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Expect {
+    /// The sender's send engine (the client's, for a client-to-server stream).
+    pub send_engine: Option<&'static str>,
+    /// The receiver's receive engine (the server's).
+    pub recv_engine: Option<&'static str>,
+    /// spec.interval_ms: 0 when interval sampling is off.
+    pub interval_ms: Option<u64>,
+    /// spec.record_latency.
+    pub record_latency: Option<bool>,
+}
+
+/// What ringperf reported about itself in one run, beyond the work.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Figures {
+    /// local.cpu.tool_overhead_percent: the client's user-space CPU / all busy CPU.
+    pub local_overhead_percent: f64,
+    /// remote.cpu.tool_overhead_percent: the server's.
+    pub remote_overhead_percent: f64,
+    /// The server side's own service demand (us/KB for a stream, us/transaction for rr).
+    pub remote_service_demand: Option<f64>,
+    /// Share of the sender's notified bytes the kernel did not copy (zc and zc-msg only).
+    pub zero_copy_fraction: Option<f64>,
+    /// Interval samples the client took.
+    pub local_intervals: usize,
+    /// Round trips in the client's latency histogram (rr with latency recording).
+    pub latency_count: Option<u64>,
 }
 
 impl Ringperf {
+    /// Plain `ringperf stream|rr` with the shared settings.
+    pub fn new(bin: PathBuf) -> Ringperf {
+        Ringperf { bin, label: NAME, sendfile: false, extra: Vec::new(), expect: Expect::default() }
+    }
+
     fn args(&self, cfg: &Config) -> Vec<String> {
         let cpus = format!("{},{}", cfg.client_cpu, cfg.server_cpu);
         let secs = cfg.secs.to_string();
@@ -35,6 +79,10 @@ impl Ringperf {
         if let Some(cc) = &cfg.cc {
             a.extend(["--cc".into(), cc.clone()]);
         }
+        if self.sendfile && cfg.workload == Workload::Stream {
+            a[0] = "sendfile".into();
+        }
+        a.extend(self.extra.iter().cloned());
         a.push("--json".into());
         a
     }
@@ -42,7 +90,7 @@ impl Ringperf {
 
 impl Tool for Ringperf {
     fn name(&self) -> &'static str {
-        NAME
+        self.label
     }
 
     fn describe(&self, cfg: &Config) -> String {
@@ -50,16 +98,95 @@ impl Tool for Ringperf {
     }
 
     fn run(&self, cfg: &Config) -> Result<RunResult> {
-        let m = run_measured(NAME, Command::new(&self.bin).args(self.args(cfg)), cfg.run_timeout(), None)?;
+        let args = self.args(cfg);
+        let m = run_measured(NAME, Command::new(&self.bin).args(&args), cfg.run_timeout(), None)?;
         if !m.status.success() {
-            return Err(BenchError::Tool(format!("ringperf failed ({}):\n{}", m.status, m.output_excerpt())));
+            return Err(BenchError::Tool(format!(
+                "ringperf {} failed ({}):\n{}",
+                args.join(" "),
+                m.status,
+                m.output_excerpt()
+            )));
         }
         let report: Value = serde_json::from_str(&m.stdout).map_err(|e| {
             BenchError::Tool(format!("ringperf's --json output is not JSON ({e}):\n{}", excerpt(&m.stdout)))
         })?;
         let (work, own) = parse(&report, cfg)?;
-        Ok(RunResult { tool: NAME, cpu: m.cpu, work, own_service_demand: own, process_cpu_us: None })
+        check_expect(&report, &self.expect)?;
+        let figures = figures(&report, cfg)?;
+        Ok(RunResult {
+            tool: self.label,
+            cpu: m.cpu,
+            work,
+            own_service_demand: own,
+            process_cpu_us: None,
+            ringperf: Some(figures),
+        })
     }
+}
+
+/// Tool overheads, the server's service demand, the zero-copy fraction and the statistics
+/// ringperf collected, out of its JSON report.
+pub fn figures(r: &Value, cfg: &Config) -> Result<Figures> {
+    let sd_field = match cfg.workload {
+        Workload::Stream => "us_per_kb",
+        Workload::Rr => "us_per_transaction",
+    };
+    let zc = r.pointer("/local/send/zero_copy").filter(|v| !v.is_null());
+    let zero_copy_fraction = match zc {
+        Some(z) => {
+            let zero = json_u64(z, NAME, "/bytes_zero_copy")?;
+            let copied = json_u64(z, NAME, "/bytes_copied")?;
+            let all = zero + copied;
+            Some(if all == 0 { 0.0 } else { zero as f64 / all as f64 })
+        }
+        None => None,
+    };
+    Ok(Figures {
+        local_overhead_percent: json_f64(r, NAME, "/local/cpu/tool_overhead_percent")?,
+        remote_overhead_percent: json_f64(r, NAME, "/remote/cpu/tool_overhead_percent")?,
+        remote_service_demand: r
+            .pointer(&format!("/remote/service_demand/{sd_field}"))
+            .and_then(Value::as_f64),
+        zero_copy_fraction,
+        local_intervals: r.pointer("/local/intervals").and_then(Value::as_array).map_or(0, Vec::len),
+        latency_count: r.pointer("/local/latency/count").and_then(Value::as_u64),
+    })
+}
+
+/// A report that ran other engines or statistics settings than asked would measure the
+/// wrong thing.
+fn check_expect(r: &Value, want: &Expect) -> Result<()> {
+    let wrong = |what: &str, got: String, want: String| {
+        Err(BenchError::Tool(format!("ringperf ran with {what} {got}, not the {want} the bench asked for")))
+    };
+    let s = |p: &str| r.pointer(p).and_then(Value::as_str).map(str::to_owned);
+    if let Some(e) = want.send_engine {
+        let got = s("/local/send_engine");
+        if got.as_deref() != Some(e) {
+            return wrong("send engine", format!("{got:?}"), e.into());
+        }
+    }
+    if let Some(e) = want.recv_engine {
+        let got = s("/remote/recv_engine");
+        if got.as_deref() != Some(e) {
+            return wrong("receive engine", format!("{got:?}"), e.into());
+        }
+    }
+    if let Some(ms) = want.interval_ms {
+        // Off is 0 (or, in other versions, absent).
+        let got = r.pointer("/spec/interval_ms").and_then(Value::as_u64).unwrap_or(0);
+        if got != ms {
+            return wrong("an interval of", format!("{got} ms"), format!("{ms} ms"));
+        }
+    }
+    if let Some(on) = want.record_latency {
+        let got = r.pointer("/spec/record_latency").and_then(Value::as_bool);
+        if got != Some(on) {
+            return wrong("latency recording", format!("{got:?}"), on.to_string());
+        }
+    }
+    Ok(())
 }
 
 /// The work and ringperf's own service demand (client side) out of its JSON report, after
@@ -82,9 +209,20 @@ pub fn parse(r: &Value, cfg: &Config) -> Result<(Work, Option<f64>)> {
         Workload::Rr => {
             let transactions = json_u64(r, NAME, "/local/transactions")?;
             let tps_by_count = json_f64(r, NAME, "/summary/transactions_per_sec")?;
-            let mean_ns = json_f64(r, NAME, "/summary/mean_latency_ns")?;
+            // Without latency recording (--no-latency) there is no mean round trip.
+            let latency_off = r.pointer("/spec/record_latency").and_then(Value::as_bool) == Some(false);
+            let mean_ns = match r.pointer("/summary/mean_latency_ns") {
+                Some(Value::Null) | None if latency_off => f64::NAN,
+                _ => json_f64(r, NAME, "/summary/mean_latency_ns")?,
+            };
             let own = r.pointer("/local/service_demand/us_per_transaction").and_then(Value::as_f64);
-            let tps_by_rtt = if mean_ns > 0.0 { 1e9 / mean_ns } else { 0.0 };
+            let tps_by_rtt = if mean_ns > 0.0 {
+                1e9 / mean_ns
+            } else if mean_ns.is_nan() {
+                f64::NAN
+            } else {
+                0.0
+            };
             Ok((Work::Rr { transactions, tps_by_count, tps_by_rtt, mean_rtt_us: mean_ns / 1000.0 }, own))
         }
     }
@@ -284,7 +422,7 @@ mod tests {
 
     #[test]
     fn arguments_match_the_brief() {
-        let r = Ringperf { bin: "ringperf".into() };
+        let r = Ringperf::new("ringperf".into());
         assert_eq!(
             r.args(&cfg(Workload::Stream)).join(" "),
             "stream -l 5 -m 131072 -M 131072 -T 0,1 --cc cubic --json"
