@@ -13,7 +13,7 @@ pub struct Pacer {
     /// Bytes per nanosecond per flow; 0 when pacing is off.
     rate: f64,
     tokens: Vec<f64>,
-    /// The most a flow may save up: one tick's worth, and at least two sends.
+    /// The most a flow may save up: 5 ms of its rate, and at least two sends.
     burst: f64,
     last_ns: u64,
     /// Boxed: the kernel reads it when the multishot timeout is submitted.
@@ -31,7 +31,9 @@ impl Pacer {
         } else {
             0
         };
-        let burst = (rate * tick_ns as f64).max(2.0 * f64::from(send_size));
+        // The bucket holds 5 ms of rate: a worker that handles its ticks late (a busy
+        // machine) catches up instead of losing the time, while the rate stays the rate.
+        let burst = (rate * 5e6).max(2.0 * f64::from(send_size));
         Pacer {
             rate,
             tokens: vec![f64::from(send_size); flows],
