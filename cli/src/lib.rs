@@ -6,12 +6,15 @@ mod engines;
 pub mod render;
 mod serve;
 
+mod interrupt;
+
 use std::io::Write;
 
 use clap::Parser;
 
+use ringperf_engine::control::auth::{Psk, PSK_ENV};
 use ringperf_engine::spec::{Direction, RingTuning, SendEngine, SideSpec, SocketBuffers, SqPoll, Workload};
-use ringperf_engine::{run_test, Error, Target, TestReport, TestSpec};
+use ringperf_engine::{run_test_with, ClientOptions, Error, Target, TestReport, TestSpec};
 
 use crate::args::{Cli, Command, TestArgs};
 
@@ -47,11 +50,13 @@ fn run(cli: Cli) -> Result<i32, Error> {
             Ok(0)
         }
         Command::Stream(a) => {
-            let spec = stream_spec(&a.test, a.send_size, a.recv_size, a.reverse)?;
+            let mut spec = stream_spec(&a.test, a.send_size, a.recv_size, a.reverse)?;
+            spec.rate_bps = a.rate;
             run_and_render(&spec, &a.test)
         }
         Command::Sendfile(a) => {
             let mut spec = stream_spec(&a.test, a.send_size, a.recv_size, false)?;
+            spec.rate_bps = a.rate;
             spec.local.send_engine = SendEngine::Splice;
             spec.remote.send_engine = SendEngine::Splice;
             spec.local.splice_file = a.file.clone();
@@ -114,6 +119,7 @@ pub fn base_spec(t: &TestArgs, workload: Workload) -> Result<TestSpec, Error> {
     Ok(TestSpec {
         workload,
         duration_ms: t.length_ms,
+        flows: t.flows,
         congestion_control: t.congestion_control.clone(),
         verify: e.verify,
         require_zero_copy: e.require_zero_copy,
@@ -144,15 +150,41 @@ pub fn target(t: &TestArgs) -> Target {
     }
 }
 
+/// The client's key: --psk-file, else RINGPERF_PSK, else none.
+pub fn client_psk(t: &TestArgs) -> Result<Option<Psk>, Error> {
+    if let Some(path) = &t.psk_file {
+        return Psk::from_file(path).map(Some);
+    }
+    match std::env::var(PSK_ENV) {
+        Ok(v) if !v.is_empty() => Psk::from_secret(&v, &format!("the key in {PSK_ENV}")).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// Runs one test with the key and a Ctrl-C that stops it, renders the report (a partial
+/// one too), and returns the exit code.
 fn run_and_render(spec: &TestSpec, t: &TestArgs) -> Result<i32, Error> {
-    let report: TestReport = run_test(spec, &target(t))?;
+    let stop = interrupt::Interrupt::install()?;
+    let opts = ClientOptions { psk: client_psk(t)?, interrupt: Some(stop.fd()) };
+    let report: TestReport = run_test_with(spec, &target(t), &opts)?;
     let out = if t.json {
         render::json::render(&report)
     } else {
         render::human::render(&report, render::Units::parse(&t.units))
     };
     print(&out);
-    Ok(requirements(&report))
+    Ok(partial(&report, &stop).unwrap_or_else(|| requirements(&report)))
+}
+
+/// For a partial report: says why on stderr and returns the exit code (130 after Ctrl-C,
+/// else 3: the peer or the network failed).
+pub(crate) fn partial(report: &TestReport, stop: &interrupt::Interrupt) -> Option<i32> {
+    if !report.partial {
+        return None;
+    }
+    let why = report.partial_reason.as_deref().unwrap_or("the run did not finish");
+    eprintln!("ringperf: partial result: {why}");
+    Some(if stop.fired() { 130 } else { 3 })
 }
 
 /// Prints what the run failed to meet and returns the exit code (1 if anything).

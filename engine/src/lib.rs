@@ -18,7 +18,9 @@ pub mod verify;
 pub mod worker;
 pub mod workload;
 
-pub use control::{run_test, Server, ServerEvent, Target, DEFAULT_PORT};
+pub use control::{
+    run_test, run_test_with, ClientOptions, Server, ServerConfig, ServerEvent, Target, DEFAULT_PORT,
+};
 pub use error::{Error, Result};
 pub use report::TestReport;
 pub use spec::TestSpec;

@@ -6,7 +6,8 @@ use crate::env::Environment;
 use crate::spec::{RecvEngine, Role, SendEngine, TestSpec};
 
 /// Bumped whenever a field changes meaning or disappears (adding fields does not bump it).
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: `remote` may be null (a partial run whose server never reported), `partial` added.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// A whole test: what was asked, what each side measured, and where it ran.
 #[derive(Serialize, Deserialize, Clone, Debug)]
@@ -20,11 +21,16 @@ pub struct TestReport {
     pub server: String,
     /// True when the client ran against a server inside its own process.
     pub embedded_server: bool,
+    /// True when the run did not finish: the server died, a data connection broke, or the
+    /// user pressed Ctrl-C. The figures cover what was measured until then.
+    pub partial: bool,
+    /// Why the run is partial (the error the client reports); `None` for a whole run.
+    pub partial_reason: Option<String>,
     pub summary: Summary,
     /// The client side.
     pub local: SideReport,
-    /// The server side, as it reported itself.
-    pub remote: SideReport,
+    /// The server side, as it reported itself; `None` when a partial run's server never did.
+    pub remote: Option<SideReport>,
     pub environment: Environments,
 }
 
@@ -32,7 +38,8 @@ impl TestReport {
     /// Requirements the run did not meet: the report is still printed, and the CLI exits 1.
     pub fn failed_requirements(&self) -> Vec<String> {
         let mut out = Vec::new();
-        for (name, side) in [("local", &self.local), ("remote", &self.remote)] {
+        let sides = [("local", Some(&self.local)), ("remote", self.remote.as_ref())];
+        for (name, side) in sides.into_iter().filter_map(|(n, s)| Some((n, s?))) {
             if let Some(v) = &side.verify {
                 if v.mismatches > 0 {
                     let at =
@@ -226,6 +233,10 @@ pub struct SocketSizes {
     pub recv_buffer: u32,
     /// The congestion control the data socket really used (TCP_CONGESTION).
     pub congestion_control: String,
+    /// Segments this side retransmitted, summed over its data connections (TCP_INFO
+    /// tcpi_total_retrans at the end of the run); `None` if the kernel would not say.
+    #[serde(default)]
+    pub retransmits: Option<u64>,
 }
 
 /// CPU over one side's window: the whole system, and the tool's own threads.

@@ -181,6 +181,11 @@ pub struct TestSpec {
     pub response_size: u32,
     /// Data connections.
     pub flows: u32,
+    /// Pace the sending side of a stream to this many payload bits per second, summed over
+    /// its flows (`-b`); `None` sends as fast as it can. A server with `--max-rate`
+    /// requires one at or below its limit.
+    #[serde(default)]
+    pub rate_bps: Option<u64>,
     /// TCP congestion control set on every data socket (TCP_CONGESTION); `None` keeps the default.
     pub congestion_control: Option<String>,
     /// Fill the payload with a pattern and check it on receipt.
@@ -196,6 +201,9 @@ pub struct TestSpec {
 pub const MAX_DURATION_MS: u64 = 24 * 3600 * 1000;
 /// Data connections one test may open.
 pub const MAX_FLOWS: u32 = 1024;
+/// The pacing range of `-b`, in bits/s: 8 kbit/s to 10 Tbit/s.
+pub const MIN_RATE_BPS: u64 = 8_000;
+pub const MAX_RATE_BPS: u64 = 10_000_000_000_000;
 
 impl Default for TestSpec {
     fn default() -> Self {
@@ -208,6 +216,7 @@ impl Default for TestSpec {
             request_size: 1,
             response_size: 1,
             flows: 1,
+            rate_bps: None,
             congestion_control: None,
             verify: false,
             require_zero_copy: false,
@@ -235,6 +244,16 @@ impl TestSpec {
         check_size("response size (-r)", u64::from(self.response_size))?;
         if self.flows == 0 || self.flows > MAX_FLOWS {
             return Err(Error::Usage(format!("{} flows is out of range: use 1 to {MAX_FLOWS}", self.flows)));
+        }
+        if let Some(r) = self.rate_bps {
+            if !(MIN_RATE_BPS..=MAX_RATE_BPS).contains(&r) {
+                return Err(Error::Usage(format!(
+                    "a rate of {r} bit/s is out of range: use -b {MIN_RATE_BPS} to {MAX_RATE_BPS} (suffixes k, m, g)"
+                )));
+            }
+            if self.workload != Workload::Stream {
+                return Err(Error::Usage("-b paces stream tests only: drop it for rr".into()));
+            }
         }
         for (side, s) in [("local", &self.local), ("remote", &self.remote)] {
             for (what, v) in [("send", s.socket_buffers.send), ("receive", s.socket_buffers.recv)] {

@@ -37,6 +37,27 @@ pub fn check_size(what: &str, n: u64) -> Result<u32> {
     Ok(n as u32)
 }
 
+/// Parses a rate in bits per second: `100m`, `2.5g`, `800k`, `1000000`. Suffixes are
+/// powers of ten in either case (k, m, g, t), as link speeds are.
+pub fn parse_rate(text: &str) -> Result<u64> {
+    let t = text.trim();
+    let (digits, mult) = match t.chars().last().map(|c| c.to_ascii_lowercase()) {
+        Some('k') => (&t[..t.len() - 1], 1e3),
+        Some('m') => (&t[..t.len() - 1], 1e6),
+        Some('g') => (&t[..t.len() - 1], 1e9),
+        Some('t') => (&t[..t.len() - 1], 1e12),
+        _ => (t, 1.0),
+    };
+    let bad =
+        || Error::Usage(format!("invalid rate '{text}': give bits per second, like 500m, 2.5g or 1000000"));
+    let n: f64 = digits.parse().map_err(|_| bad())?;
+    let bits = n * mult;
+    if !bits.is_finite() || bits < 1.0 || bits > u64::MAX as f64 {
+        return Err(bad());
+    }
+    Ok(bits.round() as u64)
+}
+
 /// Parses netperf's `A,B` pairs, where either side may be empty (`,64K` or `64K,`)
 /// and a single value applies to both.
 pub fn parse_pair<T>(text: &str, parse: impl Fn(&str) -> Result<T>) -> Result<(Option<T>, Option<T>)> {
@@ -76,6 +97,17 @@ mod tests {
         assert!(check_size("-m", 0).is_err());
         assert!(check_size("-m", MAX_SIZE + 1).is_err());
         assert_eq!(check_size("-m", MAX_SIZE).unwrap(), 1 << 30);
+    }
+
+    #[test]
+    fn rates_are_bits_per_second_with_decimal_suffixes() {
+        assert_eq!(parse_rate("100m").unwrap(), 100_000_000);
+        assert_eq!(parse_rate("2.5G").unwrap(), 2_500_000_000);
+        assert_eq!(parse_rate("800k").unwrap(), 800_000);
+        assert_eq!(parse_rate("1000").unwrap(), 1000);
+        for bad in ["", "-1m", "0", "fast", "1e400", "NaN"] {
+            assert!(parse_rate(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -8,17 +8,19 @@ use std::sync::mpsc;
 use std::thread::{self, JoinHandle};
 
 use crate::error::{Error, Result};
+use crate::io::op;
 use crate::io::send::SendSetup;
 use crate::io::{AnyRecv, AnySend, RecvPath, SendPath};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::cpu::{helper_threads_ns, ThreadCpuSnapshot};
 use crate::measure::latency::LatencyRecorder;
 use crate::report::{RecvReport, RingCounters, RingSetup, SendReport, ToolCpu, VerifyReport};
-use crate::ring::{FlowFd, Ring};
+use crate::ring::{token, FlowFd, Ring};
 use crate::spec::{Role, SideSpec, TestSpec};
 use crate::verify::Verifier;
+use crate::workload::pacing::Pacer;
 use crate::workload::rr::{self, Transaction};
-use crate::workload::{stream, FlowCounters, PEER_GRACE_NS};
+use crate::workload::{stream, Ending, FlowCounters, PEER_GRACE_NS};
 
 /// What a worker is asked to do.
 pub struct WorkerPlan {
@@ -29,11 +31,19 @@ pub struct WorkerPlan {
     pub fds: Vec<RawFd>,
     /// Payload file for the `splice` engine, opened by the client.
     pub splice_file: Option<File>,
+    /// A descriptor whose readability stops the run at once: the server's control
+    /// connection (the client sent Abort, or died), or the client's Ctrl-C pipe.
+    pub watch_fd: Option<RawFd>,
+    /// Hold what this side receives to this many bits/s (a server's `--max-rate`).
+    pub police_bps: Option<u64>,
 }
 
-/// What a worker measured.
+/// What a worker measured. A run that failed or was stopped after the window opened
+/// still has one: its counters cover what moved until then.
 pub struct WorkerOutcome {
     pub flows: Vec<FlowCounters>,
+    /// How the run ended; `Err` if it failed after the window opened.
+    pub ending: Result<Ending>,
     pub ring: RingCounters,
     pub ring_setup: RingSetup,
     pub tool: ToolCpu,
@@ -142,27 +152,36 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
     let cpu_before = ThreadCpuSnapshot::now();
     let deadline = window_start + spec.duration_ms * 1_000_000;
     let guard = deadline + PEER_GRACE_NS;
-    let result = match (plan.role, send.as_mut(), recv.as_mut()) {
+    let mut flows = vec![FlowCounters::default(); nflows];
+    let ending = match plan.watch_fd {
+        Some(fd) => ring.push_watch(fd, token(op::ABORT, 0)),
+        None => Ok(()),
+    };
+    let ending = ending.and_then(|()| match (plan.role, send.as_mut(), recv.as_mut()) {
         (Role::StreamSender, Some(s), _) => {
             let depth = tuning.send_depth as usize;
-            stream::send(&mut ring, &plan.fds, s, spec.send_size, depth, deadline)
+            let mut pacer = spec.rate_bps.map(|r| Pacer::new(r, spec.send_size));
+            stream::send(&mut ring, &plan.fds, s, spec.send_size, depth, deadline, pacer.as_mut(), &mut flows)
         }
         (Role::StreamReceiver, _, Some(r)) => {
-            stream::receive(&mut ring, nflows, r, spec.recv_size, (deadline, guard), &mut verify)
+            let mut police = plan.police_bps.map(|r| Pacer::new(r, spec.recv_size));
+            let window = (deadline, guard);
+            stream::receive(&mut ring, r, spec.recv_size, window, &mut verify, police.as_mut(), &mut flows)
         }
         (Role::RrClient, Some(s), Some(r)) => {
-            rr::client(&mut ring, nflows, s, r, tx, deadline, &mut latency, &mut verify)
+            rr::client(&mut ring, s, r, tx, deadline, &mut latency, &mut verify, &mut flows)
         }
         (Role::RrServer, Some(s), Some(r)) => {
-            rr::server(&mut ring, nflows, s, r, tx, (deadline, guard), &mut verify)
+            rr::server(&mut ring, s, r, tx, (deadline, guard), &mut verify, &mut flows)
         }
         _ => Err(Error::Protocol("worker role without its paths: this is a bug in ringperf".into())),
-    };
+    });
     let end_ns = monotonic_ns();
     let mut tool = ThreadCpuSnapshot::now().since(&cpu_before);
     tool.helper_ns = helper_threads_ns(tid).saturating_sub(helpers_before);
     let outcome = WorkerOutcome {
-        flows: result?,
+        flows,
+        ending,
         ring: ring.counters(),
         ring_setup: ring.setup(),
         tool,

@@ -68,6 +68,11 @@ impl Ringperf {
     pub fn serve(&self) -> Server {
         Server::spawn(self)
     }
+
+    /// Starts `ringperf serve` on 127.0.0.1 with an ephemeral port and `extra` flags.
+    pub fn serve_with(&self, extra: &[&str]) -> Server {
+        Server::spawn_with(self, extra)
+    }
 }
 
 /// A child process that is killed and reaped when dropped, so a panicking test does not
@@ -252,7 +257,12 @@ const SERVER_START_TIMEOUT: Duration = Duration::from_secs(20);
 
 impl Server {
     pub fn spawn(rp: &Ringperf) -> Server {
+        Server::spawn_with(rp, &[])
+    }
+
+    pub fn spawn_with(rp: &Ringperf, extra: &[&str]) -> Server {
         let mut cmd = rp.command(&["serve", "--bind", "127.0.0.1", "--port", "0"]);
+        cmd.args(extra);
         cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
         let mut child = ChildGuard::spawn(cmd);
         let stderr = child.child_mut().stderr.take().expect("piped stderr");
@@ -314,6 +324,50 @@ impl Server {
     pub fn child(&mut self) -> &mut ChildGuard {
         &mut self.child
     }
+
+    /// The server's PID (for /proc).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Open descriptors of the server process.
+    pub fn fds(&self) -> usize {
+        proc_count(self.pid(), "fd")
+    }
+
+    /// Threads of the server process.
+    pub fn threads(&self) -> usize {
+        proc_count(self.pid(), "task")
+    }
+
+    /// Resident memory of the server process, in KiB (VmRSS).
+    pub fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).expect("reading status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS in /proc/PID/status")
+    }
+
+    /// Waits up to `timeout` for the server's fds and threads to come back to at most
+    /// `baseline` (fds, threads); returns what it saw last.
+    pub fn settle_to(&self, baseline: (usize, usize), timeout: Duration) -> (usize, usize) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let now = (self.fds(), self.threads());
+            if (now.0 <= baseline.0 && now.1 <= baseline.1) || Instant::now() >= deadline {
+                return now;
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn proc_count(pid: u32, dir: &str) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/{dir}"))
+        .unwrap_or_else(|e| panic!("reading /proc/{pid}/{dir}: {e}"))
+        .count()
 }
 
 /// A raw control connection, for feeding the server what a real client never sends.
@@ -393,6 +447,45 @@ impl Control {
                 (kind.to_string(), msg.to_string())
             }
             Reply::Closed => panic!("the server closed the connection without an error reply"),
+        }
+    }
+
+    /// Says hello with this build's protocol version and returns the challenge.
+    pub fn hello(&mut self) -> Value {
+        let v = ringperf_engine::control::protocol::PROTOCOL_VERSION;
+        self.send_json(&serde_json::json!({"type": "hello", "protocol": v, "tool_version": "test"}));
+        match self.read_reply() {
+            Reply::Frame(c) if c["type"] == "challenge" => c,
+            other => panic!("expected a challenge, got {other:?}"),
+        }
+    }
+
+    /// Answers a challenge: a fresh client nonce and, with a key, the proof for it.
+    /// Returns the (client nonce, proof) sent.
+    pub fn answer(&mut self, challenge: &Value, psk: Option<&str>) -> (String, Option<String>) {
+        use ringperf_engine::control::auth::{self, Party, Psk};
+        let server_nonce = auth::unhex(challenge["server_nonce"].as_str().expect("server_nonce"))
+            .expect("the server nonce is hex");
+        let client_nonce = auth::nonce().expect("nonce");
+        let proof = psk.map(|k| {
+            Psk::from_secret(k, "test key").expect("test key").proof(
+                Party::Client,
+                &server_nonce,
+                &client_nonce,
+            )
+        });
+        let nonce = auth::hex(&client_nonce);
+        self.send_json(&serde_json::json!({"type": "auth", "client_nonce": nonce, "proof": proof}));
+        (nonce, proof)
+    }
+
+    /// Hello and auth (with `psk` if given); returns the welcome.
+    pub fn handshake(&mut self, psk: Option<&str>) -> Value {
+        let challenge = self.hello();
+        self.answer(&challenge, psk);
+        match self.read_reply() {
+            Reply::Frame(w) if w["type"] == "welcome" => w,
+            other => panic!("expected a welcome, got {other:?}"),
         }
     }
 

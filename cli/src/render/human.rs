@@ -12,27 +12,41 @@ use super::Units;
 pub fn render(r: &TestReport, units: Units) -> String {
     let mut o = String::new();
     let where_ = if r.embedded_server { format!("{} (embedded server)", r.server) } else { r.server.clone() };
-    let (send_side, recv_side) = match r.local.role {
-        Role::StreamSender => (&r.local, &r.remote),
-        Role::StreamReceiver => (&r.remote, &r.local),
-        _ => (&r.local, &r.remote),
+    // The engines as asked for: the side that would report them may be missing.
+    let (send_engine, recv_engine) = match r.local.role {
+        Role::StreamReceiver => (r.spec.remote.send_engine, r.spec.local.recv_engine),
+        Role::StreamSender => (r.spec.local.send_engine, r.spec.remote.recv_engine),
+        _ => (r.spec.local.send_engine, r.spec.local.recv_engine),
     };
     let _ = writeln!(
         o,
-        "ringperf {} to {where_}: {} s, send engine {}, receive engine {}, pinned local {} remote {}",
+        "ringperf {} to {where_}: {} s, {} flow(s), send engine {}, receive engine {}, pinned local {} remote {}",
         r.test,
         fmt_secs(r.spec.duration_ms as f64 / 1e3),
-        send_side.send_engine.name(),
-        recv_side.recv_engine.name(),
+        r.spec.flows,
+        send_engine.name(),
+        recv_engine.name(),
         cpu_name(r.local.pinned_cpu),
-        cpu_name(r.remote.pinned_cpu)
+        cpu_name(r.spec.remote.cpu)
     );
+    if r.partial {
+        let _ = writeln!(
+            o,
+            "PARTIAL RESULT: {}. The figures cover the run until it stopped{}.",
+            r.partial_reason.as_deref().unwrap_or("the run did not finish"),
+            if r.remote.is_none() { "; the server's side never reported" } else { "" }
+        );
+    }
     match r.spec.workload {
         Workload::Stream => stream_table(&mut o, r, units),
         Workload::Rr => rr_table(&mut o, r),
     }
     o.push('\n');
-    for (name, s) in [("local ", &r.local), ("remote", &r.remote)] {
+    let sides: Vec<(&str, &SideReport)> = [("local ", Some(&r.local)), ("remote", r.remote.as_ref())]
+        .into_iter()
+        .filter_map(|(n, s)| Some((n, s?)))
+        .collect();
+    for &(name, s) in &sides {
         let c = &s.cpu;
         let _ = writeln!(
             o,
@@ -61,8 +75,13 @@ pub fn render(r: &TestReport, units: Units) -> String {
             ring_setup(&s.ring_setup)
         );
     }
-    for (name, s) in [("local ", &r.local), ("remote", &r.remote)] {
+    for &(name, s) in &sides {
         engine_lines(&mut o, name, s);
+    }
+    let retrans: Vec<String> =
+        sides.iter().filter_map(|(n, s)| Some(format!("{} {}", n.trim(), s.socket.retransmits?))).collect();
+    if !retrans.is_empty() {
+        let _ = writeln!(o, "retransmitted segments (TCP_INFO): {}", retrans.join(", "));
     }
     if let Some(l) = &r.local.latency {
         latency_lines(&mut o, l);
@@ -150,8 +169,9 @@ fn engine_lines(o: &mut String, name: &str, s: &SideReport) {
 }
 
 fn stream_table(o: &mut String, r: &TestReport, units: Units) {
+    let remote = r.remote.as_ref();
     let (sender, receiver) =
-        if r.local.role == Role::StreamSender { (&r.local, &r.remote) } else { (&r.remote, &r.local) };
+        if r.local.role == Role::StreamSender { (Some(&r.local), remote) } else { (remote, Some(&r.local)) };
     let _ = writeln!(o, "Recv   Send    Send                          Utilization       Service Demand");
     let _ = writeln!(o, "Socket Socket  Message  Elapsed              Send     Recv     Send    Recv");
     let _ = writeln!(o, "Size   Size    Size     Time     Throughput  local    remote   local   remote");
@@ -161,15 +181,15 @@ fn stream_table(o: &mut String, r: &TestReport, units: Units) {
     let _ = writeln!(
         o,
         "{:<6} {:<7} {:<8} {:<8} {:>10.2}  {:<8.2} {:<8.2} {:<7.3} {:<7.3}",
-        receiver.socket.recv_buffer,
-        sender.socket.send_buffer,
+        receiver.map_or(0, |s| s.socket.recv_buffer),
+        sender.map_or(0, |s| s.socket.send_buffer),
         r.spec.send_size,
-        fmt_secs(sender.elapsed_ns as f64 / 1e9),
+        fmt_secs(sender.unwrap_or(&r.local).elapsed_ns as f64 / 1e9),
         units.convert(r.summary.throughput_bits_per_sec),
         r.local.cpu.system.busy_percent,
-        r.remote.cpu.system.busy_percent,
-        sd(&r.local, |s| s.service_demand.us_per_kb),
-        sd(&r.remote, |s| s.service_demand.us_per_kb),
+        remote.map_or(0.0, |s| s.cpu.system.busy_percent),
+        sd(Some(&r.local), |s| s.service_demand.us_per_kb),
+        sd(remote, |s| s.service_demand.us_per_kb),
     );
 }
 
@@ -189,11 +209,13 @@ fn rr_table(o: &mut String, r: &TestReport) {
         fmt_secs(r.local.elapsed_ns as f64 / 1e9),
         r.summary.transactions_per_sec.unwrap_or(0.0),
         r.local.cpu.system.busy_percent,
-        r.remote.cpu.system.busy_percent,
-        sd(&r.local, |s| s.service_demand.us_per_transaction),
-        sd(&r.remote, |s| s.service_demand.us_per_transaction),
+        r.remote.as_ref().map_or(0.0, |s| s.cpu.system.busy_percent),
+        sd(Some(&r.local), |s| s.service_demand.us_per_transaction),
+        sd(r.remote.as_ref(), |s| s.service_demand.us_per_transaction),
     );
-    let _ = writeln!(o, "{:<6} {:<6}", r.remote.socket.send_buffer, r.remote.socket.recv_buffer);
+    if let Some(remote) = &r.remote {
+        let _ = writeln!(o, "{:<6} {:<6}", remote.socket.send_buffer, remote.socket.recv_buffer);
+    }
 }
 
 fn latency_lines(o: &mut String, l: &LatencySummary) {
@@ -237,8 +259,8 @@ fn ring_setup(r: &RingSetup) -> String {
     parts.join(", ")
 }
 
-fn sd(s: &SideReport, f: impl Fn(&SideReport) -> Option<f64>) -> f64 {
-    f(s).unwrap_or(0.0)
+fn sd(s: Option<&SideReport>, f: impl Fn(&SideReport) -> Option<f64>) -> f64 {
+    s.and_then(f).unwrap_or(0.0)
 }
 
 fn fmt_secs(s: f64) -> String {

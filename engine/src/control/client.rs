@@ -1,14 +1,21 @@
-//! The client side of one test: connect (or start the embedded server), agree on the spec,
-//! open the data connections, run the local side, and merge both sides into a TestReport.
+//! The client side of one test: connect (or start the embedded server), authenticate,
+//! agree on the spec, open the data connections, run the local side, and merge both sides
+//! into a TestReport. Once the window has opened a result is never thrown away: if the
+//! server dies, a data connection breaks or the user presses Ctrl-C, the report says
+//! `partial` and carries what was measured.
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::control::protocol::{read_frame, write_frame, ClientMessage, ServerMessage, PROTOCOL_VERSION};
+use crate::control::auth::{self, Party, Psk};
+use crate::control::protocol::{
+    read_frame_by, write_frame, ClientMessage, ServerMessage, MAX_FRAME, PROTOCOL_VERSION,
+};
 use crate::control::server::{check_cpu, Server, CONTROL_TIMEOUT};
 use crate::env::Environment;
 use crate::error::{Error, Result};
@@ -16,7 +23,7 @@ use crate::net::connect_flows;
 use crate::report::{Environments, SideReport, Summary, TestReport, SCHEMA_VERSION};
 use crate::side::Side;
 use crate::spec::{Role, TestSpec};
-use crate::workload::PEER_GRACE_NS;
+use crate::workload::{Ending, PEER_GRACE_NS};
 
 /// Where the server is.
 #[derive(Clone, Debug)]
@@ -29,10 +36,30 @@ pub enum Target {
     },
 }
 
+/// How the client runs a test, beyond the spec.
+#[derive(Clone, Debug, Default)]
+pub struct ClientOptions<'a> {
+    /// The key to prove to a server that requires one.
+    pub psk: Option<Psk>,
+    /// Readable means "stop now" (the CLI's Ctrl-C pipe): before the window opens the test
+    /// fails with [`Error::Interrupted`]; after, the run ends with a partial report and the
+    /// server is told to stop.
+    pub interrupt: Option<BorrowedFd<'a>>,
+}
+
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a client that stopped early waits for the server's partial report.
+const PARTIAL_REPORT_WAIT: Duration = Duration::from_secs(2);
 
 /// Runs one test and returns the merged report of both sides.
 pub fn run_test(spec: &TestSpec, target: &Target) -> Result<TestReport> {
+    run_test_with(spec, target, &ClientOptions::default())
+}
+
+/// [`run_test`] with a key and an interrupt. A run cut short after its window opened
+/// returns Ok with `partial` set; the caller decides the exit code.
+pub fn run_test_with(spec: &TestSpec, target: &Target, opts: &ClientOptions<'_>) -> Result<TestReport> {
     spec.validate()?;
     if let Some(cpu) = spec.local.cpu {
         check_cpu(cpu, "local")?;
@@ -49,7 +76,7 @@ pub fn run_test(spec: &TestSpec, target: &Target) -> Result<TestReport> {
                     .spawn(move || server.serve(&stop, Arc::new(|_| {})))
                     .map_err(|e| Error::io("starting the embedded server", e))?
             };
-            let result = connect(&[addr]).and_then(|s| run_on(s, spec, addr.to_string(), true));
+            let result = connect(&[addr]).and_then(|s| run_on(s, spec, addr.to_string(), true, opts));
             stop.store(true, Ordering::Relaxed);
             let _ = serving.join();
             result
@@ -62,7 +89,7 @@ pub fn run_test(spec: &TestSpec, target: &Target) -> Result<TestReport> {
                 })?
                 .collect();
             let stream = connect(&addrs)?;
-            run_on(stream, spec, format!("{host}:{port}"), false)
+            run_on(stream, spec, format!("{host}:{port}"), false, opts)
         }
     }
 }
@@ -91,52 +118,115 @@ fn connect(addrs: &[SocketAddr]) -> Result<TcpStream> {
     }))
 }
 
-fn expect_reply(stream: &mut TcpStream, what: &str) -> Result<ServerMessage> {
-    match read_frame(stream, what)? {
-        ServerMessage::Error { kind, message } => Err(kind.into_error(message)),
-        m => Ok(m),
+/// The control connection as the client uses it: every read has a deadline for the whole
+/// message and gives way to the interrupt.
+struct Control<'a> {
+    stream: TcpStream,
+    interrupt: Option<BorrowedFd<'a>>,
+}
+
+impl Control<'_> {
+    fn send(&mut self, msg: &ClientMessage) -> Result<()> {
+        write_frame(&mut self.stream, msg)
+    }
+
+    /// The next message; a server's error reply becomes the error it describes.
+    fn expect(&mut self, what: &str, within: Duration) -> Result<ServerMessage> {
+        let deadline = Instant::now() + within;
+        match read_frame_by(&self.stream, what, deadline, MAX_FRAME, self.interrupt)? {
+            ServerMessage::Error { kind, message } => Err(kind.into_error(message)),
+            m => Ok(m),
+        }
     }
 }
 
-fn run_on(mut stream: TcpStream, spec: &TestSpec, server: String, embedded: bool) -> Result<TestReport> {
+fn run_on(
+    stream: TcpStream,
+    spec: &TestSpec,
+    server: String,
+    embedded: bool,
+    opts: &ClientOptions<'_>,
+) -> Result<TestReport> {
     let _ = stream.set_nodelay(true);
-    stream.set_read_timeout(Some(CONTROL_TIMEOUT)).map_err(|e| Error::io("setting a read timeout", e))?;
     stream.set_write_timeout(Some(CONTROL_TIMEOUT)).map_err(|e| Error::io("setting a write timeout", e))?;
     let peer_ip = stream.peer_addr().map_err(|e| Error::io("reading the server address", e))?.ip();
+    let mut c = Control { stream, interrupt: opts.interrupt };
 
-    write_frame(&mut stream, &ClientMessage::Hello { protocol: PROTOCOL_VERSION, tool_version: version() })?;
-    let remote_env = match expect_reply(&mut stream, "the server's welcome")? {
-        ServerMessage::Welcome { environment, .. } => *environment,
+    c.send(&ClientMessage::Hello { protocol: PROTOCOL_VERSION, tool_version: version() })?;
+    let (server_nonce, auth_required) = match c.expect("the server's challenge", CONTROL_TIMEOUT)? {
+        ServerMessage::Challenge { server_nonce, auth_required, .. } => {
+            let nonce = auth::unhex(&server_nonce)
+                .filter(|n| n.len() >= 16)
+                .ok_or_else(|| Error::Protocol("the server's nonce is not 16 or more bytes of hex".into()))?;
+            (nonce, auth_required)
+        }
+        other => return Err(unexpected("challenge", &other)),
+    };
+    let client_nonce = auth::nonce()?;
+    let proof = match (&opts.psk, auth_required) {
+        (Some(k), true) => Some(k.proof(Party::Client, &server_nonce, &client_nonce)),
+        _ => None,
+    };
+    c.send(&ClientMessage::Auth { client_nonce: auth::hex(&client_nonce), proof })?;
+    let remote_env = match c.expect("the server's welcome", CONTROL_TIMEOUT)? {
+        ServerMessage::Welcome { environment, proof, .. } => {
+            if let (Some(k), true) = (&opts.psk, auth_required) {
+                let ok = proof.is_some_and(|p| k.verify(Party::Server, &server_nonce, &client_nonce, &p));
+                if !ok {
+                    return Err(Error::Peer(format!(
+                        "the server at {server} did not prove it holds the key: it is not the server you meant, or it has another key"
+                    )));
+                }
+            }
+            *environment
+        }
         other => return Err(unexpected("welcome", &other)),
     };
-    write_frame(&mut stream, &ClientMessage::Test { spec: Box::new(spec.clone()) })?;
-    let (port, cookie) = match expect_reply(&mut stream, "the server to get ready")? {
+    c.send(&ClientMessage::Test { spec: Box::new(spec.clone()) })?;
+    let (port, cookie) = match c.expect("the server to get ready", CONTROL_TIMEOUT)? {
         ServerMessage::Ready { data_port, cookie } => (data_port, cookie),
         other => return Err(unexpected("ready", &other)),
     };
     let sockets = connect_flows(SocketAddr::new(peer_ip, port), cookie, spec)?;
-    let mut side = Side::prepare(spec, spec.local_role(), &spec.local, sockets)?;
-    write_frame(&mut stream, &ClientMessage::Go)?;
+    let watch = opts.interrupt.map(|f| f.as_raw_fd());
+    let mut side = Side::prepare(spec, spec.local_role(), &spec.local, sockets, (watch, None))?;
+    c.send(&ClientMessage::Go)?;
     side.start()?;
-    let local = side.finish();
+    let finished = side.finish()?;
+    let local = finished.report;
 
-    let wait =
-        Duration::from_millis(spec.duration_ms) + Duration::from_nanos(PEER_GRACE_NS) + CONTROL_TIMEOUT;
-    let local = match local {
-        Ok(l) => l,
+    // From here on a result exists: every failure makes it partial, never discards it.
+    let (remote, failure) = match finished.ending {
+        Ok(Ending::Completed) => {
+            let wait = Duration::from_millis(spec.duration_ms)
+                + Duration::from_nanos(PEER_GRACE_NS)
+                + CONTROL_TIMEOUT;
+            match c.expect("the server's report", wait) {
+                Ok(ServerMessage::Report { side }) => (Some(*side), None),
+                Ok(other) => (None, Some(unexpected("report", &other))),
+                Err(e) => (None, Some(e)),
+            }
+        }
+        Ok(Ending::Aborted) => {
+            // Ctrl-C: tell the server to stop and take whatever it measured.
+            c.interrupt = None;
+            let _ = c.send(&ClientMessage::Abort);
+            let remote = match c.expect("the server's partial report", PARTIAL_REPORT_WAIT) {
+                Ok(ServerMessage::Report { side }) => Some(*side),
+                _ => None,
+            };
+            (remote, Some(Error::Interrupted("interrupted by the user (Ctrl-C)".into())))
+        }
         Err(e) => {
             // The server's own account of what went wrong is usually the better message.
-            let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
-            return Err(match read_frame::<ServerMessage>(&mut stream, "the server's report") {
-                Ok(ServerMessage::Error { kind, message }) => kind.into_error(message),
+            c.interrupt = None;
+            let e = match c.expect("the server's report", Duration::from_secs(1)) {
+                Err(server @ (Error::Usage(_) | Error::Requirement(_) | Error::Protocol(_))) => server,
+                Err(Error::Peer(m)) if m.starts_with("server: ") => Error::Peer(m),
                 _ => e,
-            });
+            };
+            (None, Some(e))
         }
-    };
-    stream.set_read_timeout(Some(wait)).map_err(|e| Error::io("setting a read timeout", e))?;
-    let remote = match expect_reply(&mut stream, "the server's report")? {
-        ServerMessage::Report { side } => *side,
-        other => return Err(unexpected("report", &other)),
     };
     Ok(TestReport {
         schema_version: SCHEMA_VERSION,
@@ -145,15 +235,18 @@ fn run_on(mut stream: TcpStream, spec: &TestSpec, server: String, embedded: bool
         spec: spec.clone(),
         server,
         embedded_server: embedded,
-        summary: summarize(&local, &remote),
+        partial: failure.is_some(),
+        partial_reason: failure.map(|e| e.to_string()),
+        summary: summarize(&local, remote.as_ref()),
         local,
         remote,
         environment: Environments { local: Environment::capture(), remote: remote_env },
     })
 }
 
-/// Headline figures: stream throughput as the sender saw it; rr rates as the client saw them.
-pub fn summarize(local: &SideReport, remote: &SideReport) -> Summary {
+/// Headline figures: stream throughput as the sender saw it (as the local receiver saw it
+/// when the remote sender never reported); rr rates as the client saw them.
+pub fn summarize(local: &SideReport, remote: Option<&SideReport>) -> Summary {
     let secs = |s: &SideReport| s.elapsed_ns as f64 / 1e9;
     match local.role {
         Role::RrClient | Role::RrServer => Summary {
@@ -162,18 +255,19 @@ pub fn summarize(local: &SideReport, remote: &SideReport) -> Summary {
             mean_latency_ns: local.latency.as_ref().map(|l| l.mean_ns),
         },
         Role::StreamSender | Role::StreamReceiver => {
-            let sender = if local.role == Role::StreamSender { local } else { remote };
-            Summary {
-                throughput_bits_per_sec: sender.bytes_sent as f64 * 8.0 / secs(sender),
-                transactions_per_sec: None,
-                mean_latency_ns: None,
-            }
+            let bits = match (local.role, remote) {
+                (Role::StreamSender, _) => local.bytes_sent as f64 * 8.0 / secs(local),
+                (_, Some(sender)) => sender.bytes_sent as f64 * 8.0 / secs(sender),
+                (_, None) => local.bytes_received as f64 * 8.0 / secs(local),
+            };
+            Summary { throughput_bits_per_sec: bits, transactions_per_sec: None, mean_latency_ns: None }
         }
     }
 }
 
 fn unexpected(expected: &str, got: &ServerMessage) -> Error {
     let name = match got {
+        ServerMessage::Challenge { .. } => "challenge",
         ServerMessage::Welcome { .. } => "welcome",
         ServerMessage::Ready { .. } => "ready",
         ServerMessage::Report { .. } => "report",

@@ -1,12 +1,16 @@
 //! The control protocol and its two ends: the server's sessions and the client's
 //! orchestration of one test.
 
+pub mod access;
+pub mod auth;
 pub mod client;
+pub mod handshake;
+pub mod limits;
 pub mod protocol;
 pub mod server;
 
-pub use client::{run_test, Target};
-pub use server::{Server, ServerEvent};
+pub use client::{run_test, run_test_with, ClientOptions, Target};
+pub use server::{Server, ServerConfig, ServerEvent};
 
 /// Default control port (netperf's).
 pub const DEFAULT_PORT: u16 = 12866;

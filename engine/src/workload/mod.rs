@@ -1,11 +1,22 @@
 //! Workloads: state machines over a worker's flows, driving its send and receive paths.
 
+pub mod pacing;
 pub mod rr;
 pub mod stream;
 
 use crate::error::Error;
 
-/// Per-flow totals a workload returns.
+/// How a workload's run ended, when it did not fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// It ran to its deadline (and, for the side that waits, to the peer's end).
+    Completed,
+    /// The stop watch fired: the peer or the user asked to stop before the deadline.
+    Aborted,
+}
+
+/// Per-flow totals a workload keeps up to date as it runs, so that a run that fails or
+/// is stopped halfway still reports what it moved.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct FlowCounters {
     pub bytes_sent: u64,
@@ -35,6 +46,15 @@ pub(crate) fn check_not_early(deadline_ns: u64) -> Result<(), Error> {
         )));
     }
     Ok(())
+}
+
+/// A sender whose sends stay unfinished this long after the deadline has a peer that
+/// stopped reading (hung or gone without a reset).
+pub(crate) fn peer_not_reading() -> Error {
+    Error::Peer(format!(
+        "the peer stopped reading: sends were still blocked {} s after the end of the test (is it hung?)",
+        PEER_GRACE_NS / 1_000_000_000
+    ))
 }
 
 pub(crate) fn peer_stuck() -> Error {

@@ -9,7 +9,11 @@ use crate::error::Result;
 use crate::io::{op, RecvEvent, RecvPath, SendEvent, SendPath};
 use crate::ring::{token, Ring};
 use crate::verify::Verifier;
-use crate::workload::{check_not_early, peer_stuck, shutdown_write, unexpected, FlowCounters};
+use crate::workload::pacing::Pacer;
+use crate::workload::{
+    check_not_early, peer_not_reading, peer_stuck, shutdown_write, unexpected, Ending, FlowCounters,
+    PEER_GRACE_NS,
+};
 
 /// Sends `size`-byte messages on every flow until `deadline_ns` (CLOCK_MONOTONIC), waits
 /// for the sends in flight and for every zero-copy buffer to come back, then half-closes
@@ -17,6 +21,10 @@ use crate::workload::{check_not_early, peer_stuck, shutdown_write, unexpected, F
 ///
 /// Each flow has one chain of up to `depth` sends in flight: linked with MSG_WAITALL they
 /// keep the stream in order; a new chain starts only when the last one has finished.
+/// Sends still blocked PEER_GRACE_NS after the deadline fail the test (the peer hung);
+/// an ABORT completion ends it at once. With a `pacer`, every send takes its tokens first
+/// and a flow that finds none waits for the next tick.
+#[allow(clippy::too_many_arguments)]
 pub fn send<S: SendPath>(
     ring: &mut Ring,
     socks: &[RawFd],
@@ -24,16 +32,29 @@ pub fn send<S: SendPath>(
     size: u32,
     depth: usize,
     deadline_ns: u64,
-) -> Result<Vec<FlowCounters>> {
+    mut pacer: Option<&mut Pacer>,
+    flows: &mut [FlowCounters],
+) -> Result<Ending> {
     let n = socks.len();
-    let mut flows = vec![FlowCounters::default(); n];
     let mut offsets = vec![0u64; n];
     let mut in_flight = vec![0usize; n];
     let mut total_in_flight = 0usize;
     let mut done = Vec::with_capacity(ring.cq_entries());
     ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
-    let mut refill = |ring: &mut Ring, path: &mut S, f: usize, in_flight: &mut [usize], total: &mut usize| {
-        let k = depth.min(path.available(f));
+    ring.push_deadline(deadline_ns + PEER_GRACE_NS, token(op::GUARD, 0))?;
+    if let Some(p) = pacer.as_deref_mut() {
+        p.start(ring)?;
+    }
+    let mut refill = |ring: &mut Ring,
+                      path: &mut S,
+                      pacer: Option<&mut Pacer>,
+                      f: usize,
+                      in_flight: &mut [usize],
+                      total: &mut usize| {
+        let mut k = depth.min(path.available(f));
+        if let Some(p) = pacer {
+            k = p.grant(size, k);
+        }
         for j in 0..k {
             let flags = if j + 1 < k { Flags::IO_LINK } else { Flags::empty() };
             offsets[f] += u64::from(path.push(ring, f, offsets[f], size, flags)?);
@@ -43,7 +64,7 @@ pub fn send<S: SendPath>(
         Ok::<(), crate::error::Error>(())
     };
     for f in 0..n {
-        refill(ring, path, f, &mut in_flight, &mut total_in_flight)?;
+        refill(ring, path, pacer.as_deref_mut(), f, &mut in_flight, &mut total_in_flight)?;
     }
     let mut stopping = false;
     while !(stopping && total_in_flight == 0 && path.outstanding() == 0) {
@@ -53,6 +74,20 @@ pub fn send<S: SendPath>(
             let flow = match c.op() {
                 op::DEADLINE => {
                     stopping = true;
+                    continue;
+                }
+                op::GUARD => return Err(peer_not_reading()),
+                // The caller closes the sockets once the peer has been told why.
+                op::ABORT => return Ok(Ending::Aborted),
+                op::PACE => {
+                    if let Some(p) = pacer.as_deref_mut() {
+                        p.tick();
+                        for f in 0..n {
+                            if !stopping && in_flight[f] == 0 {
+                                refill(ring, path, Some(&mut *p), f, &mut in_flight, &mut total_in_flight)?;
+                            }
+                        }
+                    }
                     continue;
                 }
                 op::SEND | op::SPLICE_IN => match path.complete(ring, c)? {
@@ -73,30 +108,40 @@ pub fn send<S: SendPath>(
                 other => return Err(unexpected(other)),
             };
             if !stopping && in_flight[flow] == 0 {
-                refill(ring, path, flow, &mut in_flight, &mut total_in_flight)?;
+                refill(ring, path, pacer.as_deref_mut(), flow, &mut in_flight, &mut total_in_flight)?;
             }
         }
     }
     for &fd in socks {
         shutdown_write(fd);
     }
-    Ok(flows)
+    Ok(Ending::Completed)
 }
 
 /// Receives on every flow until each one reaches EOF. `guard_ns` bounds the wait: if the
 /// sender never finishes, the test fails instead of hanging; EOF well before `deadline_ns`
-/// means the sender stopped early, and fails the test too.
+/// means the sender stopped early, and fails the test too. An ABORT completion ends it at once.
+/// With a `police` bucket (one-shot receive engines only), a flow that overdraws it is not
+/// re-armed until a tick refills it: the sender is held to the rate by TCP's window.
 pub fn receive<R: RecvPath>(
     ring: &mut Ring,
-    nflows: usize,
     path: &mut R,
     size: u32,
     (deadline_ns, guard_ns): (u64, u64),
     verify: &mut Verifier,
-) -> Result<Vec<FlowCounters>> {
-    let mut flows = vec![FlowCounters::default(); nflows];
+    mut police: Option<&mut Pacer>,
+    flows: &mut [FlowCounters],
+) -> Result<Ending> {
+    let nflows = flows.len();
     let mut done = Vec::with_capacity(ring.cq_entries());
+    let mut held = vec![false; nflows];
     ring.push_deadline(guard_ns, token(op::GUARD, 0))?;
+    if path.multishot() {
+        police = None; // a multishot receive cannot be held back; limits refuse the combination
+    }
+    if let Some(p) = police.as_deref_mut() {
+        p.start(ring)?;
+    }
     for f in 0..nflows {
         path.arm(ring, f, size, false, Flags::empty())?;
     }
@@ -107,11 +152,28 @@ pub fn receive<R: RecvPath>(
         for c in &done {
             match c.op() {
                 op::GUARD => return Err(peer_stuck()),
+                op::ABORT => return Ok(Ending::Aborted),
+                op::PACE => {
+                    if let Some(p) = police.as_deref_mut() {
+                        p.tick();
+                        for (f, h) in held.iter_mut().enumerate() {
+                            if *h && p.has_tokens() {
+                                *h = false;
+                                path.arm(ring, f, size, false, Flags::empty())?;
+                            }
+                        }
+                    }
+                }
                 op::RECV => match path.complete(ring, c, verify)? {
                     RecvEvent::Data { flow, bytes } => {
                         flows[flow].bytes_received += u64::from(bytes);
+                        let within = police.as_deref_mut().is_none_or(|p| p.charge(bytes));
                         if !path.multishot() {
-                            path.arm(ring, flow, size, false, Flags::empty())?;
+                            if within {
+                                path.arm(ring, flow, size, false, Flags::empty())?;
+                            } else {
+                                held[flow] = true;
+                            }
                         }
                     }
                     RecvEvent::Eof { .. } => {
@@ -125,5 +187,5 @@ pub fn receive<R: RecvPath>(
         }
         path.after_batch();
     }
-    Ok(flows)
+    Ok(Ending::Completed)
 }
