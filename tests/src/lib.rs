@@ -263,6 +263,18 @@ impl Server {
     pub fn spawn_with(rp: &Ringperf, extra: &[&str]) -> Server {
         let mut cmd = rp.command(&["serve", "--bind", "127.0.0.1", "--port", "0"]);
         cmd.args(extra);
+        Server::start(cmd, Ipv4Addr::LOCALHOST)
+    }
+
+    /// `ringperf serve` inside `ns`, bound to `ip` there.
+    pub fn spawn_in(rp: &Ringperf, ns: &Netns, ip: Ipv4Addr, extra: &[&str]) -> Server {
+        let ip_s = ip.to_string();
+        let mut args = vec!["serve", "--bind", &ip_s, "--port", "0"];
+        args.extend_from_slice(extra);
+        Server::start(ns.exec(rp.path(), &args), ip)
+    }
+
+    fn start(mut cmd: Command, ip: Ipv4Addr) -> Server {
         cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
         let mut child = ChildGuard::spawn(cmd);
         let stderr = child.child_mut().stderr.take().expect("piped stderr");
@@ -276,13 +288,13 @@ impl Server {
                 }
             });
         }
-        let mut server = Server { child, addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), log };
+        let mut server = Server { child, addr: SocketAddr::from((ip, 0)), log };
         let line = server
             .wait_for_log("listening on", SERVER_START_TIMEOUT)
             .unwrap_or_else(|| panic!("the server did not say it was listening: {:?}", server.log()));
         let addr = line.rsplit_once("listening on ").map(|(_, a)| a.trim()).unwrap_or_default();
         server.addr = addr.parse().unwrap_or_else(|e| panic!("cannot parse the address in '{line}': {e}"));
-        assert_eq!(server.addr.ip(), Ipv4Addr::LOCALHOST, "the server did not bind where asked: {line}");
+        assert_eq!(server.addr.ip(), ip, "the server did not bind where asked: {line}");
         assert_ne!(server.addr.port(), 0, "the server reported port 0: {line}");
         server
     }
@@ -596,6 +608,100 @@ impl Drop for Netns {
         if g.wait_timeout(Duration::from_secs(10)).is_none() {
             eprintln!("warning: `ip netns del {}` did not finish in 10 s", self.name);
         }
+    }
+}
+
+/// Two namespaces joined by a veth pair, `a` at 198.18.N.1 and `b` at 198.18.N.2 (/24),
+/// removed (with the veth) when dropped. N comes from the caller so concurrent tests in
+/// different files do not collide.
+pub struct NetnsPair {
+    pub a: Netns,
+    pub b: Netns,
+    pub a_addr: String,
+    pub b_addr: String,
+}
+
+impl NetnsPair {
+    pub fn create(tag: &str, n: u8) -> Result<NetnsPair, String> {
+        let a = Netns::create(&format!("rp-{tag}-a"))?;
+        let b = Netns::create(&format!("rp-{tag}-b"))?;
+        let (va, vb) = (format!("rp{n}a"), format!("rp{n}b"));
+        let (a_addr, b_addr) = (format!("198.18.{n}.1"), format!("198.18.{n}.2"));
+        let pair = NetnsPair { a, b, a_addr, b_addr };
+        let (an, bn) = (pair.a.name().to_string(), pair.b.name().to_string());
+        let steps: Vec<Vec<String>> = vec![
+            vec!["link", "add", &va, "netns", &an, "type", "veth", "peer", "name", &vb, "netns", &bn]
+                .into_iter()
+                .map(String::from)
+                .collect(),
+            ["-n", &an, "addr", "add", &format!("{}/24", pair.a_addr), "dev", &va].map(String::from).to_vec(),
+            ["-n", &bn, "addr", "add", &format!("{}/24", pair.b_addr), "dev", &vb].map(String::from).to_vec(),
+            ["-n", &an, "link", "set", &va, "up"].map(String::from).to_vec(),
+            ["-n", &bn, "link", "set", &vb, "up"].map(String::from).to_vec(),
+            ["-n", &an, "link", "set", "lo", "up"].map(String::from).to_vec(),
+            ["-n", &bn, "link", "set", "lo", "up"].map(String::from).to_vec(),
+        ];
+        for args in steps {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            pair.run_checked(ip(&args))?;
+        }
+        Ok(pair)
+    }
+
+    /// Runs a set-up command; an error names it.
+    pub fn run_checked(&self, cmd: Command) -> Result<(), String> {
+        let what = describe(&cmd);
+        let o = try_run_with_timeout(cmd, Duration::from_secs(10)).map_err(|e| format!("{what}: {e}"))?;
+        if o.status.success() {
+            Ok(())
+        } else {
+            Err(format!("{what} failed: {}", o.stderr.trim()))
+        }
+    }
+
+    /// Makes the path lossy and slow: every TCP segment leaving either namespace is dropped
+    /// with `loss_percent` % probability (nftables), and `b`'s egress is shaped to
+    /// `rate` with a queue of `latency` (tbf: this kernel has no netem).
+    pub fn degrade(&self, loss_percent: u32, rate: &str, latency: &str) -> Result<(), String> {
+        for ns in [&self.a, &self.b] {
+            let nft = |args: &[&str]| {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns.name(), "nft"]).args(args);
+                c
+            };
+            self.run_checked(nft(&["add", "table", "inet", "rploss"]))?;
+            self.run_checked(nft(&[
+                "add",
+                "chain",
+                "inet",
+                "rploss",
+                "out",
+                "{ type filter hook output priority 0; }",
+            ]))?;
+            let lt = loss_percent.to_string();
+            self.run_checked(nft(&[
+                "add", "rule", "inet", "rploss", "out", "meta", "l4proto", "tcp", "numgen", "random", "mod",
+                "100", "<", &lt, "drop",
+            ]))?;
+        }
+        let dev = format!("rp{}b", self.b_addr.split('.').nth(2).unwrap_or("0"));
+        let mut tc = Command::new("ip");
+        tc.args([
+            "netns",
+            "exec",
+            self.b.name(),
+            "tc",
+            "qdisc",
+            "add",
+            "dev",
+            &dev,
+            "root",
+            "tbf",
+            "rate",
+            rate,
+        ])
+        .args(["burst", "32kb", "latency", latency]);
+        self.run_checked(tc)
     }
 }
 
