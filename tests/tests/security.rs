@@ -198,3 +198,57 @@ fn sessions_over_the_limit_are_told_to_retry() {
     check_stream_report(&r, false);
     server.assert_running();
 }
+
+/// A client that agrees to a rate and then sends as fast as it can: the server holds what
+/// it reads to its --max-rate during the window, so TCP's window throttles the sender.
+#[test]
+fn a_client_that_ignores_the_agreed_rate_is_held_to_it() {
+    use std::io::Write;
+    use std::net::TcpStream;
+    use std::time::Instant;
+
+    let rp = ringperf!();
+    let mut server = rp.serve_with(&["--max-rate", "8m"]);
+    let mut c = Control::connect(server.port());
+    c.handshake(None);
+    let mut spec = serde_json::to_value(ringperf_engine::TestSpec::default()).expect("spec");
+    spec["duration_ms"] = serde_json::json!(2000);
+    spec["rate_bps"] = serde_json::json!(8_000_000u64);
+    c.send_json(&serde_json::json!({"type": "test", "spec": spec}));
+    let (port, cookie) = match c.read_reply() {
+        Reply::Frame(v) if v["type"] == "ready" => {
+            (v["data_port"].as_u64().expect("data_port") as u16, v["cookie"].as_u64().expect("cookie"))
+        }
+        other => panic!("expected 'ready', got {other:?}"),
+    };
+    let mut flow = TcpStream::connect(("127.0.0.1", port)).expect("data connection");
+    let mut h = cookie.to_le_bytes().to_vec();
+    h.extend_from_slice(&0u32.to_le_bytes());
+    flow.write_all(&h).expect("flow header");
+    c.send_json(&serde_json::json!({"type": "go"}));
+    // Blast for most of the window (the server reads at full speed again once its window
+    // closes); writes block once the server stops reading and the buffers are full.
+    flow.set_write_timeout(Some(Duration::from_millis(100))).expect("timeout");
+    let chunk = vec![7u8; 64 * 1024];
+    let start = Instant::now();
+    let mut sent = 0u64;
+    while start.elapsed() < Duration::from_millis(1900) {
+        if let Ok(n) = flow.write(&chunk) {
+            sent += n as u64;
+        }
+    }
+    drop(flow);
+    let report = match c.read_reply() {
+        Reply::Frame(v) if v["type"] == "report" => v,
+        other => panic!("expected the server's report, got {other:?}"),
+    };
+    let got = ringperf_tests::u64_at(&report, "side.bytes_received");
+    eprintln!(
+        "figures: rate-ignoring client under --max-rate 8m: wrote {sent} B in 1.9 s, the server read {got} B"
+    );
+    // 1.9 s at 1 MB/s, plus what the socket buffers hold (tcp_rmem max is 32 MiB here,
+    // wmem 4 MiB); an unpaced loopback stream moves gigabytes in that time.
+    assert!(sent < 48 << 20, "the client pushed {sent} bytes past a server at 8 Mbit/s");
+    assert_eq!(got, sent, "the server lost bytes it was sent");
+    server.assert_running();
+}

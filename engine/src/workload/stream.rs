@@ -141,6 +141,8 @@ pub fn receive<R: RecvPath>(
     }
     if let Some(p) = police.as_deref_mut() {
         p.start(ring)?;
+        // Policing ends with the window: what is still queued then is read at full speed.
+        ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
     }
     for f in 0..nflows {
         path.arm(ring, f, size, false, Flags::empty())?;
@@ -153,6 +155,14 @@ pub fn receive<R: RecvPath>(
             match c.op() {
                 op::GUARD => return Err(peer_stuck()),
                 op::ABORT => return Ok(Ending::Aborted),
+                op::DEADLINE => {
+                    police = None;
+                    for (f, h) in held.iter_mut().enumerate() {
+                        if std::mem::take(h) {
+                            path.arm(ring, f, size, false, Flags::empty())?;
+                        }
+                    }
+                }
                 op::PACE => {
                     if let Some(p) = police.as_deref_mut() {
                         p.tick();
