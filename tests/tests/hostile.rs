@@ -65,7 +65,8 @@ fn hostile_inputs_are_answered_while_a_real_test_completes() {
     let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, server.port()));
     let flood: Vec<TcpStream> =
         (0..200).filter_map(|_| TcpStream::connect_timeout(&addr, Duration::from_secs(2)).ok()).collect();
-    assert!(flood.len() >= 150, "only {} of 200 flood connections connected", flood.len());
+    let flooded = flood.len();
+    assert!(flooded >= 150, "only {flooded} of 200 flood connections connected");
     // The server holds at most --max-handshakes of them; no thread per connection.
     thread::sleep(Duration::from_millis(300));
     let threads_during = server.threads();
@@ -160,6 +161,14 @@ fn hostile_inputs_are_answered_while_a_real_test_completes() {
         "fds/threads {after:?} did not come back to {baseline:?}"
     );
     let rss_after = server.rss_kib();
+    let rejected = server.log().iter().filter(|l| l.contains("rejected")).count();
+    eprintln!(
+        "figures: hostile: {} flood connections (threads {} -> {threads_during} during), {} malformed frames, {} absurd specs, loris closed after {loris_time:?}; {rejected} rejections logged; real test completed; fds/threads {baseline:?} -> {after:?}; RSS {rss_before} -> {rss_after} KiB",
+        flooded,
+        baseline.1,
+        cases.len(),
+        8
+    );
     assert!(
         rss_after < rss_before + 32 * 1024,
         "the server's memory grew from {rss_before} KiB to {rss_after} KiB"
