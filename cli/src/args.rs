@@ -8,7 +8,7 @@ use ringperf_engine::control::limits::{
     DEFAULT_MAX_HANDSHAKES, DEFAULT_MAX_MEMORY, DEFAULT_MAX_MESSAGE, DEFAULT_MAX_SESSIONS,
 };
 use ringperf_engine::spec::{RecvEngine, SendEngine};
-use ringperf_engine::units::{check_size, parse_pair, parse_rate, parse_size};
+use ringperf_engine::units::{check_size, parse_pair, parse_size};
 use ringperf_engine::{Error, DEFAULT_PORT};
 
 #[derive(Parser, Debug)]
@@ -35,6 +35,8 @@ pub enum Command {
     Engines(EnginesArgs),
     /// Show what this kernel's io_uring supports.
     Probe(ProbeArgs),
+    /// Compare two --json reports figure by figure, with significance.
+    Diff(DiffArgs),
     /// Run the server that tests connect to (netperf's netserver).
     Serve(ServeArgs),
 }
@@ -51,15 +53,42 @@ pub struct TestArgs {
     /// File holding the server's pre-shared key (default: the RINGPERF_PSK variable, if set).
     #[arg(long, value_name = "FILE")]
     pub psk_file: Option<std::path::PathBuf>,
-    /// Data connections (flows) in the test.
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_engine::spec::MAX_FLOWS)))]
-    pub flows: u32,
     /// Test length in seconds (fractions allowed).
     #[arg(short = 'l', long = "length", value_name = "SECS", default_value = "10", value_parser = parse_seconds, allow_hyphen_values = true)]
     pub length_ms: u64,
     /// Pin the local and the remote worker to these CPUs (one number pins both).
-    #[arg(short = 'T', value_name = "LCPU,RCPU", value_parser = parse_cpus)]
+    #[arg(short = 'T', value_name = "LCPU,RCPU", value_parser = parse_cpus, conflicts_with = "cpu_list")]
     pub cpus: Option<(Option<usize>, Option<usize>)>,
+    /// Data connections in total, dealt round-robin over the worker threads.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub flows: u32,
+    /// Worker threads per side, each with its own ring.
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub threads: u32,
+    /// Pin the workers of both sides to these CPUs, round-robin (e.g. 0,1 or 0-3).
+    #[arg(long = "cpus", value_name = "LIST", value_parser = parse_cpu_list)]
+    pub cpu_list: Option<CpuList>,
+    /// Pace the payload to this total rate in bits/s over all flows (k/m/g suffixes, powers of 10).
+    #[arg(short = 'b', value_name = "RATE", value_parser = parse_rate_arg)]
+    pub rate: Option<u64>,
+    /// Pace each flow to at most this rate in bits/s.
+    #[arg(long, value_name = "RATE", value_parser = parse_rate_arg)]
+    pub flow_rate: Option<u64>,
+    /// SO_MAX_PACING_RATE on every data socket, bits/s (the fq qdisc or TCP pacing enforces it).
+    #[arg(long, value_name = "RATE", value_parser = parse_rate_arg)]
+    pub fq_rate: Option<u64>,
+    /// TCP_NODELAY on every data socket.
+    #[arg(long)]
+    pub nodelay: bool,
+    /// TCP_MAXSEG on every data socket, set before the handshake.
+    #[arg(long, value_name = "BYTES")]
+    pub mss: Option<u32>,
+    /// TCP_CORK on every data socket.
+    #[arg(long)]
+    pub cork: bool,
+    /// IP_TOS (IPV6_TCLASS) byte on every data socket, e.g. 0x10.
+    #[arg(long, value_name = "TOS", value_parser = parse_tos)]
+    pub tos: Option<u8>,
     /// Local socket buffers (SO_SNDBUF,SO_RCVBUF), e.g. 256K,256K; default: kernel autotuning.
     #[arg(short = 's', value_name = "SNDBUF,RCVBUF", value_parser = parse_sizes)]
     pub local_buffers: Option<(Option<u32>, Option<u32>)>,
@@ -79,10 +108,47 @@ pub struct TestArgs {
     #[arg(short = 'C')]
     pub remote_cpu: bool,
     /// Print the whole report as JSON instead of the table.
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["keyval", "csv"])]
     pub json: bool,
+    /// Print NAME=value lines with netperf's omni names (see the README).
+    #[arg(long, conflicts_with = "csv")]
+    pub keyval: bool,
+    /// Print a CSV header of the keyval names and one row per iteration.
+    #[arg(long)]
+    pub csv: bool,
+    /// 0 drops headers and banners (netperf -P).
+    #[arg(short = 'P', value_name = "0|1", default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=1))]
+    pub banner: u8,
+    #[command(flatten)]
+    pub stats: StatsArgs,
     #[command(flatten)]
     pub engine: EngineArgs,
+}
+
+/// Iterations, confidence, intervals and latency recording.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Statistics")]
+pub struct StatsArgs {
+    /// Iterate: at most MAX and at least MIN full runs (netperf -i); one number sets both.
+    #[arg(short = 'i', value_name = "MAX,MIN", value_parser = parse_iterations)]
+    pub iterations: Option<(u32, u32)>,
+    /// Confidence LEVEL (percent) and full interval WIDTH (percent of the mean), netperf -I;
+    /// implies -i 10,3 when -i is not given.
+    #[arg(short = 'I', value_name = "LEVEL,WIDTH", value_parser = parse_confidence)]
+    pub confidence: Option<(f64, f64)>,
+    /// Print a line per interval of SECS while the test runs (netperf demo mode). Runs over
+    /// 10 s print one per second on a terminal by default.
+    #[arg(short = 'D', value_name = "SECS", value_parser = parse_interval)]
+    pub interval: Option<u64>,
+    /// Take no interval samples (no within-run confidence, no interval series in the JSON).
+    #[arg(long, conflicts_with = "interval")]
+    pub no_intervals: bool,
+    /// Do not time transactions (rr): saves one clock read per transaction.
+    #[arg(long)]
+    pub no_latency: bool,
+    /// Print a text histogram of the round trips (rr).
+    #[arg(long)]
+    pub histogram: bool,
 }
 
 /// Engines and ring tuning, on both sides.
@@ -149,9 +215,9 @@ pub struct StreamArgs {
     /// Server sends, client receives (netperf TCP_MAERTS).
     #[arg(long)]
     pub reverse: bool,
-    /// Pace the sender to this many bits/s over all flows (e.g. 500m, 2g); default: as fast as it can.
-    #[arg(short = 'b', long = "rate", value_name = "BITS", value_parser = parse_bits)]
-    pub rate: Option<u64>,
+    /// Both directions at once, --flows connections each way, reported separately.
+    #[arg(long, conflicts_with = "reverse")]
+    pub bidir: bool,
 }
 
 #[derive(Args, Debug)]
@@ -176,9 +242,6 @@ pub struct SendfileArgs {
     /// Bytes per receive (netperf -M).
     #[arg(short = 'M', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
     pub recv_size: u32,
-    /// Pace the sender to this many bits/s over all flows (e.g. 500m, 2g).
-    #[arg(short = 'b', long = "rate", value_name = "BITS", value_parser = parse_bits)]
-    pub rate: Option<u64>,
 }
 
 #[derive(Args, Debug)]
@@ -200,6 +263,33 @@ pub struct EnginesArgs {
     /// Receive engines to try (default: every one, each with --send-engine).
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_recv_engine)]
     pub recv_engines: Vec<RecvEngine>,
+}
+
+#[derive(Args, Debug)]
+pub struct DiffArgs {
+    /// The baseline report (a --json output).
+    pub a: std::path::PathBuf,
+    /// The report to compare against it.
+    pub b: std::path::PathBuf,
+    /// Exit 1 if any of these figures got significantly worse: throughput, transactions,
+    /// local_cpu, remote_cpu, local_sd, remote_sd, p50, p99.
+    #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_figure)]
+    pub fail_on: Vec<String>,
+    /// Confidence level (percent) for "significant".
+    #[arg(long, value_name = "PERCENT", default_value_t = 95.0)]
+    pub level: f64,
+}
+
+/// Figures `ringperf diff` compares, by the names `--fail-on` takes.
+pub const DIFF_FIGURES: [&str; 8] =
+    ["throughput", "transactions", "local_cpu", "remote_cpu", "local_sd", "remote_sd", "p50", "p99"];
+
+fn parse_figure(s: &str) -> Result<String, String> {
+    if DIFF_FIGURES.contains(&s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!("unknown figure '{s}': use {}", DIFF_FIGURES.join(", ")))
+    }
 }
 
 #[derive(Args, Debug)]
@@ -235,8 +325,8 @@ pub struct ServeArgs {
     /// Most connections still in their handshake; past it the oldest is closed.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_HANDSHAKES, value_parser = clap::value_parser!(u64).range(1..=65536).map(|n| n as usize))]
     pub max_handshakes: usize,
-    /// Highest send rate of one test in bits/s (e.g. 1g): clients must pass -b at or below it; rr is refused.
-    #[arg(long, value_name = "BITS", value_parser = parse_bits)]
+    /// Highest send rate of one test in bits/s (e.g. 1g): clients must pace to it or below (-b, --flow-rate); rr is refused.
+    #[arg(long, value_name = "BITS", value_parser = parse_rate_arg)]
     pub max_rate: Option<u64>,
     /// Largest message, request, response or receive buffer a client may ask for.
     #[arg(long, value_name = "SIZE", default_value_t = DEFAULT_MAX_MESSAGE, value_parser = parse_limit_size)]
@@ -266,10 +356,6 @@ fn parse_seconds(s: &str) -> Result<u64, String> {
     Ok(ms as u64)
 }
 
-fn parse_bits(s: &str) -> Result<u64, String> {
-    parse_rate(s).map_err(msg)
-}
-
 fn parse_cidr(s: &str) -> Result<Cidr, String> {
     s.parse().map_err(msg)
 }
@@ -290,6 +376,41 @@ fn parse_sizes(s: &str) -> Result<(Option<u32>, Option<u32>), String> {
     parse_pair(s, |p| check_size("size", parse_size(p)?)).map_err(msg)
 }
 
+fn parse_iterations(s: &str) -> Result<(u32, u32), String> {
+    let (max, min) = parse_pair(s, |p| {
+        p.trim().parse::<u32>().map_err(|_| Error::Usage(format!("'{p}' is not a number of iterations")))
+    })
+    .map_err(msg)?;
+    let max = max.ok_or("give at least MAX, as in -i 10,3")?;
+    let min = min.unwrap_or(max).min(max);
+    if !(1..=100).contains(&max) {
+        return Err(format!("-i {max}: use 1 to 100 iterations"));
+    }
+    Ok((max, min.max(1)))
+}
+
+fn parse_confidence(s: &str) -> Result<(f64, f64), String> {
+    let num = |p: &str| p.trim().parse::<f64>().map_err(|_| Error::Usage(format!("'{p}' is not a number")));
+    let (level, width) = parse_pair(s, num).map_err(msg)?;
+    let level = level.unwrap_or(99.0);
+    let width = width.unwrap_or(5.0);
+    if !(50.0..100.0).contains(&level) {
+        return Err(format!("confidence level {level} %: use 50 to 99.99"));
+    }
+    if !(width > 0.0 && width <= 100.0) {
+        return Err(format!("interval width {width} %: use more than 0 and at most 100"));
+    }
+    Ok((level, width))
+}
+
+fn parse_interval(s: &str) -> Result<u64, String> {
+    let secs: f64 = s.trim().parse().map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    if !(0.01..=3600.0).contains(&secs) {
+        return Err(format!("interval '{s}': use 0.01 to 3600 seconds"));
+    }
+    Ok((secs * 1000.0).round() as u64)
+}
+
 fn parse_send_engine(s: &str) -> Result<SendEngine, String> {
     SendEngine::ALL.into_iter().find(|e| e.name() == s).ok_or_else(|| {
         let names: Vec<_> = SendEngine::ALL.iter().map(|e| e.name()).collect();
@@ -302,6 +423,45 @@ fn parse_recv_engine(s: &str) -> Result<RecvEngine, String> {
         let names: Vec<_> = RecvEngine::ALL.iter().map(|e| e.name()).collect();
         format!("unknown receive engine '{s}': use one of {}", names.join(", "))
     })
+}
+
+fn parse_rate_arg(s: &str) -> Result<u64, String> {
+    ringperf_engine::units::parse_rate(s).map_err(msg)
+}
+
+fn parse_tos(s: &str) -> Result<u8, String> {
+    let t = s.trim();
+    let v = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => u8::from_str_radix(hex, 16),
+        None => t.parse::<u8>(),
+    };
+    v.map_err(|_| format!("'{s}' is not a TOS byte: use 0 to 255 or 0x00 to 0xff"))
+}
+
+/// A parsed `--cpus` list (a newtype, so clap takes it as one value).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuList(pub Vec<usize>);
+
+/// `0,1,4-7`: CPU numbers and inclusive ranges.
+fn parse_cpu_list(s: &str) -> Result<CpuList, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let num = |p: &str| p.trim().parse::<usize>().map_err(|_| format!("'{p}' is not a CPU number"));
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b) = (num(a)?, num(b)?);
+                if a > b || b - a > 1024 {
+                    return Err(format!("CPU range '{part}' is not a range from low to high"));
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(num(part)?),
+        }
+    }
+    if out.is_empty() {
+        return Err("give at least one CPU, like 0,1 or 0-3".into());
+    }
+    Ok(CpuList(out))
 }
 
 fn parse_cpus(s: &str) -> Result<(Option<usize>, Option<usize>), String> {

@@ -1,7 +1,7 @@
 //! `ringperf engines`: the same stream once per engine combination, one table.
 
 use ringperf_engine::spec::{RecvEngine, SendEngine};
-use ringperf_engine::{run_test_with, ClientOptions, Error, TestReport};
+use ringperf_engine::{run_test_with, Error, RunOptions, TestReport};
 
 use crate::args::EnginesArgs;
 use crate::interrupt::Interrupt;
@@ -24,7 +24,7 @@ pub fn combinations(a: &EnginesArgs) -> Vec<(SendEngine, RecvEngine)> {
 
 pub fn run(a: &EnginesArgs) -> Result<i32, Error> {
     let stop = Interrupt::install()?;
-    let opts = ClientOptions { psk: client_psk(&a.test)?, interrupt: Some(stop.fd()) };
+    let opts = RunOptions { psk: client_psk(&a.test)?, interrupt: Some(stop.fd()), ..RunOptions::default() };
     let mut reports: Vec<TestReport> = Vec::new();
     let mut failure = None;
     for (send, recv) in combinations(a) {

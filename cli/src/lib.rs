@@ -2,7 +2,10 @@
 //! and renders the report. It never touches a socket or a ring.
 
 pub mod args;
+mod diff;
 mod engines;
+mod live;
+pub mod netperf;
 pub mod render;
 mod serve;
 
@@ -13,14 +16,24 @@ use std::io::Write;
 use clap::Parser;
 
 use ringperf_engine::control::auth::{Psk, PSK_ENV};
-use ringperf_engine::spec::{Direction, RingTuning, SendEngine, SideSpec, SocketBuffers, SqPoll, Workload};
-use ringperf_engine::{run_test_with, ClientOptions, Error, Target, TestReport, TestSpec};
+use ringperf_engine::measure::confidence::ConfidenceTarget;
+use ringperf_engine::spec::{
+    Direction, Pacing, RingTuning, SendEngine, SideSpec, SocketBuffers, SocketOptions, SqPoll, Workload,
+};
+use ringperf_engine::{run_iterations, Error, RunOptions, Target, TestReport, TestSpec};
 
 use crate::args::{Cli, Command, TestArgs};
 
 /// Runs the command line and returns the process exit code.
 pub fn main() -> i32 {
-    let cli = match Cli::try_parse() {
+    let args = match netperf::rewrite(std::env::args().collect()) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("ringperf: {e}");
+            return 2;
+        }
+    };
+    let cli = match Cli::try_parse_from(args) {
         Ok(c) => c,
         Err(e) if !e.use_stderr() => {
             // --help and --version
@@ -49,27 +62,44 @@ fn run(cli: Cli) -> Result<i32, Error> {
             print(&out);
             Ok(0)
         }
+        Command::Stream(ref a) => run_and_render(&test_spec(&cli.command)?, &a.test),
+        Command::Sendfile(ref a) => run_and_render(&test_spec(&cli.command)?, &a.test),
+        Command::Rr(ref a) => run_and_render(&test_spec(&cli.command)?, &a.test),
+        Command::Engines(a) => engines::run(&a),
+        Command::Diff(a) => diff::run(&a),
+    }
+}
+
+/// The TestSpec a test command asks for (an error for commands that are not tests).
+pub fn test_spec(cmd: &Command) -> Result<TestSpec, Error> {
+    match cmd {
         Command::Stream(a) => {
             let mut spec = stream_spec(&a.test, a.send_size, a.recv_size, a.reverse)?;
-            spec.rate_bps = a.rate;
-            run_and_render(&spec, &a.test)
+            spec.bidir = a.bidir;
+            Ok(spec)
         }
         Command::Sendfile(a) => {
             let mut spec = stream_spec(&a.test, a.send_size, a.recv_size, false)?;
-            spec.rate_bps = a.rate;
             spec.local.send_engine = SendEngine::Splice;
             spec.remote.send_engine = SendEngine::Splice;
             spec.local.splice_file = a.file.clone();
-            run_and_render(&spec, &a.test)
+            Ok(spec)
         }
         Command::Rr(a) => {
             let mut spec = base_spec(&a.test, Workload::Rr)?;
             spec.request_size = a.sizes.0.unwrap_or(1);
             spec.response_size = a.sizes.1.unwrap_or(1);
-            run_and_render(&spec, &a.test)
+            Ok(spec)
         }
-        Command::Engines(a) => engines::run(&a),
+        _ => Err(Error::Usage("not a test command".into())),
     }
+}
+
+/// Parses a command line (netperf style or native) into the TestSpec it would run.
+pub fn spec_from_args(args: &[&str]) -> Result<TestSpec, String> {
+    let args = netperf::rewrite(args.iter().map(|s| s.to_string()).collect())?;
+    let cli = Cli::try_parse_from(args).map_err(|e| e.to_string())?;
+    test_spec(&cli.command).map_err(|e| e.to_string())
 }
 
 /// A stream spec from the shared flags.
@@ -101,9 +131,13 @@ pub fn base_spec(t: &TestArgs, workload: Workload) -> Result<TestSpec, Error> {
     };
     let (lcpu, rcpu) = t.cpus.unwrap_or((None, None));
     let e = &t.engine;
-    let side = |socket_buffers, cpu| SideSpec {
+    let side = |socket_buffers, cpu: Option<usize>| SideSpec {
         socket_buffers,
-        cpu,
+        cpus: match (&t.cpu_list, cpu) {
+            (Some(list), _) => list.0.clone(),
+            (None, Some(c)) => vec![c],
+            (None, None) => Vec::new(),
+        },
         send_engine: e.send_engine,
         recv_engine: e.recv_engine,
         splice_file: None,
@@ -119,10 +153,21 @@ pub fn base_spec(t: &TestArgs, workload: Workload) -> Result<TestSpec, Error> {
     Ok(TestSpec {
         workload,
         duration_ms: t.length_ms,
-        flows: t.flows,
         congestion_control: t.congestion_control.clone(),
+        flows: t.flows,
+        threads: t.threads,
+        socket: SocketOptions {
+            nodelay: t.nodelay,
+            mss: t.mss,
+            cork: t.cork,
+            tos: t.tos,
+            max_pacing_rate_bps: t.fq_rate,
+        },
+        pacing: Pacing { total_bps: t.rate, per_flow_bps: t.flow_rate },
         verify: e.verify,
         require_zero_copy: e.require_zero_copy,
+        interval_ms: interval_ms(t),
+        record_latency: !t.stats.no_latency,
         local: side(bufs(t.local_buffers), lcpu),
         remote: side(bufs(t.remote_buffers), rcpu),
         ring: RingTuning {
@@ -139,6 +184,38 @@ pub fn base_spec(t: &TestArgs, workload: Workload) -> Result<TestSpec, Error> {
             buf_size: e.buf_size,
         },
         ..TestSpec::default()
+    })
+}
+
+/// The interval sample period: -D if given; otherwise about twenty samples per run (100 ms
+/// to 1 s) for the within-run estimate, and 1 s for runs over 10 s.
+pub fn interval_ms(t: &TestArgs) -> u64 {
+    if t.stats.no_intervals {
+        return 0;
+    }
+    if let Some(ms) = t.stats.interval {
+        return ms;
+    }
+    if t.length_ms > 10_000 {
+        1000
+    } else {
+        (t.length_ms / 20).clamp(100, 1000)
+    }
+}
+
+/// The confidence target of -i / -I, if any.
+pub fn confidence_target(t: &TestArgs) -> Option<ConfidenceTarget> {
+    let s = &t.stats;
+    if s.iterations.is_none() && s.confidence.is_none() {
+        return None;
+    }
+    let (max, min) = s.iterations.unwrap_or((10, 3));
+    let (level, width) = s.confidence.unwrap_or((99.0, 5.0));
+    Some(ConfidenceTarget {
+        level: level / 100.0,
+        width_percent: width,
+        max_iterations: max,
+        min_iterations: min,
     })
 }
 
@@ -164,13 +241,38 @@ pub fn client_psk(t: &TestArgs) -> Result<Option<Psk>, Error> {
 /// Runs one test with the key and a Ctrl-C that stops it, renders the report (a partial
 /// one too), and returns the exit code.
 fn run_and_render(spec: &TestSpec, t: &TestArgs) -> Result<i32, Error> {
+    let units = render::Units::parse(&t.units);
+    let format = render::Format::of(t);
+    let live = live::Printer::start(t, spec, format, units);
     let stop = interrupt::Interrupt::install()?;
-    let opts = ClientOptions { psk: client_psk(t)?, interrupt: Some(stop.fd()) };
-    let report: TestReport = run_test_with(spec, &target(t), &opts)?;
-    let out = if t.json {
-        render::json::render(&report)
-    } else {
-        render::human::render(&report, render::Units::parse(&t.units))
+    let opts = RunOptions {
+        live: live.as_ref().map(live::Printer::sender),
+        level: None,
+        psk: client_psk(t)?,
+        interrupt: Some(stop.fd()),
+    };
+    let mut each = |n: u32, r: &TestReport| {
+        if let Some(c) = confidence_target(t) {
+            if format == render::Format::Human && t.banner == 1 {
+                eprintln!(
+                    "ringperf: iteration {n} of at most {}: {}",
+                    c.max_iterations,
+                    render::human::headline(r, units)
+                );
+            }
+        }
+    };
+    let result = run_iterations(spec, &target(t), &opts, confidence_target(t), &mut each);
+    drop(opts);
+    if let Some(p) = live {
+        p.finish();
+    }
+    let report = result?;
+    let out = match format {
+        render::Format::Json => render::json::render(&report),
+        render::Format::Keyval => render::keyval::render(&report, units),
+        render::Format::Csv => render::keyval::render_csv(&report, units, t.banner == 1),
+        render::Format::Human => render::human::render(&report, units, &render::HumanOptions::of(t)),
     };
     print(&out);
     Ok(partial(&report, &stop).unwrap_or_else(|| requirements(&report)))

@@ -2,11 +2,13 @@
 //! prints. The CLI renders the [`report::TestReport`] it returns.
 
 pub mod buf;
+pub mod compare;
 pub mod control;
 pub mod env;
 pub mod error;
 pub mod io;
 pub mod measure;
+pub mod merge;
 pub mod net;
 pub mod probe;
 pub mod report;
@@ -19,7 +21,8 @@ pub mod worker;
 pub mod workload;
 
 pub use control::{
-    run_test, run_test_with, ClientOptions, Server, ServerConfig, ServerEvent, Target, DEFAULT_PORT,
+    run_iterations, run_test, run_test_with, RunOptions, Server, ServerConfig, ServerEvent, Target,
+    DEFAULT_PORT,
 };
 pub use error::{Error, Result};
 pub use report::TestReport;

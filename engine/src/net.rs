@@ -9,13 +9,55 @@ use std::time::{Duration, Instant};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use crate::error::{Error, Result};
-use crate::spec::{SocketBuffers, TestSpec};
+use crate::spec::{SocketBuffers, SocketOptions, TestSpec};
 
 /// Bytes a client writes first on every data connection: session cookie, then flow index.
 const FLOW_HEADER_LEN: usize = 12;
 
 /// How long connecting, accepting and the flow handshake may take.
 pub const SETUP_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Applies the per-socket options of the spec that work on a connected socket: called on
+/// every data socket of both sides (accepted sockets do not inherit all of them).
+pub fn tune(sock: &Socket, o: &SocketOptions) -> Result<()> {
+    let fail = |what: String| move |e: io::Error| Error::io(what, e);
+    if o.nodelay {
+        sock.set_nodelay(true).map_err(fail("setting TCP_NODELAY".into()))?;
+    }
+    if o.cork {
+        sock.set_cork(true).map_err(fail("setting TCP_CORK".into()))?;
+    }
+    if let Some(tos) = o.tos {
+        let v6 = sock.local_addr().ok().and_then(|a| a.as_socket()).is_some_and(|a| a.is_ipv6());
+        if v6 {
+            sock.set_tclass_v6(u32::from(tos)).map_err(fail(format!("setting IPV6_TCLASS to {tos}")))?;
+        } else {
+            sock.set_tos(u32::from(tos)).map_err(fail(format!("setting IP_TOS to {tos}")))?;
+        }
+    }
+    if let Some(bps) = o.max_pacing_rate_bps {
+        // The kernel takes bytes per second.
+        let bytes = (bps / 8).max(1);
+        let v: u64 = bytes;
+        // SAFETY: setsockopt with a valid u64 option value of the size given.
+        let r = unsafe {
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_MAX_PACING_RATE,
+                (&v as *const u64).cast(),
+                std::mem::size_of::<u64>() as libc::socklen_t,
+            )
+        };
+        if r != 0 {
+            return Err(Error::io(
+                format!("setting SO_MAX_PACING_RATE to {bps} bit/s"),
+                io::Error::last_os_error(),
+            ));
+        }
+    }
+    Ok(())
+}
 
 /// Applies buffer sizes and congestion control; called before connect or listen so that
 /// window scaling is negotiated for the requested buffer.
@@ -39,25 +81,35 @@ pub fn configure(sock: &Socket, bufs: SocketBuffers, congestion_control: Option<
     Ok(())
 }
 
+/// TCP_MAXSEG before the handshake, so it is what the connection negotiates.
+fn set_mss(sock: &Socket, mss: Option<u32>) -> Result<()> {
+    if let Some(m) = mss {
+        sock.set_mss(m).map_err(|e| Error::io(format!("setting TCP_MAXSEG to {m}"), e))?;
+    }
+    Ok(())
+}
+
 /// The per-session data listener on the control connection's address, ephemeral port.
 pub fn listen(ip: IpAddr, spec: &TestSpec) -> Result<Socket> {
     let addr = SocketAddr::new(ip, 0);
     let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))
         .map_err(|e| Error::io("creating the data listener", e))?;
     configure(&sock, spec.remote.socket_buffers, spec.congestion_control.as_deref())?;
+    set_mss(&sock, spec.socket.mss)?;
     sock.bind(&addr.into()).map_err(|e| Error::io(format!("binding the data listener to {addr}"), e))?;
-    sock.listen(spec.flows.min(4096) as i32 + 16)
+    sock.listen(spec.connections().min(4096) as i32 + 16)
         .map_err(|e| Error::io("listening for data connections", e))?;
     Ok(sock)
 }
 
 /// Opens `spec.flows` data connections to `addr` and sends each one's header.
 pub fn connect_flows(addr: SocketAddr, cookie: u64, spec: &TestSpec) -> Result<Vec<Socket>> {
-    (0..spec.flows)
+    (0..spec.connections())
         .map(|flow| {
             let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))
                 .map_err(|e| Error::io("creating a data socket", e))?;
             configure(&sock, spec.local.socket_buffers, spec.congestion_control.as_deref())?;
+            set_mss(&sock, spec.socket.mss)?;
             sock.connect_timeout(&SockAddr::from(addr), SETUP_TIMEOUT).map_err(|e| {
                 Error::Peer(format!("cannot open data connection {flow} to {addr}: {e} (is a firewall blocking ephemeral ports?)"))
             })?;

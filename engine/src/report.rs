@@ -2,7 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::env::Environment;
+use crate::env::{Environment, NetworkEnvironment};
+use crate::measure::confidence::{ConfidenceReport, Estimate};
+use crate::measure::tcp_info::TcpReport;
 use crate::spec::{RecvEngine, Role, SendEngine, TestSpec};
 
 /// Bumped whenever a field changes meaning or disappears (adding fields does not bump it).
@@ -27,7 +29,11 @@ pub struct TestReport {
     /// Why the run is partial (the error the client reports); `None` for a whole run.
     pub partial_reason: Option<String>,
     pub summary: Summary,
-    /// The client side.
+    /// The headline figures of every iteration (one entry without -i).
+    pub iterations: Vec<IterationFigures>,
+    /// Present when iterating toward a confidence target (-i / -I).
+    pub confidence: Option<ConfidenceReport>,
+    /// The client side (of the last iteration).
     pub local: SideReport,
     /// The server side, as it reported itself; `None` when a partial run's server never did.
     pub remote: Option<SideReport>,
@@ -79,12 +85,93 @@ pub struct Environments {
 /// The headline figures, derived from the side reports.
 #[derive(Serialize, Deserialize, Clone, Debug)]
 pub struct Summary {
-    /// Payload bits per second, as seen by the sending side (stream) or both directions (rr).
+    /// Payload bits per second, as seen by the sending side (stream; client to server with
+    /// --bidir) or both directions (rr).
     pub throughput_bits_per_sec: f64,
+    /// --bidir: server to client, as the server's senders saw it.
+    #[serde(default)]
+    pub reverse_throughput_bits_per_sec: Option<f64>,
     /// Completed transactions per second (rr only).
     pub transactions_per_sec: Option<f64>,
     /// Mean round trip of a transaction, from the client's per-transaction clock (rr only).
     pub mean_latency_ns: Option<f64>,
+    /// Within-run confidence from the local side's interval samples after warm-up (batch
+    /// means): throughput, or transactions/s for rr.
+    pub within_run: Option<Estimate>,
+}
+
+/// One iteration's headline figures: the samples that confidence intervals and
+/// `ringperf diff` work on.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq)]
+pub struct IterationFigures {
+    pub throughput_bits_per_sec: f64,
+    /// Transactions the client completed (rr).
+    pub transactions: u64,
+    pub transactions_per_sec: Option<f64>,
+    pub local_cpu_percent: f64,
+    /// `None` for a partial run whose server never reported.
+    pub remote_cpu_percent: Option<f64>,
+    pub local_sd_us: Option<f64>,
+    pub remote_sd_us: Option<f64>,
+    pub p50_latency_ns: Option<u64>,
+    pub p99_latency_ns: Option<u64>,
+}
+
+impl IterationFigures {
+    /// The figures of one run.
+    pub fn of(summary: &Summary, local: &SideReport, remote: Option<&SideReport>) -> IterationFigures {
+        let rr = summary.transactions_per_sec.is_some();
+        let sd = |s: &SideReport| {
+            if rr {
+                s.service_demand.us_per_transaction
+            } else {
+                s.service_demand.us_per_kb
+            }
+        };
+        IterationFigures {
+            throughput_bits_per_sec: summary.throughput_bits_per_sec,
+            transactions: local.transactions,
+            transactions_per_sec: summary.transactions_per_sec,
+            local_cpu_percent: local.cpu.system.busy_percent,
+            remote_cpu_percent: remote.map(|r| r.cpu.system.busy_percent),
+            local_sd_us: sd(local),
+            remote_sd_us: remote.and_then(sd),
+            p50_latency_ns: local.latency.as_ref().map(|l| l.p50_ns),
+            p99_latency_ns: local.latency.as_ref().map(|l| l.p99_ns),
+        }
+    }
+}
+
+/// What one interval of a run looked like on one side.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct IntervalSample {
+    /// Offset of the interval's start from the window start.
+    pub start_ns: u64,
+    /// The tick number, so several workers' samples of one interval line up.
+    #[serde(default)]
+    pub index: u32,
+    pub duration_ns: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub transactions: u64,
+    /// System busy share over the interval, 0..=100.
+    pub busy_percent: Option<f64>,
+    /// The interval's percentiles. With several workers, p50 is the transaction-weighted
+    /// mean of theirs and p99 the largest (percentiles do not add).
+    pub latency_p50_ns: Option<u64>,
+    pub latency_p99_ns: Option<u64>,
+    /// TCP retransmissions during the interval, summed over flows.
+    pub retransmits: u64,
+}
+
+impl IntervalSample {
+    /// Payload bits per second in either direction, whichever this side moved more of.
+    pub fn throughput_bits_per_sec(&self) -> f64 {
+        (self.bytes_sent.max(self.bytes_received)) as f64 * 8.0 / (self.duration_ns.max(1) as f64 / 1e9)
+    }
+    pub fn transactions_per_sec(&self) -> f64 {
+        self.transactions as f64 / (self.duration_ns.max(1) as f64 / 1e9)
+    }
 }
 
 /// What one side measured over its window.
@@ -117,6 +204,42 @@ pub struct SideReport {
     pub verify: Option<VerifyReport>,
     /// Round-trip latency of every transaction (rr client only).
     pub latency: Option<LatencySummary>,
+    /// Interval samples over the window (see `spec.interval_ms`).
+    pub intervals: Vec<IntervalSample>,
+    /// TCP_INFO of every flow at the end, summed, with fairness.
+    pub tcp: Option<TcpReport>,
+    /// Every worker thread of this side.
+    #[serde(default)]
+    pub workers: Vec<WorkerReport>,
+    /// Every flow, in flow order.
+    #[serde(default)]
+    pub flows: Vec<FlowReport>,
+    /// The network path of this side's data connections: egress device, driver, offloads,
+    /// MTU, qdisc, coalescing, sysctls. Absent from reports of versions before it existed.
+    #[serde(default)]
+    pub network: Option<NetworkEnvironment>,
+}
+
+/// One worker thread: its ring, its flows, its CPU.
+#[derive(Serialize, Deserialize, Clone, Debug, Default)]
+pub struct WorkerReport {
+    pub cpu: Option<usize>,
+    pub flows: usize,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub transactions: u64,
+    pub ring: RingCounters,
+    pub tool: ToolCpu,
+}
+
+/// One data connection.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlowReport {
+    pub flow: usize,
+    pub worker: usize,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub transactions: u64,
 }
 
 /// How the ring was set up.
@@ -237,6 +360,11 @@ pub struct SocketSizes {
     /// tcpi_total_retrans at the end of the run); `None` if the kernel would not say.
     #[serde(default)]
     pub retransmits: Option<u64>,
+    /// TCP_MAXSEG and TCP_NODELAY as the socket has them.
+    #[serde(default)]
+    pub mss: u32,
+    #[serde(default)]
+    pub nodelay: bool,
 }
 
 /// CPU over one side's window: the whole system, and the tool's own threads.
@@ -281,6 +409,9 @@ pub struct ServiceDemand {
     pub us_per_kb: Option<f64>,
     /// Per transaction (rr).
     pub us_per_transaction: Option<f64>,
+    /// Busy CPU nanoseconds per TCP data segment this side sent and received (TCP_INFO
+    /// data_segs_out + data_segs_in): the per-packet figure that moves with TSO/GSO/GRO.
+    pub ns_per_segment: Option<f64>,
 }
 
 /// What the ring did: system calls and queue traffic.

@@ -1,93 +1,180 @@
-//! One side of a test (client or server): its data sockets, its worker, and the
-//! measurement window around it, turned into a SideReport.
+//! One side of a test (client or server): its data sockets, its workers (one ring each,
+//! flows dealt round-robin), and the measurement window around them, turned into a
+//! SideReport.
 
+use std::fs::File;
 use std::os::fd::{AsRawFd, RawFd};
+use std::sync::mpsc;
 
 use socket2::Socket;
 
-use std::fs::File;
-
+use crate::env::NetworkEnvironment;
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::cpu::ProcStat;
 use crate::measure::service_demand::{service_demand, tool_overhead_percent};
+use crate::measure::tcp_info::{TcpFlowInfo, TcpReport};
+use crate::merge;
 use crate::probe::IoUringProbe;
-use crate::report::{CpuUsage, SideReport, SocketSizes};
+use crate::report::{CpuUsage, FlowReport, IntervalSample, SideReport, SocketSizes, WorkerReport};
 use crate::spec::{RecvEngine, Role, SendEngine, SideSpec, TestSpec};
 use crate::worker::{Worker, WorkerPlan};
 use crate::workload::Ending;
 
-/// A side whose worker is ready and waiting for the window to open.
+/// Which flows a worker has: every `of`-th connection of its group, from `index`.
+#[derive(Clone, Copy)]
+struct Placement {
+    group_start: usize,
+    index: usize,
+    of: usize,
+}
+
+/// A side whose workers are ready and waiting for the window to open.
 pub struct Side {
     role: Role,
-    cpu: Option<usize>,
+    cpus: Vec<Option<usize>>,
+    placement: Vec<Placement>,
     engines: (SendEngine, RecvEngine),
     sockets: Vec<Socket>,
-    worker: Worker,
+    workers: Vec<Worker>,
     window: Option<(ProcStat, u64)>,
+    network: Option<NetworkEnvironment>,
 }
 
 impl Side {
-    /// Spawns and readies the worker for `sockets`.
-    /// `watch_fd`: readable means "stop now" (see [`WorkerPlan::watch_fd`]);
-    /// `police_bps`: hold what this side receives to this rate ([`WorkerPlan::police_bps`]).
+    /// Spawns and readies `spec.workers()` workers per group of connections (one group, or
+    /// two for --bidir, each with its role), flows dealt round-robin within a group.
+    /// `live`: where interval samples go as they happen; `watch_fd`: readable means "stop
+    /// now" for every worker (see [`WorkerPlan::watch_fd`]); `police_bps`: hold what this
+    /// side receives to this rate ([`WorkerPlan::police_bps`]).
     pub fn prepare(
         spec: &TestSpec,
-        role: Role,
+        roles: &[Role],
         side: &SideSpec,
         sockets: Vec<Socket>,
-        (watch_fd, police_bps): (Option<RawFd>, Option<u64>),
+        (live, watch_fd, police_bps): (Option<mpsc::Sender<IntervalSample>>, Option<RawFd>, Option<u64>),
     ) -> Result<Side> {
         IoUringProbe::get().check_engines(side.send_engine, side.recv_engine)?;
-        let splice_file = match (&side.splice_file, side.send_engine) {
-            (Some(path), SendEngine::Splice) => Some(File::open(path).map_err(|e| {
-                Error::Usage(format!(
-                    "cannot open the -F file '{path}': {e}: check the path and its permissions"
-                ))
-            })?),
-            _ => None,
-        };
-        let plan = WorkerPlan {
-            role,
-            spec: spec.clone(),
-            side: side.clone(),
-            fds: sockets.iter().map(AsRawFd::as_raw_fd).collect(),
-            splice_file,
-            watch_fd,
-            police_bps,
-        };
-        let worker = Worker::spawn(plan)?;
+        for s in &sockets {
+            crate::net::tune(s, &spec.socket)?;
+        }
+        let group_len = sockets.len() / roles.len().max(1);
+        let n = spec.workers().min(group_len.max(1));
+        let mut workers = Vec::new();
+        let mut cpus = Vec::new();
+        let mut placement = Vec::new();
+        for (g, &role) in roles.iter().enumerate() {
+            let group = &sockets[g * group_len..(g + 1) * group_len];
+            for w in 0..n {
+                let splice_file = match (&side.splice_file, side.send_engine) {
+                    (Some(path), SendEngine::Splice) if role == Role::StreamSender => {
+                        Some(File::open(path).map_err(|e| {
+                            Error::Usage(format!(
+                                "cannot open the -F file '{path}': {e}: check the path and its permissions"
+                            ))
+                        })?)
+                    }
+                    _ => None,
+                };
+                let k = workers.len();
+                let cpu = (!side.cpus.is_empty()).then(|| side.cpus[k % side.cpus.len()]);
+                let plan = WorkerPlan {
+                    role,
+                    spec: spec.clone(),
+                    side: side.clone(),
+                    cpu,
+                    fds: group.iter().skip(w).step_by(n).map(AsRawFd::as_raw_fd).collect(),
+                    splice_file,
+                    live: live.clone(),
+                    watch_fd,
+                    police_bps,
+                };
+                workers.push(Worker::spawn(plan)?);
+                cpus.push(cpu);
+                placement.push(Placement { group_start: g * group_len, index: w, of: n });
+            }
+        }
+        // Read before the window opens, so the netlink and ioctl calls cost the test nothing.
+        let network = sockets.first().map(NetworkEnvironment::capture);
+        let role = if roles.len() == 1 { roles[0] } else { Role::StreamBidir };
         Ok(Side {
             role,
-            cpu: side.cpu,
+            cpus,
+            placement,
             engines: (side.send_engine, side.recv_engine),
             sockets,
-            worker,
+            workers,
             window: None,
+            network,
         })
     }
 
-    /// Opens the measurement window now.
+    /// Opens the measurement window now, for every worker at once.
     pub fn start(&mut self) -> Result<()> {
         let before = ProcStat::read()?;
         let start_ns = monotonic_ns();
-        self.worker.start(start_ns);
+        for w in &self.workers {
+            w.start(start_ns);
+        }
         self.window = Some((before, start_ns));
         Ok(())
     }
 
-    /// Waits for the worker and measures the window. The sockets close afterwards. A run
-    /// that failed or was stopped after the window opened still gives its report, with the
-    /// reason in [`Finished::ending`].
+    /// Waits for the workers and measures the window. The sockets close afterwards. A run
+    /// that failed or was stopped after the window opened still gives its report (the
+    /// counters every worker kept until then), with the reason in [`Finished::ending`].
     pub fn finish(self) -> Result<Finished> {
-        let outcome = self.worker.join()?;
+        let nworkers = self.workers.len();
+        let mut outcomes = Vec::with_capacity(nworkers);
+        let mut first_error = None;
+        for w in self.workers {
+            match w.join() {
+                Ok(o) => outcomes.push(o),
+                Err(e) => first_error = first_error.or(Some(e)),
+            }
+        }
+        if let Some(e) = first_error {
+            return Err(e);
+        }
+        // How the side ended: a failure in any worker, else a stop, else a whole run.
+        let ending = merge::ending(
+            outcomes.iter_mut().map(|o| std::mem::replace(&mut o.ending, Ok(Ending::Completed))).collect(),
+        );
         let after = ProcStat::read()?;
         let (before, start_ns) = self.window.expect("finish() follows start()");
-        let elapsed_ns = outcome.end_ns.saturating_sub(start_ns).max(1);
+        let end_ns = outcomes.iter().map(|o| o.end_ns).max().unwrap_or(start_ns);
+        let elapsed_ns = end_ns.saturating_sub(start_ns).max(1);
         let system = after.since(&before, elapsed_ns);
-        let bytes_sent: u64 = outcome.flows.iter().map(|f| f.bytes_sent).sum();
-        let bytes_received: u64 = outcome.flows.iter().map(|f| f.bytes_received).sum();
-        let transactions: u64 = outcome.flows.iter().map(|f| f.transactions).sum();
+
+        let mut flows = vec![FlowReport::default(); self.sockets.len()];
+        let mut tcp_flows = vec![Default::default(); self.sockets.len()];
+        let mut worker_reports = Vec::with_capacity(nworkers);
+        for (w, o) in outcomes.iter().enumerate() {
+            for (l, c) in o.flows.iter().enumerate() {
+                let p = self.placement[w];
+                let g = p.group_start + merge::global_flow(p.index, l, p.of);
+                flows[g] = FlowReport {
+                    flow: g,
+                    worker: w,
+                    bytes_sent: c.bytes_sent,
+                    bytes_received: c.bytes_received,
+                    transactions: c.transactions,
+                };
+                tcp_flows[g] = o.tcp[l];
+            }
+            worker_reports.push(WorkerReport {
+                cpu: self.cpus[w],
+                flows: o.flows.len(),
+                bytes_sent: o.flows.iter().map(|f| f.bytes_sent).sum(),
+                bytes_received: o.flows.iter().map(|f| f.bytes_received).sum(),
+                transactions: o.flows.iter().map(|f| f.transactions).sum(),
+                ring: o.ring,
+                tool: o.tool,
+            });
+        }
+        let bytes_sent: u64 = flows.iter().map(|f| f.bytes_sent).sum();
+        let bytes_received: u64 = flows.iter().map(|f| f.bytes_received).sum();
+        let transactions: u64 = flows.iter().map(|f| f.transactions).sum();
         let socket = self
             .sockets
             .first()
@@ -98,31 +185,60 @@ impl Side {
                     .tcp_congestion()
                     .map(|b| String::from_utf8_lossy(&b).trim_end_matches('\0').to_string())
                     .unwrap_or_default(),
+                mss: s.mss().unwrap_or(0),
+                nodelay: s.nodelay().unwrap_or(false),
                 retransmits: total_retransmits(&self.sockets),
             })
             .unwrap_or_default();
-        let sd = service_demand(&system, bytes_sent + bytes_received, transactions);
-        let overhead = tool_overhead_percent(outcome.tool.user_us, &system);
+        let per_flow_bytes: Vec<u64> = flows.iter().map(|f| f.bytes_sent + f.bytes_received).collect();
+        let tcp = TcpReport::new(tcp_flows, &per_flow_bytes);
+        let sd = service_demand(
+            &system,
+            bytes_sent + bytes_received,
+            transactions,
+            tcp.data_segs_out + tcp.data_segs_in,
+        );
+        let tool = merge::tool(&outcomes.iter().map(|o| o.tool).collect::<Vec<_>>());
+        let overhead = tool_overhead_percent(tool.user_us, &system);
+        let ring = merge::ring(&outcomes.iter().map(|o| o.ring).collect::<Vec<_>>());
+        let ring_setup = outcomes.first().map(|o| o.ring_setup).unwrap_or_default();
+        let mut sends = Vec::new();
+        let mut recvs = Vec::new();
+        let mut verifies = Vec::new();
+        let mut latencies = Vec::new();
+        let mut intervals = Vec::new();
+        for o in outcomes {
+            sends.extend(o.send);
+            recvs.extend(o.recv);
+            verifies.extend(o.verify);
+            latencies.push(o.latency);
+            intervals.push(o.intervals);
+        }
         let report = SideReport {
             role: self.role,
-            pinned_cpu: self.cpu,
+            pinned_cpu: self.cpus.first().copied().flatten(),
             elapsed_ns,
             bytes_sent,
             bytes_received,
             transactions,
             socket,
-            cpu: CpuUsage { system, tool: outcome.tool, tool_overhead_percent: overhead },
+            cpu: CpuUsage { system, tool, tool_overhead_percent: overhead },
             service_demand: sd,
-            ring: outcome.ring,
-            ring_setup: outcome.ring_setup,
+            ring,
+            ring_setup,
             send_engine: self.engines.0,
             recv_engine: self.engines.1,
-            send: outcome.send,
-            recv: outcome.recv,
-            verify: outcome.verify,
-            latency: outcome.latency.summary(),
+            send: merge::send(sends),
+            recv: merge::recv(recvs),
+            verify: merge::verify(verifies),
+            latency: merge::latency(latencies).summary(),
+            intervals: merge::intervals(intervals),
+            tcp: Some(tcp),
+            workers: worker_reports,
+            flows,
+            network: self.network,
         };
-        Ok(Finished { report, ending: outcome.ending })
+        Ok(Finished { report, ending })
     }
 }
 
@@ -136,25 +252,5 @@ pub struct Finished {
 /// Segments retransmitted over the life of the data connections (TCP_INFO
 /// tcpi_total_retrans, summed over flows); `None` if the kernel would not say.
 fn total_retransmits(sockets: &[Socket]) -> Option<u64> {
-    let mut total = 0u64;
-    for s in sockets {
-        // SAFETY: all-zero is a valid tcp_info (a plain C struct of integers).
-        let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
-        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
-        // SAFETY: `info` is writable for `len` bytes and the kernel writes at most `len`.
-        let rc = unsafe {
-            libc::getsockopt(
-                s.as_raw_fd(),
-                libc::IPPROTO_TCP,
-                libc::TCP_INFO,
-                (&raw mut info).cast(),
-                &mut len,
-            )
-        };
-        if rc != 0 {
-            return None;
-        }
-        total += u64::from(info.tcpi_total_retrans);
-    }
-    Some(total)
+    sockets.iter().map(|s| TcpFlowInfo::read(s.as_raw_fd()).map(|t| u64::from(t.total_retrans))).sum()
 }

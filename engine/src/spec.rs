@@ -99,12 +99,53 @@ pub struct SocketBuffers {
     pub recv: Option<u32>,
 }
 
+/// Socket options set on every data socket of both sides, all echoed in the report.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct SocketOptions {
+    /// TCP_NODELAY: no Nagle.
+    pub nodelay: bool,
+    /// TCP_MAXSEG, set before connect/listen.
+    pub mss: Option<u32>,
+    /// TCP_CORK for the whole test.
+    pub cork: bool,
+    /// IP_TOS / IPV6_TCLASS byte.
+    pub tos: Option<u8>,
+    /// SO_MAX_PACING_RATE in bits per second (enforced by the fq qdisc or TCP's internal pacing).
+    pub max_pacing_rate_bps: Option<u64>,
+}
+
+/// Application pacing: a token bucket per flow, refilled by a timeout on the ring.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Pacing {
+    /// The whole test's payload rate in bits per second, split evenly over the flows.
+    pub total_bps: Option<u64>,
+    /// Each flow's payload rate in bits per second.
+    pub per_flow_bps: Option<u64>,
+}
+
+impl Pacing {
+    /// Each flow's rate: the tighter of the per-flow rate and its share of the total.
+    pub fn flow_rate_bps(&self, flows: u32) -> Option<u64> {
+        let share = self.total_bps.map(|t| (t / u64::from(flows.max(1))).max(1));
+        match (share, self.per_flow_bps) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The whole test's effective payload rate over `flows` flows (each flow's rate times
+    /// the flows), in bits per second; `None` when nothing is paced.
+    pub fn effective_total_bps(&self, flows: u32) -> Option<u64> {
+        self.flow_rate_bps(flows).map(|r| r.saturating_mul(u64::from(flows.max(1))))
+    }
+}
+
 /// Settings that belong to one side of the test.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 pub struct SideSpec {
     pub socket_buffers: SocketBuffers,
-    /// Logical CPU the side's worker is pinned to (netperf `-T`).
-    pub cpu: Option<usize>,
+    /// CPUs the side's workers are pinned to, round-robin (netperf `-T` gives one).
+    pub cpus: Vec<usize>,
     pub send_engine: SendEngine,
     pub recv_engine: RecvEngine,
     /// File the `splice` engine reads payload from (client side only: a server never
@@ -179,19 +220,24 @@ pub struct TestSpec {
     /// Request and response sizes of an rr test (netperf `-r`).
     pub request_size: u32,
     pub response_size: u32,
-    /// Data connections.
+    /// Data connections, dealt round-robin over the workers.
     pub flows: u32,
-    /// Pace the sending side of a stream to this many payload bits per second, summed over
-    /// its flows (`-b`); `None` sends as fast as it can. A server with `--max-rate`
-    /// requires one at or below its limit.
-    #[serde(default)]
-    pub rate_bps: Option<u64>,
+    /// Worker threads per side, each with its own ring (at most one per flow).
+    pub threads: u32,
+    /// Stream in both directions at once: `flows` connections each way.
+    pub bidir: bool,
     /// TCP congestion control set on every data socket (TCP_CONGESTION); `None` keeps the default.
     pub congestion_control: Option<String>,
+    pub socket: SocketOptions,
+    pub pacing: Pacing,
     /// Fill the payload with a pattern and check it on receipt.
     pub verify: bool,
     /// Fail (exit 1) if any zero-copy send was copied by the kernel.
     pub require_zero_copy: bool,
+    /// Interval sample period in milliseconds (0: no interval samples).
+    pub interval_ms: u64,
+    /// Record every transaction's round trip (rr); off saves one clock read per transaction.
+    pub record_latency: bool,
     pub local: SideSpec,
     pub remote: SideSpec,
     pub ring: RingTuning,
@@ -200,10 +246,9 @@ pub struct TestSpec {
 /// The longest test one spec may ask for; longer runs are iterations (`-i`).
 pub const MAX_DURATION_MS: u64 = 24 * 3600 * 1000;
 /// Data connections one test may open.
-pub const MAX_FLOWS: u32 = 1024;
-/// The pacing range of `-b`, in bits/s: 8 kbit/s to 10 Tbit/s.
-pub const MIN_RATE_BPS: u64 = 8_000;
-pub const MAX_RATE_BPS: u64 = 10_000_000_000_000;
+pub const MAX_FLOWS: u32 = 4096;
+/// Worker threads per side.
+pub const MAX_THREADS: u32 = 64;
 
 impl Default for TestSpec {
     fn default() -> Self {
@@ -216,10 +261,15 @@ impl Default for TestSpec {
             request_size: 1,
             response_size: 1,
             flows: 1,
-            rate_bps: None,
+            threads: 1,
+            bidir: false,
             congestion_control: None,
+            socket: SocketOptions::default(),
+            pacing: Pacing::default(),
             verify: false,
             require_zero_copy: false,
+            interval_ms: 0,
+            record_latency: true,
             local: SideSpec::default(),
             remote: SideSpec::default(),
             ring: RingTuning::default(),
@@ -228,6 +278,11 @@ impl Default for TestSpec {
 }
 
 impl TestSpec {
+    /// Workers per side: no more than there are flows.
+    pub fn workers(&self) -> usize {
+        self.threads.min(self.flows).max(1) as usize
+    }
+
     /// Checks every field a peer or a user controls. The server runs this on every spec it
     /// receives, so it must reject anything that would make it misbehave.
     pub fn validate(&self) -> Result<()> {
@@ -242,18 +297,44 @@ impl TestSpec {
         check_size("receive size (-M)", u64::from(self.recv_size))?;
         check_size("request size (-r)", u64::from(self.request_size))?;
         check_size("response size (-r)", u64::from(self.response_size))?;
-        if self.flows == 0 || self.flows > MAX_FLOWS {
-            return Err(Error::Usage(format!("{} flows is out of range: use 1 to {MAX_FLOWS}", self.flows)));
+        if let Some(mss) = self.socket.mss {
+            if !(88..=65535).contains(&mss) {
+                return Err(Error::Usage(format!("--mss {mss} is out of range: use 88 to 65535")));
+            }
         }
-        if let Some(r) = self.rate_bps {
-            if !(MIN_RATE_BPS..=MAX_RATE_BPS).contains(&r) {
+        for (what, r) in [
+            ("-b", self.pacing.total_bps),
+            ("--flow-rate", self.pacing.per_flow_bps),
+            ("--fq-rate", self.socket.max_pacing_rate_bps),
+        ] {
+            if r == Some(0) {
                 return Err(Error::Usage(format!(
-                    "a rate of {r} bit/s is out of range: use -b {MIN_RATE_BPS} to {MAX_RATE_BPS} (suffixes k, m, g)"
+                    "{what} 0 would never send: give a positive rate like 100M"
                 )));
             }
-            if self.workload != Workload::Stream {
-                return Err(Error::Usage("-b paces stream tests only: drop it for rr".into()));
+        }
+        if self.bidir && self.workload != Workload::Stream {
+            return Err(Error::Usage("--bidir applies to stream tests only".into()));
+        }
+        if self.bidir && self.direction == Direction::ServerToClient {
+            return Err(Error::Usage("--bidir already runs both directions: drop --reverse".into()));
+        }
+        if self.threads == 0 || self.threads > MAX_THREADS {
+            return Err(Error::Usage(format!(
+                "{} threads is out of range: use 1 to {MAX_THREADS}",
+                self.threads
+            )));
+        }
+        for (side, s) in [("local", &self.local), ("remote", &self.remote)] {
+            if s.cpus.len() > 1024 {
+                return Err(Error::Usage(format!(
+                    "{side} CPU list has {} entries: at most 1024",
+                    s.cpus.len()
+                )));
             }
+        }
+        if self.flows == 0 || self.flows > MAX_FLOWS {
+            return Err(Error::Usage(format!("{} flows is out of range: use 1 to {MAX_FLOWS}", self.flows)));
         }
         for (side, s) in [("local", &self.local), ("remote", &self.remote)] {
             for (what, v) in [("send", s.socket_buffers.send), ("receive", s.socket_buffers.recv)] {
@@ -274,6 +355,12 @@ impl TestSpec {
             }
         }
         self.ring.validate()?;
+        if self.interval_ms != 0 && self.interval_ms < 10 {
+            return Err(Error::Usage(format!(
+                "an interval of {} ms is too short: use -D with at least 0.01 s",
+                self.interval_ms
+            )));
+        }
         if self.remote.splice_file.is_some() {
             return Err(Error::Usage(
                 "a server never opens a file a client names: -F applies to the local sender only".into(),
@@ -293,8 +380,31 @@ impl TestSpec {
         Ok(())
     }
 
+    /// Data connections the test opens: `flows`, or twice that for --bidir.
+    pub fn connections(&self) -> u32 {
+        if self.bidir {
+            2 * self.flows
+        } else {
+            self.flows
+        }
+    }
+
+    /// The role of each group of connections on one side, in connection order: one group,
+    /// or for --bidir the client-to-server half then the server-to-client half.
+    pub fn group_roles(&self, local: bool) -> Vec<Role> {
+        match (self.bidir, local) {
+            (true, true) => vec![Role::StreamSender, Role::StreamReceiver],
+            (true, false) => vec![Role::StreamReceiver, Role::StreamSender],
+            (false, true) => vec![self.local_role()],
+            (false, false) => vec![self.remote_role()],
+        }
+    }
+
     /// The role the client ("local") side plays.
     pub fn local_role(&self) -> Role {
+        if self.bidir {
+            return Role::StreamBidir;
+        }
         match (self.workload, self.direction) {
             (Workload::Stream, Direction::ClientToServer) => Role::StreamSender,
             (Workload::Stream, Direction::ServerToClient) => Role::StreamReceiver,
@@ -307,12 +417,16 @@ impl TestSpec {
         match self.local_role() {
             Role::StreamSender => Role::StreamReceiver,
             Role::StreamReceiver => Role::StreamSender,
+            Role::StreamBidir => Role::StreamBidir,
             Role::RrClient | Role::RrServer => Role::RrServer,
         }
     }
 
     /// The netperf name of this test, for banners and keyval output.
     pub fn netperf_name(&self) -> &'static str {
+        if self.bidir {
+            return "TCP_BIDIR";
+        }
         match (self.workload, self.direction) {
             (Workload::Stream, Direction::ClientToServer) => "TCP_STREAM",
             (Workload::Stream, Direction::ServerToClient) => "TCP_MAERTS",
@@ -376,6 +490,8 @@ impl RingTuning {
 pub enum Role {
     StreamSender,
     StreamReceiver,
+    /// Both at once (--bidir): some workers send, others receive.
+    StreamBidir,
     RrClient,
     RrServer,
 }

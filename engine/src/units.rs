@@ -26,6 +26,29 @@ pub fn parse_size(text: &str) -> Result<u64> {
     n.checked_mul(mult).ok_or_else(|| Error::Usage(format!("size '{text}' is too large")))
 }
 
+/// Parses a rate in bits per second: `100M`, `10G`, `1.5g`, `64000`. Suffixes k/m/g/t
+/// (either case) are powers of ten, as rates are on the wire.
+pub fn parse_rate(text: &str) -> Result<u64> {
+    let t = text.trim();
+    let (num, mult) = match t.chars().last().map(|c| c.to_ascii_lowercase()) {
+        Some('k') => (&t[..t.len() - 1], 1e3),
+        Some('m') => (&t[..t.len() - 1], 1e6),
+        Some('g') => (&t[..t.len() - 1], 1e9),
+        Some('t') => (&t[..t.len() - 1], 1e12),
+        _ => (t, 1.0),
+    };
+    let v: f64 = num.parse().map_err(|_| {
+        Error::Usage(format!(
+            "invalid rate '{text}': use bits per second with an optional k/m/g suffix, like 100M"
+        ))
+    })?;
+    let bps = v * mult;
+    if !bps.is_finite() || !(1.0..=1e15).contains(&bps) {
+        return Err(Error::Usage(format!("rate '{text}' is out of range: use 1 bit/s to 1000 Tbit/s")));
+    }
+    Ok(bps.round() as u64)
+}
+
 /// Checks a size that must be in 1..=MAX_SIZE and names the flag in the error.
 pub fn check_size(what: &str, n: u64) -> Result<u32> {
     if n == 0 {
@@ -35,27 +58,6 @@ pub fn check_size(what: &str, n: u64) -> Result<u32> {
         return Err(Error::Usage(format!("{what} of {n} bytes is over the 1 GiB limit: use a smaller size")));
     }
     Ok(n as u32)
-}
-
-/// Parses a rate in bits per second: `100m`, `2.5g`, `800k`, `1000000`. Suffixes are
-/// powers of ten in either case (k, m, g, t), as link speeds are.
-pub fn parse_rate(text: &str) -> Result<u64> {
-    let t = text.trim();
-    let (digits, mult) = match t.chars().last().map(|c| c.to_ascii_lowercase()) {
-        Some('k') => (&t[..t.len() - 1], 1e3),
-        Some('m') => (&t[..t.len() - 1], 1e6),
-        Some('g') => (&t[..t.len() - 1], 1e9),
-        Some('t') => (&t[..t.len() - 1], 1e12),
-        _ => (t, 1.0),
-    };
-    let bad =
-        || Error::Usage(format!("invalid rate '{text}': give bits per second, like 500m, 2.5g or 1000000"));
-    let n: f64 = digits.parse().map_err(|_| bad())?;
-    let bits = n * mult;
-    if !bits.is_finite() || bits < 1.0 || bits > u64::MAX as f64 {
-        return Err(bad());
-    }
-    Ok(bits.round() as u64)
 }
 
 /// Parses netperf's `A,B` pairs, where either side may be empty (`,64K` or `64K,`)
@@ -90,6 +92,15 @@ mod tests {
         assert!(parse_size("12Q").is_err());
         assert!(parse_size("").is_err());
         assert!(parse_size("-5").is_err());
+    }
+
+    #[test]
+    fn rates_are_decimal_bits() {
+        assert_eq!(parse_rate("100M").unwrap(), 100_000_000);
+        assert_eq!(parse_rate("1.5g").unwrap(), 1_500_000_000);
+        assert_eq!(parse_rate("64000").unwrap(), 64_000);
+        assert!(parse_rate("0").is_err());
+        assert!(parse_rate("fast").is_err());
     }
 
     #[test]

@@ -6,6 +6,7 @@ use std::fs::File;
 use std::os::fd::RawFd;
 use std::sync::mpsc;
 use std::thread::{self, JoinHandle};
+use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::io::op;
@@ -13,28 +14,39 @@ use crate::io::send::SendSetup;
 use crate::io::{AnyRecv, AnySend, RecvPath, SendPath};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::cpu::{helper_threads_ns, ThreadCpuSnapshot};
+use crate::measure::intervals::IntervalSampler;
 use crate::measure::latency::LatencyRecorder;
-use crate::report::{RecvReport, RingCounters, RingSetup, SendReport, ToolCpu, VerifyReport};
+use crate::measure::tcp_info::{wait_until_sent, TcpFlowInfo};
+use crate::report::{IntervalSample, RecvReport, RingCounters, RingSetup, SendReport, ToolCpu, VerifyReport};
 use crate::ring::{token, FlowFd, Ring};
 use crate::spec::{Role, SideSpec, TestSpec};
 use crate::verify::Verifier;
-use crate::workload::pacing::Pacer;
+use crate::workload::pacer::Pacer;
 use crate::workload::rr::{self, Transaction};
 use crate::workload::{stream, Ending, FlowCounters, PEER_GRACE_NS};
+
+/// How long a stream sender waits after its window for its sockets to transmit what is
+/// still queued, before it reads TCP_INFO.
+const TCP_INFO_SETTLE: Duration = Duration::from_secs(1);
 
 /// What a worker is asked to do.
 pub struct WorkerPlan {
     pub role: Role,
     pub spec: TestSpec,
     pub side: SideSpec,
+    /// CPU to pin this worker to.
+    pub cpu: Option<usize>,
     /// Data sockets; the caller keeps them open until the worker has been joined.
     pub fds: Vec<RawFd>,
     /// Payload file for the `splice` engine, opened by the client.
     pub splice_file: Option<File>,
+    /// Where to send interval samples as they happen (the client's `-D`).
+    pub live: Option<mpsc::Sender<IntervalSample>>,
     /// A descriptor whose readability stops the run at once: the server's control
     /// connection (the client sent Abort, or died), or the client's Ctrl-C pipe.
     pub watch_fd: Option<RawFd>,
-    /// Hold what this side receives to this many bits/s (a server's `--max-rate`).
+    /// Hold what this side receives to this many bits/s over the whole test, shared
+    /// evenly by its flows (a server's `--max-rate`).
     pub police_bps: Option<u64>,
 }
 
@@ -50,6 +62,8 @@ pub struct WorkerOutcome {
     /// CLOCK_MONOTONIC when the workload finished.
     pub end_ns: u64,
     pub latency: LatencyRecorder,
+    pub intervals: Vec<IntervalSample>,
+    pub tcp: Vec<TcpFlowInfo>,
     pub send: Option<SendReport>,
     pub recv: Option<RecvReport>,
     pub verify: Option<VerifyReport>,
@@ -97,7 +111,7 @@ fn join(handle: JoinHandle<Result<WorkerOutcome>>) -> Result<WorkerOutcome> {
 }
 
 fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) -> Result<WorkerOutcome> {
-    if let Some(cpu) = plan.side.cpu {
+    if let Some(cpu) = plan.cpu {
         if !core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
             return Err(Error::Usage(format!(
                 "cannot pin the worker to CPU {cpu}: pick a CPU this host has for -T"
@@ -123,6 +137,11 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
         Role::StreamReceiver => (0, spec.recv_size),
         Role::RrClient => (tx.request, tx.response),
         Role::RrServer => (tx.response, tx.request),
+        Role::StreamBidir => {
+            return Err(Error::Protocol(
+                "a worker is a sender or a receiver, never both: this is a bug in ringperf".into(),
+            ))
+        }
     };
     let sends = send_len > 0;
     let receives = recv_len > 0;
@@ -142,7 +161,6 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
     } else {
         None
     };
-    let mut latency = LatencyRecorder::new();
     let tid = gettid();
     let helpers_before = helper_threads_ns(tid);
     let _ = ready.send(());
@@ -150,7 +168,16 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
         return Err(Error::Peer("the test was abandoned before it started".into()));
     };
     let cpu_before = ThreadCpuSnapshot::now();
-    let deadline = window_start + spec.duration_ms * 1_000_000;
+    let duration_ns = spec.duration_ms * 1_000_000;
+    let deadline = window_start + duration_ns;
+    let mut sampler = IntervalSampler::new(
+        spec.interval_ms * 1_000_000,
+        duration_ns,
+        &plan.fds,
+        spec.record_latency,
+        plan.live,
+    );
+    sampler.start(&mut ring, window_start)?;
     let guard = deadline + PEER_GRACE_NS;
     let mut flows = vec![FlowCounters::default(); nflows];
     let ending = match plan.watch_fd {
@@ -160,28 +187,56 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
     let ending = ending.and_then(|()| match (plan.role, send.as_mut(), recv.as_mut()) {
         (Role::StreamSender, Some(s), _) => {
             let depth = tuning.send_depth as usize;
-            let mut pacer = spec.rate_bps.map(|r| Pacer::new(r, spec.send_size));
-            stream::send(&mut ring, &plan.fds, s, spec.send_size, depth, deadline, pacer.as_mut(), &mut flows)
+            let mut pacer = Pacer::new(spec.pacing.flow_rate_bps(spec.flows), nflows, spec.send_size);
+            stream::send(
+                &mut ring,
+                &plan.fds,
+                s,
+                (spec.send_size, depth),
+                deadline,
+                &mut sampler,
+                &mut pacer,
+                &mut flows,
+            )
         }
         (Role::StreamReceiver, _, Some(r)) => {
-            let mut police = plan.police_bps.map(|r| Pacer::new(r, spec.recv_size));
+            // Each flow is held to its share of the session's limit.
+            let police = plan.police_bps.map(|b| (b / u64::from(spec.flows.max(1))).max(1));
+            let mut police = Pacer::new(police, nflows, spec.recv_size);
             let window = (deadline, guard);
-            stream::receive(&mut ring, r, spec.recv_size, window, &mut verify, police.as_mut(), &mut flows)
+            stream::receive(
+                &mut ring,
+                r,
+                spec.recv_size,
+                window,
+                &mut verify,
+                &mut sampler,
+                &mut police,
+                &mut flows,
+            )
         }
         (Role::RrClient, Some(s), Some(r)) => {
-            rr::client(&mut ring, s, r, tx, deadline, &mut latency, &mut verify, &mut flows)
+            rr::client(&mut ring, s, r, tx, deadline, &mut sampler, &mut verify, &mut flows)
         }
         (Role::RrServer, Some(s), Some(r)) => {
-            rr::server(&mut ring, s, r, tx, (deadline, guard), &mut verify, &mut flows)
+            rr::server(&mut ring, s, r, tx, (deadline, guard), &mut verify, &mut sampler, &mut flows)
         }
         _ => Err(Error::Protocol("worker role without its paths: this is a bug in ringperf".into())),
     });
     let end_ns = monotonic_ns();
     let mut tool = ThreadCpuSnapshot::now().since(&cpu_before);
     tool.helper_ns = helper_threads_ns(tid).saturating_sub(helpers_before);
+    if plan.role == Role::StreamSender && matches!(ending, Ok(Ending::Completed)) {
+        // After the window (end_ns is taken): TCP_INFO then counts every segment sent.
+        wait_until_sent(&plan.fds, TCP_INFO_SETTLE);
+    }
+    let tcp = plan.fds.iter().map(|&fd| TcpFlowInfo::read(fd).unwrap_or_default()).collect();
+    let (intervals, latency) = sampler.finish(end_ns, &flows);
     let outcome = WorkerOutcome {
         flows,
         ending,
+        intervals,
+        tcp,
         ring: ring.counters(),
         ring_setup: ring.setup(),
         tool,

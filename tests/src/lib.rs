@@ -263,7 +263,7 @@ impl Server {
     pub fn spawn_with(rp: &Ringperf, extra: &[&str]) -> Server {
         let mut cmd = rp.command(&["serve", "--bind", "127.0.0.1", "--port", "0"]);
         cmd.args(extra);
-        Server::start(cmd, Ipv4Addr::LOCALHOST)
+        Server::start_at(cmd, Ipv4Addr::LOCALHOST)
     }
 
     /// `ringperf serve` inside `ns`, bound to `ip` there.
@@ -271,10 +271,19 @@ impl Server {
         let ip_s = ip.to_string();
         let mut args = vec!["serve", "--bind", &ip_s, "--port", "0"];
         args.extend_from_slice(extra);
-        Server::start(ns.exec(rp.path(), &args), ip)
+        Server::start_at(ns.exec(rp.path(), &args), ip)
     }
 
-    fn start(mut cmd: Command, ip: Ipv4Addr) -> Server {
+    /// [`Server::start`], checking that the server bound to `ip`.
+    fn start_at(cmd: Command, ip: Ipv4Addr) -> Server {
+        let server = Server::start(cmd);
+        assert_eq!(server.addr.ip(), ip, "the server did not bind where asked: {:?}", server.log());
+        server
+    }
+
+    /// Starts `cmd`, a `ringperf serve` (perhaps wrapped in `ip netns exec` or `tools/lab
+    /// exec`, which exec it in place), and waits for its listening line.
+    pub fn start(mut cmd: Command) -> Server {
         cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped());
         let mut child = ChildGuard::spawn(cmd);
         let stderr = child.child_mut().stderr.take().expect("piped stderr");
@@ -288,13 +297,12 @@ impl Server {
                 }
             });
         }
-        let mut server = Server { child, addr: SocketAddr::from((ip, 0)), log };
+        let mut server = Server { child, addr: SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)), log };
         let line = server
             .wait_for_log("listening on", SERVER_START_TIMEOUT)
             .unwrap_or_else(|| panic!("the server did not say it was listening: {:?}", server.log()));
         let addr = line.rsplit_once("listening on ").map(|(_, a)| a.trim()).unwrap_or_default();
         server.addr = addr.parse().unwrap_or_else(|e| panic!("cannot parse the address in '{line}': {e}"));
-        assert_eq!(server.addr.ip(), ip, "the server did not bind where asked: {line}");
         assert_ne!(server.addr.port(), 0, "the server reported port 0: {line}");
         server
     }
@@ -703,6 +711,77 @@ impl NetnsPair {
         .args(["burst", "32kb", "latency", latency]);
         self.run_checked(tc)
     }
+}
+
+/// `tools/lab` of this repository.
+pub fn lab_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tools/lab")
+}
+
+/// A lab name unique to this test process and `tag` (tests in one binary run in parallel,
+/// each with its own lab): lowercase letters and digits, at most 12.
+pub fn lab_name(tag: &str) -> String {
+    let name = format!("{tag}{}", std::process::id() % 1_000_000);
+    assert!(name.len() <= 12 && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit()));
+    name
+}
+
+/// Runs `tools/lab --lab NAME args...` to completion.
+pub fn lab(name: &str, args: &[&str]) -> Outcome {
+    let mut c = Command::new(lab_script());
+    c.args(["--lab", name]).args(args);
+    run_with_timeout(c, Duration::from_secs(60))
+}
+
+/// A lab brought up for one test and taken down (`tools/lab down`) when dropped, so a
+/// failing test leaves no namespace behind.
+pub struct Lab {
+    name: String,
+}
+
+impl Lab {
+    /// `tools/lab --lab NAME up args...`; panics with the script's message if it fails.
+    pub fn up(name: &str, args: &[&str]) -> Lab {
+        let lab = Lab { name: name.to_string() };
+        let mut all = vec!["up"];
+        all.extend_from_slice(args);
+        let o = self::lab(name, &all);
+        assert!(o.status.success(), "tools/lab up failed: {o}");
+        lab
+    }
+
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The namespace of host `host` (a, b, ...).
+    pub fn namespace(&self, host: &str) -> String {
+        format!("rplab-{}-{host}", self.name)
+    }
+
+    /// `tools/lab --lab NAME exec HOST program args...`
+    pub fn exec(&self, host: &str, program: &Path, args: &[&str]) -> Command {
+        let mut c = Command::new(lab_script());
+        c.args(["--lab", &self.name, "exec", host]).arg(program).args(args);
+        c
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        let mut c = Command::new(lab_script());
+        c.args(["--lab", &self.name, "down"]).stdin(Stdio::null()).stdout(Stdio::null());
+        let mut g = ChildGuard::spawn(c);
+        if g.wait_timeout(Duration::from_secs(60)).is_none() {
+            eprintln!("warning: `tools/lab --lab {} down` did not finish in 60 s", self.name);
+        }
+    }
+}
+
+/// The names `ip netns list` shows.
+pub fn netns_list() -> Vec<String> {
+    let o = run_with_timeout(ip(&["netns", "list"]), Duration::from_secs(10)).success();
+    o.stdout.lines().filter_map(|l| l.split_whitespace().next()).map(str::to_string).collect()
 }
 
 fn ip(args: &[&str]) -> Command {

@@ -77,6 +77,18 @@ fn ctrl_c_mid_rr_prints_the_partial_report_and_stops_the_server() {
     ctrl_c(&["rr"]);
 }
 
+/// Several workers per side: every one of them stops, and the partial counters of all of
+/// them are combined on both sides.
+#[test]
+fn ctrl_c_mid_multi_worker_stream_prints_the_partial_report_and_stops_the_server() {
+    ctrl_c(&["stream", "--flows", "4", "--threads", "2"]);
+}
+
+#[test]
+fn ctrl_c_mid_bidir_stream_prints_the_partial_report_and_stops_the_server() {
+    ctrl_c(&["stream", "--bidir", "--flows", "2", "--threads", "2"]);
+}
+
 /// 200 sessions, one in ten killed mid-test: afterwards the server's descriptors and
 /// threads are back to their baseline and it still serves.
 #[test]

@@ -48,11 +48,19 @@ fn thirty_two_clients_with_three_flows_each_are_served_at_once_and_kept_apart() 
         assert_eq!(u64_at(r, "spec.flows"), 3);
         received.push(u64_at(r, "remote.bytes_received"));
     }
-    // The server's log: one line per session, each with one client's own byte count.
+    // The server's log: one line per session, each with one client's own byte count. Two
+    // clients may move exactly the same bytes (counts are whole 128 KiB sends, and 24
+    // unpaced clients share the CPUs evenly), so each count must appear on as many lines
+    // as there are clients that reported it.
     let log = server.log();
     for bytes in &received {
         let want = format!("TCP_STREAM done ({bytes} bytes");
-        assert_eq!(log.iter().filter(|l| l.contains(&want)).count(), 1, "no single log line with {want}");
+        let clients = received.iter().filter(|&b| b == bytes).count();
+        assert_eq!(
+            log.iter().filter(|l| l.contains(&want)).count(),
+            clients,
+            "not one log line per client that moved {bytes} bytes ({clients} did)"
+        );
     }
     let rejected = log.iter().filter(|l| l.contains("rejected")).count();
     assert_eq!(rejected, 0, "the server refused clients within its limits: {log:?}");

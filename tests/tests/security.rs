@@ -213,7 +213,7 @@ fn a_client_that_ignores_the_agreed_rate_is_held_to_it() {
     c.handshake(None);
     let mut spec = serde_json::to_value(ringperf_engine::TestSpec::default()).expect("spec");
     spec["duration_ms"] = serde_json::json!(2000);
-    spec["rate_bps"] = serde_json::json!(8_000_000u64);
+    spec["pacing"]["total_bps"] = serde_json::json!(8_000_000u64);
     c.send_json(&serde_json::json!({"type": "test", "spec": spec}));
     let (port, cookie) = match c.read_reply() {
         Reply::Frame(v) if v["type"] == "ready" => {

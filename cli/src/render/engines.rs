@@ -25,12 +25,15 @@ pub fn render(reports: &[TestReport], units: Units) -> String {
     );
     for r in reports {
         let Some(remote) = &r.remote else {
-            // A partial run whose server never reported: no row to compare, only what happened.
+            // A partial run whose server never reported: what the local side measured, and why.
+            // The local figures still say what moved until the run stopped.
             let _ = writeln!(
                 o,
-                "{:<8} {:<10} partial, the server's side is missing: {}",
+                "{:<8} {:<10} {:>12.2} {:>8.2}   partial, the server's side is missing: {}",
                 r.spec.local.send_engine.name(),
                 r.spec.local.recv_engine.name(),
+                units.convert(r.summary.throughput_bits_per_sec),
+                r.local.cpu.system.busy_percent,
                 r.partial_reason.as_deref().unwrap_or("")
             );
             continue;

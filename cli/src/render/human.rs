@@ -1,22 +1,118 @@
 //! The human table, in netperf's layout, followed by what netperf does not show: tool
-//! overhead, steal, ring batching and latency percentiles.
+//! overhead, steal, ring batching, engines, TCP_INFO, latency percentiles and confidence.
 
 use std::fmt::Write;
 
+use ringperf_engine::env::NetworkEnvironment;
 use ringperf_engine::report::{LatencySummary, RingSetup, SideReport};
 use ringperf_engine::spec::{Role, Workload};
 use ringperf_engine::TestReport;
 
-use super::Units;
+use super::{HumanOptions, Units};
 
-pub fn render(r: &TestReport, units: Units) -> String {
+/// One line: the headline figures of a run (used per iteration).
+pub fn headline(r: &TestReport, units: Units) -> String {
+    match r.summary.transactions_per_sec {
+        Some(tps) => format!(
+            "{tps:.2} trans/s, CPU {:.1} % / {}{}",
+            r.local.cpu.system.busy_percent,
+            remote_cpu(r),
+            partial_mark(r)
+        ),
+        None => format!(
+            "{:.2} {}, CPU {:.1} % / {}{}",
+            units.convert(r.summary.throughput_bits_per_sec),
+            units.label(),
+            r.local.cpu.system.busy_percent,
+            remote_cpu(r),
+            partial_mark(r)
+        ),
+    }
+}
+
+/// The remote CPU figure, or why there is none.
+fn remote_cpu(r: &TestReport) -> String {
+    r.remote.as_ref().map_or_else(|| "- %".into(), |s| format!("{:.1} %", s.cpu.system.busy_percent))
+}
+
+fn partial_mark(r: &TestReport) -> &'static str {
+    if r.partial {
+        " (PARTIAL)"
+    } else {
+        ""
+    }
+}
+
+/// The sides that reported: the local one always, the remote one unless a partial run's
+/// server never did.
+fn sides(r: &TestReport) -> Vec<(&'static str, &SideReport)> {
+    [("local ", Some(&r.local)), ("remote", r.remote.as_ref())]
+        .into_iter()
+        .filter_map(|(n, s)| Some((n, s?)))
+        .collect()
+}
+
+pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
     let mut o = String::new();
+    if let Some(c) = &r.confidence {
+        for m in c.misses() {
+            let _ = writeln!(o, "!!! WARNING: confidence target not met: {m}");
+        }
+        if !c.met {
+            o.push('\n');
+        }
+    }
+    let mut table = String::new();
+    render_table(&mut table, r, units);
+    if opts.banner {
+        o.push_str(&table);
+    } else {
+        // -P 0: the data line(s) only, as netperf prints them.
+        for line in table.lines().filter(|l| l.starts_with(|c: char| c.is_ascii_digit())) {
+            o.push_str(line);
+            o.push('\n');
+        }
+        return o;
+    }
+    o.push('\n');
+    let sides = sides(r);
+    for &(name, s) in &sides {
+        side_lines(&mut o, name, s);
+    }
+    for &(name, s) in &sides {
+        engine_lines(&mut o, name, s);
+        tcp_line(&mut o, name, s);
+    }
+    let retrans: Vec<String> =
+        sides.iter().filter_map(|(n, s)| Some(format!("{} {}", n.trim(), s.socket.retransmits?))).collect();
+    if !retrans.is_empty() {
+        let _ = writeln!(o, "retransmitted segments (TCP_INFO): {}", retrans.join(", "));
+    }
+    for &(name, s) in &sides {
+        let _ = writeln!(o, "{name}  {}", network_line(s.network.as_ref()));
+    }
+    if let Some(l) = &r.local.latency {
+        latency_lines(&mut o, l);
+        if opts.histogram {
+            o.push_str(&super::histogram::render(l));
+        }
+    }
+    statistics_lines(&mut o, r, units);
+    o
+}
+
+/// The netperf-style banner and table.
+fn render_table(o: &mut String, r: &TestReport, units: Units) {
     let where_ = if r.embedded_server { format!("{} (embedded server)", r.server) } else { r.server.clone() };
     // The engines as asked for: the side that would report them may be missing.
     let (send_engine, recv_engine) = match r.local.role {
         Role::StreamReceiver => (r.spec.remote.send_engine, r.spec.local.recv_engine),
         Role::StreamSender => (r.spec.local.send_engine, r.spec.remote.recv_engine),
         _ => (r.spec.local.send_engine, r.spec.local.recv_engine),
+    };
+    let remote_cpu = match &r.remote {
+        Some(s) => s.pinned_cpu,
+        None => r.spec.remote.cpus.first().copied(),
     };
     let _ = writeln!(
         o,
@@ -27,7 +123,7 @@ pub fn render(r: &TestReport, units: Units) -> String {
         send_engine.name(),
         recv_engine.name(),
         cpu_name(r.local.pinned_cpu),
-        cpu_name(r.spec.remote.cpu)
+        cpu_name(remote_cpu)
     );
     if r.partial {
         let _ = writeln!(
@@ -38,15 +134,14 @@ pub fn render(r: &TestReport, units: Units) -> String {
         );
     }
     match r.spec.workload {
-        Workload::Stream => stream_table(&mut o, r, units),
-        Workload::Rr => rr_table(&mut o, r),
+        Workload::Stream => stream_table(o, r, units),
+        Workload::Rr => rr_table(o, r),
     }
-    o.push('\n');
-    let sides: Vec<(&str, &SideReport)> = [("local ", Some(&r.local)), ("remote", r.remote.as_ref())]
-        .into_iter()
-        .filter_map(|(n, s)| Some((n, s?)))
-        .collect();
-    for &(name, s) in &sides {
+}
+
+/// Tool overhead and ring activity of one side.
+fn side_lines(o: &mut String, name: &str, s: &SideReport) {
+    {
         let c = &s.cpu;
         let _ = writeln!(
             o,
@@ -75,18 +170,56 @@ pub fn render(r: &TestReport, units: Units) -> String {
             ring_setup(&s.ring_setup)
         );
     }
-    for &(name, s) in &sides {
-        engine_lines(&mut o, name, s);
+}
+
+/// TCP_INFO sums and the per-segment cost.
+fn tcp_line(o: &mut String, name: &str, s: &SideReport) {
+    let Some(t) = &s.tcp else { return };
+    let mut line = format!(
+        "{name}  tcp: {} retransmits, {} data segments out, {} in, rtt {:.0} us, cwnd {:.0}",
+        t.total_retrans, t.data_segs_out, t.data_segs_in, t.mean_rtt_us, t.mean_cwnd
+    );
+    if let Some(ns) = s.service_demand.ns_per_segment {
+        let _ = write!(line, "; {ns:.0} ns CPU per data segment");
     }
-    let retrans: Vec<String> =
-        sides.iter().filter_map(|(n, s)| Some(format!("{} {}", n.trim(), s.socket.retransmits?))).collect();
-    if !retrans.is_empty() {
-        let _ = writeln!(o, "retransmitted segments (TCP_INFO): {}", retrans.join(", "));
+    if let Some(j) = t.jain_fairness {
+        let _ = write!(line, "; fairness (Jain) {j:.3} over {} flows", t.flows.len());
     }
-    if let Some(l) = &r.local.latency {
-        latency_lines(&mut o, l);
+    let _ = writeln!(o, "{line}");
+}
+
+/// Confidence over iterations and the within-run estimate.
+fn statistics_lines(o: &mut String, r: &TestReport, units: Units) {
+    if let Some(c) = &r.confidence {
+        let _ = writeln!(
+            o,
+            "confidence: {} iterations, {:.1} % level, target ±{:.2} %: {}",
+            c.iterations,
+            100.0 * c.target.level,
+            c.target.width_percent / 2.0,
+            if c.met { "met" } else { "NOT met" }
+        );
+        for e in &c.estimates {
+            let shown = if e.name == "throughput" {
+                format!("{:.2} ± {:.2} {}", units.convert(e.mean), units.convert(e.half_width), units.label())
+            } else {
+                format!("{:.2} ± {:.2}", e.mean, e.half_width)
+            };
+            let _ = writeln!(o, "  {:<16} {shown} (±{:.2} %)", e.name, e.half_width_percent);
+        }
     }
-    o
+    if let Some(w) = &r.summary.within_run {
+        let shown = if w.name.starts_with("throughput") {
+            format!("{:.2} ± {:.2} {}", units.convert(w.mean), units.convert(w.half_width), units.label())
+        } else {
+            format!("{:.2} ± {:.2}", w.mean, w.half_width)
+        };
+        let _ = writeln!(
+            o,
+            "within run: {} = {shown} (±{:.2} %, {} batch means after warm-up)",
+            w.name, w.half_width_percent, w.samples
+        );
+    }
 }
 
 /// What the engines did, and what the kernel really did with zero-copy sends.
@@ -168,19 +301,88 @@ fn engine_lines(o: &mut String, name: &str, s: &SideReport) {
     }
 }
 
+/// The facts of a side's network path that move results, on one line: device and driver,
+/// MTU, offloads, qdisc, coalescing, TCP small queues.
+fn network_line(n: Option<&NetworkEnvironment>) -> String {
+    let Some(n) = n else {
+        return "egress not reported (the peer's ringperf predates environment capture)".into();
+    };
+    let Some(dev) = &n.device else {
+        let why = n.unavailable.first().map_or("", String::as_str);
+        return format!("egress unknown: {why}");
+    };
+    let mut parts = Vec::new();
+    if let Some(m) = n.mtu {
+        parts.push(format!("mtu {m}"));
+    }
+    let o = &n.offloads;
+    for (label, v) in [("TSO", o.tso), ("GSO", o.gso), ("GRO", o.gro), ("SG", o.sg)] {
+        parts.push(format!("{label} {}", on_off(v)));
+    }
+    parts.push(format!("csum tx {} rx {}", on_off(o.tx_checksum), on_off(o.rx_checksum)));
+    let mut qdisc = n.qdisc.clone().unwrap_or_else(|| "?".into());
+    if !n.qdisc_children.is_empty() {
+        qdisc = format!("{qdisc} ({})", n.qdisc_children.join(", "));
+    }
+    parts.push(format!("qdisc {qdisc}"));
+    if let Some(c) = &n.coalescing {
+        let adaptive = if c.adaptive_rx || c.adaptive_tx { " adaptive" } else { "" };
+        parts.push(format!(
+            "coalescing rx {} us/{} frames, tx {} us/{} frames{adaptive}",
+            c.rx_usecs, c.rx_frames, c.tx_usecs, c.tx_frames
+        ));
+    }
+    if let Some(v) = n.sysctls.get("net.ipv4.tcp_limit_output_bytes") {
+        parts.push(format!("tcp_limit_output_bytes {v}"));
+    }
+    let driver = n.driver.as_deref().unwrap_or("unknown");
+    format!("egress {dev} ({driver} driver): {}", parts.join(", "))
+}
+
+fn on_off(v: Option<bool>) -> &'static str {
+    match v {
+        Some(true) => "on",
+        Some(false) => "off",
+        None => "?",
+    }
+}
+
 fn stream_table(o: &mut String, r: &TestReport, units: Units) {
+    if let Some(rev) = r.summary.reverse_throughput_bits_per_sec {
+        let _ = writeln!(o, "both directions at once (--bidir), {} flows each way:", r.spec.flows);
+        let _ = writeln!(
+            o,
+            "  client -> server {:>11.2} {}  ({} bytes)",
+            units.convert(r.summary.throughput_bits_per_sec),
+            units.label(),
+            r.local.bytes_sent
+        );
+        let _ = writeln!(
+            o,
+            "  server -> client {:>11.2} {}  ({})",
+            units.convert(rev),
+            units.label(),
+            r.remote.as_ref().map_or_else(
+                || format!("{} bytes received; the server never reported", r.local.bytes_received),
+                |s| format!("{} bytes", s.bytes_sent)
+            )
+        );
+    }
     let remote = r.remote.as_ref();
     let (sender, receiver) =
         if r.local.role == Role::StreamSender { (Some(&r.local), remote) } else { (remote, Some(&r.local)) };
-    let _ = writeln!(o, "Recv   Send    Send                          Utilization       Service Demand");
-    let _ = writeln!(o, "Socket Socket  Message  Elapsed              Send     Recv     Send    Recv");
-    let _ = writeln!(o, "Size   Size    Size     Time     Throughput  local    remote   local   remote");
-    let _ =
-        writeln!(o, "bytes  bytes   bytes    secs.    {:<11} % S      % S      us/KB   us/KB", units.label());
+    let _ = writeln!(o, "Recv     Send     Send                           Utilization       Service Demand");
+    let _ = writeln!(o, "Socket   Socket   Message  Elapsed               Send     Recv     Send    Recv");
+    let _ = writeln!(o, "Size     Size     Size     Time     Throughput   local    remote   local   remote");
+    let _ = writeln!(
+        o,
+        "bytes    bytes    bytes    secs.    {:<12} % S      % S      us/KB   us/KB",
+        units.label()
+    );
     o.push('\n');
     let _ = writeln!(
         o,
-        "{:<6} {:<7} {:<8} {:<8} {:>10.2}  {:<8.2} {:<8.2} {:<7.3} {:<7.3}",
+        "{:<8} {:<8} {:<8} {:<8} {:>11.2}  {:<8.2} {:<8.2} {:<7.3} {:<7.3}",
         receiver.map_or(0, |s| s.socket.recv_buffer),
         sender.map_or(0, |s| s.socket.send_buffer),
         r.spec.send_size,
@@ -195,13 +397,13 @@ fn stream_table(o: &mut String, r: &TestReport, units: Units) {
 
 fn rr_table(o: &mut String, r: &TestReport) {
     let _ = writeln!(o, "Local /Remote");
-    let _ = writeln!(o, "Socket Size   Request Resp.  Elapsed Trans.     CPU    CPU    S.dem    S.dem");
-    let _ = writeln!(o, "Send   Recv   Size    Size   Time    Rate       local  remote local    remote");
-    let _ = writeln!(o, "bytes  bytes  bytes   bytes  secs.   per sec    % S    % S    us/Tr    us/Tr");
+    let _ = writeln!(o, "Socket Size       Request Resp.  Elapsed Trans.     CPU    CPU    S.dem    S.dem");
+    let _ = writeln!(o, "Send     Recv     Size    Size   Time    Rate       local  remote local    remote");
+    let _ = writeln!(o, "bytes    bytes    bytes   bytes  secs.   per sec    % S    % S    us/Tr    us/Tr");
     o.push('\n');
     let _ = writeln!(
         o,
-        "{:<6} {:<6} {:<7} {:<6} {:<7} {:<10.2} {:<6.2} {:<6.2} {:<8.3} {:<8.3}",
+        "{:<8} {:<8} {:<7} {:<6} {:<7} {:<10.2} {:<6.2} {:<6.2} {:<8.3} {:<8.3}",
         r.local.socket.send_buffer,
         r.local.socket.recv_buffer,
         r.spec.request_size,
@@ -214,7 +416,7 @@ fn rr_table(o: &mut String, r: &TestReport) {
         sd(r.remote.as_ref(), |s| s.service_demand.us_per_transaction),
     );
     if let Some(remote) = &r.remote {
-        let _ = writeln!(o, "{:<6} {:<6}", remote.socket.send_buffer, remote.socket.recv_buffer);
+        let _ = writeln!(o, "{:<8} {:<8}", remote.socket.send_buffer, remote.socket.recv_buffer);
     }
 }
 
@@ -269,4 +471,52 @@ fn fmt_secs(s: f64) -> String {
 
 fn cpu_name(c: Option<usize>) -> String {
     c.map_or_else(|| "-".into(), |c| c.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ringperf_engine::env::{Coalescing, Offloads};
+
+    #[test]
+    fn egress_line_says_what_it_knows_and_why_not() {
+        assert!(network_line(None).contains("not reported"));
+        let unknown = NetworkEnvironment {
+            unavailable: vec!["device: route lookup: Network is unreachable".into()],
+            ..Default::default()
+        };
+        assert_eq!(
+            network_line(Some(&unknown)),
+            "egress unknown: device: route lookup: Network is unreachable"
+        );
+
+        let mut n = NetworkEnvironment {
+            device: Some("eth0".into()),
+            driver: Some("mlx5_core".into()),
+            mtu: Some(9000),
+            offloads: Offloads {
+                tso: Some(false),
+                gso: Some(true),
+                gro: None,
+                sg: Some(true),
+                ..Default::default()
+            },
+            qdisc: Some("mq".into()),
+            qdisc_children: vec!["fq_codel".into()],
+            coalescing: Some(Coalescing {
+                rx_usecs: 8,
+                rx_frames: 128,
+                adaptive_rx: true,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        n.sysctls.insert("net.ipv4.tcp_limit_output_bytes".into(), "1048576".into());
+        assert_eq!(
+            network_line(Some(&n)),
+            "egress eth0 (mlx5_core driver): mtu 9000, TSO off, GSO on, GRO ?, SG on, csum tx ? rx ?, \
+             qdisc mq (fq_codel), coalescing rx 8 us/128 frames, tx 0 us/0 frames adaptive, \
+             tcp_limit_output_bytes 1048576"
+        );
+    }
 }

@@ -1,9 +1,52 @@
 //! Renderers over the one TestReport: a human table and JSON, side by side.
 
+pub mod diff;
 pub mod engines;
+pub mod histogram;
 pub mod human;
 pub mod json;
+pub mod keyval;
 pub mod probe;
+
+use crate::args::TestArgs;
+
+/// Which renderer a test's output goes through.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Human,
+    Json,
+    Keyval,
+    Csv,
+}
+
+impl Format {
+    pub fn of(t: &TestArgs) -> Format {
+        if t.json {
+            Format::Json
+        } else if t.keyval {
+            Format::Keyval
+        } else if t.csv {
+            Format::Csv
+        } else {
+            Format::Human
+        }
+    }
+}
+
+/// Switches of the human renderer.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HumanOptions {
+    /// Headers and banners (netperf -P 1).
+    pub banner: bool,
+    /// The text latency histogram.
+    pub histogram: bool,
+}
+
+impl HumanOptions {
+    pub fn of(t: &TestArgs) -> HumanOptions {
+        HumanOptions { banner: t.banner == 1, histogram: t.stats.histogram }
+    }
+}
 
 /// Throughput units of `-f`, netperf's convention.
 #[derive(Clone, Copy, Debug, PartialEq)]

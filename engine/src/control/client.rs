@@ -8,7 +8,7 @@ use std::io;
 use std::net::{Ipv4Addr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -19,8 +19,11 @@ use crate::control::protocol::{
 use crate::control::server::{check_cpu, Server, CONTROL_TIMEOUT};
 use crate::env::Environment;
 use crate::error::{Error, Result};
+use crate::measure::confidence::{batch_means, estimate, Estimate};
 use crate::net::connect_flows;
-use crate::report::{Environments, SideReport, Summary, TestReport, SCHEMA_VERSION};
+use crate::report::{
+    Environments, IntervalSample, IterationFigures, SideReport, Summary, TestReport, SCHEMA_VERSION,
+};
 use crate::side::Side;
 use crate::spec::{Role, TestSpec};
 use crate::workload::{Ending, PEER_GRACE_NS};
@@ -36,9 +39,13 @@ pub enum Target {
     },
 }
 
-/// How the client runs a test, beyond the spec.
+/// What a caller can ask of a run beyond the spec.
 #[derive(Clone, Debug, Default)]
-pub struct ClientOptions<'a> {
+pub struct RunOptions<'a> {
+    /// Receives the local side's interval samples as they happen.
+    pub live: Option<mpsc::Sender<IntervalSample>>,
+    /// Confidence level for the within-run estimate (default 0.99, netperf's).
+    pub level: Option<f64>,
     /// The key to prove to a server that requires one.
     pub psk: Option<Psk>,
     /// Readable means "stop now" (the CLI's Ctrl-C pipe): before the window opens the test
@@ -54,14 +61,15 @@ const PARTIAL_REPORT_WAIT: Duration = Duration::from_secs(2);
 
 /// Runs one test and returns the merged report of both sides.
 pub fn run_test(spec: &TestSpec, target: &Target) -> Result<TestReport> {
-    run_test_with(spec, target, &ClientOptions::default())
+    run_test_with(spec, target, &RunOptions::default())
 }
 
-/// [`run_test`] with a key and an interrupt. A run cut short after its window opened
-/// returns Ok with `partial` set; the caller decides the exit code.
-pub fn run_test_with(spec: &TestSpec, target: &Target, opts: &ClientOptions<'_>) -> Result<TestReport> {
+/// [`run_test`] with options (live samples, confidence level, a key, an interrupt). A run
+/// cut short after its window opened returns Ok with `partial` set; the caller decides
+/// the exit code.
+pub fn run_test_with(spec: &TestSpec, target: &Target, opts: &RunOptions<'_>) -> Result<TestReport> {
     spec.validate()?;
-    if let Some(cpu) = spec.local.cpu {
+    for &cpu in &spec.local.cpus {
         check_cpu(cpu, "local")?;
     }
     match target {
@@ -145,7 +153,7 @@ fn run_on(
     spec: &TestSpec,
     server: String,
     embedded: bool,
-    opts: &ClientOptions<'_>,
+    opts: &RunOptions<'_>,
 ) -> Result<TestReport> {
     let _ = stream.set_nodelay(true);
     stream.set_write_timeout(Some(CONTROL_TIMEOUT)).map_err(|e| Error::io("setting a write timeout", e))?;
@@ -189,7 +197,8 @@ fn run_on(
     };
     let sockets = connect_flows(SocketAddr::new(peer_ip, port), cookie, spec)?;
     let watch = opts.interrupt.map(|f| f.as_raw_fd());
-    let mut side = Side::prepare(spec, spec.local_role(), &spec.local, sockets, (watch, None))?;
+    let controls = (opts.live.clone(), watch, None);
+    let mut side = Side::prepare(spec, &spec.group_roles(true), &spec.local, sockets, controls)?;
     c.send(&ClientMessage::Go)?;
     side.start()?;
     let finished = side.finish()?;
@@ -228,6 +237,8 @@ fn run_on(
             (None, Some(e))
         }
     };
+    let summary = summarize(&local, remote.as_ref(), opts.level.unwrap_or(DEFAULT_LEVEL));
+    let figures = IterationFigures::of(&summary, &local, remote.as_ref());
     Ok(TestReport {
         schema_version: SCHEMA_VERSION,
         tool_version: version(),
@@ -237,32 +248,77 @@ fn run_on(
         embedded_server: embedded,
         partial: failure.is_some(),
         partial_reason: failure.map(|e| e.to_string()),
-        summary: summarize(&local, remote.as_ref()),
+        summary,
+        iterations: vec![figures],
+        confidence: None,
         local,
         remote,
         environment: Environments { local: Environment::capture(), remote: remote_env },
     })
 }
 
+/// netperf's default confidence level.
+pub const DEFAULT_LEVEL: f64 = 0.99;
+
 /// Headline figures: stream throughput as the sender saw it (as the local receiver saw it
-/// when the remote sender never reported); rr rates as the client saw them.
-pub fn summarize(local: &SideReport, remote: Option<&SideReport>) -> Summary {
+/// when the remote sender never reported); rr rates as the client saw them; and the
+/// within-run estimate from the local side's intervals.
+pub fn summarize(local: &SideReport, remote: Option<&SideReport>, level: f64) -> Summary {
     let secs = |s: &SideReport| s.elapsed_ns as f64 / 1e9;
-    match local.role {
-        Role::RrClient | Role::RrServer => Summary {
+    let rr = matches!(local.role, Role::RrClient | Role::RrServer);
+    let within_run = within_run(local, rr, level);
+    if rr {
+        return Summary {
             throughput_bits_per_sec: (local.bytes_sent + local.bytes_received) as f64 * 8.0 / secs(local),
+            reverse_throughput_bits_per_sec: None,
             transactions_per_sec: Some(local.transactions as f64 / secs(local)),
             mean_latency_ns: local.latency.as_ref().map(|l| l.mean_ns),
-        },
-        Role::StreamSender | Role::StreamReceiver => {
-            let bits = match (local.role, remote) {
-                (Role::StreamSender, _) => local.bytes_sent as f64 * 8.0 / secs(local),
-                (_, Some(sender)) => sender.bytes_sent as f64 * 8.0 / secs(sender),
-                (_, None) => local.bytes_received as f64 * 8.0 / secs(local),
-            };
-            Summary { throughput_bits_per_sec: bits, transactions_per_sec: None, mean_latency_ns: None }
-        }
+            within_run,
+        };
     }
+    // What the server sent, as it saw it; as this side received it if it never reported.
+    let from_remote = |remote: Option<&SideReport>| match remote {
+        Some(sender) => sender.bytes_sent as f64 * 8.0 / secs(sender),
+        None => local.bytes_received as f64 * 8.0 / secs(local),
+    };
+    if local.role == Role::StreamBidir {
+        // Each direction as its sender saw it.
+        return Summary {
+            throughput_bits_per_sec: local.bytes_sent as f64 * 8.0 / secs(local),
+            reverse_throughput_bits_per_sec: Some(from_remote(remote)),
+            transactions_per_sec: None,
+            mean_latency_ns: None,
+            within_run,
+        };
+    }
+    let throughput = if local.role == Role::StreamSender {
+        local.bytes_sent as f64 * 8.0 / secs(local)
+    } else {
+        from_remote(remote)
+    };
+    Summary {
+        throughput_bits_per_sec: throughput,
+        reverse_throughput_bits_per_sec: None,
+        transactions_per_sec: None,
+        mean_latency_ns: None,
+        within_run,
+    }
+}
+
+/// Batch means over the interval samples after warm-up (the first tenth of the run, and
+/// at least the first interval), in at most ten batches.
+fn within_run(side: &SideReport, rr: bool, level: f64) -> Option<Estimate> {
+    let full: Vec<&IntervalSample> = side.intervals.iter().collect();
+    let total_ns: u64 = full.iter().map(|s| s.duration_ns).sum();
+    let warm = (total_ns / 10).max(full.first().map_or(0, |s| s.duration_ns));
+    let values: Vec<f64> = full
+        .iter()
+        // The last interval may be a short remainder: leave it out.
+        .filter(|s| s.start_ns >= warm && s.duration_ns * 2 >= full[0].duration_ns)
+        .map(|s| if rr { s.transactions_per_sec() } else { s.throughput_bits_per_sec() })
+        .collect();
+    let name = if rr { "transactions/s" } else { "throughput" };
+    estimate(name, &batch_means(&values, 10), level)
 }
 
 fn unexpected(expected: &str, got: &ServerMessage) -> Error {

@@ -64,10 +64,12 @@ impl Limits {
                 secs(self.max_duration_ms)
             ));
         }
-        if spec.flows > self.max_flows {
+        if spec.connections() > self.max_flows {
+            // --bidir opens two connections per flow.
+            let most = self.max_flows / (spec.connections() / spec.flows.max(1)).max(1);
             return refuse(format!(
-                "this server allows at most {} flows per test (--max-flows {}): ask for --flows {} or fewer",
-                self.max_flows, self.max_flows, self.max_flows
+                "this server allows at most {} flows per test (--max-flows {}): ask for --flows {most} or fewer",
+                self.max_flows, self.max_flows
             ));
         }
         let sizes = [
@@ -85,8 +87,9 @@ impl Limits {
                 ));
             }
         }
-        let role = spec.remote_role();
-        let memory = payload_memory(spec, role, &spec.remote);
+        let roles = spec.group_roles(false);
+        let memory =
+            roles.iter().fold(0u64, |m, &role| m.saturating_add(payload_memory(spec, role, &spec.remote)));
         if memory > self.max_memory {
             return refuse(format!(
                 "this test would make the server allocate about {} MiB of payload buffers, over its --max-memory of {} MiB: use fewer flows or smaller sizes",
@@ -100,12 +103,13 @@ impl Limits {
                     "this server limits each session to {max} bit/s (--max-rate) and request/response tests cannot be paced: run rr against a server without --max-rate"
                 ));
             }
-            if spec.remote_role() == Role::StreamReceiver && spec.remote.recv_engine.uses_buffer_ring() {
+            if roles.contains(&Role::StreamReceiver) && spec.remote.recv_engine.uses_buffer_ring() {
                 return refuse(format!(
                     "this server holds what it receives to {max} bit/s (--max-rate), which a multishot receive cannot do: use --recv-engine recv or trunc"
                 ));
             }
-            match spec.rate_bps {
+            // What the client's pacing (-b, --flow-rate) adds up to over its flows.
+            match spec.pacing.effective_total_bps(spec.flows) {
                 Some(r) if r <= max => {}
                 Some(r) => {
                     return refuse(format!(
@@ -131,36 +135,43 @@ fn secs(ms: u64) -> String {
     }
 }
 
-/// Payload memory the worker of `role` allocates for `spec` (user buffers, the splice
-/// memfd and the pipes a root process may grow past pipe-max-size), in bytes. An
-/// estimate from above: what the send and receive paths size their buffers by.
+/// Payload memory the workers of one group of `role` allocate for `spec` (user buffers,
+/// the splice memfd and the pipes a root process may grow past pipe-max-size), in bytes.
+/// An estimate from above: what the send and receive paths size their buffers by, once
+/// per worker for what a worker shares between its flows.
 pub fn payload_memory(spec: &TestSpec, role: Role, side: &SideSpec) -> u64 {
     let flows = u64::from(spec.flows);
+    let workers = spec.workers() as u64;
     let (send_len, recv_len) = match role {
         Role::StreamSender => (u64::from(spec.send_size), 0),
         Role::StreamReceiver => (0, u64::from(spec.recv_size)),
+        Role::StreamBidir => (u64::from(spec.send_size), u64::from(spec.recv_size)),
         Role::RrClient => (u64::from(spec.request_size), u64::from(spec.response_size)),
         Role::RrServer => (u64::from(spec.response_size), u64::from(spec.request_size)),
     };
     let mut total = 0u64;
     if send_len > 0 {
-        let depth = if role == Role::StreamSender { u64::from(spec.ring.send_depth) } else { 1 };
+        let depth = if matches!(role, Role::StreamSender | Role::StreamBidir) {
+            u64::from(spec.ring.send_depth)
+        } else {
+            1
+        };
         // Saturating: a spec that did not pass validate() must not overflow here either.
         total = total.saturating_add(match side.send_engine {
-            SendEngine::Copy => send_len,
+            SendEngine::Copy => workers.saturating_mul(send_len),
             SendEngine::Zc | SendEngine::ZcMsg => flows.saturating_mul(depth + 1).saturating_mul(send_len),
             // memfd span plus its fill buffer, and one pipe per flow holding a whole send.
-            SendEngine::Splice => {
-                2 * (send_len.max(1 << 20) + send_len) + flows.saturating_mul(send_len + 4096)
-            }
+            SendEngine::Splice => workers
+                .saturating_mul(2 * (send_len.max(1 << 20) + send_len))
+                .saturating_add(flows.saturating_mul(send_len + 4096)),
         });
     }
     if recv_len > 0 {
         total = total.saturating_add(match side.recv_engine {
             RecvEngine::Recv if spec.verify => flows.saturating_mul(recv_len),
-            RecvEngine::Recv | RecvEngine::Trunc => recv_len,
+            RecvEngine::Recv | RecvEngine::Trunc => workers.saturating_mul(recv_len),
             RecvEngine::Multishot | RecvEngine::Bundle => {
-                u64::from(spec.ring.buf_count) * u64::from(spec.ring.buf_size)
+                workers.saturating_mul(u64::from(spec.ring.buf_count) * u64::from(spec.ring.buf_size))
             }
         });
     }
@@ -170,6 +181,7 @@ pub fn payload_memory(spec: &TestSpec, role: Role, side: &SideSpec) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::Pacing;
 
     fn refused(l: &Limits, s: &TestSpec, needle: &str) {
         match l.check(s) {
@@ -198,9 +210,21 @@ mod tests {
         refused(&l, &big, "--max-memory of 64 MiB");
         let l = Limits { max_rate_bps: Some(1_000_000), ..Limits::default() };
         refused(&l, &TestSpec::default(), "pass -b 1000000");
-        refused(&l, &TestSpec { rate_bps: Some(2_000_000), ..TestSpec::default() }, "-b 1000000 or less");
+        let paced = |total_bps, per_flow_bps, flows| TestSpec {
+            pacing: Pacing { total_bps, per_flow_bps },
+            flows,
+            ..TestSpec::default()
+        };
+        refused(&l, &paced(Some(2_000_000), None, 1), "-b 1000000 or less");
         refused(&l, &TestSpec { workload: Workload::Rr, ..TestSpec::default() }, "--max-rate");
-        l.check(&TestSpec { rate_bps: Some(1_000_000), ..TestSpec::default() }).unwrap();
+        l.check(&paced(Some(1_000_000), None, 1)).unwrap();
+        // --flow-rate counts for every flow; -b with it is the tighter of the two.
+        refused(&l, &paced(None, Some(600_000), 2), "-b 1000000 or less");
+        l.check(&paced(None, Some(500_000), 2)).unwrap();
+        l.check(&paced(Some(4_000_000), Some(500_000), 2)).unwrap();
+        let bidir = TestSpec { bidir: true, flows: 3, duration_ms: 1000, ..TestSpec::default() };
+        let l = Limits { max_flows: 4, ..Limits::default() };
+        refused(&l, &bidir, "--flows 2 or fewer");
     }
 
     #[test]
@@ -210,5 +234,11 @@ mod tests {
         assert_eq!(one, u64::from(s.recv_size));
         let v = TestSpec { verify: true, ..s.clone() };
         assert_eq!(payload_memory(&v, Role::StreamReceiver, &v.remote), 8 * one);
+        let threads = TestSpec { threads: 4, ..s.clone() };
+        assert_eq!(
+            payload_memory(&threads, Role::StreamReceiver, &threads.remote),
+            4 * one,
+            "one buffer per worker"
+        );
     }
 }

@@ -5,11 +5,13 @@ pub mod access;
 pub mod auth;
 pub mod client;
 pub mod handshake;
+pub mod iterate;
 pub mod limits;
 pub mod protocol;
 pub mod server;
 
-pub use client::{run_test, run_test_with, ClientOptions, Target};
+pub use client::{run_test, run_test_with, RunOptions, Target};
+pub use iterate::run_iterations;
 pub use server::{Server, ServerConfig, ServerEvent};
 
 /// Default control port (netperf's).

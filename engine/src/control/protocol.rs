@@ -353,7 +353,7 @@ mod tests {
 #[cfg(test)]
 mod fuzz {
     use super::*;
-    use crate::spec::{Direction, RecvEngine, RingTuning, SendEngine, SideSpec, Workload};
+    use crate::spec::{Direction, Pacing, RecvEngine, RingTuning, SendEngine, SideSpec, Workload};
     use proptest::prelude::*;
 
     fn assemble(bytes: &[u8], cuts: &[usize], cap: usize) -> Result<Option<Vec<u8>>> {
@@ -374,8 +374,18 @@ mod fuzz {
     fn spec_strategy() -> impl Strategy<Value = TestSpec> {
         let engines = (0..4usize, 0..4usize, any::<u32>(), any::<bool>());
         let shape = (any::<bool>(), any::<bool>(), any::<u64>(), any::<u32>(), any::<u32>(), any::<u32>());
-        (shape, proptest::option::of(any::<u64>()), engines).prop_map(
-            |((rr, reverse, duration_ms, size, flows, resp), rate_bps, (se, re, depth, verify))| TestSpec {
+        let scale = (
+            proptest::option::of(any::<u64>()),
+            proptest::option::of(any::<u64>()),
+            any::<u32>(),
+            any::<bool>(),
+        );
+        (shape, scale, engines).prop_map(
+            |(
+                (rr, reverse, duration_ms, size, flows, resp),
+                (total_bps, per_flow_bps, threads, bidir),
+                (se, re, depth, verify),
+            )| TestSpec {
                 workload: if rr { Workload::Rr } else { Workload::Stream },
                 direction: if reverse { Direction::ServerToClient } else { Direction::ClientToServer },
                 duration_ms,
@@ -383,7 +393,9 @@ mod fuzz {
                 request_size: size,
                 response_size: resp,
                 flows,
-                rate_bps,
+                threads,
+                bidir,
+                pacing: Pacing { total_bps, per_flow_bps },
                 verify,
                 remote: SideSpec {
                     send_engine: SendEngine::ALL[se],

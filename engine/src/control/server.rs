@@ -340,7 +340,7 @@ fn session(a: &Authenticated, cfg: &ServerConfig) -> Result<SessionEnd> {
     };
     spec.validate()?;
     cfg.limits.check(&spec)?;
-    if let Some(cpu) = spec.remote.cpu {
+    for &cpu in &spec.remote.cpus {
         check_cpu(cpu, "remote")?;
     }
 
@@ -348,11 +348,11 @@ fn session(a: &Authenticated, cfg: &ServerConfig) -> Result<SessionEnd> {
     let port = listener.local_addr().ok().and_then(|a| a.as_socket()).map(|a| a.port()).unwrap_or(0);
     let cookie = random_cookie();
     write_frame(&mut w, &ServerMessage::Ready { data_port: port, cookie })?;
-    let sockets = accept_flows(&listener, cookie, spec.flows, a.peer.ip())?;
+    let sockets = accept_flows(&listener, cookie, spec.connections(), a.peer.ip())?;
     drop(listener);
 
-    let controls = (Some(stream.as_raw_fd()), cfg.limits.max_rate_bps);
-    let mut side = Side::prepare(&spec, spec.remote_role(), &spec.remote, sockets, controls)?;
+    let controls = (None, Some(stream.as_raw_fd()), cfg.limits.max_rate_bps);
+    let mut side = Side::prepare(&spec, &spec.group_roles(false), &spec.remote, sockets, controls)?;
     match read_frame_by(stream, "go", by(), MAX_CLIENT_FRAME, None)? {
         ClientMessage::Go => {}
         other => return Err(out_of_order("go", &other)),

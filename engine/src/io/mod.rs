@@ -25,10 +25,12 @@ pub mod op {
     pub const RECV: u8 = 4;
     /// The file -> pipe half of a splice send.
     pub const SPLICE_IN: u8 = 5;
-    /// The stop watch: the control connection or the user's Ctrl-C pipe became readable.
-    pub const ABORT: u8 = 6;
-    /// A tick of the pacing timer (a sender with a rate).
+    /// A repeating interval tick (multishot Timeout).
+    pub const INTERVAL: u8 = 6;
+    /// A pacing refill tick (multishot Timeout).
     pub const PACE: u8 = 7;
+    /// The stop watch: the control connection or the user's Ctrl-C pipe became readable.
+    pub const ABORT: u8 = 8;
 }
 
 /// What a send-side completion meant for the workload.

@@ -42,6 +42,12 @@ impl LatencyRecorder {
         self.clamped += other.clamped;
     }
 
+    /// Empties the histogram, keeping its allocation.
+    pub fn reset(&mut self) {
+        self.hist.reset();
+        self.clamped = 0;
+    }
+
     pub fn len(&self) -> u64 {
         self.hist.len()
     }
@@ -73,6 +79,46 @@ impl LatencyRecorder {
     }
 }
 
+impl LatencyRecorder {
+    /// Rebuilds a recorder from a serialized summary (the `histogram` field).
+    pub fn from_summary(s: &LatencySummary) -> Option<LatencyRecorder> {
+        use hdrhistogram::serialization::Deserializer;
+        let raw = base64::engine::general_purpose::STANDARD.decode(&s.histogram).ok()?;
+        let h: Histogram<u64> = Deserializer::new().deserialize(&mut &raw[..]).ok()?;
+        let mut r = LatencyRecorder::new();
+        r.hist.add(&h).ok()?;
+        Some(r)
+    }
+}
+
+/// Power-of-two buckets (low ns, high ns, count) spanning the recorded range, empty
+/// buckets inside the range included so the shape reads true.
+pub fn log_buckets(s: &LatencySummary) -> Vec<(u64, u64, u64)> {
+    let Some(r) = LatencyRecorder::from_summary(s) else { return Vec::new() };
+    let h = &r.hist;
+    if h.is_empty() {
+        return Vec::new();
+    }
+    let mut lo = h.min().max(1).next_power_of_two() / 2;
+    let mut out = Vec::new();
+    while lo <= h.max() {
+        let hi = lo.max(1) * 2;
+        let n = h.count_between(lo, hi - 1);
+        out.push((lo, hi, n));
+        lo = hi;
+    }
+    out
+}
+
+/// Merges serialized histograms exactly (several iterations, several hosts).
+pub fn merge_summaries(all: &[&LatencySummary]) -> Option<LatencySummary> {
+    let mut total = LatencyRecorder::new();
+    for s in all {
+        total.merge(&LatencyRecorder::from_summary(s)?);
+    }
+    total.summary()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,6 +141,37 @@ mod tests {
         let back: Histogram<u64> = Deserializer::new().deserialize(&mut &raw[..]).unwrap();
         assert_eq!(back.len(), 20_000);
         assert_eq!(back.value_at_quantile(0.99), s.p99_ns);
+    }
+
+    #[test]
+    fn summaries_merge_back_to_the_same_percentiles() {
+        let mut a = LatencyRecorder::new();
+        let mut b = LatencyRecorder::new();
+        let mut both = LatencyRecorder::new();
+        for i in 1..=5_000u64 {
+            a.record(i * 37);
+            b.record(i * 91 + 5);
+            both.record(i * 37);
+            both.record(i * 91 + 5);
+        }
+        let merged = merge_summaries(&[&a.summary().unwrap(), &b.summary().unwrap()]).unwrap();
+        let direct = both.summary().unwrap();
+        assert_eq!(merged.count, 10_000);
+        assert_eq!(
+            (merged.p50_ns, merged.p90_ns, merged.p99_ns, merged.p999_ns, merged.max_ns),
+            (direct.p50_ns, direct.p90_ns, direct.p99_ns, direct.p999_ns, direct.max_ns)
+        );
+    }
+
+    #[test]
+    fn log_buckets_count_everything_once() {
+        let mut a = LatencyRecorder::new();
+        for i in 1..=1000u64 {
+            a.record(i * 1000);
+        }
+        let b = log_buckets(&a.summary().unwrap());
+        assert_eq!(b.iter().map(|x| x.2).sum::<u64>(), 1000);
+        assert!(b.windows(2).all(|w| w[0].1 == w[1].0), "{b:?}");
     }
 
     #[test]

@@ -1,6 +1,9 @@
 //! Measurement: CPU (system and tool), service demand, latency, clocks.
 
 pub mod clock;
+pub mod confidence;
 pub mod cpu;
+pub mod intervals;
 pub mod latency;
 pub mod service_demand;
+pub mod tcp_info;

@@ -3,12 +3,13 @@
 
 use crate::report::{ServiceDemand, SystemCpu};
 
-/// Service demand of one side from its own byte and transaction counts.
-pub fn service_demand(cpu: &SystemCpu, bytes_moved: u64, transactions: u64) -> ServiceDemand {
+/// Service demand of one side from its own byte, transaction and TCP data segment counts.
+pub fn service_demand(cpu: &SystemCpu, bytes_moved: u64, transactions: u64, segments: u64) -> ServiceDemand {
     let per = |units: f64| if units > 0.0 { Some(cpu.busy_us / units) } else { None };
     ServiceDemand {
         us_per_kb: per(bytes_moved as f64 / 1024.0),
         us_per_transaction: if transactions > 0 { per(transactions as f64) } else { None },
+        ns_per_segment: if segments > 0 { per(segments as f64).map(|us| us * 1000.0) } else { None },
     }
 }
 
@@ -31,11 +32,14 @@ mod tests {
 
     #[test]
     fn per_kb_and_per_transaction() {
-        let sd = service_demand(&cpu(1_000_000.0), 1024 * 1000, 500);
+        let sd = service_demand(&cpu(1_000_000.0), 1024 * 1000, 500, 4000);
         assert!((sd.us_per_kb.unwrap() - 1000.0).abs() < 1e-9);
         assert!((sd.us_per_transaction.unwrap() - 2000.0).abs() < 1e-9);
-        let none = service_demand(&cpu(1.0), 0, 0);
-        assert!(none.us_per_kb.is_none() && none.us_per_transaction.is_none());
+        assert!((sd.ns_per_segment.unwrap() - 250_000.0).abs() < 1e-6);
+        let none = service_demand(&cpu(1.0), 0, 0, 0);
+        assert!(
+            none.us_per_kb.is_none() && none.us_per_transaction.is_none() && none.ns_per_segment.is_none()
+        );
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Workloads: state machines over a worker's flows, driving its send and receive paths.
 
-pub mod pacing;
+pub mod pacer;
 pub mod rr;
 pub mod stream;
 

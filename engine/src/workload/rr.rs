@@ -11,7 +11,7 @@ use io_uring::squeue::Flags;
 use crate::error::{Error, Result};
 use crate::io::{op, RecvEvent, RecvPath, SendEvent, SendPath};
 use crate::measure::clock::monotonic_ns;
-use crate::measure::latency::LatencyRecorder;
+use crate::measure::intervals::IntervalSampler;
 use crate::ring::{token, Ring};
 use crate::verify::Verifier;
 use crate::workload::{check_not_early, peer_stuck, unexpected, Ending, FlowCounters};
@@ -74,7 +74,7 @@ pub fn client<S: SendPath, R: RecvPath>(
     recv: &mut R,
     tx: Transaction,
     deadline_ns: u64,
-    latency: &mut LatencyRecorder,
+    sampler: &mut IntervalSampler,
     verify: &mut Verifier,
     counters: &mut [FlowCounters],
 ) -> Result<Ending> {
@@ -103,6 +103,7 @@ pub fn client<S: SendPath, R: RecvPath>(
             match c.op() {
                 op::DEADLINE => stopping = true,
                 op::ABORT => return Ok(Ending::Aborted),
+                op::INTERVAL => sampler.tick(counters),
                 op::SEND | op::SPLICE_IN => match cl.send.complete(ring, c)? {
                     SendEvent::Nothing => {}
                     SendEvent::Cancelled { .. } => {
@@ -139,7 +140,7 @@ pub fn client<S: SendPath, R: RecvPath>(
                         fl.active = false;
                         cl.active -= 1;
                         let now = monotonic_ns();
-                        latency.record(now - fl.started);
+                        sampler.record(now - fl.started);
                         let k = &mut counters[flow];
                         k.transactions += 1;
                         k.bytes_sent += u64::from(tx.request);
@@ -211,6 +212,7 @@ impl<S: SendPath, R: RecvPath> Server<'_, S, R> {
 /// The server: receive a whole request, answer with a response, until the client closes.
 /// A transaction counts when its request arrived whole; a failed response aborts the test.
 /// An ABORT completion ends it at once.
+#[allow(clippy::too_many_arguments)]
 pub fn server<S: SendPath, R: RecvPath>(
     ring: &mut Ring,
     send: &mut S,
@@ -218,6 +220,7 @@ pub fn server<S: SendPath, R: RecvPath>(
     tx: Transaction,
     (deadline_ns, guard_ns): (u64, u64),
     verify: &mut Verifier,
+    sampler: &mut IntervalSampler,
     counters: &mut [FlowCounters],
 ) -> Result<Ending> {
     let nflows = counters.len();
@@ -244,6 +247,7 @@ pub fn server<S: SendPath, R: RecvPath>(
             match c.op() {
                 op::GUARD => return Err(peer_stuck()),
                 op::ABORT => return Ok(Ending::Aborted),
+                op::INTERVAL => sampler.tick(counters),
                 op::SEND | op::SPLICE_IN => match sv.send.complete(ring, c)? {
                     SendEvent::Nothing => {}
                     SendEvent::Cancelled { .. } => cancels_due = cancels_due.saturating_sub(1),

@@ -7,9 +7,10 @@ use io_uring::squeue::Flags;
 
 use crate::error::Result;
 use crate::io::{op, RecvEvent, RecvPath, SendEvent, SendPath};
+use crate::measure::intervals::IntervalSampler;
 use crate::ring::{token, Ring};
 use crate::verify::Verifier;
-use crate::workload::pacing::Pacer;
+use crate::workload::pacer::Pacer;
 use crate::workload::{
     check_not_early, peer_not_reading, peer_stuck, shutdown_write, unexpected, Ending, FlowCounters,
     PEER_GRACE_NS,
@@ -22,17 +23,19 @@ use crate::workload::{
 /// Each flow has one chain of up to `depth` sends in flight: linked with MSG_WAITALL they
 /// keep the stream in order; a new chain starts only when the last one has finished.
 /// Sends still blocked PEER_GRACE_NS after the deadline fail the test (the peer hung);
-/// an ABORT completion ends it at once. With a `pacer`, every send takes its tokens first
-/// and a flow that finds none waits for the next tick.
+/// an ABORT completion ends it at once. Every send takes its flow's pacing tokens first
+/// (when pacing is on) and a flow that finds none waits for the next tick. `flows` is
+/// kept up to date as sends complete, so a run that fails or is stopped still reports
+/// what moved, and the interval sampler reads the same counters.
 #[allow(clippy::too_many_arguments)]
 pub fn send<S: SendPath>(
     ring: &mut Ring,
     socks: &[RawFd],
     path: &mut S,
-    size: u32,
-    depth: usize,
+    (size, depth): (u32, usize),
     deadline_ns: u64,
-    mut pacer: Option<&mut Pacer>,
+    sampler: &mut IntervalSampler,
+    pacer: &mut Pacer,
     flows: &mut [FlowCounters],
 ) -> Result<Ending> {
     let n = socks.len();
@@ -42,21 +45,18 @@ pub fn send<S: SendPath>(
     let mut done = Vec::with_capacity(ring.cq_entries());
     ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
     ring.push_deadline(deadline_ns + PEER_GRACE_NS, token(op::GUARD, 0))?;
-    if let Some(p) = pacer.as_deref_mut() {
-        p.start(ring)?;
-    }
+    pacer.start(ring)?;
     let mut refill = |ring: &mut Ring,
                       path: &mut S,
-                      pacer: Option<&mut Pacer>,
+                      pacer: &mut Pacer,
                       f: usize,
                       in_flight: &mut [usize],
                       total: &mut usize| {
-        let mut k = depth.min(path.available(f));
-        if let Some(p) = pacer {
-            k = p.grant(size, k);
-        }
-        for j in 0..k {
-            let flags = if j + 1 < k { Flags::IO_LINK } else { Flags::empty() };
+        let k = depth.min(path.available(f));
+        let mut pushed = 0;
+        while pushed < k && pacer.allow(f, size) {
+            pushed += 1;
+            let flags = if pushed < k { Flags::IO_LINK } else { Flags::empty() };
             offsets[f] += u64::from(path.push(ring, f, offsets[f], size, flags)?);
             in_flight[f] += 1;
             *total += 1;
@@ -64,7 +64,7 @@ pub fn send<S: SendPath>(
         Ok::<(), crate::error::Error>(())
     };
     for f in 0..n {
-        refill(ring, path, pacer.as_deref_mut(), f, &mut in_flight, &mut total_in_flight)?;
+        refill(ring, path, pacer, f, &mut in_flight, &mut total_in_flight)?;
     }
     let mut stopping = false;
     while !(stopping && total_in_flight == 0 && path.outstanding() == 0) {
@@ -79,13 +79,15 @@ pub fn send<S: SendPath>(
                 op::GUARD => return Err(peer_not_reading()),
                 // The caller closes the sockets once the peer has been told why.
                 op::ABORT => return Ok(Ending::Aborted),
+                op::INTERVAL => {
+                    sampler.tick(flows);
+                    continue;
+                }
                 op::PACE => {
-                    if let Some(p) = pacer.as_deref_mut() {
-                        p.tick();
-                        for f in 0..n {
-                            if !stopping && in_flight[f] == 0 {
-                                refill(ring, path, Some(&mut *p), f, &mut in_flight, &mut total_in_flight)?;
-                            }
+                    pacer.tick();
+                    for f in 0..n {
+                        if pacer.take_waiting(f) && !stopping && in_flight[f] == 0 {
+                            refill(ring, path, pacer, f, &mut in_flight, &mut total_in_flight)?;
                         }
                     }
                     continue;
@@ -108,7 +110,7 @@ pub fn send<S: SendPath>(
                 other => return Err(unexpected(other)),
             };
             if !stopping && in_flight[flow] == 0 {
-                refill(ring, path, pacer.as_deref_mut(), flow, &mut in_flight, &mut total_in_flight)?;
+                refill(ring, path, pacer, flow, &mut in_flight, &mut total_in_flight)?;
             }
         }
     }
@@ -121,26 +123,27 @@ pub fn send<S: SendPath>(
 /// Receives on every flow until each one reaches EOF. `guard_ns` bounds the wait: if the
 /// sender never finishes, the test fails instead of hanging; EOF well before `deadline_ns`
 /// means the sender stopped early, and fails the test too. An ABORT completion ends it at once.
-/// With a `police` bucket (one-shot receive engines only), a flow that overdraws it is not
-/// re-armed until a tick refills it: the sender is held to the rate by TCP's window.
+/// With a `police` pacer that is on (one-shot receive engines only), a flow that overdraws
+/// its bucket is not re-armed until a tick refills it: the sender is held to the rate by
+/// TCP's window. Policing ends with the window.
+#[allow(clippy::too_many_arguments)]
 pub fn receive<R: RecvPath>(
     ring: &mut Ring,
     path: &mut R,
     size: u32,
     (deadline_ns, guard_ns): (u64, u64),
     verify: &mut Verifier,
-    mut police: Option<&mut Pacer>,
+    sampler: &mut IntervalSampler,
+    police: &mut Pacer,
     flows: &mut [FlowCounters],
 ) -> Result<Ending> {
     let nflows = flows.len();
     let mut done = Vec::with_capacity(ring.cq_entries());
-    let mut held = vec![false; nflows];
     ring.push_deadline(guard_ns, token(op::GUARD, 0))?;
-    if path.multishot() {
-        police = None; // a multishot receive cannot be held back; limits refuse the combination
-    }
-    if let Some(p) = police.as_deref_mut() {
-        p.start(ring)?;
+    // A multishot receive cannot be held back; limits refuse the combination.
+    let mut policing = police.enabled() && !path.multishot();
+    if policing {
+        police.start(ring)?;
         // Policing ends with the window: what is still queued then is read at full speed.
         ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
     }
@@ -155,20 +158,20 @@ pub fn receive<R: RecvPath>(
             match c.op() {
                 op::GUARD => return Err(peer_stuck()),
                 op::ABORT => return Ok(Ending::Aborted),
+                op::INTERVAL => sampler.tick(flows),
                 op::DEADLINE => {
-                    police = None;
-                    for (f, h) in held.iter_mut().enumerate() {
-                        if std::mem::take(h) {
+                    policing = false;
+                    for f in 0..nflows {
+                        if police.take_waiting(f) {
                             path.arm(ring, f, size, false, Flags::empty())?;
                         }
                     }
                 }
                 op::PACE => {
-                    if let Some(p) = police.as_deref_mut() {
-                        p.tick();
-                        for (f, h) in held.iter_mut().enumerate() {
-                            if *h && p.has_tokens() {
-                                *h = false;
+                    if policing {
+                        police.tick();
+                        for f in 0..nflows {
+                            if police.release(f) {
                                 path.arm(ring, f, size, false, Flags::empty())?;
                             }
                         }
@@ -177,13 +180,10 @@ pub fn receive<R: RecvPath>(
                 op::RECV => match path.complete(ring, c, verify)? {
                     RecvEvent::Data { flow, bytes } => {
                         flows[flow].bytes_received += u64::from(bytes);
-                        let within = police.as_deref_mut().is_none_or(|p| p.charge(bytes));
-                        if !path.multishot() {
-                            if within {
-                                path.arm(ring, flow, size, false, Flags::empty())?;
-                            } else {
-                                held[flow] = true;
-                            }
+                        // Over its budget, a flow is not re-armed until a tick refills it.
+                        let within = !policing || police.charge(flow, bytes);
+                        if !path.multishot() && within {
+                            path.arm(ring, flow, size, false, Flags::empty())?;
                         }
                     }
                     RecvEvent::Eof { .. } => {

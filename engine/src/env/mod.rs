@@ -1,5 +1,18 @@
 //! Environment capture: the facts about a host that a result depends on, recorded with
-//! every report so that two results can be told apart.
+//! every report so that two results can be told apart. This file is the host (kernel,
+//! CPU, io_uring); [`NetworkEnvironment`] is the network path of one side's data, read
+//! natively through the modules below (netlink, interface and ethtool ioctls, procfs).
+
+mod ethtool;
+mod netdev;
+mod netlink;
+mod network;
+mod qdisc;
+mod route;
+mod sysctl;
+
+pub use ethtool::{Coalescing, Offloads};
+pub use network::NetworkEnvironment;
 
 use std::ffi::CStr;
 use std::fs;

@@ -1,0 +1,43 @@
+//! `ringperf diff A.json B.json`: reads two reports, asks the engine to compare them, and
+//! exits 1 when a figure named in --fail-on got significantly worse.
+
+use std::fs;
+use std::path::Path;
+
+use ringperf_engine::compare::compare;
+use ringperf_engine::{Error, TestReport};
+
+use crate::args::DiffArgs;
+use crate::{print, render};
+
+fn load(p: &Path) -> Result<TestReport, Error> {
+    let text = fs::read_to_string(p).map_err(|e| {
+        Error::Usage(format!("cannot read '{}': {e}: give the path of a --json report", p.display()))
+    })?;
+    serde_json::from_str(&text).map_err(|e| {
+        Error::Usage(format!(
+            "'{}' is not a single ringperf --json report ({e}); `engines --json` arrays are compared per element",
+            p.display()
+        ))
+    })
+}
+
+pub fn run(a: &DiffArgs) -> Result<i32, Error> {
+    if !(50.0..100.0).contains(&a.level) {
+        return Err(Error::Usage(format!("--level {}: use 50 to 99.99 (percent)", a.level)));
+    }
+    let (ra, rb) = (load(&a.a)?, load(&a.b)?);
+    let c = compare(&ra, &rb, a.level / 100.0);
+    print(&render::diff::render(&c, &a.a.display().to_string(), &a.b.display().to_string()));
+    let failed: Vec<&str> = c
+        .figures
+        .iter()
+        .filter(|f| f.worse && a.fail_on.iter().any(|n| n == f.name))
+        .map(|f| f.name)
+        .collect();
+    if failed.is_empty() {
+        return Ok(0);
+    }
+    eprintln!("ringperf: significantly worse: {}", failed.join(", "));
+    Ok(1)
+}

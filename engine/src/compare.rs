@@ -1,0 +1,240 @@
+//! `ringperf diff`: two reports compared figure by figure, each difference judged against
+//! the runs' own spread (Welch's t-test on iteration samples, or on within-run batch means
+//! when a report has a single iteration), and their specs and environments checked for
+//! differences that would make the comparison meaningless.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::measure::confidence::{batch_means, mean_var, welch, welch_from};
+use crate::report::{IntervalSample, IterationFigures, TestReport};
+
+/// How a figure's difference was judged.
+#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    /// Welch's t-test on the iterations of both runs (-i).
+    Iterations,
+    /// Welch's t-test on batch means of the interval samples.
+    Intervals,
+    /// No spread measured on at least one side: cannot judge.
+    NoSamples,
+}
+
+#[derive(Serialize, Clone, Debug)]
+pub struct FigureComparison {
+    /// The name `--fail-on` takes.
+    pub name: &'static str,
+    pub a: Option<f64>,
+    pub b: Option<f64>,
+    /// (b - a) / a in percent.
+    pub change_percent: Option<f64>,
+    pub method: Method,
+    pub p_value: Option<f64>,
+    /// The difference is larger than the runs' spread allows at the chosen level.
+    pub significant: bool,
+    /// Significant, and in the bad direction for this figure.
+    pub worse: bool,
+}
+
+#[derive(Serialize, Clone, Debug)]
+pub struct Comparison {
+    pub level: f64,
+    pub figures: Vec<FigureComparison>,
+    /// Spec fields that differ (a comparison across different tests is suspect).
+    pub spec_differences: Vec<String>,
+    /// Environment fields that differ (kernel, CPU, offloads, sysctls, io_uring support).
+    pub environment_differences: Vec<String>,
+}
+
+struct Figure {
+    name: &'static str,
+    higher_is_better: bool,
+    of_iteration: fn(&IterationFigures) -> Option<f64>,
+    of_interval: Option<fn(&IntervalSample) -> Option<f64>>,
+}
+
+const FIGURES: &[Figure] = &[
+    Figure {
+        name: "throughput",
+        higher_is_better: true,
+        of_iteration: |f| Some(f.throughput_bits_per_sec),
+        of_interval: Some(|s| Some(s.throughput_bits_per_sec())),
+    },
+    Figure {
+        name: "transactions",
+        higher_is_better: true,
+        of_iteration: |f| f.transactions_per_sec,
+        of_interval: Some(|s| (s.transactions > 0).then(|| s.transactions_per_sec())),
+    },
+    Figure {
+        name: "local_cpu",
+        higher_is_better: false,
+        of_iteration: |f| Some(f.local_cpu_percent),
+        of_interval: Some(|s| s.busy_percent),
+    },
+    Figure {
+        name: "remote_cpu",
+        higher_is_better: false,
+        of_iteration: |f| f.remote_cpu_percent,
+        of_interval: None,
+    },
+    Figure { name: "local_sd", higher_is_better: false, of_iteration: |f| f.local_sd_us, of_interval: None },
+    Figure {
+        name: "remote_sd",
+        higher_is_better: false,
+        of_iteration: |f| f.remote_sd_us,
+        of_interval: None,
+    },
+    Figure {
+        name: "p50",
+        higher_is_better: false,
+        of_iteration: |f| f.p50_latency_ns.map(|n| n as f64),
+        of_interval: Some(|s| s.latency_p50_ns.map(|n| n as f64)),
+    },
+    Figure {
+        name: "p99",
+        higher_is_better: false,
+        of_iteration: |f| f.p99_latency_ns.map(|n| n as f64),
+        of_interval: Some(|s| s.latency_p99_ns.map(|n| n as f64)),
+    },
+];
+
+/// The names of the figures compared, in order.
+pub fn figure_names() -> Vec<&'static str> {
+    FIGURES.iter().map(|f| f.name).collect()
+}
+
+/// Interval values after warm-up (the first tenth, at least one interval), in batch means.
+fn interval_batches(r: &TestReport, get: fn(&IntervalSample) -> Option<f64>) -> Vec<f64> {
+    let s = &r.local.intervals;
+    let total: u64 = s.iter().map(|x| x.duration_ns).sum();
+    let warm = (total / 10).max(s.first().map_or(0, |x| x.duration_ns));
+    let full = s.first().map_or(0, |x| x.duration_ns);
+    let v: Vec<f64> =
+        s.iter().filter(|x| x.start_ns >= warm && x.duration_ns * 2 >= full).filter_map(get).collect();
+    batch_means(&v, 10)
+}
+
+pub fn compare(a: &TestReport, b: &TestReport, level: f64) -> Comparison {
+    let alpha = 1.0 - level;
+    let figures = FIGURES
+        .iter()
+        .filter_map(|fig| {
+            let ia: Vec<f64> = a.iterations.iter().filter_map(fig.of_iteration).collect();
+            let ib: Vec<f64> = b.iterations.iter().filter_map(fig.of_iteration).collect();
+            if ia.is_empty() && ib.is_empty() {
+                return None;
+            }
+            let (ma, mb) = (mean(&ia), mean(&ib));
+            let (method, test) = if ia.len() >= 2 && ib.len() >= 2 {
+                (Method::Iterations, welch(&ia, &ib))
+            } else if let Some(get) = fig.of_interval {
+                let (ba, bb) = (interval_batches(a, get), interval_batches(b, get));
+                if ba.len() >= 2 && bb.len() >= 2 {
+                    // Batch means estimate the spread of the run's rate; the test is on the
+                    // difference of the run means, whose spread is that of a batch mean / sqrt(n).
+                    let (xa, va) = mean_var(&ba);
+                    let (xb, vb) = mean_var(&bb);
+                    (Method::Intervals, welch_from((xa, va, ba.len() as f64), (xb, vb, bb.len() as f64)))
+                } else {
+                    (Method::NoSamples, None)
+                }
+            } else {
+                (Method::NoSamples, None)
+            };
+            let p = test.map(|w| w.p_value);
+            let significant = p.is_some_and(|p| p < alpha);
+            let (a_v, b_v) = (ma, mb);
+            let worse = significant
+                && match (a_v, b_v) {
+                    (Some(x), Some(y)) => {
+                        if fig.higher_is_better {
+                            y < x
+                        } else {
+                            y > x
+                        }
+                    }
+                    _ => false,
+                };
+            Some(FigureComparison {
+                name: fig.name,
+                a: a_v,
+                b: b_v,
+                change_percent: match (a_v, b_v) {
+                    (Some(x), Some(y)) if x != 0.0 => Some(100.0 * (y - x) / x),
+                    _ => None,
+                },
+                method,
+                p_value: p,
+                significant,
+                worse,
+            })
+        })
+        .collect();
+    Comparison {
+        level,
+        figures,
+        spec_differences: differences(&json(&a.spec), &json(&b.spec), "spec"),
+        environment_differences: differences(&json(&a.environment), &json(&b.environment), "environment")
+            .into_iter()
+            .filter(|d| !d.contains(".hostname") && !d.contains(".kernel_version"))
+            .collect(),
+    }
+}
+
+fn mean(x: &[f64]) -> Option<f64> {
+    (!x.is_empty()).then(|| x.iter().sum::<f64>() / x.len() as f64)
+}
+
+fn json<T: Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).unwrap_or(Value::Null)
+}
+
+/// Leaf paths whose values differ, as "path: a -> b".
+fn differences(a: &Value, b: &Value, path: &str) -> Vec<String> {
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            let mut keys: Vec<&String> = x.keys().chain(y.keys()).collect();
+            keys.sort();
+            keys.dedup();
+            keys.into_iter()
+                .flat_map(|k| {
+                    differences(
+                        x.get(k).unwrap_or(&Value::Null),
+                        y.get(k).unwrap_or(&Value::Null),
+                        &format!("{path}.{k}"),
+                    )
+                })
+                .collect()
+        }
+        _ if a == b => Vec::new(),
+        _ => {
+            let short = |v: &Value| {
+                let s = v.to_string();
+                if s.len() > 60 {
+                    format!("{}…", &s[..s.char_indices().nth(57).map_or(s.len(), |(i, _)| i)])
+                } else {
+                    s
+                }
+            };
+            vec![format!("{path}: {} -> {}", short(a), short(b))]
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn differences_name_leaf_paths() {
+        let a = json!({"x": {"k": 1, "same": true}, "y": [1, 2]});
+        let b = json!({"x": {"k": 2, "same": true}, "y": [1, 3], "z": "new"});
+        let d = differences(&a, &b, "env");
+        assert_eq!(d.len(), 3, "{d:?}");
+        assert!(d.iter().any(|s| s.starts_with("env.x.k: 1 -> 2")));
+        assert!(d.iter().any(|s| s.starts_with("env.z: null")));
+    }
+}

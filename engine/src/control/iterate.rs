@@ -1,0 +1,86 @@
+//! Iterating toward a confidence target (netperf -i MAX,MIN and -I LEVEL,WIDTH): each
+//! iteration is a whole test; after each, the mean and half-width of throughput (or
+//! transactions/s) and of both CPU figures decide whether to stop.
+
+use crate::control::client::{run_test_with, RunOptions, Target};
+use crate::error::Result;
+use crate::measure::confidence::{estimate, ConfidenceReport, ConfidenceTarget, Estimate};
+use crate::measure::latency::merge_summaries;
+use crate::report::{IterationFigures, TestReport};
+use crate::spec::TestSpec;
+
+/// The estimates iteration stops on, from the iterations so far.
+pub fn estimates(figures: &[IterationFigures], level: f64) -> Vec<Estimate> {
+    let rr = figures.first().is_some_and(|f| f.transactions_per_sec.is_some());
+    let rate: Vec<f64> = figures
+        .iter()
+        .map(|f| if rr { f.transactions_per_sec.unwrap_or(0.0) } else { f.throughput_bits_per_sec })
+        .collect();
+    let local: Vec<f64> = figures.iter().map(|f| f.local_cpu_percent).collect();
+    let remote: Vec<f64> = figures.iter().filter_map(|f| f.remote_cpu_percent).collect();
+    [(if rr { "transactions/s" } else { "throughput" }, rate), ("local CPU", local), ("remote CPU", remote)]
+        .iter()
+        .filter_map(|(name, x)| estimate(name, x, level))
+        .collect()
+}
+
+/// Runs `spec` once, or iterates toward `target`. `each` sees every iteration's report as
+/// it completes. The returned report is the last iteration's, with every iteration's
+/// figures, the confidence outcome, means in the summary, and latency merged over all
+/// iterations. A partial run (Ctrl-C, a failure after the window opened) ends the
+/// iterations and is returned as it is.
+pub fn run_iterations(
+    spec: &TestSpec,
+    target: &Target,
+    opts: &RunOptions<'_>,
+    confidence: Option<ConfidenceTarget>,
+    each: &mut dyn FnMut(u32, &TestReport),
+) -> Result<TestReport> {
+    let Some(goal) = confidence else {
+        let r = run_test_with(spec, target, opts)?;
+        each(1, &r);
+        return Ok(r);
+    };
+    let opts = RunOptions { level: Some(goal.level), ..opts.clone() };
+    let mut figures = Vec::new();
+    let mut latencies = Vec::new();
+    let mut last;
+    loop {
+        let mut r = run_test_with(spec, target, &opts)?;
+        each(figures.len() as u32 + 1, &r);
+        if r.partial {
+            // A run cut short ends the iterations: it is reported as measured, its figures
+            // after those of the whole runs before it, with no confidence claimed.
+            figures.append(&mut r.iterations);
+            r.iterations = figures;
+            return Ok(r);
+        }
+        figures.extend(r.iterations.iter().copied());
+        latencies.extend(r.local.latency.clone());
+        last = r;
+        let n = figures.len() as u32;
+        let met = goal.met(&estimates(&figures, goal.level));
+        if n >= goal.max_iterations || (n >= goal.min_iterations && met) {
+            break;
+        }
+    }
+    let ests = estimates(&figures, goal.level);
+    let n = figures.len() as u32;
+    let mean =
+        |f: &dyn Fn(&IterationFigures) -> f64| figures.iter().map(f).sum::<f64>() / figures.len() as f64;
+    last.summary.throughput_bits_per_sec = mean(&|f| f.throughput_bits_per_sec);
+    if last.summary.transactions_per_sec.is_some() {
+        last.summary.transactions_per_sec = Some(mean(&|f| f.transactions_per_sec.unwrap_or(0.0)));
+    }
+    if latencies.len() > 1 {
+        let all: Vec<_> = latencies.iter().collect();
+        if let Some(merged) = merge_summaries(&all) {
+            last.summary.mean_latency_ns = Some(merged.mean_ns);
+            last.local.latency = Some(merged);
+        }
+    }
+    last.confidence =
+        Some(ConfidenceReport { target: goal, iterations: n, met: goal.met(&ests), estimates: ests });
+    last.iterations = figures;
+    Ok(last)
+}

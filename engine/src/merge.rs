@@ -1,0 +1,194 @@
+//! Combining what several workers of one side measured into that side's figures: sums for
+//! counters, exact merges for histograms, flows back in their global order.
+
+use crate::error::Result;
+use crate::measure::latency::{merge_summaries, LatencyRecorder};
+use crate::report::{
+    IntervalSample, RecvReport, RingCounters, SendReport, SpliceReport, ToolCpu, VerifyReport, ZeroCopyReport,
+};
+use crate::workload::Ending;
+
+pub fn ring(all: &[RingCounters]) -> RingCounters {
+    all.iter().fold(RingCounters::default(), |a, c| RingCounters {
+        enters: a.enters + c.enters,
+        sqes: a.sqes + c.sqes,
+        cqes: a.cqes + c.cqes,
+    })
+}
+
+pub fn tool(all: &[ToolCpu]) -> ToolCpu {
+    all.iter().fold(ToolCpu::default(), |a, c| ToolCpu {
+        thread_ns: a.thread_ns + c.thread_ns,
+        user_us: a.user_us + c.user_us,
+        system_us: a.system_us + c.system_us,
+        helper_ns: a.helper_ns + c.helper_ns,
+    })
+}
+
+pub fn latency(all: Vec<LatencyRecorder>) -> LatencyRecorder {
+    let mut it = all.into_iter();
+    let mut total = it.next().unwrap_or_default();
+    for l in it {
+        total.merge(&l);
+    }
+    total
+}
+
+/// Interval samples of the same tick summed across workers. Percentiles cannot be summed:
+/// p50 is the transaction-weighted mean of the workers' p50s and p99 the largest p99, an
+/// approximation the field docs state.
+pub fn intervals(all: Vec<Vec<IntervalSample>>) -> Vec<IntervalSample> {
+    let mut it = all.into_iter();
+    let mut out = it.next().unwrap_or_default();
+    for worker in it {
+        for (i, s) in worker.into_iter().enumerate() {
+            let Some(o) = out.get_mut(i) else {
+                out.push(s);
+                continue;
+            };
+            let (to, ts) = (o.transactions, s.transactions);
+            o.latency_p50_ns = match (o.latency_p50_ns, s.latency_p50_ns) {
+                (Some(a), Some(b)) if to + ts > 0 => Some((a * to + b * ts) / (to + ts)),
+                (a, b) => a.or(b),
+            };
+            o.latency_p99_ns = o.latency_p99_ns.max(s.latency_p99_ns);
+            o.bytes_sent += s.bytes_sent;
+            o.bytes_received += s.bytes_received;
+            o.transactions += s.transactions;
+            o.retransmits += s.retransmits;
+            o.duration_ns = o.duration_ns.max(s.duration_ns);
+        }
+    }
+    out
+}
+
+pub fn send(all: Vec<SendReport>) -> Option<SendReport> {
+    let mut it = all.into_iter();
+    let mut out = it.next()?;
+    for s in it {
+        out.sends += s.sends;
+        out.zero_copy = match (out.zero_copy.take(), s.zero_copy) {
+            (Some(a), Some(b)) => Some(zero_copy(a, b)),
+            (a, b) => a.or(b),
+        };
+        out.splice = match (out.splice.take(), s.splice) {
+            (Some(a), Some(b)) => Some(SpliceReport {
+                pipe_size: a.pipe_size.min(b.pipe_size),
+                short_in: a.short_in + b.short_in,
+                short_out: a.short_out + b.short_out,
+                leftover_splices: a.leftover_splices + b.leftover_splices,
+            }),
+            (a, b) => a.or(b),
+        };
+    }
+    Some(out)
+}
+
+fn zero_copy(a: ZeroCopyReport, b: ZeroCopyReport) -> ZeroCopyReport {
+    let lat: Vec<_> = a.notification_latency.iter().chain(b.notification_latency.iter()).collect();
+    ZeroCopyReport {
+        sends: a.sends + b.sends,
+        cancelled: a.cancelled + b.cancelled,
+        notifications: a.notifications + b.notifications,
+        copied: a.copied + b.copied,
+        bytes_zero_copy: a.bytes_zero_copy + b.bytes_zero_copy,
+        bytes_copied: a.bytes_copied + b.bytes_copied,
+        notification_latency: if lat.is_empty() { None } else { merge_summaries(&lat) },
+        latency_sample_every: a.latency_sample_every,
+    }
+}
+
+pub fn recv(all: Vec<RecvReport>) -> Option<RecvReport> {
+    let mut it = all.into_iter();
+    let mut out = it.next()?;
+    for r in it {
+        out.arms += r.arms;
+        out.data_cqes += r.data_cqes;
+        out.enobufs += r.enobufs;
+        out.rearms += r.rearms;
+        if out.buffers_per_cqe.len() < r.buffers_per_cqe.len() {
+            out.buffers_per_cqe.resize(r.buffers_per_cqe.len(), 0);
+        }
+        for (o, n) in out.buffers_per_cqe.iter_mut().zip(r.buffers_per_cqe) {
+            *o += n;
+        }
+    }
+    Some(out)
+}
+
+pub fn verify(all: Vec<VerifyReport>) -> Option<VerifyReport> {
+    let mut it = all.into_iter();
+    let mut out = it.next()?;
+    for v in it {
+        out.bytes_checked += v.bytes_checked;
+        out.mismatches += v.mismatches;
+        out.first_mismatch = out.first_mismatch.or(v.first_mismatch);
+        out.cost_ns += v.cost_ns;
+        out.not_checked = out.not_checked.or(v.not_checked);
+    }
+    Some(out)
+}
+
+/// Which global flow a worker's `local` flow is: flows are dealt round-robin.
+#[inline]
+pub fn global_flow(worker: usize, local: usize, workers: usize) -> usize {
+    worker + local * workers
+}
+
+/// How a side ended, from how each of its workers did. A stop on request wins (every
+/// worker watches the same descriptor, and a stop explains the failures it causes), then
+/// the first failure; the side completed only if every worker did.
+pub fn ending(all: Vec<Result<Ending>>) -> Result<Ending> {
+    if all.iter().any(|e| matches!(e, Ok(Ending::Aborted))) {
+        return Ok(Ending::Aborted);
+    }
+    all.into_iter().find(Result::is_err).unwrap_or(Ok(Ending::Completed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+
+    #[test]
+    fn endings_combine_stop_then_failure_then_completion() {
+        let fail = || Err(Error::Peer("reset".into()));
+        assert!(matches!(ending(vec![]), Ok(Ending::Completed)));
+        assert!(matches!(ending(vec![Ok(Ending::Completed), Ok(Ending::Completed)]), Ok(Ending::Completed)));
+        assert!(matches!(ending(vec![Ok(Ending::Completed), fail()]), Err(Error::Peer(_))));
+        assert!(matches!(ending(vec![fail(), Ok(Ending::Aborted)]), Ok(Ending::Aborted)));
+    }
+
+    #[test]
+    fn round_robin_flows_cover_every_index_once() {
+        let (flows, workers) = (10, 3);
+        let mut seen = vec![false; flows];
+        for w in 0..workers {
+            let mine = (w..flows).step_by(workers).count();
+            for l in 0..mine {
+                let g = global_flow(w, l, workers);
+                assert!(!seen[g]);
+                seen[g] = true;
+            }
+        }
+        assert!(seen.iter().all(|&s| s));
+    }
+
+    #[test]
+    fn interval_sums_line_up_by_tick() {
+        let s = |b: u64, t: u64, p99: u64| IntervalSample {
+            bytes_sent: b,
+            transactions: t,
+            latency_p50_ns: Some(p99 / 2),
+            latency_p99_ns: Some(p99),
+            duration_ns: 100,
+            ..IntervalSample::default()
+        };
+        let m = intervals(vec![vec![s(1, 10, 100), s(2, 10, 100)], vec![s(10, 30, 300), s(20, 0, 50)]]);
+        assert_eq!(m.len(), 2);
+        assert_eq!((m[0].bytes_sent, m[0].transactions), (11, 40));
+        assert_eq!(m[0].latency_p99_ns, Some(300));
+        assert_eq!(m[0].latency_p50_ns, Some((50 * 10 + 150 * 30) / 40));
+        assert_eq!(m[1].bytes_sent, 22);
+    }
+}

@@ -1,0 +1,249 @@
+//! Statistics users rely on: confidence over iterations, interval series, histograms that
+//! merge, TCP_INFO, script-friendly outputs, and `ringperf diff`.
+
+use std::fs;
+
+use ringperf_engine::measure::latency::{merge_summaries, LatencyRecorder};
+use ringperf_engine::report::LatencySummary;
+use ringperf_tests::{at, f64_at, ringperf, str_at, u64_at};
+use serde_json::{json, Value};
+
+/// A target nobody can meet: three iterations run, the warning names what missed.
+#[test]
+fn a_missed_confidence_target_warns_and_says_by_how_much() {
+    let out = ringperf!().run(&["stream", "-l", "0.3", "-i", "3,3", "-I", "99,0.01"]).success();
+    let warnings: Vec<&str> = out.stdout.lines().filter(|l| l.starts_with("!!! WARNING")).collect();
+    assert!(!warnings.is_empty(), "no warning: {out}");
+    assert!(warnings.iter().any(|w| w.contains("throughput") && w.contains("±0.01 %")), "{warnings:?}");
+    assert!(out.stdout.contains("NOT met"), "{out}");
+
+    let r = ringperf!().run_json(&["stream", "-l", "0.3", "-i", "3,3", "-I", "99,0.01"]);
+    // (check_stream_report does not apply: the summary is a mean over iterations.)
+    assert_eq!(u64_at(&r, "local.bytes_sent"), u64_at(&r, "remote.bytes_received"));
+    assert_eq!(u64_at(&r, "confidence.iterations"), 3);
+    assert_eq!(at(&r, "confidence.met"), false);
+    assert_eq!(at(&r, "iterations").as_array().unwrap().len(), 3);
+    let est = at(&r, "confidence.estimates").as_array().unwrap();
+    let names: Vec<&str> = est.iter().map(|e| str_at(e, "name")).collect();
+    assert_eq!(names, ["throughput", "local CPU", "remote CPU"]);
+    // The summary is the mean of the iterations.
+    let mean = at(&r, "iterations")
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| f64_at(i, "throughput_bits_per_sec"))
+        .sum::<f64>()
+        / 3.0;
+    assert!((f64_at(&r, "summary.throughput_bits_per_sec") - mean).abs() <= 1e-6 * mean);
+}
+
+/// A loose target is met early: at least MIN iterations, at most MAX, no warning.
+#[test]
+fn a_loose_target_stops_between_min_and_max() {
+    let out = ringperf!().run(&["rr", "-l", "0.3", "-i", "6,2", "-I", "90,90", "--json"]).success();
+    let r = out.json();
+    assert_eq!(u64_at(&r, "local.transactions"), u64_at(&r, "remote.transactions"));
+    let n = u64_at(&r, "confidence.iterations");
+    assert!((2..=6).contains(&n), "{n} iterations");
+    // Latency is merged over every iteration, exactly.
+    let total: u64 = at(&r, "iterations").as_array().unwrap().iter().map(|i| u64_at(i, "transactions")).sum();
+    assert_eq!(u64_at(&r, "local.latency.count"), total);
+}
+
+fn summary_of(v: &Value) -> LatencySummary {
+    serde_json::from_value(v.clone()).expect("a latency summary")
+}
+
+/// The histogram in the JSON decodes, and re-merging it reproduces the percentiles.
+#[test]
+fn json_histograms_decode_and_remerge_to_the_same_percentiles() {
+    let r = ringperf!().run_json(&["rr", "-l", "0.5"]);
+    let s = summary_of(at(&r, "local.latency"));
+    let rec = LatencyRecorder::from_summary(&s).expect("histogram decodes");
+    assert_eq!(rec.len(), u64_at(&r, "local.transactions"));
+    let again = merge_summaries(&[&s]).unwrap();
+    assert_eq!(
+        (again.p50_ns, again.p99_ns, again.p9999_ns, again.max_ns),
+        (s.p50_ns, s.p99_ns, s.p9999_ns, s.max_ns)
+    );
+    let doubled = merge_summaries(&[&s, &s]).unwrap();
+    assert_eq!(doubled.count, 2 * s.count);
+    assert_eq!(doubled.p50_ns, s.p50_ns);
+}
+
+/// Interval series add up to the totals; rr intervals carry percentiles; -D prints lines.
+#[test]
+fn intervals_add_up_and_print_live() {
+    let r = ringperf!().run_json(&["stream", "-l", "1", "-D", "0.25"]);
+    let iv = at(&r, "local.intervals").as_array().unwrap();
+    assert!(iv.len() >= 4, "{} intervals", iv.len());
+    let sent: u64 = iv.iter().map(|s| u64_at(s, "bytes_sent")).sum();
+    assert_eq!(sent, u64_at(&r, "local.bytes_sent"), "the series does not add up to the total");
+    let received: u64 =
+        at(&r, "remote.intervals").as_array().unwrap().iter().map(|s| u64_at(s, "bytes_received")).sum();
+    assert_eq!(received, u64_at(&r, "remote.bytes_received"));
+    assert!(at(&r, "summary.within_run").is_object(), "no within-run estimate");
+
+    let r = ringperf!().run_json(&["rr", "-l", "1", "-D", "0.25"]);
+    for s in at(&r, "local.intervals").as_array().unwrap() {
+        if u64_at(s, "transactions") > 100 {
+            assert!(u64_at(s, "latency_p50_ns") <= u64_at(s, "latency_p99_ns"));
+        }
+    }
+    let out = ringperf!().run(&["rr", "-l", "1", "-D", "0.25"]).success();
+    assert!(out.stdout.lines().filter(|l| l.starts_with("interval")).count() >= 3, "{out}");
+    let out = ringperf!().run(&["stream", "-l", "1", "-D", "0.25", "--keyval"]).success();
+    assert!(out.stdout.contains("NETPERF_INTERIM_RESULT[0]="), "{out}");
+    assert!(out.stdout.contains("NETPERF_UNITS[0]=10^6bits/s"), "{out}");
+    // Piped output and no -D: no interval lines.
+    let out = ringperf!().run(&["stream", "-l", "0.5"]).success();
+    assert!(!out.stdout.contains("interval "), "{out}");
+}
+
+/// TCP_INFO per flow and the per-segment service demand.
+#[test]
+fn tcp_info_and_per_segment_cost_are_reported() {
+    let r = ringperf!().run_json(&["stream", "-l", "0.5"]);
+    assert_eq!(at(&r, "local.tcp.flows").as_array().unwrap().len(), 1);
+    let segs = u64_at(&r, "local.tcp.data_segs_out");
+    assert!(segs > 0);
+    assert_eq!(u64_at(&r, "remote.tcp.data_segs_in"), segs, "sender and receiver count different segments");
+    let ns = f64_at(&r, "local.service_demand.ns_per_segment");
+    let expect = f64_at(&r, "local.cpu.system.busy_us") * 1000.0 / segs as f64;
+    assert!((ns - expect).abs() <= 1e-6 * expect, "{ns} vs {expect}");
+}
+
+fn keyval(stdout: &str) -> Vec<(String, String)> {
+    stdout
+        .lines()
+        .map(|l| {
+            let (k, v) = l.split_once('=').unwrap_or_else(|| panic!("not NAME=value: {l}"));
+            assert!(
+                k.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_'),
+                "bad name {k}"
+            );
+            (k.to_string(), v.to_string())
+        })
+        .collect()
+}
+
+#[test]
+fn keyval_and_csv_parse_with_netperf_names() {
+    let out = ringperf!().run(&["rr", "-l", "0.3", "--keyval"]).success();
+    let kv = keyval(&out.stdout);
+    let get =
+        |k: &str| kv.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone()).unwrap_or_else(|| panic!("no {k}"));
+    assert_eq!(get("TEST"), "TCP_RR");
+    assert_eq!(get("THROUGHPUT_UNITS"), "Trans/s");
+    let tps: f64 = get("THROUGHPUT").parse().unwrap();
+    assert!(tps > 0.0);
+    for k in [
+        "LOCAL_CPU_UTIL",
+        "REMOTE_CPU_UTIL",
+        "LOCAL_SD",
+        "REMOTE_SD",
+        "P50_LATENCY",
+        "P90_LATENCY",
+        "P99_LATENCY",
+    ] {
+        let v: f64 = get(k).parse().unwrap_or_else(|_| panic!("{k}={} is not a number", get(k)));
+        assert!(v > 0.0, "{k}={v}");
+    }
+    let p50: f64 = get("P50_LATENCY").parse().unwrap();
+    let p99: f64 = get("P99_LATENCY").parse().unwrap();
+    assert!(p50 <= p99);
+    assert_eq!(get("LOCAL_TRANSPORT_RETRANS").parse::<u64>().unwrap(), 0);
+    assert_eq!(get("CONFIDENCE_ITERATION"), "1");
+
+    let out = ringperf!().run(&["stream", "-l", "0.3", "-i", "2,2", "--csv"]).success();
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "a header and one row per iteration: {out}");
+    let header: Vec<&str> = lines[0].split(',').collect();
+    assert!(header.contains(&"THROUGHPUT") && header.contains(&"LOCAL_SD"));
+    for (i, row) in lines[1..].iter().enumerate() {
+        let cols: Vec<&str> = row.split(',').collect();
+        assert_eq!(cols.len(), header.len(), "row {i} has {} fields", cols.len());
+        let it = header.iter().position(|h| *h == "CONFIDENCE_ITERATION").unwrap();
+        assert_eq!(cols[it], (i + 1).to_string());
+        let tp = header.iter().position(|h| *h == "THROUGHPUT").unwrap();
+        assert!(cols[tp].parse::<f64>().unwrap() > 0.0);
+    }
+    let out = ringperf!().run(&["stream", "-l", "0.3", "--csv", "-P", "0"]).success();
+    assert_eq!(out.stdout.lines().count(), 1, "-P 0 keeps the header out: {out}");
+    let out = ringperf!().run(&["stream", "-l", "0.3", "-P", "0"]).success();
+    assert_eq!(out.stdout.lines().count(), 1, "-P 0 prints the data line only: {out}");
+}
+
+/// diff on synthetic iteration samples: a large regression is significant (and fails
+/// --fail-on), a within-noise change is not.
+#[test]
+fn diff_calls_a_regression_significant_and_noise_not() {
+    let base = ringperf!().run_json(&["stream", "-l", "0.3"]);
+    let with = |tput: &[f64]| {
+        let mut r = base.clone();
+        r["iterations"] = Value::Array(
+            tput.iter()
+                .map(|&t| {
+                    let mut f = base["iterations"][0].clone();
+                    f["throughput_bits_per_sec"] = json!(t * 1e9);
+                    f
+                })
+                .collect(),
+        );
+        r
+    };
+    let dir = std::env::temp_dir().join(format!("ringperf-diff-{}", std::process::id()));
+    fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, v: &Value| {
+        let p = dir.join(name);
+        fs::write(&p, serde_json::to_vec(v).unwrap()).unwrap();
+        p.to_string_lossy().into_owned()
+    };
+    let a = write("a.json", &with(&[10.0, 10.1, 9.9, 10.05, 9.95]));
+    let worse = write("worse.json", &with(&[8.0, 8.1, 7.9, 8.05, 7.95]));
+    let noise = write("noise.json", &with(&[10.02, 10.08, 9.91, 10.04, 9.96]));
+
+    let out = ringperf!().run(&["diff", &a, &worse, "--fail-on", "throughput"]);
+    assert_eq!(out.code(), 1, "{out}");
+    assert!(out.stdout.lines().any(|l| l.starts_with("throughput") && l.contains("WORSE")), "{out}");
+    let out = ringperf!().run(&["diff", &a, &noise, "--fail-on", "throughput"]);
+    assert_eq!(out.code(), 0, "{out}");
+    assert!(out.stdout.lines().any(|l| l.starts_with("throughput") && l.contains("within noise")), "{out}");
+    // Not asked to fail on it: reported, exit 0.
+    let out = ringperf!().run(&["diff", &a, &worse]);
+    assert_eq!(out.code(), 0, "{out}");
+    // Different environments are flagged.
+    let mut other = with(&[10.0, 10.1, 9.9]);
+    other["environment"]["remote"]["kernel_release"] = json!("5.15.0-test");
+    let o = write("other.json", &other);
+    let out = ringperf!().run(&["diff", &a, &o]).success();
+    assert!(out.stdout.contains("environments differ") && out.stdout.contains("5.15.0-test"), "{out}");
+    ringperf!().run(&["diff", &a, "/nonexistent.json"]).failure(2, &["cannot read"]);
+    ringperf!().run(&["diff", &a, &a, "--fail-on", "speed"]).failure(2, &["unknown figure"]);
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn histogram_flag_prints_buckets_that_cover_every_transaction() {
+    let out = ringperf!().run(&["rr", "-l", "0.5", "--histogram"]).success();
+    let start = out.stdout.find("round-trip histogram (").expect("histogram header");
+    let header = &out.stdout[start..];
+    let n: u64 = header["round-trip histogram (".len()..].split(' ').next().unwrap().parse().unwrap();
+    let counted: u64 = header
+        .lines()
+        .skip(1)
+        .take_while(|l| l.contains('|'))
+        .map(|l| l.split('|').nth(2).unwrap().split_whitespace().next().unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(counted, n, "{out}");
+}
+
+#[test]
+fn bad_statistics_flags_are_usage_errors() {
+    let rp = ringperf!();
+    rp.run(&["stream", "-i", "0"]).failure(2, &["-i"]);
+    rp.run(&["stream", "-I", "150,5"]).failure(2, &["confidence level"]);
+    rp.run(&["stream", "-I", "99,0"]).failure(2, &["width"]);
+    rp.run(&["stream", "-D", "0"]).failure(2, &["interval"]);
+    rp.run(&["stream", "--json", "--csv"]).failure(2, &["cannot be used"]);
+}
