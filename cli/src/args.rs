@@ -1,7 +1,12 @@
 //! Every flag ringperf takes, defined and documented in one place.
 
+use clap::builder::TypedValueParser;
 use clap::{Args, Parser, Subcommand};
 
+use ringperf_engine::control::access::Cidr;
+use ringperf_engine::control::limits::{
+    DEFAULT_MAX_HANDSHAKES, DEFAULT_MAX_MEMORY, DEFAULT_MAX_MESSAGE, DEFAULT_MAX_SESSIONS,
+};
 use ringperf_engine::spec::{RecvEngine, SendEngine};
 use ringperf_engine::units::{check_size, parse_pair, parse_size};
 use ringperf_engine::{Error, DEFAULT_PORT};
@@ -11,7 +16,7 @@ use ringperf_engine::{Error, DEFAULT_PORT};
     name = "ringperf",
     version,
     about = "An io_uring network traffic engine: netperf-style tests whose numbers describe the kernel, not the tool",
-    after_help = "Without -H, a test runs against a server embedded in the same process on 127.0.0.1.\nExit codes: 0 ok, 1 a requirement failed, 2 usage error, 3 peer or network error."
+    after_help = "Without -H, a test runs against a server embedded in the same process on 127.0.0.1.\nExit codes: 0 ok, 1 a requirement failed, 2 usage error, 3 peer or network error, 130 stopped by Ctrl-C.\nA run cut short (server gone, connection broken, Ctrl-C) still prints what it measured, marked partial."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -56,6 +61,9 @@ pub struct TestArgs {
     /// Control port of the server.
     #[arg(short = 'p', long = "port", default_value_t = DEFAULT_PORT, value_parser = clap::value_parser!(u16).range(1..))]
     pub port: u16,
+    /// File holding the server's pre-shared key (default: the RINGPERF_PSK variable, if set).
+    #[arg(long, value_name = "FILE")]
+    pub psk_file: Option<std::path::PathBuf>,
     /// Test length in seconds (fractions allowed).
     #[arg(short = 'l', long = "length", value_name = "SECS", default_value = "10", value_parser = parse_seconds, allow_hyphen_values = true)]
     pub length_ms: u64,
@@ -496,6 +504,33 @@ pub struct ServeArgs {
     /// Control port.
     #[arg(short = 'p', long, default_value_t = DEFAULT_PORT)]
     pub port: u16,
+    /// Require clients to prove they hold the pre-shared key in FILE (mode 600).
+    #[arg(long, value_name = "FILE")]
+    pub psk_file: Option<std::path::PathBuf>,
+    /// Accept connections only from this address or block (repeatable), e.g. 10.0.0.0/8.
+    #[arg(long, value_name = "CIDR", value_parser = parse_cidr)]
+    pub allow: Vec<Cidr>,
+    /// Longest test a client may ask for, in seconds.
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    pub max_duration: Option<u64>,
+    /// Most data connections per test.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_engine::spec::MAX_FLOWS)))]
+    pub max_flows: Option<u32>,
+    /// Most tests running at once; more clients are told to retry later.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SESSIONS, value_parser = clap::value_parser!(u64).range(1..=4096).map(|n| n as usize))]
+    pub max_sessions: usize,
+    /// Most connections still in their handshake; past it the oldest is closed.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_HANDSHAKES, value_parser = clap::value_parser!(u64).range(1..=65536).map(|n| n as usize))]
+    pub max_handshakes: usize,
+    /// Highest send rate of one test in bits/s (e.g. 1g): clients must pace to it or below (-b, --flow-rate); rr is refused.
+    #[arg(long, value_name = "BITS", value_parser = parse_rate_arg)]
+    pub max_rate: Option<u64>,
+    /// Largest message, request, response or receive buffer a client may ask for.
+    #[arg(long, value_name = "SIZE", default_value_t = DEFAULT_MAX_MESSAGE, value_parser = parse_limit_size)]
+    pub max_message: u64,
+    /// Most payload buffer memory the server may allocate for one test.
+    #[arg(long, value_name = "SIZE", default_value_t = DEFAULT_MAX_MEMORY, value_parser = parse_limit_size)]
+    pub max_memory: u64,
 }
 
 fn msg(e: Error) -> String {
@@ -516,6 +551,18 @@ fn parse_seconds(s: &str) -> Result<u64, String> {
         return Err(format!("test length '{s}' is over {max_s} s: use at most {max_s}"));
     }
     Ok(ms as u64)
+}
+
+fn parse_cidr(s: &str) -> Result<Cidr, String> {
+    s.parse().map_err(msg)
+}
+
+fn parse_limit_size(s: &str) -> Result<u64, String> {
+    let n = parse_size(s).map_err(msg)?;
+    if n == 0 {
+        return Err("a limit of 0 bytes would refuse every test: give a size like 64M".into());
+    }
+    Ok(n)
 }
 
 fn parse_one_size(s: &str) -> Result<u32, String> {

@@ -1,10 +1,11 @@
 //! `ringperf engines`: the same stream once per engine combination, one table.
 
 use ringperf_engine::spec::{RecvEngine, SendEngine};
-use ringperf_engine::{run_test, Error, TestReport};
+use ringperf_engine::{run_test_with, Error, RunOptions, TestReport};
 
 use crate::args::EnginesArgs;
-use crate::{print, render, requirements, stream_spec, target};
+use crate::interrupt::Interrupt;
+use crate::{client_psk, partial, print, render, requirements, stream_spec, target};
 
 /// The combinations to run: every send engine with the chosen receive engine, then the
 /// chosen send engine with every other receive engine.
@@ -22,6 +23,8 @@ pub fn combinations(a: &EnginesArgs) -> Vec<(SendEngine, RecvEngine)> {
 }
 
 pub fn run(a: &EnginesArgs) -> Result<i32, Error> {
+    let stop = Interrupt::install()?;
+    let opts = RunOptions { psk: client_psk(&a.test)?, interrupt: Some(stop.fd()), ..RunOptions::default() };
     let mut reports: Vec<TestReport> = Vec::new();
     let mut failure = None;
     for (send, recv) in combinations(a) {
@@ -32,7 +35,12 @@ pub fn run(a: &EnginesArgs) -> Result<i32, Error> {
         }
         // --require-zc makes sense per zero-copy engine only.
         spec.require_zero_copy &= send.is_zero_copy();
-        match run_test(&spec, &target(&a.test)) {
+        match run_test_with(&spec, &target(&a.test), &opts) {
+            // A partial run ends the table: the reason and exit code follow it.
+            Ok(r) if r.partial => {
+                reports.push(r);
+                break;
+            }
             Ok(r) => reports.push(r),
             Err(e) => {
                 // Keep what was measured; report the failure after the table.
@@ -47,6 +55,9 @@ pub fn run(a: &EnginesArgs) -> Result<i32, Error> {
         render::engines::render(&reports, render::Units::parse(&a.test.units))
     };
     print(&out);
+    if let Some(code) = reports.last().and_then(|r| partial(r, &stop)) {
+        return Ok(code);
+    }
     if let Some((s, r, e)) = failure {
         eprintln!("ringperf: engines {} / {} failed: {e}", s.name(), r.name());
         return Ok(e.exit_code());

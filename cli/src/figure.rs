@@ -34,7 +34,7 @@ pub const FIGURES: &[Figure] = &[
         name: "remote_cpu",
         label: "remote CPU busy (% of all CPUs)",
         scale: 1.0,
-        of: |f| Some(f.remote_cpu_percent),
+        of: |f| f.remote_cpu_percent,
     },
     Figure {
         name: "local_sd",

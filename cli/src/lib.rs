@@ -12,10 +12,13 @@ pub mod render;
 mod serve;
 pub mod sweep;
 
+mod interrupt;
+
 use std::io::Write;
 
 use clap::Parser;
 
+use ringperf_engine::control::auth::{Psk, PSK_ENV};
 use ringperf_engine::measure::confidence::ConfidenceTarget;
 use ringperf_engine::spec::{
     CrrOptions, Direction, Pacing, RingTuning, SendEngine, SideSpec, SocketBuffers, SocketOptions, SqPoll,
@@ -275,6 +278,19 @@ pub fn target(t: &TestArgs) -> Target {
     }
 }
 
+/// The client's key: --psk-file, else RINGPERF_PSK, else none.
+pub fn client_psk(t: &TestArgs) -> Result<Option<Psk>, Error> {
+    if let Some(path) = &t.psk_file {
+        return Psk::from_file(path).map(Some);
+    }
+    match std::env::var(PSK_ENV) {
+        Ok(v) if !v.is_empty() => Psk::from_secret(&v, &format!("the key in {PSK_ENV}")).map(Some),
+        _ => Ok(None),
+    }
+}
+
+/// Runs one test with the key and a Ctrl-C that stops it, renders the report (a partial
+/// one too), and returns the exit code.
 fn run_and_render(spec: &TestSpec, t: &TestArgs, plot: &PlotArgs) -> Result<i32, Error> {
     if plot.plot.is_some() && t.stats.no_intervals && spec.workload != Workload::Rr {
         return Err(Error::Usage("--plot draws the interval samples: drop --no-intervals".into()));
@@ -282,7 +298,13 @@ fn run_and_render(spec: &TestSpec, t: &TestArgs, plot: &PlotArgs) -> Result<i32,
     let units = render::Units::parse(&t.units);
     let format = render::Format::of(t);
     let live = live::Printer::start(t, spec, format, units);
-    let opts = RunOptions { live: live.as_ref().map(live::Printer::sender), level: None };
+    let stop = interrupt::Interrupt::install()?;
+    let opts = RunOptions {
+        live: live.as_ref().map(live::Printer::sender),
+        level: None,
+        psk: client_psk(t)?,
+        interrupt: Some(stop.fd()),
+    };
     let mut each = |n: u32, r: &TestReport| {
         if let Some(c) = confidence_target(t) {
             if format == render::Format::Human && t.banner == 1 {
@@ -310,7 +332,18 @@ fn run_and_render(spec: &TestSpec, t: &TestArgs, plot: &PlotArgs) -> Result<i32,
     if let Some(path) = &plot.plot {
         plot::report::draw(&report, path)?;
     }
-    Ok(requirements(&report))
+    Ok(partial(&report, &stop).unwrap_or_else(|| requirements(&report)))
+}
+
+/// For a partial report: says why on stderr and returns the exit code (130 after Ctrl-C,
+/// else 3: the peer or the network failed).
+pub(crate) fn partial(report: &TestReport, stop: &interrupt::Interrupt) -> Option<i32> {
+    if !report.partial {
+        return None;
+    }
+    let why = report.partial_reason.as_deref().unwrap_or("the run did not finish");
+    eprintln!("ringperf: partial result: {why}");
+    Some(if stop.fired() { 130 } else { 3 })
 }
 
 /// Prints what the run failed to meet and returns the exit code (1 if anything).

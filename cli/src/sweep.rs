@@ -216,7 +216,7 @@ fn run(points: &[Parsed]) -> Result<i32, Error> {
     let mut entries: Vec<Entry> = Vec::with_capacity(points.len());
     let mut failure: Option<Error> = None;
     for (n, p) in points.iter().enumerate() {
-        let opts = RunOptions { live: None, level: None };
+        let opts = RunOptions { live: None, level: None, psk: crate::client_psk(&p.test)?, interrupt: None };
         let result =
             run_iterations(&p.spec, &target(&p.test), &opts, confidence_target(&p.test), &mut |_, _| {});
         match result {

@@ -76,7 +76,7 @@ const FIGURES: &[Figure] = &[
     Figure {
         name: "remote_cpu",
         higher_is_better: false,
-        of_iteration: |f| Some(f.remote_cpu_percent),
+        of_iteration: |f| f.remote_cpu_percent,
         of_interval: None,
     },
     Figure { name: "local_sd", higher_is_better: false, of_iteration: |f| f.local_sd_us, of_interval: None },

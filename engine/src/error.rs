@@ -1,5 +1,6 @@
 //! One error type for the engine. Every message says what to do next; the variant says
-//! which exit code the CLI maps it to (DESIGN.md: 1 requirement, 2 usage, 3 peer/network).
+//! which exit code the CLI maps it to (DESIGN.md: 1 requirement, 2 usage, 3 peer/network;
+//! 130 for Ctrl-C, the shell's convention).
 
 use std::io;
 
@@ -18,6 +19,9 @@ pub enum Error {
     /// The peer sent something that is not our protocol.
     #[error("protocol error: {0}")]
     Protocol(String),
+    /// The user asked to stop (Ctrl-C) before the test could finish.
+    #[error("{0}")]
+    Interrupted(String),
     /// A local system call failed; `context` names what we were doing.
     #[error("{context}: {source}")]
     Io {
@@ -39,6 +43,8 @@ impl Error {
             Error::Requirement(_) => 1,
             Error::Usage(_) => 2,
             Error::Peer(_) | Error::Protocol(_) | Error::Io { .. } => 3,
+            // The shell's convention for a process stopped by SIGINT (128 + 2).
+            Error::Interrupted(_) => 130,
         }
     }
 }

@@ -21,7 +21,8 @@ pub mod worker;
 pub mod workload;
 
 pub use control::{
-    run_iterations, run_test, run_test_with, RunOptions, Server, ServerEvent, Target, DEFAULT_PORT,
+    run_iterations, run_test, run_test_with, RunOptions, Server, ServerConfig, ServerEvent, Target,
+    DEFAULT_PORT,
 };
 pub use error::{Error, Result};
 pub use report::TestReport;

@@ -1,11 +1,13 @@
 //! Combining what several workers of one side measured into that side's figures: sums for
 //! counters, exact merges for histograms, flows back in their global order.
 
+use crate::error::Result;
 use crate::measure::latency::{merge_summaries, LatencyRecorder};
 use crate::report::{
     CrrReport, IntervalSample, RecvReport, RingCounters, SendReport, SpliceReport, ToolCpu, UdpFlowReport,
     UdpReport, VerifyReport, ZeroCopyReport,
 };
+use crate::workload::Ending;
 
 /// crr counters summed over workers; `None` when no worker ran crr.
 pub fn crr<'a>(all: impl Iterator<Item = &'a CrrReport>) -> Option<CrrReport> {
@@ -188,9 +190,29 @@ pub fn global_flow(worker: usize, local: usize, workers: usize) -> usize {
     worker + local * workers
 }
 
+/// How a side ended, from how each of its workers did. A stop on request wins (every
+/// worker watches the same descriptor, and a stop explains the failures it causes), then
+/// the first failure; the side completed only if every worker did.
+pub fn ending(all: Vec<Result<Ending>>) -> Result<Ending> {
+    if all.iter().any(|e| matches!(e, Ok(Ending::Aborted))) {
+        return Ok(Ending::Aborted);
+    }
+    all.into_iter().find(Result::is_err).unwrap_or(Ok(Ending::Completed))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
+
+    #[test]
+    fn endings_combine_stop_then_failure_then_completion() {
+        let fail = || Err(Error::Peer("reset".into()));
+        assert!(matches!(ending(vec![]), Ok(Ending::Completed)));
+        assert!(matches!(ending(vec![Ok(Ending::Completed), Ok(Ending::Completed)]), Ok(Ending::Completed)));
+        assert!(matches!(ending(vec![Ok(Ending::Completed), fail()]), Err(Error::Peer(_))));
+        assert!(matches!(ending(vec![fail(), Ok(Ending::Aborted)]), Ok(Ending::Aborted)));
+    }
 
     #[test]
     fn round_robin_flows_cover_every_index_once() {

@@ -124,42 +124,95 @@ pub fn connect_flows(addr: SocketAddr, cookie: u64, spec: &TestSpec) -> Result<V
         .collect()
 }
 
-/// Accepts the session's flows. A connection with the wrong cookie or a bad flow index is
-/// closed at once and does not count; the whole wait is bounded by SETUP_TIMEOUT.
-pub fn accept_flows(listener: &Socket, cookie: u64, flows: u32) -> Result<Vec<Socket>> {
+/// Accepts the session's flows. Only connections from `peer` (the control connection's
+/// address) are considered; anything else, a wrong cookie, a bad or repeated flow index, or
+/// a header that does not arrive is closed at once and does not count. Headers are read
+/// without blocking, so a connection that sends nothing cannot hold the others up; the
+/// whole wait is bounded by SETUP_TIMEOUT.
+pub fn accept_flows(listener: &Socket, cookie: u64, flows: u32, peer: IpAddr) -> Result<Vec<Socket>> {
     let deadline = Instant::now() + SETUP_TIMEOUT;
+    listener.set_nonblocking(true).map_err(|e| Error::io("making the data listener non-blocking", e))?;
     let mut slots: Vec<Option<Socket>> = (0..flows).map(|_| None).collect();
     let mut missing = flows as usize;
+    // Connections whose header is still arriving: (socket, header bytes, bytes so far).
+    let mut heads: Vec<(Socket, [u8; FLOW_HEADER_LEN], usize)> = Vec::new();
+    let most_heads = flows as usize + 16;
+    let mut fds: Vec<libc::pollfd> = Vec::new();
     while missing > 0 {
         let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() || !poll_readable(listener.as_raw_fd(), left)? {
+        if left.is_zero() {
             return Err(Error::Peer(format!(
                 "only {} of {flows} data connections arrived within {} s",
                 flows as usize - missing,
                 SETUP_TIMEOUT.as_secs()
             )));
         }
-        let (sock, _) = match listener.accept() {
-            Ok(pair) => pair,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted || e.kind() == io::ErrorKind::WouldBlock => {
-                continue
+        fds.clear();
+        fds.push(libc::pollfd { fd: listener.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+        fds.extend(heads.iter().map(|h| libc::pollfd {
+            fd: h.0.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        }));
+        let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
+        // SAFETY: `fds` is a valid array of pollfds for the duration of the call.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, ms) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
             }
-            Err(e) => return Err(Error::io("accepting a data connection", e)),
-        };
-        sock.set_read_timeout(Some(left.min(Duration::from_secs(5))))
-            .map_err(|e| Error::io("setting a read timeout", e))?;
-        let mut header = [0u8; FLOW_HEADER_LEN];
-        if (&sock).read_exact(&mut header).is_err() {
-            continue; // a stranger or a dead client: drop it
+            return Err(Error::io("poll", e));
         }
-        let got_cookie = u64::from_le_bytes(header[..8].try_into().expect("8 bytes"));
-        let flow = u32::from_le_bytes(header[8..].try_into().expect("4 bytes")) as usize;
-        if got_cookie != cookie || flow >= slots.len() || slots[flow].is_some() {
-            continue;
+        let mut keep = Vec::with_capacity(heads.len());
+        for (mut h, fd) in heads.drain(..).zip(fds[1..].iter()) {
+            if fd.revents == 0 {
+                keep.push(h);
+                continue;
+            }
+            let n = match (&h.0).read(&mut h.1[h.2..]) {
+                Ok(n) if n > 0 => n,
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted) => {
+                    keep.push(h);
+                    continue;
+                }
+                _ => continue, // EOF or an error before the header: drop it
+            };
+            h.2 += n;
+            if h.2 < FLOW_HEADER_LEN {
+                keep.push(h);
+                continue;
+            }
+            let got_cookie = u64::from_le_bytes(h.1[..8].try_into().expect("8 bytes"));
+            let flow = u32::from_le_bytes(h.1[8..].try_into().expect("4 bytes")) as usize;
+            if got_cookie != cookie || flow >= slots.len() || slots[flow].is_some() {
+                continue; // a stranger: dropped, which closes it
+            }
+            h.0.set_nonblocking(false).map_err(|e| Error::io("making a data connection blocking", e))?;
+            slots[flow] = Some(h.0);
+            missing -= 1;
         }
-        sock.set_read_timeout(None).map_err(|e| Error::io("clearing a read timeout", e))?;
-        slots[flow] = Some(sock);
-        missing -= 1;
+        heads = keep;
+        if fds[0].revents != 0 {
+            loop {
+                let (sock, from) = match listener.accept() {
+                    Ok(pair) => pair,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => break,
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) if e.kind() == io::ErrorKind::ConnectionAborted => continue,
+                    Err(e) => return Err(Error::io("accepting a data connection", e)),
+                };
+                if from.as_socket().map(|a| a.ip().to_canonical()) != Some(peer.to_canonical()) {
+                    continue; // not the client of this session: closed at once
+                }
+                sock.set_nonblocking(true)
+                    .map_err(|e| Error::io("making a data connection non-blocking", e))?;
+                if heads.len() >= most_heads {
+                    heads.remove(0);
+                }
+                heads.push((sock, [0; FLOW_HEADER_LEN], 0));
+            }
+        }
     }
     Ok(slots.into_iter().flatten().collect())
 }

@@ -8,7 +8,8 @@ use crate::measure::tcp_info::TcpReport;
 use crate::spec::{RecvEngine, Role, SendEngine, TestSpec};
 
 /// Bumped whenever a field changes meaning or disappears (adding fields does not bump it).
-pub const SCHEMA_VERSION: u32 = 1;
+/// 2: `remote` may be null (a partial run whose server never reported), `partial` added.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// A whole test: what was asked, what each side measured, and where it ran.
 #[derive(Serialize, Deserialize, Clone, Debug)]
@@ -22,6 +23,11 @@ pub struct TestReport {
     pub server: String,
     /// True when the client ran against a server inside its own process.
     pub embedded_server: bool,
+    /// True when the run did not finish: the server died, a data connection broke, or the
+    /// user pressed Ctrl-C. The figures cover what was measured until then.
+    pub partial: bool,
+    /// Why the run is partial (the error the client reports); `None` for a whole run.
+    pub partial_reason: Option<String>,
     pub summary: Summary,
     /// The headline figures of every iteration (one entry without -i).
     pub iterations: Vec<IterationFigures>,
@@ -29,8 +35,8 @@ pub struct TestReport {
     pub confidence: Option<ConfidenceReport>,
     /// The client side (of the last iteration).
     pub local: SideReport,
-    /// The server side, as it reported itself.
-    pub remote: SideReport,
+    /// The server side, as it reported itself; `None` when a partial run's server never did.
+    pub remote: Option<SideReport>,
     pub environment: Environments,
 }
 
@@ -38,7 +44,8 @@ impl TestReport {
     /// Requirements the run did not meet: the report is still printed, and the CLI exits 1.
     pub fn failed_requirements(&self) -> Vec<String> {
         let mut out = Vec::new();
-        for (name, side) in [("local", &self.local), ("remote", &self.remote)] {
+        let sides = [("local", Some(&self.local)), ("remote", self.remote.as_ref())];
+        for (name, side) in sides.into_iter().filter_map(|(n, s)| Some((n, s?))) {
             if let Some(v) = &side.verify {
                 if v.mismatches > 0 {
                     let at =
@@ -102,7 +109,8 @@ pub struct IterationFigures {
     pub transactions: u64,
     pub transactions_per_sec: Option<f64>,
     pub local_cpu_percent: f64,
-    pub remote_cpu_percent: f64,
+    /// `None` for a partial run whose server never reported.
+    pub remote_cpu_percent: Option<f64>,
     pub local_sd_us: Option<f64>,
     pub remote_sd_us: Option<f64>,
     pub p50_latency_ns: Option<u64>,
@@ -117,7 +125,7 @@ pub struct IterationFigures {
 
 impl IterationFigures {
     /// The figures of one run.
-    pub fn of(summary: &Summary, local: &SideReport, remote: &SideReport) -> IterationFigures {
+    pub fn of(summary: &Summary, local: &SideReport, remote: Option<&SideReport>) -> IterationFigures {
         let rr = summary.transactions_per_sec.is_some();
         let sd = |s: &SideReport| {
             if rr {
@@ -131,13 +139,13 @@ impl IterationFigures {
             transactions: local.transactions,
             transactions_per_sec: summary.transactions_per_sec,
             local_cpu_percent: local.cpu.system.busy_percent,
-            remote_cpu_percent: remote.cpu.system.busy_percent,
+            remote_cpu_percent: remote.map(|r| r.cpu.system.busy_percent),
             local_sd_us: sd(local),
-            remote_sd_us: sd(remote),
+            remote_sd_us: remote.and_then(sd),
             p50_latency_ns: local.latency.as_ref().map(|l| l.p50_ns),
             p99_latency_ns: local.latency.as_ref().map(|l| l.p99_ns),
             local_ns_per_segment: local.service_demand.ns_per_segment,
-            remote_ns_per_segment: remote.service_demand.ns_per_segment,
+            remote_ns_per_segment: remote.and_then(|r| r.service_demand.ns_per_segment),
         }
     }
 }
@@ -445,6 +453,10 @@ pub struct SocketSizes {
     pub recv_buffer: u32,
     /// The congestion control the data socket really used (TCP_CONGESTION).
     pub congestion_control: String,
+    /// Segments this side retransmitted, summed over its data connections (TCP_INFO
+    /// tcpi_total_retrans at the end of the run); `None` if the kernel would not say.
+    #[serde(default)]
+    pub retransmits: Option<u64>,
     /// TCP_MAXSEG and TCP_NODELAY as the socket has them.
     #[serde(default)]
     pub mss: u32,

@@ -270,6 +270,32 @@ impl Ring {
         unsafe { self.push(&entry) }
     }
 
+    /// Queues a multishot relative timeout: one -ETIME completion (with F_MORE) every
+    /// `interval_ns` until the ring is dropped (Linux 6.4). The pacing clock.
+    pub fn push_ticks(&mut self, interval_ns: u64, user_data: u64) -> Result<()> {
+        let ts = Box::new(
+            types::Timespec::new()
+                .sec(interval_ns / 1_000_000_000)
+                .nsec((interval_ns % 1_000_000_000) as u32),
+        );
+        let entry = opcode::Timeout::new(&*ts)
+            .count(0)
+            .flags(types::TimeoutFlags::MULTISHOT)
+            .build()
+            .user_data(user_data);
+        self.timeouts.push(ts);
+        // SAFETY: the timespec is boxed in `self.timeouts` and lives as long as the ring.
+        unsafe { self.push(&entry) }
+    }
+
+    /// Queues a one-shot poll for `fd` becoming readable (data, EOF or an error): how a
+    /// worker learns that its control connection or the user wants the test stopped.
+    pub fn push_watch(&mut self, fd: RawFd, user_data: u64) -> Result<()> {
+        let entry = opcode::PollAdd::new(types::Fd(fd), libc::POLLIN as u32).build().user_data(user_data);
+        // SAFETY: a poll SQE points at no memory; the caller keeps `fd` open while the ring lives.
+        unsafe { self.push(&entry) }
+    }
+
     /// Submits what is queued and waits for completions: `cq_batch` of them, or after
     /// `cq_wait_us` at least one (the kernel's min-wait). One syscall.
     #[inline]

@@ -4,7 +4,7 @@
 
 use std::fs::File;
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::mpsc;
 
 use socket2::Socket;
@@ -14,12 +14,13 @@ use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::cpu::ProcStat;
 use crate::measure::service_demand::{service_demand, tool_overhead_percent};
-use crate::measure::tcp_info::TcpReport;
+use crate::measure::tcp_info::{TcpFlowInfo, TcpReport};
 use crate::merge;
 use crate::probe::IoUringProbe;
 use crate::report::{CpuUsage, FlowReport, IntervalSample, SideReport, SocketSizes, WorkerReport};
 use crate::spec::{RecvEngine, Role, SendEngine, SideSpec, TestSpec};
 use crate::worker::{CrrPlan, Worker, WorkerPlan};
+use crate::workload::Ending;
 
 /// What a side's workers run over.
 pub enum DataSockets {
@@ -58,14 +59,17 @@ pub struct Side {
 impl Side {
     /// Spawns and readies `spec.workers()` workers per group of connections (one group, or
     /// two for --bidir, each with its role), flows dealt round-robin within a group.
+    /// `live`: where interval samples go as they happen; `watch_fd`: readable means "stop
+    /// now" for every worker (see [`WorkerPlan::watch_fd`]); `police_bps`: hold what this
+    /// side receives to this rate ([`WorkerPlan::police_bps`]).
     pub fn prepare(
         spec: &TestSpec,
         roles: &[Role],
         side: &SideSpec,
         sockets: Vec<Socket>,
-        live: Option<mpsc::Sender<IntervalSample>>,
+        controls: Controls,
     ) -> Result<Side> {
-        Side::prepare_data(spec, roles, side, DataSockets::Flows(sockets), live)
+        Side::prepare_data(spec, roles, side, DataSockets::Flows(sockets), controls)
     }
 
     /// [`Side::prepare`] for any kind of data sockets.
@@ -74,7 +78,7 @@ impl Side {
         roles: &[Role],
         side: &SideSpec,
         data: DataSockets,
-        live: Option<mpsc::Sender<IntervalSample>>,
+        (live, watch_fd, police_bps): Controls,
     ) -> Result<Side> {
         IoUringProbe::get().check_engines(side.send_engine, side.recv_engine)?;
         let mut stop = None;
@@ -144,6 +148,8 @@ impl Side {
                     splice_file,
                     live: live.clone(),
                     crr: crr.clone(),
+                    watch_fd,
+                    police_bps,
                 };
                 workers.push(Worker::spawn(plan)?);
                 cpus.push(cpu);
@@ -187,8 +193,10 @@ impl Side {
         Ok(())
     }
 
-    /// Waits for the workers and measures the window. The sockets close afterwards.
-    pub fn finish(self) -> Result<SideReport> {
+    /// Waits for the workers and measures the window. The sockets close afterwards. A run
+    /// that failed or was stopped after the window opened still gives its report (the
+    /// counters every worker kept until then), with the reason in [`Finished::ending`].
+    pub fn finish(self) -> Result<Finished> {
         let nworkers = self.workers.len();
         let mut outcomes = Vec::with_capacity(nworkers);
         let mut first_error = None;
@@ -201,6 +209,10 @@ impl Side {
         if let Some(e) = first_error {
             return Err(e);
         }
+        // How the side ended: a failure in any worker, else a stop, else a whole run.
+        let ending = merge::ending(
+            outcomes.iter_mut().map(|o| std::mem::replace(&mut o.ending, Ok(Ending::Completed))).collect(),
+        );
         let after = ProcStat::read()?;
         let (before, start_ns) = self.window.expect("finish() follows start()");
         let end_ns = outcomes.iter().map(|o| o.end_ns).max().unwrap_or(start_ns);
@@ -255,6 +267,7 @@ impl Side {
                     .unwrap_or_default(),
                 mss: s.mss().unwrap_or(0),
                 nodelay: s.nodelay().unwrap_or(false),
+                retransmits: total_retransmits(&self.sockets),
             })
             .unwrap_or_default();
         let per_flow_bytes: Vec<u64> = flows.iter().map(|f| f.bytes_sent + f.bytes_received).collect();
@@ -282,7 +295,7 @@ impl Side {
             latencies.push(o.latency);
             intervals.push(o.intervals);
         }
-        Ok(SideReport {
+        let report = SideReport {
             role: self.role,
             pinned_cpu: self.cpus.first().copied().flatten(),
             elapsed_ns,
@@ -307,6 +320,24 @@ impl Side {
             network: self.network,
             crr,
             udp,
-        })
+        };
+        Ok(Finished { report, ending })
     }
+}
+
+/// What steers a side's workers besides the spec: where interval samples go as they
+/// happen, the descriptor whose readability stops the run, and the receive rate to hold.
+pub type Controls = (Option<mpsc::Sender<IntervalSample>>, Option<RawFd>, Option<u64>);
+
+/// A side's report, and how its run ended.
+pub struct Finished {
+    pub report: SideReport,
+    /// `Ok(Completed)`, `Ok(Aborted)` (stopped on request), or why the run failed.
+    pub ending: Result<Ending>,
+}
+
+/// Segments retransmitted over the life of the data connections (TCP_INFO
+/// tcpi_total_retrans, summed over flows); `None` if the kernel would not say.
+fn total_retransmits(sockets: &[Socket]) -> Option<u64> {
+    sockets.iter().map(|s| TcpFlowInfo::read(s.as_raw_fd()).map(|t| u64::from(t.total_retrans))).sum()
 }

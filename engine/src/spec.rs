@@ -184,6 +184,12 @@ impl Pacing {
             (a, b) => a.or(b),
         }
     }
+
+    /// The whole test's effective payload rate over `flows` flows (each flow's rate times
+    /// the flows), in bits per second; `None` when nothing is paced.
+    pub fn effective_total_bps(&self, flows: u32) -> Option<u64> {
+        self.flow_rate_bps(flows).map(|r| r.saturating_mul(u64::from(flows.max(1))))
+    }
 }
 
 /// Settings that belong to one side of the test.

@@ -111,6 +111,17 @@ mod tests {
     }
 
     #[test]
+    fn rates_are_bits_per_second_with_decimal_suffixes() {
+        assert_eq!(parse_rate("100m").unwrap(), 100_000_000);
+        assert_eq!(parse_rate("2.5G").unwrap(), 2_500_000_000);
+        assert_eq!(parse_rate("800k").unwrap(), 800_000);
+        assert_eq!(parse_rate("1000").unwrap(), 1000);
+        for bad in ["", "-1m", "0", "fast", "1e400", "NaN"] {
+            assert!(parse_rate(bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
     fn pairs_allow_one_side_empty() {
         let p = |s: &str| parse_pair(s, parse_size);
         assert_eq!(p("1,2").unwrap(), (Some(1), Some(2)));

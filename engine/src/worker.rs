@@ -7,20 +7,22 @@ use std::net::SocketAddr;
 use std::os::fd::RawFd;
 use std::sync::mpsc;
 use std::thread::{self, JoinHandle};
+use std::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::io::op;
 use crate::io::send::SendSetup;
 use crate::io::{AnyRecv, AnySend, RecvPath, SendPath};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::cpu::{helper_threads_ns, ThreadCpuSnapshot};
 use crate::measure::intervals::IntervalSampler;
 use crate::measure::latency::LatencyRecorder;
-use crate::measure::tcp_info::TcpFlowInfo;
+use crate::measure::tcp_info::{wait_until_sent, TcpFlowInfo};
 use crate::report::{
     CrrReport, IntervalSample, RecvReport, RingCounters, RingSetup, SendReport, ToolCpu, UdpReport,
     VerifyReport,
 };
-use crate::ring::{FlowFd, Ring};
+use crate::ring::{token, FlowFd, Ring};
 use crate::spec::{Role, SideSpec, TestSpec};
 use crate::verify::Verifier;
 use crate::workload::crr::{CrrClient, CrrServer};
@@ -28,7 +30,11 @@ use crate::workload::pacer::Pacer;
 use crate::workload::rr::{self, Transaction};
 use crate::workload::udp_rr::{UdpRrClient, UdpRrServer};
 use crate::workload::udp_stream::{UdpReceiver, UdpSender};
-use crate::workload::{stream, FlowCounters, PEER_GRACE_NS};
+use crate::workload::{stream, Ending, FlowCounters, PEER_GRACE_NS};
+
+/// How long a stream sender waits after its window for its sockets to transmit what is
+/// still queued, before it reads TCP_INFO.
+const TCP_INFO_SETTLE: Duration = Duration::from_secs(1);
 
 /// What a worker is asked to do.
 pub struct WorkerPlan {
@@ -46,6 +52,12 @@ pub struct WorkerPlan {
     pub splice_file: Option<File>,
     /// Where to send interval samples as they happen (the client's `-D`).
     pub live: Option<mpsc::Sender<IntervalSample>>,
+    /// A descriptor whose readability stops the run at once: the server's control
+    /// connection (the client sent Abort, or died), or the client's Ctrl-C pipe.
+    pub watch_fd: Option<RawFd>,
+    /// Hold what this side receives to this many bits/s over the whole test, shared
+    /// evenly by its flows (a server's `--max-rate`).
+    pub police_bps: Option<u64>,
     /// crr: where to connect (client) or how to know the client is done (server).
     pub crr: Option<CrrPlan>,
 }
@@ -61,12 +73,15 @@ pub struct CrrPlan {
     pub stop_fd: Option<RawFd>,
 }
 
-/// What a worker measured.
+/// What a worker measured. A run that failed or was stopped after the window opened
+/// still has one: its counters cover what moved until then.
 pub struct WorkerOutcome {
     pub flows: Vec<FlowCounters>,
     /// `flows` covers every flow of the test in global order (the crr server, where any
     /// worker may serve any flow) rather than this worker's flows.
     pub global_flows: bool,
+    /// How the run ended; `Err` if it failed after the window opened.
+    pub ending: Result<Ending>,
     pub ring: RingCounters,
     pub ring_setup: RingSetup,
     pub tool: ToolCpu,
@@ -281,47 +296,81 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
     );
     sampler.start(&mut ring, window_start)?;
     let guard = deadline + PEER_GRACE_NS;
-    let result = match (plan.role, send.as_mut(), recv.as_mut()) {
+    let mut flows = vec![FlowCounters::default(); nflows];
+    let watches =
+        matches!(plan.role, Role::StreamSender | Role::StreamReceiver | Role::RrClient | Role::RrServer);
+    let ending = match plan.watch_fd {
+        Some(fd) if watches => ring.push_watch(fd, token(op::ABORT, 0)),
+        _ => Ok(()),
+    };
+    let ending = ending.and_then(|()| match (plan.role, send.as_mut(), recv.as_mut()) {
         (Role::StreamSender, Some(s), _) => {
             let depth = tuning.send_depth as usize;
             let mut pacer = Pacer::new(spec.pacing.flow_rate_bps(spec.flows), nflows, spec.send_size);
-            stream::send(&mut ring, &plan.fds, s, spec.send_size, depth, deadline, &mut sampler, &mut pacer)
+            stream::send(
+                &mut ring,
+                &plan.fds,
+                s,
+                (spec.send_size, depth),
+                deadline,
+                &mut sampler,
+                &mut pacer,
+                &mut flows,
+            )
         }
-        (Role::StreamReceiver, _, Some(r)) => stream::receive(
-            &mut ring,
-            nflows,
-            r,
-            spec.recv_size,
-            (deadline, guard),
-            &mut verify,
-            &mut sampler,
-        ),
+        (Role::StreamReceiver, _, Some(r)) => {
+            // Each flow is held to its share of the session's limit.
+            let police = plan.police_bps.map(|b| (b / u64::from(spec.flows.max(1))).max(1));
+            let mut police = Pacer::new(police, nflows, spec.recv_size);
+            let window = (deadline, guard);
+            stream::receive(
+                &mut ring,
+                r,
+                spec.recv_size,
+                window,
+                &mut verify,
+                &mut sampler,
+                &mut police,
+                &mut flows,
+            )
+        }
         (Role::RrClient, Some(s), Some(r)) => {
-            rr::client(&mut ring, nflows, s, r, tx, deadline, &mut sampler, &mut verify)
+            rr::client(&mut ring, s, r, tx, deadline, &mut sampler, &mut verify, &mut flows)
         }
         (Role::RrServer, Some(s), Some(r)) => {
-            rr::server(&mut ring, nflows, s, r, tx, (deadline, guard), &mut verify, &mut sampler)
+            rr::server(&mut ring, s, r, tx, (deadline, guard), &mut verify, &mut sampler, &mut flows)
         }
-        _ => match &mut own {
-            Own::CrrClient(c) => c.run(&mut ring, deadline, &mut sampler),
-            Own::CrrServer(c) => c.run(&mut ring, guard, &mut sampler),
-            Own::UdpSender(u) => {
-                let per_send = spec.send_size * spec.udp_datagrams_per_send();
-                let mut pacer = Pacer::new(spec.pacing.flow_rate_bps(spec.flows), nflows, per_send);
-                u.run(&mut ring, deadline, &mut sampler, &mut pacer)
-            }
-            Own::UdpReceiver(u) => u.run(&mut ring, deadline, &mut sampler),
-            Own::UdpRrClient(u) => u.run(&mut ring, deadline, &mut sampler),
-            Own::UdpRrServer(u) => u.run(&mut ring, deadline, &mut sampler),
-            Own::None => {
-                Err(Error::Protocol("worker role without its paths: this is a bug in ringperf".into()))
-            }
-        },
-    };
+        // The crr and UDP workloads return their counters whole; they end at their
+        // deadline (they do not watch for a stop request).
+        _ => {
+            let run = match &mut own {
+                Own::CrrClient(c) => c.run(&mut ring, deadline, &mut sampler),
+                Own::CrrServer(c) => c.run(&mut ring, guard, &mut sampler),
+                Own::UdpSender(u) => {
+                    let per_send = spec.send_size * spec.udp_datagrams_per_send();
+                    let mut pacer = Pacer::new(spec.pacing.flow_rate_bps(spec.flows), nflows, per_send);
+                    u.run(&mut ring, deadline, &mut sampler, &mut pacer)
+                }
+                Own::UdpReceiver(u) => u.run(&mut ring, deadline, &mut sampler),
+                Own::UdpRrClient(u) => u.run(&mut ring, deadline, &mut sampler),
+                Own::UdpRrServer(u) => u.run(&mut ring, deadline, &mut sampler),
+                Own::None => {
+                    Err(Error::Protocol("worker role without its paths: this is a bug in ringperf".into()))
+                }
+            };
+            run.map(|counted| {
+                flows = counted;
+                Ending::Completed
+            })
+        }
+    });
     let end_ns = own.end_ns().unwrap_or_else(monotonic_ns);
     let mut tool = ThreadCpuSnapshot::now().since(&cpu_before);
     tool.helper_ns = helper_threads_ns(tid).saturating_sub(helpers_before);
-    let flows = result?;
+    if plan.role == Role::StreamSender && matches!(ending, Ok(Ending::Completed)) {
+        // After the window (end_ns is taken): TCP_INFO then counts every segment sent.
+        wait_until_sent(&plan.fds, TCP_INFO_SETTLE);
+    }
     let tcp = plan.fds.iter().map(|&fd| TcpFlowInfo::read(fd).unwrap_or_default()).collect();
     let (intervals, latency) = sampler.finish(end_ns, &flows);
     let outcome = WorkerOutcome {
@@ -329,6 +378,7 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
         global_flows: matches!(own, Own::CrrServer(_)),
         crr: own.crr(),
         udp: own.udp(),
+        ending,
         intervals,
         tcp,
         ring: ring.counters(),

@@ -68,6 +68,11 @@ impl Ringperf {
     pub fn serve(&self) -> Server {
         Server::spawn(self)
     }
+
+    /// Starts `ringperf serve` on 127.0.0.1 with an ephemeral port and `extra` flags.
+    pub fn serve_with(&self, extra: &[&str]) -> Server {
+        Server::spawn_with(self, extra)
+    }
 }
 
 /// A child process that is killed and reaped when dropped, so a panicking test does not
@@ -252,8 +257,27 @@ const SERVER_START_TIMEOUT: Duration = Duration::from_secs(20);
 
 impl Server {
     pub fn spawn(rp: &Ringperf) -> Server {
-        let server = Server::start(rp.command(&["serve", "--bind", "127.0.0.1", "--port", "0"]));
-        assert_eq!(server.addr.ip(), Ipv4Addr::LOCALHOST, "the server did not bind where asked");
+        Server::spawn_with(rp, &[])
+    }
+
+    pub fn spawn_with(rp: &Ringperf, extra: &[&str]) -> Server {
+        let mut cmd = rp.command(&["serve", "--bind", "127.0.0.1", "--port", "0"]);
+        cmd.args(extra);
+        Server::start_at(cmd, Ipv4Addr::LOCALHOST)
+    }
+
+    /// `ringperf serve` inside `ns`, bound to `ip` there.
+    pub fn spawn_in(rp: &Ringperf, ns: &Netns, ip: Ipv4Addr, extra: &[&str]) -> Server {
+        let ip_s = ip.to_string();
+        let mut args = vec!["serve", "--bind", &ip_s, "--port", "0"];
+        args.extend_from_slice(extra);
+        Server::start_at(ns.exec(rp.path(), &args), ip)
+    }
+
+    /// [`Server::start`], checking that the server bound to `ip`.
+    fn start_at(cmd: Command, ip: Ipv4Addr) -> Server {
+        let server = Server::start(cmd);
+        assert_eq!(server.addr.ip(), ip, "the server did not bind where asked: {:?}", server.log());
         server
     }
 
@@ -273,7 +297,7 @@ impl Server {
                 }
             });
         }
-        let mut server = Server { child, addr: SocketAddr::from((Ipv4Addr::LOCALHOST, 0)), log };
+        let mut server = Server { child, addr: SocketAddr::from((Ipv4Addr::UNSPECIFIED, 0)), log };
         let line = server
             .wait_for_log("listening on", SERVER_START_TIMEOUT)
             .unwrap_or_else(|| panic!("the server did not say it was listening: {:?}", server.log()));
@@ -320,6 +344,50 @@ impl Server {
     pub fn child(&mut self) -> &mut ChildGuard {
         &mut self.child
     }
+
+    /// The server's PID (for /proc).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Open descriptors of the server process.
+    pub fn fds(&self) -> usize {
+        proc_count(self.pid(), "fd")
+    }
+
+    /// Threads of the server process.
+    pub fn threads(&self) -> usize {
+        proc_count(self.pid(), "task")
+    }
+
+    /// Resident memory of the server process, in KiB (VmRSS).
+    pub fn rss_kib(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).expect("reading status");
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmRSS in /proc/PID/status")
+    }
+
+    /// Waits up to `timeout` for the server's fds and threads to come back to at most
+    /// `baseline` (fds, threads); returns what it saw last.
+    pub fn settle_to(&self, baseline: (usize, usize), timeout: Duration) -> (usize, usize) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let now = (self.fds(), self.threads());
+            if (now.0 <= baseline.0 && now.1 <= baseline.1) || Instant::now() >= deadline {
+                return now;
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn proc_count(pid: u32, dir: &str) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/{dir}"))
+        .unwrap_or_else(|e| panic!("reading /proc/{pid}/{dir}: {e}"))
+        .count()
 }
 
 /// A raw control connection, for feeding the server what a real client never sends.
@@ -399,6 +467,45 @@ impl Control {
                 (kind.to_string(), msg.to_string())
             }
             Reply::Closed => panic!("the server closed the connection without an error reply"),
+        }
+    }
+
+    /// Says hello with this build's protocol version and returns the challenge.
+    pub fn hello(&mut self) -> Value {
+        let v = ringperf_engine::control::protocol::PROTOCOL_VERSION;
+        self.send_json(&serde_json::json!({"type": "hello", "protocol": v, "tool_version": "test"}));
+        match self.read_reply() {
+            Reply::Frame(c) if c["type"] == "challenge" => c,
+            other => panic!("expected a challenge, got {other:?}"),
+        }
+    }
+
+    /// Answers a challenge: a fresh client nonce and, with a key, the proof for it.
+    /// Returns the (client nonce, proof) sent.
+    pub fn answer(&mut self, challenge: &Value, psk: Option<&str>) -> (String, Option<String>) {
+        use ringperf_engine::control::auth::{self, Party, Psk};
+        let server_nonce = auth::unhex(challenge["server_nonce"].as_str().expect("server_nonce"))
+            .expect("the server nonce is hex");
+        let client_nonce = auth::nonce().expect("nonce");
+        let proof = psk.map(|k| {
+            Psk::from_secret(k, "test key").expect("test key").proof(
+                Party::Client,
+                &server_nonce,
+                &client_nonce,
+            )
+        });
+        let nonce = auth::hex(&client_nonce);
+        self.send_json(&serde_json::json!({"type": "auth", "client_nonce": nonce, "proof": proof}));
+        (nonce, proof)
+    }
+
+    /// Hello and auth (with `psk` if given); returns the welcome.
+    pub fn handshake(&mut self, psk: Option<&str>) -> Value {
+        let challenge = self.hello();
+        self.answer(&challenge, psk);
+        match self.read_reply() {
+            Reply::Frame(w) if w["type"] == "welcome" => w,
+            other => panic!("expected a welcome, got {other:?}"),
         }
     }
 
@@ -509,6 +616,100 @@ impl Drop for Netns {
         if g.wait_timeout(Duration::from_secs(10)).is_none() {
             eprintln!("warning: `ip netns del {}` did not finish in 10 s", self.name);
         }
+    }
+}
+
+/// Two namespaces joined by a veth pair, `a` at 198.18.N.1 and `b` at 198.18.N.2 (/24),
+/// removed (with the veth) when dropped. N comes from the caller so concurrent tests in
+/// different files do not collide.
+pub struct NetnsPair {
+    pub a: Netns,
+    pub b: Netns,
+    pub a_addr: String,
+    pub b_addr: String,
+}
+
+impl NetnsPair {
+    pub fn create(tag: &str, n: u8) -> Result<NetnsPair, String> {
+        let a = Netns::create(&format!("rp-{tag}-a"))?;
+        let b = Netns::create(&format!("rp-{tag}-b"))?;
+        let (va, vb) = (format!("rp{n}a"), format!("rp{n}b"));
+        let (a_addr, b_addr) = (format!("198.18.{n}.1"), format!("198.18.{n}.2"));
+        let pair = NetnsPair { a, b, a_addr, b_addr };
+        let (an, bn) = (pair.a.name().to_string(), pair.b.name().to_string());
+        let steps: Vec<Vec<String>> = vec![
+            vec!["link", "add", &va, "netns", &an, "type", "veth", "peer", "name", &vb, "netns", &bn]
+                .into_iter()
+                .map(String::from)
+                .collect(),
+            ["-n", &an, "addr", "add", &format!("{}/24", pair.a_addr), "dev", &va].map(String::from).to_vec(),
+            ["-n", &bn, "addr", "add", &format!("{}/24", pair.b_addr), "dev", &vb].map(String::from).to_vec(),
+            ["-n", &an, "link", "set", &va, "up"].map(String::from).to_vec(),
+            ["-n", &bn, "link", "set", &vb, "up"].map(String::from).to_vec(),
+            ["-n", &an, "link", "set", "lo", "up"].map(String::from).to_vec(),
+            ["-n", &bn, "link", "set", "lo", "up"].map(String::from).to_vec(),
+        ];
+        for args in steps {
+            let args: Vec<&str> = args.iter().map(String::as_str).collect();
+            pair.run_checked(ip(&args))?;
+        }
+        Ok(pair)
+    }
+
+    /// Runs a set-up command; an error names it.
+    pub fn run_checked(&self, cmd: Command) -> Result<(), String> {
+        let what = describe(&cmd);
+        let o = try_run_with_timeout(cmd, Duration::from_secs(10)).map_err(|e| format!("{what}: {e}"))?;
+        if o.status.success() {
+            Ok(())
+        } else {
+            Err(format!("{what} failed: {}", o.stderr.trim()))
+        }
+    }
+
+    /// Makes the path lossy and slow: every TCP segment leaving either namespace is dropped
+    /// with `loss_percent` % probability (nftables), and `b`'s egress is shaped to
+    /// `rate` with a queue of `latency` (tbf: this kernel has no netem).
+    pub fn degrade(&self, loss_percent: u32, rate: &str, latency: &str) -> Result<(), String> {
+        for ns in [&self.a, &self.b] {
+            let nft = |args: &[&str]| {
+                let mut c = Command::new("ip");
+                c.args(["netns", "exec", ns.name(), "nft"]).args(args);
+                c
+            };
+            self.run_checked(nft(&["add", "table", "inet", "rploss"]))?;
+            self.run_checked(nft(&[
+                "add",
+                "chain",
+                "inet",
+                "rploss",
+                "out",
+                "{ type filter hook output priority 0; }",
+            ]))?;
+            let lt = loss_percent.to_string();
+            self.run_checked(nft(&[
+                "add", "rule", "inet", "rploss", "out", "meta", "l4proto", "tcp", "numgen", "random", "mod",
+                "100", "<", &lt, "drop",
+            ]))?;
+        }
+        let dev = format!("rp{}b", self.b_addr.split('.').nth(2).unwrap_or("0"));
+        let mut tc = Command::new("ip");
+        tc.args([
+            "netns",
+            "exec",
+            self.b.name(),
+            "tc",
+            "qdisc",
+            "add",
+            "dev",
+            &dev,
+            "root",
+            "tbf",
+            "rate",
+            rate,
+        ])
+        .args(["burst", "32kb", "latency", latency]);
+        self.run_checked(tc)
     }
 }
 

@@ -199,15 +199,9 @@ fn server_validates_the_spec_a_peer_sends() {
     ];
     for (field, needle, value) in bad {
         let mut c = Control::connect(server.port());
-        c.send_json(&json!({"type": "hello", "protocol": 1, "tool_version": "test"}));
-        match c.read_reply() {
-            Reply::Frame(v) => {
-                assert_eq!(v["type"], "welcome", "expected a welcome, got {v}");
-                assert_eq!(v["protocol"], 1);
-                assert!(v["environment"]["kernel_release"].is_string(), "welcome without environment: {v}");
-            }
-            Reply::Closed => panic!("the server closed a session that said a valid hello"),
-        }
+        let v = c.handshake(None);
+        assert_eq!(v["protocol"], ringperf_engine::control::protocol::PROTOCOL_VERSION);
+        assert!(v["environment"]["kernel_release"].is_string(), "welcome without environment: {v}");
         let mut s = spec.clone();
         s[field] = value;
         c.send_json(&json!({"type": "test", "spec": s}));
@@ -265,8 +259,8 @@ fn sigterm_lets_the_test_in_progress_finish() {
     assert_eq!(status.code(), Some(0), "the server exited with {status}: {:?}", server.log());
 }
 
-/// The server dies in the middle of a test: the client must fail with exit 3 and a
-/// one-line message, not hang or report numbers.
+/// The server dies in the middle of a test: the client must exit 3 with a one-line
+/// message, not hang, and still print what it measured as a report marked partial.
 fn server_killed_mid_test(args: &[&str]) {
     let rp = ringperf!();
     let mut server = rp.serve();
@@ -286,7 +280,18 @@ fn server_killed_mid_test(args: &[&str]) {
     thread::sleep(Duration::from_secs(1));
     server.child().kill();
     let o = client.join().expect("client thread");
-    o.failure(3, &[]);
+    assert_eq!(o.status.code(), Some(3), "wrong exit code: {o}");
+    let lines: Vec<&str> = o.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected one line on stderr: {o}");
+    assert!(lines[0].contains("partial result"), "the message does not say the result is partial: {o}");
+    let r = o.json();
+    assert!(bool_at(&r, "partial"), "a cut-short run not marked partial: {r}");
+    assert!(!str_at(&r, "partial_reason").is_empty());
+    assert!(r["remote"].is_null(), "a dead server's side cannot have reported: {}", r["remote"]);
+    let moved = u64_at(&r, "local.bytes_sent") + u64_at(&r, "local.bytes_received");
+    assert!(moved > 0, "the partial report lost what the client measured: {r}");
+    let elapsed = u64_at(&r, "local.elapsed_ns");
+    assert!(elapsed < 10_000_000_000, "the client waited out the test after the server died: {elapsed} ns");
 }
 
 #[test]
@@ -331,11 +336,7 @@ fn server_counts_a_foreign_clients_bytes_exactly_and_drops_strangers() {
     let rp = ringperf!();
     let mut server = rp.serve();
     let mut c = Control::connect(server.port());
-    c.send_json(&json!({"type": "hello", "protocol": 1, "tool_version": "test"}));
-    match c.read_reply() {
-        Reply::Frame(v) => assert_eq!(v["type"], "welcome", "expected a welcome, got {v}"),
-        Reply::Closed => panic!("the server closed a session that said a valid hello"),
-    }
+    c.handshake(None);
     let mut spec = serde_json::to_value(ringperf_engine::TestSpec::default()).expect("spec serializes");
     spec["duration_ms"] = json!(1000);
     c.send_json(&json!({"type": "test", "spec": spec}));
@@ -404,8 +405,7 @@ fn a_sender_that_stops_early_fails_the_session() {
     let rp = ringperf!();
     let mut server = rp.serve();
     let mut c = Control::connect(server.port());
-    c.send_json(&json!({"type": "hello", "protocol": 1, "tool_version": "test"}));
-    assert!(matches!(c.read_reply(), Reply::Frame(v) if v["type"] == "welcome"));
+    c.handshake(None);
     let mut spec = serde_json::to_value(ringperf_engine::TestSpec::default()).expect("spec serializes");
     spec["duration_ms"] = json!(5000);
     c.send_json(&json!({"type": "test", "spec": spec}));

@@ -192,6 +192,16 @@ fn check_expect(r: &Value, want: &Expect) -> Result<()> {
 /// The work and ringperf's own service demand (client side) out of its JSON report, after
 /// checking that it ran what was asked.
 pub fn parse(r: &Value, cfg: &Config) -> Result<(Work, Option<f64>)> {
+    // Schema 2: a run cut short is marked partial and its server side may be null. Its
+    // figures are real but cover part of a run: not a sample to compare tools with.
+    let partial = r.pointer("/partial").and_then(Value::as_bool).unwrap_or(false);
+    if partial || r.get("remote").is_some_and(Value::is_null) {
+        let why =
+            r.pointer("/partial_reason").and_then(Value::as_str).unwrap_or("the server side is missing");
+        return Err(BenchError::Tool(format!(
+            "ringperf's run was cut short ({why}): a partial report is not a comparable sample"
+        )));
+    }
     check_spec(r, cfg)?;
     match cfg.workload {
         Workload::Stream => {
@@ -415,6 +425,13 @@ mod tests {
         let mut r = stream_report();
         r["remote"]["bytes_received"] = json!(999);
         assert!(parse(&r, &cfg(Workload::Stream)).is_err());
+        let mut r = stream_report();
+        r["partial"] = json!(true);
+        r["partial_reason"] = json!("interrupted by the user (Ctrl-C)");
+        assert!(parse(&r, &cfg(Workload::Stream)).unwrap_err().to_string().contains("Ctrl-C"));
+        let mut r = stream_report();
+        r["remote"] = Value::Null;
+        assert!(parse(&r, &cfg(Workload::Stream)).unwrap_err().to_string().contains("partial"));
         let mut r = stream_report();
         r["summary"] = json!({});
         assert!(parse(&r, &cfg(Workload::Stream)).unwrap_err().to_string().contains("throughput"));

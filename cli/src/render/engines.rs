@@ -24,8 +24,22 @@ pub fn render(reports: &[TestReport], units: Units) -> String {
         "tool ovh%"
     );
     for r in reports {
+        let Some(remote) = &r.remote else {
+            // A partial run whose server never reported: what the local side measured, and why.
+            // The local figures still say what moved until the run stopped.
+            let _ = writeln!(
+                o,
+                "{:<8} {:<10} {:>12.2} {:>8.2}   partial, the server's side is missing: {}",
+                r.spec.local.send_engine.name(),
+                r.spec.local.recv_engine.name(),
+                units.convert(r.summary.throughput_bits_per_sec),
+                r.local.cpu.system.busy_percent,
+                r.partial_reason.as_deref().unwrap_or("")
+            );
+            continue;
+        };
         let (sender, receiver) =
-            if r.local.role == Role::StreamSender { (&r.local, &r.remote) } else { (&r.remote, &r.local) };
+            if r.local.role == Role::StreamSender { (&r.local, remote) } else { (remote, &r.local) };
         let zc = sender
             .send
             .as_ref()
@@ -41,12 +55,12 @@ pub fn render(reports: &[TestReport], units: Units) -> String {
             receiver.recv_engine.name(),
             units.convert(r.summary.throughput_bits_per_sec),
             r.local.cpu.system.busy_percent,
-            r.remote.cpu.system.busy_percent,
+            remote.cpu.system.busy_percent,
             r.local.service_demand.us_per_kb.unwrap_or(0.0),
-            r.remote.service_demand.us_per_kb.unwrap_or(0.0),
+            remote.service_demand.us_per_kb.unwrap_or(0.0),
             zc,
             if mb > 0.0 { enters / mb } else { 0.0 },
-            r.local.cpu.tool_overhead_percent.max(r.remote.cpu.tool_overhead_percent),
+            r.local.cpu.tool_overhead_percent.max(remote.cpu.tool_overhead_percent),
         );
     }
     let _ = writeln!(

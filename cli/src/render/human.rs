@@ -14,17 +14,42 @@ use super::{HumanOptions, Units};
 pub fn headline(r: &TestReport, units: Units) -> String {
     match r.summary.transactions_per_sec {
         Some(tps) => format!(
-            "{tps:.2} trans/s, CPU {:.1} % / {:.1} %",
-            r.local.cpu.system.busy_percent, r.remote.cpu.system.busy_percent
+            "{tps:.2} trans/s, CPU {:.1} % / {}{}",
+            r.local.cpu.system.busy_percent,
+            remote_cpu(r),
+            partial_mark(r)
         ),
         None => format!(
-            "{:.2} {}, CPU {:.1} % / {:.1} %",
+            "{:.2} {}, CPU {:.1} % / {}{}",
             units.convert(r.summary.throughput_bits_per_sec),
             units.label(),
             r.local.cpu.system.busy_percent,
-            r.remote.cpu.system.busy_percent
+            remote_cpu(r),
+            partial_mark(r)
         ),
     }
+}
+
+/// The remote CPU figure, or why there is none.
+fn remote_cpu(r: &TestReport) -> String {
+    r.remote.as_ref().map_or_else(|| "- %".into(), |s| format!("{:.1} %", s.cpu.system.busy_percent))
+}
+
+fn partial_mark(r: &TestReport) -> &'static str {
+    if r.partial {
+        " (PARTIAL)"
+    } else {
+        ""
+    }
+}
+
+/// The sides that reported: the local one always, the remote one unless a partial run's
+/// server never did.
+fn sides(r: &TestReport) -> Vec<(&'static str, &SideReport)> {
+    [("local ", Some(&r.local)), ("remote", r.remote.as_ref())]
+        .into_iter()
+        .filter_map(|(n, s)| Some((n, s?)))
+        .collect()
 }
 
 pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
@@ -50,16 +75,22 @@ pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
         return o;
     }
     o.push('\n');
-    for (name, s) in [("local ", &r.local), ("remote", &r.remote)] {
+    let sides = sides(r);
+    for &(name, s) in &sides {
         side_lines(&mut o, name, s);
     }
-    for (name, s) in [("local ", &r.local), ("remote", &r.remote)] {
+    for &(name, s) in &sides {
         engine_lines(&mut o, name, s);
         tcp_line(&mut o, name, s);
         crr_line(&mut o, name, s);
         udp_lines(&mut o, name, s);
     }
-    for (name, s) in [("local ", &r.local), ("remote", &r.remote)] {
+    let retrans: Vec<String> =
+        sides.iter().filter_map(|(n, s)| Some(format!("{} {}", n.trim(), s.socket.retransmits?))).collect();
+    if !retrans.is_empty() {
+        let _ = writeln!(o, "retransmitted segments (TCP_INFO): {}", retrans.join(", "));
+    }
+    for &(name, s) in &sides {
         let _ = writeln!(o, "{name}  {}", network_line(s.network.as_ref()));
     }
     if let Some(l) = &r.local.latency {
@@ -75,21 +106,35 @@ pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
 /// The netperf-style banner and table.
 fn render_table(o: &mut String, r: &TestReport, units: Units) {
     let where_ = if r.embedded_server { format!("{} (embedded server)", r.server) } else { r.server.clone() };
-    let (send_side, recv_side) = match r.local.role {
-        Role::StreamSender => (&r.local, &r.remote),
-        Role::StreamReceiver => (&r.remote, &r.local),
-        _ => (&r.local, &r.remote),
+    // The engines as asked for: the side that would report them may be missing.
+    let (send_engine, recv_engine) = match r.local.role {
+        Role::StreamReceiver => (r.spec.remote.send_engine, r.spec.local.recv_engine),
+        Role::StreamSender => (r.spec.local.send_engine, r.spec.remote.recv_engine),
+        _ => (r.spec.local.send_engine, r.spec.local.recv_engine),
+    };
+    let remote_cpu = match &r.remote {
+        Some(s) => s.pinned_cpu,
+        None => r.spec.remote.cpus.first().copied(),
     };
     let _ = writeln!(
         o,
-        "ringperf {} to {where_}: {} s, send engine {}, receive engine {}, pinned local {} remote {}",
+        "ringperf {} to {where_}: {} s, {} flow(s), send engine {}, receive engine {}, pinned local {} remote {}",
         r.test,
         fmt_secs(r.spec.duration_ms as f64 / 1e3),
-        send_side.send_engine.name(),
-        recv_side.recv_engine.name(),
+        r.spec.flows,
+        send_engine.name(),
+        recv_engine.name(),
         cpu_name(r.local.pinned_cpu),
-        cpu_name(r.remote.pinned_cpu)
+        cpu_name(remote_cpu)
     );
+    if r.partial {
+        let _ = writeln!(
+            o,
+            "PARTIAL RESULT: {}. The figures cover the run until it stopped{}.",
+            r.partial_reason.as_deref().unwrap_or("the run did not finish"),
+            if r.remote.is_none() { "; the server's side never reported" } else { "" }
+        );
+    }
     match r.spec.workload {
         Workload::Stream => stream_table(o, r, units),
         Workload::Rr | Workload::Crr | Workload::UdpRr => rr_table(o, r),
@@ -160,8 +205,9 @@ fn crr_line(o: &mut String, name: &str, s: &SideReport) {
 
 /// netperf's UDP_STREAM table: the sender's line, then the receiver's own count and rate.
 fn udp_stream_table(o: &mut String, r: &TestReport, units: Units) {
-    let (tx, rx) =
-        if r.local.role == Role::UdpSender { (&r.local, &r.remote) } else { (&r.remote, &r.local) };
+    // A partial run's server may never have reported: then there is no second line.
+    let Some(remote) = r.remote.as_ref() else { return };
+    let (tx, rx) = if r.local.role == Role::UdpSender { (&r.local, remote) } else { (remote, &r.local) };
     let (Some(tu), Some(ru)) = (&tx.udp, &rx.udp) else { return };
     let secs = |s: &SideReport| s.elapsed_ns.max(1) as f64 / 1e9;
     let rate = |bytes: u64, s: &SideReport| units.convert(bytes as f64 * 8.0 / secs(s));
@@ -179,7 +225,7 @@ fn udp_stream_table(o: &mut String, r: &TestReport, units: Units) {
         0,
         rate(tx.bytes_sent, tx),
         tx.cpu.system.busy_percent,
-        sd(tx, |s| s.service_demand.us_per_kb),
+        sd(Some(tx), |s| s.service_demand.us_per_kb),
     );
     let lost = tu.datagrams_sent.saturating_sub(ru.datagrams_received);
     let _ = writeln!(
@@ -192,7 +238,7 @@ fn udp_stream_table(o: &mut String, r: &TestReport, units: Units) {
         lost,
         rate(rx.bytes_received, rx),
         rx.cpu.system.busy_percent,
-        sd(rx, |s| s.service_demand.us_per_kb),
+        sd(Some(rx), |s| s.service_demand.us_per_kb),
     );
 }
 
@@ -405,14 +451,18 @@ fn stream_table(o: &mut String, r: &TestReport, units: Units) {
         );
         let _ = writeln!(
             o,
-            "  server -> client {:>11.2} {}  ({} bytes)",
+            "  server -> client {:>11.2} {}  ({})",
             units.convert(rev),
             units.label(),
-            r.remote.bytes_sent
+            r.remote.as_ref().map_or_else(
+                || format!("{} bytes received; the server never reported", r.local.bytes_received),
+                |s| format!("{} bytes", s.bytes_sent)
+            )
         );
     }
+    let remote = r.remote.as_ref();
     let (sender, receiver) =
-        if r.local.role == Role::StreamSender { (&r.local, &r.remote) } else { (&r.remote, &r.local) };
+        if r.local.role == Role::StreamSender { (Some(&r.local), remote) } else { (remote, Some(&r.local)) };
     let _ = writeln!(o, "Recv     Send     Send                           Utilization       Service Demand");
     let _ = writeln!(o, "Socket   Socket   Message  Elapsed               Send     Recv     Send    Recv");
     let _ = writeln!(o, "Size     Size     Size     Time     Throughput   local    remote   local   remote");
@@ -425,15 +475,15 @@ fn stream_table(o: &mut String, r: &TestReport, units: Units) {
     let _ = writeln!(
         o,
         "{:<8} {:<8} {:<8} {:<8} {:>11.2}  {:<8.2} {:<8.2} {:<7.3} {:<7.3}",
-        receiver.socket.recv_buffer,
-        sender.socket.send_buffer,
+        receiver.map_or(0, |s| s.socket.recv_buffer),
+        sender.map_or(0, |s| s.socket.send_buffer),
         r.spec.send_size,
-        fmt_secs(sender.elapsed_ns as f64 / 1e9),
+        fmt_secs(sender.unwrap_or(&r.local).elapsed_ns as f64 / 1e9),
         units.convert(r.summary.throughput_bits_per_sec),
         r.local.cpu.system.busy_percent,
-        r.remote.cpu.system.busy_percent,
-        sd(&r.local, |s| s.service_demand.us_per_kb),
-        sd(&r.remote, |s| s.service_demand.us_per_kb),
+        remote.map_or(0.0, |s| s.cpu.system.busy_percent),
+        sd(Some(&r.local), |s| s.service_demand.us_per_kb),
+        sd(remote, |s| s.service_demand.us_per_kb),
     );
 }
 
@@ -453,11 +503,13 @@ fn rr_table(o: &mut String, r: &TestReport) {
         fmt_secs(r.local.elapsed_ns as f64 / 1e9),
         r.summary.transactions_per_sec.unwrap_or(0.0),
         r.local.cpu.system.busy_percent,
-        r.remote.cpu.system.busy_percent,
-        sd(&r.local, |s| s.service_demand.us_per_transaction),
-        sd(&r.remote, |s| s.service_demand.us_per_transaction),
+        r.remote.as_ref().map_or(0.0, |s| s.cpu.system.busy_percent),
+        sd(Some(&r.local), |s| s.service_demand.us_per_transaction),
+        sd(r.remote.as_ref(), |s| s.service_demand.us_per_transaction),
     );
-    let _ = writeln!(o, "{:<8} {:<8}", r.remote.socket.send_buffer, r.remote.socket.recv_buffer);
+    if let Some(remote) = &r.remote {
+        let _ = writeln!(o, "{:<8} {:<8}", remote.socket.send_buffer, remote.socket.recv_buffer);
+    }
 }
 
 fn latency_lines(o: &mut String, l: &LatencySummary) {
@@ -501,8 +553,8 @@ fn ring_setup(r: &RingSetup) -> String {
     parts.join(", ")
 }
 
-fn sd(s: &SideReport, f: impl Fn(&SideReport) -> Option<f64>) -> f64 {
-    f(s).unwrap_or(0.0)
+fn sd(s: Option<&SideReport>, f: impl Fn(&SideReport) -> Option<f64>) -> f64 {
+    s.and_then(f).unwrap_or(0.0)
 }
 
 fn fmt_secs(s: f64) -> String {

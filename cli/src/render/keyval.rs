@@ -74,8 +74,8 @@ fn f(v: f64, places: usize) -> String {
 }
 
 /// A UDP figure of side `s`, empty when the side has no UDP report.
-fn udp_field(s: &SideReport, g: impl Fn(&UdpReport) -> String) -> String {
-    s.udp.as_ref().map_or_else(String::new, g)
+fn udp_field(s: Option<&SideReport>, g: impl Fn(&UdpReport) -> String) -> String {
+    s.and_then(|s| s.udp.as_ref()).map_or_else(String::new, g)
 }
 
 fn opt(v: Option<f64>, places: usize) -> String {
@@ -85,11 +85,20 @@ fn opt(v: Option<f64>, places: usize) -> String {
 /// The values of one run (`figures`), with everything else from the report.
 fn values(r: &TestReport, fig: &IterationFigures, units: Units) -> Vec<String> {
     let rr = r.spec.workload.is_transactional();
+    // A partial run's server may never have reported: its values are left empty.
+    let remote = r.remote.as_ref();
     let (sender, receiver) = match r.local.role {
-        Role::StreamReceiver => (&r.remote, &r.local),
-        Role::StreamSender => (&r.local, &r.remote),
-        _ => (&r.local, &r.remote),
+        Role::StreamReceiver => (remote, Some(&r.local)),
+        Role::StreamSender => (Some(&r.local), remote),
+        _ => (Some(&r.local), remote),
     };
+    // The engines as asked for: the side that would report them may be missing.
+    let (send_engine, recv_engine) = match r.local.role {
+        Role::StreamReceiver => (r.spec.remote.send_engine, r.spec.local.recv_engine),
+        Role::StreamSender => (r.spec.local.send_engine, r.spec.remote.recv_engine),
+        _ => (r.spec.local.send_engine, r.spec.local.recv_engine),
+    };
+    let of_remote = |g: &dyn Fn(&SideReport) -> String| remote.map_or_else(String::new, g);
     let conf = r.confidence.as_ref();
     let confid = |name: &str| {
         conf.and_then(|c| c.estimates.iter().find(|e| e.name == name)).map_or("-1.000".into(), |e| {
@@ -101,7 +110,10 @@ fn values(r: &TestReport, fig: &IterationFigures, units: Units) -> Vec<String> {
     let us = |ns: Option<u64>| opt(ns.map(|n| n as f64 / 1e3), 3);
     let retrans = |s: &SideReport| s.tcp.as_ref().map_or(String::new(), |t| t.total_retrans.to_string());
     let per_seg = |s: &SideReport| opt(s.service_demand.ns_per_segment, 1);
-    let zc = sender.send.as_ref().and_then(|s| s.zero_copy.as_ref()).map(|z| z.zero_copy_fraction());
+    let zc = sender
+        .and_then(|s| s.send.as_ref())
+        .and_then(|s| s.zero_copy.as_ref())
+        .map(|z| z.zero_copy_fraction());
     let out: Vec<String> = vec![
         r.test.clone(),
         // netperf reports request/response throughput in transactions per second.
@@ -116,23 +128,23 @@ fn values(r: &TestReport, fig: &IterationFigures, units: Units) -> Vec<String> {
         if rr { r.spec.response_size.to_string() } else { String::new() },
         r.local.socket.send_buffer.to_string(),
         r.local.socket.recv_buffer.to_string(),
-        r.remote.socket.send_buffer.to_string(),
-        r.remote.socket.recv_buffer.to_string(),
+        of_remote(&|s| s.socket.send_buffer.to_string()),
+        of_remote(&|s| s.socket.recv_buffer.to_string()),
         f(fig.local_cpu_percent, 2),
-        f(fig.remote_cpu_percent, 2),
+        opt(fig.remote_cpu_percent, 2),
         confid("local CPU"),
         confid("remote CPU"),
         r.local.cpu.system.cpus.to_string(),
-        r.remote.cpu.system.cpus.to_string(),
+        of_remote(&|s| s.cpu.system.cpus.to_string()),
         opt(fig.local_sd_us, 3),
         opt(fig.remote_sd_us, 3),
         if rr { "usec/Tran".into() } else { "usec/KB".into() },
         per_seg(&r.local),
-        per_seg(&r.remote),
+        of_remote(&per_seg),
         f(r.local.cpu.tool_overhead_percent, 3),
-        f(r.remote.cpu.tool_overhead_percent, 3),
+        of_remote(&|s| f(s.cpu.tool_overhead_percent, 3)),
         retrans(&r.local),
-        retrans(&r.remote),
+        of_remote(&retrans),
         opt(lat.map(|l| l.mean_ns / 1e3), 3),
         us(lat.map(|l| l.min_ns)),
         opt(lat.map(|l| l.mean_ns / 1e3), 3),
@@ -142,8 +154,8 @@ fn values(r: &TestReport, fig: &IterationFigures, units: Units) -> Vec<String> {
         us(lat.map(|l| l.max_ns)),
         conf.map_or(String::new(), |c| f(100.0 * c.target.level, 1)),
         conf.map_or("1".into(), |c| c.iterations.to_string()),
-        sender.send_engine.name().to_string(),
-        receiver.recv_engine.name().to_string(),
+        sender.map_or(send_engine, |s| s.send_engine).name().to_string(),
+        receiver.map_or(recv_engine, |s| s.recv_engine).name().to_string(),
         opt(zc, 4),
         r.environment.local.kernel_release.clone(),
         r.environment.remote.kernel_release.clone(),
@@ -151,13 +163,13 @@ fn values(r: &TestReport, fig: &IterationFigures, units: Units) -> Vec<String> {
         // the receiver's own rate, datagram accounting, and crr connections.
         udp_field(sender, |u| u.sends.to_string()),
         udp_field(receiver, |u| u.receives.to_string()),
-        udp_field(receiver, |_| {
-            let bits = receiver.bytes_received as f64 * 8.0 / (receiver.elapsed_ns.max(1) as f64 / 1e9);
+        receiver.filter(|rx| rx.udp.is_some()).map_or(String::new(), |rx| {
+            let bits = rx.bytes_received as f64 * 8.0 / (rx.elapsed_ns.max(1) as f64 / 1e9);
             f(units.convert(bits), 2)
         }),
         udp_field(sender, |u| u.datagrams_sent.to_string()),
         udp_field(receiver, |u| u.datagrams_received.to_string()),
-        match (&sender.udp, &receiver.udp) {
+        match (sender.and_then(|s| s.udp.as_ref()), receiver.and_then(|s| s.udp.as_ref())) {
             (Some(s), Some(rv)) if !rr => s.datagrams_sent.saturating_sub(rv.datagrams_received).to_string(),
             _ => String::new(),
         },
@@ -165,10 +177,10 @@ fn values(r: &TestReport, fig: &IterationFigures, units: Units) -> Vec<String> {
         udp_field(receiver, |u| u.duplicated.to_string()),
         udp_field(sender, |u| f(u.datagrams_per_send(), 2)),
         udp_field(receiver, |u| f(u.datagrams_per_receive(), 2)),
-        udp_field(&r.local, |u| opt(u.us_per_datagram, 3)),
-        udp_field(&r.remote, |u| opt(u.us_per_datagram, 3)),
-        udp_field(&r.local, |u| if rr { u.timeouts.to_string() } else { String::new() }),
-        udp_field(&r.local, |u| if rr { u.retransmissions.to_string() } else { String::new() }),
+        udp_field(Some(&r.local), |u| opt(u.us_per_datagram, 3)),
+        udp_field(r.remote.as_ref(), |u| opt(u.us_per_datagram, 3)),
+        udp_field(Some(&r.local), |u| if rr { u.timeouts.to_string() } else { String::new() }),
+        udp_field(Some(&r.local), |u| if rr { u.retransmissions.to_string() } else { String::new() }),
         r.local.crr.as_ref().map_or(String::new(), |c| c.connections.to_string()),
     ];
     debug_assert_eq!(out.len(), NAMES.len());
@@ -186,7 +198,7 @@ fn summary_figures(r: &TestReport) -> IterationFigures {
     fig.throughput_bits_per_sec = r.summary.throughput_bits_per_sec;
     fig.transactions_per_sec = r.summary.transactions_per_sec;
     fig.local_cpu_percent = r.iterations.iter().map(|i| i.local_cpu_percent).sum::<f64>() / n;
-    fig.remote_cpu_percent = r.iterations.iter().map(|i| i.remote_cpu_percent).sum::<f64>() / n;
+    fig.remote_cpu_percent = mean(&|i| i.remote_cpu_percent);
     fig.local_sd_us = mean(&|i| i.local_sd_us);
     fig.remote_sd_us = mean(&|i| i.remote_sd_us);
     if let Some(l) = &r.local.latency {

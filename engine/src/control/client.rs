@@ -1,14 +1,21 @@
-//! The client side of one test: connect (or start the embedded server), agree on the spec,
-//! open the data connections, run the local side, and merge both sides into a TestReport.
+//! The client side of one test: connect (or start the embedded server), authenticate,
+//! agree on the spec, open the data connections, run the local side, and merge both sides
+//! into a TestReport. Once the window has opened a result is never thrown away: if the
+//! server dies, a data connection breaks or the user presses Ctrl-C, the report says
+//! `partial` and carries what was measured.
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::os::fd::{AsRawFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use crate::control::protocol::{read_frame, write_frame, ClientMessage, ServerMessage, PROTOCOL_VERSION};
+use crate::control::auth::{self, Party, Psk};
+use crate::control::protocol::{
+    read_frame_by, write_frame, ClientMessage, ServerMessage, MAX_FRAME, PROTOCOL_VERSION,
+};
 use crate::control::server::{check_cpu, Server, CONTROL_TIMEOUT};
 use crate::env::Environment;
 use crate::error::{Error, Result};
@@ -19,7 +26,7 @@ use crate::report::{
 };
 use crate::side::{DataSockets, Side};
 use crate::spec::{Role, TestSpec, Workload};
-use crate::workload::PEER_GRACE_NS;
+use crate::workload::{Ending, PEER_GRACE_NS};
 
 /// Where the server is.
 #[derive(Clone, Debug)]
@@ -32,24 +39,35 @@ pub enum Target {
     },
 }
 
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
-
 /// What a caller can ask of a run beyond the spec.
-#[derive(Default, Clone)]
-pub struct RunOptions {
+#[derive(Clone, Debug, Default)]
+pub struct RunOptions<'a> {
     /// Receives the local side's interval samples as they happen.
     pub live: Option<mpsc::Sender<IntervalSample>>,
     /// Confidence level for the within-run estimate (default 0.99, netperf's).
     pub level: Option<f64>,
+    /// The key to prove to a server that requires one.
+    pub psk: Option<Psk>,
+    /// Readable means "stop now" (the CLI's Ctrl-C pipe): before the window opens the test
+    /// fails with [`Error::Interrupted`]; after, the run ends with a partial report and the
+    /// server is told to stop.
+    pub interrupt: Option<BorrowedFd<'a>>,
 }
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a client that stopped early waits for the server's partial report.
+const PARTIAL_REPORT_WAIT: Duration = Duration::from_secs(2);
 
 /// Runs one test and returns the merged report of both sides.
 pub fn run_test(spec: &TestSpec, target: &Target) -> Result<TestReport> {
     run_test_with(spec, target, &RunOptions::default())
 }
 
-/// [`run_test`] with options.
-pub fn run_test_with(spec: &TestSpec, target: &Target, opts: &RunOptions) -> Result<TestReport> {
+/// [`run_test`] with options (live samples, confidence level, a key, an interrupt). A run
+/// cut short after its window opened returns Ok with `partial` set; the caller decides
+/// the exit code.
+pub fn run_test_with(spec: &TestSpec, target: &Target, opts: &RunOptions<'_>) -> Result<TestReport> {
     spec.validate()?;
     for &cpu in &spec.local.cpus {
         check_cpu(cpu, "local")?;
@@ -108,32 +126,72 @@ fn connect(addrs: &[SocketAddr]) -> Result<TcpStream> {
     }))
 }
 
-fn expect_reply(stream: &mut TcpStream, what: &str) -> Result<ServerMessage> {
-    match read_frame(stream, what)? {
-        ServerMessage::Error { kind, message } => Err(kind.into_error(message)),
-        m => Ok(m),
+/// The control connection as the client uses it: every read has a deadline for the whole
+/// message and gives way to the interrupt.
+struct Control<'a> {
+    stream: TcpStream,
+    interrupt: Option<BorrowedFd<'a>>,
+}
+
+impl Control<'_> {
+    fn send(&mut self, msg: &ClientMessage) -> Result<()> {
+        write_frame(&mut self.stream, msg)
+    }
+
+    /// The next message; a server's error reply becomes the error it describes.
+    fn expect(&mut self, what: &str, within: Duration) -> Result<ServerMessage> {
+        let deadline = Instant::now() + within;
+        match read_frame_by(&self.stream, what, deadline, MAX_FRAME, self.interrupt)? {
+            ServerMessage::Error { kind, message } => Err(kind.into_error(message)),
+            m => Ok(m),
+        }
     }
 }
 
 fn run_on(
-    mut stream: TcpStream,
+    stream: TcpStream,
     spec: &TestSpec,
     server: String,
     embedded: bool,
-    opts: &RunOptions,
+    opts: &RunOptions<'_>,
 ) -> Result<TestReport> {
     let _ = stream.set_nodelay(true);
-    stream.set_read_timeout(Some(CONTROL_TIMEOUT)).map_err(|e| Error::io("setting a read timeout", e))?;
     stream.set_write_timeout(Some(CONTROL_TIMEOUT)).map_err(|e| Error::io("setting a write timeout", e))?;
     let peer_ip = stream.peer_addr().map_err(|e| Error::io("reading the server address", e))?.ip();
+    let mut c = Control { stream, interrupt: opts.interrupt };
 
-    write_frame(&mut stream, &ClientMessage::Hello { protocol: PROTOCOL_VERSION, tool_version: version() })?;
-    let remote_env = match expect_reply(&mut stream, "the server's welcome")? {
-        ServerMessage::Welcome { environment, .. } => *environment,
+    c.send(&ClientMessage::Hello { protocol: PROTOCOL_VERSION, tool_version: version() })?;
+    let (server_nonce, auth_required) = match c.expect("the server's challenge", CONTROL_TIMEOUT)? {
+        ServerMessage::Challenge { server_nonce, auth_required, .. } => {
+            let nonce = auth::unhex(&server_nonce)
+                .filter(|n| n.len() >= 16)
+                .ok_or_else(|| Error::Protocol("the server's nonce is not 16 or more bytes of hex".into()))?;
+            (nonce, auth_required)
+        }
+        other => return Err(unexpected("challenge", &other)),
+    };
+    let client_nonce = auth::nonce()?;
+    let proof = match (&opts.psk, auth_required) {
+        (Some(k), true) => Some(k.proof(Party::Client, &server_nonce, &client_nonce)),
+        _ => None,
+    };
+    c.send(&ClientMessage::Auth { client_nonce: auth::hex(&client_nonce), proof })?;
+    let remote_env = match c.expect("the server's welcome", CONTROL_TIMEOUT)? {
+        ServerMessage::Welcome { environment, proof, .. } => {
+            if let (Some(k), true) = (&opts.psk, auth_required) {
+                let ok = proof.is_some_and(|p| k.verify(Party::Server, &server_nonce, &client_nonce, &p));
+                if !ok {
+                    return Err(Error::Peer(format!(
+                        "the server at {server} did not prove it holds the key: it is not the server you meant, or it has another key"
+                    )));
+                }
+            }
+            *environment
+        }
         other => return Err(unexpected("welcome", &other)),
     };
-    write_frame(&mut stream, &ClientMessage::Test { spec: Box::new(spec.clone()) })?;
-    let (port, cookie, udp_ports) = match expect_reply(&mut stream, "the server to get ready")? {
+    c.send(&ClientMessage::Test { spec: Box::new(spec.clone()) })?;
+    let (port, cookie, udp_ports) = match c.expect("the server to get ready", CONTROL_TIMEOUT)? {
         ServerMessage::Ready { data_port, cookie, udp_ports } => (data_port, cookie, udp_ports),
         other => return Err(unexpected("ready", &other)),
     };
@@ -144,35 +202,53 @@ fn run_on(
         }
         _ => DataSockets::Flows(connect_flows(SocketAddr::new(peer_ip, port), cookie, spec)?),
     };
-    let mut side = Side::prepare_data(spec, &spec.group_roles(true), &spec.local, data, opts.live.clone())?;
-    write_frame(&mut stream, &ClientMessage::Go)?;
+    let watch = opts.interrupt.map(|f| f.as_raw_fd());
+    let controls = (opts.live.clone(), watch, None);
+    let mut side = Side::prepare_data(spec, &spec.group_roles(true), &spec.local, data, controls)?;
+    c.send(&ClientMessage::Go)?;
     side.start()?;
-    let local = side.finish();
+    let finished = side.finish()?;
     if spec.workload == Workload::Crr {
         // Every cycle is over (or the side failed): the server's workers may stop.
-        let _ = write_frame(&mut stream, &ClientMessage::FlowsDone);
+        let _ = c.send(&ClientMessage::FlowsDone);
     }
+    let local = finished.report;
 
-    let wait =
-        Duration::from_millis(spec.duration_ms) + Duration::from_nanos(PEER_GRACE_NS) + CONTROL_TIMEOUT;
-    let local = match local {
-        Ok(l) => l,
+    // From here on a result exists: every failure makes it partial, never discards it.
+    let (remote, failure) = match finished.ending {
+        Ok(Ending::Completed) => {
+            let wait = Duration::from_millis(spec.duration_ms)
+                + Duration::from_nanos(PEER_GRACE_NS)
+                + CONTROL_TIMEOUT;
+            match c.expect("the server's report", wait) {
+                Ok(ServerMessage::Report { side }) => (Some(*side), None),
+                Ok(other) => (None, Some(unexpected("report", &other))),
+                Err(e) => (None, Some(e)),
+            }
+        }
+        Ok(Ending::Aborted) => {
+            // Ctrl-C: tell the server to stop and take whatever it measured.
+            c.interrupt = None;
+            let _ = c.send(&ClientMessage::Abort);
+            let remote = match c.expect("the server's partial report", PARTIAL_REPORT_WAIT) {
+                Ok(ServerMessage::Report { side }) => Some(*side),
+                _ => None,
+            };
+            (remote, Some(Error::Interrupted("interrupted by the user (Ctrl-C)".into())))
+        }
         Err(e) => {
             // The server's own account of what went wrong is usually the better message.
-            let _ = stream.set_read_timeout(Some(Duration::from_secs(1)));
-            return Err(match read_frame::<ServerMessage>(&mut stream, "the server's report") {
-                Ok(ServerMessage::Error { kind, message }) => kind.into_error(message),
+            c.interrupt = None;
+            let e = match c.expect("the server's report", Duration::from_secs(1)) {
+                Err(server @ (Error::Usage(_) | Error::Requirement(_) | Error::Protocol(_))) => server,
+                Err(Error::Peer(m)) if m.starts_with("server: ") => Error::Peer(m),
                 _ => e,
-            });
+            };
+            (None, Some(e))
         }
     };
-    stream.set_read_timeout(Some(wait)).map_err(|e| Error::io("setting a read timeout", e))?;
-    let remote = match expect_reply(&mut stream, "the server's report")? {
-        ServerMessage::Report { side } => *side,
-        other => return Err(unexpected("report", &other)),
-    };
-    let summary = summarize(&local, &remote, opts.level.unwrap_or(DEFAULT_LEVEL));
-    let figures = IterationFigures::of(&summary, &local, &remote);
+    let summary = summarize(&local, remote.as_ref(), opts.level.unwrap_or(DEFAULT_LEVEL));
+    let figures = IterationFigures::of(&summary, &local, remote.as_ref());
     Ok(TestReport {
         schema_version: SCHEMA_VERSION,
         tool_version: version(),
@@ -180,6 +256,8 @@ fn run_on(
         spec: spec.clone(),
         server,
         embedded_server: embedded,
+        partial: failure.is_some(),
+        partial_reason: failure.map(|e| e.to_string()),
         summary,
         iterations: vec![figures],
         confidence: None,
@@ -192,9 +270,10 @@ fn run_on(
 /// netperf's default confidence level.
 pub const DEFAULT_LEVEL: f64 = 0.99;
 
-/// Headline figures: stream throughput as the sender saw it; rr rates as the client saw
-/// them; and the within-run estimate from the local side's intervals.
-pub fn summarize(local: &SideReport, remote: &SideReport, level: f64) -> Summary {
+/// Headline figures: stream throughput as the sender saw it (as the local receiver saw it
+/// when the remote sender never reported); rr rates as the client saw them; and the
+/// within-run estimate from the local side's intervals.
+pub fn summarize(local: &SideReport, remote: Option<&SideReport>, level: f64) -> Summary {
     let secs = |s: &SideReport| s.elapsed_ns as f64 / 1e9;
     let rr = local.role.is_transactional();
     let within_run = within_run(local, rr, level);
@@ -207,19 +286,28 @@ pub fn summarize(local: &SideReport, remote: &SideReport, level: f64) -> Summary
             within_run,
         };
     }
+    // What the server sent, as it saw it; as this side received it if it never reported.
+    let from_remote = |remote: Option<&SideReport>| match remote {
+        Some(sender) => sender.bytes_sent as f64 * 8.0 / secs(sender),
+        None => local.bytes_received as f64 * 8.0 / secs(local),
+    };
     if local.role == Role::StreamBidir {
         // Each direction as its sender saw it.
         return Summary {
             throughput_bits_per_sec: local.bytes_sent as f64 * 8.0 / secs(local),
-            reverse_throughput_bits_per_sec: Some(remote.bytes_sent as f64 * 8.0 / secs(remote)),
+            reverse_throughput_bits_per_sec: Some(from_remote(remote)),
             transactions_per_sec: None,
             mean_latency_ns: None,
             within_run,
         };
     }
-    let sender = if matches!(local.role, Role::StreamSender | Role::UdpSender) { local } else { remote };
+    let throughput = if matches!(local.role, Role::StreamSender | Role::UdpSender) {
+        local.bytes_sent as f64 * 8.0 / secs(local)
+    } else {
+        from_remote(remote)
+    };
     Summary {
-        throughput_bits_per_sec: sender.bytes_sent as f64 * 8.0 / secs(sender),
+        throughput_bits_per_sec: throughput,
         reverse_throughput_bits_per_sec: None,
         transactions_per_sec: None,
         mean_latency_ns: None,
@@ -245,6 +333,7 @@ fn within_run(side: &SideReport, rr: bool, level: f64) -> Option<Estimate> {
 
 fn unexpected(expected: &str, got: &ServerMessage) -> Error {
     let name = match got {
+        ServerMessage::Challenge { .. } => "challenge",
         ServerMessage::Welcome { .. } => "welcome",
         ServerMessage::Ready { .. } => "ready",
         ServerMessage::Report { .. } => "report",

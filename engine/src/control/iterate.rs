@@ -17,7 +17,7 @@ pub fn estimates(figures: &[IterationFigures], level: f64) -> Vec<Estimate> {
         .map(|f| if rr { f.transactions_per_sec.unwrap_or(0.0) } else { f.throughput_bits_per_sec })
         .collect();
     let local: Vec<f64> = figures.iter().map(|f| f.local_cpu_percent).collect();
-    let remote: Vec<f64> = figures.iter().map(|f| f.remote_cpu_percent).collect();
+    let remote: Vec<f64> = figures.iter().filter_map(|f| f.remote_cpu_percent).collect();
     [(if rr { "transactions/s" } else { "throughput" }, rate), ("local CPU", local), ("remote CPU", remote)]
         .iter()
         .filter_map(|(name, x)| estimate(name, x, level))
@@ -27,11 +27,12 @@ pub fn estimates(figures: &[IterationFigures], level: f64) -> Vec<Estimate> {
 /// Runs `spec` once, or iterates toward `target`. `each` sees every iteration's report as
 /// it completes. The returned report is the last iteration's, with every iteration's
 /// figures, the confidence outcome, means in the summary, and latency merged over all
-/// iterations.
+/// iterations. A partial run (Ctrl-C, a failure after the window opened) ends the
+/// iterations and is returned as it is.
 pub fn run_iterations(
     spec: &TestSpec,
     target: &Target,
-    opts: &RunOptions,
+    opts: &RunOptions<'_>,
     confidence: Option<ConfidenceTarget>,
     each: &mut dyn FnMut(u32, &TestReport),
 ) -> Result<TestReport> {
@@ -45,8 +46,15 @@ pub fn run_iterations(
     let mut latencies = Vec::new();
     let mut last;
     loop {
-        let r = run_test_with(spec, target, &opts)?;
+        let mut r = run_test_with(spec, target, &opts)?;
         each(figures.len() as u32 + 1, &r);
+        if r.partial {
+            // A run cut short ends the iterations: it is reported as measured, its figures
+            // after those of the whole runs before it, with no confidence claimed.
+            figures.append(&mut r.iterations);
+            r.iterations = figures;
+            return Ok(r);
+        }
         figures.extend(r.iterations.iter().copied());
         latencies.extend(r.local.latency.clone());
         last = r;

@@ -1,14 +1,18 @@
 //! The control protocol and its two ends: the server's sessions and the client's
 //! orchestration of one test.
 
+pub mod access;
+pub mod auth;
 pub mod client;
+pub mod handshake;
 pub mod iterate;
+pub mod limits;
 pub mod protocol;
 pub mod server;
 
 pub use client::{run_test, run_test_with, RunOptions, Target};
 pub use iterate::run_iterations;
-pub use server::{Server, ServerEvent};
+pub use server::{Server, ServerConfig, ServerEvent};
 
 /// Default control port (netperf's).
 pub const DEFAULT_PORT: u16 = 12866;

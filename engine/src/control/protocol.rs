@@ -1,8 +1,15 @@
 //! Length-prefixed JSON messages: a 4-byte big-endian length, then that many bytes of JSON.
-//! Frames are capped, every read has a deadline (set on the socket by the caller), and
-//! anything malformed is an error, never a panic.
+//! Frames are capped, every read has a deadline that covers the whole frame (a peer that
+//! trickles bytes cannot stretch it), and anything malformed is an error, never a panic.
+//!
+//! A session: Hello -> Challenge -> Auth -> Welcome -> Test -> Ready -> Go -> Report,
+//! and the client may send Abort during the run. Hello is kept to two fields forever,
+//! so a server of any version can tell a client of another version what is wrong.
 
 use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::os::fd::{AsRawFd, BorrowedFd};
+use std::time::Instant;
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -13,11 +20,19 @@ use crate::report::SideReport;
 use crate::spec::TestSpec;
 
 /// Bumped on any incompatible change; both ends must speak the same version.
-pub const PROTOCOL_VERSION: u32 = 1;
+/// 2: challenge-response authentication, Abort, partial reports.
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// The largest frame either end accepts. A spec or a side report is a few KiB; latency
 /// histograms are deflated.
 pub const MAX_FRAME: usize = 1 << 20;
+
+/// The largest frame the server reads before a client has authenticated: Hello and Auth
+/// are a few hundred bytes, so a stranger cannot make the server buffer more than this.
+pub const MAX_HANDSHAKE_FRAME: usize = 4096;
+
+/// The largest frame the server reads from an authenticated client (a Test spec is ~2 KiB).
+pub const MAX_CLIENT_FRAME: usize = 64 * 1024;
 
 /// Client to server.
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -25,22 +40,32 @@ pub const MAX_FRAME: usize = 1 << 20;
 pub enum ClientMessage {
     /// Always first. Kept minimal so every version can parse another's.
     Hello { protocol: u32, tool_version: String },
+    /// The answer to the server's challenge: the client's own nonce (hex) and, when the
+    /// server asked for a key, the client's proof (hex HMAC-SHA256, see `auth`).
+    Auth { client_nonce: String, proof: Option<String> },
     /// The test to run.
     Test { spec: Box<TestSpec> },
     /// Open the measurement window now.
     Go,
     /// crr: every client cycle has finished, so the server's workers may stop.
     FlowsDone,
+    /// Stop the test now (the user pressed Ctrl-C): the server ends its side at once and
+    /// sends the partial report it has.
+    Abort,
 }
 
 /// Server to client.
 #[derive(Serialize, Deserialize, Debug, Clone)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ServerMessage {
+    /// The answer to Hello: a fresh nonce for this session, and whether a key is required.
+    Challenge { protocol: u32, server_nonce: String, auth_required: bool },
     Welcome {
         protocol: u32,
         tool_version: String,
         environment: Box<Environment>,
+        /// The server's proof that it holds the key too (present when it requires one).
+        proof: Option<String>,
     },
     /// Data connections may now be opened to `data_port`, each starting with `cookie`.
     Ready {
@@ -50,15 +75,10 @@ pub enum ServerMessage {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         udp_ports: Vec<u16>,
     },
-    /// The server side's measurements, after its window closed.
-    Report {
-        side: Box<SideReport>,
-    },
+    /// The server side's measurements, after its window closed (or after an Abort).
+    Report { side: Box<SideReport> },
     /// The session failed; the server closes it after sending this.
-    Error {
-        kind: ErrorKind,
-        message: String,
-    },
+    Error { kind: ErrorKind, message: String },
 }
 
 /// Which exit code an error reply maps to on the client.
@@ -69,6 +89,8 @@ pub enum ErrorKind {
     Requirement,
     Peer,
     Protocol,
+    /// The client did not prove it holds the server's key.
+    Auth,
 }
 
 impl ErrorKind {
@@ -77,7 +99,7 @@ impl ErrorKind {
             Error::Usage(_) => ErrorKind::Usage,
             Error::Requirement(_) => ErrorKind::Requirement,
             Error::Protocol(_) => ErrorKind::Protocol,
-            Error::Peer(_) | Error::Io { .. } => ErrorKind::Peer,
+            Error::Peer(_) | Error::Io { .. } | Error::Interrupted(_) => ErrorKind::Peer,
         }
     }
 
@@ -87,14 +109,14 @@ impl ErrorKind {
         match self {
             ErrorKind::Usage => Error::Usage(message),
             ErrorKind::Requirement => Error::Requirement(message),
-            ErrorKind::Peer => Error::Peer(message),
+            ErrorKind::Peer | ErrorKind::Auth => Error::Peer(message),
             ErrorKind::Protocol => Error::Protocol(message),
         }
     }
 }
 
-/// Writes one frame.
-pub fn write_frame<T: Serialize>(w: &mut impl Write, msg: &T) -> Result<()> {
+/// Encodes one frame.
+pub fn encode_frame<T: Serialize>(msg: &T) -> Result<Vec<u8>> {
     let body = serde_json::to_vec(msg).map_err(|e| Error::Protocol(format!("cannot encode message: {e}")))?;
     if body.len() > MAX_FRAME {
         return Err(Error::Protocol(format!(
@@ -105,25 +127,170 @@ pub fn write_frame<T: Serialize>(w: &mut impl Write, msg: &T) -> Result<()> {
     let mut frame = Vec::with_capacity(4 + body.len());
     frame.extend_from_slice(&(body.len() as u32).to_be_bytes());
     frame.extend_from_slice(&body);
+    Ok(frame)
+}
+
+/// Writes one frame.
+pub fn write_frame<T: Serialize>(w: &mut impl Write, msg: &T) -> Result<()> {
+    let frame = encode_frame(msg)?;
     w.write_all(&frame).map_err(|e| io_error("sending a control message", e))?;
     w.flush().map_err(|e| io_error("sending a control message", e))
 }
 
-/// Reads one frame and decodes it. `what` names the expected message for errors.
+/// Reads one frame of at most [`MAX_FRAME`] bytes and decodes it; the reader's own
+/// timeouts bound the wait. `what` names the expected message for errors.
 pub fn read_frame<T: DeserializeOwned>(r: &mut impl Read, what: &str) -> Result<T> {
-    let mut len = [0u8; 4];
-    r.read_exact(&mut len).map_err(|e| io_error(&format!("waiting for {what}"), e))?;
-    let len = u32::from_be_bytes(len) as usize;
-    if len == 0 || len > MAX_FRAME {
-        return Err(Error::Protocol(format!(
-            "frame of {len} bytes (while waiting for {what}) is outside 1..={MAX_FRAME}"
-        )));
+    let mut frame = FrameBuf::new(MAX_FRAME);
+    loop {
+        if let Some(body) = frame.read_once(r, what)? {
+            return decode(&body, what);
+        }
     }
-    let mut body = vec![0u8; len];
-    r.read_exact(&mut body).map_err(|e| io_error(&format!("reading {what}"), e))?;
-    decode(&body, what)
 }
 
+/// Reads one frame of at most `cap` bytes from a blocking socket; the whole frame must
+/// arrive before `deadline`, however slowly its bytes come. A readable `interrupt` fd
+/// (the client's Ctrl-C pipe) ends the wait with [`Error::Interrupted`].
+pub fn read_frame_by<T: DeserializeOwned>(
+    stream: &TcpStream,
+    what: &str,
+    deadline: Instant,
+    cap: usize,
+    interrupt: Option<BorrowedFd<'_>>,
+) -> Result<T> {
+    let mut frame = FrameBuf::new(cap);
+    loop {
+        wait_readable(stream, what, deadline, interrupt)?;
+        // poll said readable: this one read returns data, EOF or an error without blocking.
+        if let Some(body) = frame.read_once(&mut &*stream, what)? {
+            return decode(&body, what);
+        }
+    }
+}
+
+/// Waits until `stream` is readable, `deadline` passes, or `interrupt` becomes readable.
+pub fn wait_readable(
+    stream: &TcpStream,
+    what: &str,
+    deadline: Instant,
+    interrupt: Option<BorrowedFd<'_>>,
+) -> Result<()> {
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(Error::Peer(format!("timed out {what}: the peer stopped answering")));
+        }
+        let mut fds = [
+            libc::pollfd { fd: stream.as_raw_fd(), events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: interrupt.map_or(-1, |f| f.as_raw_fd()), events: libc::POLLIN, revents: 0 },
+        ];
+        // Round up so a wait of 0.4 ms does not turn into a busy loop of 0 ms polls.
+        let ms = (left.as_micros().div_ceil(1000)).min(i32::MAX as u128) as i32;
+        // SAFETY: `fds` is a valid array of two pollfds for the duration of the call; an fd
+        // of -1 is ignored by poll(2).
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
+        if n < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(Error::io("poll", e));
+        }
+        if fds[1].revents != 0 {
+            return Err(Error::Interrupted(format!("interrupted while {what}")));
+        }
+        if fds[0].revents != 0 {
+            return Ok(());
+        }
+    }
+}
+
+/// One frame being assembled from a stream, a read at a time. Memory grows with the bytes
+/// that really arrived, never with the length a peer claims.
+pub struct FrameBuf {
+    cap: usize,
+    header: [u8; 4],
+    header_got: usize,
+    /// The announced body length, once the header is complete.
+    len: Option<usize>,
+    body: Vec<u8>,
+}
+
+impl FrameBuf {
+    pub fn new(cap: usize) -> FrameBuf {
+        FrameBuf { cap, header: [0; 4], header_got: 0, len: None, body: Vec::new() }
+    }
+
+    /// Bytes received of this frame so far.
+    pub fn received(&self) -> usize {
+        self.header_got + self.body.len()
+    }
+
+    /// Takes up to what the frame still needs from `bytes` (never more, so a following
+    /// frame's bytes are left alone). Returns how many bytes it took, and the body once the
+    /// frame is complete.
+    pub fn push(&mut self, bytes: &[u8], what: &str) -> Result<(usize, Option<Vec<u8>>)> {
+        let mut used = 0;
+        if self.len.is_none() {
+            let n = (4 - self.header_got).min(bytes.len());
+            self.header[self.header_got..self.header_got + n].copy_from_slice(&bytes[..n]);
+            self.header_got += n;
+            used = n;
+            if self.header_got < 4 {
+                return Ok((used, None));
+            }
+            let len = u32::from_be_bytes(self.header) as usize;
+            if len == 0 || len > self.cap {
+                return Err(Error::Protocol(format!(
+                    "frame of {len} bytes (while waiting for {what}) is outside 1..={}",
+                    self.cap
+                )));
+            }
+            self.len = Some(len);
+        }
+        let len = self.len.unwrap_or(0);
+        let n = (len - self.body.len()).min(bytes.len() - used);
+        self.body.extend_from_slice(&bytes[used..used + n]);
+        used += n;
+        if self.body.len() == len {
+            let body = std::mem::take(&mut self.body);
+            *self = FrameBuf::new(self.cap);
+            return Ok((used, Some(body)));
+        }
+        Ok((used, None))
+    }
+
+    /// How many bytes the frame still needs (the header first).
+    pub fn wanted(&self) -> usize {
+        match self.len {
+            None => 4 - self.header_got,
+            Some(len) => len - self.body.len(),
+        }
+    }
+
+    /// One read call on a blocking `r` for at most what the frame still needs.
+    /// Ok(None): not complete yet.
+    pub fn read_once(&mut self, r: &mut impl Read, what: &str) -> Result<Option<Vec<u8>>> {
+        let mut chunk = [0u8; 16 * 1024];
+        let want = self.wanted().min(chunk.len());
+        let n = match r.read(&mut chunk[..want]) {
+            Ok(0) => {
+                let e = io::Error::new(io::ErrorKind::UnexpectedEof, "EOF");
+                let doing = if self.received() == 0 {
+                    format!("waiting for {what}")
+                } else {
+                    format!("reading {what}")
+                };
+                return Err(io_error(&doing, e));
+            }
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return Ok(None),
+            // On a blocking reader, WouldBlock is its read timeout: io_error says so.
+            Err(e) => return Err(io_error(&format!("reading {what}"), e)),
+        };
+        Ok(self.push(&chunk[..n], what)?.1)
+    }
+}
 /// Decodes a frame body: invalid UTF-8, invalid JSON and the wrong shape are all errors.
 pub fn decode<T: DeserializeOwned>(body: &[u8], what: &str) -> Result<T> {
     serde_json::from_slice(body)
@@ -172,5 +339,138 @@ mod tests {
         }
         let short = [0u8, 0, 0, 10, b'{'];
         assert!(matches!(read_frame::<ClientMessage>(&mut &short[..], "x"), Err(Error::Peer(_))));
+    }
+
+    #[test]
+    fn frame_buf_takes_only_its_frame() {
+        let mut two = encode_frame(&ClientMessage::Go).unwrap();
+        two.extend(encode_frame(&ClientMessage::Abort).unwrap());
+        let mut f = FrameBuf::new(MAX_HANDSHAKE_FRAME);
+        let (used, body) = f.push(&two, "x").unwrap();
+        assert!(matches!(decode::<ClientMessage>(&body.unwrap(), "x").unwrap(), ClientMessage::Go));
+        let (_, body) = f.push(&two[used..], "x").unwrap();
+        assert!(matches!(decode::<ClientMessage>(&body.unwrap(), "x").unwrap(), ClientMessage::Abort));
+        // A claimed length over the cap is refused from the header alone.
+        assert!(matches!(FrameBuf::new(16).push(&17u32.to_be_bytes(), "x"), Err(Error::Protocol(_))));
+    }
+}
+
+/// Property tests of the decoder: whatever a peer sends, decoding returns (Ok or Err) and
+/// never panics, however the bytes are split; valid messages survive the round trip. A few
+/// thousand cases run in well under a second with the normal test suite.
+#[cfg(test)]
+mod fuzz {
+    use super::*;
+    use crate::spec::{Direction, Pacing, RecvEngine, RingTuning, SendEngine, SideSpec, Workload};
+    use proptest::prelude::*;
+
+    fn assemble(bytes: &[u8], cuts: &[usize], cap: usize) -> Result<Option<Vec<u8>>> {
+        let mut f = FrameBuf::new(cap);
+        let mut rest = bytes;
+        let mut cuts = cuts.iter();
+        while !rest.is_empty() {
+            let n = cuts.next().map_or(rest.len(), |&c| c % rest.len() + 1);
+            let (used, body) = f.push(&rest[..n], "fuzz")?;
+            if body.is_some() {
+                return Ok(body);
+            }
+            rest = &rest[used..];
+        }
+        Ok(None)
+    }
+
+    fn spec_strategy() -> impl Strategy<Value = TestSpec> {
+        let engines = (0..4usize, 0..4usize, any::<u32>(), any::<bool>());
+        let shape = (any::<bool>(), any::<bool>(), any::<u64>(), any::<u32>(), any::<u32>(), any::<u32>());
+        let scale = (
+            proptest::option::of(any::<u64>()),
+            proptest::option::of(any::<u64>()),
+            any::<u32>(),
+            any::<bool>(),
+        );
+        (shape, scale, engines).prop_map(
+            |(
+                (rr, reverse, duration_ms, size, flows, resp),
+                (total_bps, per_flow_bps, threads, bidir),
+                (se, re, depth, verify),
+            )| TestSpec {
+                workload: if rr { Workload::Rr } else { Workload::Stream },
+                direction: if reverse { Direction::ServerToClient } else { Direction::ClientToServer },
+                duration_ms,
+                send_size: size,
+                request_size: size,
+                response_size: resp,
+                flows,
+                threads,
+                bidir,
+                pacing: Pacing { total_bps, per_flow_bps },
+                verify,
+                remote: SideSpec {
+                    send_engine: SendEngine::ALL[se],
+                    recv_engine: RecvEngine::ALL[re],
+                    ..SideSpec::default()
+                },
+                ring: RingTuning { send_depth: depth, ..RingTuning::default() },
+                ..TestSpec::default()
+            },
+        )
+    }
+
+    fn message_strategy() -> impl Strategy<Value = ClientMessage> {
+        prop_oneof![
+            (any::<u32>(), ".{0,40}")
+                .prop_map(|(protocol, tool_version)| ClientMessage::Hello { protocol, tool_version }),
+            ("[0-9a-f]{0,128}", proptest::option::of("[0-9a-zA-Z]{0,80}"))
+                .prop_map(|(client_nonce, proof)| ClientMessage::Auth { client_nonce, proof }),
+            spec_strategy().prop_map(|s| ClientMessage::Test { spec: Box::new(s) }),
+            Just(ClientMessage::Go),
+            Just(ClientMessage::Abort),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 2000, failure_persistence: None, ..ProptestConfig::default() })]
+
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..600),
+                                       cuts in proptest::collection::vec(any::<usize>(), 0..8)) {
+            let _ = read_frame::<ClientMessage>(&mut &bytes[..], "fuzz");
+            let _ = read_frame::<ServerMessage>(&mut &bytes[..], "fuzz");
+            let _ = decode::<ClientMessage>(&bytes, "fuzz");
+            if let Ok(Some(body)) = assemble(&bytes, &cuts, MAX_HANDSHAKE_FRAME) {
+                let _ = decode::<ClientMessage>(&body, "fuzz");
+            }
+        }
+
+        #[test]
+        fn json_shaped_garbage_never_panics(body in r#"\{("type":"(hello|auth|test|go|abort|error)",?)?("[a-z_]{1,12}":(-?[0-9]{1,25}|"[^"]{0,8}"|null|true|\[\]|\{\}),?){0,6}\}"#) {
+            let _ = decode::<ClientMessage>(body.as_bytes(), "fuzz");
+            let _ = decode::<ServerMessage>(body.as_bytes(), "fuzz");
+        }
+
+        #[test]
+        fn valid_messages_roundtrip_however_split(msg in message_strategy(),
+                                                  cuts in proptest::collection::vec(any::<usize>(), 0..8)) {
+            let frame = encode_frame(&msg).unwrap();
+            let whole: ClientMessage = read_frame(&mut &frame[..], "fuzz").unwrap();
+            prop_assert_eq!(serde_json::to_value(&whole).unwrap(), serde_json::to_value(&msg).unwrap());
+            let body = assemble(&frame, &cuts, MAX_FRAME).unwrap().expect("a whole frame");
+            let split: ClientMessage = decode(&body, "fuzz").unwrap();
+            prop_assert_eq!(serde_json::to_value(&split).unwrap(), serde_json::to_value(&msg).unwrap());
+        }
+
+        #[test]
+        fn a_corrupted_valid_frame_is_an_error_or_a_message(msg in message_strategy(), at in any::<usize>(), byte in any::<u8>()) {
+            let mut frame = encode_frame(&msg).unwrap();
+            let i = at % frame.len();
+            frame[i] = byte;
+            let _ = read_frame::<ClientMessage>(&mut &frame[..], "fuzz");
+        }
+
+        #[test]
+        fn decoded_specs_validate_without_panicking(spec in spec_strategy()) {
+            let _ = spec.validate();
+            let _ = crate::control::limits::Limits::default().check(&spec);
+        }
     }
 }

@@ -47,6 +47,8 @@ pub mod op {
     pub const DRAIN: u8 = 15;
     /// udp-rr: a transaction's timeout.
     pub const TX_TIMEOUT: u8 = 16;
+    /// The stop watch: the control connection or the user's Ctrl-C pipe became readable.
+    pub const ABORT: u8 = 17;
 }
 
 /// What a send-side completion meant for the workload.

@@ -2,6 +2,7 @@
 //! getsockopt per flow at interval ticks and at the end (never per operation).
 
 use std::os::fd::RawFd;
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
@@ -64,6 +65,25 @@ impl TcpFlowInfo {
             bytes_received: ti.tcpi_bytes_received,
             bytes_retrans: ti.tcpi_bytes_retrans,
         })
+    }
+}
+
+/// Waits, at most `limit`, until every socket in `fds` has put on the wire all it was
+/// given (SIOCOUTQNSD reads 0). A send completes once its bytes are in the socket buffer,
+/// not once they were transmitted: a sender that read TCP_INFO right after its last send
+/// would miss the segments still queued, and count fewer than its receiver.
+pub fn wait_until_sent(fds: &[RawFd], limit: Duration) {
+    let give_up = Instant::now() + limit;
+    for &fd in fds {
+        loop {
+            let mut unsent: libc::c_int = 0;
+            // SAFETY: SIOCOUTQNSD writes one int to the pointer, which is valid for it.
+            let r = unsafe { libc::ioctl(fd, libc::SIOCOUTQNSD, &mut unsent) };
+            if r != 0 || unsent == 0 || Instant::now() >= give_up {
+                break;
+            }
+            std::thread::sleep(Duration::from_micros(200));
+        }
     }
 }
 

@@ -91,6 +91,34 @@ impl Pacer {
         }
     }
 
+    /// Charges `bytes` that already moved on `flow` (a policed receive); false once its
+    /// bucket is overdrawn, and the flow is then marked waiting.
+    #[inline]
+    pub fn charge(&mut self, flow: usize, bytes: u32) -> bool {
+        if self.rate == 0.0 {
+            return true;
+        }
+        let t = &mut self.tokens[flow];
+        *t -= f64::from(bytes);
+        if *t >= 0.0 {
+            true
+        } else {
+            self.waiting[flow] = true;
+            false
+        }
+    }
+
+    /// True (and no longer waiting) if `flow` was waiting and its bucket is out of debt.
+    #[inline]
+    pub fn release(&mut self, flow: usize) -> bool {
+        if self.waiting[flow] && self.tokens[flow] >= 0.0 {
+            self.waiting[flow] = false;
+            true
+        } else {
+            false
+        }
+    }
+
     /// Flows that ran out of tokens since the last call, cleared as they are returned.
     pub fn take_waiting(&mut self, flow: usize) -> bool {
         std::mem::take(&mut self.waiting[flow])
@@ -113,5 +141,19 @@ mod tests {
         assert!(p.allow(0, 1000));
         let off = Pacer::new(None, 1, 1000);
         assert!(!off.enabled());
+    }
+
+    #[test]
+    fn charges_overdraw_and_hold_a_flow_until_it_is_out_of_debt() {
+        let mut p = Pacer::new(Some(8_000), 2, 128 * 1024); // 1 byte per ms per flow
+        assert!(p.charge(0, 1000), "the bucket starts with one receive's worth");
+        assert!(!p.charge(0, 200_000));
+        assert!(!p.release(0), "still in debt");
+        assert!(!p.release(1), "never held");
+        p.tokens[0] = 0.0;
+        assert!(p.release(0));
+        assert!(!p.release(0), "released once");
+        let mut off = Pacer::new(None, 1, 1000);
+        assert!(off.charge(0, u32::MAX));
     }
 }

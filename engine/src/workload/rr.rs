@@ -14,7 +14,7 @@ use crate::measure::clock::monotonic_ns;
 use crate::measure::intervals::IntervalSampler;
 use crate::ring::{token, Ring};
 use crate::verify::Verifier;
-use crate::workload::{check_not_early, peer_stuck, unexpected, FlowCounters};
+use crate::workload::{check_not_early, peer_stuck, unexpected, Ending, FlowCounters};
 
 /// Request and response sizes of one transaction.
 #[derive(Clone, Copy, Debug)]
@@ -66,18 +66,19 @@ impl<S: SendPath, R: RecvPath> Client<'_, S, R> {
 
 /// The client: send a request, receive the whole response, record the round trip, repeat
 /// until `deadline_ns`; transactions in flight at the deadline are completed and counted.
+/// An ABORT completion ends it at once; transactions in flight then are not counted.
 #[allow(clippy::too_many_arguments)]
 pub fn client<S: SendPath, R: RecvPath>(
     ring: &mut Ring,
-    nflows: usize,
     send: &mut S,
     recv: &mut R,
     tx: Transaction,
     deadline_ns: u64,
     sampler: &mut IntervalSampler,
     verify: &mut Verifier,
-) -> Result<Vec<FlowCounters>> {
-    let mut counters = vec![FlowCounters::default(); nflows];
+    counters: &mut [FlowCounters],
+) -> Result<Ending> {
+    let nflows = counters.len();
     let chained = !recv.multishot() && send.can_chain();
     let flows = (0..nflows)
         .map(|_| ClientFlow { started: 0, send_offset: 0, got: 0, active: false, want_send: false })
@@ -101,7 +102,8 @@ pub fn client<S: SendPath, R: RecvPath>(
         for c in &done {
             match c.op() {
                 op::DEADLINE => stopping = true,
-                op::INTERVAL => sampler.tick(&counters),
+                op::ABORT => return Ok(Ending::Aborted),
+                op::INTERVAL => sampler.tick(counters),
                 op::SEND | op::SPLICE_IN => match cl.send.complete(ring, c)? {
                     SendEvent::Nothing => {}
                     SendEvent::Cancelled { .. } => {
@@ -157,7 +159,7 @@ pub fn client<S: SendPath, R: RecvPath>(
         }
         cl.recv.after_batch();
     }
-    Ok(counters)
+    Ok(Ending::Completed)
 }
 
 fn torn(what: &str, got: u32, want: u32) -> Error {
@@ -209,18 +211,19 @@ impl<S: SendPath, R: RecvPath> Server<'_, S, R> {
 
 /// The server: receive a whole request, answer with a response, until the client closes.
 /// A transaction counts when its request arrived whole; a failed response aborts the test.
+/// An ABORT completion ends it at once.
 #[allow(clippy::too_many_arguments)]
 pub fn server<S: SendPath, R: RecvPath>(
     ring: &mut Ring,
-    nflows: usize,
     send: &mut S,
     recv: &mut R,
     tx: Transaction,
     (deadline_ns, guard_ns): (u64, u64),
     verify: &mut Verifier,
     sampler: &mut IntervalSampler,
-) -> Result<Vec<FlowCounters>> {
-    let mut counters = vec![FlowCounters::default(); nflows];
+    counters: &mut [FlowCounters],
+) -> Result<Ending> {
+    let nflows = counters.len();
     let chained = !recv.multishot() && send.can_chain();
     let flows = (0..nflows).map(|_| ServerFlow { send_offset: 0, got: 0, owed: 0, waiting: false }).collect();
     let mut sv = Server { send, recv, tx, flows };
@@ -243,7 +246,8 @@ pub fn server<S: SendPath, R: RecvPath>(
         for c in &done {
             match c.op() {
                 op::GUARD => return Err(peer_stuck()),
-                op::INTERVAL => sampler.tick(&counters),
+                op::ABORT => return Ok(Ending::Aborted),
+                op::INTERVAL => sampler.tick(counters),
                 op::SEND | op::SPLICE_IN => match sv.send.complete(ring, c)? {
                     SendEvent::Nothing => {}
                     SendEvent::Cancelled { .. } => cancels_due = cancels_due.saturating_sub(1),
@@ -296,7 +300,7 @@ pub fn server<S: SendPath, R: RecvPath>(
         }
         sv.recv.after_batch();
     }
-    Ok(counters)
+    Ok(Ending::Completed)
 }
 
 fn count(k: &mut FlowCounters, tx: Transaction) {

@@ -11,7 +11,10 @@ use crate::measure::intervals::IntervalSampler;
 use crate::ring::{token, Ring};
 use crate::verify::Verifier;
 use crate::workload::pacer::Pacer;
-use crate::workload::{check_not_early, peer_stuck, shutdown_write, unexpected, FlowCounters};
+use crate::workload::{
+    check_not_early, peer_not_reading, peer_stuck, shutdown_write, unexpected, Ending, FlowCounters,
+    PEER_GRACE_NS,
+};
 
 /// Sends `size`-byte messages on every flow until `deadline_ns` (CLOCK_MONOTONIC), waits
 /// for the sends in flight and for every zero-copy buffer to come back, then half-closes
@@ -19,24 +22,29 @@ use crate::workload::{check_not_early, peer_stuck, shutdown_write, unexpected, F
 ///
 /// Each flow has one chain of up to `depth` sends in flight: linked with MSG_WAITALL they
 /// keep the stream in order; a new chain starts only when the last one has finished.
+/// Sends still blocked PEER_GRACE_NS after the deadline fail the test (the peer hung);
+/// an ABORT completion ends it at once. Every send takes its flow's pacing tokens first
+/// (when pacing is on) and a flow that finds none waits for the next tick. `flows` is
+/// kept up to date as sends complete, so a run that fails or is stopped still reports
+/// what moved, and the interval sampler reads the same counters.
 #[allow(clippy::too_many_arguments)]
 pub fn send<S: SendPath>(
     ring: &mut Ring,
     socks: &[RawFd],
     path: &mut S,
-    size: u32,
-    depth: usize,
+    (size, depth): (u32, usize),
     deadline_ns: u64,
     sampler: &mut IntervalSampler,
     pacer: &mut Pacer,
-) -> Result<Vec<FlowCounters>> {
+    flows: &mut [FlowCounters],
+) -> Result<Ending> {
     let n = socks.len();
-    let mut flows = vec![FlowCounters::default(); n];
     let mut offsets = vec![0u64; n];
     let mut in_flight = vec![0usize; n];
     let mut total_in_flight = 0usize;
     let mut done = Vec::with_capacity(ring.cq_entries());
     ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
+    ring.push_deadline(deadline_ns + PEER_GRACE_NS, token(op::GUARD, 0))?;
     pacer.start(ring)?;
     let mut refill = |ring: &mut Ring,
                       path: &mut S,
@@ -68,8 +76,11 @@ pub fn send<S: SendPath>(
                     stopping = true;
                     continue;
                 }
+                op::GUARD => return Err(peer_not_reading()),
+                // The caller closes the sockets once the peer has been told why.
+                op::ABORT => return Ok(Ending::Aborted),
                 op::INTERVAL => {
-                    sampler.tick(&flows);
+                    sampler.tick(flows);
                     continue;
                 }
                 op::PACE => {
@@ -106,24 +117,36 @@ pub fn send<S: SendPath>(
     for &fd in socks {
         shutdown_write(fd);
     }
-    Ok(flows)
+    Ok(Ending::Completed)
 }
 
 /// Receives on every flow until each one reaches EOF. `guard_ns` bounds the wait: if the
 /// sender never finishes, the test fails instead of hanging; EOF well before `deadline_ns`
-/// means the sender stopped early, and fails the test too.
+/// means the sender stopped early, and fails the test too. An ABORT completion ends it at once.
+/// With a `police` pacer that is on (one-shot receive engines only), a flow that overdraws
+/// its bucket is not re-armed until a tick refills it: the sender is held to the rate by
+/// TCP's window. Policing ends with the window.
+#[allow(clippy::too_many_arguments)]
 pub fn receive<R: RecvPath>(
     ring: &mut Ring,
-    nflows: usize,
     path: &mut R,
     size: u32,
     (deadline_ns, guard_ns): (u64, u64),
     verify: &mut Verifier,
     sampler: &mut IntervalSampler,
-) -> Result<Vec<FlowCounters>> {
-    let mut flows = vec![FlowCounters::default(); nflows];
+    police: &mut Pacer,
+    flows: &mut [FlowCounters],
+) -> Result<Ending> {
+    let nflows = flows.len();
     let mut done = Vec::with_capacity(ring.cq_entries());
     ring.push_deadline(guard_ns, token(op::GUARD, 0))?;
+    // A multishot receive cannot be held back; limits refuse the combination.
+    let mut policing = police.enabled() && !path.multishot();
+    if policing {
+        police.start(ring)?;
+        // Policing ends with the window: what is still queued then is read at full speed.
+        ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
+    }
     for f in 0..nflows {
         path.arm(ring, f, size, false, Flags::empty())?;
     }
@@ -134,11 +157,32 @@ pub fn receive<R: RecvPath>(
         for c in &done {
             match c.op() {
                 op::GUARD => return Err(peer_stuck()),
-                op::INTERVAL => sampler.tick(&flows),
+                op::ABORT => return Ok(Ending::Aborted),
+                op::INTERVAL => sampler.tick(flows),
+                op::DEADLINE => {
+                    policing = false;
+                    for f in 0..nflows {
+                        if police.take_waiting(f) {
+                            path.arm(ring, f, size, false, Flags::empty())?;
+                        }
+                    }
+                }
+                op::PACE => {
+                    if policing {
+                        police.tick();
+                        for f in 0..nflows {
+                            if police.release(f) {
+                                path.arm(ring, f, size, false, Flags::empty())?;
+                            }
+                        }
+                    }
+                }
                 op::RECV => match path.complete(ring, c, verify)? {
                     RecvEvent::Data { flow, bytes } => {
                         flows[flow].bytes_received += u64::from(bytes);
-                        if !path.multishot() {
+                        // Over its budget, a flow is not re-armed until a tick refills it.
+                        let within = !policing || police.charge(flow, bytes);
+                        if !path.multishot() && within {
                             path.arm(ring, flow, size, false, Flags::empty())?;
                         }
                     }
@@ -153,5 +197,5 @@ pub fn receive<R: RecvPath>(
         }
         path.after_batch();
     }
-    Ok(flows)
+    Ok(Ending::Completed)
 }

@@ -1,0 +1,249 @@
+//! What a server lets one client ask for. `TestSpec::validate` rejects what no ringperf
+//! would ever run; these limits are the operator's own, tighter bounds, and each refusal
+//! names the limit, its value and what the client can do instead.
+
+use crate::error::{Error, Result};
+use crate::spec::{RecvEngine, Role, SendEngine, SideSpec, TestSpec, Workload, MAX_DURATION_MS, MAX_FLOWS};
+
+/// The operator's limits. The defaults let any valid spec through except ones that would
+/// make the server allocate more than [`Limits::max_memory`] or a message over 64 MiB.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Longest test, in milliseconds (`--max-duration`).
+    pub max_duration_ms: u64,
+    /// Most data connections per test (`--max-flows`).
+    pub max_flows: u32,
+    /// Most tests running at once (`--max-sessions`); the next client is told to retry.
+    pub max_sessions: usize,
+    /// Most connections that have not yet authenticated (`--max-handshakes`); past it the
+    /// oldest is closed, so a flood of silent connections cannot lock others out.
+    pub max_handshakes: usize,
+    /// Highest send rate of one session, in bits/s (`--max-rate`): a session must ask for
+    /// a rate at or below it (`-b`), and the server's own sender is paced to it.
+    pub max_rate_bps: Option<u64>,
+    /// Largest message, request, response or receive buffer (`--max-message`).
+    pub max_message: u64,
+    /// Most payload memory the server's side of one session may allocate (`--max-memory`).
+    pub max_memory: u64,
+}
+
+/// Default for `--max-sessions`.
+pub const DEFAULT_MAX_SESSIONS: usize = 64;
+/// Default for `--max-handshakes`.
+pub const DEFAULT_MAX_HANDSHAKES: usize = 128;
+/// Default for `--max-message`: far above any message a network test needs, far below
+/// what would hurt a host.
+pub const DEFAULT_MAX_MESSAGE: u64 = 64 << 20;
+/// Default for `--max-memory`.
+pub const DEFAULT_MAX_MEMORY: u64 = 1 << 30;
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_duration_ms: MAX_DURATION_MS,
+            max_flows: MAX_FLOWS,
+            max_sessions: DEFAULT_MAX_SESSIONS,
+            max_handshakes: DEFAULT_MAX_HANDSHAKES,
+            max_rate_bps: None,
+            max_message: DEFAULT_MAX_MESSAGE,
+            max_memory: DEFAULT_MAX_MEMORY,
+        }
+    }
+}
+
+impl Limits {
+    /// Checks a (valid) spec against the limits; the error is a usage error the client
+    /// shows as is.
+    pub fn check(&self, spec: &TestSpec) -> Result<()> {
+        let refuse = |m: String| Err(Error::Usage(m));
+        if spec.duration_ms > self.max_duration_ms {
+            return refuse(format!(
+                "this server allows tests of at most {} s (--max-duration {}): ask for -l {} or less",
+                secs(self.max_duration_ms),
+                secs(self.max_duration_ms),
+                secs(self.max_duration_ms)
+            ));
+        }
+        if spec.connections() > self.max_flows {
+            // --bidir opens two connections per flow.
+            let most = self.max_flows / (spec.connections() / spec.flows.max(1)).max(1);
+            return refuse(format!(
+                "this server allows at most {} flows per test (--max-flows {}): ask for --flows {most} or fewer",
+                self.max_flows, self.max_flows
+            ));
+        }
+        let sizes = [
+            ("send size (-m)", u64::from(spec.send_size)),
+            ("receive size (-M)", u64::from(spec.recv_size)),
+            ("request size (-r)", u64::from(spec.request_size)),
+            ("response size (-r)", u64::from(spec.response_size)),
+            ("provided buffer size (--buf-size)", u64::from(spec.ring.buf_size)),
+        ];
+        for (what, n) in sizes {
+            if n > self.max_message {
+                return refuse(format!(
+                    "{what} of {n} bytes is over this server's --max-message of {} bytes: use a smaller size",
+                    self.max_message
+                ));
+            }
+        }
+        let roles = spec.group_roles(false);
+        let memory =
+            roles.iter().fold(0u64, |m, &role| m.saturating_add(payload_memory(spec, role, &spec.remote)));
+        if memory > self.max_memory {
+            return refuse(format!(
+                "this test would make the server allocate about {} MiB of payload buffers, over its --max-memory of {} MiB: use fewer flows or smaller sizes",
+                memory >> 20,
+                self.max_memory >> 20
+            ));
+        }
+        if let Some(max) = self.max_rate_bps {
+            if spec.workload == Workload::Rr {
+                return refuse(format!(
+                    "this server limits each session to {max} bit/s (--max-rate) and request/response tests cannot be paced: run rr against a server without --max-rate"
+                ));
+            }
+            if roles.contains(&Role::StreamReceiver) && spec.remote.recv_engine.uses_buffer_ring() {
+                return refuse(format!(
+                    "this server holds what it receives to {max} bit/s (--max-rate), which a multishot receive cannot do: use --recv-engine recv or trunc"
+                ));
+            }
+            // What the client's pacing (-b, --flow-rate) adds up to over its flows.
+            match spec.pacing.effective_total_bps(spec.flows) {
+                Some(r) if r <= max => {}
+                Some(r) => {
+                    return refuse(format!(
+                        "a rate of {r} bit/s is over this server's --max-rate of {max} bit/s: ask for -b {max} or less"
+                    ))
+                }
+                None => {
+                    return refuse(format!(
+                        "this server limits each session to {max} bit/s (--max-rate): pass -b {max} or less"
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn secs(ms: u64) -> String {
+    if ms.is_multiple_of(1000) {
+        (ms / 1000).to_string()
+    } else {
+        format!("{:.3}", ms as f64 / 1000.0)
+    }
+}
+
+/// Payload memory the workers of one group of `role` allocate for `spec` (user buffers,
+/// the splice memfd and the pipes a root process may grow past pipe-max-size), in bytes.
+/// An estimate from above: what the send and receive paths size their buffers by, once
+/// per worker for what a worker shares between its flows.
+pub fn payload_memory(spec: &TestSpec, role: Role, side: &SideSpec) -> u64 {
+    let flows = u64::from(spec.flows);
+    let workers = spec.workers() as u64;
+    let (send_len, recv_len) = match role {
+        Role::StreamSender => (u64::from(spec.send_size), 0),
+        Role::StreamReceiver => (0, u64::from(spec.recv_size)),
+        Role::StreamBidir => (u64::from(spec.send_size), u64::from(spec.recv_size)),
+        Role::RrClient => (u64::from(spec.request_size), u64::from(spec.response_size)),
+        Role::RrServer => (u64::from(spec.response_size), u64::from(spec.request_size)),
+        Role::CrrClient | Role::UdpRrClient => (u64::from(spec.request_size), u64::from(spec.response_size)),
+        Role::CrrServer | Role::UdpRrServer => (u64::from(spec.response_size), u64::from(spec.request_size)),
+        // A UDP send carries up to 64 datagrams with GSO; a GRO receive as many.
+        Role::UdpSender => (u64::from(spec.send_size) * u64::from(spec.udp_datagrams_per_send()), 0),
+        Role::UdpReceiver => (0, u64::from(spec.recv_size) * 64),
+    };
+    let mut total = 0u64;
+    if send_len > 0 {
+        let depth = if matches!(role, Role::StreamSender | Role::StreamBidir) {
+            u64::from(spec.ring.send_depth)
+        } else {
+            1
+        };
+        // Saturating: a spec that did not pass validate() must not overflow here either.
+        total = total.saturating_add(match side.send_engine {
+            SendEngine::Copy => workers.saturating_mul(send_len),
+            SendEngine::Zc | SendEngine::ZcMsg => flows.saturating_mul(depth + 1).saturating_mul(send_len),
+            // memfd span plus its fill buffer, and one pipe per flow holding a whole send.
+            SendEngine::Splice => workers
+                .saturating_mul(2 * (send_len.max(1 << 20) + send_len))
+                .saturating_add(flows.saturating_mul(send_len + 4096)),
+        });
+    }
+    if recv_len > 0 {
+        total = total.saturating_add(match side.recv_engine {
+            RecvEngine::Recv if spec.verify => flows.saturating_mul(recv_len),
+            RecvEngine::Recv | RecvEngine::Trunc => workers.saturating_mul(recv_len),
+            RecvEngine::Multishot | RecvEngine::Bundle => {
+                workers.saturating_mul(u64::from(spec.ring.buf_count) * u64::from(spec.ring.buf_size))
+            }
+        });
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::spec::Pacing;
+
+    fn refused(l: &Limits, s: &TestSpec, needle: &str) {
+        match l.check(s) {
+            Err(Error::Usage(m)) => assert!(m.contains(needle), "'{m}' lacks '{needle}'"),
+            other => panic!("expected a refusal naming '{needle}', got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults_let_ordinary_tests_through() {
+        Limits::default().check(&TestSpec::default()).unwrap();
+        let rr = TestSpec { workload: Workload::Rr, ..TestSpec::default() };
+        Limits::default().check(&rr).unwrap();
+    }
+
+    #[test]
+    fn each_limit_refuses_with_its_name_and_value() {
+        let l = Limits { max_duration_ms: 5000, max_flows: 4, max_message: 1 << 20, ..Limits::default() };
+        let short = TestSpec { duration_ms: 1000, ..TestSpec::default() };
+        l.check(&short).unwrap();
+        refused(&l, &TestSpec { duration_ms: 6000, ..short.clone() }, "--max-duration 5");
+        refused(&l, &TestSpec { flows: 5, ..short.clone() }, "--max-flows 4");
+        refused(&l, &TestSpec { recv_size: 2 << 20, ..short }, "--max-message of 1048576");
+        let l = Limits { max_memory: 64 << 20, ..Limits::default() };
+        let big = TestSpec { flows: 1000, recv_size: 1 << 20, verify: true, ..TestSpec::default() };
+        refused(&l, &big, "--max-memory of 64 MiB");
+        let l = Limits { max_rate_bps: Some(1_000_000), ..Limits::default() };
+        refused(&l, &TestSpec::default(), "pass -b 1000000");
+        let paced = |total_bps, per_flow_bps, flows| TestSpec {
+            pacing: Pacing { total_bps, per_flow_bps },
+            flows,
+            ..TestSpec::default()
+        };
+        refused(&l, &paced(Some(2_000_000), None, 1), "-b 1000000 or less");
+        refused(&l, &TestSpec { workload: Workload::Rr, ..TestSpec::default() }, "--max-rate");
+        l.check(&paced(Some(1_000_000), None, 1)).unwrap();
+        // --flow-rate counts for every flow; -b with it is the tighter of the two.
+        refused(&l, &paced(None, Some(600_000), 2), "-b 1000000 or less");
+        l.check(&paced(None, Some(500_000), 2)).unwrap();
+        l.check(&paced(Some(4_000_000), Some(500_000), 2)).unwrap();
+        let bidir = TestSpec { bidir: true, flows: 3, duration_ms: 1000, ..TestSpec::default() };
+        let l = Limits { max_flows: 4, ..Limits::default() };
+        refused(&l, &bidir, "--flows 2 or fewer");
+    }
+
+    #[test]
+    fn memory_estimate_follows_the_engines() {
+        let s = TestSpec { flows: 8, ..TestSpec::default() };
+        let one = payload_memory(&s, Role::StreamReceiver, &s.remote);
+        assert_eq!(one, u64::from(s.recv_size));
+        let v = TestSpec { verify: true, ..s.clone() };
+        assert_eq!(payload_memory(&v, Role::StreamReceiver, &v.remote), 8 * one);
+        let threads = TestSpec { threads: 4, ..s.clone() };
+        assert_eq!(
+            payload_memory(&threads, Role::StreamReceiver, &threads.remote),
+            4 * one,
+            "one buffer per worker"
+        );
+    }
+}

@@ -1,0 +1,249 @@
+//! Faults: Ctrl-C on the client, 200 sessions with killed clients among them, a data
+//! connection reset mid-run, and a lossy, slow path. Nothing measured is lost: a run cut
+//! short prints its partial report; the server cleans up and keeps serving.
+//!
+//! The reset and loss tests build a namespace pair (root only; skipped with a message
+//! otherwise) and remove it afterwards.
+
+use std::net::Ipv4Addr;
+use std::process::Stdio;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use ringperf_tests::{
+    bool_at, check_stream_report, is_root, ringperf, run_with_timeout, str_at, u64_at, ChildGuard, NetnsPair,
+    Server, RUN_TIMEOUT,
+};
+
+/// Ctrl-C mid-test: the partial report is printed with both sides (the server was told
+/// to stop and sent what it had), exit 130, and the server does not wait out the test.
+fn ctrl_c(args: &[&str]) {
+    let rp = ringperf!();
+    let mut server = rp.serve();
+    let port = server.port_arg();
+    let mut all = args.to_vec();
+    all.extend(["-H", "127.0.0.1", "-p", &port, "-l", "20", "--json"]);
+    let mut cmd = rp.command(&all);
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut client = ChildGuard::spawn(cmd);
+    assert!(server.wait_for_log("session started", Duration::from_secs(20)).is_some());
+    thread::sleep(Duration::from_secs(1));
+    let signalled = Instant::now();
+    client.signal(libc::SIGINT);
+    let status = client.wait_timeout(Duration::from_secs(10)).expect("the client ignored Ctrl-C for 10 s");
+    let took = signalled.elapsed();
+    let mut out = String::new();
+    let mut err = String::new();
+    use std::io::Read;
+    client.child_mut().stdout.take().expect("stdout").read_to_string(&mut out).expect("stdout");
+    client.child_mut().stderr.take().expect("stderr").read_to_string(&mut err).expect("stderr");
+    assert_eq!(status.code(), Some(130), "Ctrl-C exit code: {status}\n{err}");
+    assert!(err.contains("partial result") && err.contains("Ctrl-C"), "stderr: {err}");
+    let r: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("no JSON report ({e}): {out}"));
+    assert!(bool_at(&r, "partial"));
+    assert!(str_at(&r, "partial_reason").contains("Ctrl-C"));
+    assert!(r["remote"].is_object(), "the server's partial side is missing: {r}");
+    let local = u64_at(&r, "local.bytes_sent") + u64_at(&r, "local.bytes_received");
+    let remote = u64_at(&r, "remote.bytes_sent") + u64_at(&r, "remote.bytes_received");
+    assert!(local > 0 && remote > 0, "a side measured nothing: local {local}, remote {remote}");
+    assert!(u64_at(&r, "local.elapsed_ns") < 5_000_000_000, "the client ran on after Ctrl-C");
+    assert!(u64_at(&r, "remote.elapsed_ns") < 5_000_000_000, "the server ran on after the abort");
+    assert!(
+        server.wait_for_log("stopped by the client", Duration::from_secs(5)).is_some(),
+        "the server did not log the stop: {:?}",
+        server.log()
+    );
+    eprintln!(
+        "figures: ctrl-c {args:?}: exit 130 after {took:?}, local {local} B, remote {remote} B, partial"
+    );
+    let r = rp.run_json(&["stream", "-H", "127.0.0.1", "-p", &port, "-l", "0.5"]);
+    check_stream_report(&r, false);
+    server.assert_running();
+}
+
+#[test]
+fn ctrl_c_mid_stream_prints_the_partial_report_and_stops_the_server() {
+    ctrl_c(&["stream"]);
+}
+
+#[test]
+fn ctrl_c_mid_reverse_stream_prints_the_partial_report_and_stops_the_server() {
+    ctrl_c(&["stream", "--reverse"]);
+}
+
+#[test]
+fn ctrl_c_mid_rr_prints_the_partial_report_and_stops_the_server() {
+    ctrl_c(&["rr"]);
+}
+
+/// Several workers per side: every one of them stops, and the partial counters of all of
+/// them are combined on both sides.
+#[test]
+fn ctrl_c_mid_multi_worker_stream_prints_the_partial_report_and_stops_the_server() {
+    ctrl_c(&["stream", "--flows", "4", "--threads", "2"]);
+}
+
+#[test]
+fn ctrl_c_mid_bidir_stream_prints_the_partial_report_and_stops_the_server() {
+    ctrl_c(&["stream", "--bidir", "--flows", "2", "--threads", "2"]);
+}
+
+/// 200 sessions, one in ten killed mid-test: afterwards the server's descriptors and
+/// threads are back to their baseline and it still serves.
+#[test]
+fn two_hundred_sessions_with_killed_clients_leave_no_trace() {
+    let rp = ringperf!();
+    let mut server = rp.serve();
+    thread::sleep(Duration::from_millis(200));
+    let baseline = (server.fds(), server.threads());
+    let port = server.port_arg();
+    let workers: Vec<_> = (0..4)
+        .map(|w| {
+            let (rp, port) = (rp.clone(), port.clone());
+            thread::spawn(move || {
+                let (mut ok, mut killed) = (0, 0);
+                for i in 0..50 {
+                    if i % 10 == 9 {
+                        let mut cmd = rp.command(&["stream", "-H", "127.0.0.1", "-p", &port, "-l", "5"]);
+                        cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+                        let mut c = ChildGuard::spawn(cmd);
+                        thread::sleep(Duration::from_millis(400 + 50 * w));
+                        c.kill();
+                        killed += 1;
+                    } else {
+                        let test = if i % 2 == 0 { "stream" } else { "rr" };
+                        let o = rp.run(&[test, "-H", "127.0.0.1", "-p", &port, "-l", "0.05", "--json"]);
+                        let r = o.success().json();
+                        assert!(!bool_at(&r, "partial"), "a whole run came back partial: {r}");
+                        ok += 1;
+                    }
+                }
+                (ok, killed)
+            })
+        })
+        .collect();
+    let (mut ok, mut killed) = (0, 0);
+    for w in workers {
+        let (o, k) = w.join().expect("worker");
+        ok += o;
+        killed += k;
+    }
+    assert_eq!(ok + killed, 200);
+    let after = server.settle_to(baseline, Duration::from_secs(15));
+    let failed = server.log().iter().filter(|l| l.contains("session failed")).count();
+    eprintln!(
+        "figures: 200 sessions ({ok} whole, {killed} killed, {failed} logged as failed): fds/threads baseline {baseline:?}, after {after:?}"
+    );
+    assert!(
+        failed <= killed,
+        "{failed} sessions failed but only {killed} clients were killed: {:?}",
+        server.log()
+    );
+    assert!(after.0 <= baseline.0 && after.1 <= baseline.1, "fds/threads {after:?} not back to {baseline:?}");
+    let done = server.log().iter().filter(|l| l.contains(" done (")).count();
+    assert_eq!(done, ok, "the server logged {done} finished tests for {ok} whole runs");
+    let r = rp.run_json(&["stream", "-H", "127.0.0.1", "-p", &port, "-l", "0.3"]);
+    check_stream_report(&r, false);
+    server.assert_running();
+}
+
+fn netns_pair(tag: &str, n: u8) -> Option<NetnsPair> {
+    if !is_root() {
+        eprintln!("skipped: creating network namespaces needs root");
+        return None;
+    }
+    match NetnsPair::create(tag, n) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            eprintln!("skipped: cannot create a namespace pair: {e}");
+            None
+        }
+    }
+}
+
+/// A data connection reset mid-run (`ss -K` destroys the server's data sockets): the
+/// client reports a partial result with exit 3, the server logs the failure and serves on.
+#[test]
+fn a_data_connection_reset_mid_run_gives_a_partial_report() {
+    let Some(pair) = netns_pair("reset", 71) else { return };
+    let rp = ringperf!();
+    let a_ip: Ipv4Addr = pair.a_addr.parse().expect("address");
+    let mut server = Server::spawn_in(&rp, &pair.a, a_ip, &[]);
+    let port = server.port_arg();
+    let client = {
+        let cmd = pair.b.exec(
+            rp.path(),
+            &["stream", "-H", &pair.a_addr, "-p", &port, "-l", "10", "--flows", "2", "--json"],
+        );
+        thread::spawn(move || run_with_timeout(cmd, RUN_TIMEOUT))
+    };
+    assert!(server.wait_for_log("session started", Duration::from_secs(20)).is_some());
+    thread::sleep(Duration::from_secs(1));
+    // Destroy the server's data sockets (dst = the client's address, not the control port).
+    let mut kill = std::process::Command::new("ip");
+    kill.args([
+        "netns",
+        "exec",
+        pair.a.name(),
+        "ss",
+        "-K",
+        "dst",
+        &pair.b_addr,
+        "sport",
+        "!=",
+        &format!(":{port}"),
+    ]);
+    pair.run_checked(kill).expect("ss -K");
+    let o = client.join().expect("client");
+    assert_eq!(o.status.code(), Some(3), "a reset did not exit 3: {o}");
+    let r = o.json();
+    assert!(bool_at(&r, "partial"), "a reset run not marked partial: {r}");
+    let sent = u64_at(&r, "local.bytes_sent");
+    assert!(sent > 0, "the partial report lost the bytes sent");
+    assert!(u64_at(&r, "local.elapsed_ns") < 9_000_000_000, "the client did not notice the reset");
+    eprintln!(
+        "figures: reset mid-run: exit 3, partial report with {sent} B sent, reason: {}",
+        str_at(&r, "partial_reason")
+    );
+    assert!(server.wait_for_log("session failed", Duration::from_secs(15)).is_some(), "{:?}", server.log());
+    let o = run_with_timeout(
+        pair.b.exec(rp.path(), &["stream", "-H", &pair.a_addr, "-p", &port, "-l", "0.5", "--json"]),
+        RUN_TIMEOUT,
+    );
+    check_stream_report(&o.success().json(), false);
+    server.assert_running();
+}
+
+/// 3 % of TCP segments dropped each way and a 50 Mbit/s queue: the run completes, every
+/// byte arrives, and the sender reports its retransmits from TCP_INFO.
+#[test]
+fn a_lossy_slow_path_completes_and_reports_retransmits() {
+    let Some(pair) = netns_pair("loss", 72) else { return };
+    if let Err(e) = pair.degrade(3, "50mbit", "30ms") {
+        eprintln!("skipped: cannot degrade the path (nft and tc are needed): {e}");
+        return;
+    }
+    let rp = ringperf!();
+    let a_ip: Ipv4Addr = pair.a_addr.parse().expect("address");
+    let mut server = Server::spawn_in(&rp, &pair.a, a_ip, &[]);
+    let port = server.port_arg();
+    for reverse in [false, true] {
+        let mut args = vec!["stream", "-H", &pair.a_addr, "-p", &port, "-l", "3", "--json"];
+        if reverse {
+            args.push("--reverse");
+        }
+        let o = run_with_timeout(pair.b.exec(rp.path(), &args), RUN_TIMEOUT);
+        let r = o.success().json();
+        check_stream_report(&r, reverse);
+        let sender = if reverse { "remote" } else { "local" };
+        let retrans = u64_at(&r, &format!("{sender}.socket.retransmits"));
+        assert!(retrans > 0, "3 % loss and no retransmits reported by the sender");
+        eprintln!(
+            "figures: lossy path (3 % drop, 50 Mbit/s tbf), reverse={reverse}: {} bytes conserved, {retrans} retransmits, {:.1} Mbit/s",
+            u64_at(&r, &format!("{sender}.bytes_sent")),
+            r["summary"]["throughput_bits_per_sec"].as_f64().unwrap_or(0.0) / 1e6
+        );
+    }
+    server.assert_running();
+}

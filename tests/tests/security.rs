@@ -1,0 +1,254 @@
+//! Who may use a server, and for what: pre-shared-key authentication (a wrong, missing or
+//! replayed answer is refused and logged with the peer), the allow list, and each of the
+//! operator's limits refused with its name and value.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::thread;
+use std::time::Duration;
+
+use ringperf_tests::{bool_at, check_stream_report, f64_at, ringperf, Control, Reply, Ringperf, Server};
+
+const KEY: &str = "a-test-key-of-thirty-two-bytes!!";
+
+/// A key file in a fresh temporary directory, mode 600.
+fn key_file(name: &str, key: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("ringperf-security-{}-{name}", std::process::id()));
+    fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("key");
+    fs::write(&path, format!("{key}\n")).expect("writing the key");
+    fs::set_permissions(&path, fs::Permissions::from_mode(0o600)).expect("chmod 600");
+    path
+}
+
+fn psk_server(rp: &Ringperf, name: &str) -> (Server, PathBuf) {
+    let key = key_file(name, KEY);
+    let server = rp.serve_with(&["--psk-file", key.to_str().expect("utf-8 path")]);
+    (server, key)
+}
+
+#[test]
+fn right_key_is_served_wrong_or_missing_key_is_refused_and_logged() {
+    let rp = ringperf!();
+    let (mut server, key) = psk_server(&rp, "keys");
+    let port = server.port_arg();
+    let base = ["stream", "-H", "127.0.0.1", "-p", &port, "-l", "0.3"];
+
+    let mut args = base.to_vec();
+    args.extend(["--psk-file", key.to_str().expect("path"), "--json"]);
+    check_stream_report(&rp.run(&args).success().json(), false);
+
+    let mut cmd = rp.command(&[&base[..], &["--json"]].concat());
+    cmd.env("RINGPERF_PSK", KEY);
+    let o = ringperf_tests::run_with_timeout(cmd, ringperf_tests::RUN_TIMEOUT);
+    check_stream_report(&o.success().json(), false);
+
+    let o = rp.run(&base);
+    o.failure(3, &["pre-shared key", "--psk-file", "RINGPERF_PSK"]);
+    assert!(
+        server.wait_for_log("no key", Duration::from_secs(5)).is_some_and(|l| l.contains("127.0.0.1:")),
+        "the refusal is not logged with the peer: {:?}",
+        server.log()
+    );
+
+    let mut cmd = rp.command(&base);
+    cmd.env("RINGPERF_PSK", "another-key-of-enough-length-here");
+    let o = ringperf_tests::run_with_timeout(cmd, ringperf_tests::RUN_TIMEOUT);
+    o.failure(3, &["authentication failed", "key"]);
+    assert!(
+        server.wait_for_log("wrong key", Duration::from_secs(5)).is_some_and(|l| l.contains("127.0.0.1:")),
+        "the wrong key is not logged with the peer: {:?}",
+        server.log()
+    );
+    server.assert_running();
+}
+
+#[test]
+fn a_recorded_answer_replayed_in_a_new_session_is_refused() {
+    let rp = ringperf!();
+    let (mut server, _key) = psk_server(&rp, "replay");
+    // An honest session, recorded.
+    let mut c = Control::connect(server.port());
+    let first = c.hello();
+    assert_eq!(first["auth_required"], true, "the server does not ask for the key: {first}");
+    let (nonce, proof) = c.answer(&first, Some(KEY));
+    assert!(matches!(c.read_reply(), Reply::Frame(v) if v["type"] == "welcome"));
+    drop(c);
+
+    // The same answer, word for word, to a new challenge.
+    let mut c = Control::connect(server.port());
+    let second = c.hello();
+    assert_ne!(first["server_nonce"], second["server_nonce"], "the server reused its nonce");
+    c.send_json(&serde_json::json!({"type": "auth", "client_nonce": nonce, "proof": proof}));
+    let (kind, msg) = c.expect_error();
+    assert_eq!(kind, "auth", "a replayed proof was not refused as an auth failure: {msg}");
+    c.expect_closed();
+
+    // The server's own proof reflected back as a client's is refused too.
+    let mut c = Control::connect(server.port());
+    let ch = c.hello();
+    c.send_json(
+        &serde_json::json!({"type": "auth", "client_nonce": "00".repeat(32), "proof": "ab".repeat(32)}),
+    );
+    let (kind, _) = c.expect_error();
+    assert_eq!(kind, "auth", "a made-up proof for {ch} was not refused");
+    server.assert_running();
+}
+
+#[test]
+fn a_key_file_others_can_read_is_refused() {
+    let rp = ringperf!();
+    let key = key_file("mode", KEY);
+    fs::set_permissions(&key, fs::Permissions::from_mode(0o644)).expect("chmod");
+    let o =
+        rp.run(&["serve", "--bind", "127.0.0.1", "--port", "0", "--psk-file", key.to_str().expect("path")]);
+    o.failure(2, &["chmod 600"]);
+}
+
+#[test]
+fn peers_outside_the_allow_list_are_closed_at_once_and_logged() {
+    let rp = ringperf!();
+    let mut server = rp.serve_with(&["--allow", "198.18.0.0/15", "--allow", "10.0.0.0/8"]);
+    let port = server.port_arg();
+    let o = rp.run(&["stream", "-H", "127.0.0.1", "-p", &port, "-l", "0.3"]);
+    o.failure(3, &[]);
+    assert!(
+        server.wait_for_log("--allow", Duration::from_secs(5)).is_some_and(|l| l.contains("127.0.0.1:")),
+        "the refusal is not logged: {:?}",
+        server.log()
+    );
+    let mut c = Control::connect(server.port());
+    c.expect_closed();
+    server.assert_running();
+
+    let mut open = rp.serve_with(&["--allow", "127.0.0.0/8"]);
+    let port = open.port_arg();
+    let r = rp.run_json(&["stream", "-H", "127.0.0.1", "-p", &port, "-l", "0.3"]);
+    check_stream_report(&r, false);
+    open.assert_running();
+}
+
+/// Each limit: the refusal names it and its value, the exit code says whose move it is.
+#[test]
+fn each_limit_is_refused_with_its_name_and_value() {
+    let rp = ringperf!();
+    let mut server = rp.serve_with(&[
+        "--max-duration",
+        "2",
+        "--max-flows",
+        "2",
+        "--max-message",
+        "1M",
+        "--max-memory",
+        "1M",
+        "--max-rate",
+        "200m",
+    ]);
+    let port = server.port_arg();
+    // Defaults within every limit; a test's own -l or -b replaces them.
+    let run = |extra: &[&str]| {
+        let mut a = vec!["stream", "-H", "127.0.0.1", "-p", &port];
+        if !extra.contains(&"-l") {
+            a.extend(["-l", "1"]);
+        }
+        if !extra.contains(&"-b") {
+            a.extend(["-b", "100m"]);
+        }
+        a.extend_from_slice(extra);
+        rp.run(&a)
+    };
+    run(&["-l", "3"]).failure(2, &["--max-duration 2", "-l 2"]);
+    run(&["--flows", "3"]).failure(2, &["--max-flows 2", "--flows 2"]);
+    run(&["-M", "2M"]).failure(2, &["--max-message", "1048576"]);
+    run(&["--flows", "2", "-M", "1M", "--verify", "--recv-engine", "recv"])
+        .failure(2, &["--max-memory of 1 mib"]);
+    run(&["-b", "300m"]).failure(2, &["--max-rate", "-b 200000000 or less"]);
+    rp.run(&["stream", "-H", "127.0.0.1", "-p", &port, "-l", "1"]).failure(2, &["--max-rate", "pass -b"]);
+    rp.run(&["rr", "-H", "127.0.0.1", "-p", &port, "-l", "1"]).failure(2, &["--max-rate", "rr"]);
+    run(&["--recv-engine", "multishot", "--buf-count", "8"])
+        .failure(2, &["--max-rate", "--recv-engine recv"]);
+
+    // Within every limit the test runs, paced to what it asked for.
+    let o = run(&["--json"]).success();
+    let r = o.json();
+    check_stream_report(&r, false);
+    let bps = f64_at(&r, "summary.throughput_bits_per_sec");
+    assert!(bps <= 100e6 * 1.05, "a -b 100m test ran at {bps} bit/s");
+    assert!(!bool_at(&r, "partial"));
+    server.assert_running();
+}
+
+#[test]
+fn sessions_over_the_limit_are_told_to_retry() {
+    let rp = ringperf!();
+    let mut server = rp.serve_with(&["--max-sessions", "1"]);
+    let port = server.port_arg();
+    let long = {
+        let (rp, port) = (rp.clone(), port.clone());
+        thread::spawn(move || rp.run(&["stream", "-H", "127.0.0.1", "-p", &port, "-l", "3", "--json"]))
+    };
+    assert!(server.wait_for_log("session started", Duration::from_secs(20)).is_some());
+    let o = rp.run(&["stream", "-H", "127.0.0.1", "-p", &port, "-l", "0.3"]);
+    o.failure(3, &["--max-sessions", "1", "try again"]);
+    check_stream_report(&long.join().expect("client").success().json(), false);
+    // The slot is free again.
+    thread::sleep(Duration::from_millis(200));
+    let r = rp.run_json(&["stream", "-H", "127.0.0.1", "-p", &port, "-l", "0.3"]);
+    check_stream_report(&r, false);
+    server.assert_running();
+}
+
+/// A client that agrees to a rate and then sends as fast as it can: the server holds what
+/// it reads to its --max-rate during the window, so TCP's window throttles the sender.
+#[test]
+fn a_client_that_ignores_the_agreed_rate_is_held_to_it() {
+    use std::io::Write;
+    use std::net::TcpStream;
+    use std::time::Instant;
+
+    let rp = ringperf!();
+    let mut server = rp.serve_with(&["--max-rate", "8m"]);
+    let mut c = Control::connect(server.port());
+    c.handshake(None);
+    let mut spec = serde_json::to_value(ringperf_engine::TestSpec::default()).expect("spec");
+    spec["duration_ms"] = serde_json::json!(2000);
+    spec["pacing"]["total_bps"] = serde_json::json!(8_000_000u64);
+    c.send_json(&serde_json::json!({"type": "test", "spec": spec}));
+    let (port, cookie) = match c.read_reply() {
+        Reply::Frame(v) if v["type"] == "ready" => {
+            (v["data_port"].as_u64().expect("data_port") as u16, v["cookie"].as_u64().expect("cookie"))
+        }
+        other => panic!("expected 'ready', got {other:?}"),
+    };
+    let mut flow = TcpStream::connect(("127.0.0.1", port)).expect("data connection");
+    let mut h = cookie.to_le_bytes().to_vec();
+    h.extend_from_slice(&0u32.to_le_bytes());
+    flow.write_all(&h).expect("flow header");
+    c.send_json(&serde_json::json!({"type": "go"}));
+    // Blast for most of the window (the server reads at full speed again once its window
+    // closes); writes block once the server stops reading and the buffers are full.
+    flow.set_write_timeout(Some(Duration::from_millis(100))).expect("timeout");
+    let chunk = vec![7u8; 64 * 1024];
+    let start = Instant::now();
+    let mut sent = 0u64;
+    while start.elapsed() < Duration::from_millis(1900) {
+        if let Ok(n) = flow.write(&chunk) {
+            sent += n as u64;
+        }
+    }
+    drop(flow);
+    let report = match c.read_reply() {
+        Reply::Frame(v) if v["type"] == "report" => v,
+        other => panic!("expected the server's report, got {other:?}"),
+    };
+    let got = ringperf_tests::u64_at(&report, "side.bytes_received");
+    eprintln!(
+        "figures: rate-ignoring client under --max-rate 8m: wrote {sent} B in 1.9 s, the server read {got} B"
+    );
+    // 1.9 s at 1 MB/s, plus what the socket buffers hold (tcp_rmem max is 32 MiB here,
+    // wmem 4 MiB); an unpaced loopback stream moves gigabytes in that time.
+    assert!(sent < 48 << 20, "the client pushed {sent} bytes past a server at 8 Mbit/s");
+    assert_eq!(got, sent, "the server lost bytes it was sent");
+    server.assert_running();
+}
