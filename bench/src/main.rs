@@ -5,6 +5,7 @@
 //!   cargo run --release -p ringperf-bench -- rr [--secs 10] [--runs 3] [--size 64]
 //!   cargo run --release -p ringperf-bench -- engines [--secs 10] [--runs 3] [--sizes 64K,1M]
 //!   cargo run --release -p ringperf-bench -- stats [--secs 10] [--runs 5]
+//!   cargo run --release -p ringperf-bench -- scale [--secs 10] [--runs 3] [--gso-rate 2G]
 
 mod bench;
 mod cpu;
@@ -13,6 +14,7 @@ mod error;
 mod peers;
 mod process;
 mod report;
+mod scale;
 mod stats;
 mod stats_cost;
 
@@ -44,6 +46,9 @@ enum Command {
     Engines(EnginesArgs),
     /// What ringperf's statistics cost: rr with latency histograms and intervals on vs off.
     Stats(StatsArgs),
+    /// Many flows over two threads (stream 8 flows vs iperf3 -P 8, rr 100 flows vs iperf 2
+    /// bounceback -P 100) and UDP (64-byte datagrams vs iperf3 -u, --gso vs plain).
+    Scale(ScaleArgs),
 }
 
 #[derive(Args, Debug)]
@@ -110,6 +115,21 @@ struct StatsArgs {
     size: u32,
 }
 
+#[derive(Args, Debug)]
+struct ScaleArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Bytes per write in the stream part (ringperf -m/-M, iperf3 -l); K = 1024.
+    #[arg(long, value_name = "SIZE", default_value = "128K", value_parser = parse_write_size)]
+    size: u32,
+    /// Congestion control for both tools in the stream part (ringperf --cc, iperf3 -C).
+    #[arg(long, value_name = "NAME", default_value = "cubic")]
+    cc: String,
+    /// Pace both GSO-part runs (--gso 1400 and -m 1400) with this -b; unpaced without it.
+    #[arg(long, value_name = "RATE")]
+    gso_rate: Option<String>,
+}
+
 fn parse_cpus(s: &str) -> Result<(usize, usize), String> {
     let (a, b) = s.split_once(',').ok_or_else(|| format!("'{s}' is not CLIENT,SERVER, like 0,1"))?;
     let cpu = |x: &str| x.trim().parse::<usize>().map_err(|_| format!("'{x}' is not a CPU number"));
@@ -171,6 +191,19 @@ fn run(cli: Cli) -> error::Result<()> {
             let cfg = engines::config(c.secs, c.cpus, a.cc);
             let pause = Duration::from_secs_f64(c.pause);
             engines::run(&engines::plan(cfg, c.runs.unwrap_or(3), pause, c.ringperf, a.sizes, a.extra))
+        }
+        Command::Scale(a) => {
+            let c = a.common;
+            scale::run(&scale::ScalePlan {
+                secs: c.secs,
+                runs: c.runs.unwrap_or(3),
+                pause: Duration::from_secs_f64(c.pause),
+                cpus: c.cpus,
+                size: a.size,
+                cc: a.cc,
+                gso_rate: a.gso_rate,
+                ringperf: c.ringperf,
+            })
         }
         Command::Stats(a) => {
             let c = a.common;
