@@ -225,6 +225,7 @@ fn a_client_that_ignores_the_agreed_rate_is_held_to_it() {
     let mut h = cookie.to_le_bytes().to_vec();
     h.extend_from_slice(&0u32.to_le_bytes());
     flow.write_all(&h).expect("flow header");
+    assert!(matches!(c.read_reply(), Reply::Frame(v) if v["type"] == "armed"), "no 'armed' before go");
     c.send_json(&serde_json::json!({"type": "go"}));
     // Blast for most of the window (the server reads at full speed again once its window
     // closes); writes block once the server stops reading and the buffers are full.

@@ -370,6 +370,8 @@ fn server_counts_a_foreign_clients_bytes_exactly_and_drops_strangers() {
     closed_by_server(bad_flow, "a flow index out of range");
     let mut flow = data(cookie, 0);
 
+    // The server says when its workers are armed; a client then sends go.
+    assert!(matches!(c.read_reply(), Reply::Frame(v) if v["type"] == "armed"), "no 'armed' before go");
     c.send_json(&json!({"type": "go"}));
     let chunk: Vec<u8> = (0..65_536u32).map(|i| (i % 251) as u8).collect();
     let mut sent = 0u64;
@@ -419,6 +421,7 @@ fn a_sender_that_stops_early_fails_the_session() {
     let mut h = cookie.to_le_bytes().to_vec();
     h.extend_from_slice(&0u32.to_le_bytes());
     flow.write_all(&h).expect("flow header");
+    assert!(matches!(c.read_reply(), Reply::Frame(v) if v["type"] == "armed"), "no 'armed' before go");
     c.send_json(&json!({"type": "go"}));
     flow.write_all(&[1u8; 4096]).expect("payload");
     flow.shutdown(Shutdown::Write).expect("half-close");

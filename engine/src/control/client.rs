@@ -205,6 +205,11 @@ fn run_on(
     let watch = opts.interrupt.map(|f| f.as_raw_fd());
     let controls = (opts.live.clone(), watch, None);
     let mut side = Side::prepare_data(spec, &spec.group_roles(true), &spec.local, data, controls)?;
+    // Both windows open together: the server's workers are ready before Go is sent.
+    match c.expect("the server to arm its workers", CONTROL_TIMEOUT)? {
+        ServerMessage::Armed => {}
+        other => return Err(unexpected("armed", &other)),
+    }
     c.send(&ClientMessage::Go)?;
     side.start()?;
     let finished = side.finish()?;
@@ -336,6 +341,7 @@ fn unexpected(expected: &str, got: &ServerMessage) -> Error {
         ServerMessage::Challenge { .. } => "challenge",
         ServerMessage::Welcome { .. } => "welcome",
         ServerMessage::Ready { .. } => "ready",
+        ServerMessage::Armed => "armed",
         ServerMessage::Report { .. } => "report",
         ServerMessage::Error { .. } => "error",
     };

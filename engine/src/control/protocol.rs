@@ -75,6 +75,10 @@ pub enum ServerMessage {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         udp_ports: Vec<u16>,
     },
+    /// The server's workers are set up and waiting: the client may send Go. Without this
+    /// step a server slower to set up (a buffer ring, a big pipe, a busy CPU) would open its
+    /// window late, and the two sides would measure different windows.
+    Armed,
     /// The server side's measurements, after its window closed (or after an Abort).
     Report { side: Box<SideReport> },
     /// The session failed; the server closes it after sending this.

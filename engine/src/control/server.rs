@@ -368,6 +368,7 @@ fn session(a: &Authenticated, cfg: &ServerConfig) -> Result<SessionEnd> {
 
     let controls = (None, Some(stream.as_raw_fd()), cfg.limits.max_rate_bps);
     let mut side = Side::prepare_data(&spec, &spec.group_roles(false), &spec.remote, data, controls)?;
+    write_frame(&mut w, &ServerMessage::Armed)?;
     if !udp_fds.is_empty() {
         // The side owns the sockets now; it only uses them once the window opens.
         udp::echo_hellos_until(&udp_fds, cookie, stream.as_raw_fd())?;
