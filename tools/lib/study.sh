@@ -97,3 +97,11 @@ study_run() {
     # shellcheck disable=SC2046 # study_stats is a list of flags
     study_lab exec a "$bin" "$@" -H 198.18.0.2 --cc cubic -l "$secs" $(study_stats) --json >"$file"
 }
+
+# study_run_udp FILE WORKLOAD [flags]: the same for UDP, which has no congestion control.
+study_run_udp() {
+    local file="$1"
+    shift
+    # shellcheck disable=SC2046 # study_stats is a list of flags
+    study_lab exec a "$bin" "$@" -H 198.18.0.2 -l "$secs" $(study_stats) --json >"$file"
+}
