@@ -282,6 +282,9 @@ pub struct UdpReport {
     pub sequence_span: u64,
     /// Datagrams that were not ringperf's (too short, or a late handshake): ignored.
     pub stray: u64,
+    /// Receiver: times the provided-buffer ring ran dry (the kernel drops meanwhile).
+    #[serde(default)]
+    pub no_buffers: u64,
     /// udp-rr: transactions whose response did not arrive within --timeout-us.
     pub timeouts: u64,
     /// udp-rr: requests sent again after a timeout.

@@ -303,6 +303,14 @@ impl Ring {
         self.enter(self.cq_batch)
     }
 
+    /// Submits and waits for `want` completions (at least one): for a caller that knows
+    /// how many of its operations will complete without outside help, such as a chain of
+    /// linked UDP sends, whose links the kernel then runs within this one call.
+    #[inline]
+    pub fn submit_and_wait_for(&mut self, want: usize) -> Result<()> {
+        self.enter(want.clamp(1, u32::MAX as usize) as u32)
+    }
+
     fn enter(&mut self, want: u32) -> Result<()> {
         let to_submit = self.ring.submission().len() as u32;
         self.queued = 0;

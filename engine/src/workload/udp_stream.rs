@@ -11,8 +11,9 @@
 //! DRAIN_MAX; its elapsed time ends at the last tick that saw data.
 
 use io_uring::squeue::Flags;
-use io_uring::{opcode, types};
+use io_uring::{cqueue, opcode, types};
 
+use crate::buf::BufRing;
 use crate::error::{Error, Result};
 use crate::io::op;
 use crate::measure::clock::monotonic_ns;
@@ -31,6 +32,13 @@ const DRAIN_TICK_NS: u64 = 20_000_000;
 /// The longest the receiver drains after its deadline.
 const DRAIN_MAX_NS: u64 = 200_000_000;
 
+/// Provided buffers of a receiver's multishot ring, and its buffer group.
+const UDP_RING_BUFFERS: u16 = 1024;
+const UDP_BGID: u16 = 1;
+
+/// Datagrams per linked chain of sends when --send-depth is not given.
+const UDP_CHAIN_DATAGRAMS: usize = 32;
+
 /// The sending side of one worker.
 pub struct UdpSender {
     fds: Vec<FlowFd>,
@@ -48,7 +56,14 @@ impl UdpSender {
     pub fn new(spec: &TestSpec, fds: &[FlowFd]) -> UdpSender {
         let size = spec.send_size as usize;
         let per_send = spec.udp_datagrams_per_send() as usize;
-        let depth = spec.ring.send_depth as usize;
+        // A chain of sends per flow: 32 datagrams by default (an explicit --send-depth
+        // wins), since one datagram per io_uring_enter caps small datagrams far below what
+        // the stack can do.
+        let depth = if spec.ring.send_depth > 1 {
+            spec.ring.send_depth as usize
+        } else {
+            (UDP_CHAIN_DATAGRAMS / per_send).max(1)
+        };
         UdpSender {
             fds: fds.to_vec(),
             bufs: vec![0u8; fds.len() * depth * per_send * size],
@@ -134,7 +149,9 @@ impl UdpSender {
         }
         let mut stopping = false;
         while !(stopping && total == 0) {
-            ring.submit_and_wait()?;
+            // Every send in flight completes on its own (UDP does not wait for the peer),
+            // so wait for all of them: the kernel runs each chain's links within one enter.
+            ring.submit_and_wait_for(total)?;
             ring.reap(&mut done);
             for c in &done {
                 let f = match c.op() {
@@ -197,14 +214,14 @@ impl UdpSender {
 /// The receiving side of one worker.
 pub struct UdpReceiver {
     fds: Vec<FlowFd>,
-    /// One landing buffer per flow (a GRO receive can be up to 64 KiB).
-    bufs: Vec<u8>,
     buf_len: usize,
     size: usize,
     seq: Vec<SeqTracker>,
     drain: Box<types::Timespec>,
     report: UdpReport,
     end_ns: Option<u64>,
+    /// The provided buffers of the multishot receive, set up when the run starts.
+    ring_bufs: Option<BufRing>,
 }
 
 impl UdpReceiver {
@@ -213,7 +230,6 @@ impl UdpReceiver {
         let buf_len = if spec.udp.gro { 65_536.max(size) } else { size };
         UdpReceiver {
             fds: fds.to_vec(),
-            bufs: vec![0u8; fds.len() * buf_len],
             buf_len,
             size,
             seq: vec![SeqTracker::default(); fds.len()],
@@ -225,6 +241,7 @@ impl UdpReceiver {
                 ..UdpReport::default()
             },
             end_ns: None,
+            ring_bufs: None,
         }
     }
 
@@ -251,12 +268,13 @@ impl UdpReceiver {
         r
     }
 
+    /// Arms flow `f`'s standing multishot receive: one request takes every datagram as it
+    /// comes, one CQE each (several with GRO), into the provided-buffer ring.
     fn arm(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
-        let ptr = self.bufs[f * self.buf_len..].as_mut_ptr();
-        let e = with_fd!(self.fds[f], |t| opcode::Recv::new(t, ptr, self.buf_len as u32)
-            .build()
-            .user_data(token(op::RECV, f)));
-        // SAFETY: the buffer lives in self, dropped only after the ring.
+        let bgid = self.ring_bufs.as_ref().map_or(UDP_BGID, BufRing::bgid);
+        let e =
+            with_fd!(self.fds[f], |t| opcode::RecvMulti::new(t, bgid).build().user_data(token(op::RECV, f)));
+        // SAFETY: the buffer ring lives in self, dropped only after the ring.
         unsafe { ring.push(&e) }
     }
 
@@ -266,13 +284,14 @@ impl UdpReceiver {
         unsafe { ring.push(&e) }
     }
 
-    /// Accounts one receive of `len` bytes on flow `f` (several datagrams with GRO).
-    fn received(&mut self, f: usize, len: usize, counters: &mut [FlowCounters]) {
+    /// Accounts one receive of `len` bytes on flow `f` from buffer `bid` (several
+    /// datagrams with GRO), and hands the buffer back to the kernel.
+    fn received(&mut self, f: usize, bid: u16, len: usize, counters: &mut [FlowCounters]) {
         self.report.receives += 1;
-        let buf = &self.bufs[f * self.buf_len..][..len];
+        let Some(bufs) = self.ring_bufs.as_mut() else { return };
         // GRO hands over equal-size datagrams back to back (the last may be shorter);
         // every datagram of the test has the spec's size.
-        for d in buf.chunks(self.size) {
+        for d in bufs.data(bid, len).chunks(self.size) {
             if d.len() < UDP_SEQ_LEN as usize {
                 self.report.stray += 1;
                 continue;
@@ -285,6 +304,7 @@ impl UdpReceiver {
             self.seq[f].on(seq);
             counters[f].bytes_received += d.len() as u64;
         }
+        bufs.recycle(bid);
     }
 
     /// Receives on every flow until `deadline_ns` and the drain after it.
@@ -298,6 +318,7 @@ impl UdpReceiver {
         let mut counters = vec![FlowCounters::default(); n];
         let mut done = Vec::with_capacity(ring.cq_entries());
         ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
+        self.ring_bufs = Some(BufRing::new(ring, UDP_RING_BUFFERS, self.buf_len, UDP_BGID)?);
         for f in 0..n {
             self.arm(ring, f)?;
         }
@@ -341,7 +362,12 @@ impl UdpReceiver {
                         let f = c.flow();
                         match c.result {
                             r if r > 0 => {
-                                self.received(f, r as usize, &mut counters);
+                                let Some(bid) = cqueue::buffer_select(c.flags) else {
+                                    return Err(Error::Protocol(
+                                        "a multishot UDP receive came without a buffer".into(),
+                                    ));
+                                };
+                                self.received(f, bid, r as usize, &mut counters);
                                 if draining {
                                     since_tick += 1;
                                 }
@@ -351,19 +377,29 @@ impl UdpReceiver {
                                 armed -= 1;
                                 continue;
                             }
+                            // Every provided buffer was full: the kernel drops what comes
+                            // until the ring is refilled (the sequence numbers show it).
+                            r if r == -libc::ENOBUFS => self.report.no_buffers += 1,
                             // ICMP errors of earlier sends (none here) or a refused peer:
                             // nothing to account, keep receiving.
                             r if r == -libc::ECONNREFUSED => {}
                             r => return Err(crate::ring::cqe_error("a UDP receive", r)),
                         }
-                        if cancelled {
-                            armed -= 1;
-                        } else {
-                            self.arm(ring, f)?;
+                        // A multishot receive ends (no F_MORE) on ENOBUFS and at times
+                        // otherwise: arm it again unless the run is over.
+                        if !c.more() {
+                            if cancelled {
+                                armed -= 1;
+                            } else {
+                                self.arm(ring, f)?;
+                            }
                         }
                     }
                     other => return Err(unexpected(other)),
                 }
+            }
+            if let Some(b) = &self.ring_bufs {
+                b.publish();
             }
         }
         Ok(counters)
