@@ -65,6 +65,20 @@ pub(crate) fn peer_not_reading() -> Error {
     ))
 }
 
+/// Cancels the standing receive of each of `flows` flows (token RECV, flow); each
+/// cancellation's own completion comes back as CANCEL.
+pub(crate) fn cancel_receives(ring: &mut crate::ring::Ring, flows: usize) -> crate::error::Result<()> {
+    use crate::io::op;
+    use crate::ring::token;
+    for f in 0..flows {
+        let e =
+            io_uring::opcode::AsyncCancel::new(token(op::RECV, f)).build().user_data(token(op::CANCEL, f));
+        // SAFETY: AsyncCancel points at no memory.
+        unsafe { ring.push(&e)? };
+    }
+    Ok(())
+}
+
 pub(crate) fn peer_stuck() -> Error {
     Error::Peer(format!(
         "the peer did not finish within {} s after the end of the test: is it overloaded or stopped?",

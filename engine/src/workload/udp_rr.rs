@@ -24,7 +24,7 @@ use crate::report::{UdpFlowReport, UdpReport};
 use crate::ring::{cqe_error, token, FlowFd, Ring};
 use crate::spec::TestSpec;
 use crate::with_fd;
-use crate::workload::{unexpected, FlowCounters};
+use crate::workload::{cancel_receives, unexpected, FlowCounters};
 
 fn timespec(ns: u64) -> Box<types::Timespec> {
     Box::new(types::Timespec::new().sec(ns / 1_000_000_000).nsec((ns % 1_000_000_000) as u32))
@@ -334,13 +334,7 @@ impl UdpRrServer {
                             self.quiet_tick(ring)?;
                         } else if !cancelled {
                             cancelled = true;
-                            for f in 0..n {
-                                let e = opcode::AsyncCancel::new(token(op::RECV, f))
-                                    .build()
-                                    .user_data(token(op::CANCEL, f));
-                                // SAFETY: AsyncCancel points at no memory.
-                                unsafe { ring.push(&e)? };
-                            }
+                            cancel_receives(ring, n)?;
                         }
                     }
                     op::SEND => {

@@ -25,7 +25,7 @@ use crate::spec::{TestSpec, UDP_SEQ_LEN};
 use crate::with_fd;
 use crate::workload::pacer::Pacer;
 use crate::workload::sequence::SeqTracker;
-use crate::workload::{unexpected, FlowCounters};
+use crate::workload::{cancel_receives, unexpected, FlowCounters};
 
 /// How often the receiver looks whether datagrams still arrive after its deadline.
 const DRAIN_TICK_NS: u64 = 20_000_000;
@@ -349,13 +349,7 @@ impl UdpReceiver {
                             self.drain_tick(ring)?;
                         } else if !cancelled {
                             cancelled = true;
-                            for f in 0..n {
-                                let e = opcode::AsyncCancel::new(token(op::RECV, f))
-                                    .build()
-                                    .user_data(token(op::CANCEL, f));
-                                // SAFETY: AsyncCancel points at no memory.
-                                unsafe { ring.push(&e)? };
-                            }
+                            cancel_receives(ring, n)?;
                         }
                     }
                     op::RECV => {
