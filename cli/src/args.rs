@@ -181,12 +181,13 @@ pub struct EngineArgs {
     /// Linked sends in flight per flow in a stream.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub send_depth: u32,
-    /// Provided buffers per ring (multishot, bundle); a power of two.
-    #[arg(long, value_name = "N", default_value_t = 256)]
-    pub buf_count: u32,
-    /// Bytes per provided buffer.
-    #[arg(long, value_name = "SIZE", default_value = "64K", value_parser = parse_one_size)]
-    pub buf_size: u32,
+    /// Provided buffers per ring (multishot, bundle); a power of two [default: 16 MiB
+    /// worth of --buf-size, 8 to 256].
+    #[arg(long, value_name = "N")]
+    pub buf_count: Option<u32>,
+    /// Bytes per provided buffer [default: the receive size -M, 64K to 1M].
+    #[arg(long, value_name = "SIZE", value_parser = parse_one_size)]
+    pub buf_size: Option<u32>,
     /// Submission queue entries per ring; a power of two.
     #[arg(long, value_name = "N", default_value_t = 256)]
     pub sq_entries: u32,

@@ -155,6 +155,15 @@ pub fn stream_spec(t: &TestArgs, send_size: u32, recv_size: u32, reverse: bool) 
     let mut spec = base_spec(t, Workload::Stream)?;
     spec.send_size = send_size;
     spec.recv_size = recv_size;
+    // Provided buffers the size of a receive, so a multishot CQE can carry as much as a
+    // one-shot receive would; about 16 MiB of them.
+    let e = &t.engine;
+    if e.buf_size.is_none() {
+        spec.ring.buf_size = recv_size.clamp(64 * 1024, 1 << 20);
+    }
+    if e.buf_count.is_none() {
+        spec.ring.buf_count = ((16u32 << 20) / spec.ring.buf_size).next_power_of_two().clamp(8, 256);
+    }
     spec.direction = if reverse { Direction::ServerToClient } else { Direction::ClientToServer };
     Ok(spec)
 }
@@ -231,8 +240,8 @@ pub fn base_spec(t: &TestArgs, workload: Workload) -> Result<TestSpec, Error> {
             registered_ring_fd: !e.no_registered_ring,
             fixed_files: !e.no_fixed_files,
             send_depth: e.send_depth,
-            buf_count: e.buf_count,
-            buf_size: e.buf_size,
+            buf_count: e.buf_count.unwrap_or(256),
+            buf_size: e.buf_size.unwrap_or(64 * 1024),
         },
         ..TestSpec::default()
     })
