@@ -207,5 +207,17 @@ fn tso_study_quick_runs_end_to_end() {
     }
     let left: Vec<String> = netns_list().into_iter().filter(|n| n.contains(&name)).collect();
     assert!(left.is_empty(), "the study left namespaces behind: {left:?}");
+    // Nor a server: the study's own (in host b) must be gone with its lab. It is the only
+    // `serve --bind 198.18.0.2` without `--port` (the tests' servers all pass --port 0).
+    let bin = ringperf!().path().to_string_lossy().into_owned();
+    let servers: Vec<String> = fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter(|c| c.starts_with(&bin) && c.contains("serve --bind 198.18.0.2") && !c.contains("--port"))
+        .collect();
+    assert!(servers.is_empty(), "the study left its server running: {servers:?}");
     let _ = fs::remove_dir_all(&dir);
 }

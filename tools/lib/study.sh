@@ -77,7 +77,9 @@ study_lab() { "$labtool" --lab "$LAB" "$@"; }
 
 # Starts `ringperf serve` in host b and waits until it listens.
 study_serve() {
-    study_lab exec b "$bin" serve --bind 198.18.0.2 >"$out/server.log" 2>&1 &
+    # Not through study_lab: a function in the background runs in a subshell, and $! would
+    # be that subshell, not the server (tools/lab exec and ip netns exec both exec).
+    "$labtool" --lab "$LAB" exec b "$bin" serve --bind 198.18.0.2 >"$out/server.log" 2>&1 &
     server_pid=$!
     local _
     for _ in $(seq 1 100); do
