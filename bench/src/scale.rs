@@ -283,6 +283,21 @@ fn start_server(name: &str, make: &dyn Fn(u16) -> Command) -> Result<(Server, u1
     Err(last.unwrap_or_else(|| BenchError::Tool(format!("the {name} server did not start"))))
 }
 
+/// One iperf3 run: its one-shot server on a fresh port, the measured client, the server
+/// reaped, the client's JSON checked.
+fn run_iperf3(
+    server: &dyn Fn(u16) -> Command,
+    client: &dyn Fn(u16) -> Command,
+    plan: &ScalePlan,
+) -> Result<(Measured, Value)> {
+    let (mut srv, port) = start_server("iperf3", server)?;
+    let m = run_measured("iperf3", &mut client(port), plan.timeout(), None);
+    let exit = srv.wait(Duration::from_secs(5));
+    let m = m?;
+    let v = iperf3_json(&m, &exit.describe())?;
+    Ok((m, v))
+}
+
 fn iperf3_json(m: &Measured, server: &str) -> Result<Value> {
     let v: Value = serde_json::from_str(&m.stdout).map_err(|e| {
         BenchError::Tool(format!("iperf3 -J printed no JSON ({e}):\n{}\n{server}", m.output_excerpt()))
@@ -451,11 +466,7 @@ fn stream_cases<'a>(t: &'a Tools, plan: &'a ScalePlan) -> Vec<Case<'a>> {
             name: "iperf3",
             describe: format!("{} ; {}", show(&server(0)), show(&client(0))),
             run: Box::new(move || {
-                let (mut srv, port) = start_server("iperf3", &server)?;
-                let m = run_measured("iperf3", &mut client(port), plan.timeout(), None);
-                let exit = srv.wait(Duration::from_secs(5));
-                let m = m?;
-                let v = iperf3_json(&m, &exit.describe())?;
+                let (m, v) = run_iperf3(&server, &client, plan)?;
                 let (bps, kb) = parse_iperf3_stream(&v, plan)?;
                 Ok(basic(m.cpu, bps, kb))
             }),
@@ -528,11 +539,7 @@ fn udp64_cases<'a>(t: &'a Tools, plan: &'a ScalePlan) -> Vec<Case<'a>> {
             name: "iperf3",
             describe: format!("{} ; {}", show(&server(0)), show(&client(0))),
             run: Box::new(move || {
-                let (mut srv, port) = start_server("iperf3", &server)?;
-                let m = run_measured("iperf3", &mut client(port), plan.timeout(), None);
-                let exit = srv.wait(Duration::from_secs(5));
-                let m = m?;
-                let v = iperf3_json(&m, &exit.describe())?;
+                let (m, v) = run_iperf3(&server, &client, plan)?;
                 let (rate, received, sent) = parse_iperf3_udp(&v)?;
                 let bytes = received as f64 * f64::from(SMALL_DATAGRAM);
                 Ok(Sample {
