@@ -132,6 +132,7 @@ pub fn send(all: Vec<SendReport>) -> Option<SendReport> {
                 short_in: a.short_in + b.short_in,
                 short_out: a.short_out + b.short_out,
                 leftover_splices: a.leftover_splices + b.leftover_splices,
+                chain_depth: a.chain_depth.max(b.chain_depth),
             }),
             (a, b) => a.or(b),
         };

@@ -410,6 +410,9 @@ pub struct SpliceReport {
     pub short_out: u64,
     /// Extra pipe -> socket splices issued for what was left in a pipe.
     pub leftover_splices: u64,
+    /// Sends linked into one chain (one CQE per chain when every step goes through).
+    #[serde(default)]
+    pub chain_depth: u32,
 }
 
 /// What a receive engine did.

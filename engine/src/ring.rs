@@ -108,8 +108,21 @@ struct GeteventsArg {
     ts: u64,
 }
 
+/// When the kernel runs a ring's task work (the completion steps that need the owner).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TaskRun {
+    /// DEFER_TASKRUN: only while the owner waits, so socket completions wake it lazily,
+    /// once as many are pending as it waits for.
+    Deferred,
+    /// COOP_TASKRUN: at the owner's next kernel entry. io-wq then posts CQEs itself and a
+    /// completion that skips its CQE wakes nobody; under DEFER_TASKRUN every io-wq
+    /// completion (splice) is task work that wakes a waiting owner.
+    Cooperative,
+}
+
 /// A ring owned by the thread that created it: SINGLE_ISSUER, and DEFER_TASKRUN unless
-/// SQPOLL is asked for (the kernel refuses the two together).
+/// SQPOLL is asked for (the kernel refuses the two together) or the owner's work runs on
+/// io-wq ([`TaskRun::Cooperative`]).
 pub struct Ring {
     ring: IoUring,
     counters: RingCounters,
@@ -130,6 +143,11 @@ impl Ring {
     /// Builds the ring on the calling thread; `min_cq` is the most completions that can be
     /// outstanding at once, so the CQ cannot overflow.
     pub fn new(tuning: &RingTuning, min_cq: u32) -> Result<Ring> {
+        Ring::with_task_run(tuning, min_cq, TaskRun::Deferred)
+    }
+
+    /// [`Ring::new`] with the task-work mode chosen by the caller (SQPOLL overrides it).
+    pub fn with_task_run(tuning: &RingTuning, min_cq: u32, task_run: TaskRun) -> Result<Ring> {
         let entries = tuning.sq_entries;
         let cq = (entries * 2).max(min_cq.next_power_of_two()).min(1 << 20);
         let mut b = IoUring::builder();
@@ -145,7 +163,10 @@ impl Ring {
             // The kernel refuses the task-run flags with SQPOLL: they are about IPIs, which
             // an SQ thread does not need.
             None => {
-                b.setup_coop_taskrun().setup_defer_taskrun();
+                b.setup_coop_taskrun();
+                if task_run == TaskRun::Deferred {
+                    b.setup_defer_taskrun();
+                }
             }
         }
         let ring: IoUring = b.build(entries).map_err(|e| {
@@ -161,7 +182,7 @@ impl Ring {
         let mut setup = RingSetup {
             sq_entries: ring.params().sq_entries(),
             cq_entries: ring.params().cq_entries(),
-            defer_taskrun: sqpoll.is_none(),
+            defer_taskrun: sqpoll.is_none() && task_run == TaskRun::Deferred,
             sqpoll: sqpoll.is_some(),
             sqpoll_cpu: sqpoll.and_then(|p| p.cpu),
             registered_ring_fd: false,

@@ -22,8 +22,8 @@ use crate::report::{
     CrrReport, IntervalSample, RecvReport, RingCounters, RingSetup, SendReport, ToolCpu, UdpReport,
     VerifyReport,
 };
-use crate::ring::{token, FlowFd, Ring};
-use crate::spec::{Role, SideSpec, TestSpec};
+use crate::ring::{token, FlowFd, Ring, TaskRun};
+use crate::spec::{Role, SendEngine, SideSpec, TestSpec};
 use crate::verify::Verifier;
 use crate::workload::crr::{CrrClient, CrrServer};
 use crate::workload::pacer::Pacer;
@@ -237,7 +237,14 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
     // Per flow: a chain of sends, its notifications, one receive; plus the deadline.
     let per_flow = 2 * (tuning.send_depth as usize + 1) + 2;
     let min_cq = Own::max_cqes(plan.role, spec, plan.flow_ids.len()).unwrap_or(per_flow * nflows + 8);
-    let mut ring = Ring::new(tuning, (min_cq + 8) as u32)?;
+    // A splice stream's work runs on io-wq: with cooperative task work its chains wake the
+    // worker once per chain instead of once per step.
+    let task_run = if plan.role == Role::StreamSender && plan.side.send_engine == SendEngine::Splice {
+        TaskRun::Cooperative
+    } else {
+        TaskRun::Deferred
+    };
+    let mut ring = Ring::with_task_run(tuning, (min_cq + 8) as u32, task_run)?;
     let fds: Vec<FlowFd> = if tuning.fixed_files && !plan.fds.is_empty() {
         ring.register_files(&plan.fds)?;
         (0..nflows as u32).map(FlowFd::Fixed).collect()

@@ -535,8 +535,10 @@ fn ring_setup(r: &RingSetup) -> String {
             Some(c) => format!("SQPOLL on CPU {c}"),
             None => "SQPOLL".to_string(),
         }
-    } else {
+    } else if r.defer_taskrun {
         "DEFER_TASKRUN".to_string()
+    } else {
+        "COOP_TASKRUN".to_string()
     }];
     if r.registered_ring_fd {
         parts.push("registered fd".into());

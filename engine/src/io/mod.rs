@@ -58,6 +58,9 @@ pub enum SendEvent {
     Sent { flow: usize, bytes: u32 },
     /// A send was cancelled because an earlier SQE of its chain ended short (EOF).
     Cancelled { flow: usize },
+    /// A linked chain of sends ended with one CQE (its other steps skipped theirs):
+    /// `sent` sends moved `bytes`, and `cancelled` sends never ran.
+    Chain { flow: usize, sent: u32, bytes: u64, cancelled: u32 },
     /// A buffer came back from the kernel: the flow may be able to send again.
     Released { flow: usize },
     /// An intermediate step; nothing for the workload to do.

@@ -106,12 +106,14 @@ pub fn client<S: SendPath, R: RecvPath>(
                 op::INTERVAL => sampler.tick(counters),
                 op::SEND | op::SPLICE_IN => match cl.send.complete(ring, c)? {
                     SendEvent::Nothing => {}
-                    SendEvent::Cancelled { .. } => {
+                    SendEvent::Cancelled { .. } | SendEvent::Chain { cancelled: 1.., .. } => {
                         return Err(Error::Peer("a request send was cancelled mid-chain".into()))
                     }
                     // A send path may free its buffer with the send's own CQE (splice) or
                     // with a later notification (zc); the response may have come first.
-                    SendEvent::Sent { flow, .. } | SendEvent::Released { flow } => {
+                    SendEvent::Sent { flow, .. }
+                    | SendEvent::Chain { flow, .. }
+                    | SendEvent::Released { flow } => {
                         if cl.flows[flow].want_send && !stopping {
                             cl.start(ring, flow, monotonic_ns())?;
                         }
@@ -250,8 +252,12 @@ pub fn server<S: SendPath, R: RecvPath>(
                 op::INTERVAL => sampler.tick(counters),
                 op::SEND | op::SPLICE_IN => match sv.send.complete(ring, c)? {
                     SendEvent::Nothing => {}
-                    SendEvent::Cancelled { .. } => cancels_due = cancels_due.saturating_sub(1),
-                    SendEvent::Sent { flow, .. } | SendEvent::Released { flow } => {
+                    SendEvent::Cancelled { .. } | SendEvent::Chain { cancelled: 1.., .. } => {
+                        cancels_due = cancels_due.saturating_sub(1)
+                    }
+                    SendEvent::Sent { flow, .. }
+                    | SendEvent::Chain { flow, .. }
+                    | SendEvent::Released { flow } => {
                         if chained && sv.flows[flow].waiting {
                             sv.arm_chain(ring, flow)?;
                         } else if !chained {

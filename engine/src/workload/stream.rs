@@ -52,11 +52,15 @@ pub fn send<S: SendPath>(
                       f: usize,
                       in_flight: &mut [usize],
                       total: &mut usize| {
-        let k = depth.min(path.available(f));
-        let mut pushed = 0;
-        while pushed < k && pacer.allow(f, size) {
-            pushed += 1;
-            let flags = if pushed < k { Flags::IO_LINK } else { Flags::empty() };
+        // Count the sends the pacer allows first, so the chain's last send is known and
+        // carries no IO_LINK.
+        let room = depth.min(path.available(f));
+        let mut k = 0;
+        while k < room && pacer.allow(f, size) {
+            k += 1;
+        }
+        for i in 1..=k {
+            let flags = if i < k { Flags::IO_LINK } else { Flags::empty() };
             offsets[f] += u64::from(path.push(ring, f, offsets[f], size, flags)?);
             in_flight[f] += 1;
             *total += 1;
@@ -102,6 +106,13 @@ pub fn send<S: SendPath>(
                     SendEvent::Cancelled { flow } => {
                         in_flight[flow] -= 1;
                         total_in_flight -= 1;
+                        flow
+                    }
+                    SendEvent::Chain { flow, sent, bytes, cancelled } => {
+                        flows[flow].bytes_sent += bytes;
+                        let ended = (sent + cancelled) as usize;
+                        in_flight[flow] -= ended;
+                        total_in_flight -= ended;
                         flow
                     }
                     SendEvent::Released { flow } => flow,

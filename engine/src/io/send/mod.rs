@@ -43,7 +43,7 @@ impl AnySend {
             SendEngine::Copy => AnySend::Copy(CopySend::new(s.fds, s.max_len)?),
             SendEngine::Zc => AnySend::Zc(ZcSend::new(ZcKind::Send, ring, s.fds, s.max_len, s.depth)?),
             SendEngine::ZcMsg => AnySend::Zc(ZcSend::new(ZcKind::SendMsg, ring, s.fds, s.max_len, s.depth)?),
-            SendEngine::Splice => AnySend::Splice(SpliceSend::new(s.fds, s.max_len, s.file)?),
+            SendEngine::Splice => AnySend::Splice(SpliceSend::new(s.fds, s.max_len, s.depth, s.file)?),
         })
     }
 }

@@ -1,7 +1,7 @@
 //! `splice`: file -> pipe -> socket with two linked IORING_OP_SPLICE per send, the
 //! TCP_SENDFILE of netperf. The source is the user's file (client side only) or a memfd of
-//! patterned payload. Pipes are sized to the send; a short first splice leaves bytes in the
-//! pipe, and those are spliced out on their own before the flow sends again.
+//! patterned payload. Pipes are sized to the send; a short splice leaves bytes in the
+//! pipe, and those go out first when the rest of the chain is queued again.
 
 use std::fs::File;
 use std::io::Write;
@@ -12,41 +12,97 @@ use io_uring::{opcode, squeue, types};
 use crate::error::{Error, Result};
 use crate::io::{op, SendEvent, SendPath};
 use crate::report::{SendReport, SpliceReport};
-use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
+use crate::ring::{cqe_error, slot_token, Completion, FlowFd, Ring};
 use crate::verify::{fill, PERIOD};
 use crate::with_fd;
+
+/// One send of a chain: where it reads the source, how long it is, and how much of it
+/// reached the socket.
+#[derive(Clone, Copy, Debug)]
+struct Pending {
+    pos: u64,
+    want: u32,
+    done: u32,
+}
+
+/// One SQE of a chain; the token's slot is its index in the chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    /// file -> pipe: `len` bytes from source position `pos`.
+    In { pos: u64, len: u32 },
+    /// pipe -> socket: `len` bytes of send `send`.
+    Out { send: usize, len: u32 },
+}
+
+impl Step {
+    fn len(self) -> u32 {
+        match self {
+            Step::In { len, .. } | Step::Out { len, .. } => len,
+        }
+    }
+}
 
 struct FlowPipe {
     read: OwnedFd,
     write: OwnedFd,
-    /// Bytes spliced into the pipe and not yet out to the socket.
+    /// Bytes spliced into the pipe and not yet out to the socket. They always belong to
+    /// the chain's first unfinished send: an In runs only after the Out before it drained
+    /// the pipe.
     in_pipe: u32,
-    /// Bytes of the current send that reached the socket, and its full length.
-    sent: u32,
-    want: u32,
-    /// Source position of the next file -> pipe splice.
-    pos: u64,
-    /// Bytes the last file -> pipe splice moved (0: it was cancelled or hit EOF).
-    last_in: u32,
-    /// A send (or its leftover) is in flight.
-    busy: bool,
+    /// The sends of the chain in flight, oldest first (capacity: the depth).
+    sends: Vec<Pending>,
+    /// The chain's SQEs in submission order (capacity: per send at most one file -> pipe
+    /// and two pipe -> socket splices).
+    steps: Vec<Step>,
     /// Position in a user file (memfd sources derive it from the stream offset).
     file_pos: u64,
 }
 
+impl FlowPipe {
+    fn idle(&self) -> bool {
+        self.steps.is_empty() && self.sends.is_empty()
+    }
+
+    /// Applies a step's result to the pipe and the sends.
+    fn apply(&mut self, step: Step, moved: u32) {
+        match step {
+            Step::In { .. } => self.in_pipe += moved,
+            Step::Out { send, .. } => {
+                self.in_pipe -= moved.min(self.in_pipe);
+                self.sends[send].done += moved;
+            }
+        }
+    }
+
+    /// Sends that moved anything, the bytes of all, and the sends that never started.
+    fn tally(&self) -> (u32, u64, u32) {
+        let sent = self.sends.iter().filter(|s| s.done > 0).count() as u32;
+        let bytes = self.sends.iter().map(|s| u64::from(s.done)).sum();
+        (sent, bytes, self.sends.len() as u32 - sent)
+    }
+}
+
+/// Every send of a flow is a file -> pipe splice linked to a pipe -> socket splice, and
+/// the sends of one refill are linked into one chain, so io-wq runs the whole chain on
+/// one worker, in order. All SQEs but the chain's last skip their CQE on success: a
+/// chain that goes through posts one CQE; a step that comes up short posts its own and
+/// ends the chain (the kernel skips the cancelled steps' CQEs too), and the rest is
+/// queued again from where it stopped.
 pub struct SpliceSend {
     fds: Vec<FlowFd>,
     source: File,
     /// Length of the patterned period region of a memfd source; `None` for a user file.
     memfd_span: Option<u64>,
     file_len: u64,
+    depth: usize,
     pipes: Vec<FlowPipe>,
     report: SpliceReport,
     sends: u64,
 }
 
 impl SpliceSend {
-    pub fn new(fds: &[FlowFd], max_len: usize, file: Option<File>) -> Result<SpliceSend> {
+    pub fn new(fds: &[FlowFd], max_len: usize, depth: usize, file: Option<File>) -> Result<SpliceSend> {
+        let depth = depth.clamp(1, 64);
         let (source, memfd_span, file_len) = match file {
             Some(f) => {
                 let len = f.metadata().map_err(|e| Error::io("reading the size of the -F file", e))?.len();
@@ -66,20 +122,18 @@ impl SpliceSend {
             .iter()
             .map(|_| {
                 let (read, write) = pipe()?;
-                // A pipe that holds a whole send keeps the first splice from coming up short;
-                // a send that starts mid-page spans one page more.
-                let want = (max_len + 4096).next_multiple_of(4096).max(65536);
+                // A pipe that holds a whole chain lets one file -> pipe splice feed all its
+                // sends (a send that starts mid-page spans one page more); the kernel caps
+                // it at /proc/sys/fs/pipe-max-size, and longer sends come up short.
+                let want = (max_len * depth + 4096).next_multiple_of(4096).max(65536);
                 let size = size_pipe(write.as_raw_fd(), want);
                 pipe_size = pipe_size.min(size);
                 Ok(FlowPipe {
                     read,
                     write,
                     in_pipe: 0,
-                    sent: 0,
-                    want: 0,
-                    pos: 0,
-                    last_in: 0,
-                    busy: false,
+                    sends: Vec::with_capacity(depth),
+                    steps: Vec::with_capacity(MAX_STEPS.min(3 * depth + 1)),
                     file_pos: 0,
                 })
             })
@@ -89,52 +143,94 @@ impl SpliceSend {
             source,
             memfd_span,
             file_len,
+            depth,
             pipes,
-            report: SpliceReport { pipe_size: pipe_size as u64, ..SpliceReport::default() },
+            report: SpliceReport {
+                pipe_size: pipe_size as u64,
+                chain_depth: depth as u32,
+                ..SpliceReport::default()
+            },
             sends: 0,
         })
     }
 
-    /// file -> pipe (linked) -> socket for the next `len` bytes at the flow's position.
-    fn push_chain(&mut self, ring: &mut Ring, flow: usize, len: u32, flags: squeue::Flags) -> Result<()> {
+    /// Queues one step of `flow`'s chain. `last` ends the chain: no IO_LINK, and the CQE is
+    /// kept; `extra` goes on the last step only (the caller's own flags).
+    fn push_step(
+        &mut self,
+        ring: &mut Ring,
+        flow: usize,
+        step: Step,
+        last: bool,
+        extra: squeue::Flags,
+    ) -> Result<()> {
         let p = &mut self.pipes[flow];
-        p.last_in = 0;
-        let p = &self.pipes[flow];
-        let first = opcode::Splice::new(
-            types::Fd(self.source.as_raw_fd()),
-            p.pos as i64,
-            types::Fd(p.write.as_raw_fd()),
-            -1,
-            len,
-        )
-        .flags(libc::SPLICE_F_MOVE)
-        .build()
-        .user_data(token(op::SPLICE_IN, flow))
-        .flags(squeue::Flags::IO_LINK);
-        // SAFETY: source file and pipe live as long as this path.
-        unsafe { ring.push(&first)? };
-        self.push_out(ring, flow, len, flags)
-    }
-
-    fn push_out(&mut self, ring: &mut Ring, flow: usize, len: u32, flags: squeue::Flags) -> Result<()> {
-        let pipe_r = self.pipes[flow].read.as_raw_fd();
-        let e = with_fd!(self.fds[flow], |t| opcode::Splice::new(types::Fd(pipe_r), -1, t, -1, len)
+        let slot = p.steps.len();
+        p.steps.push(step);
+        let flags = if last { extra } else { squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS };
+        let e = match step {
+            Step::In { pos, len } => opcode::Splice::new(
+                types::Fd(self.source.as_raw_fd()),
+                pos as i64,
+                types::Fd(p.write.as_raw_fd()),
+                -1,
+                len,
+            )
             .flags(libc::SPLICE_F_MOVE)
             .build()
-            .user_data(token(op::SEND, flow))
-            .flags(flags));
-        // SAFETY: the pipe and the socket live as long as this path.
-        unsafe { ring.push(&e) }
+            .user_data(slot_token(op::SPLICE_IN, flow, slot)),
+            Step::Out { len, .. } => {
+                let pipe_r = p.read.as_raw_fd();
+                let e = with_fd!(self.fds[flow], |t| opcode::Splice::new(types::Fd(pipe_r), -1, t, -1, len)
+                    .flags(libc::SPLICE_F_MOVE)
+                    .build());
+                e.user_data(slot_token(op::SEND, flow, slot))
+            }
+        };
+        // SAFETY: the source file, the pipe and the socket live as long as this path.
+        unsafe { ring.push(&e.flags(flags)) }
+    }
+
+    /// Queues the chain that moves what `flow` still owes: first the bytes already in the
+    /// pipe, then the rest of the sends, each contiguous run of source that fits the pipe
+    /// read by one file -> pipe splice and written by one pipe -> socket splice per send.
+    /// `extra` goes on the chain's last SQE.
+    fn queue_chain(&mut self, ring: &mut Ring, flow: usize, extra: squeue::Flags) -> Result<()> {
+        let cap = self.report.pipe_size.saturating_sub(4096).max(4096) as u32;
+        let p = &mut self.pipes[flow];
+        p.steps.clear();
+        let mut steps = [Step::In { pos: 0, len: 0 }; MAX_STEPS];
+        let (n, leftovers) = plan_chain(&p.sends, p.in_pipe, cap, &mut steps);
+        self.report.leftover_splices += leftovers;
+        for (k, &step) in steps[..n].iter().enumerate() {
+            let last = k + 1 == n;
+            self.push_step(ring, flow, step, last, if last { extra } else { squeue::Flags::empty() })?;
+        }
+        Ok(())
+    }
+
+    /// The chain ended: reports its sends and makes the flow idle.
+    fn finish(&mut self, flow: usize) -> SendEvent {
+        let p = &mut self.pipes[flow];
+        let (sent, bytes, cancelled) = p.tally();
+        p.sends.clear();
+        p.steps.clear();
+        SendEvent::Chain { flow, sent, bytes, cancelled }
     }
 }
 
 impl SendPath for SpliceSend {
     #[inline]
     fn available(&self, flow: usize) -> usize {
-        usize::from(!self.pipes[flow].busy)
+        if self.pipes[flow].idle() {
+            self.depth
+        } else {
+            0
+        }
     }
 
-    /// A short splice must be seen to be handled, so successes keep their CQEs.
+    /// A short splice must be seen to be handled; the path skips CQEs inside its own
+    /// chains instead.
     #[inline]
     fn can_skip_success(&self) -> bool {
         false
@@ -170,62 +266,70 @@ impl SendPath for SpliceSend {
             }
         };
         let p = &mut self.pipes[flow];
-        p.busy = true;
-        p.sent = 0;
-        p.want = len;
-        p.pos = pos;
+        if p.sends.len() == p.sends.capacity() {
+            return Err(Error::Protocol(format!(
+                "splice: more than {} sends linked on one flow: this is a bug in ringperf",
+                self.depth
+            )));
+        }
+        p.sends.push(Pending { pos, want: len, done: 0 });
         self.sends += 1;
-        self.push_chain(ring, flow, len, flags)?;
+        // The chain is queued whole once its last send is known (the one without IO_LINK),
+        // so one file -> pipe splice can feed several sends.
+        if !flags.contains(squeue::Flags::IO_LINK) {
+            self.queue_chain(ring, flow, flags)?;
+        }
         Ok(len)
     }
 
     fn complete(&mut self, ring: &mut Ring, c: &Completion) -> Result<SendEvent> {
         let flow = c.flow();
-        if c.op() == op::SPLICE_IN {
-            if c.result < 0 && c.result != -libc::ECANCELED {
-                return Err(cqe_error("splice file -> pipe", c.result));
-            }
-            let got = c.result.max(0) as u32;
-            let p = &mut self.pipes[flow];
-            p.in_pipe += got;
-            p.pos += u64::from(got);
-            p.last_in = got;
-            return Ok(SendEvent::Nothing);
-        }
         let p = &mut self.pipes[flow];
-        if c.result == -libc::ECANCELED {
-            // The first half came up short (or an earlier link failed), so this second half
-            // never ran.
-            self.report.short_in += 1;
-        } else if c.result < 0 {
-            return Err(cqe_error("splice pipe -> socket", c.result));
-        } else {
-            let n = c.result as u32;
-            p.in_pipe -= n.min(p.in_pipe);
-            p.sent += n;
-            if p.in_pipe > 0 {
-                self.report.short_out += 1;
+        let at = c.slot();
+        let Some(&step) = p.steps.get(at) else {
+            return Err(Error::Protocol(format!(
+                "splice: a completion for step {at} of a {}-step chain: this is a bug in ringperf",
+                p.steps.len()
+            )));
+        };
+        let last = at + 1 == p.steps.len();
+        let r = c.result;
+        if r < 0 && r != -libc::ECANCELED {
+            let what = if c.op() == op::SPLICE_IN { "splice file -> pipe" } else { "splice pipe -> socket" };
+            return Err(cqe_error(what, r));
+        }
+        // Every step before this one went through: only a failure or the last step posts.
+        for k in 0..at {
+            let s = p.steps[k];
+            p.apply(s, s.len());
+        }
+        let moved = r.max(0) as u32;
+        p.apply(step, moved);
+        if last && moved == step.len() {
+            return Ok(self.finish(flow));
+        }
+        match step {
+            Step::In { .. } => self.report.short_in += 1,
+            Step::Out { .. } => self.report.short_out += 1,
+        }
+        // Cancelled, or the source ran dry: nothing more can move.
+        let dry = r == -libc::ECANCELED || (moved == 0 && matches!(step, Step::In { .. }));
+        if dry && self.pipes[flow].in_pipe == 0 {
+            return Ok(self.finish(flow));
+        }
+        if dry {
+            // Only what is in the pipe can still go out: every send shrinks to what it has
+            // sent plus its share of the pipe (a send with neither ends up cancelled).
+            let p = &mut self.pipes[flow];
+            let mut piped = p.in_pipe;
+            for s in p.sends.iter_mut() {
+                let share = (s.want - s.done).min(piped);
+                piped -= share;
+                s.want = s.done + share;
             }
         }
-        if p.in_pipe > 0 {
-            let left = p.in_pipe;
-            self.report.leftover_splices += 1;
-            self.push_out(ring, flow, left, squeue::Flags::empty())?;
-            return Ok(SendEvent::Nothing);
-        }
-        if p.sent < p.want && p.last_in > 0 {
-            // The pipe is empty but the send is not done: splice the rest of it.
-            let rest = p.want - p.sent;
-            self.report.leftover_splices += 1;
-            self.push_chain(ring, flow, rest, squeue::Flags::empty())?;
-            return Ok(SendEvent::Nothing);
-        }
-        p.busy = false;
-        if p.sent == 0 {
-            // Nothing moved: an earlier SQE of the chain ended it (EOF in rr).
-            return Ok(SendEvent::Cancelled { flow });
-        }
-        Ok(SendEvent::Sent { flow, bytes: p.sent })
+        self.queue_chain(ring, flow, squeue::Flags::empty())?;
+        Ok(SendEvent::Nothing)
     }
 
     fn outstanding(&self) -> usize {
@@ -235,6 +339,54 @@ impl SendPath for SpliceSend {
     fn report(&self) -> SendReport {
         SendReport { sends: self.sends, zero_copy: None, splice: Some(self.report.clone()) }
     }
+}
+
+/// The most steps a chain of 64 sends can need: per send one file -> pipe splice and two
+/// pipe -> socket splices (one drains what an earlier chain left in the pipe).
+const MAX_STEPS: usize = 3 * 64 + 1;
+
+/// Writes into `steps` the chain that moves what `sends` still owe, given `piped` bytes
+/// already in the pipe (they continue the first unfinished send); a run of contiguous
+/// source up to `cap` bytes is read by one file -> pipe splice. Returns the step count and
+/// how many of the steps drain leftovers.
+fn plan_chain(sends: &[Pending], piped: u32, cap: u32, steps: &mut [Step; MAX_STEPS]) -> (usize, u64) {
+    let mut n = 0;
+    let mut leftovers = 0;
+    let mut i = sends.iter().position(|s| s.done < s.want).unwrap_or(sends.len());
+    let mut at = sends.get(i).map_or(0, |s| s.done);
+    let mut piped = piped;
+    while piped > 0 && i < sends.len() {
+        let take = (sends[i].want - at).min(piped);
+        steps[n] = Step::Out { send: i, len: take };
+        n += 1;
+        leftovers += 1;
+        piped -= take;
+        at += take;
+        if at == sends[i].want {
+            i += 1;
+            at = 0;
+        }
+    }
+    while i < sends.len() {
+        let start = sends[i].pos + u64::from(at);
+        let in_at = n;
+        n += 1;
+        let mut len = 0u32;
+        while i < sends.len() {
+            let seg = sends[i].want - at;
+            let pos = sends[i].pos + u64::from(at);
+            if len > 0 && (pos != start + u64::from(len) || len + seg > cap) {
+                break;
+            }
+            len += seg;
+            steps[n] = Step::Out { send: i, len: seg };
+            n += 1;
+            i += 1;
+            at = 0;
+        }
+        steps[in_at] = Step::In { pos: start, len };
+    }
+    (n, leftovers)
 }
 
 /// Grows a pipe to `want` bytes, or as far as /proc/sys/fs/pipe-max-size allows (root
@@ -282,4 +434,77 @@ fn patterned_memfd(max_len: usize) -> Result<(File, u64)> {
     fill(&mut buf);
     f.write_all(&buf).map_err(|e| Error::io("filling the payload memfd", e))?;
     Ok((f, span as u64))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const K64: u32 = 64 << 10;
+
+    fn plan(sends: &[Pending], piped: u32, cap: u32) -> (Vec<Step>, u64) {
+        let mut steps = [Step::In { pos: 0, len: 0 }; MAX_STEPS];
+        let (n, leftovers) = plan_chain(sends, piped, cap, &mut steps);
+        (steps[..n].to_vec(), leftovers)
+    }
+
+    fn send(pos: u64, want: u32, done: u32) -> Pending {
+        Pending { pos, want, done }
+    }
+
+    #[test]
+    fn contiguous_sends_share_one_file_read() {
+        let sends: Vec<_> = (0..3).map(|i| send(u64::from(i * K64), K64, 0)).collect();
+        let (steps, leftovers) = plan(&sends, 0, 1 << 20);
+        let outs = (0..3).map(|i| Step::Out { send: i, len: K64 });
+        let want: Vec<_> = std::iter::once(Step::In { pos: 0, len: 3 * K64 }).chain(outs).collect();
+        assert_eq!(steps, want);
+        assert_eq!(leftovers, 0);
+    }
+
+    #[test]
+    fn a_full_pipe_or_a_jump_in_the_source_starts_a_new_read() {
+        // The second send does not fit beside the first; the third starts elsewhere.
+        let sends = [send(0, K64, 0), send(u64::from(K64), K64, 0), send(0, K64, 0)];
+        let (steps, _) = plan(&sends, 0, K64 + 4096);
+        assert_eq!(
+            steps,
+            [
+                Step::In { pos: 0, len: K64 },
+                Step::Out { send: 0, len: K64 },
+                Step::In { pos: u64::from(K64), len: K64 },
+                Step::Out { send: 1, len: K64 },
+                Step::In { pos: 0, len: K64 },
+                Step::Out { send: 2, len: K64 },
+            ]
+        );
+    }
+
+    #[test]
+    fn what_the_pipe_holds_goes_out_first_and_the_rest_is_read_again() {
+        // Send 0 is half out; the pipe holds its other half and 1000 bytes of send 1.
+        let half = K64 / 2;
+        let sends = [send(0, K64, half), send(u64::from(K64), K64, 0), send(u64::from(2 * K64), K64, 0)];
+        let (steps, leftovers) = plan(&sends, half + 1000, 1 << 20);
+        assert_eq!(
+            steps,
+            [
+                Step::Out { send: 0, len: half },
+                Step::Out { send: 1, len: 1000 },
+                Step::In { pos: u64::from(K64) + 1000, len: K64 - 1000 + K64 },
+                Step::Out { send: 1, len: K64 - 1000 },
+                Step::Out { send: 2, len: K64 },
+            ]
+        );
+        assert_eq!(leftovers, 2);
+        // Every owed byte is written exactly once.
+        let out: u32 = steps.iter().filter(|&s| matches!(s, Step::Out { .. })).map(|s| s.len()).sum();
+        assert_eq!(out, 3 * K64 - half);
+    }
+
+    #[test]
+    fn finished_sends_need_no_steps() {
+        let (steps, _) = plan(&[send(0, K64, K64)], 0, 1 << 20);
+        assert!(steps.is_empty());
+    }
 }
