@@ -265,14 +265,16 @@ impl CrrClient {
     }
 
     /// Runs cycles on every flow until `deadline_ns`; cycles under way then are finished.
+    /// `counters` count every whole cycle as it closes, so a run that fails still reports
+    /// them.
     pub fn run(
         &mut self,
         ring: &mut Ring,
         deadline_ns: u64,
         sampler: &mut IntervalSampler,
-    ) -> Result<Vec<FlowCounters>> {
+        counters: &mut [FlowCounters],
+    ) -> Result<()> {
         let n = self.cycles.len();
-        let mut counters = vec![FlowCounters::default(); n];
         let mut done = Vec::with_capacity(ring.cq_entries());
         ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
         let now = monotonic_ns();
@@ -287,7 +289,7 @@ impl CrrClient {
             for c in &done {
                 match c.op() {
                     op::DEADLINE => stopping = true,
-                    op::INTERVAL => sampler.tick(&counters),
+                    op::INTERVAL => sampler.tick(counters),
                     op::SOCKET => {
                         if c.result < 0 {
                             return Err(cqe_error(
@@ -331,7 +333,7 @@ impl CrrClient {
                 }
             }
         }
-        Ok(counters)
+        Ok(())
     }
 
     /// A CQE of a skip-success op: it failed (or came up short, or was cancelled by the
@@ -499,13 +501,14 @@ impl CrrServer {
     }
 
     /// Serves connections until the stop signal, then until every one under way is done.
+    /// `counters` has an entry per flow of the test (any worker may serve any flow).
     pub fn run(
         &mut self,
         ring: &mut Ring,
         guard_ns: u64,
         sampler: &mut IntervalSampler,
-    ) -> Result<Vec<FlowCounters>> {
-        let mut counters = vec![FlowCounters::default(); self.flows];
+        counters: &mut [FlowCounters],
+    ) -> Result<()> {
         let mut done = Vec::with_capacity(ring.cq_entries());
         ring.push_deadline(guard_ns, token(op::GUARD, 0))?;
         let poll = opcode::PollAdd::new(types::Fd(self.stop), libc::POLLIN as u32)
@@ -523,7 +526,7 @@ impl CrrServer {
             for c in &done {
                 match c.op() {
                     op::GUARD => return Err(peer_stuck()),
-                    op::INTERVAL => sampler.tick(&counters),
+                    op::INTERVAL => sampler.tick(counters),
                     op::STOP => {
                         stopping = true;
                         let e = opcode::AsyncCancel::new(token(op::ACCEPT, 0))
@@ -581,6 +584,6 @@ impl CrrServer {
                 }
             }
         }
-        Ok(counters)
+        Ok(())
     }
 }

@@ -116,15 +116,16 @@ impl UdpRrClient {
         self.send(ring, f)
     }
 
-    /// Runs transactions on every flow until `deadline_ns`.
+    /// Runs transactions on every flow until `deadline_ns`. `counters` count every
+    /// transaction as it completes, so a run that fails still reports them.
     pub fn run(
         &mut self,
         ring: &mut Ring,
         deadline_ns: u64,
         sampler: &mut IntervalSampler,
-    ) -> Result<Vec<FlowCounters>> {
+        counters: &mut [FlowCounters],
+    ) -> Result<()> {
         let n = self.fds.len();
-        let mut counters = vec![FlowCounters::default(); n];
         let mut done = Vec::with_capacity(ring.cq_entries());
         ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
         let now = monotonic_ns();
@@ -139,7 +140,7 @@ impl UdpRrClient {
             for c in &done {
                 match c.op() {
                     op::DEADLINE => stopping = true,
-                    op::INTERVAL => sampler.tick(&counters),
+                    op::INTERVAL => sampler.tick(counters),
                     // The timer's own CQE: -ETIME when it fired (its receive then comes
                     // back -ECANCELED), -ECANCELED when the response beat it.
                     op::TX_TIMEOUT => {}
@@ -204,7 +205,7 @@ impl UdpRrClient {
                 }
             }
         }
-        Ok(counters)
+        Ok(())
     }
 }
 
@@ -293,14 +294,15 @@ impl UdpRrServer {
     }
 
     /// Answers requests until after `deadline_ns` no request came for a quiet period.
+    /// `counters` count every new request as it arrives.
     pub fn run(
         &mut self,
         ring: &mut Ring,
         deadline_ns: u64,
         sampler: &mut IntervalSampler,
-    ) -> Result<Vec<FlowCounters>> {
+        counters: &mut [FlowCounters],
+    ) -> Result<()> {
         let n = self.fds.len();
-        let mut counters = vec![FlowCounters::default(); n];
         let mut done = Vec::with_capacity(ring.cq_entries());
         ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
         for f in 0..n {
@@ -322,7 +324,7 @@ impl UdpRrServer {
                         self.end_ns = Some(deadline_ns);
                         self.quiet_tick(ring)?;
                     }
-                    op::INTERVAL => sampler.tick(&counters),
+                    op::INTERVAL => sampler.tick(counters),
                     op::CANCEL => {}
                     op::DRAIN => {
                         let now = monotonic_ns();
@@ -402,6 +404,6 @@ impl UdpRrServer {
                 }
             }
         }
-        Ok(counters)
+        Ok(())
     }
 }

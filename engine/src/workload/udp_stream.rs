@@ -110,15 +110,17 @@ impl UdpSender {
     }
 
     /// Sends on every flow until `deadline_ns`, then waits for the sends in flight.
+    /// `counters` are kept up to date as sends complete, so a run that fails still
+    /// reports what it sent.
     pub fn run(
         &mut self,
         ring: &mut Ring,
         deadline_ns: u64,
         sampler: &mut IntervalSampler,
         pacer: &mut Pacer,
-    ) -> Result<Vec<FlowCounters>> {
+        counters: &mut [FlowCounters],
+    ) -> Result<()> {
         let n = self.fds.len();
-        let mut counters = vec![FlowCounters::default(); n];
         let mut in_flight = vec![0usize; n];
         let mut total = 0usize;
         let mut done = Vec::with_capacity(ring.cq_entries());
@@ -160,7 +162,7 @@ impl UdpSender {
                         continue;
                     }
                     op::INTERVAL => {
-                        sampler.tick(&counters);
+                        sampler.tick(counters);
                         continue;
                     }
                     op::PACE => {
@@ -172,7 +174,7 @@ impl UdpSender {
                         }
                         continue;
                     }
-                    op::SEND => self.sent(c, &mut counters)?,
+                    op::SEND => self.sent(c, counters)?,
                     other => return Err(unexpected(other)),
                 };
                 in_flight[f] -= 1;
@@ -182,7 +184,7 @@ impl UdpSender {
                 }
             }
         }
-        Ok(counters)
+        Ok(())
     }
 
     fn sent(&mut self, c: &Completion, counters: &mut [FlowCounters]) -> Result<usize> {
@@ -307,15 +309,16 @@ impl UdpReceiver {
         bufs.recycle(bid);
     }
 
-    /// Receives on every flow until `deadline_ns` and the drain after it.
+    /// Receives on every flow until `deadline_ns` and the drain after it. `counters` are
+    /// kept up to date as datagrams arrive, so a run that fails still reports them.
     pub fn run(
         &mut self,
         ring: &mut Ring,
         deadline_ns: u64,
         sampler: &mut IntervalSampler,
-    ) -> Result<Vec<FlowCounters>> {
+        counters: &mut [FlowCounters],
+    ) -> Result<()> {
         let n = self.fds.len();
-        let mut counters = vec![FlowCounters::default(); n];
         let mut done = Vec::with_capacity(ring.cq_entries());
         ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
         self.ring_bufs = Some(BufRing::new(ring, UDP_RING_BUFFERS, self.buf_len, UDP_BGID)?);
@@ -337,7 +340,7 @@ impl UdpReceiver {
                         since_tick = 0;
                         self.drain_tick(ring)?;
                     }
-                    op::INTERVAL => sampler.tick(&counters),
+                    op::INTERVAL => sampler.tick(counters),
                     op::CANCEL => {}
                     op::DRAIN => {
                         let now = monotonic_ns();
@@ -361,7 +364,7 @@ impl UdpReceiver {
                                         "a multishot UDP receive came without a buffer".into(),
                                     ));
                                 };
-                                self.received(f, bid, r as usize, &mut counters);
+                                self.received(f, bid, r as usize, counters);
                                 if draining {
                                     since_tick += 1;
                                 }
@@ -396,6 +399,6 @@ impl UdpReceiver {
                 b.publish();
             }
         }
-        Ok(counters)
+        Ok(())
     }
 }
