@@ -124,6 +124,15 @@ fn a_killed_server_fails_a_udp_stream_run_and_keeps_what_was_sent() {
     assert!(u64_at(&r, "local.udp.datagrams_sent") > 0, "{r}");
 }
 
+/// crr's connects are refused once the server is gone and its cycles under way break: a
+/// broken cycle ends at the CQE of the op that failed (the close linked after it posts
+/// none), which fails the run instead of leaving the flow waiting for ever.
+#[test]
+fn a_killed_server_fails_a_crr_run_and_keeps_the_connections_made() {
+    let r = killed_server(&["crr", "--flows", "4"]);
+    assert!(u64_at(&r, "local.transactions") > 0, "{r}");
+}
+
 /// Several workers per side: every one of them stops, and the partial counters of all of
 /// them are combined on both sides.
 #[test]

@@ -28,7 +28,7 @@ use crate::measure::clock::monotonic_ns;
 use crate::measure::intervals::IntervalSampler;
 use crate::net::FLOW_HEADER_LEN;
 use crate::report::CrrReport;
-use crate::ring::{cqe_error, slot_token, token, Completion, FlowFd, Ring};
+use crate::ring::{cqe_error, slot_token, token, FlowFd, Ring};
 use crate::spec::{CrrOptions, TestSpec};
 use crate::with_fd;
 use crate::workload::{peer_stuck, unexpected, FlowCounters};
@@ -136,8 +136,6 @@ const TORN: i32 = -libc::EPROTO;
 struct Cycle {
     fd: RawFd,
     started: u64,
-    /// The first failure of the chain (negative errno), 0 while all is well.
-    failed: i32,
 }
 
 /// The client side of one worker: its flows' cycles and their buffers.
@@ -182,7 +180,7 @@ impl CrrClient {
             options: client_options(spec, peer.is_ipv6()),
             ports: client_ports,
             next_port,
-            cycles: flow_ids.iter().map(|_| Cycle { fd: -1, started: 0, failed: 0 }).collect(),
+            cycles: flow_ids.iter().map(|_| Cycle { fd: -1, started: 0 }).collect(),
             report: CrrReport { linger0, ..CrrReport::default() },
         }
     }
@@ -194,7 +192,6 @@ impl CrrClient {
     fn start(&mut self, ring: &mut Ring, f: usize, now: u64) -> Result<()> {
         let c = &mut self.cycles[f];
         c.started = now;
-        c.failed = 0;
         c.fd = -1;
         let e = opcode::Socket::new(self.domain, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, libc::IPPROTO_TCP)
             .build()
@@ -299,15 +296,24 @@ impl CrrClient {
                         }
                         self.chain(ring, c.flow(), c.result)?;
                     }
-                    op::CONNECT | op::SEND | op::RECV => self.failed(c),
-                    op::CLOSE => {
+                    // A cycle ends with exactly one CQE: its close's, or that of the op
+                    // whose failure broke the chain.
+                    op::CONNECT | op::SEND | op::RECV | op::CLOSE => {
                         let f = c.flow();
-                        if c.result == -libc::ECANCELED {
-                            // The chain broke before its close: close the socket here.
-                            // SAFETY: the descriptor belongs to this cycle and nothing else uses it.
+                        let failed = if c.op() == op::CLOSE {
+                            0
+                        } else {
+                            // A skip-success op posts its CQE only when it failed or came
+                            // up short, and then the ops linked after it post none
+                            // (REQ_F_SKIP_LINK_CQES): the close never ran, so close here.
+                            // SAFETY: the descriptor belongs to this cycle and no op uses it now.
                             unsafe { libc::close(self.cycles[f].fd) };
-                        }
-                        let failed = self.cycles[f].failed;
+                            if c.result >= 0 {
+                                TORN
+                            } else {
+                                c.result
+                            }
+                        };
                         let now = monotonic_ns();
                         if failed == 0 {
                             sampler.record(now - self.cycles[f].started);
@@ -334,16 +340,6 @@ impl CrrClient {
             }
         }
         Ok(())
-    }
-
-    /// A CQE of a skip-success op: it failed (or came up short, or was cancelled by the
-    /// failure of an earlier op of its chain). The first failure is the cycle's.
-    fn failed(&mut self, c: &Completion) {
-        let res = if c.result >= 0 { TORN } else { c.result };
-        let cy = &mut self.cycles[c.flow()];
-        if cy.failed == 0 && res != -libc::ECANCELED {
-            cy.failed = res;
-        }
     }
 }
 
@@ -378,8 +374,6 @@ fn cycle_error(res: i32, ports: bool) -> Error {
 struct Conn {
     fd: RawFd,
     flow: u32,
-    /// The linked response send failed (negative errno), 0 otherwise.
-    failed: i32,
 }
 
 /// The server side of one worker: accepts on the shared listener, answers every cycle.
@@ -414,7 +408,7 @@ impl CrrServer {
             request_len,
             response: vec![0u8; spec.response_size as usize],
             eof: vec![0u8; slots],
-            conns: (0..slots).map(|_| Conn { fd: -1, flow: 0, failed: 0 }).collect(),
+            conns: (0..slots).map(|_| Conn { fd: -1, flow: 0 }).collect(),
             free: (0..slots as u32).rev().collect(),
             stop,
             report: CrrReport { linger0: spec.crr.linger0, ..CrrReport::default() },
@@ -460,7 +454,7 @@ impl CrrServer {
             return Ok(false);
         };
         let slot = slot as usize;
-        self.conns[slot] = Conn { fd, flow: 0, failed: 0 };
+        self.conns[slot] = Conn { fd, flow: 0 };
         let buf = self.requests[slot * self.request_len..].as_mut_ptr();
         let e = opcode::Recv::new(types::Fd(fd), buf, self.request_len as u32)
             .flags(libc::MSG_WAITALL)
@@ -558,17 +552,19 @@ impl CrrServer {
                         }
                     }
                     op::SEND => {
-                        let conn = &mut self.conns[c.slot()];
-                        if conn.failed == 0 {
-                            conn.failed = if c.result < 0 { c.result } else { TORN };
-                        }
+                        // The response failed or went short (a skip-success send posts
+                        // only then), and the close wait linked after it then posts no
+                        // CQE (REQ_F_SKIP_LINK_CQES): the connection ends here.
+                        self.report.rejected += 1;
+                        self.release(ring, c.slot())?;
+                        active -= 1;
                     }
                     op::PEER_CLOSE => {
                         let slot = c.slot();
                         let conn = &self.conns[slot];
                         // The client closes after the whole response: EOF, or a reset with --linger0.
                         let closed = c.result >= 0 || c.result == -libc::ECONNRESET;
-                        if conn.failed == 0 && closed {
+                        if closed {
                             let k = &mut counters[conn.flow as usize];
                             k.transactions += 1;
                             k.bytes_received += self.request_len as u64 - FLOW_HEADER_LEN as u64;
