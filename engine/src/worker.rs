@@ -170,7 +170,8 @@ impl Own {
     /// Completions the workload can have outstanding at once.
     fn max_cqes(role: Role, spec: &TestSpec, local_flows: usize) -> Option<usize> {
         match role {
-            // Socket, then a failed chain's four CQEs at worst.
+            // Per flow: its socket's CQE or its chain's one (a broken chain posts only the
+            // failed op's), and a stop's cancel; plus timers, with room to spare.
             Role::CrrClient => Some(5 * local_flows + 16),
             Role::CrrServer => Some(CrrServer::max_cqes(spec)),
             // Per flow: its sends, a receive, a cancel and its own CQE; plus timers.
@@ -303,8 +304,10 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
         _ => nflows,
     };
     let mut flows = vec![FlowCounters::default(); counted];
-    let watches =
-        matches!(plan.role, Role::StreamSender | Role::StreamReceiver | Role::RrClient | Role::RrServer);
+    // The crr server does not watch: its control connection also carries the client's
+    // FlowsDone mid-run, which would look like a stop. Its session reads that connection
+    // and stops the workers through their stop eventfd instead (on Abort too).
+    let watches = plan.role != Role::CrrServer;
     let ending = match plan.watch_fd {
         Some(fd) if watches => ring.push_watch(fd, token(op::ABORT, 0)),
         _ => Ok(()),
@@ -346,8 +349,6 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
         (Role::RrServer, Some(s), Some(r)) => {
             rr::server(&mut ring, s, r, tx, (deadline, guard), &mut verify, &mut sampler, &mut flows)
         }
-        // The crr and UDP workloads end at their deadline (they do not watch for a stop
-        // request).
         _ => match &mut own {
             Own::CrrClient(c) => c.run(&mut ring, deadline, &mut sampler, &mut flows),
             Own::CrrServer(c) => c.run(&mut ring, guard, &mut sampler, &mut flows),
@@ -362,8 +363,7 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
             Own::None => {
                 Err(Error::Protocol("worker role without its paths: this is a bug in ringperf".into()))
             }
-        }
-        .map(|()| Ending::Completed),
+        },
     });
     let end_ns = own.end_ns().unwrap_or_else(monotonic_ns);
     let mut tool = ThreadCpuSnapshot::now().since(&cpu_before);

@@ -133,6 +133,24 @@ fn a_killed_server_fails_a_crr_run_and_keeps_the_connections_made() {
     assert!(u64_at(&r, "local.transactions") > 0, "{r}");
 }
 
+/// crr watches the stop too: the client stops cycling at once (the cycles under way are
+/// cancelled), the server is told and reports what it served.
+#[test]
+fn ctrl_c_mid_crr_prints_the_partial_report_and_stops_the_server() {
+    ctrl_c(&["crr", "--flows", "4", "--threads", "2"]);
+}
+
+/// UDP has no EOF to end the server's side early: it stops on the client's Abort.
+#[test]
+fn ctrl_c_mid_udp_stream_prints_the_partial_report_and_stops_the_server() {
+    ctrl_c(&["udp-stream"]);
+}
+
+#[test]
+fn ctrl_c_mid_udp_rr_prints_the_partial_report_and_stops_the_server() {
+    ctrl_c(&["udp-rr"]);
+}
+
 /// Several workers per side: every one of them stops, and the partial counters of all of
 /// them are combined on both sides.
 #[test]

@@ -31,7 +31,7 @@ use crate::report::CrrReport;
 use crate::ring::{cqe_error, slot_token, token, FlowFd, Ring};
 use crate::spec::{CrrOptions, TestSpec};
 use crate::with_fd;
-use crate::workload::{peer_stuck, unexpected, FlowCounters};
+use crate::workload::{peer_stuck, unexpected, Ending, FlowCounters};
 
 /// One socket option, with its value already encoded, so applying it allocates nothing.
 struct SockOpt {
@@ -132,6 +132,11 @@ fn header(cookie: u64, flow: u32) -> [u8; FLOW_HEADER_LEN] {
 
 /// A cycle's failure that is not an errno: the response ended early.
 const TORN: i32 = -libc::EPROTO;
+
+/// How long a stopped client waits for the cycles it cancelled to come back, so that it
+/// closes their sockets itself. A cancel comes back within one ring round trip; a cycle
+/// still out after this is left to the ring's teardown, its socket to the process's exit.
+const ABORT_DRAIN_NS: u64 = 100_000_000;
 
 struct Cycle {
     fd: RawFd,
@@ -261,16 +266,31 @@ impl CrrClient {
         Ok(())
     }
 
+    /// Cancels every op on the sockets of the cycles whose chain is under way; each such
+    /// cycle then ends with the CQE of its op that failed (or of its close, if it won).
+    fn cancel_cycles(&self, ring: &mut Ring) -> Result<()> {
+        for (f, c) in self.cycles.iter().enumerate().filter(|(_, c)| c.fd >= 0) {
+            let e = opcode::AsyncCancel2::new(types::CancelBuilder::fd(types::Fd(c.fd)).all())
+                .build()
+                .user_data(token(op::CANCEL, f));
+            // SAFETY: AsyncCancel points at no memory.
+            unsafe { ring.push(&e)? };
+        }
+        Ok(())
+    }
+
     /// Runs cycles on every flow until `deadline_ns`; cycles under way then are finished.
-    /// `counters` count every whole cycle as it closes, so a run that fails still reports
-    /// them.
+    /// `counters` count every whole cycle as it closes, so a run that fails or is stopped
+    /// still reports them. An ABORT completion ends it at once: no cycle starts, those
+    /// under way are cancelled (and not counted), and their sockets are closed as they
+    /// come back, for at most ABORT_DRAIN_NS.
     pub fn run(
         &mut self,
         ring: &mut Ring,
         deadline_ns: u64,
         sampler: &mut IntervalSampler,
         counters: &mut [FlowCounters],
-    ) -> Result<()> {
+    ) -> Result<Ending> {
         let n = self.cycles.len();
         let mut done = Vec::with_capacity(ring.cq_entries());
         ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
@@ -280,13 +300,31 @@ impl CrrClient {
         }
         let mut active = n;
         let mut stopping = false;
+        let mut aborting = false;
         while !(stopping && active == 0) {
             ring.submit_and_wait()?;
             ring.reap(&mut done);
             for c in &done {
                 match c.op() {
                     op::DEADLINE => stopping = true,
+                    op::ABORT => {
+                        stopping = true;
+                        aborting = true;
+                        self.cancel_cycles(ring)?;
+                        ring.push_deadline(monotonic_ns() + ABORT_DRAIN_NS, token(op::GUARD, 0))?;
+                    }
+                    // Only a stop arms it: some cancelled cycle did not come back in time.
+                    op::GUARD => return Ok(Ending::Aborted),
+                    op::CANCEL => {}
                     op::INTERVAL => sampler.tick(counters),
+                    op::SOCKET if aborting => {
+                        // The cycle was only starting: its socket is not used.
+                        if c.result >= 0 {
+                            // SAFETY: the ring just made this descriptor for this cycle alone.
+                            unsafe { libc::close(c.result) };
+                        }
+                        active -= 1;
+                    }
                     op::SOCKET => {
                         if c.result < 0 {
                             return Err(cqe_error(
@@ -314,6 +352,8 @@ impl CrrClient {
                                 c.result
                             }
                         };
+                        // Closed: a stop must not cancel by this number, now free for reuse.
+                        self.cycles[f].fd = -1;
                         let now = monotonic_ns();
                         if failed == 0 {
                             sampler.record(now - self.cycles[f].started);
@@ -322,6 +362,8 @@ impl CrrClient {
                             k.bytes_sent += self.request_len as u64 - FLOW_HEADER_LEN as u64;
                             k.bytes_received += self.response.len() as u64;
                             self.report.connections += 1;
+                        } else if aborting {
+                            // Cancelled by the stop (or failed meanwhile): not an error.
                         } else if self.ports.is_some()
                             && matches!(-failed, libc::EADDRNOTAVAIL | libc::EADDRINUSE)
                         {
@@ -339,7 +381,7 @@ impl CrrClient {
                 }
             }
         }
-        Ok(())
+        Ok(if aborting { Ending::Aborted } else { Ending::Completed })
     }
 }
 
@@ -502,7 +544,7 @@ impl CrrServer {
         guard_ns: u64,
         sampler: &mut IntervalSampler,
         counters: &mut [FlowCounters],
-    ) -> Result<()> {
+    ) -> Result<Ending> {
         let mut done = Vec::with_capacity(ring.cq_entries());
         ring.push_deadline(guard_ns, token(op::GUARD, 0))?;
         let poll = opcode::PollAdd::new(types::Fd(self.stop), libc::POLLIN as u32)
@@ -580,6 +622,6 @@ impl CrrServer {
                 }
             }
         }
-        Ok(())
+        Ok(Ending::Completed)
     }
 }

@@ -24,7 +24,7 @@ use crate::report::{UdpFlowReport, UdpReport};
 use crate::ring::{cqe_error, token, FlowFd, Ring};
 use crate::spec::TestSpec;
 use crate::with_fd;
-use crate::workload::{cancel_receives, unexpected, FlowCounters};
+use crate::workload::{cancel_receives, unexpected, Ending, FlowCounters};
 
 fn timespec(ns: u64) -> Box<types::Timespec> {
     Box::new(types::Timespec::new().sec(ns / 1_000_000_000).nsec((ns % 1_000_000_000) as u32))
@@ -117,14 +117,15 @@ impl UdpRrClient {
     }
 
     /// Runs transactions on every flow until `deadline_ns`. `counters` count every
-    /// transaction as it completes, so a run that fails still reports them.
+    /// transaction as it completes, so a run that fails or is stopped still reports them.
+    /// An ABORT completion ends it at once; transactions in flight then are not counted.
     pub fn run(
         &mut self,
         ring: &mut Ring,
         deadline_ns: u64,
         sampler: &mut IntervalSampler,
         counters: &mut [FlowCounters],
-    ) -> Result<()> {
+    ) -> Result<Ending> {
         let n = self.fds.len();
         let mut done = Vec::with_capacity(ring.cq_entries());
         ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
@@ -140,6 +141,7 @@ impl UdpRrClient {
             for c in &done {
                 match c.op() {
                     op::DEADLINE => stopping = true,
+                    op::ABORT => return Ok(Ending::Aborted),
                     op::INTERVAL => sampler.tick(counters),
                     // The timer's own CQE: -ETIME when it fired (its receive then comes
                     // back -ECANCELED), -ECANCELED when the response beat it.
@@ -205,7 +207,7 @@ impl UdpRrClient {
                 }
             }
         }
-        Ok(())
+        Ok(Ending::Completed)
     }
 }
 
@@ -294,14 +296,15 @@ impl UdpRrServer {
     }
 
     /// Answers requests until after `deadline_ns` no request came for a quiet period.
-    /// `counters` count every new request as it arrives.
+    /// `counters` count every new request as it arrives. An ABORT completion ends it at
+    /// once.
     pub fn run(
         &mut self,
         ring: &mut Ring,
         deadline_ns: u64,
         sampler: &mut IntervalSampler,
         counters: &mut [FlowCounters],
-    ) -> Result<()> {
+    ) -> Result<Ending> {
         let n = self.fds.len();
         let mut done = Vec::with_capacity(ring.cq_entries());
         ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
@@ -324,6 +327,7 @@ impl UdpRrServer {
                         self.end_ns = Some(deadline_ns);
                         self.quiet_tick(ring)?;
                     }
+                    op::ABORT => return Ok(Ending::Aborted),
                     op::INTERVAL => sampler.tick(counters),
                     op::CANCEL => {}
                     op::DRAIN => {
@@ -404,6 +408,6 @@ impl UdpRrServer {
                 }
             }
         }
-        Ok(())
+        Ok(Ending::Completed)
     }
 }

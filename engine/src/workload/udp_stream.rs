@@ -25,7 +25,7 @@ use crate::spec::{TestSpec, UDP_SEQ_LEN};
 use crate::with_fd;
 use crate::workload::pacer::Pacer;
 use crate::workload::sequence::SeqTracker;
-use crate::workload::{cancel_receives, unexpected, FlowCounters};
+use crate::workload::{cancel_receives, unexpected, Ending, FlowCounters};
 
 /// How often the receiver looks whether datagrams still arrive after its deadline.
 const DRAIN_TICK_NS: u64 = 20_000_000;
@@ -110,8 +110,8 @@ impl UdpSender {
     }
 
     /// Sends on every flow until `deadline_ns`, then waits for the sends in flight.
-    /// `counters` are kept up to date as sends complete, so a run that fails still
-    /// reports what it sent.
+    /// `counters` are kept up to date as sends complete, so a run that fails or is stopped
+    /// still reports what it sent. An ABORT completion ends it at once.
     pub fn run(
         &mut self,
         ring: &mut Ring,
@@ -119,7 +119,7 @@ impl UdpSender {
         sampler: &mut IntervalSampler,
         pacer: &mut Pacer,
         counters: &mut [FlowCounters],
-    ) -> Result<()> {
+    ) -> Result<Ending> {
         let n = self.fds.len();
         let mut in_flight = vec![0usize; n];
         let mut total = 0usize;
@@ -161,6 +161,8 @@ impl UdpSender {
                         stopping = true;
                         continue;
                     }
+                    // The sends in flight die with the ring, which goes before their buffers.
+                    op::ABORT => return Ok(Ending::Aborted),
                     op::INTERVAL => {
                         sampler.tick(counters);
                         continue;
@@ -184,7 +186,7 @@ impl UdpSender {
                 }
             }
         }
-        Ok(())
+        Ok(Ending::Completed)
     }
 
     fn sent(&mut self, c: &Completion, counters: &mut [FlowCounters]) -> Result<usize> {
@@ -310,14 +312,15 @@ impl UdpReceiver {
     }
 
     /// Receives on every flow until `deadline_ns` and the drain after it. `counters` are
-    /// kept up to date as datagrams arrive, so a run that fails still reports them.
+    /// kept up to date as datagrams arrive, so a run that fails or is stopped still reports
+    /// them. An ABORT completion ends it at once.
     pub fn run(
         &mut self,
         ring: &mut Ring,
         deadline_ns: u64,
         sampler: &mut IntervalSampler,
         counters: &mut [FlowCounters],
-    ) -> Result<()> {
+    ) -> Result<Ending> {
         let n = self.fds.len();
         let mut done = Vec::with_capacity(ring.cq_entries());
         ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
@@ -340,6 +343,9 @@ impl UdpReceiver {
                         since_tick = 0;
                         self.drain_tick(ring)?;
                     }
+                    // The standing receives die with the ring, which goes before the
+                    // buffer ring they fill.
+                    op::ABORT => return Ok(Ending::Aborted),
                     op::INTERVAL => sampler.tick(counters),
                     op::CANCEL => {}
                     op::DRAIN => {
@@ -399,6 +405,6 @@ impl UdpReceiver {
                 b.publish();
             }
         }
-        Ok(())
+        Ok(Ending::Completed)
     }
 }
