@@ -16,11 +16,11 @@
 //! signals every server worker through an eventfd that each ring polls.
 
 use std::net::SocketAddr;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, RawFd};
 
 use io_uring::squeue::Flags;
 use io_uring::{opcode, types};
-use socket2::SockAddr;
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use crate::error::{Error, Result};
 use crate::io::op;
@@ -120,6 +120,19 @@ fn client_options(spec: &TestSpec, v6: bool) -> Vec<SockOpt> {
         out.push(SockOpt::int(libc::SOL_SOCKET, libc::SO_REUSEADDR, 1, "SO_REUSEADDR"));
     }
     out
+}
+
+/// A socket with the options every client cycle's socket gets, applied the same way, for
+/// the report: the cycles' own sockets come and go inside the window, and reading one
+/// there would cost the cycle a syscall. Like netperf, the report then gives the sizes a
+/// socket has before it connects (what -s asked for, doubled by Linux, or the defaults).
+pub fn client_socket(spec: &TestSpec, peer: SocketAddr) -> Result<Socket> {
+    let sock = Socket::new(Domain::for_address(peer), Type::STREAM, Some(Protocol::TCP))
+        .map_err(|e| Error::io("creating a crr client socket", e))?;
+    for o in client_options(spec, peer.is_ipv6()) {
+        o.apply(sock.as_raw_fd())?;
+    }
+    Ok(sock)
 }
 
 /// The 12-byte header every crr connection starts with, like a stream's data connection.
