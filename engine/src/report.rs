@@ -453,6 +453,8 @@ pub struct Mismatch {
 }
 
 /// Data socket facts as the kernel reports them at the end (Linux doubles requested buffers).
+/// The crr client, whose connections are gone by then, reports a socket made with the same
+/// options before its window (see `workload::crr::client_socket`).
 #[derive(Serialize, Deserialize, Clone, Debug, Default)]
 pub struct SocketSizes {
     pub send_buffer: u32,

@@ -54,6 +54,9 @@ pub struct Side {
     nflows: usize,
     /// crr server: the eventfd that tells the workers the client has finished.
     stop: Option<OwnedFd>,
+    /// crr client: its socket facts, read before the window from a socket made like every
+    /// cycle's (it holds none of its own across cycles).
+    connector_socket: Option<SocketSizes>,
 }
 
 impl Side {
@@ -82,6 +85,7 @@ impl Side {
     ) -> Result<Side> {
         IoUringProbe::get().check_engines(side.send_engine, side.recv_engine)?;
         let mut stop = None;
+        let mut connector_socket = None;
         let (sockets, crr) = match data {
             DataSockets::Flows(s) => (s, None),
             DataSockets::Listener { listener, cookie } => {
@@ -97,6 +101,9 @@ impl Side {
                 (vec![listener], Some(plan))
             }
             DataSockets::Connector { peer, cookie } => {
+                // Its connections are gone by the end: no retransmit count to report.
+                let probe = crate::workload::crr::client_socket(spec, peer)?;
+                connector_socket = Some(socket_sizes(&probe, None));
                 (Vec::new(), Some(CrrPlan { peer: Some(peer), cookie, stop_fd: None }))
             }
         };
@@ -170,6 +177,7 @@ impl Side {
             network,
             nflows,
             stop,
+            connector_socket,
         })
     }
 
@@ -255,21 +263,10 @@ impl Side {
         let bytes_sent: u64 = flows.iter().map(|f| f.bytes_sent).sum();
         let bytes_received: u64 = flows.iter().map(|f| f.bytes_received).sum();
         let transactions: u64 = flows.iter().map(|f| f.transactions).sum();
-        let socket = self
-            .sockets
-            .first()
-            .map(|s| SocketSizes {
-                send_buffer: s.send_buffer_size().unwrap_or(0) as u32,
-                recv_buffer: s.recv_buffer_size().unwrap_or(0) as u32,
-                congestion_control: s
-                    .tcp_congestion()
-                    .map(|b| String::from_utf8_lossy(&b).trim_end_matches('\0').to_string())
-                    .unwrap_or_default(),
-                mss: s.mss().unwrap_or(0),
-                nodelay: s.nodelay().unwrap_or(false),
-                retransmits: total_retransmits(&self.sockets),
-            })
-            .unwrap_or_default();
+        let socket = match self.sockets.first() {
+            Some(s) => socket_sizes(s, total_retransmits(&self.sockets)),
+            None => self.connector_socket.unwrap_or_default(),
+        };
         let per_flow_bytes: Vec<u64> = flows.iter().map(|f| f.bytes_sent + f.bytes_received).collect();
         // crr connections are gone by the end and UDP has no TCP_INFO: no TCP report.
         let tcp =
@@ -334,6 +331,21 @@ pub struct Finished {
     pub report: SideReport,
     /// `Ok(Completed)`, `Ok(Aborted)` (stopped on request), or why the run failed.
     pub ending: Result<Ending>,
+}
+
+/// What the report says about a side's data sockets, read from `s`.
+fn socket_sizes(s: &Socket, retransmits: Option<u64>) -> SocketSizes {
+    SocketSizes {
+        send_buffer: s.send_buffer_size().unwrap_or(0) as u32,
+        recv_buffer: s.recv_buffer_size().unwrap_or(0) as u32,
+        congestion_control: s
+            .tcp_congestion()
+            .map(|b| String::from_utf8_lossy(&b).trim_end_matches('\0').to_string())
+            .unwrap_or_default(),
+        mss: s.mss().unwrap_or(0),
+        nodelay: s.nodelay().unwrap_or(false),
+        retransmits,
+    }
 }
 
 /// Segments retransmitted over the life of the data connections (TCP_INFO

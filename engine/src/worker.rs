@@ -170,7 +170,8 @@ impl Own {
     /// Completions the workload can have outstanding at once.
     fn max_cqes(role: Role, spec: &TestSpec, local_flows: usize) -> Option<usize> {
         match role {
-            // Socket, then a failed chain's four CQEs at worst.
+            // Per flow: its socket's CQE or its chain's one (a broken chain posts only the
+            // failed op's), and a stop's cancel; plus timers, with room to spare.
             Role::CrrClient => Some(5 * local_flows + 16),
             Role::CrrServer => Some(CrrServer::max_cqes(spec)),
             // Per flow: its sends, a receive, a cancel and its own CQE; plus timers.
@@ -303,9 +304,17 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
     );
     sampler.start(&mut ring, window_start)?;
     let guard = deadline + PEER_GRACE_NS;
-    let mut flows = vec![FlowCounters::default(); nflows];
-    let watches =
-        matches!(plan.role, Role::StreamSender | Role::StreamReceiver | Role::RrClient | Role::RrServer);
+    // crr holds no socket per flow: its client counts its own flows, its server every flow.
+    let counted = match plan.role {
+        Role::CrrClient => plan.flow_ids.len(),
+        Role::CrrServer => spec.flows as usize,
+        _ => nflows,
+    };
+    let mut flows = vec![FlowCounters::default(); counted];
+    // The crr server does not watch: its control connection also carries the client's
+    // FlowsDone mid-run, which would look like a stop. Its session reads that connection
+    // and stops the workers through their stop eventfd instead (on Abort too).
+    let watches = plan.role != Role::CrrServer;
     let ending = match plan.watch_fd {
         Some(fd) if watches => ring.push_watch(fd, token(op::ABORT, 0)),
         _ => Ok(()),
@@ -347,29 +356,21 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
         (Role::RrServer, Some(s), Some(r)) => {
             rr::server(&mut ring, s, r, tx, (deadline, guard), &mut verify, &mut sampler, &mut flows)
         }
-        // The crr and UDP workloads return their counters whole; they end at their
-        // deadline (they do not watch for a stop request).
-        _ => {
-            let run = match &mut own {
-                Own::CrrClient(c) => c.run(&mut ring, deadline, &mut sampler),
-                Own::CrrServer(c) => c.run(&mut ring, guard, &mut sampler),
-                Own::UdpSender(u) => {
-                    let per_send = spec.send_size * spec.udp_datagrams_per_send();
-                    let mut pacer = Pacer::new(spec.pacing.flow_rate_bps(spec.flows), nflows, per_send);
-                    u.run(&mut ring, deadline, &mut sampler, &mut pacer)
-                }
-                Own::UdpReceiver(u) => u.run(&mut ring, deadline, &mut sampler),
-                Own::UdpRrClient(u) => u.run(&mut ring, deadline, &mut sampler),
-                Own::UdpRrServer(u) => u.run(&mut ring, deadline, &mut sampler),
-                Own::None => {
-                    Err(Error::Protocol("worker role without its paths: this is a bug in ringperf".into()))
-                }
-            };
-            run.map(|counted| {
-                flows = counted;
-                Ending::Completed
-            })
-        }
+        _ => match &mut own {
+            Own::CrrClient(c) => c.run(&mut ring, deadline, &mut sampler, &mut flows),
+            Own::CrrServer(c) => c.run(&mut ring, guard, &mut sampler, &mut flows),
+            Own::UdpSender(u) => {
+                let per_send = spec.send_size * spec.udp_datagrams_per_send();
+                let mut pacer = Pacer::new(spec.pacing.flow_rate_bps(spec.flows), nflows, per_send);
+                u.run(&mut ring, deadline, &mut sampler, &mut pacer, &mut flows)
+            }
+            Own::UdpReceiver(u) => u.run(&mut ring, deadline, &mut sampler, &mut flows),
+            Own::UdpRrClient(u) => u.run(&mut ring, deadline, &mut sampler, &mut flows),
+            Own::UdpRrServer(u) => u.run(&mut ring, deadline, &mut sampler, &mut flows),
+            Own::None => {
+                Err(Error::Protocol("worker role without its paths: this is a bug in ringperf".into()))
+            }
+        },
     });
     let end_ns = own.end_ns().unwrap_or_else(monotonic_ns);
     let mut tool = ThreadCpuSnapshot::now().since(&cpu_before);

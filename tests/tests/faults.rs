@@ -77,6 +77,80 @@ fn ctrl_c_mid_rr_prints_the_partial_report_and_stops_the_server() {
     ctrl_c(&["rr"]);
 }
 
+/// The server killed mid-run (`args` against it, 20 s): the client fails within a few
+/// seconds with exit 3 and a partial report that keeps what it measured until then.
+/// Returns the report.
+fn killed_server(args: &[&str]) -> serde_json::Value {
+    let rp = ringperf!();
+    let mut server = rp.serve();
+    let port = server.port_arg();
+    let mut all = args.to_vec();
+    all.extend(["-H", "127.0.0.1", "-p", &port, "-l", "20", "--json"]);
+    let mut cmd = rp.command(&all);
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut client = ChildGuard::spawn(cmd);
+    assert!(server.wait_for_log("session started", Duration::from_secs(20)).is_some());
+    thread::sleep(Duration::from_secs(1));
+    let killed = Instant::now();
+    server.child().kill();
+    let status = client
+        .wait_timeout(Duration::from_secs(10))
+        .expect("the client ran on for 10 s after its server died");
+    let took = killed.elapsed();
+    let mut out = String::new();
+    let mut err = String::new();
+    use std::io::Read;
+    client.child_mut().stdout.take().expect("stdout").read_to_string(&mut out).expect("stdout");
+    client.child_mut().stderr.take().expect("stderr").read_to_string(&mut err).expect("stderr");
+    assert_eq!(status.code(), Some(3), "a dead server did not exit 3: {status}\n{err}");
+    let r: serde_json::Value =
+        serde_json::from_str(&out).unwrap_or_else(|e| panic!("no JSON report ({e}): {out}\n{err}"));
+    assert!(bool_at(&r, "partial"), "a broken run not marked partial: {r}");
+    let local = u64_at(&r, "local.bytes_sent") + u64_at(&r, "local.bytes_received");
+    assert!(local > 0, "the partial report lost what was measured: {r}");
+    assert!(u64_at(&r, "local.elapsed_ns") < 5_000_000_000, "the client ran on after its server died");
+    eprintln!(
+        "figures: server killed under {args:?}: exit 3 after {took:?}, local {local} B kept, reason: {}",
+        str_at(&r, "partial_reason")
+    );
+    r
+}
+
+/// The UDP sender's sends are refused once the server is gone: the run fails, and the
+/// datagrams sent until then are still reported.
+#[test]
+fn a_killed_server_fails_a_udp_stream_run_and_keeps_what_was_sent() {
+    let r = killed_server(&["udp-stream"]);
+    assert!(u64_at(&r, "local.udp.datagrams_sent") > 0, "{r}");
+}
+
+/// crr's connects are refused once the server is gone and its cycles under way break: a
+/// broken cycle ends at the CQE of the op that failed (the close linked after it posts
+/// none), which fails the run instead of leaving the flow waiting for ever.
+#[test]
+fn a_killed_server_fails_a_crr_run_and_keeps_the_connections_made() {
+    let r = killed_server(&["crr", "--flows", "4"]);
+    assert!(u64_at(&r, "local.transactions") > 0, "{r}");
+}
+
+/// crr watches the stop too: the client stops cycling at once (the cycles under way are
+/// cancelled), the server is told and reports what it served.
+#[test]
+fn ctrl_c_mid_crr_prints_the_partial_report_and_stops_the_server() {
+    ctrl_c(&["crr", "--flows", "4", "--threads", "2"]);
+}
+
+/// UDP has no EOF to end the server's side early: it stops on the client's Abort.
+#[test]
+fn ctrl_c_mid_udp_stream_prints_the_partial_report_and_stops_the_server() {
+    ctrl_c(&["udp-stream"]);
+}
+
+#[test]
+fn ctrl_c_mid_udp_rr_prints_the_partial_report_and_stops_the_server() {
+    ctrl_c(&["udp-rr"]);
+}
+
 /// Several workers per side: every one of them stops, and the partial counters of all of
 /// them are combined on both sides.
 #[test]

@@ -213,8 +213,9 @@ fn run_on(
     c.send(&ClientMessage::Go)?;
     side.start()?;
     let finished = side.finish()?;
-    if spec.workload == Workload::Crr {
-        // Every cycle is over (or the side failed): the server's workers may stop.
+    if spec.workload == Workload::Crr && !matches!(finished.ending, Ok(Ending::Aborted)) {
+        // Every cycle is over (or the side failed): the server's workers may stop. A
+        // stopped run sends Abort instead (below), which stops them too.
         let _ = c.send(&ClientMessage::FlowsDone);
     }
     let local = finished.report;

@@ -50,7 +50,7 @@ pub enum ClientMessage {
     /// crr: every client cycle has finished, so the server's workers may stop.
     FlowsDone,
     /// Stop the test now (the user pressed Ctrl-C): the server ends its side at once and
-    /// sends the partial report it has.
+    /// sends the partial report it has. A stopped crr client sends it instead of FlowsDone.
     Abort,
 }
 

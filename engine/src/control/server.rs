@@ -378,6 +378,8 @@ fn session(a: &Authenticated, cfg: &ServerConfig) -> Result<SessionEnd> {
         other => return Err(out_of_order("go", &other)),
     }
     side.start()?;
+    // crr: the client stopped mid-run (Ctrl-C) and asked for what was measured.
+    let mut aborted = false;
     if spec.workload == Workload::Crr {
         // The client says when its last cycle is done; until then connections keep coming.
         let wait =
@@ -393,6 +395,7 @@ fn session(a: &Authenticated, cfg: &ServerConfig) -> Result<SessionEnd> {
         side.signal_stop();
         match done {
             Ok(ClientMessage::FlowsDone) => {}
+            Ok(ClientMessage::Abort) => aborted = true,
             Ok(other) => {
                 let _ = side.finish();
                 return Err(out_of_order("flows_done", &other));
@@ -411,6 +414,11 @@ fn session(a: &Authenticated, cfg: &ServerConfig) -> Result<SessionEnd> {
         transactions: report.transactions,
     };
     match finished.ending {
+        // crr: the workers finished what was under way, stopped by the client.
+        Ok(Ending::Completed) if aborted => {
+            write_frame(&mut w, &ServerMessage::Report { side: Box::new(report) })?;
+            Ok(SessionEnd::Stopped(figures))
+        }
         Ok(Ending::Completed) => {
             write_frame(&mut w, &ServerMessage::Report { side: Box::new(report) })?;
             Ok(SessionEnd::Done(figures))

@@ -16,11 +16,11 @@
 //! signals every server worker through an eventfd that each ring polls.
 
 use std::net::SocketAddr;
-use std::os::fd::RawFd;
+use std::os::fd::{AsRawFd, RawFd};
 
 use io_uring::squeue::Flags;
 use io_uring::{opcode, types};
-use socket2::SockAddr;
+use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use crate::error::{Error, Result};
 use crate::io::op;
@@ -28,10 +28,10 @@ use crate::measure::clock::monotonic_ns;
 use crate::measure::intervals::IntervalSampler;
 use crate::net::FLOW_HEADER_LEN;
 use crate::report::CrrReport;
-use crate::ring::{cqe_error, slot_token, token, Completion, FlowFd, Ring};
+use crate::ring::{cqe_error, slot_token, token, FlowFd, Ring};
 use crate::spec::{CrrOptions, TestSpec};
 use crate::with_fd;
-use crate::workload::{peer_stuck, unexpected, FlowCounters};
+use crate::workload::{peer_stuck, unexpected, Ending, FlowCounters};
 
 /// One socket option, with its value already encoded, so applying it allocates nothing.
 struct SockOpt {
@@ -122,6 +122,19 @@ fn client_options(spec: &TestSpec, v6: bool) -> Vec<SockOpt> {
     out
 }
 
+/// A socket with the options every client cycle's socket gets, applied the same way, for
+/// the report: the cycles' own sockets come and go inside the window, and reading one
+/// there would cost the cycle a syscall. Like netperf, the report then gives the sizes a
+/// socket has before it connects (what -s asked for, doubled by Linux, or the defaults).
+pub fn client_socket(spec: &TestSpec, peer: SocketAddr) -> Result<Socket> {
+    let sock = Socket::new(Domain::for_address(peer), Type::STREAM, Some(Protocol::TCP))
+        .map_err(|e| Error::io("creating a crr client socket", e))?;
+    for o in client_options(spec, peer.is_ipv6()) {
+        o.apply(sock.as_raw_fd())?;
+    }
+    Ok(sock)
+}
+
 /// The 12-byte header every crr connection starts with, like a stream's data connection.
 fn header(cookie: u64, flow: u32) -> [u8; FLOW_HEADER_LEN] {
     let mut h = [0u8; FLOW_HEADER_LEN];
@@ -133,11 +146,14 @@ fn header(cookie: u64, flow: u32) -> [u8; FLOW_HEADER_LEN] {
 /// A cycle's failure that is not an errno: the response ended early.
 const TORN: i32 = -libc::EPROTO;
 
+/// How long a stopped client waits for the cycles it cancelled to come back, so that it
+/// closes their sockets itself. A cancel comes back within one ring round trip; a cycle
+/// still out after this is left to the ring's teardown, its socket to the process's exit.
+const ABORT_DRAIN_NS: u64 = 100_000_000;
+
 struct Cycle {
     fd: RawFd,
     started: u64,
-    /// The first failure of the chain (negative errno), 0 while all is well.
-    failed: i32,
 }
 
 /// The client side of one worker: its flows' cycles and their buffers.
@@ -182,7 +198,7 @@ impl CrrClient {
             options: client_options(spec, peer.is_ipv6()),
             ports: client_ports,
             next_port,
-            cycles: flow_ids.iter().map(|_| Cycle { fd: -1, started: 0, failed: 0 }).collect(),
+            cycles: flow_ids.iter().map(|_| Cycle { fd: -1, started: 0 }).collect(),
             report: CrrReport { linger0, ..CrrReport::default() },
         }
     }
@@ -194,7 +210,6 @@ impl CrrClient {
     fn start(&mut self, ring: &mut Ring, f: usize, now: u64) -> Result<()> {
         let c = &mut self.cycles[f];
         c.started = now;
-        c.failed = 0;
         c.fd = -1;
         let e = opcode::Socket::new(self.domain, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, libc::IPPROTO_TCP)
             .build()
@@ -264,15 +279,32 @@ impl CrrClient {
         Ok(())
     }
 
+    /// Cancels every op on the sockets of the cycles whose chain is under way; each such
+    /// cycle then ends with the CQE of its op that failed (or of its close, if it won).
+    fn cancel_cycles(&self, ring: &mut Ring) -> Result<()> {
+        for (f, c) in self.cycles.iter().enumerate().filter(|(_, c)| c.fd >= 0) {
+            let e = opcode::AsyncCancel2::new(types::CancelBuilder::fd(types::Fd(c.fd)).all())
+                .build()
+                .user_data(token(op::CANCEL, f));
+            // SAFETY: AsyncCancel points at no memory.
+            unsafe { ring.push(&e)? };
+        }
+        Ok(())
+    }
+
     /// Runs cycles on every flow until `deadline_ns`; cycles under way then are finished.
+    /// `counters` count every whole cycle as it closes, so a run that fails or is stopped
+    /// still reports them. An ABORT completion ends it at once: no cycle starts, those
+    /// under way are cancelled (and not counted), and their sockets are closed as they
+    /// come back, for at most ABORT_DRAIN_NS.
     pub fn run(
         &mut self,
         ring: &mut Ring,
         deadline_ns: u64,
         sampler: &mut IntervalSampler,
-    ) -> Result<Vec<FlowCounters>> {
+        counters: &mut [FlowCounters],
+    ) -> Result<Ending> {
         let n = self.cycles.len();
-        let mut counters = vec![FlowCounters::default(); n];
         let mut done = Vec::with_capacity(ring.cq_entries());
         ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
         let now = monotonic_ns();
@@ -281,13 +313,31 @@ impl CrrClient {
         }
         let mut active = n;
         let mut stopping = false;
+        let mut aborting = false;
         while !(stopping && active == 0) {
             ring.submit_and_wait()?;
             ring.reap(&mut done);
             for c in &done {
                 match c.op() {
                     op::DEADLINE => stopping = true,
-                    op::INTERVAL => sampler.tick(&counters),
+                    op::ABORT => {
+                        stopping = true;
+                        aborting = true;
+                        self.cancel_cycles(ring)?;
+                        ring.push_deadline(monotonic_ns() + ABORT_DRAIN_NS, token(op::GUARD, 0))?;
+                    }
+                    // Only a stop arms it: some cancelled cycle did not come back in time.
+                    op::GUARD => return Ok(Ending::Aborted),
+                    op::CANCEL => {}
+                    op::INTERVAL => sampler.tick(counters),
+                    op::SOCKET if aborting => {
+                        // The cycle was only starting: its socket is not used.
+                        if c.result >= 0 {
+                            // SAFETY: the ring just made this descriptor for this cycle alone.
+                            unsafe { libc::close(c.result) };
+                        }
+                        active -= 1;
+                    }
                     op::SOCKET => {
                         if c.result < 0 {
                             return Err(cqe_error(
@@ -297,15 +347,26 @@ impl CrrClient {
                         }
                         self.chain(ring, c.flow(), c.result)?;
                     }
-                    op::CONNECT | op::SEND | op::RECV => self.failed(c),
-                    op::CLOSE => {
+                    // A cycle ends with exactly one CQE: its close's, or that of the op
+                    // whose failure broke the chain.
+                    op::CONNECT | op::SEND | op::RECV | op::CLOSE => {
                         let f = c.flow();
-                        if c.result == -libc::ECANCELED {
-                            // The chain broke before its close: close the socket here.
-                            // SAFETY: the descriptor belongs to this cycle and nothing else uses it.
+                        let failed = if c.op() == op::CLOSE {
+                            0
+                        } else {
+                            // A skip-success op posts its CQE only when it failed or came
+                            // up short, and then the ops linked after it post none
+                            // (REQ_F_SKIP_LINK_CQES): the close never ran, so close here.
+                            // SAFETY: the descriptor belongs to this cycle and no op uses it now.
                             unsafe { libc::close(self.cycles[f].fd) };
-                        }
-                        let failed = self.cycles[f].failed;
+                            if c.result >= 0 {
+                                TORN
+                            } else {
+                                c.result
+                            }
+                        };
+                        // Closed: a stop must not cancel by this number, now free for reuse.
+                        self.cycles[f].fd = -1;
                         let now = monotonic_ns();
                         if failed == 0 {
                             sampler.record(now - self.cycles[f].started);
@@ -314,6 +375,8 @@ impl CrrClient {
                             k.bytes_sent += self.request_len as u64 - FLOW_HEADER_LEN as u64;
                             k.bytes_received += self.response.len() as u64;
                             self.report.connections += 1;
+                        } else if aborting {
+                            // Cancelled by the stop (or failed meanwhile): not an error.
                         } else if self.ports.is_some()
                             && matches!(-failed, libc::EADDRNOTAVAIL | libc::EADDRINUSE)
                         {
@@ -331,17 +394,7 @@ impl CrrClient {
                 }
             }
         }
-        Ok(counters)
-    }
-
-    /// A CQE of a skip-success op: it failed (or came up short, or was cancelled by the
-    /// failure of an earlier op of its chain). The first failure is the cycle's.
-    fn failed(&mut self, c: &Completion) {
-        let res = if c.result >= 0 { TORN } else { c.result };
-        let cy = &mut self.cycles[c.flow()];
-        if cy.failed == 0 && res != -libc::ECANCELED {
-            cy.failed = res;
-        }
+        Ok(if aborting { Ending::Aborted } else { Ending::Completed })
     }
 }
 
@@ -376,8 +429,6 @@ fn cycle_error(res: i32, ports: bool) -> Error {
 struct Conn {
     fd: RawFd,
     flow: u32,
-    /// The linked response send failed (negative errno), 0 otherwise.
-    failed: i32,
 }
 
 /// The server side of one worker: accepts on the shared listener, answers every cycle.
@@ -412,7 +463,7 @@ impl CrrServer {
             request_len,
             response: vec![0u8; spec.response_size as usize],
             eof: vec![0u8; slots],
-            conns: (0..slots).map(|_| Conn { fd: -1, flow: 0, failed: 0 }).collect(),
+            conns: (0..slots).map(|_| Conn { fd: -1, flow: 0 }).collect(),
             free: (0..slots as u32).rev().collect(),
             stop,
             report: CrrReport { linger0: spec.crr.linger0, ..CrrReport::default() },
@@ -458,7 +509,7 @@ impl CrrServer {
             return Ok(false);
         };
         let slot = slot as usize;
-        self.conns[slot] = Conn { fd, flow: 0, failed: 0 };
+        self.conns[slot] = Conn { fd, flow: 0 };
         let buf = self.requests[slot * self.request_len..].as_mut_ptr();
         let e = opcode::Recv::new(types::Fd(fd), buf, self.request_len as u32)
             .flags(libc::MSG_WAITALL)
@@ -499,13 +550,14 @@ impl CrrServer {
     }
 
     /// Serves connections until the stop signal, then until every one under way is done.
+    /// `counters` has an entry per flow of the test (any worker may serve any flow).
     pub fn run(
         &mut self,
         ring: &mut Ring,
         guard_ns: u64,
         sampler: &mut IntervalSampler,
-    ) -> Result<Vec<FlowCounters>> {
-        let mut counters = vec![FlowCounters::default(); self.flows];
+        counters: &mut [FlowCounters],
+    ) -> Result<Ending> {
         let mut done = Vec::with_capacity(ring.cq_entries());
         ring.push_deadline(guard_ns, token(op::GUARD, 0))?;
         let poll = opcode::PollAdd::new(types::Fd(self.stop), libc::POLLIN as u32)
@@ -523,7 +575,7 @@ impl CrrServer {
             for c in &done {
                 match c.op() {
                     op::GUARD => return Err(peer_stuck()),
-                    op::INTERVAL => sampler.tick(&counters),
+                    op::INTERVAL => sampler.tick(counters),
                     op::STOP => {
                         stopping = true;
                         let e = opcode::AsyncCancel::new(token(op::ACCEPT, 0))
@@ -555,17 +607,19 @@ impl CrrServer {
                         }
                     }
                     op::SEND => {
-                        let conn = &mut self.conns[c.slot()];
-                        if conn.failed == 0 {
-                            conn.failed = if c.result < 0 { c.result } else { TORN };
-                        }
+                        // The response failed or went short (a skip-success send posts
+                        // only then), and the close wait linked after it then posts no
+                        // CQE (REQ_F_SKIP_LINK_CQES): the connection ends here.
+                        self.report.rejected += 1;
+                        self.release(ring, c.slot())?;
+                        active -= 1;
                     }
                     op::PEER_CLOSE => {
                         let slot = c.slot();
                         let conn = &self.conns[slot];
                         // The client closes after the whole response: EOF, or a reset with --linger0.
                         let closed = c.result >= 0 || c.result == -libc::ECONNRESET;
-                        if conn.failed == 0 && closed {
+                        if closed {
                             let k = &mut counters[conn.flow as usize];
                             k.transactions += 1;
                             k.bytes_received += self.request_len as u64 - FLOW_HEADER_LEN as u64;
@@ -581,6 +635,6 @@ impl CrrServer {
                 }
             }
         }
-        Ok(counters)
+        Ok(Ending::Completed)
     }
 }

@@ -24,7 +24,7 @@ use crate::report::{UdpFlowReport, UdpReport};
 use crate::ring::{cqe_error, token, FlowFd, Ring};
 use crate::spec::TestSpec;
 use crate::with_fd;
-use crate::workload::{cancel_receives, unexpected, FlowCounters};
+use crate::workload::{cancel_receives, unexpected, Ending, FlowCounters};
 
 fn timespec(ns: u64) -> Box<types::Timespec> {
     Box::new(types::Timespec::new().sec(ns / 1_000_000_000).nsec((ns % 1_000_000_000) as u32))
@@ -116,15 +116,17 @@ impl UdpRrClient {
         self.send(ring, f)
     }
 
-    /// Runs transactions on every flow until `deadline_ns`.
+    /// Runs transactions on every flow until `deadline_ns`. `counters` count every
+    /// transaction as it completes, so a run that fails or is stopped still reports them.
+    /// An ABORT completion ends it at once; transactions in flight then are not counted.
     pub fn run(
         &mut self,
         ring: &mut Ring,
         deadline_ns: u64,
         sampler: &mut IntervalSampler,
-    ) -> Result<Vec<FlowCounters>> {
+        counters: &mut [FlowCounters],
+    ) -> Result<Ending> {
         let n = self.fds.len();
-        let mut counters = vec![FlowCounters::default(); n];
         let mut done = Vec::with_capacity(ring.cq_entries());
         ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
         let now = monotonic_ns();
@@ -139,7 +141,8 @@ impl UdpRrClient {
             for c in &done {
                 match c.op() {
                     op::DEADLINE => stopping = true,
-                    op::INTERVAL => sampler.tick(&counters),
+                    op::ABORT => return Ok(Ending::Aborted),
+                    op::INTERVAL => sampler.tick(counters),
                     // The timer's own CQE: -ETIME when it fired (its receive then comes
                     // back -ECANCELED), -ECANCELED when the response beat it.
                     op::TX_TIMEOUT => {}
@@ -204,7 +207,7 @@ impl UdpRrClient {
                 }
             }
         }
-        Ok(counters)
+        Ok(Ending::Completed)
     }
 }
 
@@ -293,14 +296,16 @@ impl UdpRrServer {
     }
 
     /// Answers requests until after `deadline_ns` no request came for a quiet period.
+    /// `counters` count every new request as it arrives. An ABORT completion ends it at
+    /// once.
     pub fn run(
         &mut self,
         ring: &mut Ring,
         deadline_ns: u64,
         sampler: &mut IntervalSampler,
-    ) -> Result<Vec<FlowCounters>> {
+        counters: &mut [FlowCounters],
+    ) -> Result<Ending> {
         let n = self.fds.len();
-        let mut counters = vec![FlowCounters::default(); n];
         let mut done = Vec::with_capacity(ring.cq_entries());
         ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
         for f in 0..n {
@@ -322,7 +327,8 @@ impl UdpRrServer {
                         self.end_ns = Some(deadline_ns);
                         self.quiet_tick(ring)?;
                     }
-                    op::INTERVAL => sampler.tick(&counters),
+                    op::ABORT => return Ok(Ending::Aborted),
+                    op::INTERVAL => sampler.tick(counters),
                     op::CANCEL => {}
                     op::DRAIN => {
                         let now = monotonic_ns();
@@ -402,6 +408,6 @@ impl UdpRrServer {
                 }
             }
         }
-        Ok(counters)
+        Ok(Ending::Completed)
     }
 }

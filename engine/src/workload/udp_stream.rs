@@ -25,7 +25,7 @@ use crate::spec::{TestSpec, UDP_SEQ_LEN};
 use crate::with_fd;
 use crate::workload::pacer::Pacer;
 use crate::workload::sequence::SeqTracker;
-use crate::workload::{cancel_receives, unexpected, FlowCounters};
+use crate::workload::{cancel_receives, unexpected, Ending, FlowCounters};
 
 /// How often the receiver looks whether datagrams still arrive after its deadline.
 const DRAIN_TICK_NS: u64 = 20_000_000;
@@ -110,15 +110,17 @@ impl UdpSender {
     }
 
     /// Sends on every flow until `deadline_ns`, then waits for the sends in flight.
+    /// `counters` are kept up to date as sends complete, so a run that fails or is stopped
+    /// still reports what it sent. An ABORT completion ends it at once.
     pub fn run(
         &mut self,
         ring: &mut Ring,
         deadline_ns: u64,
         sampler: &mut IntervalSampler,
         pacer: &mut Pacer,
-    ) -> Result<Vec<FlowCounters>> {
+        counters: &mut [FlowCounters],
+    ) -> Result<Ending> {
         let n = self.fds.len();
-        let mut counters = vec![FlowCounters::default(); n];
         let mut in_flight = vec![0usize; n];
         let mut total = 0usize;
         let mut done = Vec::with_capacity(ring.cq_entries());
@@ -159,8 +161,10 @@ impl UdpSender {
                         stopping = true;
                         continue;
                     }
+                    // The sends in flight die with the ring, which goes before their buffers.
+                    op::ABORT => return Ok(Ending::Aborted),
                     op::INTERVAL => {
-                        sampler.tick(&counters);
+                        sampler.tick(counters);
                         continue;
                     }
                     op::PACE => {
@@ -172,7 +176,7 @@ impl UdpSender {
                         }
                         continue;
                     }
-                    op::SEND => self.sent(c, &mut counters)?,
+                    op::SEND => self.sent(c, counters)?,
                     other => return Err(unexpected(other)),
                 };
                 in_flight[f] -= 1;
@@ -182,7 +186,7 @@ impl UdpSender {
                 }
             }
         }
-        Ok(counters)
+        Ok(Ending::Completed)
     }
 
     fn sent(&mut self, c: &Completion, counters: &mut [FlowCounters]) -> Result<usize> {
@@ -307,15 +311,17 @@ impl UdpReceiver {
         bufs.recycle(bid);
     }
 
-    /// Receives on every flow until `deadline_ns` and the drain after it.
+    /// Receives on every flow until `deadline_ns` and the drain after it. `counters` are
+    /// kept up to date as datagrams arrive, so a run that fails or is stopped still reports
+    /// them. An ABORT completion ends it at once.
     pub fn run(
         &mut self,
         ring: &mut Ring,
         deadline_ns: u64,
         sampler: &mut IntervalSampler,
-    ) -> Result<Vec<FlowCounters>> {
+        counters: &mut [FlowCounters],
+    ) -> Result<Ending> {
         let n = self.fds.len();
-        let mut counters = vec![FlowCounters::default(); n];
         let mut done = Vec::with_capacity(ring.cq_entries());
         ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
         self.ring_bufs = Some(BufRing::new(ring, UDP_RING_BUFFERS, self.buf_len, UDP_BGID)?);
@@ -337,7 +343,10 @@ impl UdpReceiver {
                         since_tick = 0;
                         self.drain_tick(ring)?;
                     }
-                    op::INTERVAL => sampler.tick(&counters),
+                    // The standing receives die with the ring, which goes before the
+                    // buffer ring they fill.
+                    op::ABORT => return Ok(Ending::Aborted),
+                    op::INTERVAL => sampler.tick(counters),
                     op::CANCEL => {}
                     op::DRAIN => {
                         let now = monotonic_ns();
@@ -361,7 +370,7 @@ impl UdpReceiver {
                                         "a multishot UDP receive came without a buffer".into(),
                                     ));
                                 };
-                                self.received(f, bid, r as usize, &mut counters);
+                                self.received(f, bid, r as usize, counters);
                                 if draining {
                                     since_tick += 1;
                                 }
@@ -396,6 +405,6 @@ impl UdpReceiver {
                 b.publish();
             }
         }
-        Ok(counters)
+        Ok(Ending::Completed)
     }
 }
