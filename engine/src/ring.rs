@@ -108,6 +108,15 @@ struct GeteventsArg {
     ts: u64,
 }
 
+/// True if the entry links the next one (IOSQE_IO_LINK or IOSQE_IO_HARDLINK).
+#[inline]
+fn links_next(entry: &squeue::Entry) -> bool {
+    const LINKS: u8 = (1 << 2) | (1 << 3);
+    // SAFETY: Entry is repr(C) around struct io_uring_sqe, whose second byte is `flags`.
+    let flags = unsafe { *(entry as *const squeue::Entry).cast::<u8>().add(1) };
+    flags & LINKS != 0
+}
+
 /// When the kernel runs a ring's task work (the completion steps that need the owner).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TaskRun {
@@ -134,6 +143,10 @@ pub struct Ring {
     queued: u32,
     cq_batch: u32,
     cq_wait_us: u32,
+    /// The kernel has min-wait (IORING_FEAT_MIN_TIMEOUT).
+    min_wait: bool,
+    /// SQPOLL: the open chain's entries, not yet visible to the SQ thread.
+    held: Vec<squeue::Entry>,
     /// Timespecs handed to Timeout SQEs; boxed so each address stays put when the Vec grows.
     #[allow(clippy::vec_box)]
     timeouts: Vec<Box<types::Timespec>>,
@@ -192,6 +205,7 @@ impl Ring {
             cq_batch: tuning.cq_batch,
             cq_wait_us: tuning.cq_wait_us,
         };
+        let min_wait = ring.params().is_feature_min_timeout();
         let mut enter_fd = ring.as_raw_fd();
         let mut enter_flags = 0;
         if tuning.registered_ring_fd {
@@ -218,6 +232,8 @@ impl Ring {
             queued: 0,
             cq_batch: tuning.cq_batch,
             cq_wait_us: tuning.cq_wait_us,
+            min_wait,
+            held: Vec::with_capacity(entries as usize),
             timeouts: Vec::new(),
         })
     }
@@ -265,13 +281,41 @@ impl Ring {
     /// # Safety
     /// Every buffer and file descriptor the entry points at must stay valid until its
     /// completion has been reaped.
+    ///
+    /// A linked chain reaches the kernel whole: the kernel cuts a chain at the end of what
+    /// it was handed, and the two halves then run side by side (on one TCP socket that
+    /// reorders the stream). So a submit batch never closes inside a chain, and under
+    /// SQPOLL, whose thread reads the SQ tail whenever it likes, a chain's entries are
+    /// held back and published together when its last entry arrives.
     #[inline]
     pub unsafe fn push(&mut self, entry: &squeue::Entry) -> Result<()> {
+        let links = links_next(entry);
+        if self.setup.sqpoll && (links || !self.held.is_empty()) {
+            self.held.push(entry.clone());
+            self.counters.sqes += 1;
+            return if links { Ok(()) } else { self.publish_held() };
+        }
         loop {
             // SAFETY: the caller guarantees the entry's buffers outlive its completion.
             if unsafe { self.ring.submission().push(entry) }.is_ok() {
                 self.counters.sqes += 1;
                 self.queued += 1;
+                if self.queued >= self.sq_batch && !links {
+                    self.enter(0)?;
+                }
+                return Ok(());
+            }
+            self.enter(0)?;
+        }
+    }
+
+    /// Publishes a held chain with one tail update.
+    fn publish_held(&mut self) -> Result<()> {
+        loop {
+            // SAFETY: the held entries came through `push`, whose caller vouched for them.
+            if unsafe { self.ring.submission().push_multiple(&self.held) }.is_ok() {
+                self.queued += self.held.len() as u32;
+                self.held.clear();
                 if self.queued >= self.sq_batch {
                     self.enter(0)?;
                 }
@@ -332,7 +376,23 @@ impl Ring {
         self.enter(want.clamp(1, u32::MAX as usize) as u32)
     }
 
+    /// [`Ring::submit_and_wait_for`], but once one completion is there it waits at most
+    /// `bound_us` more for the rest (the kernel's min-wait, Linux 6.12): for a wait whose
+    /// completions may not all come (a send stuck behind a peer that stopped reading), so
+    /// a guard or a stop still gets through. Without min-wait it waits for one.
+    #[inline]
+    pub fn submit_and_wait_bounded(&mut self, want: usize, bound_us: u32) -> Result<()> {
+        if !self.min_wait {
+            return self.enter(1);
+        }
+        self.enter_with(want.clamp(1, u32::MAX as usize) as u32, bound_us.max(1))
+    }
+
     fn enter(&mut self, want: u32) -> Result<()> {
+        self.enter_with(want, self.cq_wait_us)
+    }
+
+    fn enter_with(&mut self, want: u32, min_wait_us: u32) -> Result<()> {
         let to_submit = self.ring.submission().len() as u32;
         self.queued = 0;
         let mut flags = self.enter_flags;
@@ -348,8 +408,8 @@ impl Ring {
         if want > 0 || self.setup.defer_taskrun {
             flags |= uapi::IORING_ENTER_GETEVENTS;
         }
-        let arg = GeteventsArg { sigmask: 0, sigmask_sz: 0, min_wait_usec: self.cq_wait_us, ts: 0 };
-        let (argp, argsz) = if want > 1 && self.cq_wait_us > 0 {
+        let arg = GeteventsArg { sigmask: 0, sigmask_sz: 0, min_wait_usec: min_wait_us, ts: 0 };
+        let (argp, argsz) = if want > 1 && min_wait_us > 0 {
             flags |= uapi::IORING_ENTER_EXT_ARG;
             (&arg as *const GeteventsArg as usize, std::mem::size_of::<GeteventsArg>())
         } else {
@@ -441,6 +501,15 @@ mod tests {
     use super::*;
     use crate::measure::clock::monotonic_ns;
     use crate::spec::SqPoll;
+
+    #[test]
+    fn link_flags_are_read_from_the_entry() {
+        let nop = opcode::Nop::new().build();
+        assert!(!links_next(&nop));
+        assert!(links_next(&nop.clone().flags(squeue::Flags::IO_LINK)));
+        assert!(links_next(&nop.clone().flags(squeue::Flags::IO_HARDLINK)));
+        assert!(!links_next(&nop.flags(squeue::Flags::SKIP_SUCCESS | squeue::Flags::ASYNC)));
+    }
 
     #[test]
     fn tokens_roundtrip() {

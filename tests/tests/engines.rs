@@ -169,6 +169,21 @@ fn sendfile_sends_a_named_file_and_refuses_a_missing_one() {
     out.failure(2, &["--verify"]);
 }
 
+/// A linked chain of sends reaches the kernel whole even when the submit batch is one
+/// entry or an SQPOLL thread reads the queue as it fills: a split chain runs its halves
+/// side by side and reorders the stream, which --verify catches.
+#[test]
+fn chains_are_never_split_by_small_batches_or_sqpoll() {
+    for extra in [&["--sq-batch", "1"][..], &["--sqpoll"][..]] {
+        let mut args = vec!["stream", "-l", "0.5", "--send-depth", "8", "--verify"];
+        args.extend_from_slice(extra);
+        let r = ringperf!().run_json(&args);
+        check_stream_report(&r, false);
+        assert_eq!(u64_at(&r, "spec.ring.send_depth"), 8, "{extra:?}");
+        assert!(u64_at(&r, "remote.verify.bytes_checked") > 0, "{extra:?}");
+    }
+}
+
 /// Ring tuning knobs run and are echoed in what the ring reports it did.
 #[test]
 fn ring_tuning_is_applied_and_reported() {
