@@ -178,8 +178,9 @@ pub struct EngineArgs {
     /// Fail (exit 1) if the kernel copied any zero-copy send.
     #[arg(long = "require-zc")]
     pub require_zero_copy: bool,
-    /// Linked sends in flight per flow in a stream [default: 1; 8 for splice, whose
-    /// chains run on io-wq and wake the worker once per chain; 32 for udp-stream].
+    /// Linked sends in flight per flow in a stream, submitted and reaped together
+    /// [default: 4; 8 for splice, whose chains run on io-wq and wake the worker once per
+    /// chain; 32 datagrams for udp-stream].
     #[arg(long, value_name = "N")]
     pub send_depth: Option<u32>,
     /// Provided buffers per ring (multishot, bundle); a power of two [default: 16 MiB

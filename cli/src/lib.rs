@@ -139,16 +139,19 @@ pub fn sendfile_spec(a: &SendfileArgs) -> Result<TestSpec, Error> {
     spec.local.send_engine = SendEngine::Splice;
     spec.remote.send_engine = SendEngine::Splice;
     spec.local.splice_file = a.file.clone();
-    spec.ring.send_depth = a.test.engine.send_depth.unwrap_or(default_send_depth(SendEngine::Splice));
+    spec.ring.send_depth =
+        a.test.engine.send_depth.unwrap_or(default_send_depth(Workload::Stream, SendEngine::Splice));
     Ok(spec)
 }
 
-/// Sends per linked chain when --send-depth is not given: a splice chain runs on io-wq
-/// and wakes the worker once, so longer chains cost fewer wakeups; other engines send
-/// one at a time. (udp-stream picks its own default for a depth of 1.)
-fn default_send_depth(engine: SendEngine) -> u32 {
-    match engine {
-        SendEngine::Splice => 8,
+/// Sends per linked chain when --send-depth is not given. A chain is submitted in one
+/// enter and waited for in one, so the worker's own cost per byte falls with its length;
+/// a splice chain runs on io-wq and wakes the worker once, so it gets a longer one.
+/// Only streams chain sends; udp-stream picks its own chain for a depth of 1.
+fn default_send_depth(workload: Workload, engine: SendEngine) -> u32 {
+    match (workload, engine) {
+        (Workload::Stream, SendEngine::Splice) => 8,
+        (Workload::Stream, _) => 4,
         _ => 1,
     }
 }
@@ -250,7 +253,7 @@ pub fn base_spec(t: &TestArgs, workload: Workload) -> Result<TestSpec, Error> {
             napi_busy_poll_us: e.napi_busy_poll_us,
             registered_ring_fd: !e.no_registered_ring,
             fixed_files: !e.no_fixed_files,
-            send_depth: e.send_depth.unwrap_or(default_send_depth(e.send_engine)),
+            send_depth: e.send_depth.unwrap_or(default_send_depth(workload, e.send_engine)),
             buf_count: e.buf_count.unwrap_or(256),
             buf_size: e.buf_size.unwrap_or(64 * 1024),
         },

@@ -133,6 +133,7 @@ pub fn send(all: Vec<SendReport>) -> Option<SendReport> {
                 short_out: a.short_out + b.short_out,
                 leftover_splices: a.leftover_splices + b.leftover_splices,
                 chain_depth: a.chain_depth.max(b.chain_depth),
+                sched_batch: a.sched_batch && b.sched_batch,
             }),
             (a, b) => a.or(b),
         };

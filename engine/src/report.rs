@@ -413,6 +413,9 @@ pub struct SpliceReport {
     /// Sends linked into one chain (one CQE per chain when every step goes through).
     #[serde(default)]
     pub chain_depth: u32,
+    /// The sender and its io-wq workers ran SCHED_BATCH (see the worker).
+    #[serde(default)]
+    pub sched_batch: bool,
 }
 
 /// What a receive engine did.

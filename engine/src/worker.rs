@@ -239,12 +239,12 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
     let per_flow = 2 * (tuning.send_depth as usize + 1) + 2;
     let min_cq = Own::max_cqes(plan.role, spec, plan.flow_ids.len()).unwrap_or(per_flow * nflows + 8);
     // A splice stream's work runs on io-wq: with cooperative task work its chains wake the
-    // worker once per chain instead of once per step.
-    let task_run = if plan.role == Role::StreamSender && plan.side.send_engine == SendEngine::Splice {
-        TaskRun::Cooperative
-    } else {
-        TaskRun::Deferred
-    };
+    // worker once per chain instead of once per step, and SCHED_BATCH (inherited by the
+    // io-wq workers, which start later) keeps the task work each freed request still sends
+    // the worker from preempting io-wq on the shared CPU.
+    let splice_stream = plan.role == Role::StreamSender && plan.side.send_engine == SendEngine::Splice;
+    let task_run = if splice_stream { TaskRun::Cooperative } else { TaskRun::Deferred };
+    let sched_batch = splice_stream && set_sched_batch();
     let mut ring = Ring::with_task_run(tuning, (min_cq + 8) as u32, task_run)?;
     let fds: Vec<FlowFd> = if tuning.fixed_files && !plan.fds.is_empty() {
         ring.register_files(&plan.fds)?;
@@ -394,7 +394,13 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
         tool,
         end_ns,
         latency,
-        send: send.as_ref().map(SendPath::report),
+        send: send.as_ref().map(|s| {
+            let mut r = s.report();
+            if let Some(sp) = r.splice.as_mut() {
+                sp.sched_batch = sched_batch;
+            }
+            r
+        }),
         recv: recv.as_ref().map(RecvPath::report),
         verify: verify.report(),
     };
@@ -410,4 +416,12 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
 fn gettid() -> i32 {
     // SAFETY: gettid has no preconditions.
     unsafe { libc::gettid() }
+}
+
+/// Moves the calling thread to SCHED_BATCH: its wakeups no longer preempt what runs on its
+/// CPU. False if the kernel refused (the run goes on under the default policy).
+fn set_sched_batch() -> bool {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: pid 0 is the calling thread; `param` is a valid sched_param.
+    unsafe { libc::sched_setscheduler(0, libc::SCHED_BATCH, &param) == 0 }
 }

@@ -349,9 +349,11 @@ fn engine_lines(o: &mut String, name: &str, s: &SideReport) {
         if let Some(sp) = &send.splice {
             let _ = writeln!(
                 o,
-                "{name}  splice: {} sends through a {} KiB pipe, {} short file->pipe, {} short pipe->socket, {} leftover splices",
+                "{name}  splice: {} sends through a {} KiB pipe, {} per linked chain{}, {} short file->pipe, {} short pipe->socket, {} leftover splices",
                 send.sends,
                 sp.pipe_size / 1024,
+                sp.chain_depth,
+                if sp.sched_batch { " (sender and io-wq at SCHED_BATCH)" } else { "" },
                 sp.short_in,
                 sp.short_out,
                 sp.leftover_splices

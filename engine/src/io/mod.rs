@@ -73,6 +73,11 @@ pub trait SendPath {
     fn available(&self, flow: usize) -> usize;
     /// Whether a successful send may skip its CQE (IOSQE_CQE_SKIP_SUCCESS).
     fn can_skip_success(&self) -> bool;
+    /// Completions a linked chain of `sends` sends surely posts (one per send unless the
+    /// path skips them).
+    fn chain_cqes(&self, sends: usize) -> usize {
+        sends
+    }
     /// Whether a send can be linked to a receive in one request/response chain.
     fn can_chain(&self) -> bool {
         true
@@ -104,6 +109,10 @@ pub enum RecvEvent {
     Eof {
         flow: usize,
     },
+    /// A receive linked behind one that came up short never ran.
+    Cancelled {
+        flow: usize,
+    },
     /// Consumed by the path (ran out of buffers, re-armed); nothing for the workload.
     Nothing,
 }
@@ -126,5 +135,10 @@ pub trait RecvPath {
     fn complete(&mut self, ring: &mut Ring, c: &Completion, verify: &mut Verifier) -> Result<RecvEvent>;
     /// Called once after each batch of completions (recycles provided buffers).
     fn after_batch(&mut self) {}
+    /// Receives a stream flow may keep linked in flight: more than one only where nobody
+    /// reads the buffer they share.
+    fn chain(&self) -> usize {
+        1
+    }
     fn report(&self) -> crate::report::RecvReport;
 }

@@ -154,7 +154,7 @@ pub fn client<S: SendPath, R: RecvPath>(
                     RecvEvent::Eof { .. } => {
                         return Err(Error::Peer("the server closed a data connection during the test".into()))
                     }
-                    RecvEvent::Nothing => {}
+                    RecvEvent::Nothing | RecvEvent::Cancelled { .. } => {}
                 },
                 other => return Err(unexpected(other)),
             }
@@ -299,7 +299,7 @@ pub fn server<S: SendPath, R: RecvPath>(
                             cancels_due += 1;
                         }
                     }
-                    RecvEvent::Nothing => {}
+                    RecvEvent::Nothing | RecvEvent::Cancelled { .. } => {}
                 },
                 other => return Err(unexpected(other)),
             }

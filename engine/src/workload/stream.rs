@@ -27,6 +27,10 @@ use crate::workload::{
 /// (when pacing is on) and a flow that finds none waits for the next tick. `flows` is
 /// kept up to date as sends complete, so a run that fails or is stopped still reports
 /// what moved, and the interval sampler reads the same counters.
+/// How long a sender waiting for a whole chain waits past its first completion: long
+/// enough for a chain of large sends, short next to the peer guard.
+const CHAIN_WAIT_BOUND_US: u32 = 10_000;
+
 #[allow(clippy::too_many_arguments)]
 pub fn send<S: SendPath>(
     ring: &mut Ring,
@@ -72,7 +76,15 @@ pub fn send<S: SendPath>(
     }
     let mut stopping = false;
     while !(stopping && total_in_flight == 0 && path.outstanding() == 0) {
-        ring.submit_and_wait()?;
+        // No flow can refill before its whole chain is back, so a worker whose every flow
+        // has a chain out waits for the shortest one (bounded, so a guard or a stop still
+        // gets through).
+        let chain = path.chain_cqes(in_flight.iter().copied().min().unwrap_or(0));
+        if chain > 1 && !pacer.enabled() && path.outstanding() == 0 {
+            ring.submit_and_wait_bounded(chain, CHAIN_WAIT_BOUND_US)?;
+        } else {
+            ring.submit_and_wait()?;
+        }
         ring.reap(&mut done);
         for c in &done {
             let flow = match c.op() {
@@ -158,12 +170,31 @@ pub fn receive<R: RecvPath>(
         // Policing ends with the window: what is still queued then is read at full speed.
         ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
     }
+    // Receives a flow keeps linked in flight (a policed flow takes one at a time).
+    let depth = if policing || path.multishot() { 1 } else { path.chain().max(1) };
+    let mut armed = vec![0usize; nflows];
+    let mut ended = vec![false; nflows];
+    let arm = |ring: &mut Ring, path: &mut R, armed: &mut [usize], f: usize| -> Result<()> {
+        for i in 1..=depth {
+            let link = if i < depth { Flags::IO_LINK } else { Flags::empty() };
+            path.arm(ring, f, size, false, link)?;
+        }
+        armed[f] = depth;
+        Ok(())
+    };
     for f in 0..nflows {
-        path.arm(ring, f, size, false, Flags::empty())?;
+        arm(ring, path, &mut armed, f)?;
     }
     let mut open = nflows;
     while open > 0 {
-        ring.submit_and_wait()?;
+        // A flow re-arms only once its whole chain is back; wait for the shortest chain
+        // (bounded, so the guard or a stop still gets through).
+        let chain = if depth > 1 { armed.iter().copied().min().unwrap_or(0) } else { 0 };
+        if chain > 1 {
+            ring.submit_and_wait_bounded(chain, CHAIN_WAIT_BOUND_US)?;
+        } else {
+            ring.submit_and_wait()?;
+        }
         ring.reap(&mut done);
         for c in &done {
             match c.op() {
@@ -174,7 +205,7 @@ pub fn receive<R: RecvPath>(
                     policing = false;
                     for f in 0..nflows {
                         if police.take_waiting(f) {
-                            path.arm(ring, f, size, false, Flags::empty())?;
+                            arm(ring, path, &mut armed, f)?;
                         }
                     }
                 }
@@ -183,7 +214,7 @@ pub fn receive<R: RecvPath>(
                         police.tick();
                         for f in 0..nflows {
                             if police.release(f) {
-                                path.arm(ring, f, size, false, Flags::empty())?;
+                                arm(ring, path, &mut armed, f)?;
                             }
                         }
                     }
@@ -193,12 +224,25 @@ pub fn receive<R: RecvPath>(
                         flows[flow].bytes_received += u64::from(bytes);
                         // Over its budget, a flow is not re-armed until a tick refills it.
                         let within = !policing || police.charge(flow, bytes);
-                        if !path.multishot() && within {
-                            path.arm(ring, flow, size, false, Flags::empty())?;
+                        if !path.multishot() {
+                            armed[flow] = armed[flow].saturating_sub(1);
+                            if armed[flow] == 0 && within {
+                                arm(ring, path, &mut armed, flow)?;
+                            }
                         }
                     }
-                    RecvEvent::Eof { .. } => {
+                    RecvEvent::Cancelled { flow } => {
+                        // Linked behind a receive that came up short (the last bytes before
+                        // EOF): once the chain is back, a new one finds the EOF.
+                        armed[flow] = armed[flow].saturating_sub(1);
+                        if armed[flow] == 0 && !ended[flow] {
+                            arm(ring, path, &mut armed, flow)?;
+                        }
+                    }
+                    RecvEvent::Eof { flow } => {
                         check_not_early(deadline_ns)?;
+                        armed[flow] = armed[flow].saturating_sub(1);
+                        ended[flow] = true;
                         open -= 1;
                     }
                     RecvEvent::Nothing => {}

@@ -50,9 +50,21 @@ impl CopyRecv {
     }
 }
 
+/// Linked trunc receives per stream flow: what trunc discards lands nowhere, so they can
+/// queue up, and the worker handles a chain's CQEs in one wait.
+const TRUNC_CHAIN: usize = 4;
+
 impl RecvPath for CopyRecv {
     fn multishot(&self) -> bool {
         false
+    }
+
+    fn chain(&self) -> usize {
+        if self.trunc {
+            TRUNC_CHAIN
+        } else {
+            1
+        }
     }
 
     #[inline]
@@ -64,10 +76,13 @@ impl RecvPath for CopyRecv {
         wait_all: bool,
         flags: squeue::Flags,
     ) -> Result<()> {
-        let mut msg = if wait_all { libc::MSG_WAITALL } else { 0 };
-        if self.trunc {
-            msg |= libc::MSG_TRUNC;
-        }
+        // Nobody reads what trunc discards, so it waits for whole receives: the kernel
+        // retries a partial one itself, and the worker sees one CQE per `len` bytes.
+        let msg = match (self.trunc, wait_all) {
+            (true, _) => libc::MSG_TRUNC | libc::MSG_WAITALL,
+            (false, true) => libc::MSG_WAITALL,
+            (false, false) => 0,
+        };
         let start = self.buf_start(flow);
         let ptr = self.bufs[start..].as_mut_ptr();
         // A whole-message receive (request/response) is armed before its message can have
@@ -97,7 +112,7 @@ impl RecvPath for CopyRecv {
                 }
                 Ok(RecvEvent::Data { flow, bytes: r as u32 })
             }
-            r if r == -libc::ECANCELED => Ok(RecvEvent::Nothing),
+            r if r == -libc::ECANCELED => Ok(RecvEvent::Cancelled { flow }),
             r => Err(cqe_error("recv", r)),
         }
     }

@@ -68,6 +68,12 @@ impl RecvPath for AnyRecv {
             AnyRecv::Provided(p) => p.arm(ring, flow, len, wait_all, flags),
         }
     }
+    fn chain(&self) -> usize {
+        match self {
+            AnyRecv::Copy(p) => p.chain(),
+            AnyRecv::Provided(p) => p.chain(),
+        }
+    }
     #[inline]
     fn complete(&mut self, ring: &mut Ring, c: &Completion, verify: &mut Verifier) -> Result<RecvEvent> {
         match self {

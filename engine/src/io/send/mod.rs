@@ -67,6 +67,10 @@ impl SendPath for AnySend {
     fn can_skip_success(&self) -> bool {
         dispatch!(self, p => p.can_skip_success())
     }
+
+    fn chain_cqes(&self, sends: usize) -> usize {
+        dispatch!(self, p => p.chain_cqes(sends))
+    }
     #[inline]
     fn can_chain(&self) -> bool {
         dispatch!(self, p => p.can_chain())

@@ -236,6 +236,11 @@ impl SendPath for SpliceSend {
         false
     }
 
+    /// A chain that goes through posts one CQE, from its last step.
+    fn chain_cqes(&self, _sends: usize) -> usize {
+        1
+    }
+
     /// Splices run on io-wq, and a receive linked behind them stalled on this kernel, so
     /// request/response over splice keeps its receive armed on its own.
     fn can_chain(&self) -> bool {
