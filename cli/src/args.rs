@@ -179,7 +179,7 @@ pub struct EngineArgs {
     #[arg(long = "require-zc")]
     pub require_zero_copy: bool,
     /// Linked sends in flight per flow in a stream, submitted and reaped together
-    /// [default: 4; 8 for splice, whose chains run on io-wq and wake the worker once per
+    /// [default: 4; 32 for splice, whose chains run on io-wq and wake the worker once per
     /// chain; 32 datagrams for udp-stream].
     #[arg(long, value_name = "N")]
     pub send_depth: Option<u32>,

@@ -150,7 +150,7 @@ pub fn sendfile_spec(a: &SendfileArgs) -> Result<TestSpec, Error> {
 /// Only streams chain sends; udp-stream picks its own chain for a depth of 1.
 fn default_send_depth(workload: Workload, engine: SendEngine) -> u32 {
     match (workload, engine) {
-        (Workload::Stream, SendEngine::Splice) => 8,
+        (Workload::Stream, SendEngine::Splice) => 32,
         (Workload::Stream, _) => 4,
         _ => 1,
     }

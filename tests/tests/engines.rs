@@ -121,7 +121,7 @@ fn splice_with_a_chunk_larger_than_the_default_pipe_is_intact() {
         check_stream_report(&r, false);
         check_engine_accounting(&r, &[("local", true, false), ("remote", false, true)], "splice", "recv");
         assert!(u64_at(&r, "remote.verify.bytes_checked") > 4 << 20);
-        assert_eq!(u64_at(&r, "local.send.splice.chain_depth"), 8, "sendfile links 8 sends by default");
+        assert_eq!(u64_at(&r, "local.send.splice.chain_depth"), 32, "sendfile links 32 sends by default");
         if m == "4M" {
             // A pipe holds at most 1 MiB here: every send comes up short, breaks its chain,
             // and the rest is queued again behind what the pipe still holds.
