@@ -4,8 +4,11 @@
 //!    against `iperf3 -P 8` (both under the same CPU set, same -l and congestion control).
 //! 2. rr, 100 flows over 2 threads, 64-byte request and response: against iperf 2's TCP
 //!    bounceback with `-P 100` (100 connections, one request in flight on each).
-//! 3. UDP 64-byte datagrams unpaced: `ringperf udp-stream -m 64` against
-//!    `iperf3 -u -b 0 -l 64`, datagrams received per second and loss; then
+//! 3. UDP 64-byte datagrams unpaced, every socket buffer 8 MiB on both tools:
+//!    `ringperf udp-stream -m 64 --flows 2 --threads 2 --cpus 0,1` (one pinned ring per
+//!    CPU on each side) against `iperf3 -u -b 0 -l 64 -w 8M` (iperf3 3.12 runs every stream
+//!    on one thread, so one flow is its best), plus ringperf with one flow, datagrams
+//!    received per second and loss; then
 //!    `ringperf udp-stream --gso 1400` against `-m 1400`: service demand per datagram and
 //!    per KB received.
 //!
@@ -41,6 +44,12 @@ pub const RR_SIZE: u32 = 64;
 pub const SMALL_DATAGRAM: u32 = 64;
 /// Datagram bytes (GSO segment) of the GSO part.
 pub const GSO_SEGMENT: u32 = 1400;
+/// Flows (and threads per side) of ringperf's scaled small-datagram run.
+pub const UDP_FLOWS: u32 = 2;
+/// Socket buffers of every small-datagram run, both tools: with a sender and a receiver
+/// sharing each CPU, a receiver waits out the sender's slice, and the kernel's default
+/// 208 KiB holds only a millisecond or two of 64-byte datagrams.
+pub const UDP_SOCKET_BUFFER: &str = "8M";
 
 /// Everything one `scale` invocation asks for.
 #[derive(Clone, Debug)]
@@ -320,7 +329,23 @@ pub fn iperf3_stream_client(plan: &ScalePlan, port: u16) -> Vec<String> {
 pub fn iperf3_udp_client(plan: &ScalePlan, port: u16) -> Vec<String> {
     let (secs, p, l, a) =
         (plan.secs.to_string(), port.to_string(), SMALL_DATAGRAM.to_string(), plan.cpus.0.to_string());
-    args(&["-c", "127.0.0.1", "-p", &p, "-t", &secs, "-u", "-b", "0", "-l", &l, "-A", &a, "-J"])
+    let w = UDP_SOCKET_BUFFER;
+    args(&["-c", "127.0.0.1", "-p", &p, "-t", &secs, "-u", "-b", "0", "-l", &l, "-w", w, "-A", &a, "-J"])
+}
+
+/// `udp-stream -m 64` with 8 MiB socket buffers on both sides: one flow pinned by -T, or
+/// UDP_FLOWS flows over as many threads per side, one per CPU.
+pub fn ringperf_udp64_args(plan: &ScalePlan, scaled: bool) -> Vec<String> {
+    let (secs, m, b) = (plan.secs.to_string(), SMALL_DATAGRAM.to_string(), UDP_SOCKET_BUFFER);
+    let mut a = args(&["udp-stream", "-l", &secs, "-m", &m, "-s", b, "-S", b]);
+    if scaled {
+        let n = UDP_FLOWS.to_string();
+        a.extend(args(&["--flows", &n, "--threads", &n, "--cpus", &plan.cpu_set()]));
+    } else {
+        a.extend(args(&["-T", &format!("{},{}", plan.cpus.0, plan.cpus.1)]));
+    }
+    a.push("--json".into());
+    a
 }
 
 /// (bits/s received, KB received), after checking streams, block size and congestion control.
@@ -515,7 +540,8 @@ fn rr_cases<'a>(t: &'a Tools, plan: &'a ScalePlan) -> Vec<Case<'a>> {
 }
 
 fn udp64_cases<'a>(t: &'a Tools, plan: &'a ScalePlan) -> Vec<Case<'a>> {
-    let rp_args = ringperf_udp_args(plan, "-m", SMALL_DATAGRAM, None);
+    let rp_args = ringperf_udp64_args(plan, true);
+    let rp1_args = ringperf_udp64_args(plan, false);
     let server = move |p: u16| {
         let mut c = Command::new(&t.iperf3);
         c.args(["-s", "-1", "-B", "127.0.0.1", "-p", &p.to_string(), "-A", &plan.cpus.1.to_string()]);
@@ -528,10 +554,11 @@ fn udp64_cases<'a>(t: &'a Tools, plan: &'a ScalePlan) -> Vec<Case<'a>> {
     };
     vec![
         Case {
-            name: "ringperf",
+            name: "ringperf 2 flows",
             describe: format!("{} {}", t.ringperf.display(), rp_args.join(" ")),
             run: Box::new(move || {
                 let (m, v) = ringperf_json(&t.ringperf, &rp_args, plan)?;
+                check_layout(&v, UDP_FLOWS, UDP_FLOWS)?;
                 udp_sample(m.cpu, &v, None)
             }),
         },
@@ -552,6 +579,14 @@ fn udp64_cases<'a>(t: &'a Tools, plan: &'a ScalePlan) -> Vec<Case<'a>> {
                     payload_bps: Some(rate * f64::from(SMALL_DATAGRAM) * 8.0),
                     mean_rtt_us: None,
                 })
+            }),
+        },
+        Case {
+            name: "ringperf 1 flow",
+            describe: format!("{} {}", t.ringperf.display(), rp1_args.join(" ")),
+            run: Box::new(move || {
+                let (m, v) = ringperf_json(&t.ringperf, &rp1_args, plan)?;
+                udp_sample(m.cpu, &v, None)
             }),
         },
     ]
@@ -778,24 +813,27 @@ pub fn render_part(
         t.row(row);
     }
     let _ = write!(s, "### Medians\n\n{}\n", t.render());
-    if let [a, b] = meds.as_slice() {
+    // Every other tool against the second, the peer.
+    if let [first, b, rest @ ..] = meds.as_slice() {
         let what = match part {
             Part::Stream => "throughput",
             Part::Rr => "transactions/s",
             Part::Udp64 | Part::Gso => "datagrams/s received",
         };
-        let _ = write!(
-            s,
-            "{}/{}: {what} {}, service demand {}",
-            a.name,
-            b.name,
-            x(ratio(a.rate, b.rate)),
-            x(ratio(a.sd, b.sd))
-        );
-        if udp {
-            let _ = write!(s, " per datagram, {} per KB", x(ratio(a.sd_kb, b.sd_kb)));
+        for a in std::iter::once(first).chain(rest) {
+            let _ = write!(
+                s,
+                "{}/{}: {what} {}, service demand {}",
+                a.name,
+                b.name,
+                x(ratio(a.rate, b.rate)),
+                x(ratio(a.sd, b.sd))
+            );
+            if udp {
+                let _ = write!(s, " per datagram, {} per KB", x(ratio(a.sd_kb, b.sd_kb)));
+            }
+            let _ = writeln!(s, "\n");
         }
-        let _ = writeln!(s, "\n");
     }
     (s, meds)
 }
@@ -828,15 +866,21 @@ pub fn render_targets(plan: &ScalePlan, parts: &[(Part, Vec<Med>)]) -> String {
             x(ratio(rp.sd, peer.sd))
         );
     }
-    if let Some([rp, peer]) = get(Part::Udp64) {
+    if let Some([rp, peer, one]) = get(Part::Udp64) {
         let q = ratio(rp.rate, peer.rate);
         let _ = writeln!(
             s,
-            "- UDP 64 B: datagrams/s received at least 1.5x iperf3's: {} ({}); loss ringperf {} %, iperf3 {} %",
+            "- UDP 64 B, ringperf {UDP_FLOWS} flows over {UDP_FLOWS} threads: datagrams/s received at least 1.5x iperf3's: {} ({}); loss ringperf {} %, iperf3 {} %",
             x(q),
             verdict(q.map(|q| q >= 1.5)),
             opt(rp.loss, 2),
             opt(peer.loss, 2)
+        );
+        let _ = writeln!(
+            s,
+            "- UDP 64 B, ringperf 1 flow (no target; one CPU sends and runs the loopback receive path for both tools): {} of iperf3's, loss {} %",
+            x(ratio(one.rate, peer.rate)),
+            opt(one.loss, 2)
         );
     }
     if let Some([g, p]) = get(Part::Gso) {
@@ -863,7 +907,7 @@ pub fn render_targets(plan: &ScalePlan, parts: &[(Part, Vec<Med>)]) -> String {
             None => {
                 let _ = writeln!(
                     s,
-                    "- UDP --gso 1400 at the same payload rate: not applicable, both ran unpaced (received payload rate gso/plain {}); pass --gso-rate RATE to pace both",
+                    "- UDP --gso 1400 at the same payload rate: not applicable, both ran unpaced (--gso-rate 0; received payload rate gso/plain {})",
                     x(ratio(g.payload_bps, p.payload_bps))
                 );
             }
@@ -919,7 +963,7 @@ pub fn header(plan: &ScalePlan, host: &Host, parts: &[(Part, Vec<Case>)]) -> Str
         "- GSO part: {}",
         match &plan.gso_rate {
             Some(r) => format!("both paced with -b {r}"),
-            None => "both unpaced (--gso-rate RATE paces both)".into(),
+            None => "both unpaced (--gso-rate 0)".into(),
         }
     );
     let _ = writeln!(s, "- commands:");
@@ -1017,7 +1061,15 @@ mod tests {
             iperf3_stream_client(&p, 5).join(" "),
             "-c 127.0.0.1 -p 5 -t 3 -P 8 -l 131072 -C cubic -J"
         );
-        assert_eq!(iperf3_udp_client(&p, 5).join(" "), "-c 127.0.0.1 -p 5 -t 3 -u -b 0 -l 64 -A 0 -J");
+        assert_eq!(iperf3_udp_client(&p, 5).join(" "), "-c 127.0.0.1 -p 5 -t 3 -u -b 0 -l 64 -w 8M -A 0 -J");
+        assert_eq!(
+            ringperf_udp64_args(&p, true).join(" "),
+            "udp-stream -l 3 -m 64 -s 8M -S 8M --flows 2 --threads 2 --cpus 0,1 --json"
+        );
+        assert_eq!(
+            ringperf_udp64_args(&p, false).join(" "),
+            "udp-stream -l 3 -m 64 -s 8M -S 8M -T 0,1 --json"
+        );
         let mut c = Command::new("iperf3");
         c.args(["-s", "-p", "0", "-A", "0"]);
         assert_eq!(show(&c), "iperf3 -s -p PORT -A 0");
@@ -1079,13 +1131,22 @@ mod tests {
         };
         let parts = vec![
             (Part::Stream, vec![m("ringperf", 2.0, 1.0, 0.0), m("iperf3", 1.0, 1.0, 0.0)]),
-            (Part::Udp64, vec![m("ringperf", 1.2, 1.0, 1.0), m("iperf3", 1.0, 1.0, 1.0)]),
+            (
+                Part::Udp64,
+                vec![
+                    m("ringperf 2 flows", 1.2, 1.0, 1.0),
+                    m("iperf3", 1.0, 1.0, 1.0),
+                    m("ringperf 1 flow", 0.9, 1.0, 1.0),
+                ],
+            ),
             (Part::Gso, vec![m("g", 5.0, 0.5, 0.5), m("p", 1.0, 1.0, 1.0)]),
         ];
         let t = render_targets(&plan(), &parts);
         assert!(t.contains("throughput at least iperf3 -P 8's: 2.00x (met)"), "{t}");
         assert!(t.contains("1.5x iperf3's: 1.20x (MISSED)"), "{t}");
         assert!(t.contains("below -m 1400's: 0.50x (met); per KB: 0.50x (met)"), "{t}");
+        assert!(t.contains("ringperf 1 flow (no target; one CPU sends"), "{t}");
+        assert!(t.contains("): 0.90x of iperf3's"), "{t}");
         assert!(t.contains("not applicable, both ran unpaced"), "{t}");
     }
 }
