@@ -26,8 +26,9 @@ use crate::workload::Ending;
 pub enum DataSockets {
     /// One connected socket per flow (stream, rr, and the UDP workloads).
     Flows(Vec<Socket>),
-    /// crr server: the session's listener, shared by every worker for the whole test.
-    Listener { listener: Socket, cookie: u64 },
+    /// crr server: the session's listener, shared by every worker for the whole test;
+    /// `peer` is the client (its control connection), whose route the report describes.
+    Listener { listener: Socket, cookie: u64, peer: SocketAddr },
     /// crr client: no sockets yet; every flow opens a connection to `peer` per cycle.
     Connector { peer: SocketAddr, cookie: u64 },
 }
@@ -86,9 +87,11 @@ impl Side {
         IoUringProbe::get().check_engines(side.send_engine, side.recv_engine)?;
         let mut stop = None;
         let mut connector_socket = None;
+        let mut crr_peer = None;
         let (sockets, crr) = match data {
             DataSockets::Flows(s) => (s, None),
-            DataSockets::Listener { listener, cookie } => {
+            DataSockets::Listener { listener, cookie, peer } => {
+                crr_peer = Some(peer);
                 // SAFETY: eventfd has no memory effects; the result is checked below.
                 let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
                 if fd < 0 {
@@ -104,6 +107,7 @@ impl Side {
                 // Its connections are gone by the end: no retransmit count to report.
                 let probe = crate::workload::crr::client_socket(spec, peer)?;
                 connector_socket = Some(socket_sizes(&probe, None));
+                crr_peer = Some(peer);
                 (Vec::new(), Some(CrrPlan { peer: Some(peer), cookie, stop_fd: None }))
             }
         };
@@ -165,7 +169,12 @@ impl Side {
         }
         let role = if roles.len() == 1 { roles[0] } else { Role::StreamBidir };
         // Read before the window opens, so the netlink and ioctl calls cost the test nothing.
-        let network = sockets.first().map(NetworkEnvironment::capture);
+        // crr holds no connected socket before its cycles: the route to the peer stands in.
+        let network = match (crr_peer, sockets.first()) {
+            (Some(peer), _) => Some(NetworkEnvironment::capture_towards(peer)),
+            (None, Some(s)) => Some(NetworkEnvironment::capture(s)),
+            (None, None) => None,
+        };
         Ok(Side {
             role,
             cpus,

@@ -83,6 +83,8 @@ fn crr_client_reports_its_socket_buffer_sizes() {
         let snd = u64_at(&r, &format!("{side}.socket.send_buffer"));
         let rcv = u64_at(&r, &format!("{side}.socket.recv_buffer"));
         assert!(snd > 0 && rcv > 0, "{side}: socket buffers {snd},{rcv}");
+        // The client holds no connection before its cycles, and still names its egress.
+        assert_eq!(str_at(&r, &format!("{side}.network.device")), "lo", "{side}: egress device");
     }
     let r = rp.run_json(&["crr", "-l", "0.3", "-s", "64K,96K", "-S", "32K,48K"]);
     check_crr(&r, 1);

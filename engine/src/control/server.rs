@@ -360,7 +360,7 @@ fn session(a: &Authenticated, cfg: &ServerConfig) -> Result<SessionEnd> {
         write_frame(&mut w, &ServerMessage::Ready { data_port: port, cookie, udp_ports: Vec::new() })?;
         if spec.workload == Workload::Crr {
             // crr connects once per cycle: the listener serves the whole test.
-            DataSockets::Listener { listener, cookie }
+            DataSockets::Listener { listener, cookie, peer: a.peer }
         } else {
             DataSockets::Flows(accept_flows(&listener, cookie, spec.connections(), a.peer.ip())?)
         }

@@ -60,6 +60,21 @@ impl NetworkEnvironment {
         env
     }
 
+    /// [`NetworkEnvironment::capture`] for a side that holds no data socket before its run
+    /// (the crr client): a UDP socket connected to `peer` learns the route's local
+    /// address without sending anything.
+    pub fn capture_towards(peer: SocketAddr) -> NetworkEnvironment {
+        let probe = Socket::new(socket2::Domain::for_address(peer), socket2::Type::DGRAM, None)
+            .and_then(|s| s.connect(&peer.into()).map(|()| s));
+        match probe {
+            Ok(s) => NetworkEnvironment::capture(&s),
+            Err(e) => NetworkEnvironment {
+                unavailable: vec![format!("device: cannot find the route to {peer}: {e}")],
+                ..NetworkEnvironment::default()
+            },
+        }
+    }
+
     fn capture_device(&mut self, local: SocketAddr, peer: SocketAddr) {
         let mut nl = match Netlink::open() {
             Ok(nl) => nl,
