@@ -322,7 +322,8 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
     let ending = ending.and_then(|()| match (plan.role, send.as_mut(), recv.as_mut()) {
         (Role::StreamSender, Some(s), _) => {
             let depth = tuning.send_depth as usize;
-            let mut pacer = Pacer::new(spec.pacing.flow_rate_bps(spec.flows), nflows, spec.send_size);
+            let rate = spec.pacing.flow_rate_bps(spec.flows);
+            let mut pacer = Pacer::for_chains(rate, nflows, spec.send_size, depth as u32);
             stream::send(
                 &mut ring,
                 &plan.fds,
@@ -361,7 +362,8 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
             Own::CrrServer(c) => c.run(&mut ring, guard, &mut sampler, &mut flows),
             Own::UdpSender(u) => {
                 let per_send = spec.send_size * spec.udp_datagrams_per_send();
-                let mut pacer = Pacer::new(spec.pacing.flow_rate_bps(spec.flows), nflows, per_send);
+                let rate = spec.pacing.flow_rate_bps(spec.flows);
+                let mut pacer = Pacer::for_chains(rate, nflows, per_send, u.chain() as u32);
                 u.run(&mut ring, deadline, &mut sampler, &mut pacer, &mut flows)
             }
             Own::UdpReceiver(u) => u.run(&mut ring, deadline, &mut sampler, &mut flows),

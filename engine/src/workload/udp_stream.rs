@@ -84,6 +84,11 @@ impl UdpSender {
         self.report.clone()
     }
 
+    /// Sends per linked chain (each of `udp_datagrams_per_send` datagrams).
+    pub fn chain(&self) -> usize {
+        self.depth
+    }
+
     fn send_bytes(&self) -> u32 {
         (self.per_send * self.size) as u32
     }
