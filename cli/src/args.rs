@@ -183,11 +183,11 @@ pub struct EngineArgs {
     /// chain; 32 datagrams for udp-stream].
     #[arg(long, value_name = "N")]
     pub send_depth: Option<u32>,
-    /// Provided buffers per ring (multishot, bundle); a power of two [default: 16 MiB
-    /// worth of --buf-size, 8 to 256].
+    /// Provided buffers per ring (multishot, bundle); a power of two [default: 1 MiB
+    /// worth of --buf-size, so they stay in cache, and at least 4 per flow; 16 to 256].
     #[arg(long, value_name = "N")]
     pub buf_count: Option<u32>,
-    /// Bytes per provided buffer [default: the receive size -M, 64K to 1M].
+    /// Bytes per provided buffer [default: the receive size -M, 4K to 64K].
     #[arg(long, value_name = "SIZE", value_parser = parse_one_size)]
     pub buf_size: Option<u32>,
     /// Submission queue entries per ring; a power of two.
