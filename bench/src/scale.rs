@@ -581,15 +581,26 @@ fn udp64_cases<'a>(t: &'a Tools, plan: &'a ScalePlan) -> Vec<Case<'a>> {
                 })
             }),
         },
-        Case {
-            name: "ringperf 1 flow",
-            describe: format!("{} {}", t.ringperf.display(), rp1_args.join(" ")),
-            run: Box::new(move || {
-                let (m, v) = ringperf_json(&t.ringperf, &rp1_args, plan)?;
-                udp_sample(m.cpu, &v, None)
-            }),
-        },
+        ringperf_udp_case("ringperf 1 flow", t, plan, rp1_args, None),
     ]
+}
+
+/// A ringperf udp-stream run with `args`, checked to have used `gso`.
+fn ringperf_udp_case<'a>(
+    name: &'static str,
+    t: &'a Tools,
+    plan: &'a ScalePlan,
+    args: Vec<String>,
+    gso: Option<u32>,
+) -> Case<'a> {
+    Case {
+        name,
+        describe: format!("{} {}", t.ringperf.display(), args.join(" ")),
+        run: Box::new(move || {
+            let (m, v) = ringperf_json(&t.ringperf, &args, plan)?;
+            udp_sample(m.cpu, &v, gso)
+        }),
+    }
 }
 
 fn udp_sample(cpu: CpuWindow, v: &Value, gso: Option<u32>) -> Result<Sample> {
@@ -611,22 +622,8 @@ fn gso_cases<'a>(t: &'a Tools, plan: &'a ScalePlan) -> Vec<Case<'a>> {
     let gso = ringperf_udp_args(plan, "--gso", GSO_SEGMENT, rate);
     let plain = ringperf_udp_args(plan, "-m", GSO_SEGMENT, rate);
     vec![
-        Case {
-            name: "ringperf --gso 1400",
-            describe: format!("{} {}", t.ringperf.display(), gso.join(" ")),
-            run: Box::new(move || {
-                let (m, v) = ringperf_json(&t.ringperf, &gso, plan)?;
-                udp_sample(m.cpu, &v, Some(GSO_SEGMENT))
-            }),
-        },
-        Case {
-            name: "ringperf -m 1400",
-            describe: format!("{} {}", t.ringperf.display(), plain.join(" ")),
-            run: Box::new(move || {
-                let (m, v) = ringperf_json(&t.ringperf, &plain, plan)?;
-                udp_sample(m.cpu, &v, None)
-            }),
-        },
+        ringperf_udp_case("ringperf --gso 1400", t, plan, gso, Some(GSO_SEGMENT)),
+        ringperf_udp_case("ringperf -m 1400", t, plan, plain, None),
     ]
 }
 

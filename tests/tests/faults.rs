@@ -12,8 +12,30 @@ use std::time::{Duration, Instant};
 
 use ringperf_tests::{
     bool_at, check_stream_report, is_root, ringperf, run_with_timeout, str_at, u64_at, ChildGuard, NetnsPair,
-    Server, RUN_TIMEOUT,
+    Ringperf, Server, RUN_TIMEOUT,
 };
+
+/// Starts `args` against `server` for 20 s and returns once the run has been going ~1 s.
+fn long_client(rp: &Ringperf, server: &Server, args: &[&str]) -> ChildGuard {
+    let port = server.port_arg();
+    let mut all = args.to_vec();
+    all.extend(["-H", "127.0.0.1", "-p", &port, "-l", "20", "--json"]);
+    let mut cmd = rp.command(&all);
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let client = ChildGuard::spawn(cmd);
+    assert!(server.wait_for_log("session started", Duration::from_secs(20)).is_some());
+    thread::sleep(Duration::from_secs(1));
+    client
+}
+
+/// What an ended client printed: stdout, stderr.
+fn output(client: &mut ChildGuard) -> (String, String) {
+    use std::io::Read;
+    let (mut out, mut err) = (String::new(), String::new());
+    client.child_mut().stdout.take().expect("stdout").read_to_string(&mut out).expect("stdout");
+    client.child_mut().stderr.take().expect("stderr").read_to_string(&mut err).expect("stderr");
+    (out, err)
+}
 
 /// Ctrl-C mid-test: the partial report is printed with both sides (the server was told
 /// to stop and sent what it had), exit 130, and the server does not wait out the test.
@@ -21,22 +43,12 @@ fn ctrl_c(args: &[&str]) {
     let rp = ringperf!();
     let mut server = rp.serve();
     let port = server.port_arg();
-    let mut all = args.to_vec();
-    all.extend(["-H", "127.0.0.1", "-p", &port, "-l", "20", "--json"]);
-    let mut cmd = rp.command(&all);
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut client = ChildGuard::spawn(cmd);
-    assert!(server.wait_for_log("session started", Duration::from_secs(20)).is_some());
-    thread::sleep(Duration::from_secs(1));
+    let mut client = long_client(&rp, &server, args);
     let signalled = Instant::now();
     client.signal(libc::SIGINT);
     let status = client.wait_timeout(Duration::from_secs(10)).expect("the client ignored Ctrl-C for 10 s");
     let took = signalled.elapsed();
-    let mut out = String::new();
-    let mut err = String::new();
-    use std::io::Read;
-    client.child_mut().stdout.take().expect("stdout").read_to_string(&mut out).expect("stdout");
-    client.child_mut().stderr.take().expect("stderr").read_to_string(&mut err).expect("stderr");
+    let (out, err) = output(&mut client);
     assert_eq!(status.code(), Some(130), "Ctrl-C exit code: {status}\n{err}");
     assert!(err.contains("partial result") && err.contains("Ctrl-C"), "stderr: {err}");
     let r: serde_json::Value =
@@ -83,25 +95,14 @@ fn ctrl_c_mid_rr_prints_the_partial_report_and_stops_the_server() {
 fn killed_server(args: &[&str]) -> serde_json::Value {
     let rp = ringperf!();
     let mut server = rp.serve();
-    let port = server.port_arg();
-    let mut all = args.to_vec();
-    all.extend(["-H", "127.0.0.1", "-p", &port, "-l", "20", "--json"]);
-    let mut cmd = rp.command(&all);
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
-    let mut client = ChildGuard::spawn(cmd);
-    assert!(server.wait_for_log("session started", Duration::from_secs(20)).is_some());
-    thread::sleep(Duration::from_secs(1));
+    let mut client = long_client(&rp, &server, args);
     let killed = Instant::now();
     server.child().kill();
     let status = client
         .wait_timeout(Duration::from_secs(10))
         .expect("the client ran on for 10 s after its server died");
     let took = killed.elapsed();
-    let mut out = String::new();
-    let mut err = String::new();
-    use std::io::Read;
-    client.child_mut().stdout.take().expect("stdout").read_to_string(&mut out).expect("stdout");
-    client.child_mut().stderr.take().expect("stderr").read_to_string(&mut err).expect("stderr");
+    let (out, err) = output(&mut client);
     assert_eq!(status.code(), Some(3), "a dead server did not exit 3: {status}\n{err}");
     let r: serde_json::Value =
         serde_json::from_str(&out).unwrap_or_else(|e| panic!("no JSON report ({e}): {out}\n{err}"));
