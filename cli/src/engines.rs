@@ -1,11 +1,11 @@
 //! `ringperf engines`: the same stream once per engine combination, one table.
 
-use ringperf_engine::spec::{RecvEngine, SendEngine};
+use ringperf_engine::spec::{RecvEngine, SendEngine, Workload};
 use ringperf_engine::{run_test_with, Error, RunOptions, TestReport};
 
 use crate::args::EnginesArgs;
 use crate::interrupt::Interrupt;
-use crate::{client_psk, partial, print, render, requirements, stream_spec, target};
+use crate::{client_psk, default_send_depth, partial, print, render, requirements, stream_spec, target};
 
 /// The combinations to run: every send engine with the chosen receive engine, then the
 /// chosen send engine with every other receive engine.
@@ -32,6 +32,10 @@ pub fn run(a: &EnginesArgs) -> Result<i32, Error> {
         for side in [&mut spec.local, &mut spec.remote] {
             side.send_engine = send;
             side.recv_engine = recv;
+        }
+        // Each engine gets its own chain length unless the user fixed one for all.
+        if a.test.engine.send_depth.is_none() {
+            spec.ring.send_depth = default_send_depth(Workload::Stream, send);
         }
         // --require-zc makes sense per zero-copy engine only.
         spec.require_zero_copy &= send.is_zero_copy();

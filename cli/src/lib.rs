@@ -148,7 +148,7 @@ pub fn sendfile_spec(a: &SendfileArgs) -> Result<TestSpec, Error> {
 /// enter and waited for in one, so the worker's own cost per byte falls with its length;
 /// a splice chain runs on io-wq and wakes the worker once, so it gets a longer one.
 /// Only streams chain sends; udp-stream picks its own chain for a depth of 1.
-fn default_send_depth(workload: Workload, engine: SendEngine) -> u32 {
+pub(crate) fn default_send_depth(workload: Workload, engine: SendEngine) -> u32 {
     match (workload, engine) {
         (Workload::Stream, SendEngine::Splice) => 32,
         (Workload::Stream, _) => 4,

@@ -251,6 +251,9 @@ fn engines_runs_every_default_combination() {
     }
     for x in reports {
         check_stream_report(x, false);
+        // Each engine runs with its own default chain, as it would on its own.
+        let want = if str_at(x, "local.send_engine") == "splice" { 32 } else { 4 };
+        assert_eq!(u64_at(x, "spec.ring.send_depth"), want, "{}", str_at(x, "local.send_engine"));
     }
     let out = ringperf!().run(&["engines", "-l", "0.3"]).success();
     assert!(out.stdout.contains("zero-copy") && out.stdout.contains("enters/MB"), "{out}");
