@@ -24,9 +24,10 @@ use ringperf_engine::spec::{
     CrrOptions, Direction, Pacing, RingTuning, SendEngine, SideSpec, SocketBuffers, SocketOptions, SqPoll,
     Workload,
 };
+use ringperf_engine::workload::udp_stream::udp_chain_sends;
 use ringperf_engine::{run_iterations, Error, RunOptions, Target, TestReport, TestSpec};
 
-use crate::args::{Cli, Command, PlotArgs, RrArgs, SendfileArgs, TestArgs};
+use crate::args::{Cli, Command, EngineArgs, PlotArgs, RrArgs, SendfileArgs, TestArgs};
 
 /// Runs the command line and returns the process exit code.
 pub fn main() -> i32 {
@@ -113,6 +114,9 @@ pub fn test_spec(cmd: &Command) -> Result<TestSpec, Error> {
             spec.recv_size = spec.send_size;
             spec.udp.gso_segment = a.gso;
             spec.udp.gro = a.gro;
+            if a.test.engine.send_depth.is_none() {
+                spec.ring.send_depth = udp_chain_sends(spec.udp_datagrams_per_send());
+            }
             Ok(spec)
         }
         Command::UdpRr(a) => {
@@ -147,7 +151,7 @@ pub fn sendfile_spec(a: &SendfileArgs) -> Result<TestSpec, Error> {
 /// Sends per linked chain when --send-depth is not given. A chain is submitted in one
 /// enter and waited for in one, so the worker's own cost per byte falls with its length;
 /// a splice chain runs on io-wq and wakes the worker once, so it gets a longer one.
-/// Only streams chain sends; udp-stream picks its own chain for a depth of 1.
+/// Only streams chain sends here; udp-stream sets its own (`udp_chain_sends`).
 pub(crate) fn default_send_depth(workload: Workload, engine: SendEngine) -> u32 {
     match (workload, engine) {
         (Workload::Stream, SendEngine::Splice) => 32,
@@ -161,7 +165,26 @@ pub fn rr_spec(a: &RrArgs) -> Result<TestSpec, Error> {
     let mut spec = base_spec(&a.test, Workload::Rr)?;
     spec.request_size = a.sizes.0.unwrap_or(1);
     spec.response_size = a.sizes.1.unwrap_or(1);
+    let largest = spec.request_size.max(spec.response_size);
+    cache_sized_buffers(&mut spec, &a.test.engine, largest);
     Ok(spec)
+}
+
+/// Provided buffers (multishot, bundle) that stay in cache, unless the flags size them:
+/// the kernel copies every received byte into them, and copying into 16 MiB of cold
+/// buffers cost a multishot stream receiver ~20 % more CPU per byte than a one-shot
+/// receive into one warm buffer (about the same or less with 1 MiB). So: buffers of the
+/// largest receive, 4 KiB to 64 KiB, 1 MiB of them, and at least four per flow a worker
+/// serves.
+fn cache_sized_buffers(spec: &mut TestSpec, e: &EngineArgs, largest_receive: u32) {
+    if e.buf_size.is_none() {
+        spec.ring.buf_size = largest_receive.clamp(4 * 1024, 64 * 1024);
+    }
+    if e.buf_count.is_none() {
+        let per_worker = spec.flows.div_ceil(spec.threads.max(1));
+        let count = ((1u32 << 20) / spec.ring.buf_size).max(4 * per_worker);
+        spec.ring.buf_count = count.next_power_of_two().clamp(16, 256);
+    }
 }
 
 /// A stream spec from the shared flags.
@@ -169,20 +192,7 @@ pub fn stream_spec(t: &TestArgs, send_size: u32, recv_size: u32, reverse: bool) 
     let mut spec = base_spec(t, Workload::Stream)?;
     spec.send_size = send_size;
     spec.recv_size = recv_size;
-    // Provided buffers that stay in cache: the kernel copies every received byte into
-    // them, and copying into 16 MiB of cold buffers cost a multishot receiver ~20 % more
-    // CPU per byte than a one-shot receive into one warm buffer (about the same or less
-    // at 1 MiB). So: buffers of the receive size up to 64 KiB, 1 MiB of them, and at least
-    // four per flow a worker serves.
-    let e = &t.engine;
-    if e.buf_size.is_none() {
-        spec.ring.buf_size = recv_size.clamp(4 * 1024, 64 * 1024);
-    }
-    if e.buf_count.is_none() {
-        let per_worker = spec.flows.div_ceil(spec.threads.max(1));
-        let count = ((1u32 << 20) / spec.ring.buf_size).max(4 * per_worker);
-        spec.ring.buf_count = count.next_power_of_two().clamp(16, 256);
-    }
+    cache_sized_buffers(&mut spec, &t.engine, recv_size);
     spec.direction = if reverse { Direction::ServerToClient } else { Direction::ClientToServer };
     Ok(spec)
 }
@@ -406,6 +416,8 @@ mod tests {
         assert_eq!((s.ring.buf_size, s.ring.buf_count), (4 * 1024, 256));
         let s = spec("stream -M 64K --flows 64 --threads 2");
         assert_eq!(s.ring.buf_count, 128, "at least 4 per flow a worker serves");
+        let s = spec("rr -r 1,1 --flows 100 --threads 2");
+        assert_eq!((s.ring.buf_size, s.ring.buf_count), (4 * 1024, 256), "rr: small buffers, plenty");
         let s = spec("stream --buf-size 1M --buf-count 8");
         assert_eq!((s.ring.buf_size, s.ring.buf_count), (1 << 20, 8), "flags win");
     }
@@ -416,6 +428,9 @@ mod tests {
         assert_eq!(spec("sendfile").ring.send_depth, 32);
         assert_eq!(spec("stream --send-engine splice").ring.send_depth, 32);
         assert_eq!(spec("stream --send-depth 1").ring.send_depth, 1);
-        assert_eq!(spec("udp-stream").ring.send_depth, 1, "udp-stream picks its own chain");
+        assert_eq!(spec("udp-stream -m 64").ring.send_depth, 32, "32 datagrams per chain");
+        assert_eq!(spec("udp-stream --gso 1400").ring.send_depth, 1, "one GSO send holds many");
+        assert_eq!(spec("udp-stream --send-depth 1").ring.send_depth, 1, "an explicit 1 is kept");
+        assert_eq!(spec("rr").ring.send_depth, 1);
     }
 }

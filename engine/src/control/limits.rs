@@ -156,19 +156,26 @@ pub fn payload_memory(spec: &TestSpec, role: Role, side: &SideSpec) -> u64 {
     };
     let mut total = 0u64;
     if send_len > 0 {
-        let depth = if matches!(role, Role::StreamSender | Role::StreamBidir) {
+        let depth = if matches!(role, Role::StreamSender | Role::StreamBidir | Role::UdpSender) {
             u64::from(spec.ring.send_depth)
         } else {
             1
         };
         // Saturating: a spec that did not pass validate() must not overflow here either.
         total = total.saturating_add(match side.send_engine {
+            // A UDP sender numbers every datagram of a chain: a buffer per send in flight.
+            SendEngine::Copy if role == Role::UdpSender => {
+                flows.saturating_mul(depth).saturating_mul(send_len)
+            }
             SendEngine::Copy => workers.saturating_mul(send_len),
             SendEngine::Zc | SendEngine::ZcMsg => flows.saturating_mul(depth + 1).saturating_mul(send_len),
-            // memfd span plus its fill buffer, and one pipe per flow holding a whole send.
-            SendEngine::Splice => workers
-                .saturating_mul(2 * (send_len.max(1 << 20) + send_len))
-                .saturating_add(flows.saturating_mul(send_len + 4096)),
+            // memfd span plus its fill buffer, and one pipe per flow holding a chain's sends
+            // (at most pipe-max-size, 1 MiB by default).
+            SendEngine::Splice => {
+                workers.saturating_mul(2 * (send_len.max(1 << 20) + send_len)).saturating_add(
+                    flows.saturating_mul(depth.saturating_mul(send_len).saturating_add(4096).min(1 << 20)),
+                )
+            }
         });
     }
     if recv_len > 0 {
@@ -244,6 +251,13 @@ mod tests {
             payload_memory(&threads, Role::StreamReceiver, &threads.remote),
             4 * one,
             "one buffer per worker"
+        );
+        let mut udp = TestSpec { flows: 2, send_size: 64, ..TestSpec::default() };
+        udp.ring.send_depth = 32;
+        assert_eq!(
+            payload_memory(&udp, Role::UdpSender, &udp.local),
+            2 * 32 * 64,
+            "a buffer per send in flight"
         );
     }
 }

@@ -37,7 +37,13 @@ const UDP_RING_BUFFERS: u16 = 1024;
 const UDP_BGID: u16 = 1;
 
 /// Datagrams per linked chain of sends when --send-depth is not given.
-const UDP_CHAIN_DATAGRAMS: usize = 32;
+const UDP_CHAIN_DATAGRAMS: u32 = 32;
+
+/// Sends per chain when the user gives no --send-depth: 32 datagrams' worth, since one
+/// datagram per io_uring_enter caps small datagrams far below what the stack can do.
+pub fn udp_chain_sends(datagrams_per_send: u32) -> u32 {
+    (UDP_CHAIN_DATAGRAMS / datagrams_per_send.max(1)).max(1)
+}
 
 /// The sending side of one worker.
 pub struct UdpSender {
@@ -56,14 +62,8 @@ impl UdpSender {
     pub fn new(spec: &TestSpec, fds: &[FlowFd]) -> UdpSender {
         let size = spec.send_size as usize;
         let per_send = spec.udp_datagrams_per_send() as usize;
-        // A chain of sends per flow: 32 datagrams by default (an explicit --send-depth
-        // wins), since one datagram per io_uring_enter caps small datagrams far below what
-        // the stack can do.
-        let depth = if spec.ring.send_depth > 1 {
-            spec.ring.send_depth as usize
-        } else {
-            (UDP_CHAIN_DATAGRAMS / per_send).max(1)
-        };
+        // A chain of sends per flow, as the spec says (see `udp_chain_sends`).
+        let depth = spec.ring.send_depth.max(1) as usize;
         UdpSender {
             fds: fds.to_vec(),
             bufs: vec![0u8; fds.len() * depth * per_send * size],
