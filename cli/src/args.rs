@@ -187,7 +187,8 @@ pub struct EngineArgs {
     /// worth of --buf-size, so they stay in cache, and at least 4 per flow; 16 to 256].
     #[arg(long, value_name = "N")]
     pub buf_count: Option<u32>,
-    /// Bytes per provided buffer [default: the receive size -M, 4K to 64K].
+    /// Bytes per provided buffer [default: the receive size -M (rr: the larger message),
+    /// 4K to 64K].
     #[arg(long, value_name = "SIZE", value_parser = parse_one_size)]
     pub buf_size: Option<u32>,
     /// Submission queue entries per ring; a power of two.
