@@ -376,8 +376,9 @@ impl Ring {
         self.enter(want.clamp(1, u32::MAX as usize) as u32)
     }
 
-    /// [`Ring::submit_and_wait_for`], but once one completion is there it waits at most
-    /// `bound_us` more for the rest (the kernel's min-wait, Linux 6.12): for a wait whose
+    /// [`Ring::submit_and_wait_for`], but after `bound_us` (counted from the start of the
+    /// wait) it returns with whatever has come, at least one (the kernel's min-wait, Linux
+    /// 6.12): for a wait whose
     /// completions may not all come (a send stuck behind a peer that stopped reading), so
     /// a guard or a stop still gets through. Without min-wait it waits for one.
     #[inline]

@@ -16,6 +16,11 @@ use crate::workload::{
     PEER_GRACE_NS,
 };
 
+/// How long a wait for a whole chain lasts before it settles for the completions that
+/// have come (the kernel's min-wait, counted from the start of the wait): long enough for
+/// a chain of large sends, short next to the peer guard.
+const CHAIN_WAIT_BOUND_US: u32 = 10_000;
+
 /// Sends `size`-byte messages on every flow until `deadline_ns` (CLOCK_MONOTONIC), waits
 /// for the sends in flight and for every zero-copy buffer to come back, then half-closes
 /// each flow so the receiver sees EOF.
@@ -27,10 +32,6 @@ use crate::workload::{
 /// (when pacing is on) and a flow that finds none waits for the next tick. `flows` is
 /// kept up to date as sends complete, so a run that fails or is stopped still reports
 /// what moved, and the interval sampler reads the same counters.
-/// How long a sender waiting for a whole chain waits past its first completion: long
-/// enough for a chain of large sends, short next to the peer guard.
-const CHAIN_WAIT_BOUND_US: u32 = 10_000;
-
 #[allow(clippy::too_many_arguments)]
 pub fn send<S: SendPath>(
     ring: &mut Ring,

@@ -334,6 +334,10 @@ impl SendPath for SpliceSend {
             }
         }
         self.queue_chain(ring, flow, squeue::Flags::empty())?;
+        if self.pipes[flow].steps.is_empty() {
+            // Nothing was left to move after all: no CQE will come, so end the chain here.
+            return Ok(self.finish(flow));
+        }
         Ok(SendEvent::Nothing)
     }
 
