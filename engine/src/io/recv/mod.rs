@@ -31,12 +31,12 @@ impl AnyRecv {
         verify: &mut Verifier,
     ) -> Result<AnyRecv> {
         Ok(match engine {
-            RecvEngine::Recv => AnyRecv::Copy(CopyRecv::new(fds, max_len, false, verify.enabled())),
+            RecvEngine::Recv => AnyRecv::Copy(CopyRecv::new(fds, max_len, false, verify.enabled())?),
             RecvEngine::Trunc => {
                 verify.cannot_check(
                     "the trunc engine discards the payload in the kernel; only byte counts are checked",
                 );
-                AnyRecv::Copy(CopyRecv::new(fds, max_len, true, false))
+                AnyRecv::Copy(CopyRecv::new(fds, max_len, true, false)?)
             }
             RecvEngine::Multishot | RecvEngine::Bundle => AnyRecv::Provided(ProvidedRecv::new(
                 ring,
