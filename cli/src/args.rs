@@ -183,6 +183,11 @@ pub struct EngineArgs {
     /// chain; 32 datagrams for udp-stream].
     #[arg(long, value_name = "N")]
     pub send_depth: Option<u32>,
+    /// Linked receives in flight per flow in a stream (recv and trunc), each waiting for a
+    /// whole -M (MSG_WAITALL), reaped together; 1 is one receive at a time that takes what
+    /// has arrived, as netperf's recv does [default: 4 for a stream, 1 otherwise].
+    #[arg(long, value_name = "N")]
+    pub recv_depth: Option<u32>,
     /// Provided buffers per ring (multishot, bundle); a power of two [default: 1 MiB
     /// worth of --buf-size, so they stay in cache, and at least 4 per flow; 16 to 256].
     #[arg(long, value_name = "N")]

@@ -160,6 +160,15 @@ pub(crate) fn default_send_depth(workload: Workload, engine: SendEngine) -> u32 
     }
 }
 
+/// Receives per linked chain when --recv-depth is not given: a chain is reaped in one
+/// wait, so the receiver's own cost per byte falls with its length, as a sender's does.
+pub(crate) fn default_recv_depth(workload: Workload) -> u32 {
+    match workload {
+        Workload::Stream => 4,
+        _ => 1,
+    }
+}
+
 /// An rr spec from its flags.
 pub fn rr_spec(a: &RrArgs) -> Result<TestSpec, Error> {
     let mut spec = base_spec(&a.test, Workload::Rr)?;
@@ -269,6 +278,7 @@ pub fn base_spec(t: &TestArgs, workload: Workload) -> Result<TestSpec, Error> {
             registered_ring_fd: !e.no_registered_ring,
             fixed_files: !e.no_fixed_files,
             send_depth: e.send_depth.unwrap_or(default_send_depth(workload, e.send_engine)),
+            recv_depth: e.recv_depth.unwrap_or(default_recv_depth(workload)),
             buf_count: e.buf_count.unwrap_or(256),
             buf_size: e.buf_size.unwrap_or(64 * 1024),
         },
@@ -432,5 +442,9 @@ mod tests {
         assert_eq!(spec("udp-stream --gso 1400").ring.send_depth, 1, "one GSO send holds many");
         assert_eq!(spec("udp-stream --send-depth 1").ring.send_depth, 1, "an explicit 1 is kept");
         assert_eq!(spec("rr").ring.send_depth, 1);
+        assert_eq!(spec("stream").ring.recv_depth, 4);
+        assert_eq!(spec("sendfile").ring.recv_depth, 4);
+        assert_eq!(spec("stream --recv-depth 1").ring.recv_depth, 1);
+        assert_eq!(spec("rr").ring.recv_depth, 1);
     }
 }

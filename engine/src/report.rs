@@ -432,6 +432,9 @@ pub struct RecvReport {
     pub rearms: u64,
     /// Bundles: index n counts CQEs that spanned n buffers (the last bucket: n or more).
     pub buffers_per_cqe: Vec<u64>,
+    /// Stream receives linked per flow (recv, trunc; 0 where not a stream or one-shot).
+    #[serde(default)]
+    pub linked_receives: u32,
 }
 
 /// The payload check of --verify.

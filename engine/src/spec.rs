@@ -227,10 +227,19 @@ pub struct RingTuning {
     pub fixed_files: bool,
     /// Linked sends in flight per flow (stream): more keeps the pipe full with fewer enters.
     pub send_depth: u32,
+    /// Linked receives in flight per flow (stream, recv and trunc engines), each waiting
+    /// for its whole length (MSG_WAITALL); 1 is one plain receive at a time. A peer that
+    /// predates the field sends none and means 1.
+    #[serde(default = "one")]
+    pub recv_depth: u32,
     /// Provided buffers per ring for multishot and bundle receive.
     pub buf_count: u32,
     /// Bytes per provided buffer.
     pub buf_size: u32,
+}
+
+fn one() -> u32 {
+    1
 }
 
 /// SQPOLL settings.
@@ -252,6 +261,7 @@ impl Default for RingTuning {
             registered_ring_fd: true,
             fixed_files: true,
             send_depth: 1,
+            recv_depth: 1,
             buf_count: 256,
             buf_size: 64 * 1024,
         }
@@ -619,6 +629,9 @@ impl RingTuning {
         }
         if self.send_depth == 0 || self.send_depth > 64 {
             return usage(format!("--send-depth {} is out of range: use 1 to 64", self.send_depth));
+        }
+        if self.recv_depth == 0 || self.recv_depth > 64 {
+            return usage(format!("--recv-depth {} is out of range: use 1 to 64", self.recv_depth));
         }
         if self.buf_count == 0 || self.buf_count > 32768 || !self.buf_count.is_power_of_two() {
             return usage(format!(

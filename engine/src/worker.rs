@@ -12,7 +12,7 @@ use std::time::Duration;
 use crate::error::{Error, Result};
 use crate::io::op;
 use crate::io::send::SendSetup;
-use crate::io::{AnyRecv, AnySend, RecvPath, SendPath};
+use crate::io::{AnyRecv, AnySend, RecvPath, RecvSetup, SendPath};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::cpu::{helper_threads_ns, ThreadCpuSnapshot};
 use crate::measure::intervals::IntervalSampler;
@@ -235,8 +235,8 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
     let spec = &plan.spec;
     let tuning = &spec.ring;
     let nflows = plan.fds.len();
-    // Per flow: a chain of sends, its notifications, one receive; plus the deadline.
-    let per_flow = 2 * (tuning.send_depth as usize + 1) + 2;
+    // Per flow: a chain of sends, its notifications, a chain of receives; plus the deadline.
+    let per_flow = 2 * (tuning.send_depth as usize + 1) + tuning.recv_depth as usize + 1;
     let min_cq = Own::max_cqes(plan.role, spec, plan.flow_ids.len()).unwrap_or(per_flow * nflows + 8);
     // A splice stream's work runs on io-wq: with cooperative task work its chains wake the
     // worker once per chain instead of once per step, and SCHED_BATCH (inherited by the
@@ -282,7 +282,9 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
         None
     };
     let mut recv = if receives {
-        Some(AnyRecv::new(plan.side.recv_engine, &mut ring, &fds, recv_len as usize, tuning, &mut verify)?)
+        let depth = if plan.role == Role::StreamReceiver { tuning.recv_depth as usize } else { 1 };
+        let setup = RecvSetup { fds: &fds, max_len: recv_len as usize, depth };
+        Some(AnyRecv::new(plan.side.recv_engine, &mut ring, setup, tuning, &mut verify)?)
     } else {
         None
     };

@@ -184,6 +184,41 @@ fn chains_are_never_split_by_small_batches_or_sqpoll() {
     }
 }
 
+/// A chain of linked receives delivers the stream intact (each lands in its own buffer,
+/// checked in order), and every receive but the last of the run's chains is whole: with
+/// one plain receive at a time, loopback's 65483-byte segments come up short.
+#[test]
+fn linked_receives_are_whole_and_keep_the_stream_intact() {
+    for depth in [1u64, 4] {
+        let d = depth.to_string();
+        let r = ringperf!().run_json(&[
+            "stream",
+            "-l",
+            "0.5",
+            "-m",
+            "64K",
+            "-M",
+            "64K",
+            "--recv-depth",
+            &d,
+            "--verify",
+        ]);
+        check_stream_report(&r, false);
+        assert_eq!(u64_at(&r, "spec.ring.recv_depth"), depth);
+        assert_eq!(u64_at(&r, "remote.recv.linked_receives"), depth);
+        assert!(u64_at(&r, "remote.verify.bytes_checked") > 0);
+        let (bytes, cqes) = (u64_at(&r, "remote.bytes_received"), u64_at(&r, "remote.recv.data_cqes"));
+        if depth > 1 {
+            assert!(
+                cqes <= bytes.div_ceil(65536) + depth,
+                "{cqes} data CQEs for {bytes} bytes are not whole receives"
+            );
+        }
+    }
+    let r = ringperf!().run_json(&["rr", "-l", "0.5"]);
+    assert_eq!(u64_at(&r, "spec.ring.recv_depth"), 1, "rr receives one message at a time");
+}
+
 /// Ring tuning knobs run and are echoed in what the ring reports it did.
 #[test]
 fn ring_tuning_is_applied_and_reported() {
@@ -224,6 +259,7 @@ fn bad_engine_and_ring_flags_are_usage_errors() {
     rp.run(&["stream", "-l", "0.5", "--buf-count", "3"]).failure(2, &["power of two"]);
     rp.run(&["stream", "-l", "0.5", "--sq-entries", "5"]).failure(2, &["power of two"]);
     rp.run(&["stream", "-l", "0.5", "--send-depth", "0"]).failure(2, &["--send-depth"]);
+    rp.run(&["stream", "-l", "0.5", "--recv-depth", "65"]).failure(2, &["--recv-depth", "1 to 64"]);
     rp.run(&["stream", "-l", "0.5", "--require-zc"]).failure(2, &["zero-copy send engine"]);
 }
 

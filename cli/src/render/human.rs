@@ -378,6 +378,18 @@ fn engine_lines(o: &mut String, name: &str, s: &SideReport) {
                 let _ = write!(line, ", {mean:.1} buffers per CQE on average (max {max})");
             }
             let _ = writeln!(o, "{line}");
+        } else if rv.linked_receives > 0 {
+            let chain = match rv.linked_receives {
+                1 => "one at a time".to_string(),
+                n => format!("{n} linked per chain, each waiting for all its bytes (MSG_WAITALL)"),
+            };
+            let _ = writeln!(
+                o,
+                "{name}  receive ({}): {} data CQEs from {} receives, {chain}",
+                rv.engine.name(),
+                rv.data_cqes,
+                rv.arms
+            );
         }
     }
     if let Some(v) = &s.verify {

@@ -180,7 +180,11 @@ pub fn payload_memory(spec: &TestSpec, role: Role, side: &SideSpec) -> u64 {
     }
     if recv_len > 0 {
         total = total.saturating_add(match side.recv_engine {
-            RecvEngine::Recv if spec.verify => flows.saturating_mul(recv_len),
+            // A checked chain lands each of its receives in a buffer of its own.
+            RecvEngine::Recv if spec.verify => {
+                let depth = if role == Role::StreamReceiver { u64::from(spec.ring.recv_depth) } else { 1 };
+                flows.saturating_mul(depth).saturating_mul(recv_len)
+            }
             RecvEngine::Recv | RecvEngine::Trunc => workers.saturating_mul(recv_len),
             RecvEngine::Multishot | RecvEngine::Bundle => {
                 workers.saturating_mul(u64::from(spec.ring.buf_count) * u64::from(spec.ring.buf_size))

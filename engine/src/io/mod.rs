@@ -11,7 +11,7 @@ use crate::error::Result;
 use crate::ring::{Completion, Ring};
 use crate::verify::Verifier;
 
-pub use recv::AnyRecv;
+pub use recv::{AnyRecv, RecvSetup};
 pub use send::AnySend;
 
 /// Operation kinds in the low byte of user_data (see [`crate::ring::token`]).
@@ -135,10 +135,11 @@ pub trait RecvPath {
     fn complete(&mut self, ring: &mut Ring, c: &Completion, verify: &mut Verifier) -> Result<RecvEvent>;
     /// Called once after each batch of completions (recycles provided buffers).
     fn after_batch(&mut self) {}
-    /// Receives a stream flow may keep linked in flight: more than one only where nobody
-    /// reads the buffer they share.
+    /// Receives a stream flow may keep linked in flight.
     fn chain(&self) -> usize {
         1
     }
+    /// The chain length the stream receiver used, for the report.
+    fn note_chain(&mut self, _depth: usize) {}
     fn report(&self) -> crate::report::RecvReport;
 }

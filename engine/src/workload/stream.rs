@@ -173,6 +173,7 @@ pub fn receive<R: RecvPath>(
     }
     // Receives a flow keeps linked in flight (a policed flow takes one at a time).
     let depth = if policing || path.multishot() { 1 } else { path.chain().max(1) };
+    path.note_chain(depth);
     let mut armed = vec![0usize; nflows];
     let mut ended = vec![false; nflows];
     let arm = |ring: &mut Ring, path: &mut R, armed: &mut [usize], f: usize| -> Result<()> {

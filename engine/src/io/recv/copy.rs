@@ -16,27 +16,44 @@ use crate::with_fd;
 
 pub struct CopyRecv {
     fds: Vec<FlowFd>,
-    /// One landing buffer per flow when the payload is checked; otherwise all flows share
+    /// When the payload is checked, one landing buffer per flow and place in its chain (a
+    /// chain's receives all land before the worker looks); otherwise every receive shares
     /// one, since nobody reads it. Each starts on a cache line: on AMD Zen the kernel's
     /// copy to user (rep movsb) runs at half speed or worse into a misaligned destination,
     /// and a heap buffer 16 bytes into a line doubled recv's service demand.
     bufs: Mapping,
     per_flow: bool,
-    /// Bytes from one flow's buffer to the next: `max_len` rounded up to a cache line.
+    /// Bytes from one buffer to the next: the longest receive rounded up to a cache line.
     stride: usize,
+    /// Linked receives a stream flow keeps in flight.
+    depth: usize,
+    /// Per flow: the chain place of its next arm and of its next completion. A flow's
+    /// receives complete in the order they were armed, one CQE each.
+    armed_at: Vec<usize>,
+    landed_at: Vec<usize>,
     trunc: bool,
     report: RecvReport,
 }
 
 impl CopyRecv {
-    pub fn new(fds: &[FlowFd], max_len: usize, trunc: bool, per_flow: bool) -> Result<CopyRecv> {
-        let n = if per_flow { fds.len() } else { 1 };
+    pub fn new(
+        fds: &[FlowFd],
+        max_len: usize,
+        trunc: bool,
+        per_flow: bool,
+        depth: usize,
+    ) -> Result<CopyRecv> {
+        let depth = depth.clamp(1, 64);
+        let n = if per_flow { fds.len() * depth } else { 1 };
         let stride = max_len.next_multiple_of(CACHE_LINE);
         Ok(CopyRecv {
             fds: fds.to_vec(),
             bufs: Mapping::new(n * stride)?,
             per_flow,
             stride,
+            depth,
+            armed_at: vec![0; fds.len()],
+            landed_at: vec![0; fds.len()],
             trunc,
             report: RecvReport {
                 engine: if trunc { RecvEngine::Trunc } else { RecvEngine::Recv },
@@ -46,18 +63,22 @@ impl CopyRecv {
     }
 
     #[inline]
-    fn buf_start(&self, flow: usize) -> usize {
+    fn buf_start(&self, flow: usize, place: usize) -> usize {
         if self.per_flow {
-            flow * self.stride
+            (flow * self.depth + place) * self.stride
         } else {
             0
         }
     }
-}
 
-/// Linked trunc receives per stream flow: what trunc discards lands nowhere, so they can
-/// queue up, and the worker handles a chain's CQEs in one wait.
-const TRUNC_CHAIN: usize = 4;
+    /// The next place in `flow`'s chain after `at`.
+    #[inline]
+    fn advance(at: &mut [usize], flow: usize, depth: usize) -> usize {
+        let place = at[flow];
+        at[flow] = if place + 1 == depth { 0 } else { place + 1 };
+        place
+    }
+}
 
 impl RecvPath for CopyRecv {
     fn multishot(&self) -> bool {
@@ -65,11 +86,11 @@ impl RecvPath for CopyRecv {
     }
 
     fn chain(&self) -> usize {
-        if self.trunc {
-            TRUNC_CHAIN
-        } else {
-            1
-        }
+        self.depth
+    }
+
+    fn note_chain(&mut self, depth: usize) {
+        self.report.linked_receives = depth as u32;
     }
 
     #[inline]
@@ -82,15 +103,17 @@ impl RecvPath for CopyRecv {
         flags: squeue::Flags,
     ) -> Result<()> {
         // Nobody reads what trunc discards, so it waits for whole receives: the kernel
-        // retries a partial one itself, and the worker sees one CQE per `len` bytes.
-        let msg = match (self.trunc, wait_all) {
+        // retries a partial one itself, and the worker sees one CQE per `len` bytes. A
+        // chain of receives does the same, so that a short one ends it only at EOF.
+        let msg = match (self.trunc, wait_all || self.depth > 1) {
             (true, _) => libc::MSG_TRUNC | libc::MSG_WAITALL,
             (false, true) => libc::MSG_WAITALL,
             (false, false) => 0,
         };
         debug_assert!(len as usize <= self.stride);
-        // SAFETY: buf_start(flow) + stride <= the mapping's length.
-        let ptr = unsafe { self.bufs.as_ptr().add(self.buf_start(flow)) };
+        let place = Self::advance(&mut self.armed_at, flow, self.depth);
+        // SAFETY: buf_start(flow, place) + stride <= the mapping's length.
+        let ptr = unsafe { self.bufs.as_ptr().add(self.buf_start(flow, place)) };
         // A whole-message receive (request/response) is armed before its message can have
         // arrived: POLL_FIRST skips the first, futile attempt and goes straight to poll.
         let ioprio = if wait_all { IORING_RECVSEND_POLL_FIRST } else { 0 };
@@ -108,12 +131,13 @@ impl RecvPath for CopyRecv {
     #[inline]
     fn complete(&mut self, _ring: &mut Ring, c: &Completion, verify: &mut Verifier) -> Result<RecvEvent> {
         let flow = c.flow();
+        let place = Self::advance(&mut self.landed_at, flow, self.depth);
         match c.result {
             0 => Ok(RecvEvent::Eof { flow }),
             r if r > 0 => {
                 self.report.data_cqes += 1;
                 if verify.enabled() && !self.trunc {
-                    verify.check(flow, self.bufs.slice(self.buf_start(flow), r as usize));
+                    verify.check(flow, self.bufs.slice(self.buf_start(flow, place), r as usize));
                 }
                 Ok(RecvEvent::Data { flow, bytes: r as u32 })
             }
@@ -135,12 +159,31 @@ mod tests {
     fn every_flows_landing_buffer_starts_on_a_cache_line() {
         let fds = [FlowFd::Raw(-1), FlowFd::Raw(-1), FlowFd::Raw(-1)];
         for max_len in [1, 1000, 65536, 65537] {
-            let r = CopyRecv::new(&fds, max_len, false, true).unwrap();
-            for flow in 0..fds.len() {
-                let addr = r.bufs.as_ptr() as usize + r.buf_start(flow);
-                assert_eq!(addr % CACHE_LINE, 0, "flow {flow}, max_len {max_len}");
-                assert!(r.buf_start(flow) + max_len <= r.bufs.len(), "flow {flow} overruns");
+            let r = CopyRecv::new(&fds, max_len, false, true, 2).unwrap();
+            for (flow, place) in (0..fds.len()).flat_map(|f| [(f, 0), (f, 1)]) {
+                let start = r.buf_start(flow, place);
+                assert_eq!(
+                    (r.bufs.as_ptr() as usize + start) % CACHE_LINE,
+                    0,
+                    "flow {flow}, max_len {max_len}"
+                );
+                assert!(start + max_len <= r.bufs.len(), "flow {flow} place {place} overruns");
             }
         }
+    }
+
+    #[test]
+    fn a_checked_chain_lands_each_receive_in_its_own_buffer() {
+        let fds = [FlowFd::Raw(-1), FlowFd::Raw(-1)];
+        let r = CopyRecv::new(&fds, 4096, false, true, 4).unwrap();
+        let mut starts: Vec<usize> =
+            (0..2).flat_map(|f| (0..4).map(move |p| (f, p))).map(|(f, p)| r.buf_start(f, p)).collect();
+        starts.sort_unstable();
+        starts.dedup();
+        assert_eq!(starts.len(), 8, "two flows of four places need eight buffers");
+        let mut at = vec![0; 2];
+        let places: Vec<usize> = (0..6).map(|_| CopyRecv::advance(&mut at, 1, 4)).collect();
+        assert_eq!(places, [0, 1, 2, 3, 0, 1]);
+        assert_eq!(at[0], 0, "another flow's place does not move");
     }
 }

@@ -15,6 +15,15 @@ use crate::ring::{Completion, FlowFd, Ring};
 use crate::spec::{RecvEngine, RingTuning};
 use crate::verify::Verifier;
 
+/// What a receive path needs to know to set itself up.
+pub struct RecvSetup<'a> {
+    pub fds: &'a [FlowFd],
+    /// Longest single receive.
+    pub max_len: usize,
+    /// Linked receives in flight per stream flow (one-shot engines).
+    pub depth: usize,
+}
+
 /// The receive engine of one worker.
 pub enum AnyRecv {
     Copy(CopyRecv),
@@ -25,18 +34,17 @@ impl AnyRecv {
     pub fn new(
         engine: RecvEngine,
         ring: &mut Ring,
-        fds: &[FlowFd],
-        max_len: usize,
+        RecvSetup { fds, max_len, depth }: RecvSetup,
         tuning: &RingTuning,
         verify: &mut Verifier,
     ) -> Result<AnyRecv> {
         Ok(match engine {
-            RecvEngine::Recv => AnyRecv::Copy(CopyRecv::new(fds, max_len, false, verify.enabled())?),
+            RecvEngine::Recv => AnyRecv::Copy(CopyRecv::new(fds, max_len, false, verify.enabled(), depth)?),
             RecvEngine::Trunc => {
                 verify.cannot_check(
                     "the trunc engine discards the payload in the kernel; only byte counts are checked",
                 );
-                AnyRecv::Copy(CopyRecv::new(fds, max_len, true, false)?)
+                AnyRecv::Copy(CopyRecv::new(fds, max_len, true, false, depth)?)
             }
             RecvEngine::Multishot | RecvEngine::Bundle => AnyRecv::Provided(ProvidedRecv::new(
                 ring,
@@ -72,6 +80,12 @@ impl RecvPath for AnyRecv {
         match self {
             AnyRecv::Copy(p) => p.chain(),
             AnyRecv::Provided(p) => p.chain(),
+        }
+    }
+    fn note_chain(&mut self, depth: usize) {
+        match self {
+            AnyRecv::Copy(p) => p.note_chain(depth),
+            AnyRecv::Provided(p) => p.note_chain(depth),
         }
     }
     #[inline]
