@@ -188,8 +188,9 @@ pub struct EngineArgs {
     /// has arrived, as netperf's recv does [default: 4 for a stream, 1 otherwise].
     #[arg(long, value_name = "N")]
     pub recv_depth: Option<u32>,
-    /// Provided buffers per ring (multishot, bundle); a power of two [default: 1 MiB
-    /// worth of --buf-size, so they stay in cache, and at least 4 per flow; 16 to 256].
+    /// Provided buffers per ring (multishot, bundle); a power of two [default: 256, or 4
+    /// per flow if more; they share one landing area. With --verify each has its own:
+    /// 1 MiB worth of --buf-size, so they stay in cache, and at least 4 per flow; 16 to 256].
     #[arg(long, value_name = "N")]
     pub buf_count: Option<u32>,
     /// Bytes per provided buffer [default: the receive size -M (rr: the larger message),

@@ -183,16 +183,23 @@ pub fn rr_spec(a: &RrArgs) -> Result<TestSpec, Error> {
 /// the kernel copies every received byte into them, and copying into 16 MiB of cold
 /// buffers cost a multishot stream receiver ~20 % more CPU per byte than a one-shot
 /// receive into one warm buffer (about the same or less with 1 MiB). So: buffers of the
-/// largest receive, 4 KiB to 64 KiB, 1 MiB of them, and at least four per flow a worker
-/// serves.
+/// largest receive, 4 KiB to 64 KiB. Unchecked buffers share one landing area (see
+/// `BufRing`), so there can be many: 256, or four per flow a worker serves, whichever is
+/// more (a receive woken for a whole buffer may find many queued, and a ring that runs
+/// dry ends the multishot). Checked buffers each have their own memory: 1 MiB of them,
+/// and at least four per flow.
 fn cache_sized_buffers(spec: &mut TestSpec, e: &EngineArgs, largest_receive: u32) {
     if e.buf_size.is_none() {
         spec.ring.buf_size = largest_receive.clamp(4 * 1024, 64 * 1024);
     }
     if e.buf_count.is_none() {
         let per_worker = spec.flows.div_ceil(spec.threads.max(1));
-        let count = ((1u32 << 20) / spec.ring.buf_size).max(4 * per_worker);
-        spec.ring.buf_count = count.next_power_of_two().clamp(16, 256);
+        spec.ring.buf_count = if e.verify {
+            let count = ((1u32 << 20) / spec.ring.buf_size).max(4 * per_worker);
+            count.next_power_of_two().clamp(16, 256)
+        } else {
+            (4 * per_worker).next_power_of_two().clamp(256, 32768)
+        };
     }
 }
 
@@ -420,12 +427,20 @@ mod tests {
 
     #[test]
     fn provided_buffers_default_to_a_cache_sized_ring() {
-        let s = spec("stream -M 1M");
-        assert_eq!((s.ring.buf_size, s.ring.buf_count), (64 * 1024, 16), "1 MiB of 64 KiB buffers");
-        let s = spec("stream -M 4K");
+        let s = spec("stream -M 1M --verify");
+        assert_eq!((s.ring.buf_size, s.ring.buf_count), (64 * 1024, 16), "checked: 1 MiB of 64 KiB buffers");
+        let s = spec("stream -M 4K --verify");
         assert_eq!((s.ring.buf_size, s.ring.buf_count), (4 * 1024, 256));
-        let s = spec("stream -M 64K --flows 64 --threads 2");
+        let s = spec("stream -M 64K --flows 64 --threads 2 --verify");
         assert_eq!(s.ring.buf_count, 128, "at least 4 per flow a worker serves");
+        let s = spec("stream -M 1M");
+        assert_eq!(
+            (s.ring.buf_size, s.ring.buf_count),
+            (64 * 1024, 256),
+            "unchecked: one landing area, many entries"
+        );
+        let s = spec("stream --flows 200");
+        assert_eq!(s.ring.buf_count, 1024, "unchecked: still at least 4 per flow");
         let s = spec("rr -r 1,1 --flows 100 --threads 2");
         assert_eq!((s.ring.buf_size, s.ring.buf_count), (4 * 1024, 256), "rr: small buffers, plenty");
         let s = spec("stream --buf-size 1M --buf-count 8");

@@ -114,6 +114,11 @@ impl PayloadArena {
 }
 
 /// A provided-buffer ring: `count` buffers of `size` bytes the kernel picks from.
+///
+/// Where nobody reads the payload (no --verify), every buffer id points at one landing area
+/// of `size` bytes, as `recv` lands every receive in one buffer: the ring still gives the
+/// kernel `count` buffers to pick from, but the copy writes into memory that stays in
+/// cache instead of sweeping `count * size` bytes.
 pub struct BufRing {
     ring_mem: Mapping,
     bufs: Mapping,
@@ -121,7 +126,8 @@ pub struct BufRing {
     tail: u16,
     size: usize,
     /// Bytes from one buffer's start to the next: `size` rounded up to a cache line, since
-    /// the kernel copies into a misaligned destination far more slowly (see `CopyRecv`).
+    /// the kernel copies into a misaligned destination far more slowly (see `CopyRecv`);
+    /// 0 when the buffers share one landing area.
     stride: usize,
     bgid: u16,
     /// Which buffer sits at each ring position: bundles name only their first buffer.
@@ -131,10 +137,13 @@ pub struct BufRing {
 }
 
 impl BufRing {
-    pub fn new(ring: &mut Ring, count: u16, size: usize, bgid: u16) -> Result<BufRing> {
+    /// `distinct`: every buffer has memory of its own (the payload is read); otherwise all
+    /// share one landing area.
+    pub fn new(ring: &mut Ring, count: u16, size: usize, bgid: u16, distinct: bool) -> Result<BufRing> {
         let ring_mem = Mapping::new(count as usize * std::mem::size_of::<BufRingEntry>())?;
-        let stride = size.next_multiple_of(CACHE_LINE);
-        let bufs = Mapping::new(count as usize * stride)?;
+        let line = size.next_multiple_of(CACHE_LINE);
+        let stride = if distinct { line } else { 0 };
+        let bufs = Mapping::new(if distinct { count as usize * line } else { line })?;
         // SAFETY: page-aligned zeroed memory of count*16 bytes, owned next to the ring.
         unsafe { ring.register_buf_ring(ring_mem.as_ptr() as u64, count, bgid)? };
         let mut br = BufRing {
@@ -163,13 +172,18 @@ impl BufRing {
         self.size
     }
 
+    /// Bytes of memory the kernel lands payload in.
+    pub fn landing_bytes(&self) -> usize {
+        self.bufs.len()
+    }
+
     /// Stages buffer `bid` at the tail; visible to the kernel after [`BufRing::publish`].
     #[inline]
     pub fn recycle(&mut self, bid: u16) {
         let pos = self.tail & self.mask;
         // SAFETY: pos <= mask < count entries of the ring mapping.
         let e = unsafe { &mut *self.ring_mem.as_ptr().cast::<BufRingEntry>().add(pos as usize) };
-        // SAFETY: bid < count, so the address is inside the buffer mapping.
+        // SAFETY: bid < count (or stride 0), so the address is inside the buffer mapping.
         e.set_addr(unsafe { self.bufs.as_ptr().add(bid as usize * self.stride) } as u64);
         e.set_len(self.size as u32);
         e.set_bid(bid);
@@ -214,11 +228,25 @@ mod tests {
     #[test]
     fn provided_buffers_of_any_size_start_on_a_cache_line() {
         let mut ring = Ring::new(&RingTuning::default(), 8).unwrap();
-        let br = BufRing::new(&mut ring, 4, 1000, 7).unwrap();
+        let br = BufRing::new(&mut ring, 4, 1000, 7, true).unwrap();
+        let mut starts = Vec::new();
         for bid in 0..4 {
             let start = br.data(bid, 1000).as_ptr() as usize;
             assert_eq!(start % CACHE_LINE, 0, "buffer {bid}");
             assert_eq!(br.data(bid, 5000).len(), 1000, "a buffer never reads past its size");
+            starts.push(start);
         }
+        starts.dedup();
+        assert_eq!(starts.len(), 4, "distinct buffers never overlap");
+        assert!(br.landing_bytes() >= 4 * 1000);
+    }
+
+    #[test]
+    fn unread_buffers_share_one_landing_area() {
+        let mut ring = Ring::new(&RingTuning::default(), 8).unwrap();
+        let br = BufRing::new(&mut ring, 16, 65536, 3, false).unwrap();
+        let first = br.data(0, 65536).as_ptr();
+        assert!((1..16).all(|bid| br.data(bid, 65536).as_ptr() == first));
+        assert_eq!(br.landing_bytes(), 65536);
     }
 }

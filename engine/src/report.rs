@@ -435,6 +435,10 @@ pub struct RecvReport {
     /// Stream receives linked per flow (recv, trunc; 0 where not a stream or one-shot).
     #[serde(default)]
     pub linked_receives: u32,
+    /// Bytes of memory the payload lands in: without --verify nobody reads it, so every
+    /// receive (recv) or provided buffer (multishot, bundle) shares one buffer's worth.
+    #[serde(default)]
+    pub landing_bytes: u64,
 }
 
 /// The payload check of --verify.

@@ -329,7 +329,7 @@ impl UdpReceiver {
         let n = self.fds.len();
         let mut done = Vec::with_capacity(ring.cq_entries());
         ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
-        self.ring_bufs = Some(BufRing::new(ring, UDP_RING_BUFFERS, self.buf_len, UDP_BGID)?);
+        self.ring_bufs = Some(BufRing::new(ring, UDP_RING_BUFFERS, self.buf_len, UDP_BGID, true)?);
         for f in 0..n {
             self.arm(ring, f)?;
         }

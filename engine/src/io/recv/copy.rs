@@ -46,9 +46,12 @@ impl CopyRecv {
         let depth = depth.clamp(1, 64);
         let n = if per_flow { fds.len() * depth } else { 1 };
         let stride = max_len.next_multiple_of(CACHE_LINE);
+        let bufs = Mapping::new(n * stride)?;
+        // trunc's buffer is only an address the kernel never writes to.
+        let landing_bytes = if trunc { 0 } else { bufs.len() as u64 };
         Ok(CopyRecv {
             fds: fds.to_vec(),
-            bufs: Mapping::new(n * stride)?,
+            bufs,
             per_flow,
             stride,
             depth,
@@ -57,6 +60,7 @@ impl CopyRecv {
             trunc,
             report: RecvReport {
                 engine: if trunc { RecvEngine::Trunc } else { RecvEngine::Recv },
+                landing_bytes,
                 ..RecvReport::default()
             },
         })

@@ -52,6 +52,7 @@ impl AnyRecv {
                 engine == RecvEngine::Bundle,
                 tuning.buf_count as u16,
                 tuning.buf_size as usize,
+                verify.enabled(),
             )?),
         })
     }

@@ -36,8 +36,10 @@ impl ProvidedRecv {
         bundle: bool,
         count: u16,
         size: usize,
+        read_payload: bool,
     ) -> Result<ProvidedRecv> {
-        let bufs = BufRing::new(ring, count, size, BGID)?;
+        let bufs = BufRing::new(ring, count, size, BGID, read_payload)?;
+        let landing_bytes = bufs.landing_bytes() as u64;
         Ok(ProvidedRecv {
             fds: fds.to_vec(),
             bundle,
@@ -46,6 +48,7 @@ impl ProvidedRecv {
             report: RecvReport {
                 engine: if bundle { RecvEngine::Bundle } else { RecvEngine::Multishot },
                 buffers_per_cqe: if bundle { vec![0; MAX_BUCKET + 1] } else { Vec::new() },
+                landing_bytes,
                 ..RecvReport::default()
             },
         })
