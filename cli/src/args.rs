@@ -91,6 +91,11 @@ pub struct TestArgs {
     /// TCP_NODELAY on every data socket.
     #[arg(long)]
     pub nodelay: bool,
+    /// SO_RCVLOWAT on a stream receiver's data sockets: bytes queued before a receive is
+    /// woken; 1 wakes on any byte, the kernel's default [default: one provided buffer for
+    /// multishot and bundle, 1 for recv and trunc].
+    #[arg(long, value_name = "BYTES", value_parser = parse_one_size)]
+    pub rcvlowat: Option<u32>,
     /// TCP_MAXSEG on every data socket, set before the handshake.
     #[arg(long, value_name = "BYTES")]
     pub mss: Option<u32>,

@@ -267,6 +267,7 @@ pub fn base_spec(t: &TestArgs, workload: Workload) -> Result<TestSpec, Error> {
             cork: t.cork,
             tos: t.tos,
             max_pacing_rate_bps: t.fq_rate,
+            rcvlowat: t.rcvlowat,
         },
         pacing: Pacing { total_bps: t.rate, per_flow_bps: t.flow_rate },
         verify: e.verify,

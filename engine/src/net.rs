@@ -61,6 +61,47 @@ pub fn tune(sock: &Socket, o: &SocketOptions) -> Result<()> {
     Ok(())
 }
 
+/// SO_RCVLOWAT: a receive is not woken until `bytes` are queued (see
+/// `io::recv::stream_rcvlowat`). The kernel caps it at half the largest receive buffer.
+pub fn set_rcvlowat(sock: &Socket, bytes: u32) -> Result<()> {
+    let v = bytes.min(i32::MAX as u32) as libc::c_int;
+    // SAFETY: setsockopt with a valid int option value of the size given.
+    let r = unsafe {
+        libc::setsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            (&v as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        return Err(Error::io(format!("setting SO_RCVLOWAT to {bytes}"), io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+/// SO_RCVLOWAT as the socket has it (1 unless set); 0 if the kernel would not say.
+pub fn rcvlowat(sock: &Socket) -> u32 {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt into a valid int with its size.
+    let r = unsafe {
+        libc::getsockopt(
+            sock.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            (&mut v as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    if r == 0 {
+        v.max(0) as u32
+    } else {
+        0
+    }
+}
+
 /// Applies buffer sizes and congestion control; called before connect or listen so that
 /// window scaling is negotiated for the requested buffer.
 pub fn configure(sock: &Socket, bufs: SocketBuffers, congestion_control: Option<&str>) -> Result<()> {

@@ -480,6 +480,10 @@ pub struct SocketSizes {
     pub mss: u32,
     #[serde(default)]
     pub nodelay: bool,
+    /// SO_RCVLOWAT as the data sockets have it: 1 is the kernel's default (wake on any
+    /// byte); 0 if the peer's ringperf did not report it.
+    #[serde(default)]
+    pub rcvlowat: u32,
 }
 
 /// CPU over one side's window: the whole system, and the tool's own threads.

@@ -126,6 +126,12 @@ impl Side {
         let mut placement = Vec::with_capacity(n * roles.len());
         for (g, &role) in roles.iter().enumerate() {
             let start = g * group_len;
+            let lowat = crate::io::recv::stream_rcvlowat(side.recv_engine, &spec.ring, spec.socket.rcvlowat);
+            if let (Role::StreamReceiver, Some(n)) = (role, lowat) {
+                for s in &sockets[start..start + group_len] {
+                    crate::net::set_rcvlowat(s, n)?;
+                }
+            }
             for w in 0..n {
                 let splice_file = match (&side.splice_file, side.send_engine) {
                     (Some(path), SendEngine::Splice) if role == Role::StreamSender => {
@@ -273,7 +279,11 @@ impl Side {
         let bytes_received: u64 = flows.iter().map(|f| f.bytes_received).sum();
         let transactions: u64 = flows.iter().map(|f| f.transactions).sum();
         let socket = match self.sockets.first() {
-            Some(s) => socket_sizes(s, total_retransmits(&self.sockets)),
+            Some(s) => SocketSizes {
+                // --bidir: the receiving group's sockets have it, the sending group's do not.
+                rcvlowat: self.sockets.iter().map(crate::net::rcvlowat).max().unwrap_or(0),
+                ..socket_sizes(s, total_retransmits(&self.sockets))
+            },
             None => self.connector_socket.unwrap_or_default(),
         };
         let per_flow_bytes: Vec<u64> = flows.iter().map(|f| f.bytes_sent + f.bytes_received).collect();
@@ -353,6 +363,7 @@ fn socket_sizes(s: &Socket, retransmits: Option<u64>) -> SocketSizes {
             .unwrap_or_default(),
         mss: s.mss().unwrap_or(0),
         nodelay: s.nodelay().unwrap_or(false),
+        rcvlowat: crate::net::rcvlowat(s),
         retransmits,
     }
 }

@@ -164,6 +164,10 @@ pub struct SocketOptions {
     pub tos: Option<u8>,
     /// SO_MAX_PACING_RATE in bits per second (enforced by the fq qdisc or TCP's internal pacing).
     pub max_pacing_rate_bps: Option<u64>,
+    /// SO_RCVLOWAT on a stream receiver's data sockets: the bytes that must be queued before
+    /// a receive is woken. `None`: the receive engine's own (see `io::recv::stream_rcvlowat`).
+    #[serde(default)]
+    pub rcvlowat: Option<u32>,
 }
 
 /// Application pacing: a token bucket per flow, refilled by a timeout on the ring.
@@ -385,6 +389,18 @@ impl TestSpec {
         }
         if self.bidir && self.workload != Workload::Stream {
             return Err(Error::Usage("--bidir applies to stream tests only".into()));
+        }
+        if let Some(n) = self.socket.rcvlowat {
+            if self.workload != Workload::Stream {
+                return Err(Error::Usage(
+                    "--rcvlowat applies to stream and sendfile receivers: a request smaller than it would never wake its receive".into(),
+                ));
+            }
+            if n == 0 || u64::from(n) > MAX_SIZE {
+                return Err(Error::Usage(format!(
+                    "--rcvlowat {n} is out of range: use 1 byte (the kernel's default) to 1G"
+                )));
+            }
         }
         if self.bidir && self.direction == Direction::ServerToClient {
             return Err(Error::Usage("--bidir already runs both directions: drop --reverse".into()));

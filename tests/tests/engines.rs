@@ -156,6 +156,46 @@ fn multishot_with_a_tiny_buffer_ring_runs_dry_and_loses_nothing() {
     }
 }
 
+/// Unchecked provided buffers share one landing area of one buffer, and a stream receiver
+/// on them is woken per whole buffer (SO_RCVLOWAT) while its sender keeps the kernel's
+/// default; every byte still arrives. Checked buffers each have memory of their own, and
+/// --rcvlowat sets the mark for any engine, stream receivers only.
+#[test]
+fn provided_buffers_share_a_landing_area_and_wake_per_buffer() {
+    let rp = ringperf!();
+    let stream = |extra: &[&str]| {
+        let mut args = vec!["stream", "-l", "0.5", "-m", "64K", "-M", "64K"];
+        args.extend_from_slice(extra);
+        let r = rp.run_json(&args);
+        check_stream_report(&r, args.contains(&"--reverse"));
+        r
+    };
+    for engine in ["multishot", "bundle"] {
+        let r = stream(&["--recv-engine", engine]);
+        assert_eq!(u64_at(&r, "remote.recv.landing_bytes"), 65536, "{engine}");
+        assert_eq!(u64_at(&r, "remote.socket.rcvlowat"), 65536, "{engine}: the receiver wakes per buffer");
+        assert_eq!(u64_at(&r, "local.socket.rcvlowat"), 1, "{engine}: the sender keeps the default");
+        assert!(u64_at(&r, "spec.ring.buf_count") >= 256, "{engine}: an unchecked ring has entries to spare");
+    }
+    let r = stream(&["--recv-engine", "multishot", "--verify"]);
+    let count = u64_at(&r, "spec.ring.buf_count");
+    assert_eq!(u64_at(&r, "remote.recv.landing_bytes"), count * 65536, "checked buffers share nothing");
+    assert_eq!(u64_at(&r, "remote.verify.mismatches"), 0);
+    let r = stream(&["--recv-engine", "multishot", "--reverse"]);
+    assert_eq!(u64_at(&r, "local.socket.rcvlowat"), 65536, "--reverse: the client receives");
+    assert_eq!(u64_at(&r, "remote.socket.rcvlowat"), 1);
+    let r = stream(&["--recv-engine", "multishot", "--rcvlowat", "1"]);
+    assert_eq!(u64_at(&r, "remote.socket.rcvlowat"), 1, "--rcvlowat 1 is the kernel's default");
+    let r = stream(&[]);
+    assert_eq!(u64_at(&r, "remote.socket.rcvlowat"), 1, "recv keeps the kernel's default");
+    assert_eq!(u64_at(&r, "remote.recv.landing_bytes"), 65536, "unchecked receives share one buffer");
+    let r = stream(&["--rcvlowat", "32K", "--verify"]);
+    assert_eq!(u64_at(&r, "remote.socket.rcvlowat"), 32768);
+    assert_eq!(u64_at(&r, "remote.verify.mismatches"), 0);
+    rp.run(&["rr", "-l", "0.5", "--rcvlowat", "32K"]).failure(2, &["--rcvlowat", "stream"]);
+    rp.run(&["stream", "-l", "0.5", "--rcvlowat", "0"]).failure(2, &["at least 1 byte"]);
+}
+
 /// A file given to sendfile is what goes on the wire (byte counts), and a missing file is
 /// a usage error.
 #[test]

@@ -377,6 +377,7 @@ fn engine_lines(o: &mut String, name: &str, s: &SideReport) {
                 let max = rv.buffers_per_cqe.iter().rposition(|&n| n > 0).unwrap_or(0);
                 let _ = write!(line, ", {mean:.1} buffers per CQE on average (max {max})");
             }
+            let _ = write!(line, "{}", landing(rv.landing_bytes, s.socket.rcvlowat));
             let _ = writeln!(o, "{line}");
         } else if rv.linked_receives > 0 {
             let chain = match rv.linked_receives {
@@ -385,10 +386,11 @@ fn engine_lines(o: &mut String, name: &str, s: &SideReport) {
             };
             let _ = writeln!(
                 o,
-                "{name}  receive ({}): {} data CQEs from {} receives, {chain}",
+                "{name}  receive ({}): {} data CQEs from {} receives, {chain}{}",
                 rv.engine.name(),
                 rv.data_cqes,
-                rv.arms
+                rv.arms,
+                landing(rv.landing_bytes, s.socket.rcvlowat)
             );
         }
     }
@@ -404,6 +406,26 @@ fn engine_lines(o: &mut String, name: &str, s: &SideReport) {
             v.bytes_checked,
             v.cost_ns as f64 / 1e6
         );
+    }
+}
+
+/// Where a receiver's payload lands and when the kernel wakes it, for the receive line.
+fn landing(bytes: u64, rcvlowat: u32) -> String {
+    let mut s = String::new();
+    if bytes > 0 {
+        let _ = write!(s, "; lands in {}", size_text(bytes));
+    }
+    if rcvlowat > 1 {
+        let _ = write!(s, "; woken once {} are queued (SO_RCVLOWAT)", size_text(u64::from(rcvlowat)));
+    }
+    s
+}
+
+fn size_text(n: u64) -> String {
+    match n {
+        n if n >= 1 << 20 && n % (1 << 20) == 0 => format!("{} MiB", n >> 20),
+        n if n >= 1 << 10 && n % (1 << 10) == 0 => format!("{} KiB", n >> 10),
+        n => format!("{n} B"),
     }
 }
 

@@ -15,6 +15,16 @@ use crate::ring::{Completion, FlowFd, Ring};
 use crate::spec::{RecvEngine, RingTuning};
 use crate::verify::Verifier;
 
+/// The SO_RCVLOWAT a stream receiver's data sockets get, if any: what was asked for, else
+/// one provided buffer for the engines that receive into them. A standing receive is then
+/// woken when a whole buffer can be filled, not for every train of segments that arrives;
+/// the kernel still wakes it at EOF and when the receive window or memory runs short, so
+/// nothing waits for ever. recv and trunc keep the kernel's default of 1 byte, as netperf
+/// and iperf3 do, unless asked.
+pub fn stream_rcvlowat(engine: RecvEngine, tuning: &RingTuning, asked: Option<u32>) -> Option<u32> {
+    asked.or_else(|| engine.uses_buffer_ring().then_some(tuning.buf_size))
+}
+
 /// What a receive path needs to know to set itself up.
 pub struct RecvSetup<'a> {
     pub fds: &'a [FlowFd],
