@@ -1,5 +1,7 @@
 //! Summary statistics over a handful of runs.
 
+use ringperf_engine::measure::confidence::{mean_var, t_quantile};
+
 /// The median; the mean of the middle two for an even count. None for no values or a NaN.
 pub fn median(values: &[f64]) -> Option<f64> {
     if values.is_empty() || values.iter().any(|v| v.is_nan()) {
@@ -16,6 +18,27 @@ pub fn min_max(values: &[f64]) -> Option<(f64, f64)> {
     let mut it = values.iter().copied().filter(|v| !v.is_nan());
     let first = it.next()?;
     Some(it.fold((first, first), |(lo, hi), v| (lo.min(v), hi.max(v))))
+}
+
+/// The confidence interval at `level` of the ratio of the typical values of `a` and `b`
+/// (geometric means): Welch's t on the logarithms of the runs, so one tool's spread does
+/// not have to match the other's. An interval that holds 1 is a tie on this machine.
+/// None with fewer than two runs a side or a value that is not positive.
+pub fn ratio_interval(a: &[f64], b: &[f64], level: f64) -> Option<(f64, f64)> {
+    if a.len() < 2 || b.len() < 2 || a.iter().chain(b).any(|&v| v.is_nan() || v <= 0.0) {
+        return None;
+    }
+    let logs = |x: &[f64]| x.iter().map(|v| v.ln()).collect::<Vec<_>>();
+    let ((ma, va), (mb, vb)) = (mean_var(&logs(a)), mean_var(&logs(b)));
+    let (sa, sb) = (va / a.len() as f64, vb / b.len() as f64);
+    let se2 = sa + sb;
+    let d = ma - mb;
+    if se2 <= 0.0 {
+        return Some((d.exp(), d.exp()));
+    }
+    let df = se2 * se2 / (sa * sa / (a.len() as f64 - 1.0) + sb * sb / (b.len() as f64 - 1.0));
+    let half = t_quantile(level, df) * se2.sqrt();
+    Some(((d - half).exp(), (d + half).exp()))
 }
 
 /// a / b, or None when either side is missing or b is zero.
@@ -46,5 +69,22 @@ mod tests {
         assert_eq!(ratio(Some(3.0), Some(2.0)), Some(1.5));
         assert_eq!(ratio(Some(3.0), Some(0.0)), None);
         assert_eq!(ratio(None, Some(2.0)), None);
+    }
+
+    #[test]
+    fn ratio_intervals_hold_the_ratio_and_widen_with_spread() {
+        let b = [10.0, 11.0, 9.0, 10.5];
+        let a: Vec<f64> = b.iter().map(|v| v * 2.0).collect();
+        let (lo, hi) = ratio_interval(&a, &b, 0.95).unwrap();
+        assert!(lo < 2.0 && 2.0 < hi, "{lo}..{hi}");
+        assert!(lo > 1.0, "a clear doubling is no tie: {lo}");
+        // The same runs on both sides: a tie, centred on 1.
+        let (lo, hi) = ratio_interval(&b, &b, 0.95).unwrap();
+        assert!(lo < 1.0 && hi > 1.0 && (lo * hi - 1.0).abs() < 1e-9, "{lo}..{hi}");
+        let noisy = [5.0, 15.0, 8.0, 14.0];
+        let (nlo, nhi) = ratio_interval(&noisy, &b, 0.95).unwrap();
+        assert!(nhi / nlo > hi / lo, "more spread, a wider interval");
+        assert_eq!(ratio_interval(&[1.0], &b, 0.95), None);
+        assert_eq!(ratio_interval(&[1.0, 0.0], &b, 0.95), None);
     }
 }
