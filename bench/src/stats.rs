@@ -1,6 +1,6 @@
 //! Summary statistics over a handful of runs.
 
-use ringperf_engine::measure::confidence::{mean_var, t_quantile};
+use ringperf_engine::measure::confidence::welch_interval;
 
 /// The median; the mean of the middle two for an even count. None for no values or a NaN.
 pub fn median(values: &[f64]) -> Option<f64> {
@@ -25,20 +25,12 @@ pub fn min_max(values: &[f64]) -> Option<(f64, f64)> {
 /// not have to match the other's. An interval that holds 1 is a tie on this machine.
 /// None with fewer than two runs a side or a value that is not positive.
 pub fn ratio_interval(a: &[f64], b: &[f64], level: f64) -> Option<(f64, f64)> {
-    if a.len() < 2 || b.len() < 2 || a.iter().chain(b).any(|&v| v.is_nan() || v <= 0.0) {
+    if a.iter().chain(b).any(|&v| v.is_nan() || v <= 0.0) {
         return None;
     }
     let logs = |x: &[f64]| x.iter().map(|v| v.ln()).collect::<Vec<_>>();
-    let ((ma, va), (mb, vb)) = (mean_var(&logs(a)), mean_var(&logs(b)));
-    let (sa, sb) = (va / a.len() as f64, vb / b.len() as f64);
-    let se2 = sa + sb;
-    let d = ma - mb;
-    if se2 <= 0.0 {
-        return Some((d.exp(), d.exp()));
-    }
-    let df = se2 * se2 / (sa * sa / (a.len() as f64 - 1.0) + sb * sb / (b.len() as f64 - 1.0));
-    let half = t_quantile(level, df) * se2.sqrt();
-    Some(((d - half).exp(), (d + half).exp()))
+    let (lo, hi) = welch_interval(&logs(a), &logs(b), level)?;
+    Some((lo.exp(), hi.exp()))
 }
 
 /// a / b, or None when either side is missing or b is zero.

@@ -127,23 +127,42 @@ pub struct Welch {
     pub p_value: f64,
 }
 
-/// Welch's t-test from each side's mean, sample variance and count.
-pub fn welch_from(a: (f64, f64, f64), b: (f64, f64, f64)) -> Option<Welch> {
-    let ((ma, va, na), (mb, vb, nb)) = (a, b);
+/// Welch's standard error of the difference of means and its degrees of freedom, from each
+/// side's mean, sample variance and count; None with fewer than two values a side.
+fn welch_se2_df(a: (f64, f64, f64), b: (f64, f64, f64)) -> Option<(f64, f64)> {
+    let ((_, va, na), (_, vb, nb)) = (a, b);
     if na < 2.0 || nb < 2.0 {
         return None;
     }
     let (sa, sb) = (va / na, vb / nb);
     let se2 = sa + sb;
     if se2 <= 0.0 {
+        return Some((0.0, na + nb - 2.0));
+    }
+    Some((se2, se2 * se2 / (sa * sa / (na - 1.0) + sb * sb / (nb - 1.0))))
+}
+
+/// Welch's t-test from each side's mean, sample variance and count.
+pub fn welch_from(a: (f64, f64, f64), b: (f64, f64, f64)) -> Option<Welch> {
+    let (se2, df) = welch_se2_df(a, b)?;
+    let (ma, mb) = (a.0, b.0);
+    if se2 <= 0.0 {
         // No spread at all: any difference is certain, none is no difference.
         let p = if ma == mb { 1.0 } else { 0.0 };
-        return Some(Welch { t: if ma == mb { 0.0 } else { f64::INFINITY }, df: na + nb - 2.0, p_value: p });
+        return Some(Welch { t: if ma == mb { 0.0 } else { f64::INFINITY }, df, p_value: p });
     }
     let t = (ma - mb) / se2.sqrt();
-    let df = se2 * se2 / (sa * sa / (na - 1.0) + sb * sb / (nb - 1.0));
     let dist = StudentsT::new(0.0, 1.0, df).ok()?;
     Some(Welch { t, df, p_value: 2.0 * (1.0 - dist.cdf(t.abs())) })
+}
+
+/// The confidence interval at `level` of the difference of means `a - b` (Welch: the two
+/// spreads need not be equal); a single point when neither sample spreads.
+pub fn welch_interval(a: &[f64], b: &[f64], level: f64) -> Option<(f64, f64)> {
+    let ((ma, va), (mb, vb)) = (mean_var(a), mean_var(b));
+    let (se2, df) = welch_se2_df((ma, va, a.len() as f64), (mb, vb, b.len() as f64))?;
+    let half = if se2 > 0.0 { t_quantile(level, df) * se2.sqrt() } else { 0.0 };
+    Some((ma - mb - half, ma - mb + half))
 }
 
 /// Welch's t-test on two samples.
@@ -211,6 +230,24 @@ mod tests {
         assert_eq!(batch_means(&x, 5), vec![1.5, 3.5, 5.5, 7.5, 9.5]);
         assert_eq!(batch_means(&x, 3).len(), 2); // sizes of 4: the tail of 2 is dropped
         assert_eq!(batch_means(&x[..2], 10), vec![1.0, 2.0]);
+    }
+
+    #[test]
+    fn welch_interval_excludes_zero_exactly_when_the_test_is_significant() {
+        let a = [100.0, 101.0, 99.0, 100.5, 99.5];
+        for b in [
+            [80.0, 81.0, 79.0, 80.5, 79.5],
+            [100.2, 100.8, 99.1, 100.4, 99.6],
+            [98.0, 99.5, 99.0, 98.5, 99.2],
+        ] {
+            let (lo, hi) = welch_interval(&a, &b, 0.95).unwrap();
+            let d = mean_var(&a).0 - mean_var(&b).0;
+            assert!(lo < d && d < hi, "{lo}..{hi} holds the difference {d}");
+            let significant = welch(&a, &b).unwrap().p_value < 0.05;
+            assert_eq!(significant, lo > 0.0 || hi < 0.0, "{b:?}: {lo}..{hi}");
+        }
+        assert_eq!(welch_interval(&[1.0], &a, 0.95), None);
+        assert_eq!(welch_interval(&[2.0, 2.0], &[1.0, 1.0], 0.95), Some((1.0, 1.0)));
     }
 
     #[test]
