@@ -3,7 +3,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
@@ -64,19 +64,30 @@ pub fn tune(sock: &Socket, o: &SocketOptions) -> Result<()> {
 /// SO_RCVLOWAT: a receive is not woken until `bytes` are queued (see
 /// `io::recv::stream_rcvlowat`). The kernel caps it at half the largest receive buffer.
 pub fn set_rcvlowat(sock: &Socket, bytes: u32) -> Result<()> {
-    let v = bytes.min(i32::MAX as u32) as libc::c_int;
-    // SAFETY: setsockopt with a valid int option value of the size given.
+    let v = bytes.min(i32::MAX as u32) as i32;
+    setsockopt_int(
+        sock.as_raw_fd(),
+        libc::SOL_SOCKET,
+        libc::SO_RCVLOWAT,
+        v,
+        &format!("setting SO_RCVLOWAT to {bytes}"),
+    )
+}
+
+/// An int socket option, or an error that names `what` was being set.
+pub(crate) fn setsockopt_int(fd: RawFd, level: i32, name: i32, v: i32, what: &str) -> Result<()> {
+    // SAFETY: a valid i32 option value of the size given.
     let r = unsafe {
         libc::setsockopt(
-            sock.as_raw_fd(),
-            libc::SOL_SOCKET,
-            libc::SO_RCVLOWAT,
-            (&v as *const libc::c_int).cast(),
-            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            fd,
+            level,
+            name,
+            (&v as *const i32).cast(),
+            std::mem::size_of::<i32>() as libc::socklen_t,
         )
     };
     if r != 0 {
-        return Err(Error::io(format!("setting SO_RCVLOWAT to {bytes}"), io::Error::last_os_error()));
+        return Err(Error::io(what.to_string(), io::Error::last_os_error()));
     }
     Ok(())
 }

@@ -124,12 +124,12 @@ impl Side {
         let mut workers = Vec::with_capacity(n * roles.len());
         let mut cpus = Vec::with_capacity(n * roles.len());
         let mut placement = Vec::with_capacity(n * roles.len());
+        let lowat = crate::io::recv::stream_rcvlowat(side.recv_engine, &spec.ring, spec.socket.rcvlowat);
         for (g, &role) in roles.iter().enumerate() {
             let start = g * group_len;
-            let lowat = crate::io::recv::stream_rcvlowat(side.recv_engine, &spec.ring, spec.socket.rcvlowat);
-            if let (Role::StreamReceiver, Some(n)) = (role, lowat) {
+            if let (Role::StreamReceiver, Some(bytes)) = (role, lowat) {
                 for s in &sockets[start..start + group_len] {
-                    crate::net::set_rcvlowat(s, n)?;
+                    crate::net::set_rcvlowat(s, bytes)?;
                 }
             }
             for w in 0..n {

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::error::{Error, Result};
-use crate::net::{FLOW_HEADER_LEN, SETUP_TIMEOUT};
+use crate::net::{setsockopt_int, FLOW_HEADER_LEN, SETUP_TIMEOUT};
 use crate::spec::{SocketBuffers, SocketOptions, TestSpec};
 
 /// Marks the first word of a hello: sequence numbers never have it.
@@ -39,23 +39,6 @@ fn hello(cookie: u64, flow: u32) -> [u8; FLOW_HEADER_LEN] {
     h[..8].copy_from_slice(&(cookie | HELLO_BIT).to_le_bytes());
     h[8..].copy_from_slice(&flow.to_le_bytes());
     h
-}
-
-fn setsockopt_int(fd: RawFd, level: i32, name: i32, v: i32, what: &str) -> Result<()> {
-    // SAFETY: a valid i32 option value of the size given.
-    let r = unsafe {
-        libc::setsockopt(
-            fd,
-            level,
-            name,
-            (&v as *const i32).cast(),
-            std::mem::size_of::<i32>() as libc::socklen_t,
-        )
-    };
-    if r != 0 {
-        return Err(Error::io(what.to_string(), io::Error::last_os_error()));
-    }
-    Ok(())
 }
 
 /// UDP_SEGMENT: every send of N x `segment` bytes leaves as N datagrams (GSO).
