@@ -584,24 +584,53 @@ fn parse_one_size(s: &str) -> Result<u32, String> {
     check_size("size", parse_size(s).map_err(msg)?).map_err(msg)
 }
 
+/// A pair flag takes one or two values: a third is a typo, not something to ignore.
+fn two_at_most(s: &str) -> Result<(), String> {
+    if s.matches(',').count() > 1 {
+        return Err(format!("'{s}' has more than two values: give two, separated by one ','"));
+    }
+    Ok(())
+}
+
+/// SIZE,SIZE (one number sets both, either may be left out); a pair with neither side is
+/// refused rather than silently meaning "the defaults".
 fn parse_sizes(s: &str) -> Result<(Option<u32>, Option<u32>), String> {
-    parse_pair(s, |p| check_size("size", parse_size(p)?)).map_err(msg)
+    two_at_most(s)?;
+    let pair = parse_pair(s, |p| check_size("size", parse_size(p)?)).map_err(msg)?;
+    if pair == (None, None) {
+        return Err(format!(
+            "'{s}' has no size on either side of the ',': give A,B, A, or ,B (e.g. 64K,64K)"
+        ));
+    }
+    Ok(pair)
 }
 
 fn parse_iterations(s: &str) -> Result<(u32, u32), String> {
+    two_at_most(s)?;
     let (max, min) = parse_pair(s, |p| {
         p.trim().parse::<u32>().map_err(|_| Error::Usage(format!("'{p}' is not a number of iterations")))
     })
     .map_err(msg)?;
     let max = max.ok_or("give at least MAX, as in -i 10,3")?;
-    let min = min.unwrap_or(max).min(max);
     if !(1..=100).contains(&max) {
-        return Err(format!("-i {max}: use 1 to 100 iterations"));
+        return Err(format!("MAX {max}: use 1 to 100 iterations"));
     }
-    Ok((max, min.max(1)))
+    let min = min.unwrap_or(max);
+    if min == 0 {
+        return Err(format!(
+            "MIN 0 in '{s}': at least one run is made; give MIN from 1 to MAX, as in -i {max},1"
+        ));
+    }
+    if min > max {
+        return Err(format!(
+            "MIN {min} is above MAX {max}: the order is MAX,MIN (netperf's), as in -i {min},{max}"
+        ));
+    }
+    Ok((max, min))
 }
 
 fn parse_confidence(s: &str) -> Result<(f64, f64), String> {
+    two_at_most(s)?;
     let num = |p: &str| p.trim().parse::<f64>().map_err(|_| Error::Usage(format!("'{p}' is not a number")));
     let (level, width) = parse_pair(s, num).map_err(msg)?;
     let level = level.unwrap_or(99.0);
@@ -690,8 +719,13 @@ fn parse_port_range(s: &str) -> Result<(u16, u16), String> {
 }
 
 fn parse_cpus(s: &str) -> Result<(Option<usize>, Option<usize>), String> {
-    parse_pair(s, |p| {
+    two_at_most(s)?;
+    let pair = parse_pair(s, |p| {
         p.trim().parse::<usize>().map_err(|_| Error::Usage(format!("'{p}' is not a CPU number")))
     })
-    .map_err(msg)
+    .map_err(msg)?;
+    if pair == (None, None) {
+        return Err(format!("'{s}' names no CPU: give LCPU,RCPU, one CPU for both, or ,RCPU"));
+    }
+    Ok(pair)
 }

@@ -13,6 +13,9 @@ mod serve;
 pub mod sweep;
 
 mod interrupt;
+mod usage;
+
+pub(crate) use usage::one_line;
 
 use std::io::Write;
 
@@ -36,6 +39,10 @@ pub fn main() -> i32 {
         eprintln!("ringperf: an argument is not valid UTF-8: give names and values in UTF-8");
         return 2;
     };
+    if argv.len() <= 1 {
+        eprint!("{}", usage::short_usage());
+        return 2;
+    }
     // A sweep's lists are not what the single-test parsers take: split them out first.
     if argv.get(1).map(String::as_str) == Some("sweep") {
         return sweep::main(argv);
@@ -55,7 +62,7 @@ pub fn main() -> i32 {
             return 0;
         }
         Err(e) => {
-            eprintln!("ringperf: {}", one_line(&e));
+            eprintln!("ringperf: {}", one_line(&e, &argv));
             return 2;
         }
     };
@@ -213,23 +220,40 @@ pub fn stream_spec(t: &TestArgs, send_size: u32, recv_size: u32, reverse: bool) 
     Ok(spec)
 }
 
-/// clap's first error line, plus where to look, instead of its multi-line usage dump.
-pub(crate) fn one_line(e: &clap::Error) -> String {
-    let text = e.to_string();
-    let first = text.lines().next().unwrap_or("invalid arguments");
-    let first = first.strip_prefix("error: ").unwrap_or(first);
-    let cmd = std::env::args().nth(1).filter(|a| {
-        ["stream", "rr", "crr", "udp-stream", "udp-rr", "sendfile", "engines", "sweep", "serve"]
-            .contains(&a.as_str())
-    });
-    match cmd {
-        Some(c) => format!("{first} (see 'ringperf {c} --help')"),
-        None => format!("{first} (see 'ringperf --help')"),
+/// Flags whose meaning depends on another flag: each bad combination is a usage error that
+/// names both, instead of a run that silently does something else.
+fn check_flag_pairs(t: &TestArgs) -> Result<(), Error> {
+    let e = &t.engine;
+    if let Some(batch) = e.sq_batch {
+        if batch > e.sq_entries {
+            return Err(Error::Usage(format!(
+                "--sq-batch {batch} is larger than the ring (--sq-entries {}): the ring fills first; give --sq-batch of at most {}",
+                e.sq_entries, e.sq_entries
+            )));
+        }
     }
+    if let Some(ms) = t.stats.interval {
+        if ms > t.length_ms {
+            return Err(Error::Usage(format!(
+                "-D {} s is longer than the test (-l {} s): no interval would end; give -D of at most -l",
+                ms as f64 / 1e3,
+                t.length_ms as f64 / 1e3
+            )));
+        }
+    }
+    if let (Some(total), Some(per_flow)) = (t.rate, t.flow_rate) {
+        if per_flow > total {
+            return Err(Error::Usage(format!(
+                "--flow-rate {per_flow} bits/s is above the total -b {total} bits/s: one flow can never reach it; give --flow-rate of at most -b"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// The spec fields every test shares.
 pub fn base_spec(t: &TestArgs, workload: Workload) -> Result<TestSpec, Error> {
+    check_flag_pairs(t)?;
     let bufs = |b: Option<(Option<u32>, Option<u32>)>| {
         let (send, recv) = b.unwrap_or((None, None));
         SocketBuffers { send, recv }

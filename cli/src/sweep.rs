@@ -194,7 +194,7 @@ pub fn main(argv: Vec<String>) -> i32 {
                 return 2;
             }
             Err(e) => {
-                eprintln!("ringperf: {}", one_line(&e));
+                eprintln!("ringperf: {}", one_line(&e, &line));
                 return 2;
             }
         }

@@ -1,0 +1,74 @@
+//! What a new user meets in the first hour: the bare command, mistyped and incomplete
+//! command lines, bad flag pairs, and the outputs they read first. Each test is one rough
+//! edge that was seen by running ringperf as a new user.
+
+use ringperf_tests::ringperf;
+
+#[test]
+fn bare_ringperf_prints_a_short_usage_and_exits_2() {
+    let o = ringperf!().run(&[]);
+    assert_eq!(o.code(), 2, "{o}");
+    assert!(o.stdout.is_empty(), "the usage of an error goes to stderr: {o}");
+    let e = &o.stderr;
+    assert!(e.contains("describe the kernel, not the tool."), "the sentence is cut: {o}");
+    for cmd in ["stream", "rr", "engines", "sweep", "diff", "serve"] {
+        assert!(e.lines().any(|l| l.trim_start().starts_with(cmd)), "'{cmd}' is not listed: {o}");
+    }
+    assert!(e.contains("ringperf stream") && e.contains("ringperf --help"), "no first commands: {o}");
+    assert!(!e.contains("(see 'ringperf --help')"), "the old cut-off line is back: {o}");
+}
+
+#[test]
+fn a_missing_positional_is_named_with_the_subcommand_help() {
+    let rp = ringperf!();
+    rp.run(&["diff", "a.json"]).failure(2, &["missing", "<B>", "'ringperf diff --help'"]);
+    rp.run(&["plot", "a.json"]).failure(2, &["missing", "--output", "'ringperf plot --help'"]);
+    rp.run(&["plot"]).failure(2, &["<INPUT>", "--output", "'ringperf plot --help'"]);
+}
+
+#[test]
+fn a_bad_choice_lists_the_valid_values() {
+    let line = ringperf!().run(&["stream", "-f", "x"]).failure(2, &["-f", "'x'", "'ringperf stream --help'"]);
+    assert!(line.contains("k, m, g, K, M, G"), "the valid units are not listed: {line}");
+    ringperf!().run(&["rr", "--send-engine", "fast"]).failure(2, &["--send-engine", "copy", "zc"]);
+}
+
+#[test]
+fn unknown_flags_point_at_their_own_subcommand_help() {
+    let rp = ringperf!();
+    rp.run(&["probe", "--x"]).failure(2, &["--x", "'ringperf probe --help'"]);
+    rp.run(&["stream", "--flwos", "2"])
+        .failure(2, &["--flwos", "did you mean '--flows'", "'ringperf stream --help'"]);
+    rp.run(&["sweep", "rr", "--nope"]).failure(2, &["--nope", "'ringperf sweep rr --help'"]);
+}
+
+/// Each bad pair: the flag, what is wrong with the pair, exit 2, nothing run.
+#[test]
+fn every_paired_flag_refuses_a_bad_pair() {
+    let cases: &[(&[&str], &[&str])] = &[
+        (&["stream", "-i", "2,5"], &["-i", "MIN 5 is above MAX 2"]),
+        (&["stream", "-i", "5,0"], &["-i", "MIN 0"]),
+        (&["stream", "-i", "1,2,3"], &["-i", "more than two"]),
+        (&["stream", "-I", "40,5"], &["-I", "confidence level 40"]),
+        (&["stream", "-I", "99,0"], &["-I", "width 0"]),
+        (&["stream", "-T", ","], &["-T", "names no cpu"]),
+        (&["stream", "-T", "0,1,2"], &["-T", "more than two"]),
+        (&["stream", "-s", ","], &["-s", "no size"]),
+        (&["stream", "-S", "0,64K"], &["-S", "at least 1 byte"]),
+        (&["rr", "-r", "1,1,1"], &["-r", "more than two"]),
+        (&["rr", "-r", ","], &["-r", "no size"]),
+        (&["crr", "--client-ports", "5000-4000"], &["--client-ports", "low to high"]),
+        (&["crr", "--client-ports", "5000"], &["--client-ports", "LO-HI"]),
+        (&["stream", "--recv-engine", "multishot", "--buf-count", "3"], &["--buf-count", "power of two"]),
+        (&["stream", "--buf-size", "1G", "--buf-count", "4"], &["--buf-size", "buf-count x buf-size"]),
+        (&["stream", "--sq-entries", "64", "--sq-batch", "128"], &["--sq-batch 128", "--sq-entries 64"]),
+        (&["stream", "--cq-batch", "4"], &["--cq-batch", "--cq-wait-us"]),
+        (&["stream", "-l", "1", "-D", "3"], &["-D 3", "-l 1"]),
+        (&["stream", "-b", "1M", "--flow-rate", "2M"], &["--flow-rate", "-b"]),
+        (&["sweep", "stream", "-m", "1K,2K", "-i", "2,5"], &["-i", "MIN 5 is above MAX 2"]),
+        (&["sweep", "rr", "-r", "1,1:2,5,6"], &["-r", "more than two"]),
+    ];
+    for (args, needles) in cases {
+        ringperf!().run(args).failure(2, needles);
+    }
+}
