@@ -340,12 +340,16 @@ pub struct EnginesArgs {
     /// Server sends, client receives.
     #[arg(long)]
     pub reverse: bool,
-    /// Send engines to try (default: every one, each with --recv-engine).
+    /// Send engines to try (default: every one), each against --recv-engine.
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_send_engine)]
     pub send_engines: Vec<SendEngine>,
-    /// Receive engines to try (default: every one, each with --send-engine).
+    /// Receive engines to try (default: every one), each against --send-engine.
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_recv_engine)]
     pub recv_engines: Vec<RecvEngine>,
+    /// Run every send engine with every receive engine (the full product of the two lists)
+    /// instead of each engine against the other side's default.
+    #[arg(long)]
+    pub matrix: bool,
 }
 
 /// `--plot` on a test (and on each sweep).

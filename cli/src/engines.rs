@@ -8,10 +8,13 @@ use crate::interrupt::Interrupt;
 use crate::{client_psk, default_send_depth, partial, print, render, requirements, stream_spec, target};
 
 /// The combinations to run: every send engine with the chosen receive engine, then the
-/// chosen send engine with every other receive engine.
+/// chosen send engine with every other receive engine; with --matrix, every pair.
 pub fn combinations(a: &EnginesArgs) -> Vec<(SendEngine, RecvEngine)> {
     let sends = if a.send_engines.is_empty() { SendEngine::ALL.to_vec() } else { a.send_engines.clone() };
     let recvs = if a.recv_engines.is_empty() { RecvEngine::ALL.to_vec() } else { a.recv_engines.clone() };
+    if a.matrix {
+        return sends.iter().flat_map(|&s| recvs.iter().map(move |&r| (s, r))).collect();
+    }
     let base = (a.test.engine.send_engine, a.test.engine.recv_engine);
     let mut out: Vec<(SendEngine, RecvEngine)> = sends.iter().map(|&s| (s, base.1)).collect();
     for r in recvs {

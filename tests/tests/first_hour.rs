@@ -72,3 +72,33 @@ fn every_paired_flag_refuses_a_bad_pair() {
         ringperf!().run(args).failure(2, needles);
     }
 }
+
+/// The pairs `engines` ran, as (send, recv) names from its JSON array.
+fn engine_pairs(r: &serde_json::Value) -> Vec<(String, String)> {
+    let runs = r.as_array().unwrap_or_else(|| panic!("engines --json is not an array: {r}"));
+    runs.iter()
+        .map(|x| {
+            let name = |p: &str| ringperf_tests::str_at(x, p).to_string();
+            (name("spec.local.send_engine"), name("spec.local.recv_engine"))
+        })
+        .collect()
+}
+
+#[test]
+fn engines_default_is_each_engine_against_the_default_and_matrix_is_the_product() {
+    let lists = ["--send-engines", "copy,zc", "--recv-engines", "recv,multishot"];
+    let mut args = vec!["engines", "-l", "0.2", "-m", "16K", "-M", "16K"];
+    args.extend(lists);
+    let default = engine_pairs(&ringperf!().run_json(&args));
+    let want: Vec<(String, String)> = [("copy", "recv"), ("zc", "recv"), ("copy", "multishot")]
+        .iter()
+        .map(|(s, r)| (s.to_string(), r.to_string()))
+        .collect();
+    assert_eq!(default, want, "without --matrix: each engine against the other side's default");
+    args.push("--matrix");
+    let mut matrix = engine_pairs(&ringperf!().run_json(&args));
+    assert_eq!(matrix.len(), 4, "--matrix: 2 x 2 pairs: {matrix:?}");
+    matrix.sort();
+    matrix.dedup();
+    assert_eq!(matrix.len(), 4, "--matrix ran a pair twice");
+}
