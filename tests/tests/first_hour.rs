@@ -102,3 +102,57 @@ fn engines_default_is_each_engine_against_the_default_and_matrix_is_the_product(
     matrix.dedup();
     assert_eq!(matrix.len(), 4, "--matrix ran a pair twice");
 }
+
+/// Runs `args` against a served port for 20 s, kills the server once the run has gone a
+/// second, and returns the client's exit code and stdout: a partial report whose server
+/// side never came.
+fn run_until_the_server_dies(args: &[&str]) -> (Option<i32>, String, String) {
+    use std::io::Read;
+    use std::process::Stdio;
+    use std::time::Duration;
+    let rp = ringperf!();
+    let mut server = rp.serve();
+    let port = server.port_arg();
+    let mut all = args.to_vec();
+    all.extend(["-H", "127.0.0.1", "-p", &port, "-l", "20"]);
+    let mut cmd = rp.command(&all);
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut client = ringperf_tests::ChildGuard::spawn(cmd);
+    assert!(server.wait_for_log("session started", Duration::from_secs(20)).is_some());
+    std::thread::sleep(Duration::from_secs(1));
+    server.child().kill();
+    let status =
+        client.wait_timeout(Duration::from_secs(15)).expect("the client ran on after its server died");
+    let (mut out, mut err) = (String::new(), String::new());
+    client.child_mut().stdout.take().expect("stdout").read_to_string(&mut out).expect("stdout");
+    client.child_mut().stderr.take().expect("stderr").read_to_string(&mut err).expect("stderr");
+    (status.code(), out, err)
+}
+
+#[test]
+fn a_partial_report_does_not_print_the_missing_server_side_as_zero() {
+    let (code, out, err) = run_until_the_server_dies(&["stream", "-m", "16K", "-M", "16K"]);
+    assert_eq!(code, Some(3), "a dead server is a peer error: {out}\n{err}");
+    assert!(out.contains("PARTIAL RESULT"), "not marked partial: {out}");
+    let header =
+        out.lines().position(|l| l.starts_with("bytes")).unwrap_or_else(|| panic!("no table: {out}"));
+    let data: Vec<&str> = out.lines().nth(header + 2).unwrap_or_default().split_whitespace().collect();
+    assert_eq!(data.len(), 9, "the data line lost a column: {data:?}\n{out}");
+    // Recv socket size (the server's), remote CPU and remote service demand were never reported.
+    assert_eq!([data[0], data[6], data[8]], ["—"; 3], "a missing figure printed as a value: {data:?}");
+    let local_cpu: f64 = data[5].parse().unwrap_or_else(|_| panic!("local CPU is not a number: {data:?}"));
+    assert!(local_cpu > 0.0, "the local side's CPU was measured: {data:?}");
+
+    let (code, out, err) = run_until_the_server_dies(&["stream", "-m", "16K", "-M", "16K", "--keyval"]);
+    assert_eq!(code, Some(3), "{out}\n{err}");
+    let value = |name: &str| {
+        out.lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}=")))
+            .unwrap_or_else(|| panic!("{name} missing: {out}"))
+            .to_string()
+    };
+    for name in ["REMOTE_CPU_UTIL", "REMOTE_SD", "RSR_SIZE_END", "REMOTE_TOOL_OVERHEAD"] {
+        assert_eq!(value(name), "", "{name} of a server that never reported must be empty: {out}");
+    }
+    assert!(!value("LOCAL_CPU_UTIL").is_empty(), "the local side was measured: {out}");
+}

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use ringperf_engine::env::NetworkEnvironment;
-use ringperf_engine::report::{LatencySummary, RingSetup, SideReport};
+use ringperf_engine::report::{LatencySummary, RingSetup, SideReport, UdpReport};
 use ringperf_engine::spec::{Role, Workload};
 use ringperf_engine::TestReport;
 
@@ -32,7 +32,9 @@ pub fn headline(r: &TestReport, units: Units) -> String {
 
 /// The remote CPU figure, or why there is none.
 fn remote_cpu(r: &TestReport) -> String {
-    r.remote.as_ref().map_or_else(|| "- %".into(), |s| format!("{:.1} %", s.cpu.system.busy_percent))
+    r.remote
+        .as_ref()
+        .map_or_else(|| format!("{NOT_REPORTED} %"), |s| format!("{:.1} %", s.cpu.system.busy_percent))
 }
 
 fn partial_mark(r: &TestReport) -> &'static str {
@@ -68,7 +70,8 @@ pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
         o.push_str(&table);
     } else {
         // -P 0: the data line(s) only, as netperf prints them.
-        for line in table.lines().filter(|l| l.starts_with(|c: char| c.is_ascii_digit())) {
+        let data = |l: &&str| l.starts_with(|c: char| c.is_ascii_digit()) || l.starts_with(NOT_REPORTED);
+        for line in table.lines().filter(data) {
             o.push_str(line);
             o.push('\n');
         }
@@ -203,43 +206,55 @@ fn crr_line(o: &mut String, name: &str, s: &SideReport) {
     );
 }
 
-/// netperf's UDP_STREAM table: the sender's line, then the receiver's own count and rate.
+/// netperf's UDP_STREAM table: the sender's line, then the receiver's own count and rate
+/// (not reported when a partial run's server never sent its side).
 fn udp_stream_table(o: &mut String, r: &TestReport, units: Units) {
-    // A partial run's server may never have reported: then there is no second line.
-    let Some(remote) = r.remote.as_ref() else { return };
-    let (tx, rx) = if r.local.role == Role::UdpSender { (&r.local, remote) } else { (remote, &r.local) };
-    let (Some(tu), Some(ru)) = (&tx.udp, &rx.udp) else { return };
+    let remote = r.remote.as_ref();
+    let (tx, rx) =
+        if r.local.role == Role::UdpSender { (Some(&r.local), remote) } else { (remote, Some(&r.local)) };
+    let (tx, rx) = (with_udp(tx), with_udp(rx));
+    if tx.is_none() && rx.is_none() {
+        return;
+    }
     let secs = |s: &SideReport| s.elapsed_ns.max(1) as f64 / 1e9;
-    let rate = |bytes: u64, s: &SideReport| units.convert(bytes as f64 * 8.0 / secs(s));
+    let rate = |bytes: u64, s: &SideReport| format!("{:.2}", units.convert(bytes as f64 * 8.0 / secs(s)));
+    let cpu = |s: &SideReport| format!("{:.2}", s.cpu.system.busy_percent);
     let _ = writeln!(o, "Socket  Message  Elapsed      Messages                    CPU      Service");
     let _ = writeln!(o, "Size    Size     Time         Okay   Lost   Throughput    Util     Demand");
     let _ = writeln!(o, "bytes   bytes    secs            #      #   {:<12}  % S      us/KB", units.label());
     o.push('\n');
     let _ = writeln!(
         o,
-        "{:<7} {:<8} {:<8} {:>9} {:>6} {:>12.2}  {:<8.2} {:<7.3}",
-        tx.socket.send_buffer,
-        tu.datagram_size,
-        fmt_secs(secs(tx)),
-        tu.datagrams_sent,
+        "{:<7} {:<8} {:<8} {:>9} {:>6} {:>12}  {:<8} {:<7}",
+        shown(tx.map(|(s, _)| s.socket.send_buffer)),
+        shown(tx.map(|(_, u)| u.datagram_size)),
+        shown(tx.map(|(s, _)| fmt_secs(secs(s)))),
+        shown(tx.map(|(_, u)| u.datagrams_sent)),
         0,
-        rate(tx.bytes_sent, tx),
-        tx.cpu.system.busy_percent,
-        sd(Some(tx), |s| s.service_demand.us_per_kb),
+        shown(tx.map(|(s, _)| rate(s.bytes_sent, s))),
+        shown(tx.map(|(s, _)| cpu(s))),
+        sd(tx.map(|(s, _)| s), |s| s.service_demand.us_per_kb),
     );
-    let lost = tu.datagrams_sent.saturating_sub(ru.datagrams_received);
+    let lost = match (tx, rx) {
+        (Some((_, tu)), Some((_, ru))) => Some(tu.datagrams_sent.saturating_sub(ru.datagrams_received)),
+        _ => None,
+    };
     let _ = writeln!(
         o,
-        "{:<7} {:<8} {:<8} {:>9} {:>6} {:>12.2}  {:<8.2} {:<7.3}",
-        rx.socket.recv_buffer,
+        "{:<7} {:<8} {:<8} {:>9} {:>6} {:>12}  {:<8} {:<7}",
+        shown(rx.map(|(s, _)| s.socket.recv_buffer)),
         "",
-        fmt_secs(secs(rx)),
-        ru.datagrams_received,
-        lost,
-        rate(rx.bytes_received, rx),
-        rx.cpu.system.busy_percent,
-        sd(Some(rx), |s| s.service_demand.us_per_kb),
+        shown(rx.map(|(s, _)| fmt_secs(secs(s)))),
+        shown(rx.map(|(_, u)| u.datagrams_received)),
+        shown(lost),
+        shown(rx.map(|(s, _)| rate(s.bytes_received, s))),
+        shown(rx.map(|(s, _)| cpu(s))),
+        sd(rx.map(|(s, _)| s), |s| s.service_demand.us_per_kb),
     );
+}
+
+fn with_udp(s: Option<&SideReport>) -> Option<(&SideReport, &UdpReport)> {
+    s.and_then(|s| s.udp.as_ref().map(|u| (s, u)))
 }
 
 /// Datagram accounting of one side of a UDP test.
@@ -510,14 +525,14 @@ fn stream_table(o: &mut String, r: &TestReport, units: Units) {
     o.push('\n');
     let _ = writeln!(
         o,
-        "{:<8} {:<8} {:<8} {:<8} {:>11.2}  {:<8.2} {:<8.2} {:<7.3} {:<7.3}",
-        receiver.map_or(0, |s| s.socket.recv_buffer),
-        sender.map_or(0, |s| s.socket.send_buffer),
+        "{:<8} {:<8} {:<8} {:<8} {:>11.2}  {:<8.2} {:<8} {:<7} {:<7}",
+        shown(receiver.map(|s| s.socket.recv_buffer)),
+        shown(sender.map(|s| s.socket.send_buffer)),
         r.spec.send_size,
         fmt_secs(sender.unwrap_or(&r.local).elapsed_ns as f64 / 1e9),
         units.convert(r.summary.throughput_bits_per_sec),
         r.local.cpu.system.busy_percent,
-        remote.map_or(0.0, |s| s.cpu.system.busy_percent),
+        shown(remote.map(|s| format!("{:.2}", s.cpu.system.busy_percent))),
         sd(Some(&r.local), |s| s.service_demand.us_per_kb),
         sd(remote, |s| s.service_demand.us_per_kb),
     );
@@ -531,20 +546,25 @@ fn rr_table(o: &mut String, r: &TestReport) {
     o.push('\n');
     let _ = writeln!(
         o,
-        "{:<8} {:<8} {:<7} {:<6} {:<7} {:<10.2} {:<6.2} {:<6.2} {:<8.3} {:<8.3}",
+        "{:<8} {:<8} {:<7} {:<6} {:<7} {:<10} {:<6.2} {:<6} {:<8} {:<8}",
         r.local.socket.send_buffer,
         r.local.socket.recv_buffer,
         r.spec.request_size,
         r.spec.response_size,
         fmt_secs(r.local.elapsed_ns as f64 / 1e9),
-        r.summary.transactions_per_sec.unwrap_or(0.0),
+        shown(r.summary.transactions_per_sec.map(|t| format!("{t:.2}"))),
         r.local.cpu.system.busy_percent,
-        r.remote.as_ref().map_or(0.0, |s| s.cpu.system.busy_percent),
+        shown(r.remote.as_ref().map(|s| format!("{:.2}", s.cpu.system.busy_percent))),
         sd(Some(&r.local), |s| s.service_demand.us_per_transaction),
         sd(r.remote.as_ref(), |s| s.service_demand.us_per_transaction),
     );
-    if let Some(remote) = &r.remote {
-        let _ = writeln!(o, "{:<8} {:<8}", remote.socket.send_buffer, remote.socket.recv_buffer);
+    match &r.remote {
+        Some(remote) => {
+            let _ = writeln!(o, "{:<8} {:<8}", remote.socket.send_buffer, remote.socket.recv_buffer);
+        }
+        None => {
+            let _ = writeln!(o, "{NOT_REPORTED:<8} {NOT_REPORTED:<8}");
+        }
     }
 }
 
@@ -591,8 +611,16 @@ fn ring_setup(r: &RingSetup) -> String {
     parts.join(", ")
 }
 
-fn sd(s: Option<&SideReport>, f: impl Fn(&SideReport) -> Option<f64>) -> f64 {
-    s.and_then(f).unwrap_or(0.0)
+/// What a table cell shows for a figure nobody measured (a partial run's missing server
+/// side, a service demand without bytes): a 0 there would read as a measurement.
+pub const NOT_REPORTED: &str = "—";
+
+fn shown(v: Option<impl std::fmt::Display>) -> String {
+    v.map_or_else(|| NOT_REPORTED.to_string(), |v| v.to_string())
+}
+
+fn sd(s: Option<&SideReport>, f: impl Fn(&SideReport) -> Option<f64>) -> String {
+    shown(s.and_then(f).map(|v| format!("{v:.3}")))
 }
 
 fn fmt_secs(s: f64) -> String {
