@@ -56,7 +56,7 @@ pub enum Command {
 #[derive(Args, Debug, Clone)]
 pub struct TestArgs {
     /// Server to test against; without it the test runs against an embedded server on 127.0.0.1.
-    #[arg(short = 'H', long = "host", value_name = "HOST")]
+    #[arg(short = 'H', long = "host", value_name = "HOST", value_parser = parse_host)]
     pub host: Option<String>,
     /// Control port of the server.
     #[arg(short = 'p', long = "port", default_value_t = DEFAULT_PORT, value_parser = clap::value_parser!(u16).range(1..))]
@@ -570,6 +570,30 @@ fn parse_seconds(s: &str) -> Result<u64, String> {
         return Err(format!("test length '{s}' is over {max_s} s: use at most {max_s}"));
     }
     Ok(ms as u64)
+}
+
+/// -H: a name or an address; an IPv6 address may come in brackets (`[::1]`), which are
+/// dropped for the lookup. The port is -p's: a `host:port` is refused with that hint rather
+/// than looked up as a name.
+fn parse_host(s: &str) -> Result<String, String> {
+    let t = s.trim();
+    if let Some(inner) = t.strip_prefix('[') {
+        return match inner.split_once(']') {
+            Some((addr, "")) if addr.parse::<std::net::Ipv6Addr>().is_ok() => Ok(addr.to_string()),
+            Some((addr, rest)) if rest.starts_with(':') && addr.parse::<std::net::Ipv6Addr>().is_ok() => {
+                Err(format!("give the port with -p: -H {addr} -p {}", &rest[1..]))
+            }
+            _ => Err(format!("'{s}' is not a bracketed IPv6 address: give it as [::1] or ::1")),
+        };
+    }
+    if t.is_empty() {
+        return Err("give a host name or address, like 192.0.2.1, ::1 or server.example".into());
+    }
+    // One colon is host:port; more are an IPv6 address.
+    if let Some((host, port)) = t.split_once(':').filter(|_| t.matches(':').count() == 1) {
+        return Err(format!("give the port with -p: -H {host} -p {port}"));
+    }
+    Ok(t.to_string())
 }
 
 fn parse_cidr(s: &str) -> Result<Cidr, String> {

@@ -42,7 +42,11 @@ pub fn run(a: &EnginesArgs) -> Result<i32, Error> {
         }
         // --require-zc makes sense per zero-copy engine only.
         spec.require_zero_copy &= send.is_zero_copy();
-        match run_test_with(&spec, &target(&a.test), &opts) {
+        let result = run_test_with(&spec, &target(&a.test), &opts).map(|mut r| {
+            r.server = render::socket_addr(&r.server);
+            r
+        });
+        match result {
             // A partial run ends the table: the reason and exit code follow it.
             Ok(r) if r.partial => {
                 reports.push(r);

@@ -401,7 +401,8 @@ fn run_and_render(spec: &TestSpec, t: &TestArgs, plot: &PlotArgs) -> Result<i32,
     if let Some(p) = live {
         p.finish();
     }
-    let report = result?;
+    let mut report = result?;
+    report.server = render::socket_addr(&report.server);
     let out = match format {
         render::Format::Json => render::json::render(&report),
         render::Format::Keyval => render::keyval::render(&report, units),

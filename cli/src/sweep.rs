@@ -220,7 +220,8 @@ fn run(points: &[Parsed]) -> Result<i32, Error> {
         let result =
             run_iterations(&p.spec, &target(&p.test), &opts, confidence_target(&p.test), &mut |_, _| {});
         match result {
-            Ok(r) => {
+            Ok(mut r) => {
+                r.server = render::socket_addr(&r.server);
                 if human {
                     eprintln!(
                         "ringperf: point {} of {} ({}): {}",

@@ -156,3 +156,28 @@ fn a_partial_report_does_not_print_the_missing_server_side_as_zero() {
     }
     assert!(!value("LOCAL_CPU_UTIL").is_empty(), "the local side was measured: {out}");
 }
+
+/// A server on ::1 is reached with `-H ::1` and `-H [::1]`, and the report names it
+/// `[::1]:port`, in the banner and in the JSON.
+#[test]
+fn ipv6_hosts_are_accepted_bare_and_bracketed_and_printed_bracketed() {
+    let test = "ipv6_hosts_are_accepted_bare_and_bracketed_and_printed_bracketed";
+    if let Err(e) = std::net::TcpListener::bind("[::1]:0") {
+        eprintln!("SKIPPED: {test}: this host has no ::1 ({e})");
+        return;
+    }
+    let rp = ringperf!();
+    let server = ringperf_tests::Server::start(rp.command(&["serve", "--bind", "::1", "--port", "0"]));
+    let port = server.port_arg();
+    let want = format!("[::1]:{port}");
+    for host in ["::1", "[::1]"] {
+        let out =
+            rp.run(&["stream", "-H", host, "-p", &port, "-l", "0.3", "-m", "16K", "-M", "16K"]).success();
+        let banner = out.stdout.lines().next().unwrap_or_default();
+        assert!(banner.contains(&format!("to {want}:")), "-H {host}: the banner lacks {want}: {banner}");
+        let r = rp.run_json(&["rr", "-H", host, "-p", &port, "-l", "0.3"]);
+        assert_eq!(ringperf_tests::str_at(&r, "server"), want, "-H {host}: the JSON's server");
+    }
+    rp.run(&["stream", "-H", &format!("[::1]:{port}")]).failure(2, &["-p", &port]);
+    rp.run(&["stream", "-H", "[::1"]).failure(2, &["[::1]"]);
+}

@@ -45,7 +45,7 @@ pub fn describe(r: &TestReport) -> String {
     format!(
         "{} to {}, {}/{}, {:.1} s",
         r.test,
-        r.server,
+        crate::render::socket_addr(&r.server),
         s.local.send_engine.name(),
         s.local.recv_engine.name(),
         s.duration_ms as f64 / 1000.0

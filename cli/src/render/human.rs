@@ -108,7 +108,8 @@ pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
 
 /// The netperf-style banner and table.
 fn render_table(o: &mut String, r: &TestReport, units: Units) {
-    let where_ = if r.embedded_server { format!("{} (embedded server)", r.server) } else { r.server.clone() };
+    let server = super::socket_addr(&r.server);
+    let where_ = if r.embedded_server { format!("{server} (embedded server)") } else { server };
     // The engines as asked for: the side that would report them may be missing.
     let (send_engine, recv_engine) = match r.local.role {
         Role::StreamReceiver => (r.spec.remote.send_engine, r.spec.local.recv_engine),
