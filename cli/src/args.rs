@@ -494,6 +494,10 @@ pub struct DiffArgs {
     /// Confidence level (percent) for "significant".
     #[arg(long, value_name = "PERCENT", default_value_t = 95.0)]
     pub level: f64,
+    /// Throughput units, as for a test: k/m/g are 10^3/10^6/10^9 bits/s, K/M/G are
+    /// KiB/MiB/GiB per second.
+    #[arg(short = 'f', value_name = "UNIT", default_value = "m", value_parser = ["k", "m", "g", "K", "M", "G"])]
+    pub units: String,
 }
 
 /// Figures `ringperf diff` compares, by the names `--fail-on` takes.

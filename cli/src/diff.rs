@@ -27,8 +27,22 @@ pub fn run(a: &DiffArgs) -> Result<i32, Error> {
         return Err(Error::Usage(format!("--level {}: use 50 to 99.99 (percent)", a.level)));
     }
     let (ra, rb) = (load(&a.a)?, load(&a.b)?);
+    if ra.test != rb.test {
+        return Err(Error::Usage(format!(
+            "'{}' is a {} report and '{}' a {} report: diff compares two runs of the same test; give two {} (or two {}) reports",
+            a.a.display(),
+            ra.test,
+            a.b.display(),
+            rb.test,
+            ra.test,
+            rb.test
+        )));
+    }
     let c = compare(&ra, &rb, a.level / 100.0);
-    print(&render::diff::render(&c, &a.a.display().to_string(), &a.b.display().to_string()));
+    let units = render::Units::parse(&a.units);
+    let sides = [(&a.a, &ra), (&a.b, &rb)]
+        .map(|(p, r)| render::diff::Side { path: p.display().to_string(), report: r });
+    print(&render::diff::render(&c, &sides, units));
     let failed: Vec<&str> = c
         .figures
         .iter()

@@ -181,3 +181,56 @@ fn ipv6_hosts_are_accepted_bare_and_bracketed_and_printed_bracketed() {
     rp.run(&["stream", "-H", &format!("[::1]:{port}")]).failure(2, &["-p", &port]);
     rp.run(&["stream", "-H", "[::1"]).failure(2, &["[::1]"]);
 }
+
+/// Writes `v` to a file of this test process and returns its path.
+fn saved(name: &str, v: &serde_json::Value) -> String {
+    let dir = std::env::temp_dir().join(format!("ringperf-first-hour-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let p = dir.join(name);
+    std::fs::write(&p, serde_json::to_vec(v).expect("JSON")).expect("write");
+    p.to_string_lossy().into_owned()
+}
+
+#[test]
+fn diff_shows_units_refuses_different_tests_and_flags_partial_reports() {
+    let rp = ringperf!();
+    let stream = rp.run_json(&["stream", "-l", "0.3", "-m", "16K", "-M", "16K"]);
+    let rr = rp.run_json(&["rr", "-l", "0.3"]);
+    let (s, r) = (saved("stream.json", &stream), saved("rr.json", &rr));
+
+    rp.run(&["diff", &s, &r]).failure(2, &["TCP_STREAM", "TCP_RR", "same test"]);
+
+    let out = rp.run(&["diff", &s, &s]).success().stdout;
+    let row = |out: &str, name: &str| -> Vec<String> {
+        let line =
+            out.lines().find(|l| l.starts_with(name)).unwrap_or_else(|| panic!("no {name} row: {out}"));
+        line.split_whitespace().map(str::to_string).collect()
+    };
+    let tput = row(&out, "throughput");
+    let mbits =
+        stream["iterations"][0]["throughput_bits_per_sec"].as_f64().expect("iteration throughput") / 1e6;
+    assert_eq!(tput[1], format!("{mbits:.2}"), "throughput is not in 10^6bits/s: {tput:?}");
+    assert_eq!(tput[3], "10^6bits/s", "{tput:?}");
+    assert_eq!(row(&out, "local_sd")[3], "us/KB");
+    assert_eq!(row(&out, "local_cpu")[3], "%");
+    assert!(!out.lines().any(|l| l.starts_with("p50")), "a stream has no latency row: {out}");
+
+    let out = rp.run(&["diff", &r, &r]).success().stdout;
+    let p50 = row(&out, "p50");
+    assert_eq!(p50[3], "us", "latency without its unit: {p50:?}");
+    let p50_us = rr["iterations"][0]["p50_latency_ns"].as_u64().expect("iteration p50") as f64 / 1e3;
+    assert_eq!(p50[1], format!("{p50_us:.1}"), "p50 not in us: {p50:?}");
+    assert_eq!(row(&out, "local_sd")[3], "us/Tr");
+
+    let mut partial = stream.clone();
+    partial["partial"] = serde_json::json!(true);
+    partial["partial_reason"] = serde_json::json!("the server closed the control connection");
+    partial["remote"] = serde_json::Value::Null;
+    partial["iterations"][0]["remote_cpu_percent"] = serde_json::Value::Null;
+    partial["iterations"][0]["remote_sd_us"] = serde_json::Value::Null;
+    let p = saved("partial.json", &partial);
+    let out = rp.run(&["diff", &s, &p]).success().stdout;
+    assert!(out.lines().any(|l| l.starts_with("B =") && l.contains("PARTIAL")), "B not flagged: {out}");
+    assert!(out.contains("!!! B is partial"), "no partial warning: {out}");
+    assert_eq!(row(&out, "remote_cpu")[2], "—", "a missing remote figure printed as a value: {out}");
+}

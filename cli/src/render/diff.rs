@@ -1,25 +1,63 @@
-//! The `ringperf diff` table.
+//! The `ringperf diff` table: each figure in the unit the human report uses.
 
 use std::fmt::Write;
 
 use ringperf_engine::compare::{Comparison, Method};
+use ringperf_engine::TestReport;
 
-pub fn render(c: &Comparison, a: &str, b: &str) -> String {
+use super::Units;
+
+/// One of the two reports and where it came from.
+pub struct Side<'a> {
+    pub path: String,
+    pub report: &'a TestReport,
+}
+
+/// A figure's value as the human report shows it, and its unit.
+fn shown(name: &str, v: f64, units: Units, transactional: bool) -> (String, &'static str) {
+    match name {
+        "throughput" => (format!("{:.2}", units.convert(v)), units.label()),
+        "transactions" => (format!("{v:.2}"), "trans/s"),
+        "local_cpu" | "remote_cpu" => (format!("{v:.2}"), "% busy"),
+        "local_sd" | "remote_sd" if transactional => (format!("{v:.3}"), "us/Tr"),
+        "local_sd" | "remote_sd" => (format!("{v:.3}"), "us/KB"),
+        "p50" | "p99" => (format!("{:.1}", v / 1e3), "us"),
+        _ => (format!("{v:.4}"), ""),
+    }
+}
+
+pub fn render(c: &Comparison, sides: &[Side; 2], units: Units) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "A = {a}\nB = {b}\n");
+    for (label, s) in ["A", "B"].iter().zip(sides) {
+        let _ = write!(o, "{label} = {} ({})", s.path, s.report.test);
+        if s.report.partial {
+            let why = s.report.partial_reason.as_deref().unwrap_or("the run did not finish");
+            let _ = write!(o, "  PARTIAL: {why}");
+        }
+        o.push('\n');
+    }
+    o.push('\n');
+    let transactional = sides[0].report.spec.workload.is_transactional();
     let _ = writeln!(
         o,
-        "{:<13} {:>16} {:>16} {:>9} {:>10} {:>11}  verdict at {:.1} %",
+        "{:<13} {:>14} {:>14} {:<10} {:>9} {:>10} {:>11}  verdict at {:.1} %",
         "figure",
         "A",
         "B",
+        "unit",
         "change",
         "p-value",
         "by",
         100.0 * c.level
     );
-    for f in &c.figures {
-        let num = |v: Option<f64>| v.map_or("-".into(), |v| format!("{v:.4}"));
+    for f in c.figures.iter().filter(|f| f.a.is_some() || f.b.is_some()) {
+        let unit = shown(f.name, 0.0, units, transactional).1;
+        let num = |v: Option<f64>| {
+            v.map_or_else(
+                || super::human::NOT_REPORTED.to_string(),
+                |v| shown(f.name, v, units, transactional).0,
+            )
+        };
         let verdict = match (f.method, f.significant, f.worse) {
             (Method::NoSamples, ..) => "cannot judge: no spread measured (run both with -i)",
             (_, true, true) => "WORSE (significant)",
@@ -33,13 +71,25 @@ pub fn render(c: &Comparison, a: &str, b: &str) -> String {
         };
         let _ = writeln!(
             o,
-            "{:<13} {:>16} {:>16} {:>9} {:>10} {:>11}  {verdict}",
+            "{:<13} {:>14} {:>14} {:<10} {:>9} {:>10} {:>11}  {verdict}",
             f.name,
             num(f.a),
             num(f.b),
+            unit,
             f.change_percent.map_or("-".into(), |c| format!("{c:+.2}%")),
             f.p_value.map_or("-".into(), |p| format!("{p:.2e}")),
             by
+        );
+    }
+    let partial: Vec<&str> =
+        ["A", "B"].iter().zip(sides).filter(|(_, s)| s.report.partial).map(|(l, _)| *l).collect();
+    if !partial.is_empty() {
+        let _ = writeln!(
+            o,
+            "\n!!! {} {} partial: the run stopped early, so its figures cover only part of the test and a figure it never reported is {}",
+            partial.join(" and "),
+            if partial.len() == 1 { "is" } else { "are" },
+            super::human::NOT_REPORTED
         );
     }
     if !c.spec_differences.is_empty() {
