@@ -412,7 +412,9 @@ const SWEEP_HELP: &str = "Lists (the grid is their cartesian product, the first 
   -r, -s, -S                                   pairs separated by ':': -r 1,1:64,64:1K,1K
 Every other flag applies to each point; -i/-I iterate each point to its own confidence.
 --json prints [{\"point\": {...}, \"report\": {...}}, ...]; a failed point has \"error\" instead of
-\"report\", the other points still run, and the exit code is the failure's.";
+\"report\", the other points still run, and the exit code is the failure's.
+Ctrl-C stops the sweep and prints the points it has; its JSON is then
+{\"partial\": true, \"partial_reason\": ..., \"points\": [...]} and the exit code 130.";
 
 #[derive(Args, Debug)]
 #[command(after_help = SWEEP_HELP)]

@@ -14,6 +14,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use ringperf_engine::{run_iterations, Error, RunOptions, TestReport, TestSpec};
 
 use crate::args::{Cli, Command, SweepOutArgs, SweepWorkload, TestArgs, SWEEP_LISTS};
+use crate::interrupt::Interrupt;
 use crate::{confidence_target, one_line, plot, print, render, requirements, target};
 
 /// One point's parameters, in command-line order: (name, value as typed).
@@ -77,6 +78,15 @@ pub struct Entry {
     pub report: Option<TestReport>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+}
+
+/// A sweep stopped before its last point (Ctrl-C), as its JSON: the points it has, marked
+/// the way a single run's partial report is. A whole sweep stays a plain array.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct PartialSweep {
+    pub partial: bool,
+    pub partial_reason: String,
+    pub points: Vec<Entry>,
 }
 
 /// A list flag found on the command line.
@@ -213,10 +223,17 @@ fn run(points: &[Parsed]) -> Result<i32, Error> {
     let (test, out) = (&first.test, &first.out);
     let units = render::Units::parse(&test.units);
     let human = !test.json && test.banner == 1;
+    let stop = Interrupt::install()?;
     let mut entries: Vec<Entry> = Vec::with_capacity(points.len());
     let mut failure: Option<Error> = None;
+    let mut stopped: Option<String> = None;
     for (n, p) in points.iter().enumerate() {
-        let opts = RunOptions { live: None, level: None, psk: crate::client_psk(&p.test)?, interrupt: None };
+        let opts = RunOptions {
+            live: None,
+            level: None,
+            psk: crate::client_psk(&p.test)?,
+            interrupt: Some(stop.fd()),
+        };
         let result =
             run_iterations(&p.spec, &target(&p.test), &opts, confidence_target(&p.test), &mut |_, _| {});
         match result {
@@ -231,7 +248,15 @@ fn run(points: &[Parsed]) -> Result<i32, Error> {
                         render::human::headline(&r, units)
                     );
                 }
+                let cut = r.partial && stop.fired();
                 entries.push(Entry { point: p.point.clone(), report: Some(r), error: None });
+                if cut {
+                    stopped = Some(stopped_reason(n, points.len(), true));
+                }
+            }
+            // Ctrl-C before this point measured anything.
+            Err(_) if stop.fired() => {
+                stopped = Some(stopped_reason(n, points.len(), false));
             }
             Err(e) => {
                 eprintln!("ringperf: point {} of {} ({}) failed: {e}", n + 1, points.len(), p.point);
@@ -241,17 +266,30 @@ fn run(points: &[Parsed]) -> Result<i32, Error> {
                 }
             }
         }
+        if stopped.is_none() && stop.fired() {
+            stopped = Some(stopped_reason(n + 1, points.len(), false));
+        }
         if let Some(path) = &out.output {
-            write(path, &json(&entries))?;
+            write(path, &json(&entries, stopped.as_deref()))?;
+        }
+        if stopped.is_some() {
+            break;
         }
     }
     if test.json {
-        print(&json(&entries));
+        print(&json(&entries, stopped.as_deref()));
     } else {
         print(&render::sweep::render(&entries, units, test.banner == 1));
+        if let Some(why) = &stopped {
+            print(&format!("PARTIAL SWEEP: {why}.\n"));
+        }
     }
     if let Some(path) = &first.plot {
         plot::sweep::draw(&entries, &out.chart, path)?;
+    }
+    if let Some(why) = stopped {
+        eprintln!("ringperf: partial result: {why}");
+        return Ok(130);
     }
     if let Some(e) = failure {
         return Ok(e.exit_code());
@@ -259,10 +297,35 @@ fn run(points: &[Parsed]) -> Result<i32, Error> {
     Ok(entries.iter().filter_map(|e| e.report.as_ref()).map(requirements).max().unwrap_or(0))
 }
 
-/// The sweep as JSON: an array of {point, report} (or {point, error}).
-pub fn json(entries: &[Entry]) -> String {
+/// Why a sweep is partial: `done` points finished; the next one was cut short (its partial
+/// report kept) or never measured.
+fn stopped_reason(done: usize, total: usize, kept_cut_point: bool) -> String {
+    let left = total - done;
+    if kept_cut_point {
+        format!(
+            "stopped by Ctrl-C during point {} of {total}: {done} whole, point {} partial, {} not run",
+            done + 1,
+            done + 1,
+            left - 1
+        )
+    } else {
+        format!("stopped by Ctrl-C after {done} of {total} points: {left} not run")
+    }
+}
+
+/// The sweep as JSON: an array of {point, report} (or {point, error}); a sweep stopped
+/// early is {"partial": true, "partial_reason", "points": [that array]}.
+pub fn json(entries: &[Entry], stopped: Option<&str>) -> String {
     // Points are strings and reports plain data, so serialization cannot fail.
-    let mut s = serde_json::to_string_pretty(entries).expect("sweep entries serialize");
+    let mut s = match stopped {
+        None => serde_json::to_string_pretty(entries),
+        Some(why) => serde_json::to_string_pretty(&PartialSweep {
+            partial: true,
+            partial_reason: why.to_string(),
+            points: entries.to_vec(),
+        }),
+    }
+    .expect("sweep entries serialize");
     s.push('\n');
     s
 }

@@ -234,3 +234,87 @@ fn diff_shows_units_refuses_different_tests_and_flags_partial_reports() {
     assert!(out.contains("!!! B is partial"), "no partial warning: {out}");
     assert_eq!(row(&out, "remote_cpu")[2], "—", "a missing remote figure printed as a value: {out}");
 }
+
+/// Starts a 3-point sweep that writes `--output`, waits until the first point is in that
+/// file, sends SIGINT, and returns (exit code, stdout, stderr, the --output file's text).
+fn interrupted_sweep(tag: &str, extra: &[&str]) -> (Option<i32>, String, String, String) {
+    use std::io::Read;
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let out_file =
+        std::env::temp_dir().join(format!("ringperf-first-hour-{tag}-{}.json", std::process::id()));
+    let _ = std::fs::remove_file(&out_file);
+    let path = out_file.to_string_lossy().into_owned();
+    let mut args = vec!["sweep", "stream", "-l", "2", "-m", "16K,32K,64K", "-M", "16K", "--output", &path];
+    args.extend_from_slice(extra);
+    let mut cmd = ringperf!().command(&args);
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut sweep = ringperf_tests::ChildGuard::spawn(cmd);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let done = std::fs::read_to_string(&out_file)
+            .ok()
+            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+            .and_then(|v| v.as_array().map(Vec::len))
+            .unwrap_or(0);
+        if done >= 1 {
+            break;
+        }
+        assert!(sweep.try_status().is_none(), "the sweep ended before its first point was written");
+        assert!(Instant::now() < deadline, "the first point never reached {path}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    sweep.signal(libc::SIGINT);
+    let status = sweep.wait_timeout(Duration::from_secs(15)).expect("the sweep ran on after Ctrl-C");
+    let (mut out, mut err) = (String::new(), String::new());
+    sweep.child_mut().stdout.take().expect("stdout").read_to_string(&mut out).expect("stdout");
+    sweep.child_mut().stderr.take().expect("stderr").read_to_string(&mut err).expect("stderr");
+    let file = std::fs::read_to_string(&out_file).expect("--output file");
+    let _ = std::fs::remove_file(&out_file);
+    (status.code(), out, err, file)
+}
+
+/// A partial sweep's JSON: `partial`, its reason, and the points it has; the first one whole.
+fn check_partial_sweep(text: &str) -> serde_json::Value {
+    let v: serde_json::Value =
+        serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
+    assert_eq!(v["partial"], serde_json::json!(true), "not marked partial: {text:.400}");
+    assert!(v["partial_reason"].as_str().is_some_and(|r| r.contains("Ctrl-C")), "no reason: {text:.400}");
+    let points = v["points"].as_array().unwrap_or_else(|| panic!("no points array: {text:.400}"));
+    assert!((1..3).contains(&points.len()), "a stopped 3-point sweep has 1 or 2 points: {}", points.len());
+    assert_eq!(points[0]["point"]["send_size"], "16K");
+    assert_eq!(points[0]["report"]["partial"], serde_json::json!(false), "the finished point is whole");
+    assert!(points[0]["report"]["local"]["bytes_sent"].as_u64().is_some_and(|b| b > 0));
+    v
+}
+
+#[test]
+fn ctrl_c_stops_a_json_sweep_with_the_points_it_has_and_exit_130() {
+    let (code, out, err, file) = interrupted_sweep("json", &["--json"]);
+    assert_eq!(code, Some(130), "stdout: {out:.400}\nstderr: {err}");
+    check_partial_sweep(&out);
+    check_partial_sweep(&file);
+    assert!(err.contains("partial result"), "stderr does not say why: {err}");
+    // The partial file still draws.
+    let svg = std::env::temp_dir().join(format!("ringperf-first-hour-partial-{}.svg", std::process::id()));
+    let svg_path = svg.to_string_lossy().into_owned();
+    let json = std::env::temp_dir().join(format!("ringperf-first-hour-partial-{}.json", std::process::id()));
+    std::fs::write(&json, &file).expect("write");
+    ringperf!().run(&["plot", &json.to_string_lossy(), "-o", &svg_path]).success();
+    assert!(std::fs::read_to_string(&svg).expect("svg").contains("<svg"));
+    let _ = (std::fs::remove_file(&svg), std::fs::remove_file(&json));
+}
+
+#[test]
+fn ctrl_c_stops_a_sweep_table_with_the_points_it_has_and_exit_130() {
+    let (code, out, err, file) = interrupted_sweep("table", &[]);
+    assert_eq!(code, Some(130), "stdout: {out}\nstderr: {err}");
+    let first = out.lines().find(|l| l.starts_with("16K")).unwrap_or_else(|| panic!("no row for 16K: {out}"));
+    assert!(!first.contains("PARTIAL"), "the finished point is marked partial: {first}");
+    assert!(!out.lines().any(|l| l.starts_with("64K")), "the last point cannot have run: {out}");
+    assert!(
+        out.contains("PARTIAL SWEEP") && out.contains("Ctrl-C"),
+        "the table is not marked partial: {out}"
+    );
+    check_partial_sweep(&file);
+}

@@ -13,7 +13,7 @@ use plotters::style::RGBColor;
 use ringperf_engine::{Error, TestReport};
 
 use crate::args::PlotCmdArgs;
-use crate::sweep::Entry;
+use crate::sweep::{Entry, PartialSweep};
 
 /// A palette that stays distinguishable in print and for common colour blindness (Tableau 10).
 pub const PALETTE: [RGBColor; 8] = [
@@ -74,6 +74,9 @@ pub fn from_file(a: &PlotCmdArgs) -> Result<i32, Error> {
             ))
         })?;
         sweep::draw(&entries, &a.chart, &a.output)?;
+    } else if let Ok(sweep) = serde_json::from_str::<PartialSweep>(&text) {
+        // A sweep stopped early: the points it has.
+        sweep::draw(&sweep.points, &a.chart, &a.output)?;
     } else {
         let r: TestReport = serde_json::from_str(&text).map_err(|e| {
             Error::Usage(format!("'{}' is not a ringperf --json report ({e})", a.input.display()))

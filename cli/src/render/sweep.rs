@@ -76,6 +76,11 @@ pub fn render(entries: &[Entry], units: Units, banner: bool) -> String {
             cell(mean(e, "remote_ns_per_segment"), 0),
             confidence(e)
         );
+        if e.report.as_ref().is_some_and(|r| r.partial) {
+            // The row above covers the point until it stopped.
+            o.pop();
+            o.push_str("  PARTIAL\n");
+        }
     }
     o
 }
