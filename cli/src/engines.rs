@@ -5,7 +5,9 @@ use ringperf_engine::{run_test_with, Error, RunOptions, TestReport};
 
 use crate::args::EnginesArgs;
 use crate::interrupt::Interrupt;
-use crate::{client_psk, default_send_depth, partial, print, render, requirements, stream_spec, target};
+use crate::{
+    client_psk, default_send_depth, live, partial, print, render, requirements, stream_spec, target,
+};
 
 /// The combinations to run: every send engine with the chosen receive engine, then the
 /// chosen send engine with every other receive engine; with --matrix, every pair.
@@ -27,10 +29,12 @@ pub fn combinations(a: &EnginesArgs) -> Vec<(SendEngine, RecvEngine)> {
 
 pub fn run(a: &EnginesArgs) -> Result<i32, Error> {
     let stop = Interrupt::install()?;
-    let opts = RunOptions { psk: client_psk(&a.test)?, interrupt: Some(stop.fd()), ..RunOptions::default() };
+    let psk = client_psk(&a.test)?;
+    let units = render::Units::parse(&a.test.units);
     let mut reports: Vec<TestReport> = Vec::new();
     let mut failure = None;
-    for (send, recv) in combinations(a) {
+    let pairs = combinations(a);
+    for (n, &(send, recv)) in pairs.iter().enumerate() {
         let mut spec = stream_spec(&a.test, a.send_size, a.recv_size, a.reverse)?;
         for side in [&mut spec.local, &mut spec.remote] {
             side.send_engine = send;
@@ -42,7 +46,28 @@ pub fn run(a: &EnginesArgs) -> Result<i32, Error> {
         }
         // --require-zc makes sense per zero-copy engine only.
         spec.require_zero_copy &= send.is_zero_copy();
-        let result = run_test_with(&spec, &target(&a.test), &opts).map(|mut r| {
+        // On a terminal: which pair runs and how many remain, with the run's status line.
+        let heading = format!(
+            "[{}/{}] {}/{} ({} left after this)",
+            n + 1,
+            pairs.len(),
+            send.name(),
+            recv.name(),
+            pairs.len() - n - 1
+        );
+        let status = live::Status::start(&spec, &heading, units);
+        let opts = RunOptions {
+            live: status.as_ref().map(live::Status::sender),
+            psk: psk.clone(),
+            interrupt: Some(stop.fd()),
+            ..RunOptions::default()
+        };
+        let result = run_test_with(&spec, &target(&a.test), &opts);
+        drop(opts);
+        if let Some(s) = status {
+            s.finish();
+        }
+        let result = result.map(|mut r| {
             r.server = render::socket_addr(&r.server);
             r
         });
@@ -63,7 +88,7 @@ pub fn run(a: &EnginesArgs) -> Result<i32, Error> {
     let out = if a.test.json {
         render::json::render_all(&reports)
     } else {
-        render::engines::render(&reports, render::Units::parse(&a.test.units))
+        render::engines::render(&reports, units)
     };
     print(&out);
     if let Some(code) = reports.last().and_then(|r| partial(r, &stop)) {

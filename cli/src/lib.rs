@@ -378,9 +378,12 @@ fn run_and_render(spec: &TestSpec, t: &TestArgs, plot: &PlotArgs) -> Result<i32,
     let units = render::Units::parse(&t.units);
     let format = render::Format::of(t);
     let live = live::Printer::start(t, spec, format, units);
+    // Interval lines are progress already; without them a terminal gets a status line.
+    let heading = live::heading(spec, t.host.as_deref());
+    let status = if live.is_none() { live::Status::start(spec, &heading, units) } else { None };
     let stop = interrupt::Interrupt::install()?;
     let opts = RunOptions {
-        live: live.as_ref().map(live::Printer::sender),
+        live: live.as_ref().map(live::Printer::sender).or_else(|| status.as_ref().map(live::Status::sender)),
         level: None,
         psk: client_psk(t)?,
         interrupt: Some(stop.fd()),
@@ -388,11 +391,15 @@ fn run_and_render(spec: &TestSpec, t: &TestArgs, plot: &PlotArgs) -> Result<i32,
     let mut each = |n: u32, r: &TestReport| {
         if let Some(c) = confidence_target(t) {
             if format == render::Format::Human && t.banner == 1 {
-                eprintln!(
+                let line = format!(
                     "ringperf: iteration {n} of at most {}: {}",
                     c.max_iterations,
                     render::human::headline(r, units)
                 );
+                match &status {
+                    Some(s) => s.println(&heading, &line),
+                    None => eprintln!("{line}"),
+                }
             }
         }
     };
@@ -400,6 +407,9 @@ fn run_and_render(spec: &TestSpec, t: &TestArgs, plot: &PlotArgs) -> Result<i32,
     drop(opts);
     if let Some(p) = live {
         p.finish();
+    }
+    if let Some(s) = status {
+        s.finish();
     }
     let mut report = result?;
     report.server = render::socket_addr(&report.server);

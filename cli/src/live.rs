@@ -17,6 +17,38 @@ pub struct Printer {
     handle: JoinHandle<()>,
 }
 
+/// Collects the local workers' samples of each tick and hands their sum to `emit`, once all
+/// have arrived (or whatever arrived, when the run ends), on a thread of its own.
+fn collect(
+    spec: &TestSpec,
+    mut emit: impl FnMut(IntervalSample) + Send + 'static,
+) -> (mpsc::Sender<IntervalSample>, JoinHandle<()>) {
+    let (tx, rx) = mpsc::channel::<IntervalSample>();
+    let workers = spec.workers() * spec.group_roles(true).len();
+    let handle = thread::spawn(move || {
+        let mut pending: Vec<(u32, Vec<IntervalSample>)> = Vec::new();
+        let mut merged = |samples: Vec<IntervalSample>| {
+            let merged = ringperf_engine::merge::intervals(samples.into_iter().map(|x| vec![x]).collect());
+            emit(merged.into_iter().next().unwrap_or_default());
+        };
+        for s in rx.iter() {
+            match pending.iter_mut().find(|p| p.0 == s.index) {
+                Some(p) => p.1.push(s),
+                None => pending.push((s.index, vec![s])),
+            }
+            while let Some(pos) = pending.iter().position(|p| p.1.len() >= workers) {
+                let (_, samples) = pending.remove(pos);
+                merged(samples);
+            }
+        }
+        pending.sort_by_key(|p| p.0);
+        for (_, samples) in pending {
+            merged(samples);
+        }
+    });
+    (tx, handle)
+}
+
 impl Printer {
     /// Starts printing if -D was given, or by default for runs over 10 s on a terminal.
     /// JSON and CSV carry the series in the report instead.
@@ -29,42 +61,15 @@ impl Printer {
         if !(asked || by_default) {
             return None;
         }
-        let (tx, rx) = mpsc::channel::<IntervalSample>();
         let rr = spec.workload.is_transactional();
-        // Every local worker sends its own sample of each tick; print their sum once all
-        // have arrived (or whatever arrived, when the run ends).
-        let workers = spec.workers() * spec.group_roles(true).len();
-        let handle = thread::spawn(move || {
-            let mut out = std::io::stdout();
-            let mut pending: Vec<(u32, Vec<IntervalSample>)> = Vec::new();
-            let mut printed = 0usize;
-            let mut emit = |samples: Vec<IntervalSample>| {
-                let merged =
-                    ringperf_engine::merge::intervals(samples.into_iter().map(|x| vec![x]).collect());
-                let s = merged.into_iter().next().unwrap_or_default();
-                let line = if format == Format::Keyval {
-                    keyval(printed, &s, rr, units)
-                } else {
-                    human(&s, rr, units)
-                };
-                printed += 1;
-                let _ = out.write_all(line.as_bytes());
-                let _ = out.flush();
-            };
-            for s in rx.iter() {
-                match pending.iter_mut().find(|p| p.0 == s.index) {
-                    Some(p) => p.1.push(s),
-                    None => pending.push((s.index, vec![s])),
-                }
-                while let Some(pos) = pending.iter().position(|p| p.1.len() >= workers) {
-                    let (_, samples) = pending.remove(pos);
-                    emit(samples);
-                }
-            }
-            pending.sort_by_key(|p| p.0);
-            for (_, samples) in pending {
-                emit(samples);
-            }
+        let mut out = std::io::stdout();
+        let mut printed = 0usize;
+        let (tx, handle) = collect(spec, move |s| {
+            let line =
+                if format == Format::Keyval { keyval(printed, &s, rr, units) } else { human(&s, rr, units) };
+            printed += 1;
+            let _ = out.write_all(line.as_bytes());
+            let _ = out.flush();
         });
         Some(Printer { tx, handle })
     }
@@ -78,6 +83,88 @@ impl Printer {
         drop(self.tx);
         let _ = self.handle.join();
     }
+}
+
+/// Whether progress goes to this terminal: only when stderr is one, so pipes, files and
+/// tests never see it.
+pub fn on_terminal() -> bool {
+    std::io::stderr().is_terminal()
+}
+
+/// Erases the status line in place (carriage return, erase line).
+const ERASE_LINE: &str = "\r\x1b[2K";
+
+/// On a terminal: what runs, at once, and a line updated in place as each interval sample
+/// arrives: elapsed / total and the current rate. Both are erased when the run ends, so
+/// the report that follows reads as it does without a terminal.
+pub struct Status {
+    tx: mpsc::Sender<IntervalSample>,
+    handle: JoinHandle<()>,
+}
+
+impl Status {
+    /// `heading` says what runs ("[3/8] zc/multishot", or the test's banner).
+    pub fn start(spec: &TestSpec, heading: &str, units: Units) -> Option<Status> {
+        if !on_terminal() {
+            return None;
+        }
+        let total = spec.duration_ms as f64 / 1e3;
+        let rr = spec.workload.is_transactional();
+        let mut err = std::io::stderr();
+        let _ = write!(err, "{heading}\n{ERASE_LINE}  0.0 / {total:.1} s");
+        let _ = err.flush();
+        let (tx, handle) = collect(spec, move |s| {
+            let elapsed = (s.start_ns + s.duration_ns) as f64 / 1e9;
+            let rate = if rr {
+                format!("{:.1} trans/s", s.transactions_per_sec())
+            } else {
+                format!("{:.2} {}", units.convert(s.throughput_bits_per_sec()), units.label())
+            };
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "{ERASE_LINE}  {elapsed:.1} / {total:.1} s  {rate}");
+            let _ = err.flush();
+        });
+        Some(Status { tx, handle })
+    }
+
+    pub fn sender(&self) -> mpsc::Sender<IntervalSample> {
+        self.tx.clone()
+    }
+
+    /// Prints `line` above the heading (e.g. an iteration's result), so it stays when the
+    /// heading and the status line are erased.
+    pub fn println(&self, heading: &str, line: &str) {
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "{ERASE_LINE}\x1b[1A{ERASE_LINE}{line}\n{heading}\n");
+        let _ = err.flush();
+    }
+
+    /// Erases the status line and the heading above it, once the last sample is shown.
+    pub fn finish(self) {
+        drop(self.tx);
+        let _ = self.handle.join();
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "{ERASE_LINE}\x1b[1A{ERASE_LINE}");
+        let _ = err.flush();
+    }
+}
+
+/// A short banner for the status heading (it must fit a terminal line, or erasing it in
+/// place would leave its wrapped part): the test, where, how long, the engines.
+pub fn heading(spec: &TestSpec, host: Option<&str>) -> String {
+    let to = match host {
+        Some(h) if h.parse::<std::net::Ipv6Addr>().is_ok() => format!("[{h}]"),
+        Some(h) => h.to_string(),
+        None => "embedded server".to_string(),
+    };
+    format!(
+        "ringperf {} to {to}: {} s, {} flow(s), {}/{}",
+        spec.netperf_name(),
+        spec.duration_ms as f64 / 1e3,
+        spec.flows,
+        spec.local.send_engine.name(),
+        spec.local.recv_engine.name()
+    )
 }
 
 fn human(s: &IntervalSample, rr: bool, units: Units) -> String {

@@ -15,7 +15,7 @@ use ringperf_engine::{run_iterations, Error, RunOptions, TestReport, TestSpec};
 
 use crate::args::{Cli, Command, SweepOutArgs, SweepWorkload, TestArgs, SWEEP_LISTS};
 use crate::interrupt::Interrupt;
-use crate::{confidence_target, one_line, plot, print, render, requirements, target};
+use crate::{confidence_target, live, one_line, plot, print, render, requirements, target};
 
 /// One point's parameters, in command-line order: (name, value as typed).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -228,14 +228,22 @@ fn run(points: &[Parsed]) -> Result<i32, Error> {
     let mut failure: Option<Error> = None;
     let mut stopped: Option<String> = None;
     for (n, p) in points.iter().enumerate() {
+        // On a terminal: which point runs and how many remain, with the run's status line.
+        let heading =
+            format!("[{}/{}] {} ({} left after this)", n + 1, points.len(), p.point, points.len() - n - 1);
+        let status = live::Status::start(&p.spec, &heading, units);
         let opts = RunOptions {
-            live: None,
+            live: status.as_ref().map(live::Status::sender),
             level: None,
             psk: crate::client_psk(&p.test)?,
             interrupt: Some(stop.fd()),
         };
         let result =
             run_iterations(&p.spec, &target(&p.test), &opts, confidence_target(&p.test), &mut |_, _| {});
+        drop(opts);
+        if let Some(s) = status {
+            s.finish();
+        }
         match result {
             Ok(mut r) => {
                 r.server = render::socket_addr(&r.server);

@@ -318,3 +318,48 @@ fn ctrl_c_stops_a_sweep_table_with_the_points_it_has_and_exit_130() {
     );
     check_partial_sweep(&file);
 }
+
+/// On a terminal (a pty from util-linux `script`), a short run shows its banner and a
+/// status line with elapsed / total before the report, and `engines` says which pair runs
+/// and how many remain. Through pipes (every other test) none of it appears.
+#[test]
+fn progress_shows_on_a_terminal_and_never_in_a_pipe() {
+    let test = "progress_shows_on_a_terminal_and_never_in_a_pipe";
+    let rp = ringperf!();
+    let piped = rp.run(&["stream", "-l", "0.5", "-m", "16K", "-M", "16K"]).success();
+    assert!(
+        !piped.stderr.contains("/ 0.5 s") && !piped.stderr.contains('\r') && !piped.stderr.contains("\x1b["),
+        "progress leaked into a pipe: {piped}"
+    );
+    let piped =
+        rp.run(&["engines", "-l", "0.3", "--send-engines", "copy", "--recv-engines", "recv"]).success();
+    assert!(!piped.stderr.contains("[1/1]"), "engines progress leaked into a pipe: {piped}");
+
+    let in_pty = |args: &str| -> Option<String> {
+        let line = format!("{} {args}", rp.path().display());
+        let mut c = std::process::Command::new("script");
+        c.args(["-qec", &line, "/dev/null"]);
+        match ringperf_tests::try_run_with_timeout(c, ringperf_tests::RUN_TIMEOUT) {
+            Ok(o) if o.status.success() => Some(o.stdout),
+            Ok(o) => panic!("{line} under script failed: {o}"),
+            Err(e) => {
+                eprintln!("SKIPPED: {test}: util-linux `script` cannot run ({e})");
+                None
+            }
+        }
+    };
+    let Some(tty) = in_pty("stream -l 1 -m 16K -M 16K") else { return };
+    let status = tty.find(" / 1.0 s").unwrap_or_else(|| panic!("no status line on a terminal: {tty:?}"));
+    let banner =
+        tty.find("TCP_STREAM to embedded server").unwrap_or_else(|| panic!("no banner at once: {tty:?}"));
+    let report = tty.find("Throughput").unwrap_or_else(|| panic!("no report: {tty:?}"));
+    assert!(banner < status && status < report, "the banner and status do not come before the report");
+    assert!(tty.contains("\r\x1b[2K"), "the status line is not updated in place: {tty:?}");
+
+    let Some(tty) = in_pty("engines -l 0.5 -m 16K -M 16K --send-engines copy,zc --recv-engines recv") else {
+        return;
+    };
+    for step in ["[1/2] copy/recv (1 left", "[2/2] zc/recv (0 left"] {
+        assert!(tty.contains(step), "engines did not show '{step}': {tty:?}");
+    }
+}
