@@ -52,6 +52,135 @@ pub enum Command {
     Serve(ServeArgs),
 }
 
+/// Flags a test command takes from the shared groups but does not use: hidden from its
+/// `--help`, so each command's help lists what applies to it. Given anyway, each is refused
+/// with a message that says where it applies (the engine's checks and `check_applies`).
+const NOT_FOR: &[(&str, &[&str])] = &[
+    ("stream", &["no_latency", "histogram"]),
+    ("sendfile", &["no_latency", "histogram", "send_engine"]),
+    ("engines", &["no_latency", "histogram"]),
+    ("rr", &["rcvlowat", "send_depth", "recv_depth"]),
+    ("crr", &ONLY_STREAM_ENGINES),
+    ("udp-stream", &UDP_STREAM_HIDDEN),
+    ("udp-rr", &UDP_RR_HIDDEN),
+];
+
+/// Engine and stream-receiver flags: crr and the UDP tests use their own operations.
+const ONLY_STREAM_ENGINES: [&str; 9] = [
+    "send_engine",
+    "recv_engine",
+    "verify",
+    "require_zero_copy",
+    "send_depth",
+    "recv_depth",
+    "buf_count",
+    "buf_size",
+    "rcvlowat",
+];
+
+const UDP_STREAM_HIDDEN: [&str; 14] = [
+    "send_engine",
+    "recv_engine",
+    "verify",
+    "require_zero_copy",
+    "recv_depth",
+    "buf_count",
+    "buf_size",
+    "rcvlowat",
+    "nodelay",
+    "cork",
+    "mss",
+    "congestion_control",
+    "no_latency",
+    "histogram",
+];
+
+const UDP_RR_HIDDEN: [&str; 13] = [
+    "send_engine",
+    "recv_engine",
+    "verify",
+    "require_zero_copy",
+    "send_depth",
+    "recv_depth",
+    "buf_count",
+    "buf_size",
+    "rcvlowat",
+    "nodelay",
+    "cork",
+    "mss",
+    "congestion_control",
+];
+
+fn hide_unused(mut cmd: clap::Command, name: &str) -> clap::Command {
+    if let Some((_, ids)) = NOT_FOR.iter().find(|(n, _)| *n == name) {
+        for id in *ids {
+            cmd = cmd.mut_arg(*id, |a| a.hide(true));
+        }
+    }
+    cmd
+}
+
+/// The clap command with each test command's help cut to the flags it uses; `sweep`'s
+/// workloads get the same as their single-test commands.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let mut cmd = Cli::command();
+    for (name, _) in NOT_FOR {
+        cmd = cmd.mut_subcommand(*name, |c| hide_unused(c, name));
+    }
+    cmd.mut_subcommand("sweep", |mut sweep| {
+        for name in ["stream", "rr", "sendfile"] {
+            sweep = sweep.mut_subcommand(name, |c| hide_unused(c, name));
+        }
+        sweep
+    })
+}
+
+/// Where a hidden flag does apply, for the message that refuses it elsewhere.
+fn applies_to(id: &str) -> &'static str {
+    match id {
+        "no_latency" | "histogram" => "rr, crr and udp-rr (the tests that time transactions)",
+        "send_engine" => "stream, rr and engines (sendfile always splices)",
+        "send_depth" => "stream, sendfile, engines and udp-stream",
+        "recv_depth" | "rcvlowat" => "stream, sendfile and engines",
+        "nodelay" | "cork" | "mss" | "congestion_control" => "the TCP tests",
+        _ => "stream, rr, sendfile and engines (crr and the UDP tests use their own operations)",
+    }
+}
+
+/// Parses a command line with [`command`]; a flag hidden from the command's help is
+/// refused, saying where it applies, instead of being silently ignored.
+pub fn parse(argv: &[String]) -> Result<Cli, clap::Error> {
+    use clap::parser::ValueSource;
+    use clap::FromArgMatches;
+    let cmd = command();
+    let mut matches = cmd.clone().try_get_matches_from(argv)?;
+    let (mut name, mut sub) = (String::new(), matches.subcommand());
+    let mut c = &cmd;
+    while let Some((n, m)) = sub {
+        let Some(next) = c.find_subcommand(n) else { break };
+        c = next;
+        name = if name.is_empty() { n.to_string() } else { format!("{name} {n}") };
+        if m.subcommand().is_none() {
+            for arg in c.get_arguments().filter(|a| a.is_hide_set()) {
+                let id = arg.get_id().as_str();
+                if m.value_source(id) == Some(ValueSource::CommandLine) {
+                    let flag = arg.get_long().map_or_else(
+                        || arg.get_short().map_or_else(|| id.to_string(), |s| format!("-{s}")),
+                        |l| format!("--{l}"),
+                    );
+                    return Err(clap::Error::raw(
+                        clap::error::ErrorKind::ArgumentConflict,
+                        format!("{flag} does not apply to {name}: it applies to {}", applies_to(id)),
+                    ));
+                }
+            }
+        }
+        sub = m.subcommand();
+    }
+    Cli::from_arg_matches_mut(&mut matches)
+}
+
 /// Flags every test takes.
 #[derive(Args, Debug, Clone)]
 pub struct TestArgs {

@@ -19,8 +19,6 @@ pub(crate) use usage::one_line;
 
 use std::io::Write;
 
-use clap::Parser;
-
 use ringperf_engine::control::auth::{Psk, PSK_ENV};
 use ringperf_engine::measure::confidence::ConfidenceTarget;
 use ringperf_engine::spec::{
@@ -54,7 +52,7 @@ pub fn main() -> i32 {
             return 2;
         }
     };
-    let cli = match Cli::try_parse_from(&argv) {
+    let cli = match args::parse(&argv) {
         Ok(c) => c,
         Err(e) if !e.use_stderr() => {
             // --help and --version
@@ -140,7 +138,7 @@ pub fn test_spec(cmd: &Command) -> Result<TestSpec, Error> {
 /// Parses a command line (netperf style or native) into the TestSpec it would run.
 pub fn spec_from_args(args: &[&str]) -> Result<TestSpec, String> {
     let args = netperf::rewrite(args.iter().map(|s| s.to_string()).collect())?;
-    let cli = Cli::try_parse_from(args).map_err(|e| e.to_string())?;
+    let cli = args::parse(&args).map_err(|e| e.to_string())?;
     test_spec(&cli.command).map_err(|e| e.to_string())
 }
 

@@ -6,14 +6,13 @@
 
 use std::fmt;
 
-use clap::Parser;
 use serde::de::{MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use ringperf_engine::{run_iterations, Error, RunOptions, TestReport, TestSpec};
 
-use crate::args::{Cli, Command, SweepOutArgs, SweepWorkload, TestArgs, SWEEP_LISTS};
+use crate::args::{Command, SweepOutArgs, SweepWorkload, TestArgs, SWEEP_LISTS};
 use crate::interrupt::Interrupt;
 use crate::{confidence_target, live, one_line, plot, print, render, requirements, target};
 
@@ -162,7 +161,7 @@ struct Parsed {
 }
 
 fn parse_point(point: Point, line: &[String]) -> Result<Parsed, clap::Error> {
-    let cli = Cli::try_parse_from(line)?;
+    let cli = crate::args::parse(line)?;
     let Command::Sweep(s) = cli.command else {
         unreachable!("argv[1] is 'sweep'");
     };

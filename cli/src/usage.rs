@@ -3,13 +3,10 @@
 //! and points at the help of the (sub)command that was typed.
 
 use clap::error::{ContextKind, ContextValue, ErrorKind};
-use clap::CommandFactory;
-
-use crate::args::Cli;
 
 /// The usage printed (to stderr, exit 2) when `ringperf` gets no command at all.
 pub fn short_usage() -> String {
-    let cli = Cli::command();
+    let cli = crate::args::command();
     let mut o = String::new();
     if let Some(about) = cli.get_about() {
         o.push_str(&format!("ringperf: {about}.\n\n"));
@@ -34,7 +31,7 @@ pub fn short_usage() -> String {
 /// The subcommand path a command line asks for, for "see 'ringperf X --help'": `stream`,
 /// `sweep rr`, or nothing when argv[1] is not a command.
 fn command_path(argv: &[String]) -> Option<String> {
-    let cli = Cli::command();
+    let cli = crate::args::command();
     let first = argv.get(1)?;
     let sub = cli.get_subcommands().find(|c| c.get_name() == first)?;
     let nested = argv.get(2).and_then(|second| sub.get_subcommands().find(|c| c.get_name() == second));

@@ -363,3 +363,52 @@ fn progress_shows_on_a_terminal_and_never_in_a_pipe() {
         assert!(tty.contains(step), "engines did not show '{step}': {tty:?}");
     }
 }
+
+/// Each command's help lists the flags it uses, and a flag it does not use is refused with
+/// where it applies, instead of being silently ignored.
+#[test]
+fn each_help_lists_only_its_own_flags_and_the_others_are_refused() {
+    let rp = ringperf!();
+    let help = |cmd: &[&str]| {
+        let mut args = cmd.to_vec();
+        args.push("--help");
+        rp.run(&args).success().stdout
+    };
+    let lists = |text: &str, flag: &str| {
+        text.lines().any(|l| l.trim_start().split([' ', ',', '=']).any(|w| w == flag))
+    };
+    let cases: &[(&[&str], &[&str], &[&str])] = &[
+        (
+            &["stream"],
+            &["--send-engine", "--rcvlowat", "--send-depth", "-m"],
+            &["--histogram", "--no-latency"],
+        ),
+        (&["sweep", "stream"], &["--send-engine", "--output"], &["--histogram", "--no-latency"]),
+        (
+            &["rr"],
+            &["--histogram", "--no-latency", "--send-engine", "-r"],
+            &["--rcvlowat", "--send-depth", "--recv-depth"],
+        ),
+        (
+            &["crr"],
+            &["--histogram", "--linger0"],
+            &["--send-engine", "--verify", "--buf-count", "--rcvlowat"],
+        ),
+        (&["udp-stream"], &["--gso", "--send-depth"], &["--nodelay", "--cc", "--send-engine", "--histogram"]),
+        (&["udp-rr"], &["--timeout-us", "--histogram"], &["--nodelay", "--mss", "--verify", "--send-depth"]),
+        (&["sendfile"], &["-F", "--recv-engine"], &["--send-engine", "--histogram"]),
+    ];
+    for (cmd, shown, hidden) in cases {
+        let text = help(cmd);
+        for f in *shown {
+            assert!(lists(&text, f), "{cmd:?} --help lacks {f}:\n{text}");
+        }
+        for f in *hidden {
+            assert!(!lists(&text, f), "{cmd:?} --help lists {f}, which it does not use:\n{text}");
+        }
+    }
+    rp.run(&["stream", "--histogram"]).failure(2, &["--histogram", "does not apply to stream", "rr"]);
+    rp.run(&["udp-stream", "--cc", "cubic"]).failure(2, &["--cc", "does not apply to udp-stream", "tcp"]);
+    rp.run(&["sendfile", "--send-engine", "zc"]).failure(2, &["--send-engine", "splices"]);
+    rp.run(&["rr", "--send-depth", "4"]).failure(2, &["--send-depth", "does not apply to rr"]);
+}
