@@ -37,7 +37,8 @@ pub enum Command {
     UdpRr(UdpRrArgs),
     /// Stream from a file (or a memfd) through file -> pipe -> socket splices (netperf TCP_SENDFILE).
     Sendfile(SendfileArgs),
-    /// Run one stream per engine combination and print one table.
+    /// Run one stream per engine, each against the default of the other side (--matrix: every
+    /// pair), and print one table.
     Engines(EnginesArgs),
     /// Run one workload over a grid: list-taking flags (see `ringperf sweep stream --help`)
     /// are multiplied out, a row per point.

@@ -22,7 +22,7 @@ pub fn short_usage() -> String {
     o.push_str(
         "\nstart with:\n  \
          ringperf stream            a 10 s TCP_STREAM against a server embedded on 127.0.0.1\n  \
-         ringperf rr -l 2           a 2 s TCP_RR, transactions/s and round-trip percentiles\n  \
+         ringperf serve             on another host, then 'ringperf stream -H HOST' from here\n  \
          ringperf --help            every command; 'ringperf COMMAND --help' for its flags\n",
     );
     o
