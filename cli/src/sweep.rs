@@ -337,9 +337,17 @@ pub fn json(entries: &[Entry], stopped: Option<&str>) -> String {
     s
 }
 
+/// Writes the file beside itself and renames it into place, so a reader (or a Ctrl-C)
+/// never meets half a JSON document.
 fn write(path: &std::path::Path, text: &str) -> Result<(), Error> {
-    std::fs::write(path, text)
-        .map_err(|e| Error::Usage(format!("cannot write '{}': {e}: give a writable path", path.display())))
+    let fail = |e: std::io::Error| {
+        Error::Usage(format!("cannot write '{}': {e}: give a writable path", path.display()))
+    };
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".partial-write");
+    let tmp = path.with_file_name(name);
+    std::fs::write(&tmp, text).map_err(fail)?;
+    std::fs::rename(&tmp, path).map_err(fail)
 }
 
 #[cfg(test)]
