@@ -233,6 +233,10 @@ fn diff_shows_units_refuses_different_tests_and_flags_partial_reports() {
     assert!(out.lines().any(|l| l.starts_with("B =") && l.contains("PARTIAL")), "B not flagged: {out}");
     assert!(out.contains("!!! B is partial"), "no partial warning: {out}");
     assert_eq!(row(&out, "remote_cpu")[2], "—", "a missing remote figure printed as a value: {out}");
+    for f in [&s, &r, &p] {
+        let _ = std::fs::remove_file(f);
+    }
+    let _ = std::fs::remove_dir(std::path::Path::new(&s).parent().expect("temp dir"));
 }
 
 /// Starts a 3-point sweep that writes `--output`, waits until the first point is in that
