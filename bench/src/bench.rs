@@ -10,8 +10,10 @@ use std::time::Duration;
 use crate::cpu;
 use crate::error::{BenchError, Result};
 use crate::peers::iperf3::Iperf3;
+use crate::peers::neper::Neper;
+use crate::peers::netperf::Netperf;
 use crate::peers::ringperf::{self, Ringperf};
-use crate::peers::sockperf::Sockperf;
+use crate::peers::sockperf::{self, Sockperf};
 use crate::peers::{Config, RunResult, Tool, Workload};
 use crate::report;
 
@@ -56,13 +58,11 @@ impl Host {
 pub fn run(plan: &Plan) -> Result<()> {
     let cfg = &plan.cfg;
     let host = check_host(cfg)?;
-    // The peer first: a missing package should not wait for a ringperf build.
-    let peer: Box<dyn Tool> = match cfg.workload {
-        Workload::Stream => Box::new(Iperf3::find()?),
-        Workload::Rr => Box::new(Sockperf::find()?),
-    };
+    // The peers first: a missing package should not wait for a ringperf build.
+    let peers = find_peers(cfg)?;
     let ringperf = Ringperf::new(ringperf::locate(plan.ringperf.as_deref())?);
-    let tools: [&dyn Tool; 2] = [&ringperf, peer.as_ref()];
+    let tools: Vec<&dyn Tool> =
+        std::iter::once(&ringperf as &dyn Tool).chain(peers.iter().map(|p| p.as_ref())).collect();
 
     print!("{}", report::header(plan, &host, &tools));
     let _ = std::io::stdout().flush();
@@ -70,6 +70,45 @@ pub fn run(plan: &Plan) -> Result<()> {
     print!("{}", report::runs_table(cfg, &results));
     print!("{}", report::summary(cfg, &host, &results, &tools));
     Ok(())
+}
+
+/// Every peer of the workload that is installed: netperf and neper always (the tools the
+/// users compare against), iperf3 for a stream, sockperf for rr when it can take part (its
+/// messages are at least 14 bytes, and it cannot set a congestion control). A missing peer
+/// is named with how to get it; the comparison goes on with the others, and fails only
+/// when none is there.
+pub fn find_peers(cfg: &Config) -> Result<Vec<Box<dyn Tool>>> {
+    type Finder = fn() -> Result<Box<dyn Tool>>;
+    let mut finders: Vec<Finder> = vec![|| Ok(Box::new(Netperf::find()?) as Box<dyn Tool>), || {
+        Ok(Box::new(Neper::find()?) as Box<dyn Tool>)
+    }];
+    match cfg.workload {
+        Workload::Stream => finders.insert(0, || Ok(Box::new(Iperf3::find()?) as Box<dyn Tool>)),
+        Workload::Rr if sockperf_can_join(cfg) => {
+            finders.push(|| Ok(Box::new(Sockperf::find()?) as Box<dyn Tool>))
+        }
+        Workload::Rr => {}
+    }
+    let mut peers = Vec::new();
+    let mut missing = Vec::new();
+    for find in finders {
+        match find() {
+            Ok(p) => peers.push(p),
+            Err(e) => missing.push(e),
+        }
+    }
+    for e in &missing {
+        eprintln!("ringperf-bench: left out: {e}");
+    }
+    match (peers.is_empty(), missing.into_iter().next()) {
+        (true, Some(e)) => Err(e),
+        _ => Ok(peers),
+    }
+}
+
+/// sockperf sends messages of at least 14 bytes and has no congestion-control option.
+pub fn sockperf_can_join(cfg: &Config) -> bool {
+    cfg.workload == Workload::Rr && cfg.size >= sockperf::MIN_MESSAGE && cfg.cc.is_none()
 }
 
 /// The host, after checking that it has the CPUs the plan pins to (and warning when the

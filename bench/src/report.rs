@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use crate::bench::{Host, Plan};
 use crate::peers::{sockperf, Config, RunResult, Tool, Work, Workload};
-use crate::stats::{median, min_max, ratio};
+use crate::stats::{interval_text, median, min_max, ratio, RATIO_LEVEL};
 
 /// A left-aligned markdown table with padded columns.
 pub(crate) struct Table {
@@ -137,20 +137,26 @@ pub fn header(plan: &Plan, host: &Host, tools: &[&dyn Tool]) -> String {
             }
         }
         Workload::Rr => {
+            let _ = writeln!(s, "- request = response = {} bytes on every tool", cfg.size);
+            match &cfg.cc {
+                Some(cc) => {
+                    let _ = writeln!(
+                        s,
+                        "- congestion control: {cc} on every tool (system default: {}); sockperf cannot set one, so it is left out (--cc system includes it)",
+                        host.default_cc
+                    );
+                }
+                None => {
+                    let _ = writeln!(
+                        s,
+                        "- congestion control: the system default ({}) on every tool",
+                        host.default_cc
+                    );
+                }
+            }
             let _ = writeln!(
                 s,
-                "- request = response = {} bytes on both tools (sockperf's messages are at least {} bytes, so netperf's usual 1 byte is not possible)",
-                cfg.size,
-                sockperf::MIN_MESSAGE
-            );
-            let _ = writeln!(
-                s,
-                "- congestion control: the system default ({}) on both tools: sockperf has no option to set one, so ringperf gets no --cc either; with one small transaction in flight the congestion window never limits, so CC barely matters here",
-                host.default_cc
-            );
-            let _ = writeln!(
-                s,
-                "- transactions/s: ringperf = transactions / its window (its JSON); sockperf = 1 / mean round trip (avg-rtt with --full-rtt; without it sockperf prints RTT/2); the runs table shows both definitions for both tools"
+                "- transactions/s: ringperf = transactions / its window (its JSON); netperf = its TRANSACTION_RATE; neper = its throughput; sockperf = 1 / mean round trip (avg-rtt with --full-rtt); the runs table shows both definitions for every tool"
             );
         }
     }
@@ -166,7 +172,7 @@ pub fn header(plan: &Plan, host: &Host, tools: &[&dyn Tool]) -> String {
         s,
         "- procs-only: user+system CPU of the tool's own client and server processes (getrusage after they are reaped) per {per}: a cross-check that other load on a shared host cannot inflate, but blind to kernel work done outside those processes (ksoftirqd, kworkers)"
     );
-    if cfg.workload == Workload::Rr {
+    if cfg.workload == Workload::Rr && names.contains(&sockperf::NAME) {
         let _ = writeln!(
             s,
             "- sockperf's window opens at its 'Starting test...' line: it idles ~2 s after connecting; its transactions are its [Total Run] ReceivedMessages (the whole timed run, warm-up included)"
@@ -301,7 +307,12 @@ pub fn summarize(tool: &'static str, results: &[RunResult]) -> ToolSummary {
     }
 }
 
-/// The medians table and the ringperf/peer ratio line.
+/// " (95 % interval ...)" after a ratio, or nothing with too few runs.
+fn interval_note(a: &[f64], b: &[f64]) -> String {
+    interval_text(a, b).map(|t| format!(" ({t})")).unwrap_or_default()
+}
+
+/// The medians table and a ratio line for ringperf against each peer.
 pub fn summary(cfg: &Config, host: &Host, results: &[RunResult], tools: &[&dyn Tool]) -> String {
     let sums: Vec<ToolSummary> = tools.iter().map(|t| summarize(t.name(), results)).collect();
     let unit = sd_unit(cfg);
@@ -355,19 +366,30 @@ pub fn summary(cfg: &Config, host: &Host, results: &[RunResult], tools: &[&dyn T
         t.row(row);
     }
     let mut out = format!("## Medians\n\n{}\n", t.render());
-    if let [ours, peer] = sums.as_slice() {
-        let what = match cfg.workload {
-            Workload::Stream => "throughput",
-            Workload::Rr => "transactions/s",
-        };
-        let x = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| format!("{v:.2}x"));
+    let Some((ours, peers)) = sums.split_first() else {
+        return out;
+    };
+    let what = match cfg.workload {
+        Workload::Stream => "throughput",
+        Workload::Rr => "transactions/s",
+    };
+    let x = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| format!("{v:.2}x"));
+    let per_run = |tool: &str, f: &dyn Fn(&RunResult) -> Option<f64>| -> Vec<f64> {
+        results.iter().filter(|r| r.tool == tool).filter_map(f).collect()
+    };
+    let interval = |f: &dyn Fn(&RunResult) -> Option<f64>, peer: &str| {
+        interval_note(&per_run(ours.tool, f), &per_run(peer, f))
+    };
+    for peer in peers {
         let _ = writeln!(
             out,
-            "{}/{}: {what} {}, service demand {}",
+            "{}/{}: {what} {}{}, service demand {}{}",
             ours.tool,
             peer.tool,
             x(ratio(ours.rate, peer.rate)),
-            x(ratio(ours.service_demand, peer.service_demand))
+            interval(&|r| Some(r.rate()), peer.tool),
+            x(ratio(ours.service_demand, peer.service_demand)),
+            interval(&|r| r.service_demand(), peer.tool)
         );
         if cfg.workload == Workload::Rr {
             let _ = writeln!(
@@ -377,18 +399,21 @@ pub fn summary(cfg: &Config, host: &Host, results: &[RunResult], tools: &[&dyn T
                 x(ratio(ours.tps_by_rtt, peer.tps_by_rtt))
             );
         }
-        let _ = writeln!(
-            out,
-            "  cross-check, the tools' own processes' CPU only (getrusage; blind to other load on the host): service demand {}",
-            x(ratio(ours.process_service_demand, peer.process_service_demand))
-        );
-        let _ = writeln!(
-            out,
-            "  (service demand is busy CPU µs over all {} CPUs per {}, measured by this bench the same way for both tools; lower is cheaper)",
-            host.cpus,
-            if cfg.workload == Workload::Stream { "KB" } else { "transaction" }
-        );
+        if ours.process_service_demand.is_some() && peer.process_service_demand.is_some() {
+            let _ = writeln!(
+                out,
+                "  cross-check, the tools' own processes' CPU only (getrusage; blind to other load on the host): service demand {}",
+                x(ratio(ours.process_service_demand, peer.process_service_demand))
+            );
+        }
     }
+    let _ = writeln!(
+        out,
+        "  (ratios of medians, with the {:.0} % interval of each ratio over the runs (Welch's t on their logarithms); service demand is busy CPU µs over all {} CPUs per {}, measured by this bench the same way for every tool; lower is cheaper)",
+        RATIO_LEVEL * 100.0,
+        host.cpus,
+        if cfg.workload == Workload::Stream { "KB" } else { "transaction" }
+    );
     out
 }
 
@@ -461,7 +486,12 @@ mod tests {
         let host = Host { kernel: "k".into(), cpus: 2, default_cc: "bbr".into(), available_cc: vec![] };
         let (a, b) = (Named("ringperf"), Named("iperf3"));
         let text = summary(&cfg, &host, &results, &[&a, &b]);
-        assert!(text.contains("ringperf/iperf3: throughput 1.75x, service demand 0.50x"), "{text}");
+        assert!(
+            text.contains(
+                "ringperf/iperf3: throughput 1.75x (95 % interval 1.05x-3.00x), service demand 0.50x (95 % interval 0.50x-0.50x)"
+            ),
+            "{text}"
+        );
         assert!(
             text.contains(
                 "processes' CPU only (getrusage; blind to other load on the host): service demand 1.00x"

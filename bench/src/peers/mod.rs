@@ -2,10 +2,14 @@
 //! settings and how to read its own output; the CPU window around the run is taken the
 //! same way for all of them (see `process::run_measured`).
 
+pub mod anchors;
 pub mod iperf3;
+pub mod neper;
+pub mod netperf;
 pub mod ringperf;
 pub mod sockperf;
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -143,5 +147,24 @@ pub(crate) fn json_u64(v: &Value, tool: &str, pointer: &str) -> Result<u64> {
         BenchError::Tool(format!(
             "{tool}'s JSON has no whole number at {pointer}: is this a supported version?"
         ))
+    })
+}
+
+/// The KEY=VALUE lines of a tool's output (netperf -k, neper), keys as printed; the first
+/// occurrence of a key wins.
+pub(crate) fn key_values(text: &str) -> HashMap<&str, &str> {
+    let mut kv = HashMap::new();
+    for line in text.lines() {
+        if let Some((k, v)) = line.split_once('=') {
+            kv.entry(k.trim()).or_insert(v.trim());
+        }
+    }
+    kv
+}
+
+/// A number among `kv`, or an error naming the tool and the key.
+pub(crate) fn kv_f64(kv: &HashMap<&str, &str>, tool: &str, key: &str) -> Result<f64> {
+    kv.get(key).and_then(|v| v.parse::<f64>().ok()).filter(|v| v.is_finite()).ok_or_else(|| {
+        BenchError::Tool(format!("{tool} printed no number for {key}: is this a supported version?"))
     })
 }

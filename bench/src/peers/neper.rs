@@ -1,0 +1,197 @@
+//! neper, the peer for flows and threads at scale: tcp_stream and tcp_rr, the server and
+//! client pinned with taskset, flows over threads with -F/-T, output read from its
+//! KEY=VALUE lines.
+//!
+//! What the client prints (neper ea5890f): `num_transactions`, `throughput` (transactions/s)
+//! and `latency_mean` (seconds) for tcp_rr; `remote_throughput` (the receiver's bits/s) and
+//! `total_run_time` for tcp_stream, whose client sends.
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::Duration;
+
+use crate::error::{BenchError, Result};
+use crate::peers::{
+    anchors, key_values, kv_f64, Config, RunResult, Tool, Work, Workload, LISTEN_TIMEOUT, PORT_ATTEMPTS,
+};
+use crate::process::{free_port, require, run_measured, Server};
+
+pub const NAME: &str = "neper";
+
+pub struct Neper {
+    pub tcp_stream: PathBuf,
+    pub tcp_rr: PathBuf,
+    pub taskset: PathBuf,
+}
+
+impl Neper {
+    pub fn find() -> Result<Neper> {
+        Ok(Neper {
+            tcp_stream: anchors::locate("tcp_stream")?,
+            tcp_rr: anchors::locate("tcp_rr")?,
+            taskset: require("taskset", "install util-linux (apt-get install -y util-linux)")?,
+        })
+    }
+
+    fn program(&self, cfg: &Config) -> &PathBuf {
+        match cfg.workload {
+            Workload::Stream => &self.tcp_stream,
+            Workload::Rr => &self.tcp_rr,
+        }
+    }
+
+    /// The flags both ends take (neper's server and client read the same options).
+    fn shared_args(&self, cfg: &Config, ports: (u16, u16)) -> Vec<String> {
+        let mut a: Vec<String> = [
+            "-4",
+            "-C",
+            &ports.0.to_string(),
+            "-P",
+            &ports.1.to_string(),
+            "-l",
+            &cfg.secs.to_string(),
+            "--nolog",
+        ]
+        .map(String::from)
+        .to_vec();
+        match cfg.workload {
+            Workload::Stream => a.extend(["-B".into(), cfg.size.to_string()]),
+            Workload::Rr => a.extend(["-Q".into(), cfg.size.to_string(), "-R".into(), cfg.size.to_string()]),
+        }
+        if let Some(cc) = &cfg.cc {
+            a.extend(["--congestion-control".into(), cc.clone()]);
+        }
+        a
+    }
+
+    fn server_args(&self, cfg: &Config, ports: (u16, u16)) -> Vec<String> {
+        let mut a = vec!["-c".into(), cfg.server_cpu.to_string(), self.program(cfg).display().to_string()];
+        a.extend(self.shared_args(cfg, ports));
+        a
+    }
+
+    fn client_args(&self, cfg: &Config, ports: (u16, u16)) -> Vec<String> {
+        let mut a = vec!["-c".into(), cfg.client_cpu.to_string(), self.program(cfg).display().to_string()];
+        a.extend(["-c".into(), "-H".into(), "127.0.0.1".into()]);
+        a.extend(self.shared_args(cfg, ports));
+        a
+    }
+
+    fn start_server(&self, cfg: &Config) -> Result<(Server, (u16, u16))> {
+        let mut last = None;
+        for _ in 0..PORT_ATTEMPTS {
+            let ports = (free_port()?, free_port()?);
+            let mut server =
+                Server::spawn(NAME, Command::new(&self.taskset).args(self.server_args(cfg, ports)))?;
+            match server.wait_listening(ports.0, LISTEN_TIMEOUT) {
+                Ok(()) => return Ok((server, ports)),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| BenchError::Tool("the neper server did not start".into())))
+    }
+}
+
+impl Tool for Neper {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn describe(&self, cfg: &Config) -> String {
+        let p = (1, 2);
+        let hide = |s: String| s.replace("-C 1 -P 2", "-C PORT -P PORT");
+        format!(
+            "{t} {} ; {t} {}",
+            hide(self.server_args(cfg, p).join(" ")),
+            hide(self.client_args(cfg, p).join(" ")),
+            t = self.taskset.display()
+        )
+    }
+
+    fn run(&self, cfg: &Config) -> Result<RunResult> {
+        let (mut server, ports) = self.start_server(cfg)?;
+        let mut client = Command::new(&self.taskset);
+        client.args(self.client_args(cfg, ports));
+        let measured = run_measured(NAME, &mut client, cfg.run_timeout(), None);
+        // neper's server ends by itself once its client is done.
+        let server_exit = server.wait(Duration::from_secs(5));
+        let m = measured?;
+        let failed = |e: BenchError| {
+            BenchError::Tool(format!(
+                "{e}\nneper ({}):\n{}\n{}",
+                m.status,
+                m.output_excerpt(),
+                server_exit.describe()
+            ))
+        };
+        if !m.status.success() {
+            return Err(failed(BenchError::Tool("neper exited with an error".into())));
+        }
+        let work = parse_output(&m.stdout, cfg).map_err(failed)?;
+        Ok(RunResult {
+            tool: NAME,
+            cpu: m.cpu,
+            work,
+            own_service_demand: None,
+            process_cpu_us: None,
+            ringperf: None,
+        })
+    }
+}
+
+/// The work out of a neper client's output.
+pub fn parse_output(stdout: &str, cfg: &Config) -> Result<Work> {
+    let kv = key_values(stdout);
+    let f = |key: &str| kv_f64(&kv, NAME, key);
+    Ok(match cfg.workload {
+        Workload::Stream => {
+            let bits_per_sec = f("remote_throughput")?;
+            let secs = f("total_run_time")?;
+            Work::Stream { bytes: (bits_per_sec * secs / 8.0).round() as u64, bits_per_sec }
+        }
+        Workload::Rr => {
+            let mean_rtt_us = f("latency_mean")? * 1e6;
+            Work::Rr {
+                transactions: f("num_transactions")? as u64,
+                tps_by_count: f("throughput")?,
+                tps_by_rtt: if mean_rtt_us > 0.0 { 1e6 / mean_rtt_us } else { 0.0 },
+                mean_rtt_us,
+            }
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(workload: Workload) -> Config {
+        Config { workload, secs: 2, client_cpu: 0, server_cpu: 1, size: 1, cc: None }
+    }
+
+    #[test]
+    fn rr_output_parses() {
+        let out = "VERSION=1.1.0\nnum_transactions=24104\nlatency_mean=0.000082849\nthroughput=12051.15\n";
+        match parse_output(out, &cfg(Workload::Rr)).unwrap() {
+            Work::Rr { transactions, tps_by_count, mean_rtt_us, .. } => {
+                assert_eq!(transactions, 24104);
+                assert_eq!(tps_by_count, 12051.15);
+                assert!((mean_rtt_us - 82.849).abs() < 1e-9);
+            }
+            Work::Stream { .. } => panic!("rr parsed as a stream"),
+        }
+        assert!(parse_output("VERSION=1.1.0\n", &cfg(Workload::Rr)).is_err());
+    }
+
+    #[test]
+    fn stream_output_takes_the_receivers_rate() {
+        let out = "total_run_time=2\nlocal_throughput=0\nremote_throughput=33747274848\n";
+        match parse_output(out, &cfg(Workload::Stream)).unwrap() {
+            Work::Stream { bytes, bits_per_sec } => {
+                assert_eq!(bits_per_sec, 33747274848.0);
+                assert_eq!(bytes, 8436818712);
+            }
+            Work::Rr { .. } => panic!("stream parsed as rr"),
+        }
+    }
+}
