@@ -56,6 +56,11 @@ impl Host {
 
 /// Checks the plan against the host, finds the tools, runs them in turn and prints the report.
 pub fn run(plan: &Plan) -> Result<()> {
+    run_collect(plan).map(|_| ())
+}
+
+/// `run`, returning ringperf's ratio to each peer as well.
+pub fn run_collect(plan: &Plan) -> Result<Vec<report::RatioRow>> {
     let cfg = &plan.cfg;
     let host = check_host(cfg)?;
     // The peers first: a missing package should not wait for a ringperf build.
@@ -69,7 +74,9 @@ pub fn run(plan: &Plan) -> Result<()> {
     let results = alternate(plan, &tools)?;
     print!("{}", report::runs_table(cfg, &results));
     print!("{}", report::summary(cfg, &host, &results, &tools));
-    Ok(())
+    let sums: Vec<report::ToolSummary> =
+        tools.iter().map(|t| report::summarize(t.name(), &results)).collect();
+    Ok(report::ratio_rows(&results, &sums))
 }
 
 /// Every peer of the workload that is installed: netperf and neper always (the tools the
@@ -87,7 +94,7 @@ pub fn find_peers(cfg: &Config) -> Result<Vec<Box<dyn Tool>>> {
         Workload::Rr if sockperf_can_join(cfg) => {
             finders.push(|| Ok(Box::new(Sockperf::find()?) as Box<dyn Tool>))
         }
-        Workload::Rr => {}
+        Workload::Rr | Workload::Crr | Workload::UdpRr => {}
     }
     let mut peers = Vec::new();
     let mut missing = Vec::new();

@@ -4,10 +4,13 @@
 //!
 //!   cargo run --release -p ringperf-bench -- stream [--secs 10] [--runs 3] [--cc cubic]
 //!   cargo run --release -p ringperf-bench -- rr [--secs 10] [--runs 3] [--size 1] [--cc cubic]
+//!   cargo run --release -p ringperf-bench -- crr|udp-rr [--secs 10] [--runs 3]
+//!   cargo run --release -p ringperf-bench -- all [--secs 10] [--runs 3]
 //!   cargo run --release -p ringperf-bench -- engines [--secs 10] [--runs 3] [--sizes 64K,1M]
 //!   cargo run --release -p ringperf-bench -- stats [--secs 10] [--runs 5]
 //!   cargo run --release -p ringperf-bench -- scale [--secs 10] [--runs 3] [--gso-rate 1G]
 
+mod all;
 mod bench;
 mod cpu;
 mod engines;
@@ -43,6 +46,13 @@ enum Command {
     Stream(StreamArgs),
     /// TCP request/response: ringperf rr against netperf TCP_RR and neper tcp_rr (1 byte by default).
     Rr(RrArgs),
+    /// TCP connect/request/response/close: ringperf crr against netperf TCP_CRR and neper tcp_crr.
+    Crr(RrArgs),
+    /// UDP request/response: ringperf udp-rr against netperf UDP_RR and neper udp_rr.
+    UdpRr(UdpRrArgs),
+    /// Every seed workload against its peers (stream, rr on one CPU and across two, crr,
+    /// udp-rr) and one table of ratios with their intervals.
+    All(AllArgs),
     /// Every send/receive engine pair's stream against copy/recv, and splice against iperf3 -Z.
     Engines(EnginesArgs),
     /// What ringperf's statistics cost: rr with latency histograms and intervals on vs off.
@@ -93,6 +103,25 @@ struct RrArgs {
     size: u32,
     /// Congestion control for every tool (ringperf --cc, netperf -K, neper
     /// --congestion-control); `system` leaves the system default on every tool.
+    #[arg(long, value_name = "NAME", default_value = "cubic")]
+    cc: String,
+}
+
+#[derive(Args, Debug)]
+struct UdpRrArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Request and response bytes on every tool (ringperf's UDP transactions carry an 8-byte
+    /// sequence number, so 8 is the smallest).
+    #[arg(long, value_name = "BYTES", default_value_t = 8, value_parser = clap::value_parser!(u32).range(8..=65507))]
+    size: u32,
+}
+
+#[derive(Args, Debug)]
+struct AllArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Congestion control for every TCP workload on every tool.
     #[arg(long, value_name = "NAME", default_value = "cubic")]
     cc: String,
 }
@@ -191,6 +220,16 @@ fn run(cli: Cli) -> error::Result<()> {
         Command::Rr(a) => {
             let cc = (a.cc != "system").then_some(a.cc);
             bench::run(&plan(a.common, Workload::Rr, a.size, cc))
+        }
+        Command::Crr(a) => {
+            let cc = (a.cc != "system").then_some(a.cc);
+            bench::run(&plan(a.common, Workload::Crr, a.size, cc))
+        }
+        Command::UdpRr(a) => bench::run(&plan(a.common, Workload::UdpRr, a.size, None)),
+        Command::All(a) => {
+            let c = a.common;
+            let cases = all::cases(c.secs, c.cpus, &a.cc);
+            all::run(&cases, c.runs.unwrap_or(3), Duration::from_secs_f64(c.pause), c.ringperf)
         }
         Command::Engines(a) => {
             let c = a.common;

@@ -59,9 +59,10 @@ pub(crate) fn opt(v: Option<f64>, decimals: usize) -> String {
 }
 
 fn sd_unit(cfg: &Config) -> &'static str {
-    match cfg.workload {
-        Workload::Stream => "us/KB",
-        Workload::Rr => "us/tx",
+    if cfg.workload.is_stream() {
+        "us/KB"
+    } else {
+        "us/tx"
     }
 }
 
@@ -76,9 +77,10 @@ pub(crate) fn sd(v: Option<f64>) -> String {
 
 /// The progress line printed after each run.
 pub fn one_line(cfg: &Config, r: &RunResult) -> String {
-    let rate = match cfg.workload {
-        Workload::Stream => format!("{:.2} Gbit/s", r.rate() / 1e9),
-        Workload::Rr => format!("{:.0} transactions/s", r.rate()),
+    let rate = if cfg.workload.is_stream() {
+        format!("{:.2} Gbit/s", r.rate() / 1e9)
+    } else {
+        format!("{:.0} transactions/s", r.rate())
     };
     format!(
         "{rate}, busy {:.1} %, service demand {} {}",
@@ -96,6 +98,8 @@ pub fn header(plan: &Plan, host: &Host, tools: &[&dyn Tool]) -> String {
     let test = match cfg.workload {
         Workload::Stream => "stream (TCP bulk transfer, client to server)",
         Workload::Rr => "rr (TCP request/response, one transaction in flight)",
+        Workload::Crr => "crr (TCP connect, request, response, close)",
+        Workload::UdpRr => "udp-rr (UDP request/response, one transaction in flight)",
     };
     let _ = writeln!(s, "# ringperf-bench {test}");
     let _ = writeln!(s);
@@ -136,9 +140,9 @@ pub fn header(plan: &Plan, host: &Host, tools: &[&dyn Tool]) -> String {
                 }
             }
         }
-        Workload::Rr => {
+        Workload::Rr | Workload::Crr | Workload::UdpRr => {
             let _ = writeln!(s, "- request = response = {} bytes on every tool", cfg.size);
-            match &cfg.cc {
+            match cfg.cc.as_ref().filter(|_| cfg.workload.is_tcp()) {
                 Some(cc) => {
                     let _ = writeln!(
                         s,
@@ -160,10 +164,7 @@ pub fn header(plan: &Plan, host: &Host, tools: &[&dyn Tool]) -> String {
             );
         }
     }
-    let per = match cfg.workload {
-        Workload::Stream => "KB (1024 bytes) received",
-        Workload::Rr => "transaction",
-    };
+    let per = if cfg.workload.is_stream() { "KB (1024 bytes) received" } else { "transaction" };
     let _ = writeln!(
         s,
         "- CPU, the same for every tool: per-CPU /proc/stat deltas from just before the client starts (server already listening) to just after it exits; busy = user+nice+system+irq+softirq; service demand = busy µs summed over all CPUs per {per}"
@@ -210,7 +211,7 @@ pub fn runs_table(cfg: &Config, results: &[RunResult]) -> String {
             "procs CPU s",
             &procs_sd_head,
         ]),
-        Workload::Rr => Table::new(&[
+        Workload::Rr | Workload::Crr | Workload::UdpRr => Table::new(&[
             "run",
             "tool",
             "tps (count/time)",
@@ -307,9 +308,37 @@ pub fn summarize(tool: &'static str, results: &[RunResult]) -> ToolSummary {
     }
 }
 
-/// " (95 % interval ...)" after a ratio, or nothing with too few runs.
-fn interval_note(a: &[f64], b: &[f64]) -> String {
-    interval_text(a, b).map(|t| format!(" ({t})")).unwrap_or_default()
+/// ringperf (the first tool) against one peer: ratios of medians and their intervals.
+#[derive(Clone, Debug)]
+pub struct RatioRow {
+    pub peer: &'static str,
+    pub rate: Option<f64>,
+    pub rate_interval: Option<String>,
+    pub service_demand: Option<f64>,
+    pub sd_interval: Option<String>,
+}
+
+/// A row for each peer after the first tool of `sums`.
+pub fn ratio_rows(results: &[RunResult], sums: &[ToolSummary]) -> Vec<RatioRow> {
+    let Some((ours, peers)) = sums.split_first() else {
+        return Vec::new();
+    };
+    let per_run = |tool: &str, f: &dyn Fn(&RunResult) -> Option<f64>| -> Vec<f64> {
+        results.iter().filter(|r| r.tool == tool).filter_map(f).collect()
+    };
+    let interval = |f: &dyn Fn(&RunResult) -> Option<f64>, peer: &str| {
+        interval_text(&per_run(ours.tool, f), &per_run(peer, f))
+    };
+    peers
+        .iter()
+        .map(|peer| RatioRow {
+            peer: peer.tool,
+            rate: ratio(ours.rate, peer.rate),
+            rate_interval: interval(&|r| Some(r.rate()), peer.tool),
+            service_demand: ratio(ours.service_demand, peer.service_demand),
+            sd_interval: interval(&|r| r.service_demand(), peer.tool),
+        })
+        .collect()
 }
 
 /// The medians table and a ratio line for ringperf against each peer.
@@ -331,7 +360,7 @@ pub fn summary(cfg: &Config, host: &Host, results: &[RunResult], tools: &[&dyn T
             &own_head,
             &procs_head,
         ]),
-        Workload::Rr => Table::new(&[
+        Workload::Rr | Workload::Crr | Workload::UdpRr => Table::new(&[
             "tool",
             "runs",
             "transactions/s (median)",
@@ -346,7 +375,7 @@ pub fn summary(cfg: &Config, host: &Host, results: &[RunResult], tools: &[&dyn T
     for s in &sums {
         let (scale, decimals) = match cfg.workload {
             Workload::Stream => (1e9, 2),
-            Workload::Rr => (1.0, 0),
+            Workload::Rr | Workload::Crr | Workload::UdpRr => (1.0, 0),
         };
         let range = s.rate_range.map_or_else(
             || "-".into(),
@@ -354,7 +383,7 @@ pub fn summary(cfg: &Config, host: &Host, results: &[RunResult], tools: &[&dyn T
         );
         let mut row =
             vec![s.tool.to_string(), s.runs.to_string(), opt(s.rate.map(|r| r / scale), decimals), range];
-        if cfg.workload == Workload::Rr {
+        if !cfg.workload.is_stream() {
             row.push(opt(s.mean_rtt_us, 1));
         }
         row.extend([
@@ -369,29 +398,20 @@ pub fn summary(cfg: &Config, host: &Host, results: &[RunResult], tools: &[&dyn T
     let Some((ours, peers)) = sums.split_first() else {
         return out;
     };
-    let what = match cfg.workload {
-        Workload::Stream => "throughput",
-        Workload::Rr => "transactions/s",
-    };
+    let what = if cfg.workload.is_stream() { "throughput" } else { "transactions/s" };
     let x = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| format!("{v:.2}x"));
-    let per_run = |tool: &str, f: &dyn Fn(&RunResult) -> Option<f64>| -> Vec<f64> {
-        results.iter().filter(|r| r.tool == tool).filter_map(f).collect()
-    };
-    let interval = |f: &dyn Fn(&RunResult) -> Option<f64>, peer: &str| {
-        interval_note(&per_run(ours.tool, f), &per_run(peer, f))
-    };
-    for peer in peers {
+    for (peer, row) in peers.iter().zip(ratio_rows(results, &sums)) {
         let _ = writeln!(
             out,
             "{}/{}: {what} {}{}, service demand {}{}",
             ours.tool,
             peer.tool,
-            x(ratio(ours.rate, peer.rate)),
-            interval(&|r| Some(r.rate()), peer.tool),
-            x(ratio(ours.service_demand, peer.service_demand)),
-            interval(&|r| r.service_demand(), peer.tool)
+            x(row.rate),
+            row.rate_interval.map(|t| format!(" ({t})")).unwrap_or_default(),
+            x(row.service_demand),
+            row.sd_interval.map(|t| format!(" ({t})")).unwrap_or_default(),
         );
-        if cfg.workload == Workload::Rr {
+        if !cfg.workload.is_stream() {
             let _ = writeln!(
                 out,
                 "  same definition on both sides: transactions/s by count/time {}, by 1/mean RTT {}",

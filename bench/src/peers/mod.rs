@@ -22,8 +22,44 @@ use crate::error::{BenchError, Result};
 pub enum Workload {
     /// TCP bulk transfer, client to server: ringperf stream against iperf3.
     Stream,
-    /// TCP request/response, one transaction in flight: ringperf rr against sockperf ping-pong.
+    /// TCP request/response, one transaction in flight (TCP_RR).
     Rr,
+    /// TCP connect, request, response, close, repeated (TCP_CRR).
+    Crr,
+    /// UDP request/response, one transaction in flight (UDP_RR).
+    UdpRr,
+}
+
+impl Workload {
+    /// Bulk transfer (work in bytes) rather than transactions.
+    pub fn is_stream(self) -> bool {
+        self == Workload::Stream
+    }
+
+    /// Whether a congestion control applies (TCP).
+    pub fn is_tcp(self) -> bool {
+        self != Workload::UdpRr
+    }
+
+    /// netperf's name for the test.
+    pub fn netperf_test(self) -> &'static str {
+        match self {
+            Workload::Stream => "TCP_STREAM",
+            Workload::Rr => "TCP_RR",
+            Workload::Crr => "TCP_CRR",
+            Workload::UdpRr => "UDP_RR",
+        }
+    }
+
+    /// ringperf's subcommand for the test.
+    pub fn ringperf_command(self) -> &'static str {
+        match self {
+            Workload::Stream => "stream",
+            Workload::Rr => "rr",
+            Workload::Crr => "crr",
+            Workload::UdpRr => "udp-rr",
+        }
+    }
 }
 
 /// What every tool is asked to do in one comparison.

@@ -1,9 +1,9 @@
-//! neper, the peer for flows and threads at scale: tcp_stream and tcp_rr, the server and
+//! neper, the peer for flows and threads at scale: tcp_stream, tcp_rr, tcp_crr and udp_rr, the server and
 //! client pinned with taskset, flows over threads with -F/-T, output read from its
 //! KEY=VALUE lines.
 //!
 //! What the client prints (neper ea5890f): `num_transactions`, `throughput` (transactions/s)
-//! and `latency_mean` (seconds) for tcp_rr; `remote_throughput` (the receiver's bits/s) and
+//! and `latency_mean` (seconds) for the request/response tests; `remote_throughput` (the receiver's bits/s) and
 //! `total_run_time` for tcp_stream, whose client sends.
 
 use std::path::PathBuf;
@@ -21,6 +21,8 @@ pub const NAME: &str = "neper";
 pub struct Neper {
     pub tcp_stream: PathBuf,
     pub tcp_rr: PathBuf,
+    pub tcp_crr: PathBuf,
+    pub udp_rr: PathBuf,
     pub taskset: PathBuf,
 }
 
@@ -29,6 +31,8 @@ impl Neper {
         Ok(Neper {
             tcp_stream: anchors::locate("tcp_stream")?,
             tcp_rr: anchors::locate("tcp_rr")?,
+            tcp_crr: anchors::locate("tcp_crr")?,
+            udp_rr: anchors::locate("udp_rr")?,
             taskset: require("taskset", "install util-linux (apt-get install -y util-linux)")?,
         })
     }
@@ -37,6 +41,8 @@ impl Neper {
         match cfg.workload {
             Workload::Stream => &self.tcp_stream,
             Workload::Rr => &self.tcp_rr,
+            Workload::Crr => &self.tcp_crr,
+            Workload::UdpRr => &self.udp_rr,
         }
     }
 
@@ -56,9 +62,11 @@ impl Neper {
         .to_vec();
         match cfg.workload {
             Workload::Stream => a.extend(["-B".into(), cfg.size.to_string()]),
-            Workload::Rr => a.extend(["-Q".into(), cfg.size.to_string(), "-R".into(), cfg.size.to_string()]),
+            Workload::Rr | Workload::Crr | Workload::UdpRr => {
+                a.extend(["-Q".into(), cfg.size.to_string(), "-R".into(), cfg.size.to_string()])
+            }
         }
-        if let Some(cc) = &cfg.cc {
+        if let Some(cc) = cfg.cc.as_ref().filter(|_| cfg.workload.is_tcp()) {
             a.extend(["--congestion-control".into(), cc.clone()]);
         }
         a
@@ -149,7 +157,7 @@ pub fn parse_output(stdout: &str, cfg: &Config) -> Result<Work> {
             let secs = f("total_run_time")?;
             Work::Stream { bytes: (bits_per_sec * secs / 8.0).round() as u64, bits_per_sec }
         }
-        Workload::Rr => {
+        Workload::Rr | Workload::Crr | Workload::UdpRr => {
             let mean_rtt_us = f("latency_mean")? * 1e6;
             Work::Rr {
                 transactions: f("num_transactions")? as u64,

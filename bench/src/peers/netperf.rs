@@ -2,8 +2,9 @@
 //! pinned with its own -T (client CPU, server CPU), CPU measured on both sides (-c -C), and
 //! its omni output selectors (-k) read back as KEY=VALUE lines.
 //!
-//! TCP_STREAM sends -m bytes per send and receives -M per receive; TCP_RR moves -r REQ,RSP
-//! with one transaction in flight. Congestion control is the test-specific -K.
+//! TCP_STREAM sends -m bytes per send and receives -M per receive; TCP_RR, TCP_CRR and
+//! UDP_RR move -r REQ,RSP with one transaction in flight. Congestion control is the
+//! test-specific -K (TCP only).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -38,10 +39,7 @@ impl Netperf {
     }
 
     fn client_args(cfg: &Config, port: u16) -> Vec<String> {
-        let test = match cfg.workload {
-            Workload::Stream => "TCP_STREAM",
-            Workload::Rr => "TCP_RR",
-        };
+        let test = cfg.workload.netperf_test();
         let mut a: Vec<String> = [
             "-H",
             "127.0.0.1",
@@ -66,11 +64,11 @@ impl Netperf {
                 let size = cfg.size.to_string();
                 a.extend(["-m".into(), size.clone(), "-M".into(), size, "-k".into(), STREAM_KEYS.into()]);
             }
-            Workload::Rr => {
+            Workload::Rr | Workload::Crr | Workload::UdpRr => {
                 a.extend(["-r".into(), format!("{},{}", cfg.size, cfg.size), "-k".into(), RR_KEYS.into()]);
             }
         }
-        if let Some(cc) = &cfg.cc {
+        if let Some(cc) = cfg.cc.as_ref().filter(|_| cfg.workload.is_tcp()) {
             a.extend(["-K".into(), cc.clone()]);
         }
         a
@@ -162,7 +160,7 @@ pub fn parse_output(stdout: &str, cfg: &Config) -> Result<(Work, f64)> {
             }
             Work::Stream { bytes: f("REMOTE_BYTES_RECVD")? as u64, bits_per_sec: f("THROUGHPUT")? * 1e6 }
         }
-        Workload::Rr => {
+        Workload::Rr | Workload::Crr | Workload::UdpRr => {
             let rate = f("TRANSACTION_RATE")?;
             let mean_rtt_us = f("MEAN_LATENCY")?;
             Work::Rr {

@@ -71,12 +71,16 @@ impl Ringperf {
                 let size = cfg.size.to_string();
                 vec!["stream".into(), "-l".into(), secs, "-m".into(), size.clone(), "-M".into(), size]
             }
-            Workload::Rr => {
-                vec!["rr".into(), "-l".into(), secs, "-r".into(), format!("{},{}", cfg.size, cfg.size)]
-            }
+            Workload::Rr | Workload::Crr | Workload::UdpRr => vec![
+                cfg.workload.ringperf_command().into(),
+                "-l".into(),
+                secs,
+                "-r".into(),
+                format!("{},{}", cfg.size, cfg.size),
+            ],
         };
         a.extend(["-T".into(), cpus]);
-        if let Some(cc) = &cfg.cc {
+        if let Some(cc) = cfg.cc.as_ref().filter(|_| cfg.workload.is_tcp()) {
             a.extend(["--cc".into(), cc.clone()]);
         }
         if self.sendfile && cfg.workload == Workload::Stream {
@@ -128,10 +132,7 @@ impl Tool for Ringperf {
 /// Tool overheads, the server's service demand, the zero-copy fraction and the statistics
 /// ringperf collected, out of its JSON report.
 pub fn figures(r: &Value, cfg: &Config) -> Result<Figures> {
-    let sd_field = match cfg.workload {
-        Workload::Stream => "us_per_kb",
-        Workload::Rr => "us_per_transaction",
-    };
+    let sd_field = if cfg.workload.is_stream() { "us_per_kb" } else { "us_per_transaction" };
     let zc = r.pointer("/local/send/zero_copy").filter(|v| !v.is_null());
     let zero_copy_fraction = match zc {
         Some(z) => {
@@ -216,7 +217,7 @@ pub fn parse(r: &Value, cfg: &Config) -> Result<(Work, Option<f64>)> {
             let own = r.pointer("/local/service_demand/us_per_kb").and_then(Value::as_f64);
             Ok((Work::Stream { bytes: received, bits_per_sec }, own))
         }
-        Workload::Rr => {
+        Workload::Rr | Workload::Crr | Workload::UdpRr => {
             let transactions = json_u64(r, NAME, "/local/transactions")?;
             let tps_by_count = json_f64(r, NAME, "/summary/transactions_per_sec")?;
             // Without latency recording (--no-latency) there is no mean round trip.
@@ -244,7 +245,7 @@ fn check_spec(r: &Value, cfg: &Config) -> Result<()> {
         Err(BenchError::Tool(format!("ringperf ran with {what} {got}, not what the bench asked for")))
     };
     let cc = r.pointer("/spec/congestion_control").and_then(Value::as_str).map(str::to_owned);
-    if cc != cfg.cc {
+    if cc != cfg.cc.clone().filter(|_| cfg.workload.is_tcp()) {
         return wrong("congestion control", format!("{cc:?}"));
     }
     let lcpu = r.pointer("/local/pinned_cpu").and_then(Value::as_u64);
@@ -254,7 +255,7 @@ fn check_spec(r: &Value, cfg: &Config) -> Result<()> {
     }
     let (a, b) = match cfg.workload {
         Workload::Stream => ("/spec/send_size", "/spec/recv_size"),
-        Workload::Rr => ("/spec/request_size", "/spec/response_size"),
+        Workload::Rr | Workload::Crr | Workload::UdpRr => ("/spec/request_size", "/spec/response_size"),
     };
     for p in [a, b] {
         let got = r.pointer(p).and_then(Value::as_u64);
