@@ -373,6 +373,8 @@ mod tests {
         let (size, cc) = match workload {
             Workload::Stream => (131072, Some("cubic".to_string())),
             Workload::Rr => (64, None),
+            Workload::Crr => (1, Some("cubic".to_string())),
+            Workload::UdpRr => (8, Some("cubic".to_string())),
         };
         Config { workload, secs: 5, client_cpu: 0, server_cpu: 1, size, cc }
     }
@@ -446,5 +448,8 @@ mod tests {
             "stream -l 5 -m 131072 -M 131072 -T 0,1 --cc cubic --json"
         );
         assert_eq!(r.args(&cfg(Workload::Rr)).join(" "), "rr -l 5 -r 64,64 -T 0,1 --json");
+        assert_eq!(r.args(&cfg(Workload::Crr)).join(" "), "crr -l 5 -r 1,1 -T 0,1 --cc cubic --json");
+        // UDP has no congestion control: asked for one, the run gets none.
+        assert_eq!(r.args(&cfg(Workload::UdpRr)).join(" "), "udp-rr -l 5 -r 8,8 -T 0,1 --json");
     }
 }
