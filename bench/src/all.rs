@@ -23,13 +23,8 @@ pub struct Case {
 /// two (netperf's -T 1 and -T 0,1); 1-byte TCP_CRR; UDP_RR at 8 bytes (ringperf's UDP
 /// transactions carry an 8-byte sequence number, so every tool gets 8).
 pub fn cases(secs: u32, cpus: (usize, usize), cc: &str) -> Vec<Case> {
-    let cfg = |workload, size, client_cpu, server_cpu, cc: Option<&str>| Config {
-        workload,
-        secs,
-        client_cpu,
-        server_cpu,
-        size,
-        cc: cc.map(str::to_owned),
+    let cfg = |workload, size, client_cpu, server_cpu, cc: Option<&str>| {
+        Config::new(workload, secs, (client_cpu, server_cpu), size, cc.map(str::to_owned))
     };
     let (c, s) = cpus;
     vec![

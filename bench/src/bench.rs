@@ -86,31 +86,36 @@ pub fn run_collect(plan: &Plan) -> Result<Vec<report::RatioRow>> {
 /// when none is there.
 pub fn find_peers(cfg: &Config) -> Result<Vec<Box<dyn Tool>>> {
     type Finder = fn() -> Result<Box<dyn Tool>>;
-    let mut finders: Vec<Finder> = vec![|| Ok(Box::new(Netperf::find()?) as Box<dyn Tool>), || {
-        Ok(Box::new(Neper::find()?) as Box<dyn Tool>)
-    }];
-    match cfg.workload {
-        Workload::Stream => finders.insert(0, || Ok(Box::new(Iperf3::find()?) as Box<dyn Tool>)),
-        Workload::Rr if sockperf_can_join(cfg) => {
-            finders.push(|| Ok(Box::new(Sockperf::find()?) as Box<dyn Tool>))
-        }
-        Workload::Rr | Workload::Crr | Workload::UdpRr => {}
-    }
+    let iperf3: Finder = || Ok(Box::new(Iperf3::find()?));
+    let netperf: Finder = || Ok(Box::new(Netperf::find()?));
+    let neper: Finder = || Ok(Box::new(Neper::find()?));
+    let sockperf: Finder = || Ok(Box::new(Sockperf::find()?));
+    let finders: Vec<Finder> = match cfg.workload {
+        Workload::Stream => vec![iperf3, netperf, neper],
+        Workload::UdpStream => vec![iperf3, netperf],
+        Workload::Rr if sockperf_can_join(cfg) => vec![netperf, neper, sockperf],
+        Workload::Rr | Workload::Crr | Workload::UdpRr => vec![netperf, neper],
+    };
+    let mut missing = None;
     let mut peers = Vec::new();
-    let mut missing = Vec::new();
     for find in finders {
         match find() {
             Ok(p) => peers.push(p),
-            Err(e) => missing.push(e),
+            Err(e) => {
+                eprintln!("ringperf-bench: left out: {e}");
+                missing.get_or_insert(e);
+            }
         }
     }
-    for e in &missing {
-        eprintln!("ringperf-bench: left out: {e}");
-    }
-    match (peers.is_empty(), missing.into_iter().next()) {
+    match (peers.is_empty(), missing) {
         (true, Some(e)) => Err(e),
         _ => Ok(peers),
     }
+}
+
+/// One peer, or None after saying why it is left out.
+pub fn find_peer(find: impl FnOnce() -> Result<Box<dyn Tool>>) -> Option<Box<dyn Tool>> {
+    find().map_err(|e| eprintln!("ringperf-bench: left out: {e}")).ok()
 }
 
 /// sockperf sends messages of at least 14 bytes and has no congestion-control option.
@@ -165,39 +170,64 @@ pub fn alternate_retrying(
     tools: &[&dyn Tool],
     retries: u32,
 ) -> Result<(Vec<RunResult>, Vec<Failure>)> {
-    let total = plan.runs as usize * tools.len();
-    let mut results = Vec::with_capacity(total);
-    let mut failures = Vec::new();
+    let entries: Vec<Entry> = tools.iter().map(|&tool| Entry { tool, cfg: &plan.cfg }).collect();
     let mut first = true;
-    for round in 0..plan.runs {
-        for tool in tools {
+    alternate_entries(&entries, plan.runs, plan.pause, retries, &mut first)
+}
+
+/// A tool with the settings it runs with: tools compared in one part may differ in more
+/// than the tool (ringperf with 1 flow beside ringperf with 2).
+#[derive(Clone, Copy)]
+pub struct Entry<'a> {
+    pub tool: &'a dyn Tool,
+    pub cfg: &'a Config,
+}
+
+/// The one alternation every comparison uses: round after round, each entry once, a pause
+/// before every run but the very first (`first` carries that across parts); a failed run is
+/// repeated up to `retries` times, then ends the comparison.
+pub fn alternate_entries(
+    entries: &[Entry],
+    runs: u32,
+    pause: Duration,
+    retries: u32,
+    first: &mut bool,
+) -> Result<(Vec<RunResult>, Vec<Failure>)> {
+    let mut results = Vec::with_capacity(runs as usize * entries.len());
+    let mut failures = Vec::new();
+    for round in 0..runs {
+        for e in entries {
             let mut attempt = 0;
             loop {
-                if !first && !plan.pause.is_zero() {
-                    thread::sleep(plan.pause);
+                if !*first && !pause.is_zero() {
+                    thread::sleep(pause);
                 }
-                first = false;
-                eprint!("ringperf-bench: run {}/{} {} ... ", round + 1, plan.runs, tool.name());
+                *first = false;
+                eprint!("ringperf-bench: run {}/{} {} ... ", round + 1, runs, e.tool.name());
                 let _ = std::io::stderr().flush();
                 let children_before = children_cpu_us();
-                match tool.run(&plan.cfg) {
+                match e.tool.run(e.cfg) {
                     Ok(mut r) => {
                         // A tool's run reaps every process it started (client and server)
                         // before it returns, so the delta is exactly their CPU.
                         r.process_cpu_us =
                             children_cpu_us().zip(children_before).map(|(a, b)| a.saturating_sub(b) as f64);
-                        eprintln!("{}", report::one_line(&plan.cfg, &r));
+                        eprintln!("{}", report::one_line(e.cfg, &r));
                         results.push(r);
                         break;
                     }
-                    Err(e) if attempt < retries => {
-                        eprintln!("failed, repeating it: {e}");
-                        failures.push(Failure { tool: tool.name(), round: round + 1, error: e.to_string() });
+                    Err(err) if attempt < retries => {
+                        eprintln!("failed, repeating it: {err}");
+                        failures.push(Failure {
+                            tool: e.tool.name(),
+                            round: round + 1,
+                            error: err.to_string(),
+                        });
                         attempt += 1;
                     }
-                    Err(e) => {
+                    Err(err) => {
                         eprintln!("failed");
-                        return Err(e);
+                        return Err(err);
                     }
                 }
             }
@@ -277,14 +307,7 @@ mod tests {
 
     fn plan() -> Plan {
         Plan {
-            cfg: Config {
-                workload: Workload::Stream,
-                secs: 1,
-                client_cpu: 0,
-                server_cpu: 0,
-                size: 1,
-                cc: None,
-            },
+            cfg: Config::new(Workload::Stream, 1, (0, 0), 1, None),
             runs: 2,
             pause: Duration::ZERO,
             ringperf: None,

@@ -379,7 +379,7 @@ pub fn header(plan: &EnginesPlan, host: &Host, tools: &[&dyn Tool]) -> String {
 
 /// The stream config every pair shares.
 pub fn config(secs: u32, cpus: (usize, usize), cc: String) -> Config {
-    Config { workload: Workload::Stream, secs, client_cpu: cpus.0, server_cpu: cpus.1, size: 0, cc: Some(cc) }
+    Config::new(Workload::Stream, secs, cpus, 0, Some(cc))
 }
 
 /// Plan for the CLI.

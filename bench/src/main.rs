@@ -200,14 +200,7 @@ fn parse_message_size(s: &str) -> Result<u32, String> {
 /// Stream and rr: ringperf against its peer.
 fn plan(common: Common, workload: Workload, size: u32, cc: Option<String>) -> bench::Plan {
     bench::Plan {
-        cfg: Config {
-            workload,
-            secs: common.secs,
-            client_cpu: common.cpus.0,
-            server_cpu: common.cpus.1,
-            size,
-            cc,
-        },
+        cfg: Config::new(workload, common.secs, common.cpus, size, cc),
         runs: common.runs.unwrap_or(3),
         pause: Duration::from_secs_f64(common.pause),
         ringperf: common.ringperf,

@@ -3,6 +3,7 @@
 //! same way for all of them (see `process::run_measured`).
 
 pub mod anchors;
+pub mod iperf2;
 pub mod iperf3;
 pub mod neper;
 pub mod netperf;
@@ -28,17 +29,24 @@ pub enum Workload {
     Crr,
     /// UDP request/response, one transaction in flight (UDP_RR).
     UdpRr,
+    /// UDP bulk transfer, client to server (UDP_STREAM): datagrams received and lost.
+    UdpStream,
 }
 
 impl Workload {
-    /// Bulk transfer (work in bytes) rather than transactions.
+    /// TCP bulk transfer (work in bytes).
     pub fn is_stream(self) -> bool {
         self == Workload::Stream
     }
 
+    /// Transactions (rr, crr, udp-rr): work in round trips.
+    pub fn is_transactional(self) -> bool {
+        matches!(self, Workload::Rr | Workload::Crr | Workload::UdpRr)
+    }
+
     /// Whether a congestion control applies (TCP).
     pub fn is_tcp(self) -> bool {
-        self != Workload::UdpRr
+        matches!(self, Workload::Stream | Workload::Rr | Workload::Crr)
     }
 
     /// netperf's name for the test.
@@ -48,6 +56,7 @@ impl Workload {
             Workload::Rr => "TCP_RR",
             Workload::Crr => "TCP_CRR",
             Workload::UdpRr => "UDP_RR",
+            Workload::UdpStream => "UDP_STREAM",
         }
     }
 
@@ -58,6 +67,7 @@ impl Workload {
             Workload::Rr => "rr",
             Workload::Crr => "crr",
             Workload::UdpRr => "udp-rr",
+            Workload::UdpStream => "udp-stream",
         }
     }
 }
@@ -76,9 +86,62 @@ pub struct Config {
     pub size: u32,
     /// Congestion control set on every tool's sockets; None leaves the system default.
     pub cc: Option<String>,
+    /// Flows, threads and the CPU set they share.
+    pub layout: Layout,
+    /// TCP_NODELAY on every data socket.
+    pub nodelay: bool,
+    /// UDP stream settings.
+    pub udp: UdpOptions,
+}
+
+/// How many flows over how many threads, and where they may run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub flows: u32,
+    pub threads: u32,
+    /// Every process and thread of both sides may run on these CPUs (ringperf --cpus, peers
+    /// under taskset -c); None: the client is pinned to client_cpu, the server to server_cpu.
+    pub cpu_set: Option<String>,
+}
+
+impl Default for Layout {
+    fn default() -> Layout {
+        Layout { flows: 1, threads: 1, cpu_set: None }
+    }
+}
+
+/// What a UDP stream run sends.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UdpOptions {
+    /// Send rate (-b), None: as fast as the sender can.
+    pub rate: Option<String>,
+    /// Datagrams of `size` sent many per send with UDP_SEGMENT (ringperf --gso).
+    pub gso: bool,
+    /// SO_SNDBUF and SO_RCVBUF on both sides.
+    pub socket_buffer: Option<String>,
 }
 
 impl Config {
+    /// One flow, the client pinned to `cpus.0` and the server to `cpus.1`.
+    pub fn new(workload: Workload, secs: u32, cpus: (usize, usize), size: u32, cc: Option<String>) -> Config {
+        Config {
+            workload,
+            secs,
+            client_cpu: cpus.0,
+            server_cpu: cpus.1,
+            size,
+            cc,
+            layout: Layout::default(),
+            nodelay: false,
+            udp: UdpOptions::default(),
+        }
+    }
+
+    /// The congestion control where it applies (TCP).
+    pub fn tcp_cc(&self) -> Option<&str> {
+        self.cc.as_deref().filter(|_| self.workload.is_tcp())
+    }
+
     /// Upper bound on one run: the test, plus generous set-up and tear-down.
     pub fn run_timeout(&self) -> Duration {
         Duration::from_secs(u64::from(self.secs) + 45)
@@ -107,6 +170,16 @@ pub enum Work {
         /// 1 / mean round trip.
         tps_by_rtt: f64,
         mean_rtt_us: f64,
+    },
+    Udp {
+        /// Datagrams the receiver got, over its window.
+        received: u64,
+        /// Datagrams the sender sent.
+        sent: u64,
+        /// Payload bytes per datagram.
+        datagram_bytes: u32,
+        /// `received` over the receiver's window.
+        received_per_sec: f64,
     },
 }
 
@@ -139,14 +212,67 @@ impl RunResult {
                     *tps_by_count
                 }
             }
+            Work::Udp { received_per_sec, .. } => *received_per_sec,
         }
     }
 
-    /// KB (1024 bytes) moved, or transactions: what service demand is per.
+    /// UDP: KB (1024 bytes) of payload received.
+    pub fn kb_received(&self) -> Option<f64> {
+        match self.work {
+            Work::Udp { received, datagram_bytes, .. } => {
+                Some(received as f64 * f64::from(datagram_bytes) / 1024.0)
+            }
+            _ => None,
+        }
+    }
+
+    /// UDP: busy CPU µs per KB received.
+    pub fn service_demand_per_kb(&self) -> Option<f64> {
+        self.kb_received().and_then(|kb| self.cpu.service_demand(kb))
+    }
+
+    /// UDP: (sent - received) / sent, percent, from the tool's own counts.
+    pub fn loss_percent(&self) -> Option<f64> {
+        match self.work {
+            Work::Udp { received, sent, .. } if sent > 0 => {
+                Some(100.0 * sent.saturating_sub(received) as f64 / sent as f64)
+            }
+            _ => None,
+        }
+    }
+
+    /// UDP: payload bits per second received.
+    pub fn payload_bps(&self) -> Option<f64> {
+        match self.work {
+            Work::Udp { received_per_sec, datagram_bytes, .. } => {
+                Some(received_per_sec * f64::from(datagram_bytes) * 8.0)
+            }
+            _ => None,
+        }
+    }
+
+    /// UDP: datagrams sent per second of the bench's window.
+    pub fn sent_per_sec(&self) -> Option<f64> {
+        match self.work {
+            Work::Udp { sent, .. } => Some(sent as f64 / self.cpu.wall_secs()),
+            _ => None,
+        }
+    }
+
+    /// Mean round trip, µs (transactions).
+    pub fn mean_rtt_us(&self) -> Option<f64> {
+        match self.work {
+            Work::Rr { mean_rtt_us, .. } => Some(mean_rtt_us),
+            _ => None,
+        }
+    }
+
+    /// KB (1024 bytes) moved, transactions, or datagrams received: what service demand is per.
     pub fn units(&self) -> f64 {
         match &self.work {
             Work::Stream { bytes, .. } => *bytes as f64 / 1024.0,
             Work::Rr { transactions, .. } => *transactions as f64,
+            Work::Udp { received, .. } => *received as f64,
         }
     }
 

@@ -37,12 +37,15 @@ impl Neper {
         })
     }
 
-    fn program(&self, cfg: &Config) -> &PathBuf {
+    fn program(&self, cfg: &Config) -> Result<&PathBuf> {
         match cfg.workload {
-            Workload::Stream => &self.tcp_stream,
-            Workload::Rr => &self.tcp_rr,
-            Workload::Crr => &self.tcp_crr,
-            Workload::UdpRr => &self.udp_rr,
+            Workload::Stream => Ok(&self.tcp_stream),
+            Workload::Rr => Ok(&self.tcp_rr),
+            Workload::Crr => Ok(&self.tcp_crr),
+            Workload::UdpRr => Ok(&self.udp_rr),
+            Workload::UdpStream => Err(BenchError::Usage(
+                "neper's udp_stream is not a peer here: compare UDP streams with iperf3 and netperf".into(),
+            )),
         }
     }
 
@@ -65,6 +68,14 @@ impl Neper {
             Workload::Rr | Workload::Crr | Workload::UdpRr => {
                 a.extend(["-Q".into(), cfg.size.to_string(), "-R".into(), cfg.size.to_string()])
             }
+            Workload::UdpStream => {}
+        }
+        let l = &cfg.layout;
+        if l.flows > 1 || l.threads > 1 {
+            a.extend(["-F".into(), l.flows.to_string(), "-T".into(), l.threads.to_string()]);
+        }
+        if cfg.nodelay {
+            a.push("--no-delay".into());
         }
         if let Some(cc) = cfg.cc.as_ref().filter(|_| cfg.workload.is_tcp()) {
             a.extend(["--congestion-control".into(), cc.clone()]);
@@ -72,17 +83,23 @@ impl Neper {
         a
     }
 
-    fn server_args(&self, cfg: &Config, ports: (u16, u16)) -> Vec<String> {
-        let mut a = vec!["-c".into(), cfg.server_cpu.to_string(), self.program(cfg).display().to_string()];
-        a.extend(self.shared_args(cfg, ports));
-        a
+    /// taskset's arguments: the layout's CPU set, or the side's own CPU.
+    fn pinned(&self, cfg: &Config, cpu: usize) -> Result<Vec<String>> {
+        let cpus = cfg.layout.cpu_set.clone().unwrap_or_else(|| cpu.to_string());
+        Ok(vec!["-c".into(), cpus, self.program(cfg)?.display().to_string()])
     }
 
-    fn client_args(&self, cfg: &Config, ports: (u16, u16)) -> Vec<String> {
-        let mut a = vec!["-c".into(), cfg.client_cpu.to_string(), self.program(cfg).display().to_string()];
+    fn server_args(&self, cfg: &Config, ports: (u16, u16)) -> Result<Vec<String>> {
+        let mut a = self.pinned(cfg, cfg.server_cpu)?;
+        a.extend(self.shared_args(cfg, ports));
+        Ok(a)
+    }
+
+    fn client_args(&self, cfg: &Config, ports: (u16, u16)) -> Result<Vec<String>> {
+        let mut a = self.pinned(cfg, cfg.client_cpu)?;
         a.extend(["-c".into(), "-H".into(), "127.0.0.1".into()]);
         a.extend(self.shared_args(cfg, ports));
-        a
+        Ok(a)
     }
 
     fn start_server(&self, cfg: &Config) -> Result<(Server, (u16, u16))> {
@@ -90,7 +107,7 @@ impl Neper {
         for _ in 0..PORT_ATTEMPTS {
             let ports = (free_port()?, free_port()?);
             let mut server =
-                Server::spawn(NAME, Command::new(&self.taskset).args(self.server_args(cfg, ports)))?;
+                Server::spawn(NAME, Command::new(&self.taskset).args(self.server_args(cfg, ports)?))?;
             match server.wait_listening(ports.0, LISTEN_TIMEOUT) {
                 Ok(()) => return Ok((server, ports)),
                 Err(e) => last = Some(e),
@@ -110,16 +127,17 @@ impl Tool for Neper {
         let hide = |s: String| s.replace("-C 1 -P 2", "-C PORT -P PORT");
         format!(
             "{t} {} ; {t} {}",
-            hide(self.server_args(cfg, p).join(" ")),
-            hide(self.client_args(cfg, p).join(" ")),
+            hide(self.server_args(cfg, p).map(|a| a.join(" ")).unwrap_or_else(|e| e.to_string())),
+            hide(self.client_args(cfg, p).map(|a| a.join(" ")).unwrap_or_else(|e| e.to_string())),
             t = self.taskset.display()
         )
     }
 
     fn run(&self, cfg: &Config) -> Result<RunResult> {
+        self.program(cfg)?;
         let (mut server, ports) = self.start_server(cfg)?;
         let mut client = Command::new(&self.taskset);
-        client.args(self.client_args(cfg, ports));
+        client.args(self.client_args(cfg, ports)?);
         let measured = run_measured(NAME, &mut client, cfg.run_timeout(), None);
         // neper's server ends by itself once its client is done.
         let server_exit = server.wait(Duration::from_secs(5));
@@ -157,6 +175,9 @@ pub fn parse_output(stdout: &str, cfg: &Config) -> Result<Work> {
             let secs = f("total_run_time")?;
             Work::Stream { bytes: (bits_per_sec * secs / 8.0).round() as u64, bits_per_sec }
         }
+        Workload::UdpStream => {
+            return Err(BenchError::Usage("neper's udp_stream is not a peer here".into()));
+        }
         Workload::Rr | Workload::Crr | Workload::UdpRr => {
             let mean_rtt_us = f("latency_mean")? * 1e6;
             Work::Rr {
@@ -174,7 +195,7 @@ mod tests {
     use super::*;
 
     fn cfg(workload: Workload) -> Config {
-        Config { workload, secs: 2, client_cpu: 0, server_cpu: 1, size: 1, cc: None }
+        Config::new(workload, 2, (0, 1), 1, None)
     }
 
     #[test]
@@ -186,9 +207,29 @@ mod tests {
                 assert_eq!(tps_by_count, 12051.15);
                 assert!((mean_rtt_us - 82.849).abs() < 1e-9);
             }
-            Work::Stream { .. } => panic!("rr parsed as a stream"),
+            other => panic!("rr parsed as {other:?}"),
         }
         assert!(parse_output("VERSION=1.1.0\n", &cfg(Workload::Rr)).is_err());
+    }
+
+    #[test]
+    fn many_flows_over_threads_in_one_cpu_set() {
+        let n = Neper {
+            tcp_stream: "tcp_stream".into(),
+            tcp_rr: "tcp_rr".into(),
+            tcp_crr: "tcp_crr".into(),
+            udp_rr: "udp_rr".into(),
+            taskset: "taskset".into(),
+        };
+        let mut c = cfg(Workload::Rr);
+        c.layout = crate::peers::Layout { flows: 100, threads: 2, cpu_set: Some("0,1".into()) };
+        c.nodelay = true;
+        let a = n.client_args(&c, (7, 8)).unwrap().join(" ");
+        assert_eq!(
+            a,
+            "-c 0,1 tcp_rr -c -H 127.0.0.1 -4 -C 7 -P 8 -l 2 --nolog -Q 1 -R 1 -F 100 -T 2 --no-delay"
+        );
+        assert!(n.client_args(&cfg(Workload::UdpStream), (7, 8)).is_err());
     }
 
     #[test]
@@ -199,7 +240,7 @@ mod tests {
                 assert_eq!(bits_per_sec, 33747274848.0);
                 assert_eq!(bytes, 8436818712);
             }
-            Work::Rr { .. } => panic!("stream parsed as rr"),
+            other => panic!("stream parsed as {other:?}"),
         }
     }
 }

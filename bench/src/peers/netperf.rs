@@ -20,6 +20,8 @@ pub const NAME: &str = "netperf";
 /// What the bench asks netperf to print: the work, its window and its own service demand.
 const STREAM_KEYS: &str =
     "THROUGHPUT,THROUGHPUT_UNITS,ELAPSED_TIME,LOCAL_SD,REMOTE_BYTES_RECVD,LOCAL_CONG_CONTROL";
+const UDP_STREAM_KEYS: &str =
+    "THROUGHPUT,THROUGHPUT_UNITS,ELAPSED_TIME,LOCAL_SD,LOCAL_BYTES_SENT,REMOTE_BYTES_RECVD";
 const RR_KEYS: &str = "THROUGHPUT,THROUGHPUT_UNITS,TRANSACTION_RATE,ELAPSED_TIME,LOCAL_SD,MEAN_LATENCY";
 
 pub struct Netperf {
@@ -67,6 +69,14 @@ impl Netperf {
             Workload::Rr | Workload::Crr | Workload::UdpRr => {
                 a.extend(["-r".into(), format!("{},{}", cfg.size, cfg.size), "-k".into(), RR_KEYS.into()]);
             }
+            Workload::UdpStream => {
+                let size = cfg.size.to_string();
+                a.extend(["-m".into(), size.clone(), "-M".into(), size]);
+                if let Some(b) = &cfg.udp.socket_buffer {
+                    a.extend(["-s".into(), b.clone(), "-S".into(), b.clone()]);
+                }
+                a.extend(["-k".into(), UDP_STREAM_KEYS.into()]);
+            }
         }
         if let Some(cc) = cfg.cc.as_ref().filter(|_| cfg.workload.is_tcp()) {
             a.extend(["-K".into(), cc.clone()]);
@@ -105,6 +115,11 @@ impl Tool for Netperf {
     }
 
     fn run(&self, cfg: &Config) -> Result<RunResult> {
+        if cfg.layout.flows > 1 || cfg.udp.rate.is_some() || cfg.udp.gso {
+            return Err(BenchError::Usage(
+                "netperf runs one unpaced flow per process: it is no peer for many flows, -b or GSO".into(),
+            ));
+        }
         let (mut server, port) = self.start_server()?;
         let mut client = Command::new(&self.netperf);
         client.args(Self::client_args(cfg, port));
@@ -160,6 +175,16 @@ pub fn parse_output(stdout: &str, cfg: &Config) -> Result<(Work, f64)> {
             }
             Work::Stream { bytes: f("REMOTE_BYTES_RECVD")? as u64, bits_per_sec: f("THROUGHPUT")? * 1e6 }
         }
+        Workload::UdpStream => {
+            let size = u64::from(cfg.size.max(1));
+            let received = f("REMOTE_BYTES_RECVD")? as u64 / size;
+            Work::Udp {
+                received,
+                sent: f("LOCAL_BYTES_SENT")? as u64 / size,
+                datagram_bytes: cfg.size,
+                received_per_sec: received as f64 / elapsed,
+            }
+        }
         Workload::Rr | Workload::Crr | Workload::UdpRr => {
             let rate = f("TRANSACTION_RATE")?;
             let mean_rtt_us = f("MEAN_LATENCY")?;
@@ -179,7 +204,7 @@ mod tests {
     use super::*;
 
     fn cfg(workload: Workload) -> Config {
-        Config { workload, secs: 4, client_cpu: 0, server_cpu: 1, size: 1, cc: Some("cubic".into()) }
+        Config::new(workload, 4, (0, 1), 1, Some("cubic".into()))
     }
 
     #[test]
@@ -194,7 +219,7 @@ mod tests {
                 assert_eq!(tps_by_count, 12066.779);
                 assert_eq!(mean_rtt_us, 82.69);
             }
-            Work::Stream { .. } => panic!("rr parsed as a stream"),
+            other => panic!("rr parsed as {other:?}"),
         }
     }
 
@@ -209,6 +234,23 @@ mod tests {
         let kb = out.replace("10^6bits/s", "KBytes/s");
         assert!(parse_output(&kb, &cfg(Workload::Stream)).is_err());
         assert!(parse_output("", &cfg(Workload::Stream)).is_err());
+    }
+
+    #[test]
+    fn udp_stream_counts_datagrams_from_bytes() {
+        let mut c = cfg(Workload::UdpStream);
+        c.size = 64;
+        c.cc = None;
+        let out = "THROUGHPUT=100.0\nTHROUGHPUT_UNITS=10^6bits/s\nELAPSED_TIME=2.00\nLOCAL_SD=1.0\n\
+                   LOCAL_BYTES_SENT=6400\nREMOTE_BYTES_RECVD=3200\n";
+        let (work, _) = parse_output(out, &c).unwrap();
+        assert!(matches!(work, Work::Udp { received: 50, sent: 100, datagram_bytes: 64, .. }), "{work:?}");
+        assert_eq!(
+            Netperf::client_args(&c, 5).join(" "),
+            format!(
+                "-H 127.0.0.1 -p 5 -t UDP_STREAM -l 4 -T 0,1 -c -C -P 0 -- -m 64 -M 64 -k {UDP_STREAM_KEYS}"
+            )
+        );
     }
 
     #[test]
