@@ -10,8 +10,10 @@ use std::time::Duration;
 use crate::cpu;
 use crate::error::{BenchError, Result};
 use crate::peers::iperf3::Iperf3;
+use crate::peers::neper::Neper;
+use crate::peers::netperf::Netperf;
 use crate::peers::ringperf::{self, Ringperf};
-use crate::peers::sockperf::Sockperf;
+use crate::peers::sockperf::{self, Sockperf};
 use crate::peers::{Config, RunResult, Tool, Workload};
 use crate::report;
 
@@ -54,22 +56,71 @@ impl Host {
 
 /// Checks the plan against the host, finds the tools, runs them in turn and prints the report.
 pub fn run(plan: &Plan) -> Result<()> {
+    run_collect(plan).map(|_| ())
+}
+
+/// `run`, returning ringperf's ratio to each peer as well.
+pub fn run_collect(plan: &Plan) -> Result<Vec<report::RatioRow>> {
     let cfg = &plan.cfg;
     let host = check_host(cfg)?;
-    // The peer first: a missing package should not wait for a ringperf build.
-    let peer: Box<dyn Tool> = match cfg.workload {
-        Workload::Stream => Box::new(Iperf3::find()?),
-        Workload::Rr => Box::new(Sockperf::find()?),
-    };
+    // The peers first: a missing package should not wait for a ringperf build.
+    let peers = find_peers(cfg)?;
     let ringperf = Ringperf::new(ringperf::locate(plan.ringperf.as_deref())?);
-    let tools: [&dyn Tool; 2] = [&ringperf, peer.as_ref()];
+    let tools: Vec<&dyn Tool> =
+        std::iter::once(&ringperf as &dyn Tool).chain(peers.iter().map(|p| p.as_ref())).collect();
 
     print!("{}", report::header(plan, &host, &tools));
     let _ = std::io::stdout().flush();
     let results = alternate(plan, &tools)?;
     print!("{}", report::runs_table(cfg, &results));
     print!("{}", report::summary(cfg, &host, &results, &tools));
-    Ok(())
+    let sums: Vec<report::ToolSummary> =
+        tools.iter().map(|t| report::summarize(t.name(), &results)).collect();
+    Ok(report::ratio_rows(&results, &sums))
+}
+
+/// Every peer of the workload that is installed: netperf and neper always (the tools the
+/// users compare against), iperf3 for a stream, sockperf for rr when it can take part (its
+/// messages are at least 14 bytes, and it cannot set a congestion control). A missing peer
+/// is named with how to get it; the comparison goes on with the others, and fails only
+/// when none is there.
+pub fn find_peers(cfg: &Config) -> Result<Vec<Box<dyn Tool>>> {
+    type Finder = fn() -> Result<Box<dyn Tool>>;
+    let iperf3: Finder = || Ok(Box::new(Iperf3::find()?));
+    let netperf: Finder = || Ok(Box::new(Netperf::find()?));
+    let neper: Finder = || Ok(Box::new(Neper::find()?));
+    let sockperf: Finder = || Ok(Box::new(Sockperf::find()?));
+    let finders: Vec<Finder> = match cfg.workload {
+        Workload::Stream => vec![iperf3, netperf, neper],
+        Workload::UdpStream => vec![iperf3, netperf],
+        Workload::Rr if sockperf_can_join(cfg) => vec![netperf, neper, sockperf],
+        Workload::Rr | Workload::Crr | Workload::UdpRr => vec![netperf, neper],
+    };
+    let mut missing = None;
+    let mut peers = Vec::new();
+    for find in finders {
+        match find() {
+            Ok(p) => peers.push(p),
+            Err(e) => {
+                eprintln!("ringperf-bench: left out: {e}");
+                missing.get_or_insert(e);
+            }
+        }
+    }
+    match (peers.is_empty(), missing) {
+        (true, Some(e)) => Err(e),
+        _ => Ok(peers),
+    }
+}
+
+/// One peer, or None after saying why it is left out.
+pub fn find_peer(find: impl FnOnce() -> Result<Box<dyn Tool>>) -> Option<Box<dyn Tool>> {
+    find().map_err(|e| eprintln!("ringperf-bench: left out: {e}")).ok()
+}
+
+/// sockperf sends messages of at least 14 bytes and has no congestion-control option.
+pub fn sockperf_can_join(cfg: &Config) -> bool {
+    cfg.workload == Workload::Rr && cfg.size >= sockperf::MIN_MESSAGE && cfg.cc.is_none()
 }
 
 /// The host, after checking that it has the CPUs the plan pins to (and warning when the
@@ -119,39 +170,64 @@ pub fn alternate_retrying(
     tools: &[&dyn Tool],
     retries: u32,
 ) -> Result<(Vec<RunResult>, Vec<Failure>)> {
-    let total = plan.runs as usize * tools.len();
-    let mut results = Vec::with_capacity(total);
-    let mut failures = Vec::new();
+    let entries: Vec<Entry> = tools.iter().map(|&tool| Entry { tool, cfg: &plan.cfg }).collect();
     let mut first = true;
-    for round in 0..plan.runs {
-        for tool in tools {
+    alternate_entries(&entries, plan.runs, plan.pause, retries, &mut first)
+}
+
+/// A tool with the settings it runs with: tools compared in one part may differ in more
+/// than the tool (ringperf with 1 flow beside ringperf with 2).
+#[derive(Clone, Copy)]
+pub struct Entry<'a> {
+    pub tool: &'a dyn Tool,
+    pub cfg: &'a Config,
+}
+
+/// The one alternation every comparison uses: round after round, each entry once, a pause
+/// before every run but the very first (`first` carries that across parts); a failed run is
+/// repeated up to `retries` times, then ends the comparison.
+pub fn alternate_entries(
+    entries: &[Entry],
+    runs: u32,
+    pause: Duration,
+    retries: u32,
+    first: &mut bool,
+) -> Result<(Vec<RunResult>, Vec<Failure>)> {
+    let mut results = Vec::with_capacity(runs as usize * entries.len());
+    let mut failures = Vec::new();
+    for round in 0..runs {
+        for e in entries {
             let mut attempt = 0;
             loop {
-                if !first && !plan.pause.is_zero() {
-                    thread::sleep(plan.pause);
+                if !*first && !pause.is_zero() {
+                    thread::sleep(pause);
                 }
-                first = false;
-                eprint!("ringperf-bench: run {}/{} {} ... ", round + 1, plan.runs, tool.name());
+                *first = false;
+                eprint!("ringperf-bench: run {}/{} {} ... ", round + 1, runs, e.tool.name());
                 let _ = std::io::stderr().flush();
                 let children_before = children_cpu_us();
-                match tool.run(&plan.cfg) {
+                match e.tool.run(e.cfg) {
                     Ok(mut r) => {
                         // A tool's run reaps every process it started (client and server)
                         // before it returns, so the delta is exactly their CPU.
                         r.process_cpu_us =
                             children_cpu_us().zip(children_before).map(|(a, b)| a.saturating_sub(b) as f64);
-                        eprintln!("{}", report::one_line(&plan.cfg, &r));
+                        eprintln!("{}", report::one_line(e.cfg, &r));
                         results.push(r);
                         break;
                     }
-                    Err(e) if attempt < retries => {
-                        eprintln!("failed, repeating it: {e}");
-                        failures.push(Failure { tool: tool.name(), round: round + 1, error: e.to_string() });
+                    Err(err) if attempt < retries => {
+                        eprintln!("failed, repeating it: {err}");
+                        failures.push(Failure {
+                            tool: e.tool.name(),
+                            round: round + 1,
+                            error: err.to_string(),
+                        });
                         attempt += 1;
                     }
-                    Err(e) => {
+                    Err(err) => {
                         eprintln!("failed");
-                        return Err(e);
+                        return Err(err);
                     }
                 }
             }
@@ -231,14 +307,7 @@ mod tests {
 
     fn plan() -> Plan {
         Plan {
-            cfg: Config {
-                workload: Workload::Stream,
-                secs: 1,
-                client_cpu: 0,
-                server_cpu: 0,
-                size: 1,
-                cc: None,
-            },
+            cfg: Config::new(Workload::Stream, 1, (0, 0), 1, None),
             runs: 2,
             pause: Duration::ZERO,
             ringperf: None,

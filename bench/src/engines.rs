@@ -19,7 +19,7 @@ use crate::peers::iperf3::{self, Iperf3};
 use crate::peers::ringperf::{self, Expect, Ringperf};
 use crate::peers::{Config, RunResult, Tool, Workload};
 use crate::report::{self, opt, sd, Table};
-use crate::stats::{median, ratio, ratio_interval};
+use crate::stats::{interval_text, median, ratio};
 
 /// One sender engine and one receiver engine.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -278,20 +278,9 @@ pub fn render_size(host: &Host, rows: &[Row]) -> String {
     out
 }
 
-/// Confidence level of the targets' ratio intervals.
-const TARGET_LEVEL: f64 = 0.95;
-
-/// The ratio's interval over the runs, and whether it holds 1: a ratio whose interval
-/// holds 1 is a tie on this machine, whichever side of 1 its median falls.
+/// ", 95 % interval ..." after a target's ratio, or nothing with too few runs.
 fn interval_note(a: &[f64], b: &[f64]) -> String {
-    match ratio_interval(a, b, TARGET_LEVEL) {
-        Some((lo, hi)) => format!(
-            ", {:.0} % interval {lo:.2}x-{hi:.2}x{}",
-            100.0 * TARGET_LEVEL,
-            if lo <= 1.0 && hi >= 1.0 { ": within the noise" } else { "" }
-        ),
-        None => String::new(),
-    }
+    interval_text(a, b).map(|t| format!(", {t}")).unwrap_or_default()
 }
 
 /// The targets, measured, one line each: the ratio of medians decides, and the
@@ -390,7 +379,7 @@ pub fn header(plan: &EnginesPlan, host: &Host, tools: &[&dyn Tool]) -> String {
 
 /// The stream config every pair shares.
 pub fn config(secs: u32, cpus: (usize, usize), cc: String) -> Config {
-    Config { workload: Workload::Stream, secs, client_cpu: cpus.0, server_cpu: cpus.1, size: 0, cc: Some(cc) }
+    Config::new(Workload::Stream, secs, cpus, 0, Some(cc))
 }
 
 /// Plan for the CLI.

@@ -1,12 +1,16 @@
-//! ringperf-bench: ringperf against iperf3 (stream) or sockperf (rr) in one run, the tools
-//! taking turns, every tool's CPU measured the same way from /proc/stat.
+//! ringperf-bench: ringperf against its peers in one run (stream: iperf3, netperf, neper;
+//! rr: netperf, neper, and sockperf where it can), the tools taking turns, every tool's CPU
+//! measured the same way from /proc/stat.
 //!
 //!   cargo run --release -p ringperf-bench -- stream [--secs 10] [--runs 3] [--cc cubic]
-//!   cargo run --release -p ringperf-bench -- rr [--secs 10] [--runs 3] [--size 64]
+//!   cargo run --release -p ringperf-bench -- rr [--secs 10] [--runs 3] [--size 1] [--cc cubic]
+//!   cargo run --release -p ringperf-bench -- crr|udp-rr [--secs 10] [--runs 3]
+//!   cargo run --release -p ringperf-bench -- all [--secs 10] [--runs 3]
 //!   cargo run --release -p ringperf-bench -- engines [--secs 10] [--runs 3] [--sizes 64K,1M]
 //!   cargo run --release -p ringperf-bench -- stats [--secs 10] [--runs 5]
 //!   cargo run --release -p ringperf-bench -- scale [--secs 10] [--runs 3] [--gso-rate 1G]
 
+mod all;
 mod bench;
 mod cpu;
 mod engines;
@@ -28,7 +32,7 @@ use crate::peers::{sockperf, Config, Workload};
 #[derive(Parser, Debug)]
 #[command(
     name = "ringperf-bench",
-    about = "ringperf side by side with iperf3 (stream) or sockperf (rr): alternating runs, same sizes, pinning and congestion control, every tool's CPU measured the same way",
+    about = "ringperf side by side with its peers (stream: iperf3, netperf, neper; rr: netperf, neper, sockperf): alternating runs, same sizes, pinning and congestion control, every tool's CPU measured the same way",
     after_help = "Exit codes: 0 ok, 2 usage error, 3 a tool is missing or failed."
 )]
 struct Cli {
@@ -38,10 +42,17 @@ struct Cli {
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// TCP bulk transfer: ringperf stream against iperf3.
+    /// TCP bulk transfer: ringperf stream against iperf3, netperf TCP_STREAM and neper tcp_stream.
     Stream(StreamArgs),
-    /// TCP request/response: ringperf rr against sockperf ping-pong.
+    /// TCP request/response: ringperf rr against netperf TCP_RR and neper tcp_rr (1 byte by default).
     Rr(RrArgs),
+    /// TCP connect/request/response/close: ringperf crr against netperf TCP_CRR and neper tcp_crr.
+    Crr(RrArgs),
+    /// UDP request/response: ringperf udp-rr against netperf UDP_RR and neper udp_rr.
+    UdpRr(UdpRrArgs),
+    /// Every seed workload against its peers (stream, rr on one CPU and across two, crr,
+    /// udp-rr) and one table of ratios with their intervals.
+    All(AllArgs),
     /// Every send/receive engine pair's stream against copy/recv, and splice against iperf3 -Z.
     Engines(EnginesArgs),
     /// What ringperf's statistics cost: rr with latency histograms and intervals on vs off.
@@ -74,10 +85,10 @@ struct Common {
 struct StreamArgs {
     #[command(flatten)]
     common: Common,
-    /// Bytes per write on every tool (ringperf -m/-M, iperf3 -l); K = 1024.
+    /// Bytes per write on every tool (ringperf -m/-M, iperf3 -l, netperf -m/-M, neper -B); K = 1024.
     #[arg(long, value_name = "SIZE", default_value = "128K", value_parser = parse_write_size)]
     size: u32,
-    /// Congestion control for every tool (ringperf --cc, iperf3 -C).
+    /// Congestion control for every tool (ringperf --cc, iperf3 -C, netperf -K, neper --congestion-control).
     #[arg(long, value_name = "NAME", default_value = "cubic")]
     cc: String,
 }
@@ -86,9 +97,33 @@ struct StreamArgs {
 struct RrArgs {
     #[command(flatten)]
     common: Common,
-    /// Request and response bytes on both tools (sockperf needs at least 14).
-    #[arg(long, value_name = "BYTES", default_value_t = 64, value_parser = parse_message_size)]
+    /// Request and response bytes on every tool (netperf -r, neper -Q/-R; sockperf, which
+    /// needs at least 14, joins only from 14 bytes and with --cc system).
+    #[arg(long, value_name = "BYTES", default_value_t = 1, value_parser = parse_message_size)]
     size: u32,
+    /// Congestion control for every tool (ringperf --cc, netperf -K, neper
+    /// --congestion-control); `system` leaves the system default on every tool.
+    #[arg(long, value_name = "NAME", default_value = "cubic")]
+    cc: String,
+}
+
+#[derive(Args, Debug)]
+struct UdpRrArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Request and response bytes on every tool (ringperf's UDP transactions carry an 8-byte
+    /// sequence number, so 8 is the smallest).
+    #[arg(long, value_name = "BYTES", default_value_t = 8, value_parser = clap::value_parser!(u32).range(8..=65507))]
+    size: u32,
+}
+
+#[derive(Args, Debug)]
+struct AllArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Congestion control for every TCP workload on every tool.
+    #[arg(long, value_name = "NAME", default_value = "cubic")]
+    cc: String,
 }
 
 #[derive(Args, Debug)]
@@ -156,12 +191,8 @@ fn parse_write_size(s: &str) -> Result<u32, String> {
 
 fn parse_message_size(s: &str) -> Result<u32, String> {
     let n: u32 = s.trim().parse().map_err(|_| format!("'{s}' is not a number of bytes"))?;
-    if !(sockperf::MIN_MESSAGE..=sockperf::MAX_MESSAGE).contains(&n) {
-        return Err(format!(
-            "sockperf messages are {} to {} bytes; ringperf gets the same size",
-            sockperf::MIN_MESSAGE,
-            sockperf::MAX_MESSAGE
-        ));
+    if !(1..=sockperf::MAX_MESSAGE).contains(&n) {
+        return Err(format!("requests and responses are 1 to {} bytes", sockperf::MAX_MESSAGE));
     }
     Ok(n)
 }
@@ -169,14 +200,7 @@ fn parse_message_size(s: &str) -> Result<u32, String> {
 /// Stream and rr: ringperf against its peer.
 fn plan(common: Common, workload: Workload, size: u32, cc: Option<String>) -> bench::Plan {
     bench::Plan {
-        cfg: Config {
-            workload,
-            secs: common.secs,
-            client_cpu: common.cpus.0,
-            server_cpu: common.cpus.1,
-            size,
-            cc,
-        },
+        cfg: Config::new(workload, common.secs, common.cpus, size, cc),
         runs: common.runs.unwrap_or(3),
         pause: Duration::from_secs_f64(common.pause),
         ringperf: common.ringperf,
@@ -186,8 +210,20 @@ fn plan(common: Common, workload: Workload, size: u32, cc: Option<String>) -> be
 fn run(cli: Cli) -> error::Result<()> {
     match cli.command {
         Command::Stream(a) => bench::run(&plan(a.common, Workload::Stream, a.size, Some(a.cc))),
-        // sockperf cannot set a congestion control, so neither tool gets one (see the report).
-        Command::Rr(a) => bench::run(&plan(a.common, Workload::Rr, a.size, None)),
+        Command::Rr(a) => {
+            let cc = (a.cc != "system").then_some(a.cc);
+            bench::run(&plan(a.common, Workload::Rr, a.size, cc))
+        }
+        Command::Crr(a) => {
+            let cc = (a.cc != "system").then_some(a.cc);
+            bench::run(&plan(a.common, Workload::Crr, a.size, cc))
+        }
+        Command::UdpRr(a) => bench::run(&plan(a.common, Workload::UdpRr, a.size, None)),
+        Command::All(a) => {
+            let c = a.common;
+            let cases = all::cases(c.secs, c.cpus, &a.cc);
+            all::run(&cases, c.runs.unwrap_or(3), Duration::from_secs_f64(c.pause), c.ringperf)
+        }
         Command::Engines(a) => {
             let c = a.common;
             let cfg = engines::config(c.secs, c.cpus, a.cc);

@@ -31,6 +31,19 @@ pub fn require(name: &str, hint: &str) -> Result<PathBuf> {
     find_in_path(name).ok_or_else(|| BenchError::Missing { tool: name.into(), hint: hint.into() })
 }
 
+/// `bin` as a command, under `taskset -c SET` when the layout gives both sides one CPU set
+/// (tools that pin themselves, like iperf3's -A, are not pinned again otherwise).
+pub fn within_cpu_set(cfg: &crate::peers::Config, bin: &Path) -> Command {
+    match &cfg.layout.cpu_set {
+        Some(set) => {
+            let mut c = Command::new("taskset");
+            c.args(["-c", set]).arg(bin);
+            c
+        }
+        None => Command::new(bin),
+    }
+}
+
 /// A TCP port on 127.0.0.1 that nothing listens on right now.
 pub fn free_port() -> Result<u16> {
     let l = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))

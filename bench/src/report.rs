@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use crate::bench::{Host, Plan};
 use crate::peers::{sockperf, Config, RunResult, Tool, Work, Workload};
-use crate::stats::{median, min_max, ratio};
+use crate::stats::{interval_text, median, min_max, ratio, RATIO_LEVEL};
 
 /// A left-aligned markdown table with padded columns.
 pub(crate) struct Table {
@@ -61,7 +61,35 @@ pub(crate) fn opt(v: Option<f64>, decimals: usize) -> String {
 fn sd_unit(cfg: &Config) -> &'static str {
     match cfg.workload {
         Workload::Stream => "us/KB",
-        Workload::Rr => "us/tx",
+        Workload::UdpStream => "us/datagram",
+        Workload::Rr | Workload::Crr | Workload::UdpRr => "us/tx",
+    }
+}
+
+/// The headline rate's column name, and how it is shown: divisor and decimals.
+fn rate_column(cfg: &Config) -> (&'static str, f64, usize) {
+    match cfg.workload {
+        Workload::Stream => ("Gbit/s", 1e9, 2),
+        Workload::UdpStream => ("datagrams/s received", 1.0, 0),
+        Workload::Rr | Workload::Crr | Workload::UdpRr => ("transactions/s", 1.0, 0),
+    }
+}
+
+/// What the headline rate is, in words.
+fn rate_words(cfg: &Config) -> &'static str {
+    match cfg.workload {
+        Workload::Stream => "throughput",
+        Workload::UdpStream => "datagrams/s received",
+        Workload::Rr | Workload::Crr | Workload::UdpRr => "transactions/s",
+    }
+}
+
+/// What service demand is per, in words.
+fn per_unit(cfg: &Config) -> &'static str {
+    match cfg.workload {
+        Workload::Stream => "KB (1024 bytes) received",
+        Workload::UdpStream => "datagram received",
+        Workload::Rr | Workload::Crr | Workload::UdpRr => "transaction",
     }
 }
 
@@ -76,10 +104,8 @@ pub(crate) fn sd(v: Option<f64>) -> String {
 
 /// The progress line printed after each run.
 pub fn one_line(cfg: &Config, r: &RunResult) -> String {
-    let rate = match cfg.workload {
-        Workload::Stream => format!("{:.2} Gbit/s", r.rate() / 1e9),
-        Workload::Rr => format!("{:.0} transactions/s", r.rate()),
-    };
+    let (name, div, decimals) = rate_column(cfg);
+    let rate = format!("{:.decimals$} {name}", r.rate() / div);
     format!(
         "{rate}, busy {:.1} %, service demand {} {}",
         r.cpu.busy_percent(),
@@ -96,6 +122,9 @@ pub fn header(plan: &Plan, host: &Host, tools: &[&dyn Tool]) -> String {
     let test = match cfg.workload {
         Workload::Stream => "stream (TCP bulk transfer, client to server)",
         Workload::Rr => "rr (TCP request/response, one transaction in flight)",
+        Workload::Crr => "crr (TCP connect, request, response, close)",
+        Workload::UdpRr => "udp-rr (UDP request/response, one transaction in flight)",
+        Workload::UdpStream => "udp-stream (UDP bulk transfer, client to server)",
     };
     let _ = writeln!(s, "# ringperf-bench {test}");
     let _ = writeln!(s);
@@ -136,28 +165,40 @@ pub fn header(plan: &Plan, host: &Host, tools: &[&dyn Tool]) -> String {
                 }
             }
         }
-        Workload::Rr => {
+        Workload::UdpStream => {
             let _ = writeln!(
                 s,
-                "- request = response = {} bytes on both tools (sockperf's messages are at least {} bytes, so netperf's usual 1 byte is not possible)",
+                "- {}-byte datagrams{}{}; datagrams received per second = each tool's receiver count over its window; loss = (sent - received) / sent from each tool's own counts",
                 cfg.size,
-                sockperf::MIN_MESSAGE
+                cfg.udp.rate.as_ref().map(|r| format!(", sent at {r}")).unwrap_or_else(|| ", unpaced".into()),
+                cfg.udp.socket_buffer.as_ref().map(|b| format!(", {b} socket buffers on both sides")).unwrap_or_default()
             );
+        }
+        Workload::Rr | Workload::Crr | Workload::UdpRr => {
+            let _ = writeln!(s, "- request = response = {} bytes on every tool", cfg.size);
+            match cfg.cc.as_ref().filter(|_| cfg.workload.is_tcp()) {
+                Some(cc) => {
+                    let _ = writeln!(
+                        s,
+                        "- congestion control: {cc} on every tool (system default: {}); sockperf cannot set one, so it is left out (--cc system includes it)",
+                        host.default_cc
+                    );
+                }
+                None => {
+                    let _ = writeln!(
+                        s,
+                        "- congestion control: the system default ({}) on every tool",
+                        host.default_cc
+                    );
+                }
+            }
             let _ = writeln!(
                 s,
-                "- congestion control: the system default ({}) on both tools: sockperf has no option to set one, so ringperf gets no --cc either; with one small transaction in flight the congestion window never limits, so CC barely matters here",
-                host.default_cc
-            );
-            let _ = writeln!(
-                s,
-                "- transactions/s: ringperf = transactions / its window (its JSON); sockperf = 1 / mean round trip (avg-rtt with --full-rtt; without it sockperf prints RTT/2); the runs table shows both definitions for both tools"
+                "- transactions/s: ringperf = transactions / its window (its JSON); netperf = its TRANSACTION_RATE; neper = its throughput; sockperf = 1 / mean round trip (avg-rtt with --full-rtt); the runs table shows both definitions for every tool"
             );
         }
     }
-    let per = match cfg.workload {
-        Workload::Stream => "KB (1024 bytes) received",
-        Workload::Rr => "transaction",
-    };
+    let per = per_unit(cfg);
     let _ = writeln!(
         s,
         "- CPU, the same for every tool: per-CPU /proc/stat deltas from just before the client starts (server already listening) to just after it exits; busy = user+nice+system+irq+softirq; service demand = busy µs summed over all CPUs per {per}"
@@ -166,7 +207,7 @@ pub fn header(plan: &Plan, host: &Host, tools: &[&dyn Tool]) -> String {
         s,
         "- procs-only: user+system CPU of the tool's own client and server processes (getrusage after they are reaped) per {per}: a cross-check that other load on a shared host cannot inflate, but blind to kernel work done outside those processes (ksoftirqd, kworkers)"
     );
-    if cfg.workload == Workload::Rr {
+    if cfg.workload == Workload::Rr && names.contains(&sockperf::NAME) {
         let _ = writeln!(
             s,
             "- sockperf's window opens at its 'Starting test...' line: it idles ~2 s after connecting; its transactions are its [Total Run] ReceivedMessages (the whole timed run, warm-up included)"
@@ -180,6 +221,40 @@ pub fn header(plan: &Plan, host: &Host, tools: &[&dyn Tool]) -> String {
     s
 }
 
+/// The columns particular to a workload: their names and each run's cells.
+fn work_columns(cfg: &Config) -> Vec<&'static str> {
+    match cfg.workload {
+        Workload::Stream => vec!["Gbit/s", "GB received"],
+        Workload::UdpStream => {
+            vec!["datagrams/s received", "payload Mbit/s", "sent/s (window)", "loss %", "SD us/KB"]
+        }
+        Workload::Rr | Workload::Crr | Workload::UdpRr => {
+            vec!["tps (count/time)", "tps (1/mean RTT)", "mean RTT us", "transactions"]
+        }
+    }
+}
+
+fn work_cells(r: &RunResult) -> Vec<String> {
+    match &r.work {
+        Work::Stream { bytes, bits_per_sec } => {
+            vec![format!("{:.2}", bits_per_sec / 1e9), format!("{:.2}", *bytes as f64 / 1e9)]
+        }
+        Work::Rr { transactions, tps_by_count, tps_by_rtt, mean_rtt_us } => vec![
+            format!("{tps_by_count:.0}"),
+            format!("{tps_by_rtt:.0}"),
+            format!("{mean_rtt_us:.1}"),
+            transactions.to_string(),
+        ],
+        Work::Udp { received_per_sec, .. } => vec![
+            format!("{received_per_sec:.0}"),
+            opt(r.payload_bps().map(|b| b / 1e6), 1),
+            opt(r.sent_per_sec(), 0),
+            opt(r.loss_percent(), 2),
+            sd(r.service_demand_per_kb()),
+        ],
+    }
+}
+
 /// Every run, in the order it ran.
 pub fn runs_table(cfg: &Config, results: &[RunResult]) -> String {
     let unit = sd_unit(cfg);
@@ -188,45 +263,27 @@ pub fn runs_table(cfg: &Config, results: &[RunResult]) -> String {
     let procs_sd_head = format!("procs-only SD {unit}");
     let client_head = format!("CPU{} (client) %", cfg.client_cpu);
     let server_head = format!("CPU{} (server) %", cfg.server_cpu);
-    let mut t = match cfg.workload {
-        Workload::Stream => Table::new(&[
-            "run",
-            "tool",
-            "Gbit/s",
-            "GB received",
-            "window s",
-            "busy CPU %",
-            &client_head,
-            &server_head,
-            "steal %",
-            &sd_head,
-            &own_head,
-            "procs CPU s",
-            &procs_sd_head,
-        ]),
-        Workload::Rr => Table::new(&[
-            "run",
-            "tool",
-            "tps (count/time)",
-            "tps (1/mean RTT)",
-            "mean RTT us",
-            "transactions",
-            "window s",
-            "busy CPU %",
-            &client_head,
-            &server_head,
-            "steal %",
-            &sd_head,
-            &own_head,
-            "procs CPU s",
-            &procs_sd_head,
-        ]),
-    };
+    let mut head = vec!["run", "tool"];
+    head.extend(work_columns(cfg));
+    head.extend([
+        "window s",
+        "busy CPU %",
+        &client_head,
+        &server_head,
+        "steal %",
+        &sd_head,
+        &own_head,
+        "procs CPU s",
+        &procs_sd_head,
+    ]);
+    let mut t = Table::new(&head);
     let mut seen = Vec::new();
     for r in results {
         seen.push(r.tool);
         let run = seen.iter().filter(|t| **t == r.tool).count().to_string();
-        let cpu_cols = [
+        let mut row = vec![run, r.tool.to_string()];
+        row.extend(work_cells(r));
+        row.extend([
             format!("{:.2}", r.cpu.wall_secs()),
             format!("{:.1}", r.cpu.busy_percent()),
             opt(r.cpu.cpu_busy_percent(cfg.client_cpu), 1),
@@ -236,20 +293,7 @@ pub fn runs_table(cfg: &Config, results: &[RunResult]) -> String {
             sd(r.own_service_demand),
             opt(r.process_cpu_us.map(|us| us / 1e6), 2),
             sd(r.process_service_demand()),
-        ];
-        let mut row = vec![run, r.tool.to_string()];
-        match &r.work {
-            Work::Stream { bytes, bits_per_sec } => {
-                row.extend([format!("{:.2}", bits_per_sec / 1e9), format!("{:.2}", *bytes as f64 / 1e9)]);
-            }
-            Work::Rr { transactions, tps_by_count, tps_by_rtt, mean_rtt_us } => row.extend([
-                format!("{tps_by_count:.0}"),
-                format!("{tps_by_rtt:.0}"),
-                format!("{mean_rtt_us:.1}"),
-                transactions.to_string(),
-            ]),
-        }
-        row.extend(cpu_cols);
+        ]);
         t.row(row);
     }
     format!("## Runs\n\n{}\n", t.render())
@@ -269,6 +313,10 @@ pub struct ToolSummary {
     pub tps_by_count: Option<f64>,
     pub tps_by_rtt: Option<f64>,
     pub mean_rtt_us: Option<f64>,
+    /// UDP: loss %, payload bits/s received, service demand per KB received.
+    pub loss_percent: Option<f64>,
+    pub payload_bps: Option<f64>,
+    pub service_demand_per_kb: Option<f64>,
 }
 
 pub fn summarize(tool: &'static str, results: &[RunResult]) -> ToolSummary {
@@ -277,12 +325,10 @@ pub fn summarize(tool: &'static str, results: &[RunResult]) -> ToolSummary {
         let v: Vec<f64> = mine.iter().filter_map(|r| f(r)).collect();
         median(&v)
     };
-    let rr = |pick: fn(f64, f64, f64) -> f64| {
+    let rr = |pick: fn(f64, f64) -> f64| {
         move |r: &RunResult| match r.work {
-            Work::Rr { tps_by_count, tps_by_rtt, mean_rtt_us, .. } => {
-                Some(pick(tps_by_count, tps_by_rtt, mean_rtt_us))
-            }
-            Work::Stream { .. } => None,
+            Work::Rr { tps_by_count, tps_by_rtt, .. } => Some(pick(tps_by_count, tps_by_rtt)),
+            Work::Stream { .. } | Work::Udp { .. } => None,
         }
     };
     let rates: Vec<f64> = mine.iter().map(|r| r.rate()).collect();
@@ -295,56 +341,80 @@ pub fn summarize(tool: &'static str, results: &[RunResult]) -> ToolSummary {
         service_demand: med(&|r| r.service_demand()),
         own_service_demand: med(&|r| r.own_service_demand),
         process_service_demand: med(&|r| r.process_service_demand()),
-        tps_by_count: med(&rr(|c, _, _| c)),
-        tps_by_rtt: med(&rr(|_, t, _| t)),
-        mean_rtt_us: med(&rr(|_, _, m| m)),
+        tps_by_count: med(&rr(|c, _| c)),
+        tps_by_rtt: med(&rr(|_, t| t)),
+        mean_rtt_us: med(&|r| r.mean_rtt_us()),
+        loss_percent: med(&|r| r.loss_percent()),
+        payload_bps: med(&|r| r.payload_bps()),
+        service_demand_per_kb: med(&|r| r.service_demand_per_kb()),
     }
 }
 
-/// The medians table and the ringperf/peer ratio line.
-pub fn summary(cfg: &Config, host: &Host, results: &[RunResult], tools: &[&dyn Tool]) -> String {
-    let sums: Vec<ToolSummary> = tools.iter().map(|t| summarize(t.name(), results)).collect();
+/// ringperf (the first tool) against one peer: ratios of medians and their intervals.
+#[derive(Clone, Debug)]
+pub struct RatioRow {
+    pub peer: &'static str,
+    pub rate: Option<f64>,
+    pub rate_interval: Option<String>,
+    pub service_demand: Option<f64>,
+    pub sd_interval: Option<String>,
+}
+
+/// A row for each peer after the first tool of `sums`.
+pub fn ratio_rows(results: &[RunResult], sums: &[ToolSummary]) -> Vec<RatioRow> {
+    let Some((ours, peers)) = sums.split_first() else {
+        return Vec::new();
+    };
+    let per_run = |tool: &str, f: &dyn Fn(&RunResult) -> Option<f64>| -> Vec<f64> {
+        results.iter().filter(|r| r.tool == tool).filter_map(f).collect()
+    };
+    let interval = |f: &dyn Fn(&RunResult) -> Option<f64>, peer: &str| {
+        interval_text(&per_run(ours.tool, f), &per_run(peer, f))
+    };
+    peers
+        .iter()
+        .map(|peer| RatioRow {
+            peer: peer.tool,
+            rate: ratio(ours.rate, peer.rate),
+            rate_interval: interval(&|r| Some(r.rate()), peer.tool),
+            service_demand: ratio(ours.service_demand, peer.service_demand),
+            sd_interval: interval(&|r| r.service_demand(), peer.tool),
+        })
+        .collect()
+}
+
+/// The medians of every tool, one row each.
+pub fn medians_table(cfg: &Config, host: &Host, sums: &[ToolSummary]) -> String {
     let unit = sd_unit(cfg);
+    let (rate_name, div, decimals) = rate_column(cfg);
+    let rate_head = format!("{rate_name} (median)");
     let busy_head = format!("busy CPU % of {} (median)", host.cpus);
     let sd_head = format!("service demand {unit} (median)");
     let own_head = format!("tool-reported SD {unit}");
     let procs_head = format!("procs-only SD {unit}");
-    let mut t = match cfg.workload {
-        Workload::Stream => Table::new(&[
-            "tool",
-            "runs",
-            "throughput Gbit/s (median)",
-            "min..max",
-            &busy_head,
-            &sd_head,
-            &own_head,
-            &procs_head,
-        ]),
-        Workload::Rr => Table::new(&[
-            "tool",
-            "runs",
-            "transactions/s (median)",
-            "min..max",
-            "mean RTT us",
-            &busy_head,
-            &sd_head,
-            &own_head,
-            &procs_head,
-        ]),
-    };
-    for s in &sums {
-        let (scale, decimals) = match cfg.workload {
-            Workload::Stream => (1e9, 2),
-            Workload::Rr => (1.0, 0),
-        };
+    let mut head = vec!["tool", "runs", &rate_head, "min..max"];
+    match cfg.workload {
+        Workload::Stream => {}
+        Workload::UdpStream => head.extend(["payload Mbit/s", "loss %", "SD us/KB"]),
+        Workload::Rr | Workload::Crr | Workload::UdpRr => head.push("mean RTT us"),
+    }
+    head.extend([busy_head.as_str(), &sd_head, &own_head, &procs_head]);
+    let mut t = Table::new(&head);
+    for s in sums {
         let range = s.rate_range.map_or_else(
             || "-".into(),
-            |(lo, hi)| format!("{:.decimals$}..{:.decimals$}", lo / scale, hi / scale),
+            |(lo, hi)| format!("{:.decimals$}..{:.decimals$}", lo / div, hi / div),
         );
         let mut row =
-            vec![s.tool.to_string(), s.runs.to_string(), opt(s.rate.map(|r| r / scale), decimals), range];
-        if cfg.workload == Workload::Rr {
-            row.push(opt(s.mean_rtt_us, 1));
+            vec![s.tool.to_string(), s.runs.to_string(), opt(s.rate.map(|r| r / div), decimals), range];
+        match cfg.workload {
+            Workload::Stream => {}
+            Workload::UdpStream => row.extend([
+                opt(s.payload_bps.map(|b| b / 1e6), 1),
+                opt(s.loss_percent, 2),
+                sd(s.service_demand_per_kb),
+            ]),
+            Workload::Rr | Workload::Crr | Workload::UdpRr => row.push(opt(s.mean_rtt_us, 1)),
         }
         row.extend([
             opt(s.busy_percent, 1),
@@ -354,22 +424,38 @@ pub fn summary(cfg: &Config, host: &Host, results: &[RunResult], tools: &[&dyn T
         ]);
         t.row(row);
     }
-    let mut out = format!("## Medians\n\n{}\n", t.render());
-    if let [ours, peer] = sums.as_slice() {
-        let what = match cfg.workload {
-            Workload::Stream => "throughput",
-            Workload::Rr => "transactions/s",
-        };
-        let x = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| format!("{v:.2}x"));
-        let _ = writeln!(
+    format!("## Medians\n\n{}\n", t.render())
+}
+
+/// The medians table and a ratio line for the first tool against each of the others.
+pub fn summary(cfg: &Config, host: &Host, results: &[RunResult], tools: &[&dyn Tool]) -> String {
+    let sums: Vec<ToolSummary> = tools.iter().map(|t| summarize(t.name(), results)).collect();
+    let mut out = medians_table(cfg, host, &sums);
+    let Some((ours, peers)) = sums.split_first() else {
+        return out;
+    };
+    let what = rate_words(cfg);
+    let x = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| format!("{v:.2}x"));
+    for (peer, row) in peers.iter().zip(ratio_rows(results, &sums)) {
+        let _ = write!(
             out,
-            "{}/{}: {what} {}, service demand {}",
+            "{}/{}: {what} {}{}, service demand {}{}",
             ours.tool,
             peer.tool,
-            x(ratio(ours.rate, peer.rate)),
-            x(ratio(ours.service_demand, peer.service_demand))
+            x(row.rate),
+            row.rate_interval.map(|t| format!(" ({t})")).unwrap_or_default(),
+            x(row.service_demand),
+            row.sd_interval.map(|t| format!(" ({t})")).unwrap_or_default(),
         );
-        if cfg.workload == Workload::Rr {
+        if cfg.workload == Workload::UdpStream {
+            let _ = write!(
+                out,
+                " per datagram, {} per KB",
+                x(ratio(ours.service_demand_per_kb, peer.service_demand_per_kb))
+            );
+        }
+        let _ = writeln!(out);
+        if cfg.workload.is_transactional() {
             let _ = writeln!(
                 out,
                 "  same definition on both sides: transactions/s by count/time {}, by 1/mean RTT {}",
@@ -377,18 +463,21 @@ pub fn summary(cfg: &Config, host: &Host, results: &[RunResult], tools: &[&dyn T
                 x(ratio(ours.tps_by_rtt, peer.tps_by_rtt))
             );
         }
-        let _ = writeln!(
-            out,
-            "  cross-check, the tools' own processes' CPU only (getrusage; blind to other load on the host): service demand {}",
-            x(ratio(ours.process_service_demand, peer.process_service_demand))
-        );
-        let _ = writeln!(
-            out,
-            "  (service demand is busy CPU µs over all {} CPUs per {}, measured by this bench the same way for both tools; lower is cheaper)",
-            host.cpus,
-            if cfg.workload == Workload::Stream { "KB" } else { "transaction" }
-        );
+        if ours.process_service_demand.is_some() && peer.process_service_demand.is_some() {
+            let _ = writeln!(
+                out,
+                "  cross-check, the tools' own processes' CPU only (getrusage; blind to other load on the host): service demand {}",
+                x(ratio(ours.process_service_demand, peer.process_service_demand))
+            );
+        }
     }
+    let _ = writeln!(
+        out,
+        "  (ratios of medians, with the {:.0} % interval of each ratio over the runs (Welch's t on their logarithms); service demand is busy CPU µs over all {} CPUs per {}, measured by this bench the same way for every tool; lower is cheaper)",
+        RATIO_LEVEL * 100.0,
+        host.cpus,
+        per_unit(cfg)
+    );
     out
 }
 
@@ -450,18 +539,16 @@ mod tests {
                 unreachable!()
             }
         }
-        let cfg = Config {
-            workload: Workload::Stream,
-            secs: 1,
-            client_cpu: 0,
-            server_cpu: 1,
-            size: 131072,
-            cc: None,
-        };
+        let cfg = Config::new(Workload::Stream, 1, (0, 1), 131072, None);
         let host = Host { kernel: "k".into(), cpus: 2, default_cc: "bbr".into(), available_cc: vec![] };
         let (a, b) = (Named("ringperf"), Named("iperf3"));
         let text = summary(&cfg, &host, &results, &[&a, &b]);
-        assert!(text.contains("ringperf/iperf3: throughput 1.75x, service demand 0.50x"), "{text}");
+        assert!(
+            text.contains(
+                "ringperf/iperf3: throughput 1.75x (95 % interval 1.05x-3.00x), service demand 0.50x (95 % interval 0.50x-0.50x)"
+            ),
+            "{text}"
+        );
         assert!(
             text.contains(
                 "processes' CPU only (getrusage; blind to other load on the host): service demand 1.00x"

@@ -33,6 +33,21 @@ pub fn ratio_interval(a: &[f64], b: &[f64], level: f64) -> Option<(f64, f64)> {
     Some((lo.exp(), hi.exp()))
 }
 
+/// Confidence level of every ratio interval the bench prints.
+pub const RATIO_LEVEL: f64 = 0.95;
+
+/// "95 % interval 0.91x-1.05x: within the noise" for the runs of two tools (the phrase
+/// only when the interval holds 1: a tie on this machine, whichever side of 1 the median
+/// falls), or None with fewer than two runs a side.
+pub fn interval_text(a: &[f64], b: &[f64]) -> Option<String> {
+    let (lo, hi) = ratio_interval(a, b, RATIO_LEVEL)?;
+    Some(format!(
+        "{:.0} % interval {lo:.2}x-{hi:.2}x{}",
+        100.0 * RATIO_LEVEL,
+        if lo <= 1.0 && hi >= 1.0 { ": within the noise" } else { "" }
+    ))
+}
+
 /// a / b, or None when either side is missing or b is zero.
 pub fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     match (a, b) {

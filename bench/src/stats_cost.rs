@@ -42,7 +42,7 @@ pub fn off(bin: std::path::PathBuf) -> Ringperf {
 }
 
 pub fn config(secs: u32, cpus: (usize, usize), size: u32) -> Config {
-    Config { workload: Workload::Rr, secs, client_cpu: cpus.0, server_cpu: cpus.1, size, cc: None }
+    Config::new(Workload::Rr, secs, cpus, size, None)
 }
 
 pub fn run(plan: &Plan) -> Result<()> {
@@ -99,7 +99,7 @@ fn header(plan: &Plan, host: &Host, tools: &[&dyn Tool]) -> String {
 fn tps(r: &RunResult) -> Option<f64> {
     match r.work {
         Work::Rr { tps_by_count, .. } => Some(tps_by_count),
-        Work::Stream { .. } => None,
+        Work::Stream { .. } | Work::Udp { .. } => None,
     }
 }
 
@@ -125,7 +125,7 @@ fn runs_table(results: &[RunResult]) -> String {
         let f = r.ringperf.clone().unwrap_or_default();
         let transactions = match r.work {
             Work::Rr { transactions, .. } => transactions.to_string(),
-            Work::Stream { .. } => "-".into(),
+            Work::Stream { .. } | Work::Udp { .. } => "-".into(),
         };
         t.row(vec![
             n.to_string(),

@@ -1,5 +1,6 @@
-//! iperf3, the stream peer: a one-shot server pinned to the server CPU, a client pinned to
-//! the client CPU, the same write size and congestion control as ringperf.
+//! iperf3, the bulk peer: a one-shot server and a client, pinned (-A, or both under one
+//! CPU set with taskset), the same write size and congestion control as ringperf; TCP
+//! streams (-P for many) and UDP (-u, one thread for every stream in iperf3 3.12).
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -11,7 +12,7 @@ use crate::error::{BenchError, Result};
 use crate::peers::{
     json_f64, json_u64, Config, RunResult, Tool, Work, Workload, LISTEN_TIMEOUT, PORT_ATTEMPTS,
 };
-use crate::process::{free_port, require, run_measured, Server};
+use crate::process::{free_port, require, run_measured, within_cpu_set, Server};
 
 pub const NAME: &str = "iperf3";
 /// iperf3 in its sendfile mode (-Z), the peer of ringperf's splice engine.
@@ -30,27 +31,34 @@ impl Iperf3 {
     }
 
     fn server_args(&self, cfg: &Config, port: u16) -> Vec<String> {
-        let port = port.to_string();
-        let cpu = cfg.server_cpu.to_string();
-        ["-s", "-1", "-B", "127.0.0.1", "-p", &port, "-A", &cpu].map(String::from).to_vec()
+        let mut a: Vec<String> =
+            ["-s", "-1", "-B", "127.0.0.1", "-p", &port.to_string()].map(String::from).to_vec();
+        if cfg.layout.cpu_set.is_none() {
+            a.extend(["-A".into(), cfg.server_cpu.to_string()]);
+        }
+        a
     }
 
     fn client_args(&self, cfg: &Config, port: u16) -> Vec<String> {
-        let mut a: Vec<String> = [
-            "-c".into(),
-            "127.0.0.1".into(),
-            "-p".into(),
-            port.to_string(),
-            "-t".into(),
-            cfg.secs.to_string(),
-            "-l".into(),
-            cfg.size.to_string(),
-            "-A".into(),
-            cfg.client_cpu.to_string(),
-        ]
-        .to_vec();
-        if let Some(cc) = &cfg.cc {
-            a.extend(["-C".into(), cc.clone()]);
+        let mut a: Vec<String> = ["-c", "127.0.0.1", "-p", &port.to_string(), "-t", &cfg.secs.to_string()]
+            .map(String::from)
+            .to_vec();
+        if cfg.layout.flows > 1 {
+            a.extend(["-P".into(), cfg.layout.flows.to_string()]);
+        }
+        if cfg.workload == Workload::UdpStream {
+            let rate = cfg.udp.rate.clone().unwrap_or_else(|| "0".into());
+            a.extend(["-u".into(), "-b".into(), rate]);
+        }
+        a.extend(["-l".into(), cfg.size.to_string()]);
+        if let Some(w) = cfg.udp.socket_buffer.as_ref().filter(|_| cfg.workload == Workload::UdpStream) {
+            a.extend(["-w".into(), w.clone()]);
+        }
+        if cfg.layout.cpu_set.is_none() {
+            a.extend(["-A".into(), cfg.client_cpu.to_string()]);
+        }
+        if let Some(cc) = cfg.tcp_cc() {
+            a.extend(["-C".into(), cc.to_owned()]);
         }
         if self.zerocopy {
             a.push("-Z".into());
@@ -64,7 +72,8 @@ impl Iperf3 {
         let mut last = None;
         for _ in 0..PORT_ATTEMPTS {
             let port = free_port()?;
-            let mut server = Server::spawn(NAME, Command::new(&self.bin).args(self.server_args(cfg, port)))?;
+            let mut cmd = within_cpu_set(cfg, &self.bin);
+            let mut server = Server::spawn(NAME, cmd.args(self.server_args(cfg, port)))?;
             match server.wait_listening(port, LISTEN_TIMEOUT) {
                 Ok(()) => return Ok((server, port)),
                 Err(e) => last = Some(e),
@@ -84,20 +93,25 @@ impl Tool for Iperf3 {
     }
 
     fn describe(&self, cfg: &Config) -> String {
+        let show = |c: Command, args: Vec<String>| {
+            let mut all = vec![c.get_program().to_string_lossy().into_owned()];
+            all.extend(c.get_args().map(|a| a.to_string_lossy().into_owned()));
+            all.extend(args);
+            all.join(" ").replace("-p 0", "-p PORT")
+        };
         format!(
-            "{b} {} ; {b} {}",
-            self.server_args(cfg, 0).join(" ").replace("-p 0", "-p PORT"),
-            self.client_args(cfg, 0).join(" ").replace("-p 0", "-p PORT"),
-            b = self.bin.display()
+            "{} ; {}",
+            show(within_cpu_set(cfg, &self.bin), self.server_args(cfg, 0)),
+            show(within_cpu_set(cfg, &self.bin), self.client_args(cfg, 0))
         )
     }
 
     fn run(&self, cfg: &Config) -> Result<RunResult> {
-        if cfg.workload != Workload::Stream {
-            return Err(BenchError::Usage("iperf3 is the stream peer only".into()));
+        if !matches!(cfg.workload, Workload::Stream | Workload::UdpStream) {
+            return Err(BenchError::Usage("iperf3 is a stream and UDP stream peer only".into()));
         }
         let (mut server, port) = self.start_server(cfg)?;
-        let mut client = Command::new(&self.bin);
+        let mut client = within_cpu_set(cfg, &self.bin);
         client.args(self.client_args(cfg, port));
         let measured = run_measured(NAME, &mut client, cfg.run_timeout(), None);
         // The one-shot server exits after its client; stop it if it does not.
@@ -117,7 +131,10 @@ impl Tool for Iperf3 {
         if !m.status.success() {
             return Err(BenchError::Tool(format!("iperf3 failed ({}):\n{}", m.status, m.output_excerpt())));
         }
-        let work = parse(&report, cfg)?;
+        let work = match cfg.workload {
+            Workload::UdpStream => parse_udp(&report, cfg)?,
+            _ => parse(&report, cfg)?,
+        };
         Ok(RunResult {
             tool: self.name(),
             cpu: m.cpu,
@@ -130,13 +147,10 @@ impl Tool for Iperf3 {
 }
 
 /// Received bytes and bits per second out of iperf3's JSON, after checking that it ran
-/// with the requested write size and congestion control.
+/// with the requested streams, write size and congestion control.
 pub fn parse(r: &Value, cfg: &Config) -> Result<Work> {
-    let blksize = json_u64(r, NAME, "/start/test_start/blksize")?;
-    if blksize != u64::from(cfg.size) {
-        return Err(BenchError::Tool(format!("iperf3 wrote {blksize}-byte blocks, not {}", cfg.size)));
-    }
-    if let Some(want) = &cfg.cc {
+    check_blocks(r, cfg)?;
+    if let Some(want) = cfg.tcp_cc() {
         for side in ["sender", "receiver"] {
             let got = r.pointer(&format!("/end/{side}_tcp_congestion")).and_then(Value::as_str);
             // Older iperf3 releases do not report it; a different one is an error.
@@ -153,20 +167,55 @@ pub fn parse(r: &Value, cfg: &Config) -> Result<Work> {
     Ok(Work::Stream { bytes, bits_per_sec })
 }
 
+/// The streams and block size iperf3 says it ran are the ones asked for.
+fn check_blocks(r: &Value, cfg: &Config) -> Result<()> {
+    let blksize = json_u64(r, NAME, "/start/test_start/blksize")?;
+    if blksize != u64::from(cfg.size) {
+        return Err(BenchError::Tool(format!("iperf3 wrote {blksize}-byte blocks, not {}", cfg.size)));
+    }
+    // Older releases leave num_streams out; a different count is an error.
+    if let Some(n) = r.pointer("/start/test_start/num_streams").and_then(Value::as_u64) {
+        if n != u64::from(cfg.layout.flows) {
+            return Err(BenchError::Tool(format!("iperf3 ran {n} streams, not {}", cfg.layout.flows)));
+        }
+    }
+    Ok(())
+}
+
+/// UDP: iperf3's receiver counts `packets` (the highest sequence number seen) and
+/// `lost_packets`; received = packets - lost, checked against its bytes.
+pub fn parse_udp(r: &Value, cfg: &Config) -> Result<Work> {
+    check_blocks(r, cfg)?;
+    let blk = u64::from(cfg.size);
+    let packets = json_u64(r, NAME, "/end/sum_received/packets")?;
+    let lost = json_u64(r, NAME, "/end/sum_received/lost_packets")?;
+    let bytes = json_u64(r, NAME, "/end/sum_received/bytes")?;
+    let secs = json_f64(r, NAME, "/end/sum_received/seconds")?;
+    let sent = json_u64(r, NAME, "/end/sum_sent/packets")?;
+    let received = packets.saturating_sub(lost);
+    if received * blk != bytes {
+        return Err(BenchError::Tool(format!(
+            "iperf3's receiver counted {packets} packets, {lost} lost, but {bytes} bytes: not {blk} bytes each"
+        )));
+    }
+    let received_per_sec = if secs > 0.0 { received as f64 / secs } else { 0.0 };
+    Ok(Work::Udp { received, sent, datagram_bytes: cfg.size, received_per_sec })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::peers::Layout;
     use serde_json::json;
 
     fn cfg() -> Config {
-        Config {
-            workload: Workload::Stream,
-            secs: 5,
-            client_cpu: 0,
-            server_cpu: 1,
-            size: 131072,
-            cc: Some("cubic".into()),
-        }
+        Config::new(Workload::Stream, 5, (0, 1), 131072, Some("cubic".into()))
+    }
+
+    fn udp_cfg() -> Config {
+        let mut c = Config::new(Workload::UdpStream, 3, (0, 1), 64, None);
+        c.udp.socket_buffer = Some("8M".into());
+        c
     }
 
     fn report() -> Value {
@@ -216,5 +265,43 @@ mod tests {
             "-c 127.0.0.1 -p 5201 -t 5 -l 131072 -A 0 -C cubic -Z -J"
         );
         assert_eq!(i.name(), "iperf3 -Z");
+    }
+
+    #[test]
+    fn many_streams_share_a_cpu_set_under_taskset() {
+        let i = Iperf3 { bin: "iperf3".into(), zerocopy: false };
+        let mut c = cfg();
+        c.layout = Layout { flows: 8, threads: 2, cpu_set: Some("0,1".into()) };
+        assert_eq!(i.client_args(&c, 5).join(" "), "-c 127.0.0.1 -p 5 -t 5 -P 8 -l 131072 -C cubic -J");
+        assert_eq!(i.server_args(&c, 5).join(" "), "-s -1 -B 127.0.0.1 -p 5");
+        assert!(i.describe(&c).starts_with("taskset -c 0,1 iperf3 -s"), "{}", i.describe(&c));
+        let mut r = report();
+        assert!(parse(&r, &c).unwrap_err().to_string().contains("1 streams, not 8"));
+        r["start"]["test_start"]["num_streams"] = json!(8);
+        assert!(parse(&r, &c).is_ok());
+    }
+
+    #[test]
+    fn udp_command_and_received_is_packets_minus_lost() {
+        let i = Iperf3 { bin: "iperf3".into(), zerocopy: false };
+        assert_eq!(
+            i.client_args(&udp_cfg(), 5).join(" "),
+            "-c 127.0.0.1 -p 5 -t 3 -u -b 0 -l 64 -w 8M -A 0 -J"
+        );
+        let r = json!({
+            "start": {"test_start": {"blksize": 64}},
+            "end": {
+                "sum_sent": {"packets": 282930, "bytes": 18107520u64},
+                "sum_received": {"seconds": 2.0, "packets": 282930, "lost_packets": 104966, "bytes": 11389696u64}
+            }
+        });
+        let Work::Udp { received, sent, received_per_sec, .. } = parse_udp(&r, &udp_cfg()).unwrap() else {
+            panic!()
+        };
+        assert_eq!((received, sent), (177964, 282930));
+        assert_eq!(received_per_sec, 88982.0);
+        let mut bad = r.clone();
+        bad["end"]["sum_received"]["bytes"] = json!(1);
+        assert!(parse_udp(&bad, &udp_cfg()).is_err());
     }
 }

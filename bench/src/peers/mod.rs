@@ -2,10 +2,15 @@
 //! settings and how to read its own output; the CPU window around the run is taken the
 //! same way for all of them (see `process::run_measured`).
 
+pub mod anchors;
+pub mod iperf2;
 pub mod iperf3;
+pub mod neper;
+pub mod netperf;
 pub mod ringperf;
 pub mod sockperf;
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -18,8 +23,53 @@ use crate::error::{BenchError, Result};
 pub enum Workload {
     /// TCP bulk transfer, client to server: ringperf stream against iperf3.
     Stream,
-    /// TCP request/response, one transaction in flight: ringperf rr against sockperf ping-pong.
+    /// TCP request/response, one transaction in flight (TCP_RR).
     Rr,
+    /// TCP connect, request, response, close, repeated (TCP_CRR).
+    Crr,
+    /// UDP request/response, one transaction in flight (UDP_RR).
+    UdpRr,
+    /// UDP bulk transfer, client to server (UDP_STREAM): datagrams received and lost.
+    UdpStream,
+}
+
+impl Workload {
+    /// TCP bulk transfer (work in bytes).
+    pub fn is_stream(self) -> bool {
+        self == Workload::Stream
+    }
+
+    /// Transactions (rr, crr, udp-rr): work in round trips.
+    pub fn is_transactional(self) -> bool {
+        matches!(self, Workload::Rr | Workload::Crr | Workload::UdpRr)
+    }
+
+    /// Whether a congestion control applies (TCP).
+    pub fn is_tcp(self) -> bool {
+        matches!(self, Workload::Stream | Workload::Rr | Workload::Crr)
+    }
+
+    /// netperf's name for the test.
+    pub fn netperf_test(self) -> &'static str {
+        match self {
+            Workload::Stream => "TCP_STREAM",
+            Workload::Rr => "TCP_RR",
+            Workload::Crr => "TCP_CRR",
+            Workload::UdpRr => "UDP_RR",
+            Workload::UdpStream => "UDP_STREAM",
+        }
+    }
+
+    /// ringperf's subcommand for the test.
+    pub fn ringperf_command(self) -> &'static str {
+        match self {
+            Workload::Stream => "stream",
+            Workload::Rr => "rr",
+            Workload::Crr => "crr",
+            Workload::UdpRr => "udp-rr",
+            Workload::UdpStream => "udp-stream",
+        }
+    }
 }
 
 /// What every tool is asked to do in one comparison.
@@ -36,9 +86,62 @@ pub struct Config {
     pub size: u32,
     /// Congestion control set on every tool's sockets; None leaves the system default.
     pub cc: Option<String>,
+    /// Flows, threads and the CPU set they share.
+    pub layout: Layout,
+    /// TCP_NODELAY on every data socket.
+    pub nodelay: bool,
+    /// UDP stream settings.
+    pub udp: UdpOptions,
+}
+
+/// How many flows over how many threads, and where they may run.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    pub flows: u32,
+    pub threads: u32,
+    /// Every process and thread of both sides may run on these CPUs (ringperf --cpus, peers
+    /// under taskset -c); None: the client is pinned to client_cpu, the server to server_cpu.
+    pub cpu_set: Option<String>,
+}
+
+impl Default for Layout {
+    fn default() -> Layout {
+        Layout { flows: 1, threads: 1, cpu_set: None }
+    }
+}
+
+/// What a UDP stream run sends.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UdpOptions {
+    /// Send rate (-b), None: as fast as the sender can.
+    pub rate: Option<String>,
+    /// Datagrams of `size` sent many per send with UDP_SEGMENT (ringperf --gso).
+    pub gso: bool,
+    /// SO_SNDBUF and SO_RCVBUF on both sides.
+    pub socket_buffer: Option<String>,
 }
 
 impl Config {
+    /// One flow, the client pinned to `cpus.0` and the server to `cpus.1`.
+    pub fn new(workload: Workload, secs: u32, cpus: (usize, usize), size: u32, cc: Option<String>) -> Config {
+        Config {
+            workload,
+            secs,
+            client_cpu: cpus.0,
+            server_cpu: cpus.1,
+            size,
+            cc,
+            layout: Layout::default(),
+            nodelay: false,
+            udp: UdpOptions::default(),
+        }
+    }
+
+    /// The congestion control where it applies (TCP).
+    pub fn tcp_cc(&self) -> Option<&str> {
+        self.cc.as_deref().filter(|_| self.workload.is_tcp())
+    }
+
     /// Upper bound on one run: the test, plus generous set-up and tear-down.
     pub fn run_timeout(&self) -> Duration {
         Duration::from_secs(u64::from(self.secs) + 45)
@@ -67,6 +170,16 @@ pub enum Work {
         /// 1 / mean round trip.
         tps_by_rtt: f64,
         mean_rtt_us: f64,
+    },
+    Udp {
+        /// Datagrams the receiver got, over its window.
+        received: u64,
+        /// Datagrams the sender sent.
+        sent: u64,
+        /// Payload bytes per datagram.
+        datagram_bytes: u32,
+        /// `received` over the receiver's window.
+        received_per_sec: f64,
     },
 }
 
@@ -99,14 +212,67 @@ impl RunResult {
                     *tps_by_count
                 }
             }
+            Work::Udp { received_per_sec, .. } => *received_per_sec,
         }
     }
 
-    /// KB (1024 bytes) moved, or transactions: what service demand is per.
+    /// UDP: KB (1024 bytes) of payload received.
+    pub fn kb_received(&self) -> Option<f64> {
+        match self.work {
+            Work::Udp { received, datagram_bytes, .. } => {
+                Some(received as f64 * f64::from(datagram_bytes) / 1024.0)
+            }
+            _ => None,
+        }
+    }
+
+    /// UDP: busy CPU µs per KB received.
+    pub fn service_demand_per_kb(&self) -> Option<f64> {
+        self.kb_received().and_then(|kb| self.cpu.service_demand(kb))
+    }
+
+    /// UDP: (sent - received) / sent, percent, from the tool's own counts.
+    pub fn loss_percent(&self) -> Option<f64> {
+        match self.work {
+            Work::Udp { received, sent, .. } if sent > 0 => {
+                Some(100.0 * sent.saturating_sub(received) as f64 / sent as f64)
+            }
+            _ => None,
+        }
+    }
+
+    /// UDP: payload bits per second received.
+    pub fn payload_bps(&self) -> Option<f64> {
+        match self.work {
+            Work::Udp { received_per_sec, datagram_bytes, .. } => {
+                Some(received_per_sec * f64::from(datagram_bytes) * 8.0)
+            }
+            _ => None,
+        }
+    }
+
+    /// UDP: datagrams sent per second of the bench's window.
+    pub fn sent_per_sec(&self) -> Option<f64> {
+        match self.work {
+            Work::Udp { sent, .. } => Some(sent as f64 / self.cpu.wall_secs()),
+            _ => None,
+        }
+    }
+
+    /// Mean round trip, µs (transactions).
+    pub fn mean_rtt_us(&self) -> Option<f64> {
+        match self.work {
+            Work::Rr { mean_rtt_us, .. } => Some(mean_rtt_us),
+            _ => None,
+        }
+    }
+
+    /// KB (1024 bytes) moved, transactions, or datagrams received: what service demand is per.
     pub fn units(&self) -> f64 {
         match &self.work {
             Work::Stream { bytes, .. } => *bytes as f64 / 1024.0,
             Work::Rr { transactions, .. } => *transactions as f64,
+            Work::Udp { received, .. } => *received as f64,
         }
     }
 
@@ -143,5 +309,24 @@ pub(crate) fn json_u64(v: &Value, tool: &str, pointer: &str) -> Result<u64> {
         BenchError::Tool(format!(
             "{tool}'s JSON has no whole number at {pointer}: is this a supported version?"
         ))
+    })
+}
+
+/// The KEY=VALUE lines of a tool's output (netperf -k, neper), keys as printed; the first
+/// occurrence of a key wins.
+pub(crate) fn key_values(text: &str) -> HashMap<&str, &str> {
+    let mut kv = HashMap::new();
+    for line in text.lines() {
+        if let Some((k, v)) = line.split_once('=') {
+            kv.entry(k.trim()).or_insert(v.trim());
+        }
+    }
+    kv
+}
+
+/// A number among `kv`, or an error naming the tool and the key.
+pub(crate) fn kv_f64(kv: &HashMap<&str, &str>, tool: &str, key: &str) -> Result<f64> {
+    kv.get(key).and_then(|v| v.parse::<f64>().ok()).filter(|v| v.is_finite()).ok_or_else(|| {
+        BenchError::Tool(format!("{tool} printed no number for {key}: is this a supported version?"))
     })
 }

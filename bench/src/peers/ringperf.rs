@@ -64,20 +64,37 @@ impl Ringperf {
     }
 
     fn args(&self, cfg: &Config) -> Vec<String> {
-        let cpus = format!("{},{}", cfg.client_cpu, cfg.server_cpu);
         let secs = cfg.secs.to_string();
-        let mut a: Vec<String> = match cfg.workload {
-            Workload::Stream => {
-                let size = cfg.size.to_string();
-                vec!["stream".into(), "-l".into(), secs, "-m".into(), size.clone(), "-M".into(), size]
+        let size = cfg.size.to_string();
+        let mut a: Vec<String> = vec![cfg.workload.ringperf_command().into(), "-l".into(), secs];
+        match cfg.workload {
+            Workload::Stream => a.extend(["-m".into(), size.clone(), "-M".into(), size]),
+            Workload::Rr | Workload::Crr | Workload::UdpRr => {
+                a.extend(["-r".into(), format!("{},{}", cfg.size, cfg.size)])
             }
-            Workload::Rr => {
-                vec!["rr".into(), "-l".into(), secs, "-r".into(), format!("{},{}", cfg.size, cfg.size)]
+            Workload::UdpStream => {
+                a.extend([if cfg.udp.gso { "--gso" } else { "-m" }.into(), size]);
+                if let Some(b) = &cfg.udp.socket_buffer {
+                    a.extend(["-s".into(), b.clone(), "-S".into(), b.clone()]);
+                }
             }
-        };
-        a.extend(["-T".into(), cpus]);
-        if let Some(cc) = &cfg.cc {
-            a.extend(["--cc".into(), cc.clone()]);
+        }
+        let l = &cfg.layout;
+        if l.flows > 1 || l.threads > 1 {
+            a.extend(["--flows".into(), l.flows.to_string(), "--threads".into(), l.threads.to_string()]);
+        }
+        match &l.cpu_set {
+            Some(set) => a.extend(["--cpus".into(), set.clone()]),
+            None => a.extend(["-T".into(), format!("{},{}", cfg.client_cpu, cfg.server_cpu)]),
+        }
+        if let Some(cc) = cfg.tcp_cc() {
+            a.extend(["--cc".into(), cc.to_owned()]);
+        }
+        if cfg.nodelay {
+            a.push("--nodelay".into());
+        }
+        if let Some(r) = cfg.udp.rate.as_ref().filter(|_| cfg.workload == Workload::UdpStream) {
+            a.extend(["-b".into(), r.clone()]);
         }
         if self.sendfile && cfg.workload == Workload::Stream {
             a[0] = "sendfile".into();
@@ -128,10 +145,7 @@ impl Tool for Ringperf {
 /// Tool overheads, the server's service demand, the zero-copy fraction and the statistics
 /// ringperf collected, out of its JSON report.
 pub fn figures(r: &Value, cfg: &Config) -> Result<Figures> {
-    let sd_field = match cfg.workload {
-        Workload::Stream => "us_per_kb",
-        Workload::Rr => "us_per_transaction",
-    };
+    let sd_field = if cfg.workload.is_stream() { "us_per_kb" } else { "us_per_transaction" };
     let zc = r.pointer("/local/send/zero_copy").filter(|v| !v.is_null());
     let zero_copy_fraction = match zc {
         Some(z) => {
@@ -216,7 +230,7 @@ pub fn parse(r: &Value, cfg: &Config) -> Result<(Work, Option<f64>)> {
             let own = r.pointer("/local/service_demand/us_per_kb").and_then(Value::as_f64);
             Ok((Work::Stream { bytes: received, bits_per_sec }, own))
         }
-        Workload::Rr => {
+        Workload::Rr | Workload::Crr | Workload::UdpRr => {
             let transactions = json_u64(r, NAME, "/local/transactions")?;
             let tps_by_count = json_f64(r, NAME, "/summary/transactions_per_sec")?;
             // Without latency recording (--no-latency) there is no mean round trip.
@@ -226,8 +240,9 @@ pub fn parse(r: &Value, cfg: &Config) -> Result<(Work, Option<f64>)> {
                 _ => json_f64(r, NAME, "/summary/mean_latency_ns")?,
             };
             let own = r.pointer("/local/service_demand/us_per_transaction").and_then(Value::as_f64);
+            // Every flow has one transaction in flight.
             let tps_by_rtt = if mean_ns > 0.0 {
-                1e9 / mean_ns
+                1e9 / mean_ns * f64::from(cfg.layout.flows)
             } else if mean_ns.is_nan() {
                 f64::NAN
             } else {
@@ -235,7 +250,30 @@ pub fn parse(r: &Value, cfg: &Config) -> Result<(Work, Option<f64>)> {
             };
             Ok((Work::Rr { transactions, tps_by_count, tps_by_rtt, mean_rtt_us: mean_ns / 1000.0 }, own))
         }
+        Workload::UdpStream => Ok((parse_udp(r, cfg)?, None)),
     }
+}
+
+/// Datagrams received over the receiver's window, from the sender's and the receiver's
+/// `udp` reports, after checking that the sender used GSO exactly when asked.
+pub fn parse_udp(r: &Value, cfg: &Config) -> Result<Work> {
+    let sent = json_u64(r, NAME, "/local/udp/datagrams_sent")?;
+    let received = json_u64(r, NAME, "/remote/udp/datagrams_received")?;
+    let datagram_bytes = json_u64(r, NAME, "/remote/udp/datagram_size")? as u32;
+    if datagram_bytes != cfg.size {
+        return Err(BenchError::Tool(format!(
+            "ringperf sent {datagram_bytes}-byte datagrams, not {}",
+            cfg.size
+        )));
+    }
+    let gso = r.pointer("/local/udp/gso_segment").and_then(Value::as_u64).map(|g| g as u32);
+    let want = cfg.udp.gso.then_some(cfg.size);
+    if gso != want {
+        return Err(BenchError::Tool(format!("ringperf's sender used GSO {gso:?}, not {want:?}")));
+    }
+    let elapsed_ns = json_u64(r, NAME, "/remote/elapsed_ns")?;
+    let received_per_sec = received as f64 / (elapsed_ns.max(1) as f64 / 1e9);
+    Ok(Work::Udp { received, sent, datagram_bytes, received_per_sec })
 }
 
 /// A report for a different test than the one asked for would make the comparison a lie.
@@ -244,17 +282,28 @@ fn check_spec(r: &Value, cfg: &Config) -> Result<()> {
         Err(BenchError::Tool(format!("ringperf ran with {what} {got}, not what the bench asked for")))
     };
     let cc = r.pointer("/spec/congestion_control").and_then(Value::as_str).map(str::to_owned);
-    if cc != cfg.cc {
+    if cc != cfg.cc.clone().filter(|_| cfg.workload.is_tcp()) {
         return wrong("congestion control", format!("{cc:?}"));
     }
-    let lcpu = r.pointer("/local/pinned_cpu").and_then(Value::as_u64);
-    let rcpu = r.pointer("/remote/pinned_cpu").and_then(Value::as_u64);
-    if lcpu != Some(cfg.client_cpu as u64) || rcpu != Some(cfg.server_cpu as u64) {
-        return wrong("CPUs", format!("{lcpu:?},{rcpu:?}"));
+    // With a CPU set the workers are dealt over it; without, each side is pinned.
+    if cfg.layout.cpu_set.is_none() {
+        let lcpu = r.pointer("/local/pinned_cpu").and_then(Value::as_u64);
+        let rcpu = r.pointer("/remote/pinned_cpu").and_then(Value::as_u64);
+        if lcpu != Some(cfg.client_cpu as u64) || rcpu != Some(cfg.server_cpu as u64) {
+            return wrong("CPUs", format!("{lcpu:?},{rcpu:?}"));
+        }
+    }
+    let flows = r.pointer("/spec/flows").and_then(Value::as_u64);
+    let threads = r.pointer("/spec/threads").and_then(Value::as_u64);
+    let l = &cfg.layout;
+    if flows != Some(u64::from(l.flows)) || threads != Some(u64::from(l.threads)) {
+        return wrong("a layout of", format!("{flows:?} flows over {threads:?} threads"));
     }
     let (a, b) = match cfg.workload {
         Workload::Stream => ("/spec/send_size", "/spec/recv_size"),
-        Workload::Rr => ("/spec/request_size", "/spec/response_size"),
+        Workload::Rr | Workload::Crr | Workload::UdpRr => ("/spec/request_size", "/spec/response_size"),
+        // The datagram size is checked against the receiver's report.
+        Workload::UdpStream => return Ok(()),
     };
     for p in [a, b] {
         let got = r.pointer(p).and_then(Value::as_u64);
@@ -372,13 +421,37 @@ mod tests {
         let (size, cc) = match workload {
             Workload::Stream => (131072, Some("cubic".to_string())),
             Workload::Rr => (64, None),
+            Workload::Crr => (1, Some("cubic".to_string())),
+            Workload::UdpRr => (8, Some("cubic".to_string())),
+            Workload::UdpStream => (64, None),
         };
-        Config { workload, secs: 5, client_cpu: 0, server_cpu: 1, size, cc }
+        Config::new(workload, 5, (0, 1), size, cc)
+    }
+
+    #[test]
+    fn udp_uses_the_receivers_count_and_checks_gso() {
+        let r = json!({
+            "local": {"udp": {"datagrams_sent": 300, "gso_segment": 1400}},
+            "remote": {"elapsed_ns": 2_000_000_000u64, "udp": {"datagrams_received": 200, "datagram_size": 1400}}
+        });
+        let mut c = cfg(Workload::UdpStream);
+        c.size = 1400;
+        c.udp.gso = true;
+        let Work::Udp { received, sent, received_per_sec, datagram_bytes } = parse_udp(&r, &c).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!((received, sent, received_per_sec, datagram_bytes), (200, 300, 100.0, 1400));
+        c.udp.gso = false;
+        assert!(parse_udp(&r, &c).is_err(), "a GSO run is not a plain one");
+        c.size = 64;
+        c.udp.gso = true;
+        assert!(parse_udp(&r, &c).is_err(), "a 1400-byte run is not a 64-byte one");
     }
 
     fn stream_report() -> Value {
         json!({
-            "spec": {"congestion_control": "cubic", "send_size": 131072, "recv_size": 131072},
+            "spec": {"congestion_control": "cubic", "send_size": 131072, "recv_size": 131072, "flows": 1, "threads": 1},
             "summary": {"throughput_bits_per_sec": 3.5e10, "transactions_per_sec": null, "mean_latency_ns": null},
             "local": {"pinned_cpu": 0, "bytes_sent": 1000, "bytes_received": 0, "transactions": 0,
                       "service_demand": {"us_per_kb": 0.39, "us_per_transaction": null}},
@@ -399,7 +472,7 @@ mod tests {
     #[test]
     fn rr_report_parses() {
         let r = json!({
-            "spec": {"congestion_control": null, "request_size": 64, "response_size": 64},
+            "spec": {"congestion_control": null, "request_size": 64, "response_size": 64, "flows": 1, "threads": 1},
             "summary": {"throughput_bits_per_sec": 1.0, "transactions_per_sec": 10000.0, "mean_latency_ns": 90000.0},
             "local": {"pinned_cpu": 0, "transactions": 50000,
                       "service_demand": {"us_per_kb": 1.0, "us_per_transaction": 57.0}},
@@ -445,5 +518,9 @@ mod tests {
             "stream -l 5 -m 131072 -M 131072 -T 0,1 --cc cubic --json"
         );
         assert_eq!(r.args(&cfg(Workload::Rr)).join(" "), "rr -l 5 -r 64,64 -T 0,1 --json");
+        assert_eq!(r.args(&cfg(Workload::Crr)).join(" "), "crr -l 5 -r 1,1 -T 0,1 --cc cubic --json");
+        // UDP has no congestion control: asked for one, the run gets none.
+        assert_eq!(r.args(&cfg(Workload::UdpRr)).join(" "), "udp-rr -l 5 -r 8,8 -T 0,1 --json");
+        assert_eq!(r.args(&cfg(Workload::UdpStream)).join(" "), "udp-stream -l 5 -m 64 -T 0,1 --json");
     }
 }

@@ -228,8 +228,7 @@ sockperf: ---> <MAX> observation = 2851.075\n";
     #[test]
     fn commands_pin_with_taskset_and_use_full_rtt() {
         let s = Sockperf { bin: "/usr/bin/sockperf".into(), taskset: "taskset".into() };
-        let cfg =
-            Config { workload: Workload::Rr, secs: 5, client_cpu: 0, server_cpu: 1, size: 64, cc: None };
+        let cfg = Config::new(Workload::Rr, 5, (0, 1), 64, None);
         assert_eq!(
             s.server_args(&cfg, 11111).join(" "),
             "-c 1 /usr/bin/sockperf server --tcp -i 127.0.0.1 -p 11111"

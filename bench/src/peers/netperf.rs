@@ -1,0 +1,264 @@
+//! netperf, the classic peer of every seed workload: `netserver` on a fresh port, `netperf`
+//! pinned with its own -T (client CPU, server CPU), CPU measured on both sides (-c -C), and
+//! its omni output selectors (-k) read back as KEY=VALUE lines.
+//!
+//! TCP_STREAM sends -m bytes per send and receives -M per receive; TCP_RR, TCP_CRR and
+//! UDP_RR move -r REQ,RSP with one transaction in flight. Congestion control is the
+//! test-specific -K (TCP only).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::error::{BenchError, Result};
+use crate::peers::{
+    anchors, key_values, kv_f64, Config, RunResult, Tool, Work, Workload, LISTEN_TIMEOUT, PORT_ATTEMPTS,
+};
+use crate::process::{free_port, run_measured, Server};
+
+pub const NAME: &str = "netperf";
+
+/// What the bench asks netperf to print: the work, its window and its own service demand.
+const STREAM_KEYS: &str =
+    "THROUGHPUT,THROUGHPUT_UNITS,ELAPSED_TIME,LOCAL_SD,REMOTE_BYTES_RECVD,LOCAL_CONG_CONTROL";
+const UDP_STREAM_KEYS: &str =
+    "THROUGHPUT,THROUGHPUT_UNITS,ELAPSED_TIME,LOCAL_SD,LOCAL_BYTES_SENT,REMOTE_BYTES_RECVD";
+const RR_KEYS: &str = "THROUGHPUT,THROUGHPUT_UNITS,TRANSACTION_RATE,ELAPSED_TIME,LOCAL_SD,MEAN_LATENCY";
+
+pub struct Netperf {
+    pub netperf: PathBuf,
+    pub netserver: PathBuf,
+}
+
+impl Netperf {
+    pub fn find() -> Result<Netperf> {
+        Ok(Netperf { netperf: anchors::locate("netperf")?, netserver: anchors::locate("netserver")? })
+    }
+
+    fn server_args(port: u16) -> Vec<String> {
+        // -D: stay in the foreground, so the bench owns and reaps it; -f: serve the test in
+        // this process, not a forked child, so its CPU reaches the bench's getrusage.
+        ["-D", "-f", "-4", "-L", "127.0.0.1", "-p", &port.to_string()].map(String::from).to_vec()
+    }
+
+    fn client_args(cfg: &Config, port: u16) -> Vec<String> {
+        let test = cfg.workload.netperf_test();
+        let mut a: Vec<String> = [
+            "-H",
+            "127.0.0.1",
+            "-p",
+            &port.to_string(),
+            "-t",
+            test,
+            "-l",
+            &cfg.secs.to_string(),
+            "-T",
+            &format!("{},{}", cfg.client_cpu, cfg.server_cpu),
+            "-c",
+            "-C",
+            "-P",
+            "0",
+            "--",
+        ]
+        .map(String::from)
+        .to_vec();
+        match cfg.workload {
+            Workload::Stream => {
+                let size = cfg.size.to_string();
+                a.extend(["-m".into(), size.clone(), "-M".into(), size, "-k".into(), STREAM_KEYS.into()]);
+            }
+            Workload::Rr | Workload::Crr | Workload::UdpRr => {
+                a.extend(["-r".into(), format!("{},{}", cfg.size, cfg.size), "-k".into(), RR_KEYS.into()]);
+            }
+            Workload::UdpStream => {
+                let size = cfg.size.to_string();
+                a.extend(["-m".into(), size.clone(), "-M".into(), size]);
+                if let Some(b) = &cfg.udp.socket_buffer {
+                    a.extend(["-s".into(), b.clone(), "-S".into(), b.clone()]);
+                }
+                a.extend(["-k".into(), UDP_STREAM_KEYS.into()]);
+            }
+        }
+        if let Some(cc) = cfg.cc.as_ref().filter(|_| cfg.workload.is_tcp()) {
+            a.extend(["-K".into(), cc.clone()]);
+        }
+        a
+    }
+
+    fn start_server(&self) -> Result<(Server, u16)> {
+        let mut last = None;
+        for _ in 0..PORT_ATTEMPTS {
+            let port = free_port()?;
+            let mut server =
+                Server::spawn("netserver", Command::new(&self.netserver).args(Self::server_args(port)))?;
+            match server.wait_listening(port, LISTEN_TIMEOUT) {
+                Ok(()) => return Ok((server, port)),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| BenchError::Tool("netserver did not start".into())))
+    }
+}
+
+impl Tool for Netperf {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn describe(&self, cfg: &Config) -> String {
+        format!(
+            "{} {} ; {} {}",
+            self.netserver.display(),
+            Self::server_args(0).join(" ").replace("-p 0", "-p PORT"),
+            self.netperf.display(),
+            Self::client_args(cfg, 0).join(" ").replace("-p 0", "-p PORT")
+        )
+    }
+
+    fn run(&self, cfg: &Config) -> Result<RunResult> {
+        if cfg.layout.flows > 1 || cfg.udp.rate.is_some() || cfg.udp.gso {
+            return Err(BenchError::Usage(
+                "netperf runs one unpaced flow per process: it is no peer for many flows, -b or GSO".into(),
+            ));
+        }
+        let (mut server, port) = self.start_server()?;
+        let mut client = Command::new(&self.netperf);
+        client.args(Self::client_args(cfg, port));
+        let measured = run_measured(NAME, &mut client, cfg.run_timeout(), None);
+        let server_exit = server.stop();
+        let m = measured?;
+        let failed = |e: BenchError| {
+            BenchError::Tool(format!(
+                "{e}\nnetperf ({}):\n{}\n{}",
+                m.status,
+                m.output_excerpt(),
+                server_exit.describe()
+            ))
+        };
+        if !m.status.success() {
+            return Err(failed(BenchError::Tool("netperf exited with an error".into())));
+        }
+        let (work, own) = parse_output(&m.stdout, cfg).map_err(failed)?;
+        Ok(RunResult {
+            tool: NAME,
+            cpu: m.cpu,
+            work,
+            own_service_demand: Some(own),
+            process_cpu_us: None,
+            ringperf: None,
+        })
+    }
+}
+
+/// The work and netperf's own local service demand, out of its -k output.
+pub fn parse_output(stdout: &str, cfg: &Config) -> Result<(Work, f64)> {
+    let kv = key_values(stdout);
+    let f = |key: &str| kv_f64(&kv, NAME, key);
+    let elapsed = f("ELAPSED_TIME")?;
+    if elapsed <= 0.0 {
+        return Err(BenchError::Tool(format!("netperf reported an elapsed time of {elapsed} s")));
+    }
+    let own = f("LOCAL_SD")?;
+    let work = match cfg.workload {
+        Workload::Stream => {
+            let units = kv.get("THROUGHPUT_UNITS").copied().unwrap_or("");
+            if units != "10^6bits/s" {
+                return Err(BenchError::Tool(format!(
+                    "netperf's throughput is in '{units}', not 10^6bits/s"
+                )));
+            }
+            if let (Some(cc), Some(got)) = (&cfg.cc, kv.get("LOCAL_CONG_CONTROL")) {
+                if got != cc {
+                    return Err(BenchError::Tool(format!(
+                        "netperf ran with congestion control {got}, not {cc}"
+                    )));
+                }
+            }
+            Work::Stream { bytes: f("REMOTE_BYTES_RECVD")? as u64, bits_per_sec: f("THROUGHPUT")? * 1e6 }
+        }
+        Workload::UdpStream => {
+            let size = u64::from(cfg.size.max(1));
+            let received = f("REMOTE_BYTES_RECVD")? as u64 / size;
+            Work::Udp {
+                received,
+                sent: f("LOCAL_BYTES_SENT")? as u64 / size,
+                datagram_bytes: cfg.size,
+                received_per_sec: received as f64 / elapsed,
+            }
+        }
+        Workload::Rr | Workload::Crr | Workload::UdpRr => {
+            let rate = f("TRANSACTION_RATE")?;
+            let mean_rtt_us = f("MEAN_LATENCY")?;
+            Work::Rr {
+                transactions: (rate * elapsed).round() as u64,
+                tps_by_count: rate,
+                tps_by_rtt: if mean_rtt_us > 0.0 { 1e6 / mean_rtt_us } else { 0.0 },
+                mean_rtt_us,
+            }
+        }
+    };
+    Ok((work, own))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(workload: Workload) -> Config {
+        Config::new(workload, 4, (0, 1), 1, Some("cubic".into()))
+    }
+
+    #[test]
+    fn rr_output_parses_into_transactions_and_latency() {
+        let out = "THROUGHPUT=12066.78\nTHROUGHPUT_UNITS=Trans/s\nTRANSACTION_RATE=12066.779\n\
+                   ELAPSED_TIME=2.00\nLOCAL_SD=52.711\nMEAN_LATENCY=82.69\n";
+        let (work, own) = parse_output(out, &cfg(Workload::Rr)).unwrap();
+        assert_eq!(own, 52.711);
+        match work {
+            Work::Rr { transactions, tps_by_count, mean_rtt_us, .. } => {
+                assert_eq!(transactions, 24134);
+                assert_eq!(tps_by_count, 12066.779);
+                assert_eq!(mean_rtt_us, 82.69);
+            }
+            other => panic!("rr parsed as {other:?}"),
+        }
+    }
+
+    #[test]
+    fn stream_output_checks_units_and_congestion_control() {
+        let out = "THROUGHPUT=69203.49\nTHROUGHPUT_UNITS=10^6bits/s\nELAPSED_TIME=2.00\nLOCAL_SD=0.213\n\
+                   REMOTE_BYTES_RECVD=17303994368\nLOCAL_CONG_CONTROL=cubic\n";
+        let (work, _) = parse_output(out, &cfg(Workload::Stream)).unwrap();
+        assert!(matches!(work, Work::Stream { bytes: 17303994368, .. }));
+        let bbr = out.replace("=cubic", "=bbr");
+        assert!(parse_output(&bbr, &cfg(Workload::Stream)).unwrap_err().to_string().contains("bbr"));
+        let kb = out.replace("10^6bits/s", "KBytes/s");
+        assert!(parse_output(&kb, &cfg(Workload::Stream)).is_err());
+        assert!(parse_output("", &cfg(Workload::Stream)).is_err());
+    }
+
+    #[test]
+    fn udp_stream_counts_datagrams_from_bytes() {
+        let mut c = cfg(Workload::UdpStream);
+        c.size = 64;
+        c.cc = None;
+        let out = "THROUGHPUT=100.0\nTHROUGHPUT_UNITS=10^6bits/s\nELAPSED_TIME=2.00\nLOCAL_SD=1.0\n\
+                   LOCAL_BYTES_SENT=6400\nREMOTE_BYTES_RECVD=3200\n";
+        let (work, _) = parse_output(out, &c).unwrap();
+        assert!(matches!(work, Work::Udp { received: 50, sent: 100, datagram_bytes: 64, .. }), "{work:?}");
+        assert_eq!(
+            Netperf::client_args(&c, 5).join(" "),
+            format!(
+                "-H 127.0.0.1 -p 5 -t UDP_STREAM -l 4 -T 0,1 -c -C -P 0 -- -m 64 -M 64 -k {UDP_STREAM_KEYS}"
+            )
+        );
+    }
+
+    #[test]
+    fn commands_pin_with_netperf_t_and_measure_both_sides() {
+        let a = Netperf::client_args(&cfg(Workload::Rr), 5555).join(" ");
+        assert_eq!(
+            a,
+            format!("-H 127.0.0.1 -p 5555 -t TCP_RR -l 4 -T 0,1 -c -C -P 0 -- -r 1,1 -k {RR_KEYS} -K cubic")
+        );
+    }
+}
