@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::control::text::peer_text;
 use crate::error::{Error, Result};
 use crate::units::{check_size, MAX_SIZE};
 
@@ -36,6 +37,7 @@ impl Workload {
 
 /// TCP_CRR settings: how each cycle's connection ends and which client ports it uses.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(deny_unknown_fields)]
 pub struct CrrOptions {
     /// SO_LINGER 0 on the client: close sends RST, so no TIME_WAIT is left behind.
     pub linger0: bool,
@@ -46,6 +48,7 @@ pub struct CrrOptions {
 
 /// UDP settings of udp-stream and udp-rr.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
 pub struct UdpOptions {
     /// UDP_SEGMENT: each send carries several datagrams of this many bytes (GSO).
     pub gso_segment: Option<u32>,
@@ -146,6 +149,7 @@ impl RecvEngine {
 
 /// Requested socket buffer sizes (SO_SNDBUF / SO_RCVBUF); `None` keeps the kernel's autotuning.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(deny_unknown_fields)]
 pub struct SocketBuffers {
     pub send: Option<u32>,
     pub recv: Option<u32>,
@@ -153,6 +157,7 @@ pub struct SocketBuffers {
 
 /// Socket options set on every data socket of both sides, all echoed in the report.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(deny_unknown_fields)]
 pub struct SocketOptions {
     /// TCP_NODELAY: no Nagle.
     pub nodelay: bool,
@@ -172,6 +177,7 @@ pub struct SocketOptions {
 
 /// Application pacing: a token bucket per flow, refilled by a timeout on the ring.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(deny_unknown_fields)]
 pub struct Pacing {
     /// The whole test's payload rate in bits per second, split evenly over the flows.
     pub total_bps: Option<u64>,
@@ -198,6 +204,7 @@ impl Pacing {
 
 /// Settings that belong to one side of the test.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(deny_unknown_fields)]
 pub struct SideSpec {
     pub socket_buffers: SocketBuffers,
     /// CPUs the side's workers are pinned to, round-robin (netperf `-T` gives one).
@@ -211,6 +218,7 @@ pub struct SideSpec {
 
 /// How the rings are set up and driven.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
 pub struct RingTuning {
     /// Submission queue entries per ring.
     pub sq_entries: u32,
@@ -248,6 +256,7 @@ fn one() -> u32 {
 
 /// SQPOLL settings.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
 pub struct SqPoll {
     pub cpu: Option<u32>,
     pub idle_ms: u32,
@@ -274,6 +283,7 @@ impl Default for RingTuning {
 
 /// One test, as agreed between client ("local") and server ("remote").
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
 pub struct TestSpec {
     pub workload: Workload,
     pub direction: Direction,
@@ -436,7 +446,8 @@ impl TestSpec {
         if let Some(cc) = &self.congestion_control {
             if cc.is_empty() || cc.len() > 15 || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
                 return Err(Error::Usage(format!(
-                    "congestion control '{cc}' is not a valid name: see /proc/sys/net/ipv4/tcp_available_congestion_control"
+                    "congestion control '{}' is not a valid name: see /proc/sys/net/ipv4/tcp_available_congestion_control",
+                    peer_text(cc)
                 )));
             }
         }

@@ -14,6 +14,7 @@ use std::time::Instant;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use crate::control::text::{one_line, peer_text};
 use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::report::SideReport;
@@ -33,6 +34,24 @@ pub const MAX_HANDSHAKE_FRAME: usize = 4096;
 
 /// The largest frame the server reads from an authenticated client (a Test spec is ~2 KiB).
 pub const MAX_CLIENT_FRAME: usize = 64 * 1024;
+
+/// Which end sends a message type, for errors that tell the reader which end to upgrade.
+pub trait Message: DeserializeOwned {
+    /// The end that sends it ("client").
+    const FROM: &'static str;
+    /// The end that reads it ("server").
+    const TO: &'static str;
+}
+
+impl Message for ClientMessage {
+    const FROM: &'static str = "client";
+    const TO: &'static str = "server";
+}
+
+impl Message for ServerMessage {
+    const FROM: &'static str = "server";
+    const TO: &'static str = "client";
+}
 
 /// Client to server.
 #[derive(Serialize, Deserialize, Debug, Clone)]
@@ -109,13 +128,26 @@ impl ErrorKind {
 
     /// The error the client raises for a server's error reply.
     pub fn into_error(self, message: String) -> Error {
-        let message = format!("server: {message}");
+        // The server's words go to the user's terminal: one line, no escapes, bounded.
+        let message = format!("server: {}", escape_bounded_line(&message));
         match self {
             ErrorKind::Usage => Error::Usage(message),
             ErrorKind::Requirement => Error::Requirement(message),
             ErrorKind::Peer | ErrorKind::Auth => Error::Peer(message),
             ErrorKind::Protocol => Error::Protocol(message),
         }
+    }
+}
+
+/// Most characters of a server's error reply a client shows.
+const SERVER_MESSAGE_MAX: usize = 1000;
+
+/// `message` as one line of at most [`SERVER_MESSAGE_MAX`] characters.
+fn escape_bounded_line(message: &str) -> String {
+    let line = one_line(message);
+    match line.char_indices().nth(SERVER_MESSAGE_MAX) {
+        Some((at, _)) => format!("{}…({} more bytes)", &line[..at], line.len() - at),
+        None => line,
     }
 }
 
@@ -143,7 +175,7 @@ pub fn write_frame<T: Serialize>(w: &mut impl Write, msg: &T) -> Result<()> {
 
 /// Reads one frame of at most [`MAX_FRAME`] bytes and decodes it; the reader's own
 /// timeouts bound the wait. `what` names the expected message for errors.
-pub fn read_frame<T: DeserializeOwned>(r: &mut impl Read, what: &str) -> Result<T> {
+pub fn read_frame<T: Message>(r: &mut impl Read, what: &str) -> Result<T> {
     let mut frame = FrameBuf::new(MAX_FRAME);
     loop {
         if let Some(body) = frame.read_once(r, what)? {
@@ -155,7 +187,7 @@ pub fn read_frame<T: DeserializeOwned>(r: &mut impl Read, what: &str) -> Result<
 /// Reads one frame of at most `cap` bytes from a blocking socket; the whole frame must
 /// arrive before `deadline`, however slowly its bytes come. A readable `interrupt` fd
 /// (the client's Ctrl-C pipe) ends the wait with [`Error::Interrupted`].
-pub fn read_frame_by<T: DeserializeOwned>(
+pub fn read_frame_by<T: Message>(
     stream: &TcpStream,
     what: &str,
     deadline: Instant,
@@ -296,9 +328,31 @@ impl FrameBuf {
     }
 }
 /// Decodes a frame body: invalid UTF-8, invalid JSON and the wrong shape are all errors.
-pub fn decode<T: DeserializeOwned>(body: &[u8], what: &str) -> Result<T> {
-    serde_json::from_slice(body)
-        .map_err(|e| Error::Protocol(format!("malformed message while waiting for {what}: {e}")))
+/// The decoder's message quotes what the peer sent (a message type, a field name, a
+/// string), so it is escaped and bounded before it reaches a log line or a reply.
+pub fn decode<T: Message>(body: &[u8], what: &str) -> Result<T> {
+    serde_json::from_slice(body).map_err(|e| {
+        let e = e.to_string();
+        match unknown_field(&e) {
+            Some(field) => Error::Protocol(format!(
+                "unknown field `{}` in {what}: the {} is newer than this {} (protocol {PROTOCOL_VERSION}); upgrade the {}",
+                peer_text(field),
+                T::FROM,
+                T::TO,
+                T::TO
+            )),
+            None => Error::Protocol(format!("malformed message while waiting for {what}: {}", peer_text(&e))),
+        }
+    })
+}
+
+/// The field name in serde's "unknown field `NAME`, expected ..." (or "..., there are no
+/// fields"). The name may contain anything, backticks too, but what follows it is serde's
+/// own text, whose last "`, expected" or "`, there are no fields" ends the name.
+fn unknown_field(message: &str) -> Option<&str> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let end = rest.rfind("`, expected").or_else(|| rest.rfind("`, there are no fields"))?;
+    Some(&rest[..end])
 }
 
 fn io_error(what: &str, e: io::Error) -> Error {
