@@ -160,8 +160,11 @@ fn run_on(
     let peer_ip = stream.peer_addr().map_err(|e| Error::io("reading the server address", e))?.ip();
     let mut c = Control { stream, interrupt: opts.interrupt };
 
-    c.send(&ClientMessage::Hello { protocol: PROTOCOL_VERSION, tool_version: version() })?;
-    let (server_nonce, auth_required) = match c.expect("the server's challenge", CONTROL_TIMEOUT)? {
+    let challenge = c
+        .send(&ClientMessage::Hello { protocol: PROTOCOL_VERSION, tool_version: version() })
+        .and_then(|()| c.expect("the server's challenge", CONTROL_TIMEOUT))
+        .map_err(|e| refused_at_hello(e, &server))?;
+    let (server_nonce, auth_required) = match challenge {
         ServerMessage::Challenge { server_nonce, auth_required, .. } => {
             let nonce = auth::unhex(&server_nonce)
                 .filter(|n| n.len() >= 16)
@@ -335,6 +338,18 @@ fn within_run(side: &SideReport, rr: bool, level: f64) -> Option<Estimate> {
         .collect();
     let name = if rr { "transactions/s" } else { "throughput" };
     estimate(name, &batch_means(&values, 10), level)
+}
+
+/// A server closes a connection from outside its --allow list before reading a byte, so
+/// the client sees a close or a reset where the challenge should be: say what that means.
+fn refused_at_hello(e: Error, server: &str) -> Error {
+    match e {
+        // The server's own error reply, or no answer at all, say what they say.
+        Error::Peer(m) if !m.starts_with("server: ") && !m.starts_with("timed out") => Error::Peer(format!(
+            "the server at {server} closed the connection before answering ({m}): it refused this client, most likely because this host is not in its --allow list: ask its operator to allow it"
+        )),
+        e => e,
+    }
 }
 
 fn unexpected(expected: &str, got: &ServerMessage) -> Error {
