@@ -331,6 +331,9 @@ pub const MAX_DURATION_MS: u64 = 24 * 3600 * 1000;
 pub const MAX_FLOWS: u32 = 4096;
 /// Worker threads per side.
 pub const MAX_THREADS: u32 = 64;
+/// Interval samples one test may ask for: each is an entry in both sides' reports, and the
+/// server's report must fit one control frame (see `protocol::report_frame_cap`).
+pub const MAX_INTERVAL_SAMPLES: u64 = 100_000;
 
 impl Default for TestSpec {
     fn default() -> Self {
@@ -458,6 +461,16 @@ impl TestSpec {
                 self.interval_ms
             )));
         }
+        if self.interval_samples() > MAX_INTERVAL_SAMPLES {
+            let shortest = self.duration_ms.div_ceil(MAX_INTERVAL_SAMPLES).max(10);
+            return Err(Error::Usage(format!(
+                "-l {} s with -D {} s makes {} interval samples, over the {MAX_INTERVAL_SAMPLES} a report carries: use -D {} or more, or a shorter -l",
+                self.duration_ms as f64 / 1000.0,
+                self.interval_ms as f64 / 1000.0,
+                self.interval_samples(),
+                shortest as f64 / 1000.0
+            )));
+        }
         self.validate_workload()?;
         if self.remote.splice_file.is_some() {
             return Err(Error::Usage(
@@ -476,6 +489,15 @@ impl TestSpec {
             ));
         }
         Ok(())
+    }
+
+    /// Interval samples a side records: one per whole or partial interval of the window.
+    pub fn interval_samples(&self) -> u64 {
+        if self.interval_ms == 0 {
+            0
+        } else {
+            self.duration_ms.div_ceil(self.interval_ms)
+        }
     }
 
     /// Data connections the test opens: `flows`, or twice that for --bidir.

@@ -383,3 +383,55 @@ fn serve_help_shows_sizes_with_units_and_every_default() {
     }
     assert!(!help.contains("67108864") && !help.contains("1073741824"), "raw byte counts in --help:\n{help}");
 }
+
+#[test]
+fn a_report_of_thousands_of_flows_arrives_whole() {
+    let rp = ringperf!();
+    let mut server = rp.serve();
+    let port = server.port_arg();
+    // 3500 flows made a server report of 1.17 MB, over the 1 MiB frame every other message has.
+    let o = rp.run(&[
+        "stream",
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "--flows",
+        "3500",
+        "--threads",
+        "2",
+        "-l",
+        "1",
+        "--json",
+    ]);
+    let r = o.success().json();
+    assert!(!bool_at(&r, "partial"), "{}", r["partial_reason"]);
+    check_stream_report(&r, false);
+    let flows = r["remote"]["flows"].as_array().expect("the server's flows");
+    assert_eq!(flows.len(), 3500);
+    let report_bytes = serde_json::to_vec(&r["remote"]).expect("JSON").len();
+    eprintln!("figures: the server's report of 3500 flows: {report_bytes} bytes");
+    assert!(
+        report_bytes > 1 << 20,
+        "the report fit the old frame anyway ({report_bytes} bytes): a test of nothing"
+    );
+    server.assert_running();
+}
+
+#[test]
+fn a_spec_whose_report_could_not_be_carried_is_refused_up_front() {
+    let rp = ringperf!();
+    let o = rp.run(&["stream", "-l", "86400", "-D", "0.01"]);
+    o.failure(2, &["8640000 interval samples", "-D 0.864 or more"]);
+    let mut server = rp.serve();
+    let mut c = Control::connect(server.port());
+    c.handshake(None);
+    let mut spec = serde_json::to_value(ringperf_engine::TestSpec::default()).expect("spec");
+    spec["duration_ms"] = json!(86_400_000u64);
+    spec["interval_ms"] = json!(10);
+    c.send_json(&json!({"type": "test", "spec": spec}));
+    let (kind, msg) = c.expect_error();
+    assert_eq!(kind, "usage", "{msg}");
+    assert!(msg.contains("interval samples"), "{msg}");
+    server.assert_running();
+}

@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::control::auth::{self, Party, Psk};
 use crate::control::protocol::{
-    read_frame_by, write_frame, ClientMessage, ServerMessage, MAX_FRAME, PROTOCOL_VERSION,
+    read_frame_by, report_frame_cap, write_frame, ClientMessage, ServerMessage, MAX_FRAME, PROTOCOL_VERSION,
 };
 use crate::control::server::{check_cpu, Server, CONTROL_TIMEOUT};
 use crate::env::Environment;
@@ -140,8 +140,13 @@ impl Control<'_> {
 
     /// The next message; a server's error reply becomes the error it describes.
     fn expect(&mut self, what: &str, within: Duration) -> Result<ServerMessage> {
+        self.expect_capped(what, within, MAX_FRAME)
+    }
+
+    /// [`Control::expect`] for a frame of up to `cap` bytes (the server's report).
+    fn expect_capped(&mut self, what: &str, within: Duration, cap: usize) -> Result<ServerMessage> {
         let deadline = Instant::now() + within;
-        match read_frame_by(&self.stream, what, deadline, MAX_FRAME, self.interrupt)? {
+        match read_frame_by(&self.stream, what, deadline, cap, self.interrupt)? {
             ServerMessage::Error { kind, message } => Err(kind.into_error(message)),
             m => Ok(m),
         }
@@ -223,13 +228,15 @@ fn run_on(
     }
     let local = finished.report;
 
+    // A report has an entry per flow and per interval sample: it may be well over MAX_FRAME.
+    let report_cap = report_frame_cap(spec);
     // From here on a result exists: every failure makes it partial, never discards it.
     let (remote, failure) = match finished.ending {
         Ok(Ending::Completed) => {
             let wait = Duration::from_millis(spec.duration_ms)
                 + Duration::from_nanos(PEER_GRACE_NS)
                 + CONTROL_TIMEOUT;
-            match c.expect("the server's report", wait) {
+            match c.expect_capped("the server's report", wait, report_cap) {
                 Ok(ServerMessage::Report { side }) => (Some(*side), None),
                 Ok(other) => (None, Some(unexpected("report", &other))),
                 Err(e) => (None, Some(e)),
@@ -239,7 +246,8 @@ fn run_on(
             // Ctrl-C: tell the server to stop and take whatever it measured.
             c.interrupt = None;
             let _ = c.send(&ClientMessage::Abort);
-            let remote = match c.expect("the server's partial report", PARTIAL_REPORT_WAIT) {
+            let remote = match c.expect_capped("the server's partial report", PARTIAL_REPORT_WAIT, report_cap)
+            {
                 Ok(ServerMessage::Report { side }) => Some(*side),
                 _ => None,
             };
@@ -248,7 +256,7 @@ fn run_on(
         Err(e) => {
             // The server's own account of what went wrong is usually the better message.
             c.interrupt = None;
-            let e = match c.expect("the server's report", Duration::from_secs(1)) {
+            let e = match c.expect_capped("the server's report", Duration::from_secs(1), report_cap) {
                 Err(server @ (Error::Usage(_) | Error::Requirement(_) | Error::Protocol(_))) => server,
                 Err(Error::Peer(m)) if m.starts_with("server: ") => Error::Peer(m),
                 _ => e,

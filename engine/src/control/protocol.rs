@@ -24,9 +24,28 @@ use crate::spec::TestSpec;
 /// 2: challenge-response authentication, Abort, partial reports.
 pub const PROTOCOL_VERSION: u32 = 2;
 
-/// The largest frame either end accepts. A spec or a side report is a few KiB; latency
-/// histograms are deflated.
+/// The largest frame either end accepts, except the server's report. A spec is a few KiB,
+/// the welcome's environment tens; latency histograms are deflated.
 pub const MAX_FRAME: usize = 1 << 20;
+
+/// What a side report holds apart from its flows and interval samples (CPU, ring, socket
+/// and environment figures, the workers, a deflated histogram), at most.
+const REPORT_BASE: usize = 1 << 20;
+/// One connection's entries in a side report (its flow figures and its tcp_info, or its
+/// UDP figures), at most: about 330 bytes in practice, every number at 20 digits under 800.
+const REPORT_PER_CONNECTION: usize = 1024;
+/// One interval sample in a side report, at most: about 200 bytes in practice, every
+/// number at its widest under 400.
+const REPORT_PER_SAMPLE: usize = 512;
+
+/// The largest report frame a run of `spec` can make: a report has an entry per connection
+/// and per interval sample, so 3500 flows or 5000 samples need more than [`MAX_FRAME`].
+/// Both ends use it, the server to send the report and the client to read it; the spec's
+/// validation bounds the samples, and so this.
+pub fn report_frame_cap(spec: &TestSpec) -> usize {
+    let connections = spec.connections() as usize;
+    REPORT_BASE + connections * REPORT_PER_CONNECTION + spec.interval_samples() as usize * REPORT_PER_SAMPLE
+}
 
 /// The largest frame the server reads before a client has authenticated: Hello and Auth
 /// are a few hundred bytes, so a stranger cannot make the server buffer more than this.
@@ -151,12 +170,17 @@ fn escape_bounded_line(message: &str) -> String {
     }
 }
 
-/// Encodes one frame.
+/// Encodes one frame of at most [`MAX_FRAME`] bytes.
 pub fn encode_frame<T: Serialize>(msg: &T) -> Result<Vec<u8>> {
+    encode_frame_capped(msg, MAX_FRAME)
+}
+
+/// Encodes one frame of at most `cap` bytes.
+pub fn encode_frame_capped<T: Serialize>(msg: &T, cap: usize) -> Result<Vec<u8>> {
     let body = serde_json::to_vec(msg).map_err(|e| Error::Protocol(format!("cannot encode message: {e}")))?;
-    if body.len() > MAX_FRAME {
+    if body.len() > cap || u32::try_from(body.len()).is_err() {
         return Err(Error::Protocol(format!(
-            "message of {} bytes is over the {MAX_FRAME}-byte frame cap",
+            "message of {} bytes is over the {cap}-byte frame cap",
             body.len()
         )));
     }
@@ -166,9 +190,14 @@ pub fn encode_frame<T: Serialize>(msg: &T) -> Result<Vec<u8>> {
     Ok(frame)
 }
 
-/// Writes one frame.
+/// Writes one frame of at most [`MAX_FRAME`] bytes.
 pub fn write_frame<T: Serialize>(w: &mut impl Write, msg: &T) -> Result<()> {
-    let frame = encode_frame(msg)?;
+    write_frame_capped(w, msg, MAX_FRAME)
+}
+
+/// Writes one frame of at most `cap` bytes.
+pub fn write_frame_capped<T: Serialize>(w: &mut impl Write, msg: &T, cap: usize) -> Result<()> {
+    let frame = encode_frame_capped(msg, cap)?;
     w.write_all(&frame).map_err(|e| io_error("sending a control message", e))?;
     w.flush().map_err(|e| io_error("sending a control message", e))
 }
@@ -397,6 +426,49 @@ mod tests {
         }
         let short = [0u8, 0, 0, 10, b'{'];
         assert!(matches!(read_frame::<ClientMessage>(&mut &short[..], "x"), Err(Error::Peer(_))));
+    }
+
+    #[test]
+    fn report_entries_fit_their_share_of_the_report_cap() {
+        use crate::measure::tcp_info::TcpFlowInfo;
+        use crate::report::{FlowReport, IntervalSample, UdpFlowReport};
+        let len = |v: serde_json::Value| serde_json::to_vec(&v).unwrap().len();
+        // Every number at its widest: what no run reaches, so a bound from above.
+        let widest = |v: serde_json::Value| {
+            let serde_json::Value::Object(m) = v else { panic!("not an object") };
+            let wide = m.into_iter().map(|(k, v)| {
+                let w = match v {
+                    serde_json::Value::Number(n) if n.is_f64() => serde_json::json!(-2.2250738585072014e-308),
+                    serde_json::Value::Null | serde_json::Value::Number(_) => serde_json::json!(u64::MAX),
+                    other => other,
+                };
+                (k, w)
+            });
+            serde_json::Value::Object(wide.collect())
+        };
+        let flow = len(widest(serde_json::to_value(FlowReport::default()).unwrap()))
+            + len(widest(serde_json::to_value(TcpFlowInfo::default()).unwrap()))
+            + len(widest(serde_json::to_value(UdpFlowReport::default()).unwrap()));
+        assert!(flow < REPORT_PER_CONNECTION, "a connection's entries take up to {flow} bytes");
+        let sample = IntervalSample {
+            busy_percent: Some(1.0),
+            latency_p50_ns: Some(1),
+            latency_p99_ns: Some(1),
+            ..IntervalSample::default()
+        };
+        let sample = len(widest(serde_json::to_value(sample).unwrap()));
+        assert!(sample < REPORT_PER_SAMPLE, "an interval sample takes up to {sample} bytes");
+        // The largest legal spec's report still has a bounded frame.
+        let most = TestSpec {
+            flows: crate::spec::MAX_FLOWS,
+            bidir: true,
+            duration_ms: crate::spec::MAX_DURATION_MS,
+            interval_ms: crate::spec::MAX_DURATION_MS / crate::spec::MAX_INTERVAL_SAMPLES,
+            ..TestSpec::default()
+        };
+        most.validate().unwrap();
+        assert!(report_frame_cap(&most) <= 64 << 20, "{}", report_frame_cap(&most));
+        assert!(report_frame_cap(&TestSpec { flows: 3500, ..TestSpec::default() }) > MAX_FRAME);
     }
 
     #[test]

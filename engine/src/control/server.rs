@@ -18,7 +18,8 @@ use crate::control::auth::{Party, Psk};
 use crate::control::handshake::{self, Authenticated, Pending, Step};
 use crate::control::limits::{session_memory, Limits};
 use crate::control::protocol::{
-    read_frame_by, write_frame, ClientMessage, ErrorKind, ServerMessage, MAX_CLIENT_FRAME, PROTOCOL_VERSION,
+    read_frame_by, report_frame_cap, write_frame, write_frame_capped, ClientMessage, ErrorKind,
+    ServerMessage, MAX_CLIENT_FRAME, PROTOCOL_VERSION,
 };
 use crate::env::{allowed_cpus, Environment};
 use crate::error::{Error, Result};
@@ -589,6 +590,7 @@ fn session(
     }
     let finished = side.finish()?;
     let report = finished.report;
+    let report_cap = report_frame_cap(&spec);
     let figures = TestFigures {
         test: spec.netperf_name(),
         bytes: report.bytes_sent + report.bytes_received,
@@ -597,11 +599,11 @@ fn session(
     match finished.ending {
         // crr: the workers finished what was under way, stopped by the client.
         Ok(Ending::Completed) if aborted => {
-            write_frame(&mut w, &ServerMessage::Report { side: Box::new(report) })?;
+            write_frame_capped(&mut w, &ServerMessage::Report { side: Box::new(report) }, report_cap)?;
             Ok(SessionEnd::Stopped(figures))
         }
         Ok(Ending::Completed) => {
-            write_frame(&mut w, &ServerMessage::Report { side: Box::new(report) })?;
+            write_frame_capped(&mut w, &ServerMessage::Report { side: Box::new(report) }, report_cap)?;
             Ok(SessionEnd::Done(figures))
         }
         // Cut short: either the client asked (Abort: it gets what was measured) or it
@@ -610,7 +612,7 @@ fn session(
             let deadline = Instant::now() + ABORT_WAIT;
             match read_frame_by::<ClientMessage>(stream, "the client's abort", deadline, MAX_CLIENT_FRAME, None) {
                 Ok(ClientMessage::Abort) => {
-                    write_frame(&mut w, &ServerMessage::Report { side: Box::new(report) })?;
+                    write_frame_capped(&mut w, &ServerMessage::Report { side: Box::new(report) }, report_cap)?;
                     Ok(SessionEnd::Stopped(figures))
                 }
                 Ok(other) => Err(out_of_order("abort", &other)),
