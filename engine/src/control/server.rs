@@ -2,7 +2,9 @@
 //! accept thread (see `handshake`), and runs each authenticated session on its own thread,
 //! isolated from the others. A failed session gets an error reply and is closed; the
 //! server keeps serving. Threads, descriptors and memory are bounded by the limits:
-//! `max_handshakes` connections in their handshake, `max_sessions` sessions.
+//! `max_handshakes` connections in their handshake, `max_sessions` sessions (at most
+//! `max_sessions_per_host` from one address, each with [`SPEC_TIMEOUT`] to send its test
+//! once logged in), and `max_total_memory` of payload buffers over all running tests.
 
 use std::collections::HashMap;
 use std::io;
