@@ -215,16 +215,16 @@ fn run_on(
     let mut side = Side::prepare_data(spec, &spec.group_roles(true), &spec.local, data, controls)?;
     // Both windows open together: the server's workers are ready before Go is sent.
     match c.expect("the server to arm its workers", CONTROL_TIMEOUT)? {
-        ServerMessage::Armed => {}
+        ServerMessage::Armed {} => {}
         other => return Err(unexpected("armed", &other)),
     }
-    c.send(&ClientMessage::Go)?;
+    c.send(&ClientMessage::Go {})?;
     side.start()?;
     let finished = side.finish()?;
     if spec.workload == Workload::Crr && !matches!(finished.ending, Ok(Ending::Aborted)) {
         // Every cycle is over (or the side failed): the server's workers may stop. A
         // stopped run sends Abort instead (below), which stops them too.
-        let _ = c.send(&ClientMessage::FlowsDone);
+        let _ = c.send(&ClientMessage::FlowsDone {});
     }
     let local = finished.report;
 
@@ -245,7 +245,7 @@ fn run_on(
         Ok(Ending::Aborted) => {
             // Ctrl-C: tell the server to stop and take whatever it measured.
             c.interrupt = None;
-            let _ = c.send(&ClientMessage::Abort);
+            let _ = c.send(&ClientMessage::Abort {});
             let remote = match c.expect_capped("the server's partial report", PARTIAL_REPORT_WAIT, report_cap)
             {
                 Ok(ServerMessage::Report { side }) => Some(*side),
@@ -365,7 +365,7 @@ fn unexpected(expected: &str, got: &ServerMessage) -> Error {
         ServerMessage::Challenge { .. } => "challenge",
         ServerMessage::Welcome { .. } => "welcome",
         ServerMessage::Ready { .. } => "ready",
-        ServerMessage::Armed => "armed",
+        ServerMessage::Armed {} => "armed",
         ServerMessage::Report { .. } => "report",
         ServerMessage::Error { .. } => "error",
     };

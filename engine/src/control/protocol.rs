@@ -72,7 +72,8 @@ impl Message for ServerMessage {
     const TO: &'static str = "client";
 }
 
-/// Client to server.
+/// Client to server. Messages without fields are empty struct variants (`Go {}`): serde
+/// lets a unit variant of a tagged enum carry any extra field, an empty struct none.
 #[derive(Serialize, Deserialize, Debug, Clone)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ClientMessage {
@@ -84,15 +85,15 @@ pub enum ClientMessage {
     /// The test to run.
     Test { spec: Box<TestSpec> },
     /// Open the measurement window now.
-    Go,
+    Go {},
     /// crr: every client cycle has finished, so the server's workers may stop.
-    FlowsDone,
+    FlowsDone {},
     /// Stop the test now (the user pressed Ctrl-C): the server ends its side at once and
     /// sends the partial report it has. A stopped crr client sends it instead of FlowsDone.
-    Abort,
+    Abort {},
 }
 
-/// Server to client.
+/// Server to client (`Armed {}` for the reason given on [`ClientMessage`]).
 #[derive(Serialize, Deserialize, Debug, Clone)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ServerMessage {
@@ -116,7 +117,7 @@ pub enum ServerMessage {
     /// The server's workers are set up and waiting: the client may send Go. Without this
     /// step a server slower to set up (a buffer ring, a big pipe, a busy CPU) would open its
     /// window late, and the two sides would measure different windows.
-    Armed,
+    Armed {},
     /// The server side's measurements, after its window closed (or after an Abort).
     Report { side: Box<SideReport> },
     /// The session failed; the server closes it after sending this.
@@ -362,26 +363,32 @@ impl FrameBuf {
 pub fn decode<T: Message>(body: &[u8], what: &str) -> Result<T> {
     serde_json::from_slice(body).map_err(|e| {
         let e = e.to_string();
-        match unknown_field(&e) {
-            Some(field) => Error::Protocol(format!(
+        if let Some((field, _)) = quoted_name(&e, "unknown field `") {
+            return Error::Protocol(format!(
                 "unknown field `{}` in {what}: the {} is newer than this {} (protocol {PROTOCOL_VERSION}); upgrade the {}",
                 peer_text(field),
                 T::FROM,
                 T::TO,
                 T::TO
-            )),
-            None => Error::Protocol(format!("malformed message while waiting for {what}: {}", peer_text(&e))),
+            ));
         }
+        // Only the peer's name is bounded, so serde's list of what it expected stays whole.
+        let shown = match quoted_name(&e, "unknown variant `") {
+            Some((name, rest)) => format!("unknown variant `{}{}", peer_text(name), one_line(rest)),
+            None => peer_text(&e),
+        };
+        Error::Protocol(format!("malformed message while waiting for {what}: {shown}"))
     })
 }
 
-/// The field name in serde's "unknown field `NAME`, expected ..." (or "..., there are no
-/// fields"). The name may contain anything, backticks too, but what follows it is serde's
-/// own text, whose last "`, expected" or "`, there are no fields" ends the name.
-fn unknown_field(message: &str) -> Option<&str> {
-    let rest = message.strip_prefix("unknown field `")?;
+/// The name in serde's "unknown field `NAME`, expected ..." (or "unknown variant `NAME`",
+/// or "..., there are no fields"), and serde's text after it. The name may hold anything,
+/// backticks too, but what follows it is serde's own text, whose last "`, expected" or
+/// "`, there are no fields" ends the name.
+fn quoted_name<'a>(message: &'a str, prefix: &str) -> Option<(&'a str, &'a str)> {
+    let rest = message.strip_prefix(prefix)?;
     let end = rest.rfind("`, expected").or_else(|| rest.rfind("`, there are no fields"))?;
-    Some(&rest[..end])
+    Some(rest.split_at(end))
 }
 
 fn io_error(what: &str, e: io::Error) -> Error {
@@ -403,9 +410,9 @@ mod tests {
     #[test]
     fn frames_roundtrip() {
         let mut buf = Vec::new();
-        write_frame(&mut buf, &ClientMessage::Go).unwrap();
+        write_frame(&mut buf, &ClientMessage::Go {}).unwrap();
         let m: ClientMessage = read_frame(&mut &buf[..], "go").unwrap();
-        assert!(matches!(m, ClientMessage::Go));
+        assert!(matches!(m, ClientMessage::Go {}));
     }
 
     #[test]
@@ -426,6 +433,27 @@ mod tests {
         }
         let short = [0u8, 0, 0, 10, b'{'];
         assert!(matches!(read_frame::<ClientMessage>(&mut &short[..], "x"), Err(Error::Peer(_))));
+    }
+
+    #[test]
+    fn what_a_peer_named_is_quoted_escaped_and_bounded() {
+        let message =
+            |body: &serde_json::Value| match decode::<ClientMessage>(body.to_string().as_bytes(), "hello") {
+                Err(Error::Protocol(m)) => m,
+                other => panic!("expected a protocol error, got {other:?}"),
+            };
+        let m = message(&serde_json::json!({"type": "x`, expected\nforged\u{1b}"}));
+        assert!(m.contains("unknown variant `x`, expected\\nforged\\x1b`, expected one of `hello`"), "{m}");
+        let m = message(&serde_json::json!({"type": "y".repeat(300)}));
+        assert!(m.contains("(180 more bytes)`, expected one of `hello`"), "{m}");
+        // A message without fields has none to add either.
+        let m = message(&serde_json::json!({"type": "go", "now": true}));
+        assert!(m.contains("unknown field `now` in hello"), "{m}");
+        let mut spec = serde_json::to_value(TestSpec::default()).unwrap();
+        spec["ring"]["z\r"] = serde_json::json!(1);
+        let m = message(&serde_json::json!({"type": "test", "spec": spec}));
+        assert!(m.starts_with("unknown field `z\\r` in hello: the client is newer than this server"), "{m}");
+        assert!(!m.chars().any(char::is_control), "{m}");
     }
 
     #[test]
@@ -473,13 +501,13 @@ mod tests {
 
     #[test]
     fn frame_buf_takes_only_its_frame() {
-        let mut two = encode_frame(&ClientMessage::Go).unwrap();
-        two.extend(encode_frame(&ClientMessage::Abort).unwrap());
+        let mut two = encode_frame(&ClientMessage::Go {}).unwrap();
+        two.extend(encode_frame(&ClientMessage::Abort {}).unwrap());
         let mut f = FrameBuf::new(MAX_HANDSHAKE_FRAME);
         let (used, body) = f.push(&two, "x").unwrap();
-        assert!(matches!(decode::<ClientMessage>(&body.unwrap(), "x").unwrap(), ClientMessage::Go));
+        assert!(matches!(decode::<ClientMessage>(&body.unwrap(), "x").unwrap(), ClientMessage::Go {}));
         let (_, body) = f.push(&two[used..], "x").unwrap();
-        assert!(matches!(decode::<ClientMessage>(&body.unwrap(), "x").unwrap(), ClientMessage::Abort));
+        assert!(matches!(decode::<ClientMessage>(&body.unwrap(), "x").unwrap(), ClientMessage::Abort {}));
         // A claimed length over the cap is refused from the header alone.
         assert!(matches!(FrameBuf::new(16).push(&17u32.to_be_bytes(), "x"), Err(Error::Protocol(_))));
     }
@@ -553,8 +581,8 @@ mod fuzz {
             ("[0-9a-f]{0,128}", proptest::option::of("[0-9a-zA-Z]{0,80}"))
                 .prop_map(|(client_nonce, proof)| ClientMessage::Auth { client_nonce, proof }),
             spec_strategy().prop_map(|s| ClientMessage::Test { spec: Box::new(s) }),
-            Just(ClientMessage::Go),
-            Just(ClientMessage::Abort),
+            Just(ClientMessage::Go {}),
+            Just(ClientMessage::Abort {}),
         ]
     }
 

@@ -552,13 +552,13 @@ fn session(
 
     let controls = (None, Some(stream.as_raw_fd()), cfg.limits.max_rate_bps);
     let mut side = Side::prepare_data(&spec, &spec.group_roles(false), &spec.remote, data, controls)?;
-    write_frame(&mut w, &ServerMessage::Armed)?;
+    write_frame(&mut w, &ServerMessage::Armed {})?;
     if !udp_fds.is_empty() {
         // The side owns the sockets now; it only uses them once the window opens.
         udp::echo_hellos_until(&udp_fds, cookie, stream.as_raw_fd())?;
     }
     match read_frame_by(stream, "go", by(), MAX_CLIENT_FRAME, None)? {
-        ClientMessage::Go => {}
+        ClientMessage::Go {} => {}
         other => return Err(out_of_order("go", &other)),
     }
     side.start()?;
@@ -578,8 +578,8 @@ fn session(
         // Stop the workers whatever came: on a failure they end with what is under way.
         side.signal_stop();
         match done {
-            Ok(ClientMessage::FlowsDone) => {}
-            Ok(ClientMessage::Abort) => aborted = true,
+            Ok(ClientMessage::FlowsDone {}) => {}
+            Ok(ClientMessage::Abort {}) => aborted = true,
             Ok(other) => {
                 let _ = side.finish();
                 return Err(out_of_order("flows_done", &other));
@@ -613,7 +613,7 @@ fn session(
         ending => {
             let deadline = Instant::now() + ABORT_WAIT;
             match read_frame_by::<ClientMessage>(stream, "the client's abort", deadline, MAX_CLIENT_FRAME, None) {
-                Ok(ClientMessage::Abort) => {
+                Ok(ClientMessage::Abort {}) => {
                     write_frame_capped(&mut w, &ServerMessage::Report { side: Box::new(report) }, report_cap)?;
                     Ok(SessionEnd::Stopped(figures))
                 }
