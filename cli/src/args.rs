@@ -5,7 +5,7 @@ use clap::{Args, Parser, Subcommand};
 
 use ringperf_engine::control::access::Cidr;
 use ringperf_engine::control::limits::{
-    DEFAULT_MAX_HANDSHAKES, DEFAULT_MAX_MEMORY, DEFAULT_MAX_MESSAGE, DEFAULT_MAX_SESSIONS,
+    DEFAULT_MAX_HANDSHAKES, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_HOST,
 };
 use ringperf_engine::spec::{RecvEngine, SendEngine};
 use ringperf_engine::units::{check_size, parse_pair, parse_size};
@@ -653,39 +653,46 @@ pub struct ProbeArgs {
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// Address to listen on.
-    #[arg(long, default_value = "0.0.0.0")]
-    pub bind: std::net::IpAddr,
+    /// Address to listen on [default: every address of both families: [::] with IPv4
+    /// accepted on the same socket, or 0.0.0.0 on a host without IPv6].
+    #[arg(long, value_name = "ADDR")]
+    pub bind: Option<std::net::IpAddr>,
     /// Control port.
     #[arg(short = 'p', long, default_value_t = DEFAULT_PORT)]
     pub port: u16,
-    /// Require clients to prove they hold the pre-shared key in FILE (mode 600).
+    /// Require clients to prove they hold the pre-shared key in FILE (mode 600) [default: no key].
     #[arg(long, value_name = "FILE")]
     pub psk_file: Option<std::path::PathBuf>,
-    /// Accept connections only from this address or block (repeatable), e.g. 10.0.0.0/8.
+    /// Accept connections only from this address or block (repeatable), e.g. 10.0.0.0/8 [default: everyone].
     #[arg(long, value_name = "CIDR", value_parser = parse_cidr)]
     pub allow: Vec<Cidr>,
-    /// Longest test a client may ask for, in seconds.
+    /// Longest test a client may ask for, in seconds [default: 86400].
     #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
     pub max_duration: Option<u64>,
-    /// Most data connections per test.
+    /// Most data connections per test [default: 4096].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_engine::spec::MAX_FLOWS)))]
     pub max_flows: Option<u32>,
-    /// Most tests running at once; more clients are told to retry later.
+    /// Most sessions at once, logged-in ones waiting for their test included; more clients are told to retry later.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SESSIONS, value_parser = clap::value_parser!(u64).range(1..=4096).map(|n| n as usize))]
     pub max_sessions: usize,
+    /// Most sessions from one source address at once.
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SESSIONS_PER_HOST, value_parser = clap::value_parser!(u64).range(1..=4096).map(|n| n as usize))]
+    pub max_sessions_per_host: usize,
     /// Most connections still in their handshake; past it the oldest is closed.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_HANDSHAKES, value_parser = clap::value_parser!(u64).range(1..=65536).map(|n| n as usize))]
     pub max_handshakes: usize,
-    /// Highest send rate of one test in bits/s (e.g. 1g): clients must pace to it or below (-b, --flow-rate); rr is refused.
+    /// Highest send rate of one test in bits/s (e.g. 1g): clients must pace to it or below (-b, --flow-rate); rr is refused [default: none].
     #[arg(long, value_name = "BITS", value_parser = parse_rate_arg)]
     pub max_rate: Option<u64>,
-    /// Largest message, request, response or receive buffer a client may ask for.
-    #[arg(long, value_name = "SIZE", default_value_t = DEFAULT_MAX_MESSAGE, value_parser = parse_limit_size)]
+    /// Largest message, request, response or receive buffer a client may ask for (K/M/G: KiB/MiB/GiB).
+    #[arg(long, value_name = "SIZE", default_value = "64M", value_parser = parse_limit_size)]
     pub max_message: u64,
     /// Most payload buffer memory the server may allocate for one test.
-    #[arg(long, value_name = "SIZE", default_value_t = DEFAULT_MAX_MEMORY, value_parser = parse_limit_size)]
+    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = parse_limit_size)]
     pub max_memory: u64,
+    /// Most payload buffer memory all running tests together may hold [default: a quarter of MemTotal].
+    #[arg(long, value_name = "SIZE", value_parser = parse_limit_size)]
+    pub max_total_memory: Option<u64>,
 }
 
 fn msg(e: Error) -> String {

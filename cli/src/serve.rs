@@ -1,15 +1,25 @@
-//! `ringperf serve`: binds, logs server events to stderr, stops on SIGINT or SIGTERM.
+//! `ringperf serve`: binds (both address families by default), logs server events to
+//! stderr with a timestamp, stops on SIGINT or SIGTERM once the sessions in progress end,
+//! and at once on a second signal.
 
 use std::net::SocketAddr;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 use ringperf_engine::control::auth::Psk;
-use ringperf_engine::control::limits::Limits;
+use ringperf_engine::control::limits::{default_total_memory, Limits};
+use ringperf_engine::control::text::one_line;
 use ringperf_engine::spec::{MAX_DURATION_MS, MAX_FLOWS};
+use ringperf_engine::units::format_bytes;
 use ringperf_engine::{Error, Server, ServerConfig, ServerEvent};
+use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::flag;
 
 use crate::args::ServeArgs;
+
+/// Exit code of a server stopped by a second signal while sessions were still running.
+const STOPPED_NOW: i32 = 130;
 
 pub fn run(a: &ServeArgs) -> Result<i32, Error> {
     let config = ServerConfig {
@@ -18,39 +28,143 @@ pub fn run(a: &ServeArgs) -> Result<i32, Error> {
             max_duration_ms: a.max_duration.unwrap_or(MAX_DURATION_MS),
             max_flows: a.max_flows.unwrap_or(MAX_FLOWS),
             max_sessions: a.max_sessions,
+            max_sessions_per_host: a.max_sessions_per_host,
             max_handshakes: a.max_handshakes,
             max_rate_bps: a.max_rate,
             max_message: a.max_message,
             max_memory: a.max_memory,
+            max_total_memory: a.max_total_memory.unwrap_or_else(default_total_memory),
         },
         allow: a.allow.clone(),
     };
-    let server = Server::bind(SocketAddr::new(a.bind, a.port))?.with_config(config);
+    let server = match a.bind {
+        Some(ip) => Server::bind(SocketAddr::new(ip, a.port))?,
+        None => Server::bind_all(a.port)?,
+    };
+    let addr = server.local_addr();
+    let l = &config.limits;
+    say(&format!(
+        "{}; limits: {} sessions ({} per host), {} of payload memory in all and {} per test, tests up to {} s on {} flows",
+        match &config.psk {
+            Some(_) => "clients must prove they hold the key (--psk-file)",
+            None => "no key: any client that reaches the port may run tests",
+        },
+        l.max_sessions,
+        l.max_sessions_per_host,
+        format_bytes(l.max_total_memory),
+        format_bytes(l.max_memory),
+        l.max_duration_ms / 1000,
+        l.max_flows,
+    ));
+    if config.psk.is_none() && !addr.ip().is_loopback() {
+        let reach = if config.allow.is_empty() { "this host" } else { "this host from the --allow list" };
+        say(&format!(
+            "warning: no key, and bound to {addr}: anyone who can reach {reach} on port {} can run tests: use --psk-file",
+            addr.port()
+        ));
+    }
+    if server.is_dual_stack() {
+        say("one IPv6 socket serves IPv4 clients too (shown as their IPv4 addresses)");
+    }
+    let server = server.with_config(config);
+
     let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, stop.clone())
-            .map_err(|e| Error::io("installing a signal handler", e))?;
+    for sig in [SIGINT, SIGTERM] {
+        let fail = |e| Error::io("installing a signal handler", e);
+        // Registered first, so it sees the flag before this signal sets it: the second
+        // signal ends the process at once, sessions or not.
+        flag::register_conditional_shutdown(sig, STOPPED_NOW, stop.clone()).map_err(fail)?;
+        flag::register(sig, stop.clone()).map_err(fail)?;
     }
     server.serve(&stop, Arc::new(log))?;
     Ok(0)
 }
 
+/// One log line: a timestamp, then `line` kept to one line.
+fn say(line: &str) {
+    // The engine escapes what a peer sent; this keeps any line to one line regardless.
+    eprintln!("{} ringperf serve: {}", timestamp(SystemTime::now()), one_line(line));
+}
+
 fn log(e: ServerEvent) {
-    match e {
-        ServerEvent::Listening { addr } => eprintln!("ringperf serve: listening on {addr}"),
-        ServerEvent::SessionStarted { peer } => eprintln!("ringperf serve: {peer}: session started"),
-        ServerEvent::TestDone { peer, test, bytes, transactions } => {
-            eprintln!("ringperf serve: {peer}: {test} done ({bytes} bytes, {transactions} transactions)")
-        }
-        ServerEvent::TestStopped { peer, test, bytes, transactions } => eprintln!(
-            "ringperf serve: {peer}: {test} stopped by the client ({bytes} bytes, {transactions} transactions until then)"
+    say(&match e {
+        ServerEvent::Listening { addr } => format!("listening on {addr}"),
+        ServerEvent::SessionStarted { peer } => format!("{peer}: session started"),
+        ServerEvent::TestAccepted { peer, test, memory, in_use, budget, running } => format!(
+            "{peer}: {test} accepted: {} of payload memory reserved ({} of {} in use by {running} running tests)",
+            format_bytes(memory),
+            format_bytes(in_use),
+            format_bytes(budget)
         ),
-        ServerEvent::SessionFailed { peer, error } => {
-            eprintln!("ringperf serve: {peer}: session failed: {error}")
+        ServerEvent::TestDone { peer, test, bytes, transactions } => {
+            format!("{peer}: {test} done ({bytes} bytes, {transactions} transactions)")
         }
-        ServerEvent::Rejected { peer, reason } => eprintln!("ringperf serve: {peer}: rejected: {reason}"),
+        ServerEvent::TestStopped { peer, test, bytes, transactions } => format!(
+            "{peer}: {test} stopped by the client ({bytes} bytes, {transactions} transactions until then)"
+        ),
+        ServerEvent::SessionFailed { peer, error } => format!("{peer}: session failed: {error}"),
+        ServerEvent::Rejected { peer, reason } => format!("{peer}: rejected: {reason}"),
+        ServerEvent::Stopping { sessions: 0 } => "stopping".to_string(),
         ServerEvent::Stopping { sessions } => {
-            eprintln!("ringperf serve: stopping; waiting for {sessions} session(s) in progress")
+            format!("stopping: waiting for {sessions} session(s) to end; press Ctrl-C again to stop now")
         }
+    });
+}
+
+/// RFC 3339 in UTC with milliseconds, e.g. 2026-12-03T13:55:17.123Z.
+fn timestamp(t: SystemTime) -> String {
+    let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = since.as_secs();
+    let (days, of_day) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_date(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        of_day / 3600,
+        of_day / 60 % 60,
+        of_day % 60,
+        since.subsec_millis()
+    )
+}
+
+/// The proleptic Gregorian date `days` after 1970-01-01. Counts in 400-year eras (146097
+/// days each) from 0000-03-01, so that the leap day ends a year and every month length
+/// follows from the month alone.
+fn civil_date(days: u64) -> (u64, u64, u64) {
+    let z = days + 719_468; // days from 0000-03-01 to 1970-01-01
+    let era = z / 146_097;
+    let doe = z % 146_097; // day of the era, 0..=146096
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365; // year of the era
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // day of the year from March 1st
+    let mp = (5 * doy + 2) / 153; // month from March, 0..=11
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = era * 400 + yoe + u64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn help_defaults_are_the_engine_defaults() {
+        use clap::Parser;
+        use ringperf_engine::control::limits::{DEFAULT_MAX_MEMORY, DEFAULT_MAX_MESSAGE};
+        let cli = crate::args::Cli::try_parse_from(["ringperf", "serve"]).unwrap();
+        let crate::args::Command::Serve(a) = cli.command else { panic!("not serve") };
+        assert_eq!(a.max_message, DEFAULT_MAX_MESSAGE);
+        assert_eq!(a.max_memory, DEFAULT_MAX_MEMORY);
+        assert_eq!(a.bind, None, "both families by default");
+    }
+
+    #[test]
+    fn timestamps_are_rfc3339_utc() {
+        let at = |s: u64, ms: u64| timestamp(UNIX_EPOCH + Duration::from_millis(s * 1000 + ms));
+        assert_eq!(at(0, 0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(at(951_782_400, 5), "2000-02-29T00:00:00.005Z");
+        assert_eq!(at(1_796_305_717, 123), "2026-12-03T13:48:37.123Z");
+        assert_eq!(at(4_107_542_399, 999), "2100-02-28T23:59:59.999Z");
+        assert_eq!(at(4_107_542_400, 0), "2100-03-01T00:00:00.000Z");
     }
 }

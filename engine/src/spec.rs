@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::control::text::peer_text;
 use crate::error::{Error, Result};
 use crate::units::{check_size, MAX_SIZE};
 
@@ -36,6 +37,7 @@ impl Workload {
 
 /// TCP_CRR settings: how each cycle's connection ends and which client ports it uses.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(deny_unknown_fields)]
 pub struct CrrOptions {
     /// SO_LINGER 0 on the client: close sends RST, so no TIME_WAIT is left behind.
     pub linger0: bool,
@@ -46,6 +48,7 @@ pub struct CrrOptions {
 
 /// UDP settings of udp-stream and udp-rr.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
 pub struct UdpOptions {
     /// UDP_SEGMENT: each send carries several datagrams of this many bytes (GSO).
     pub gso_segment: Option<u32>,
@@ -146,6 +149,7 @@ impl RecvEngine {
 
 /// Requested socket buffer sizes (SO_SNDBUF / SO_RCVBUF); `None` keeps the kernel's autotuning.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(deny_unknown_fields)]
 pub struct SocketBuffers {
     pub send: Option<u32>,
     pub recv: Option<u32>,
@@ -153,6 +157,7 @@ pub struct SocketBuffers {
 
 /// Socket options set on every data socket of both sides, all echoed in the report.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(deny_unknown_fields)]
 pub struct SocketOptions {
     /// TCP_NODELAY: no Nagle.
     pub nodelay: bool,
@@ -172,6 +177,7 @@ pub struct SocketOptions {
 
 /// Application pacing: a token bucket per flow, refilled by a timeout on the ring.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(deny_unknown_fields)]
 pub struct Pacing {
     /// The whole test's payload rate in bits per second, split evenly over the flows.
     pub total_bps: Option<u64>,
@@ -198,6 +204,7 @@ impl Pacing {
 
 /// Settings that belong to one side of the test.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
+#[serde(deny_unknown_fields)]
 pub struct SideSpec {
     pub socket_buffers: SocketBuffers,
     /// CPUs the side's workers are pinned to, round-robin (netperf `-T` gives one).
@@ -211,6 +218,7 @@ pub struct SideSpec {
 
 /// How the rings are set up and driven.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
 pub struct RingTuning {
     /// Submission queue entries per ring.
     pub sq_entries: u32,
@@ -248,6 +256,7 @@ fn one() -> u32 {
 
 /// SQPOLL settings.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
 pub struct SqPoll {
     pub cpu: Option<u32>,
     pub idle_ms: u32,
@@ -274,6 +283,7 @@ impl Default for RingTuning {
 
 /// One test, as agreed between client ("local") and server ("remote").
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
 pub struct TestSpec {
     pub workload: Workload,
     pub direction: Direction,
@@ -321,6 +331,9 @@ pub const MAX_DURATION_MS: u64 = 24 * 3600 * 1000;
 pub const MAX_FLOWS: u32 = 4096;
 /// Worker threads per side.
 pub const MAX_THREADS: u32 = 64;
+/// Interval samples one test may ask for: each is an entry in both sides' reports, and the
+/// server's report must fit one control frame (see `protocol::report_frame_cap`).
+pub const MAX_INTERVAL_SAMPLES: u64 = 100_000;
 
 impl Default for TestSpec {
     fn default() -> Self {
@@ -436,7 +449,8 @@ impl TestSpec {
         if let Some(cc) = &self.congestion_control {
             if cc.is_empty() || cc.len() > 15 || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
                 return Err(Error::Usage(format!(
-                    "congestion control '{cc}' is not a valid name: see /proc/sys/net/ipv4/tcp_available_congestion_control"
+                    "congestion control '{}' is not a valid name: see /proc/sys/net/ipv4/tcp_available_congestion_control",
+                    peer_text(cc)
                 )));
             }
         }
@@ -445,6 +459,16 @@ impl TestSpec {
             return Err(Error::Usage(format!(
                 "an interval of {} ms is too short: use -D with at least 0.01 s",
                 self.interval_ms
+            )));
+        }
+        if self.interval_samples() > MAX_INTERVAL_SAMPLES {
+            let shortest = self.duration_ms.div_ceil(MAX_INTERVAL_SAMPLES).max(10);
+            return Err(Error::Usage(format!(
+                "-l {} s with -D {} s makes {} interval samples, over the {MAX_INTERVAL_SAMPLES} a report carries: use -D {} or more, or a shorter -l",
+                self.duration_ms as f64 / 1000.0,
+                self.interval_ms as f64 / 1000.0,
+                self.interval_samples(),
+                shortest as f64 / 1000.0
             )));
         }
         self.validate_workload()?;
@@ -465,6 +489,15 @@ impl TestSpec {
             ));
         }
         Ok(())
+    }
+
+    /// Interval samples a side records: one per whole or partial interval of the window.
+    pub fn interval_samples(&self) -> u64 {
+        if self.interval_ms == 0 {
+            0
+        } else {
+            self.duration_ms.div_ceil(self.interval_ms)
+        }
     }
 
     /// Data connections the test opens: `flows`, or twice that for --bidir.

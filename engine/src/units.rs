@@ -49,6 +49,23 @@ pub fn parse_rate(text: &str) -> Result<u64> {
     Ok(bps.round() as u64)
 }
 
+/// A byte count for people, in powers of two: "512 B", "975 MiB", "2.9 GiB", "6 GiB".
+/// Below 10 of a unit one decimal is kept unless the count is whole.
+pub fn format_bytes(n: u64) -> String {
+    const UNITS: [(&str, u64); 4] = [("TiB", 1 << 40), ("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)];
+    for (name, unit) in UNITS {
+        if n >= unit {
+            let v = n as f64 / unit as f64;
+            return if v < 10.0 && !n.is_multiple_of(unit) {
+                format!("{v:.1} {name}")
+            } else {
+                format!("{v:.0} {name}")
+            };
+        }
+    }
+    format!("{n} B")
+}
+
 /// Checks a size that must be in 1..=MAX_SIZE and names the flag in the error.
 pub fn check_size(what: &str, n: u64) -> Result<u32> {
     if n == 0 {
@@ -82,6 +99,15 @@ pub fn parse_pair<T>(text: &str, parse: impl Fn(&str) -> Result<T>) -> Result<(O
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn byte_counts_read_as_people_write_them() {
+        assert_eq!(format_bytes(512), "512 B");
+        assert_eq!(format_bytes(975 << 20), "975 MiB");
+        assert_eq!(format_bytes(6 << 30), "6 GiB");
+        assert_eq!(format_bytes((29 << 30) / 10), "2.9 GiB");
+        assert_eq!(format_bytes(1536), "1.5 KiB");
+    }
 
     #[test]
     fn sizes_follow_netperf_suffixes() {

@@ -413,6 +413,38 @@ impl Control {
         let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
         let stream = TcpStream::connect_timeout(&addr, Duration::from_secs(5))
             .unwrap_or_else(|e| panic!("connecting to the server at {addr}: {e}"));
+        Control::on(stream)
+    }
+
+    /// Connects to the server on 127.0.0.1 from `source` (another loopback address), so a
+    /// test can be a second host to a server's per-address limits.
+    pub fn connect_from(source: Ipv4Addr, port: u16) -> Control {
+        let sockaddr = |ip: Ipv4Addr, port: u16| {
+            // SAFETY: all-zero is a valid sockaddr_in.
+            let mut sa: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+            sa.sin_family = libc::AF_INET as libc::sa_family_t;
+            sa.sin_addr.s_addr = u32::from(ip).to_be();
+            sa.sin_port = port.to_be();
+            sa
+        };
+        let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+        // SAFETY: socket(2) has no memory effects.
+        let raw = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
+        assert!(raw >= 0, "socket: {}", io::Error::last_os_error());
+        // SAFETY: `raw` is a fresh descriptor that nothing else owns.
+        let fd = unsafe { OwnedFd::from_raw_fd(raw) };
+        let from = sockaddr(source, 0);
+        // SAFETY: `from` is a valid sockaddr_in of `len` bytes.
+        let rc = unsafe { libc::bind(fd.as_raw_fd(), (&raw const from).cast(), len) };
+        assert_eq!(rc, 0, "binding to {source}: {}", io::Error::last_os_error());
+        let to = sockaddr(Ipv4Addr::LOCALHOST, port);
+        // SAFETY: `to` is a valid sockaddr_in of `len` bytes; a blocking connect on loopback.
+        let rc = unsafe { libc::connect(fd.as_raw_fd(), (&raw const to).cast(), len) };
+        assert_eq!(rc, 0, "connecting from {source} to port {port}: {}", io::Error::last_os_error());
+        Control::on(TcpStream::from(fd))
+    }
+
+    fn on(stream: TcpStream) -> Control {
         stream.set_read_timeout(Some(CONTROL_IO_TIMEOUT)).expect("read timeout");
         stream.set_write_timeout(Some(CONTROL_IO_TIMEOUT)).expect("write timeout");
         let _ = stream.set_nodelay(true);

@@ -14,7 +14,9 @@ const FLOWS: &str = "3";
 #[test]
 fn thirty_two_clients_with_three_flows_each_are_served_at_once_and_kept_apart() {
     let rp = ringperf!();
-    let mut server = rp.serve();
+    // All 32 come from 127.0.0.1: one host, so the per-host cap must allow them.
+    let per_host = CLIENTS.to_string();
+    let mut server = rp.serve_with(&["--max-sessions-per-host", &per_host]);
     let port = server.port_arg();
     let clients: Vec<_> = (0..CLIENTS)
         .map(|i| {

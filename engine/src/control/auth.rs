@@ -48,8 +48,8 @@ pub enum Party {
 }
 
 impl Psk {
-    /// Reads a key file: its bytes less trailing whitespace. The file must not be
-    /// readable or writable by other users, like an ssh private key.
+    /// Reads a key file: its bytes less trailing whitespace. Neither its group nor other
+    /// users may have any access to it (mode 600 or 400), like an ssh private key.
     pub fn from_file(path: &Path) -> Result<Psk> {
         let shown = path.display();
         let meta = fs::metadata(path).map_err(|e| {
@@ -60,9 +60,11 @@ impl Psk {
         if !meta.is_file() {
             return Err(Error::Usage(format!("the key file '{shown}' is not a regular file")));
         }
-        if meta.permissions().mode() & 0o007 != 0 {
+        // Like an ssh private key: a key its group can read is a key shared with the group.
+        let mode = meta.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
             return Err(Error::Usage(format!(
-                "the key file '{shown}' is accessible to other users: run `chmod 600 {shown}`"
+                "the key file '{shown}' has mode {mode:03o}, open to its group or other users: run `chmod 600 {shown}`"
             )));
         }
         if meta.len() > MAX_KEY_LEN as u64 + 2 {

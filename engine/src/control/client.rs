@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::control::auth::{self, Party, Psk};
 use crate::control::protocol::{
-    read_frame_by, write_frame, ClientMessage, ServerMessage, MAX_FRAME, PROTOCOL_VERSION,
+    read_frame_by, report_frame_cap, write_frame, ClientMessage, ServerMessage, MAX_FRAME, PROTOCOL_VERSION,
 };
 use crate::control::server::{check_cpu, Server, CONTROL_TIMEOUT};
 use crate::env::Environment;
@@ -140,8 +140,13 @@ impl Control<'_> {
 
     /// The next message; a server's error reply becomes the error it describes.
     fn expect(&mut self, what: &str, within: Duration) -> Result<ServerMessage> {
+        self.expect_capped(what, within, MAX_FRAME)
+    }
+
+    /// [`Control::expect`] for a frame of up to `cap` bytes (the server's report).
+    fn expect_capped(&mut self, what: &str, within: Duration, cap: usize) -> Result<ServerMessage> {
         let deadline = Instant::now() + within;
-        match read_frame_by(&self.stream, what, deadline, MAX_FRAME, self.interrupt)? {
+        match read_frame_by(&self.stream, what, deadline, cap, self.interrupt)? {
             ServerMessage::Error { kind, message } => Err(kind.into_error(message)),
             m => Ok(m),
         }
@@ -160,8 +165,11 @@ fn run_on(
     let peer_ip = stream.peer_addr().map_err(|e| Error::io("reading the server address", e))?.ip();
     let mut c = Control { stream, interrupt: opts.interrupt };
 
-    c.send(&ClientMessage::Hello { protocol: PROTOCOL_VERSION, tool_version: version() })?;
-    let (server_nonce, auth_required) = match c.expect("the server's challenge", CONTROL_TIMEOUT)? {
+    let challenge = c
+        .send(&ClientMessage::Hello { protocol: PROTOCOL_VERSION, tool_version: version() })
+        .and_then(|()| c.expect("the server's challenge", CONTROL_TIMEOUT))
+        .map_err(|e| refused_at_hello(e, &server))?;
+    let (server_nonce, auth_required) = match challenge {
         ServerMessage::Challenge { server_nonce, auth_required, .. } => {
             let nonce = auth::unhex(&server_nonce)
                 .filter(|n| n.len() >= 16)
@@ -207,26 +215,28 @@ fn run_on(
     let mut side = Side::prepare_data(spec, &spec.group_roles(true), &spec.local, data, controls)?;
     // Both windows open together: the server's workers are ready before Go is sent.
     match c.expect("the server to arm its workers", CONTROL_TIMEOUT)? {
-        ServerMessage::Armed => {}
+        ServerMessage::Armed {} => {}
         other => return Err(unexpected("armed", &other)),
     }
-    c.send(&ClientMessage::Go)?;
+    c.send(&ClientMessage::Go {})?;
     side.start()?;
     let finished = side.finish()?;
     if spec.workload == Workload::Crr && !matches!(finished.ending, Ok(Ending::Aborted)) {
         // Every cycle is over (or the side failed): the server's workers may stop. A
         // stopped run sends Abort instead (below), which stops them too.
-        let _ = c.send(&ClientMessage::FlowsDone);
+        let _ = c.send(&ClientMessage::FlowsDone {});
     }
     let local = finished.report;
 
+    // A report has an entry per flow and per interval sample: it may be well over MAX_FRAME.
+    let report_cap = report_frame_cap(spec);
     // From here on a result exists: every failure makes it partial, never discards it.
     let (remote, failure) = match finished.ending {
         Ok(Ending::Completed) => {
             let wait = Duration::from_millis(spec.duration_ms)
                 + Duration::from_nanos(PEER_GRACE_NS)
                 + CONTROL_TIMEOUT;
-            match c.expect("the server's report", wait) {
+            match c.expect_capped("the server's report", wait, report_cap) {
                 Ok(ServerMessage::Report { side }) => (Some(*side), None),
                 Ok(other) => (None, Some(unexpected("report", &other))),
                 Err(e) => (None, Some(e)),
@@ -235,8 +245,9 @@ fn run_on(
         Ok(Ending::Aborted) => {
             // Ctrl-C: tell the server to stop and take whatever it measured.
             c.interrupt = None;
-            let _ = c.send(&ClientMessage::Abort);
-            let remote = match c.expect("the server's partial report", PARTIAL_REPORT_WAIT) {
+            let _ = c.send(&ClientMessage::Abort {});
+            let remote = match c.expect_capped("the server's partial report", PARTIAL_REPORT_WAIT, report_cap)
+            {
                 Ok(ServerMessage::Report { side }) => Some(*side),
                 _ => None,
             };
@@ -245,7 +256,7 @@ fn run_on(
         Err(e) => {
             // The server's own account of what went wrong is usually the better message.
             c.interrupt = None;
-            let e = match c.expect("the server's report", Duration::from_secs(1)) {
+            let e = match c.expect_capped("the server's report", Duration::from_secs(1), report_cap) {
                 Err(server @ (Error::Usage(_) | Error::Requirement(_) | Error::Protocol(_))) => server,
                 Err(Error::Peer(m)) if m.starts_with("server: ") => Error::Peer(m),
                 _ => e,
@@ -337,12 +348,24 @@ fn within_run(side: &SideReport, rr: bool, level: f64) -> Option<Estimate> {
     estimate(name, &batch_means(&values, 10), level)
 }
 
+/// A server closes a connection from outside its --allow list before reading a byte, so
+/// the client sees a close or a reset where the challenge should be: say what that means.
+fn refused_at_hello(e: Error, server: &str) -> Error {
+    match e {
+        // The server's own error reply, or no answer at all, say what they say.
+        Error::Peer(m) if !m.starts_with("server: ") && !m.starts_with("timed out") => Error::Peer(format!(
+            "the server at {server} closed the connection before answering ({m}): it refused this client, most likely because this host is not in its --allow list: ask its operator to allow it"
+        )),
+        e => e,
+    }
+}
+
 fn unexpected(expected: &str, got: &ServerMessage) -> Error {
     let name = match got {
         ServerMessage::Challenge { .. } => "challenge",
         ServerMessage::Welcome { .. } => "welcome",
         ServerMessage::Ready { .. } => "ready",
-        ServerMessage::Armed => "armed",
+        ServerMessage::Armed {} => "armed",
         ServerMessage::Report { .. } => "report",
         ServerMessage::Error { .. } => "error",
     };

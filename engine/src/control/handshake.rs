@@ -227,8 +227,8 @@ pub fn name(m: &ClientMessage) -> &'static str {
         ClientMessage::Hello { .. } => "hello",
         ClientMessage::Auth { .. } => "auth",
         ClientMessage::Test { .. } => "test",
-        ClientMessage::Go => "go",
-        ClientMessage::Abort => "abort",
-        ClientMessage::FlowsDone => "flows_done",
+        ClientMessage::Go {} => "go",
+        ClientMessage::Abort {} => "abort",
+        ClientMessage::FlowsDone {} => "flows_done",
     }
 }

@@ -25,6 +25,12 @@ pub struct Limits {
     pub max_message: u64,
     /// Most payload memory the server's side of one session may allocate (`--max-memory`).
     pub max_memory: u64,
+    /// Most payload memory all live sessions together may hold (`--max-total-memory`):
+    /// each test reserves its estimate when its spec is accepted and frees it when it ends.
+    pub max_total_memory: u64,
+    /// Most sessions from one source address (`--max-sessions-per-host`), logged-in ones
+    /// waiting for their spec included, so one host cannot take every slot.
+    pub max_sessions_per_host: usize,
 }
 
 /// Default for `--max-sessions`.
@@ -36,6 +42,27 @@ pub const DEFAULT_MAX_HANDSHAKES: usize = 128;
 pub const DEFAULT_MAX_MESSAGE: u64 = 64 << 20;
 /// Default for `--max-memory`.
 pub const DEFAULT_MAX_MEMORY: u64 = 1 << 30;
+/// Default for `--max-sessions-per-host`.
+pub const DEFAULT_MAX_SESSIONS_PER_HOST: usize = 8;
+/// `--max-total-memory` where /proc/meminfo cannot be read.
+const FALLBACK_TOTAL_MEMORY: u64 = 4 << 30;
+
+/// Default for `--max-total-memory`: a quarter of the host's memory (MemTotal), leaving
+/// the rest to the kernel's socket buffers, the page cache and everything else on it.
+pub fn default_total_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .as_deref()
+        .and_then(mem_total)
+        .map_or(FALLBACK_TOTAL_MEMORY, |total| total / 4)
+}
+
+/// MemTotal in bytes from the text of /proc/meminfo ("MemTotal:  24563432 kB").
+fn mem_total(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find_map(|l| l.strip_prefix("MemTotal:"))?;
+    let kib: u64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
+    kib.checked_mul(1024)
+}
 
 impl Default for Limits {
     fn default() -> Self {
@@ -47,6 +74,8 @@ impl Default for Limits {
             max_rate_bps: None,
             max_message: DEFAULT_MAX_MESSAGE,
             max_memory: DEFAULT_MAX_MEMORY,
+            max_total_memory: default_total_memory(),
+            max_sessions_per_host: DEFAULT_MAX_SESSIONS_PER_HOST,
         }
     }
 }
@@ -88,8 +117,7 @@ impl Limits {
             }
         }
         let roles = spec.group_roles(false);
-        let memory =
-            roles.iter().fold(0u64, |m, &role| m.saturating_add(payload_memory(spec, role, &spec.remote)));
+        let memory = session_memory(spec);
         if memory > self.max_memory {
             return refuse(format!(
                 "this test would make the server allocate about {} MiB of payload buffers, over its --max-memory of {} MiB: use fewer flows or smaller sizes",
@@ -133,6 +161,14 @@ fn secs(ms: u64) -> String {
     } else {
         format!("{:.3}", ms as f64 / 1000.0)
     }
+}
+
+/// Payload memory the server's side of `spec` allocates, over all its groups of workers:
+/// what one session reserves of `--max-total-memory`.
+pub fn session_memory(spec: &TestSpec) -> u64 {
+    spec.group_roles(false)
+        .iter()
+        .fold(0u64, |m, &role| m.saturating_add(payload_memory(spec, role, &spec.remote)))
 }
 
 /// Payload memory the workers of one group of `role` allocate for `spec` (user buffers,
@@ -243,6 +279,14 @@ mod tests {
         let bidir = TestSpec { bidir: true, flows: 3, duration_ms: 1000, ..TestSpec::default() };
         let l = Limits { max_flows: 4, ..Limits::default() };
         refused(&l, &bidir, "--flows 2 or fewer");
+    }
+
+    #[test]
+    fn total_memory_defaults_to_a_quarter_of_mem_total() {
+        let meminfo = "MemTotal:       24563432 kB\nMemFree:         1000 kB\n";
+        assert_eq!(mem_total(meminfo), Some(24_563_432 * 1024));
+        assert_eq!(mem_total("MemFree: 1 kB\n"), None);
+        assert!(default_total_memory() > 0);
     }
 
     #[test]

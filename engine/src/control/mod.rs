@@ -9,6 +9,7 @@ pub mod iterate;
 pub mod limits;
 pub mod protocol;
 pub mod server;
+pub mod text;
 
 pub use client::{run_test, run_test_with, RunOptions, Target};
 pub use iterate::run_iterations;

@@ -14,6 +14,7 @@ use std::time::Instant;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
+use crate::control::text::{one_line, peer_text};
 use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::report::SideReport;
@@ -23,9 +24,28 @@ use crate::spec::TestSpec;
 /// 2: challenge-response authentication, Abort, partial reports.
 pub const PROTOCOL_VERSION: u32 = 2;
 
-/// The largest frame either end accepts. A spec or a side report is a few KiB; latency
-/// histograms are deflated.
+/// The largest frame either end accepts, except the server's report. A spec is a few KiB,
+/// the welcome's environment tens; latency histograms are deflated.
 pub const MAX_FRAME: usize = 1 << 20;
+
+/// What a side report holds apart from its flows and interval samples (CPU, ring, socket
+/// and environment figures, the workers, a deflated histogram), at most.
+const REPORT_BASE: usize = 1 << 20;
+/// One connection's entries in a side report (its flow figures and its tcp_info, or its
+/// UDP figures), at most: about 330 bytes in practice, every number at 20 digits under 800.
+const REPORT_PER_CONNECTION: usize = 1024;
+/// One interval sample in a side report, at most: about 200 bytes in practice, every
+/// number at its widest under 400.
+const REPORT_PER_SAMPLE: usize = 512;
+
+/// The largest report frame a run of `spec` can make: a report has an entry per connection
+/// and per interval sample, so 3500 flows or 5000 samples need more than [`MAX_FRAME`].
+/// Both ends use it, the server to send the report and the client to read it; the spec's
+/// validation bounds the samples, and so this.
+pub fn report_frame_cap(spec: &TestSpec) -> usize {
+    let connections = spec.connections() as usize;
+    REPORT_BASE + connections * REPORT_PER_CONNECTION + spec.interval_samples() as usize * REPORT_PER_SAMPLE
+}
 
 /// The largest frame the server reads before a client has authenticated: Hello and Auth
 /// are a few hundred bytes, so a stranger cannot make the server buffer more than this.
@@ -34,7 +54,26 @@ pub const MAX_HANDSHAKE_FRAME: usize = 4096;
 /// The largest frame the server reads from an authenticated client (a Test spec is ~2 KiB).
 pub const MAX_CLIENT_FRAME: usize = 64 * 1024;
 
-/// Client to server.
+/// Which end sends a message type, for errors that tell the reader which end to upgrade.
+pub trait Message: DeserializeOwned {
+    /// The end that sends it ("client").
+    const FROM: &'static str;
+    /// The end that reads it ("server").
+    const TO: &'static str;
+}
+
+impl Message for ClientMessage {
+    const FROM: &'static str = "client";
+    const TO: &'static str = "server";
+}
+
+impl Message for ServerMessage {
+    const FROM: &'static str = "server";
+    const TO: &'static str = "client";
+}
+
+/// Client to server. Messages without fields are empty struct variants (`Go {}`): serde
+/// lets a unit variant of a tagged enum carry any extra field, an empty struct none.
 #[derive(Serialize, Deserialize, Debug, Clone)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ClientMessage {
@@ -46,15 +85,15 @@ pub enum ClientMessage {
     /// The test to run.
     Test { spec: Box<TestSpec> },
     /// Open the measurement window now.
-    Go,
+    Go {},
     /// crr: every client cycle has finished, so the server's workers may stop.
-    FlowsDone,
+    FlowsDone {},
     /// Stop the test now (the user pressed Ctrl-C): the server ends its side at once and
     /// sends the partial report it has. A stopped crr client sends it instead of FlowsDone.
-    Abort,
+    Abort {},
 }
 
-/// Server to client.
+/// Server to client (`Armed {}` for the reason given on [`ClientMessage`]).
 #[derive(Serialize, Deserialize, Debug, Clone)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ServerMessage {
@@ -78,7 +117,7 @@ pub enum ServerMessage {
     /// The server's workers are set up and waiting: the client may send Go. Without this
     /// step a server slower to set up (a buffer ring, a big pipe, a busy CPU) would open its
     /// window late, and the two sides would measure different windows.
-    Armed,
+    Armed {},
     /// The server side's measurements, after its window closed (or after an Abort).
     Report { side: Box<SideReport> },
     /// The session failed; the server closes it after sending this.
@@ -109,7 +148,8 @@ impl ErrorKind {
 
     /// The error the client raises for a server's error reply.
     pub fn into_error(self, message: String) -> Error {
-        let message = format!("server: {message}");
+        // The server's words go to the user's terminal: one line, no escapes, bounded.
+        let message = format!("server: {}", escape_bounded_line(&message));
         match self {
             ErrorKind::Usage => Error::Usage(message),
             ErrorKind::Requirement => Error::Requirement(message),
@@ -119,12 +159,29 @@ impl ErrorKind {
     }
 }
 
-/// Encodes one frame.
+/// Most characters of a server's error reply a client shows.
+const SERVER_MESSAGE_MAX: usize = 1000;
+
+/// `message` as one line of at most [`SERVER_MESSAGE_MAX`] characters.
+fn escape_bounded_line(message: &str) -> String {
+    let line = one_line(message);
+    match line.char_indices().nth(SERVER_MESSAGE_MAX) {
+        Some((at, _)) => format!("{}…({} more bytes)", &line[..at], line.len() - at),
+        None => line,
+    }
+}
+
+/// Encodes one frame of at most [`MAX_FRAME`] bytes.
 pub fn encode_frame<T: Serialize>(msg: &T) -> Result<Vec<u8>> {
+    encode_frame_capped(msg, MAX_FRAME)
+}
+
+/// Encodes one frame of at most `cap` bytes.
+pub fn encode_frame_capped<T: Serialize>(msg: &T, cap: usize) -> Result<Vec<u8>> {
     let body = serde_json::to_vec(msg).map_err(|e| Error::Protocol(format!("cannot encode message: {e}")))?;
-    if body.len() > MAX_FRAME {
+    if body.len() > cap || u32::try_from(body.len()).is_err() {
         return Err(Error::Protocol(format!(
-            "message of {} bytes is over the {MAX_FRAME}-byte frame cap",
+            "message of {} bytes is over the {cap}-byte frame cap",
             body.len()
         )));
     }
@@ -134,16 +191,21 @@ pub fn encode_frame<T: Serialize>(msg: &T) -> Result<Vec<u8>> {
     Ok(frame)
 }
 
-/// Writes one frame.
+/// Writes one frame of at most [`MAX_FRAME`] bytes.
 pub fn write_frame<T: Serialize>(w: &mut impl Write, msg: &T) -> Result<()> {
-    let frame = encode_frame(msg)?;
+    write_frame_capped(w, msg, MAX_FRAME)
+}
+
+/// Writes one frame of at most `cap` bytes.
+pub fn write_frame_capped<T: Serialize>(w: &mut impl Write, msg: &T, cap: usize) -> Result<()> {
+    let frame = encode_frame_capped(msg, cap)?;
     w.write_all(&frame).map_err(|e| io_error("sending a control message", e))?;
     w.flush().map_err(|e| io_error("sending a control message", e))
 }
 
 /// Reads one frame of at most [`MAX_FRAME`] bytes and decodes it; the reader's own
 /// timeouts bound the wait. `what` names the expected message for errors.
-pub fn read_frame<T: DeserializeOwned>(r: &mut impl Read, what: &str) -> Result<T> {
+pub fn read_frame<T: Message>(r: &mut impl Read, what: &str) -> Result<T> {
     let mut frame = FrameBuf::new(MAX_FRAME);
     loop {
         if let Some(body) = frame.read_once(r, what)? {
@@ -155,7 +217,7 @@ pub fn read_frame<T: DeserializeOwned>(r: &mut impl Read, what: &str) -> Result<
 /// Reads one frame of at most `cap` bytes from a blocking socket; the whole frame must
 /// arrive before `deadline`, however slowly its bytes come. A readable `interrupt` fd
 /// (the client's Ctrl-C pipe) ends the wait with [`Error::Interrupted`].
-pub fn read_frame_by<T: DeserializeOwned>(
+pub fn read_frame_by<T: Message>(
     stream: &TcpStream,
     what: &str,
     deadline: Instant,
@@ -296,9 +358,37 @@ impl FrameBuf {
     }
 }
 /// Decodes a frame body: invalid UTF-8, invalid JSON and the wrong shape are all errors.
-pub fn decode<T: DeserializeOwned>(body: &[u8], what: &str) -> Result<T> {
-    serde_json::from_slice(body)
-        .map_err(|e| Error::Protocol(format!("malformed message while waiting for {what}: {e}")))
+/// The decoder's message quotes what the peer sent (a message type, a field name, a
+/// string), so it is escaped and bounded before it reaches a log line or a reply.
+pub fn decode<T: Message>(body: &[u8], what: &str) -> Result<T> {
+    serde_json::from_slice(body).map_err(|e| {
+        let e = e.to_string();
+        if let Some((field, _)) = quoted_name(&e, "unknown field `") {
+            return Error::Protocol(format!(
+                "unknown field `{}` in {what}: the {} is newer than this {} (protocol {PROTOCOL_VERSION}); upgrade the {}",
+                peer_text(field),
+                T::FROM,
+                T::TO,
+                T::TO
+            ));
+        }
+        // Only the peer's name is bounded, so serde's list of what it expected stays whole.
+        let shown = match quoted_name(&e, "unknown variant `") {
+            Some((name, rest)) => format!("unknown variant `{}{}", peer_text(name), one_line(rest)),
+            None => peer_text(&e),
+        };
+        Error::Protocol(format!("malformed message while waiting for {what}: {shown}"))
+    })
+}
+
+/// The name in serde's "unknown field `NAME`, expected ..." (or "unknown variant `NAME`",
+/// or "..., there are no fields"), and serde's text after it. The name may hold anything,
+/// backticks too, but what follows it is serde's own text, whose last "`, expected" or
+/// "`, there are no fields" ends the name.
+fn quoted_name<'a>(message: &'a str, prefix: &str) -> Option<(&'a str, &'a str)> {
+    let rest = message.strip_prefix(prefix)?;
+    let end = rest.rfind("`, expected").or_else(|| rest.rfind("`, there are no fields"))?;
+    Some(rest.split_at(end))
 }
 
 fn io_error(what: &str, e: io::Error) -> Error {
@@ -320,9 +410,9 @@ mod tests {
     #[test]
     fn frames_roundtrip() {
         let mut buf = Vec::new();
-        write_frame(&mut buf, &ClientMessage::Go).unwrap();
+        write_frame(&mut buf, &ClientMessage::Go {}).unwrap();
         let m: ClientMessage = read_frame(&mut &buf[..], "go").unwrap();
-        assert!(matches!(m, ClientMessage::Go));
+        assert!(matches!(m, ClientMessage::Go {}));
     }
 
     #[test]
@@ -346,14 +436,78 @@ mod tests {
     }
 
     #[test]
+    fn what_a_peer_named_is_quoted_escaped_and_bounded() {
+        let message =
+            |body: &serde_json::Value| match decode::<ClientMessage>(body.to_string().as_bytes(), "hello") {
+                Err(Error::Protocol(m)) => m,
+                other => panic!("expected a protocol error, got {other:?}"),
+            };
+        let m = message(&serde_json::json!({"type": "x`, expected\nforged\u{1b}"}));
+        assert!(m.contains("unknown variant `x`, expected\\nforged\\x1b`, expected one of `hello`"), "{m}");
+        let m = message(&serde_json::json!({"type": "y".repeat(300)}));
+        assert!(m.contains("(180 more bytes)`, expected one of `hello`"), "{m}");
+        // A message without fields has none to add either.
+        let m = message(&serde_json::json!({"type": "go", "now": true}));
+        assert!(m.contains("unknown field `now` in hello"), "{m}");
+        let mut spec = serde_json::to_value(TestSpec::default()).unwrap();
+        spec["ring"]["z\r"] = serde_json::json!(1);
+        let m = message(&serde_json::json!({"type": "test", "spec": spec}));
+        assert!(m.starts_with("unknown field `z\\r` in hello: the client is newer than this server"), "{m}");
+        assert!(!m.chars().any(char::is_control), "{m}");
+    }
+
+    #[test]
+    fn report_entries_fit_their_share_of_the_report_cap() {
+        use crate::measure::tcp_info::TcpFlowInfo;
+        use crate::report::{FlowReport, IntervalSample, UdpFlowReport};
+        let len = |v: serde_json::Value| serde_json::to_vec(&v).unwrap().len();
+        // Every number at its widest: what no run reaches, so a bound from above.
+        let widest = |v: serde_json::Value| {
+            let serde_json::Value::Object(m) = v else { panic!("not an object") };
+            let wide = m.into_iter().map(|(k, v)| {
+                let w = match v {
+                    serde_json::Value::Number(n) if n.is_f64() => serde_json::json!(-2.2250738585072014e-308),
+                    serde_json::Value::Null | serde_json::Value::Number(_) => serde_json::json!(u64::MAX),
+                    other => other,
+                };
+                (k, w)
+            });
+            serde_json::Value::Object(wide.collect())
+        };
+        let flow = len(widest(serde_json::to_value(FlowReport::default()).unwrap()))
+            + len(widest(serde_json::to_value(TcpFlowInfo::default()).unwrap()))
+            + len(widest(serde_json::to_value(UdpFlowReport::default()).unwrap()));
+        assert!(flow < REPORT_PER_CONNECTION, "a connection's entries take up to {flow} bytes");
+        let sample = IntervalSample {
+            busy_percent: Some(1.0),
+            latency_p50_ns: Some(1),
+            latency_p99_ns: Some(1),
+            ..IntervalSample::default()
+        };
+        let sample = len(widest(serde_json::to_value(sample).unwrap()));
+        assert!(sample < REPORT_PER_SAMPLE, "an interval sample takes up to {sample} bytes");
+        // The largest legal spec's report still has a bounded frame.
+        let most = TestSpec {
+            flows: crate::spec::MAX_FLOWS,
+            bidir: true,
+            duration_ms: crate::spec::MAX_DURATION_MS,
+            interval_ms: crate::spec::MAX_DURATION_MS / crate::spec::MAX_INTERVAL_SAMPLES,
+            ..TestSpec::default()
+        };
+        most.validate().unwrap();
+        assert!(report_frame_cap(&most) <= 64 << 20, "{}", report_frame_cap(&most));
+        assert!(report_frame_cap(&TestSpec { flows: 3500, ..TestSpec::default() }) > MAX_FRAME);
+    }
+
+    #[test]
     fn frame_buf_takes_only_its_frame() {
-        let mut two = encode_frame(&ClientMessage::Go).unwrap();
-        two.extend(encode_frame(&ClientMessage::Abort).unwrap());
+        let mut two = encode_frame(&ClientMessage::Go {}).unwrap();
+        two.extend(encode_frame(&ClientMessage::Abort {}).unwrap());
         let mut f = FrameBuf::new(MAX_HANDSHAKE_FRAME);
         let (used, body) = f.push(&two, "x").unwrap();
-        assert!(matches!(decode::<ClientMessage>(&body.unwrap(), "x").unwrap(), ClientMessage::Go));
+        assert!(matches!(decode::<ClientMessage>(&body.unwrap(), "x").unwrap(), ClientMessage::Go {}));
         let (_, body) = f.push(&two[used..], "x").unwrap();
-        assert!(matches!(decode::<ClientMessage>(&body.unwrap(), "x").unwrap(), ClientMessage::Abort));
+        assert!(matches!(decode::<ClientMessage>(&body.unwrap(), "x").unwrap(), ClientMessage::Abort {}));
         // A claimed length over the cap is refused from the header alone.
         assert!(matches!(FrameBuf::new(16).push(&17u32.to_be_bytes(), "x"), Err(Error::Protocol(_))));
     }
@@ -427,8 +581,8 @@ mod fuzz {
             ("[0-9a-f]{0,128}", proptest::option::of("[0-9a-zA-Z]{0,80}"))
                 .prop_map(|(client_nonce, proof)| ClientMessage::Auth { client_nonce, proof }),
             spec_strategy().prop_map(|s| ClientMessage::Test { spec: Box::new(s) }),
-            Just(ClientMessage::Go),
-            Just(ClientMessage::Abort),
+            Just(ClientMessage::Go {}),
+            Just(ClientMessage::Abort {}),
         ]
     }
 

@@ -2,32 +2,42 @@
 //! accept thread (see `handshake`), and runs each authenticated session on its own thread,
 //! isolated from the others. A failed session gets an error reply and is closed; the
 //! server keeps serving. Threads, descriptors and memory are bounded by the limits:
-//! `max_handshakes` connections in their handshake, `max_sessions` sessions.
+//! `max_handshakes` connections in their handshake, `max_sessions` sessions (at most
+//! `max_sessions_per_host` from one address, each with [`SPEC_TIMEOUT`] to send its test
+//! once logged in), and `max_total_memory` of payload buffers over all running tests.
 
+use std::collections::HashMap;
 use std::io;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use crate::control::access::{allowed, Cidr};
 use crate::control::auth::{Party, Psk};
 use crate::control::handshake::{self, Authenticated, Pending, Step};
-use crate::control::limits::Limits;
+use crate::control::limits::{session_memory, Limits};
 use crate::control::protocol::{
-    read_frame_by, write_frame, ClientMessage, ErrorKind, ServerMessage, MAX_CLIENT_FRAME, PROTOCOL_VERSION,
+    read_frame_by, report_frame_cap, write_frame, write_frame_capped, ClientMessage, ErrorKind,
+    ServerMessage, MAX_CLIENT_FRAME, PROTOCOL_VERSION,
 };
 use crate::env::{allowed_cpus, Environment};
 use crate::error::{Error, Result};
 use crate::net::{accept_flows, listen, random_cookie, udp};
 use crate::side::{DataSockets, Side};
-use crate::spec::Workload;
+use crate::spec::{TestSpec, Workload};
+use crate::units::format_bytes;
 use crate::workload::Ending;
 
 /// How long the server waits for each control message of a session before the test starts.
 pub const CONTROL_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long a logged-in client has to send its test spec after the welcome. A real client
+/// sends it at once; a connection that logs in and stays silent holds a session slot, so
+/// its hold is short.
+pub const SPEC_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// How long a session whose run was cut short waits for the client's Abort before it
 /// decides the client is gone.
@@ -45,6 +55,17 @@ pub enum ServerEvent {
     },
     SessionStarted {
         peer: SocketAddr,
+    },
+    /// A session's spec passed every check and its payload memory is reserved.
+    TestAccepted {
+        peer: SocketAddr,
+        test: &'static str,
+        /// This test's payload memory estimate, in bytes.
+        memory: u64,
+        /// Reserved by all tests now running, this one included, and the budget.
+        in_use: u64,
+        budget: u64,
+        running: usize,
     },
     TestDone {
         peer: SocketAddr,
@@ -64,7 +85,7 @@ pub enum ServerEvent {
         error: String,
     },
     /// A connection closed before it became a session: not on the allow list, a failed
-    /// or timed-out handshake, a wrong key, or the server at its session limit.
+    /// or timed-out handshake, a wrong key, or the server at a session limit.
     Rejected {
         peer: SocketAddr,
         reason: String,
@@ -95,16 +116,29 @@ pub struct Server {
 }
 
 impl Server {
+    /// Listens on one address.
     pub fn bind(addr: SocketAddr) -> Result<Server> {
-        let listener = TcpListener::bind(addr).map_err(|e| match e.kind() {
-            io::ErrorKind::AddrInUse => Error::Usage(format!(
-                "{addr} is already in use: is another `ringperf serve` running? Pick another --port"
-            )),
-            io::ErrorKind::AddrNotAvailable => {
-                Error::Usage(format!("{} is not an address of this host: check --bind", addr.ip()))
-            }
-            _ => Error::io(format!("binding the control port {addr}"), e),
-        })?;
+        let listener = TcpListener::bind(addr).map_err(|e| bind_error(addr, e))?;
+        Server::on(listener)
+    }
+
+    /// Listens on every address of both families: one IPv6 socket on `[::]` that takes
+    /// IPv4 connections too (IPV6_V6ONLY off), or `0.0.0.0` on a host without IPv6.
+    pub fn bind_all(port: u16) -> Result<Server> {
+        let any6 = SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, port));
+        match dual_stack_listener(any6) {
+            Ok(listener) => Server::on(listener),
+            Err(e) if no_ipv6(&e) => Server::bind(SocketAddr::from((std::net::Ipv4Addr::UNSPECIFIED, port))),
+            Err(e) => Err(bind_error(any6, e)),
+        }
+    }
+
+    /// True when the listener takes IPv4 and IPv6 connections on one socket.
+    pub fn is_dual_stack(&self) -> bool {
+        self.addr.is_ipv6() && self.addr.ip().is_unspecified()
+    }
+
+    fn on(listener: TcpListener) -> Result<Server> {
         let addr = listener.local_addr().map_err(|e| Error::io("reading the bound address", e))?;
         listener
             .set_nonblocking(true)
@@ -126,7 +160,7 @@ impl Server {
     pub fn serve(&self, stop: &AtomicBool, events: EventSink) -> Result<()> {
         events(ServerEvent::Listening { addr: self.addr });
         let cfg = &self.config;
-        let live = Arc::new(AtomicUsize::new(0));
+        let live = Arc::new(SessionTable::default());
         let mut sessions: Vec<JoinHandle<()>> = Vec::new();
         let mut pending: Vec<Pending> = Vec::new();
         let mut fds: Vec<libc::pollfd> = Vec::new();
@@ -205,6 +239,9 @@ impl Server {
                 // A connection that vanished before accept: keep serving.
                 Err(_) => continue,
             };
+            // On the dual-stack socket an IPv4 peer is ::ffff:a.b.c.d: the allow list, the
+            // per-host count, the data sockets and the log all mean a.b.c.d.
+            let peer = SocketAddr::new(peer.ip().to_canonical(), peer.port());
             if !allowed(&cfg.allow, peer.ip()) {
                 drop(stream);
                 events(ServerEvent::Rejected { peer, reason: "not in the --allow list: closed".into() });
@@ -230,6 +267,35 @@ impl Server {
     }
 }
 
+/// A listener on `addr` (an IPv6 address) that accepts IPv4 connections as well.
+fn dual_stack_listener(addr: SocketAddr) -> io::Result<TcpListener> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let sock = Socket::new(Domain::IPV6, Type::STREAM, Some(Protocol::TCP))?;
+    // Whatever net.ipv6.bindv6only says: this socket serves both families.
+    sock.set_only_v6(false)?;
+    sock.set_reuse_address(true)?;
+    sock.bind(&addr.into())?;
+    sock.listen(1024)?;
+    Ok(sock.into())
+}
+
+/// The errors of a host without IPv6 (a kernel built or booted without it, or no address).
+fn no_ipv6(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::EAFNOSUPPORT | libc::EADDRNOTAVAIL | libc::EPROTONOSUPPORT))
+}
+
+fn bind_error(addr: SocketAddr, e: io::Error) -> Error {
+    match e.kind() {
+        io::ErrorKind::AddrInUse => Error::Usage(format!(
+            "{addr} is already in use: is another `ringperf serve` running? Pick another --port"
+        )),
+        io::ErrorKind::AddrNotAvailable => {
+            Error::Usage(format!("{} is not an address of this host: check --bind", addr.ip()))
+        }
+        _ => Error::io(format!("binding the control port {addr}"), e),
+    }
+}
+
 fn poll(fds: &mut [libc::pollfd], wait: Duration) -> Result<()> {
     let ms = wait.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
     // SAFETY: `fds` is a valid, exclusively borrowed array of pollfds for the whole call.
@@ -247,37 +313,145 @@ fn poll(fds: &mut [libc::pollfd], wait: Duration) -> Result<()> {
 }
 
 /// Runs an authenticated connection's session on a thread of its own, unless the server
-/// already runs `max_sessions` of them.
+/// already has `max_sessions` of them, or `max_sessions_per_host` from that address.
 fn start_session(
     a: Authenticated,
     cfg: &Arc<ServerConfig>,
-    live: &Arc<AtomicUsize>,
+    live: &Arc<SessionTable>,
     sessions: &mut Vec<JoinHandle<()>>,
     events: &EventSink,
 ) {
     let max = cfg.limits.max_sessions;
-    if live.load(Ordering::Acquire) >= max {
-        let reason = format!(
-            "the server is running {max} tests, its --max-sessions limit: try again when one has finished"
-        );
-        events(ServerEvent::Rejected { peer: a.peer, reason: reason.clone() });
-        let mut stream = a.stream;
-        let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
-        let _ = write_frame(&mut stream, &ServerMessage::Error { kind: ErrorKind::Peer, message: reason });
-        return;
-    }
-    live.fetch_add(1, Ordering::AcqRel);
-    let (cfg, live2, events2) = (cfg.clone(), live.clone(), events.clone());
-    let spawned = thread::Builder::new().name("ringperf-session".into()).spawn(move || {
-        run_session(a, &cfg, &events2);
-        live2.fetch_sub(1, Ordering::AcqRel);
-    });
-    match spawned {
-        Ok(h) => sessions.push(h),
-        // The closure (and the connection) is dropped: the client sees the close.
-        Err(_) => {
-            live.fetch_sub(1, Ordering::AcqRel);
+    let slot = match SessionTable::admit(live, a.peer.ip(), max, cfg.limits.max_sessions_per_host) {
+        Ok(slot) => slot,
+        Err(reason) => {
+            events(ServerEvent::Rejected { peer: a.peer, reason: reason.clone() });
+            let mut stream = a.stream;
+            let _ = stream.set_write_timeout(Some(Duration::from_secs(1)));
+            let _ =
+                write_frame(&mut stream, &ServerMessage::Error { kind: ErrorKind::Peer, message: reason });
+            return;
         }
+    };
+    let (cfg, events2) = (cfg.clone(), events.clone());
+    let spawned = thread::Builder::new().name("ringperf-session".into()).spawn(move || {
+        run_session(a, &cfg, &slot, &events2);
+        drop(slot);
+    });
+    // On failure the closure (the connection and the slot) is dropped: the client sees the
+    // close and the slot is free again.
+    if let Ok(h) = spawned {
+        sessions.push(h);
+    }
+}
+
+/// Every live session, by state and by source address, and the payload memory the
+/// running ones reserved. Locked when a session starts, is accepted and ends: never on a
+/// data path.
+#[derive(Default)]
+struct SessionTable {
+    state: Mutex<TableState>,
+}
+
+#[derive(Default)]
+struct TableState {
+    /// Session threads, whatever they are doing.
+    live: usize,
+    /// Sessions whose spec was accepted: running a test (or setting it up).
+    running: usize,
+    per_host: HashMap<IpAddr, usize>,
+    /// Payload memory reserved by the running sessions, in bytes.
+    memory: u64,
+}
+
+impl SessionTable {
+    fn lock(&self) -> MutexGuard<'_, TableState> {
+        // A session thread that panicked while holding the lock left consistent counts
+        // (every update is one statement): keep counting.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A slot for a new session from `host`, or why not (for the log and the reply).
+    fn admit(
+        table: &Arc<SessionTable>,
+        host: IpAddr,
+        max: usize,
+        per_host: usize,
+    ) -> std::result::Result<SessionSlot, String> {
+        let mut t = table.lock();
+        if t.live >= max {
+            let waiting = t.live - t.running;
+            return Err(format!(
+                "the server has {} sessions, its --max-sessions limit ({} running tests, {waiting} logged in and not yet sent a test): try again when one has finished",
+                t.live, t.running
+            ));
+        }
+        let from_host = t.per_host.get(&host).copied().unwrap_or(0);
+        if from_host >= per_host {
+            return Err(format!(
+                "{host} already has {from_host} sessions on this server, its --max-sessions-per-host limit: wait for them to finish or close them, then try again"
+            ));
+        }
+        t.live += 1;
+        *t.per_host.entry(host).or_insert(0) += 1;
+        Ok(SessionSlot { table: table.clone(), host })
+    }
+}
+
+/// A session's place in the table, given back when the session ends.
+struct SessionSlot {
+    table: Arc<SessionTable>,
+    host: IpAddr,
+}
+
+impl SessionSlot {
+    /// Reserves `memory` bytes of `budget` for this session's test, or says what is in use
+    /// and what the test asks.
+    fn reserve(&self, memory: u64, budget: u64) -> Result<Reservation<'_>> {
+        let mut t = self.table.lock();
+        let in_use = t.memory;
+        if in_use.saturating_add(memory) > budget {
+            return Err(Error::Peer(format!(
+                "this server has {} of {} of payload memory in use by {} sessions (--max-total-memory); this test needs {}: try fewer flows or smaller buffers, or wait",
+                format_bytes(in_use),
+                format_bytes(budget),
+                t.running,
+                format_bytes(memory)
+            )));
+        }
+        t.memory += memory;
+        t.running += 1;
+        Ok(Reservation { slot: self, memory, in_use: t.memory, running: t.running })
+    }
+}
+
+impl Drop for SessionSlot {
+    fn drop(&mut self) {
+        let mut t = self.table.lock();
+        t.live -= 1;
+        if let Some(n) = t.per_host.get_mut(&self.host) {
+            *n -= 1;
+            if *n == 0 {
+                t.per_host.remove(&self.host);
+            }
+        }
+    }
+}
+
+/// A running test's share of the memory budget, freed when the session ends.
+struct Reservation<'a> {
+    slot: &'a SessionSlot,
+    memory: u64,
+    /// The table's figures right after reserving, for the log.
+    in_use: u64,
+    running: usize,
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        let mut t = self.slot.table.lock();
+        t.memory -= self.memory;
+        t.running -= 1;
     }
 }
 
@@ -294,10 +468,10 @@ struct TestFigures {
     transactions: u64,
 }
 
-fn run_session(a: Authenticated, cfg: &ServerConfig, events: &EventSink) {
+fn run_session(a: Authenticated, cfg: &ServerConfig, slot: &SessionSlot, events: &EventSink) {
     let peer = a.peer;
     events(ServerEvent::SessionStarted { peer });
-    match session(&a, cfg) {
+    match session(&a, cfg, slot, events) {
         Ok(SessionEnd::Done(f)) => {
             events(ServerEvent::TestDone { peer, test: f.test, bytes: f.bytes, transactions: f.transactions })
         }
@@ -317,11 +491,17 @@ fn run_session(a: Authenticated, cfg: &ServerConfig, events: &EventSink) {
 }
 
 /// Runs one test for one authenticated client.
-fn session(a: &Authenticated, cfg: &ServerConfig) -> Result<SessionEnd> {
+fn session(
+    a: &Authenticated,
+    cfg: &ServerConfig,
+    slot: &SessionSlot,
+    events: &EventSink,
+) -> Result<SessionEnd> {
     let stream: &TcpStream = &a.stream;
     let mut w = stream;
     stream.set_write_timeout(Some(CONTROL_TIMEOUT)).map_err(|e| Error::io("setting a write timeout", e))?;
-    let local_ip = stream.local_addr().map_err(|e| Error::io("reading the control address", e))?.ip();
+    let local_ip =
+        stream.local_addr().map_err(|e| Error::io("reading the control address", e))?.ip().to_canonical();
     let by = || Instant::now() + CONTROL_TIMEOUT;
 
     let proof = cfg.psk.as_ref().map(|k| k.proof(Party::Server, &a.server_nonce, &a.client_nonce));
@@ -335,15 +515,19 @@ fn session(a: &Authenticated, cfg: &ServerConfig) -> Result<SessionEnd> {
         },
     )?;
 
-    let spec = match read_frame_by(stream, "the test spec", by(), MAX_CLIENT_FRAME, None)? {
-        ClientMessage::Test { spec } => spec,
-        other => return Err(out_of_order("test", &other)),
+    let spec_by = Instant::now() + SPEC_TIMEOUT;
+    let spec = match read_frame_by(stream, "the test spec", spec_by, MAX_CLIENT_FRAME, None) {
+        Ok(ClientMessage::Test { spec }) => spec,
+        Ok(other) => return Err(out_of_order("test", &other)),
+        Err(Error::Peer(_)) if Instant::now() >= spec_by => {
+            return Err(Error::Peer(format!(
+                "no test spec within {} s of the welcome: a logged-in client must send its test at once",
+                SPEC_TIMEOUT.as_secs()
+            )))
+        }
+        Err(e) => return Err(e),
     };
-    spec.validate()?;
-    cfg.limits.check(&spec)?;
-    for &cpu in &spec.remote.cpus {
-        check_cpu(cpu, "remote")?;
-    }
+    let _reservation = accept(&spec, cfg, slot, a.peer, events)?;
 
     let cookie = random_cookie();
     // UDP: the descriptors that echo late hellos until `Go` (see net::udp).
@@ -368,13 +552,13 @@ fn session(a: &Authenticated, cfg: &ServerConfig) -> Result<SessionEnd> {
 
     let controls = (None, Some(stream.as_raw_fd()), cfg.limits.max_rate_bps);
     let mut side = Side::prepare_data(&spec, &spec.group_roles(false), &spec.remote, data, controls)?;
-    write_frame(&mut w, &ServerMessage::Armed)?;
+    write_frame(&mut w, &ServerMessage::Armed {})?;
     if !udp_fds.is_empty() {
         // The side owns the sockets now; it only uses them once the window opens.
         udp::echo_hellos_until(&udp_fds, cookie, stream.as_raw_fd())?;
     }
     match read_frame_by(stream, "go", by(), MAX_CLIENT_FRAME, None)? {
-        ClientMessage::Go => {}
+        ClientMessage::Go {} => {}
         other => return Err(out_of_order("go", &other)),
     }
     side.start()?;
@@ -394,8 +578,8 @@ fn session(a: &Authenticated, cfg: &ServerConfig) -> Result<SessionEnd> {
         // Stop the workers whatever came: on a failure they end with what is under way.
         side.signal_stop();
         match done {
-            Ok(ClientMessage::FlowsDone) => {}
-            Ok(ClientMessage::Abort) => aborted = true,
+            Ok(ClientMessage::FlowsDone {}) => {}
+            Ok(ClientMessage::Abort {}) => aborted = true,
             Ok(other) => {
                 let _ = side.finish();
                 return Err(out_of_order("flows_done", &other));
@@ -408,6 +592,7 @@ fn session(a: &Authenticated, cfg: &ServerConfig) -> Result<SessionEnd> {
     }
     let finished = side.finish()?;
     let report = finished.report;
+    let report_cap = report_frame_cap(&spec);
     let figures = TestFigures {
         test: spec.netperf_name(),
         bytes: report.bytes_sent + report.bytes_received,
@@ -416,11 +601,11 @@ fn session(a: &Authenticated, cfg: &ServerConfig) -> Result<SessionEnd> {
     match finished.ending {
         // crr: the workers finished what was under way, stopped by the client.
         Ok(Ending::Completed) if aborted => {
-            write_frame(&mut w, &ServerMessage::Report { side: Box::new(report) })?;
+            write_frame_capped(&mut w, &ServerMessage::Report { side: Box::new(report) }, report_cap)?;
             Ok(SessionEnd::Stopped(figures))
         }
         Ok(Ending::Completed) => {
-            write_frame(&mut w, &ServerMessage::Report { side: Box::new(report) })?;
+            write_frame_capped(&mut w, &ServerMessage::Report { side: Box::new(report) }, report_cap)?;
             Ok(SessionEnd::Done(figures))
         }
         // Cut short: either the client asked (Abort: it gets what was measured) or it
@@ -428,8 +613,8 @@ fn session(a: &Authenticated, cfg: &ServerConfig) -> Result<SessionEnd> {
         ending => {
             let deadline = Instant::now() + ABORT_WAIT;
             match read_frame_by::<ClientMessage>(stream, "the client's abort", deadline, MAX_CLIENT_FRAME, None) {
-                Ok(ClientMessage::Abort) => {
-                    write_frame(&mut w, &ServerMessage::Report { side: Box::new(report) })?;
+                Ok(ClientMessage::Abort {}) => {
+                    write_frame_capped(&mut w, &ServerMessage::Report { side: Box::new(report) }, report_cap)?;
                     Ok(SessionEnd::Stopped(figures))
                 }
                 Ok(other) => Err(out_of_order("abort", &other)),
@@ -442,6 +627,33 @@ fn session(a: &Authenticated, cfg: &ServerConfig) -> Result<SessionEnd> {
             }
         }
     }
+}
+
+/// Checks a spec against the protocol and the operator's limits and reserves its payload
+/// memory for as long as the returned reservation lives.
+fn accept<'a>(
+    spec: &TestSpec,
+    cfg: &ServerConfig,
+    slot: &'a SessionSlot,
+    peer: SocketAddr,
+    events: &EventSink,
+) -> Result<Reservation<'a>> {
+    spec.validate()?;
+    cfg.limits.check(spec)?;
+    for &cpu in &spec.remote.cpus {
+        check_cpu(cpu, "remote")?;
+    }
+    let memory = session_memory(spec);
+    let r = slot.reserve(memory, cfg.limits.max_total_memory)?;
+    events(ServerEvent::TestAccepted {
+        peer,
+        test: spec.netperf_name(),
+        memory,
+        in_use: r.in_use,
+        budget: cfg.limits.max_total_memory,
+        running: r.running,
+    });
+    Ok(r)
 }
 
 fn out_of_order(expected: &str, got: &ClientMessage) -> Error {
