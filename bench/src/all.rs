@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 use std::io::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::Duration;
 
@@ -19,23 +19,32 @@ pub struct Case {
     pub cfg: Config,
 }
 
-/// The seeds' workloads: a 128 KiB stream across CPUs; 1-byte TCP_RR on one CPU and across
-/// two (netperf's -T 1 and -T 0,1); 1-byte TCP_CRR; UDP_RR at 8 bytes (ringperf's UDP
-/// transactions carry an 8-byte sequence number, so every tool gets 8).
-pub fn cases(secs: u32, cpus: (usize, usize), cc: &str) -> Vec<Case> {
+/// The seeds' workloads: 128 KiB TCP_STREAM, TCP_MAERTS and TCP_SENDFILE (of `file`) across
+/// CPUs; 1-byte TCP_RR on one CPU and across two (netperf's -T 1 and -T 0,1); 1-byte
+/// TCP_CRR; UDP_RR at 8 bytes (ringperf's UDP transactions carry an 8-byte sequence
+/// number, so every tool gets 8); 1400-byte UDP_STREAM, unpaced.
+pub fn cases(secs: u32, cpus: (usize, usize), cc: Option<&str>, file: &Path) -> Vec<Case> {
     let cfg = |workload, size, client_cpu, server_cpu, cc: Option<&str>| {
         Config::new(workload, secs, (client_cpu, server_cpu), size, cc.map(str::to_owned))
     };
     let (c, s) = cpus;
+    let stream = cfg(Workload::Stream, 128 * 1024, c, s, cc);
+    let mut maerts = stream.clone();
+    maerts.stream.reverse = true;
+    let mut sendfile = stream.clone();
+    sendfile.stream.sendfile = Some(file.to_path_buf());
     vec![
-        Case {
-            label: format!("stream 128 KiB, CPUs {c}/{s}"),
-            cfg: cfg(Workload::Stream, 128 * 1024, c, s, Some(cc)),
-        },
-        Case { label: format!("rr 1 B, same CPU ({c}/{c})"), cfg: cfg(Workload::Rr, 1, c, c, Some(cc)) },
-        Case { label: format!("rr 1 B, CPUs {c}/{s}"), cfg: cfg(Workload::Rr, 1, c, s, Some(cc)) },
-        Case { label: format!("crr 1 B, CPUs {c}/{s}"), cfg: cfg(Workload::Crr, 1, c, s, Some(cc)) },
+        Case { label: format!("stream 128 KiB, CPUs {c}/{s}"), cfg: stream },
+        Case { label: format!("maerts 128 KiB, CPUs {c}/{s}"), cfg: maerts },
+        Case { label: format!("sendfile 128 KiB, CPUs {c}/{s}"), cfg: sendfile },
+        Case { label: format!("rr 1 B, same CPU ({c}/{c})"), cfg: cfg(Workload::Rr, 1, c, c, cc) },
+        Case { label: format!("rr 1 B, CPUs {c}/{s}"), cfg: cfg(Workload::Rr, 1, c, s, cc) },
+        Case { label: format!("crr 1 B, CPUs {c}/{s}"), cfg: cfg(Workload::Crr, 1, c, s, cc) },
         Case { label: format!("udp-rr 8 B, CPUs {c}/{s}"), cfg: cfg(Workload::UdpRr, 8, c, s, None) },
+        Case {
+            label: format!("udp-stream 1400 B, CPUs {c}/{s}"),
+            cfg: cfg(Workload::UdpStream, 1400, c, s, None),
+        },
     ]
 }
 
@@ -110,27 +119,33 @@ mod tests {
 
     #[test]
     fn every_seed_workload_is_a_case_with_its_pinning() {
-        let c = cases(4, (0, 1), "cubic");
-        let kinds: Vec<(Workload, usize, usize, u32)> =
-            c.iter().map(|c| (c.cfg.workload, c.cfg.client_cpu, c.cfg.server_cpu, c.cfg.size)).collect();
+        let c = cases(4, (0, 1), Some("cubic"), Path::new("/tmp/f"));
+        let kinds: Vec<(&str, usize, usize, u32)> = c
+            .iter()
+            .map(|c| (c.cfg.netperf_test(), c.cfg.client_cpu, c.cfg.server_cpu, c.cfg.size))
+            .collect();
         assert_eq!(
             kinds,
             vec![
-                (Workload::Stream, 0, 1, 131072),
-                (Workload::Rr, 0, 0, 1),
-                (Workload::Rr, 0, 1, 1),
-                (Workload::Crr, 0, 1, 1),
-                (Workload::UdpRr, 0, 1, 8),
+                ("TCP_STREAM", 0, 1, 131072),
+                ("TCP_MAERTS", 0, 1, 131072),
+                ("TCP_SENDFILE", 0, 1, 131072),
+                ("TCP_RR", 0, 0, 1),
+                ("TCP_RR", 0, 1, 1),
+                ("TCP_CRR", 0, 1, 1),
+                ("UDP_RR", 0, 1, 8),
+                ("UDP_STREAM", 0, 1, 1400),
             ]
         );
         assert!(c.iter().all(|c| c.cfg.secs == 4));
-        assert_eq!(c[4].cfg.cc, None, "UDP has no congestion control");
+        assert_eq!(c[6].cfg.cc, None, "UDP has no congestion control");
         assert_eq!(c[0].cfg.cc.as_deref(), Some("cubic"));
+        assert_eq!(c[2].cfg.stream.sendfile.as_deref(), Some(Path::new("/tmp/f")));
     }
 
     #[test]
     fn a_failed_case_is_a_row_and_the_others_stay() {
-        let c = cases(1, (0, 1), "cubic");
+        let c = cases(1, (0, 1), Some("cubic"), Path::new("/tmp/f"));
         let ok = Outcome::Ratios(vec![RatioRow {
             peer: "netperf",
             rate: Some(1.1),

@@ -91,6 +91,13 @@ pub fn find_peers(cfg: &Config) -> Result<Vec<Box<dyn Tool>>> {
     let neper: Finder = || Ok(Box::new(Neper::find()?));
     let sockperf: Finder = || Ok(Box::new(Sockperf::find()?));
     let finders: Vec<Finder> = match cfg.workload {
+        // neper has no reverse or sendfile stream; netperf's TCP_SENDFILE cannot set a
+        // congestion control, so it joins only under the system default.
+        Workload::Stream if cfg.stream.sendfile.is_some() && cfg.cc.is_some() => {
+            eprintln!("ringperf-bench: left out: netperf TCP_SENDFILE cannot set a congestion control (--cc system includes it)");
+            vec![iperf3]
+        }
+        Workload::Stream if cfg.stream.sendfile.is_some() || cfg.stream.reverse => vec![iperf3, netperf],
         Workload::Stream => vec![iperf3, netperf, neper],
         Workload::UdpStream => vec![iperf3, netperf],
         Workload::Rr if sockperf_can_join(cfg) => vec![netperf, neper, sockperf],

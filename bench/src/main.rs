@@ -27,7 +27,8 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::peers::{sockperf, Config, Workload};
+use crate::peers::{sockperf, Config, StreamOptions, Workload};
+use crate::process::PayloadFile;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -88,9 +89,16 @@ struct StreamArgs {
     /// Bytes per write on every tool (ringperf -m/-M, iperf3 -l, netperf -m/-M, neper -B); K = 1024.
     #[arg(long, value_name = "SIZE", default_value = "128K", value_parser = parse_write_size)]
     size: u32,
-    /// Congestion control for every tool (ringperf --cc, iperf3 -C, netperf -K, neper --congestion-control).
+    /// Congestion control for every tool (ringperf --cc, iperf3 -C, netperf -K, neper
+    /// --congestion-control); `system` leaves the system default on every tool.
     #[arg(long, value_name = "NAME", default_value = "cubic")]
     cc: String,
+    /// Server to client: ringperf --reverse, netperf TCP_MAERTS, iperf3 -R.
+    #[arg(long, conflicts_with = "sendfile")]
+    reverse: bool,
+    /// Send a 16 MiB file: ringperf sendfile -F, netperf TCP_SENDFILE -F, iperf3 -Z.
+    #[arg(long)]
+    sendfile: bool,
 }
 
 #[derive(Args, Debug)]
@@ -121,7 +129,8 @@ struct UdpRrArgs {
 struct AllArgs {
     #[command(flatten)]
     common: Common,
-    /// Congestion control for every TCP workload on every tool.
+    /// Congestion control for every TCP workload on every tool; `system` leaves the system
+    /// default (netperf's TCP_SENDFILE can take part only then).
     #[arg(long, value_name = "NAME", default_value = "cubic")]
     cc: String,
 }
@@ -197,6 +206,11 @@ fn parse_message_size(s: &str) -> Result<u32, String> {
     Ok(n)
 }
 
+/// `--cc`: a name, or `system` for the system default on every tool.
+fn cc_arg(cc: String) -> Option<String> {
+    (cc != "system").then_some(cc)
+}
+
 /// Stream and rr: ringperf against its peer.
 fn plan(common: Common, workload: Workload, size: u32, cc: Option<String>) -> bench::Plan {
     bench::Plan {
@@ -209,19 +223,20 @@ fn plan(common: Common, workload: Workload, size: u32, cc: Option<String>) -> be
 
 fn run(cli: Cli) -> error::Result<()> {
     match cli.command {
-        Command::Stream(a) => bench::run(&plan(a.common, Workload::Stream, a.size, Some(a.cc))),
-        Command::Rr(a) => {
-            let cc = (a.cc != "system").then_some(a.cc);
-            bench::run(&plan(a.common, Workload::Rr, a.size, cc))
+        Command::Stream(a) => {
+            let file = if a.sendfile { Some(PayloadFile::create()?) } else { None };
+            let mut p = plan(a.common, Workload::Stream, a.size, cc_arg(a.cc));
+            p.cfg.stream =
+                StreamOptions { reverse: a.reverse, sendfile: file.as_ref().map(|f| f.path.clone()) };
+            bench::run(&p)
         }
-        Command::Crr(a) => {
-            let cc = (a.cc != "system").then_some(a.cc);
-            bench::run(&plan(a.common, Workload::Crr, a.size, cc))
-        }
+        Command::Rr(a) => bench::run(&plan(a.common, Workload::Rr, a.size, cc_arg(a.cc))),
+        Command::Crr(a) => bench::run(&plan(a.common, Workload::Crr, a.size, cc_arg(a.cc))),
         Command::UdpRr(a) => bench::run(&plan(a.common, Workload::UdpRr, a.size, None)),
         Command::All(a) => {
             let c = a.common;
-            let cases = all::cases(c.secs, c.cpus, &a.cc);
+            let file = PayloadFile::create()?;
+            let cases = all::cases(c.secs, c.cpus, cc_arg(a.cc).as_deref(), &file.path);
             all::run(&cases, c.runs.unwrap_or(3), Duration::from_secs_f64(c.pause), c.ringperf)
         }
         Command::Engines(a) => {

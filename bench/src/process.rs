@@ -354,6 +354,32 @@ pub fn strip_ansi(s: &str) -> String {
     out
 }
 
+/// A payload file for sendfile runs, removed when dropped.
+pub struct PayloadFile {
+    pub path: PathBuf,
+}
+
+impl PayloadFile {
+    /// Size of the file every sendfile run sends (looping over it): large next to a send,
+    /// small enough to stay in the page cache.
+    pub const BYTES: usize = 16 << 20;
+
+    /// Writes a patterned file in the temp directory.
+    pub fn create() -> Result<PayloadFile> {
+        let path = env::temp_dir().join(format!("ringperf-bench-sendfile-{}.bin", std::process::id()));
+        let data: Vec<u8> = (0..Self::BYTES).map(|i| (i % 251) as u8).collect();
+        fs::write(&path, data)
+            .map_err(|e| BenchError::io(format!("writing the sendfile payload {}", path.display()), e))?;
+        Ok(PayloadFile { path })
+    }
+}
+
+impl Drop for PayloadFile {
+    fn drop(&mut self) {
+        let _ = fs::remove_file(&self.path);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -60,7 +60,11 @@ impl Iperf3 {
         if let Some(cc) = cfg.tcp_cc() {
             a.extend(["-C".into(), cc.to_owned()]);
         }
-        if self.zerocopy {
+        if cfg.workload == Workload::Stream && cfg.stream.reverse {
+            a.push("-R".into());
+        }
+        // iperf3's sendfile mode sends a temp file of its own.
+        if self.zerocopy || (cfg.workload == Workload::Stream && cfg.stream.sendfile.is_some()) {
             a.push("-Z".into());
         }
         a.push("-J".into());

@@ -49,8 +49,9 @@ impl Workload {
         matches!(self, Workload::Stream | Workload::Rr | Workload::Crr)
     }
 
-    /// netperf's name for the test.
-    pub fn netperf_test(self) -> &'static str {
+    /// netperf's name for the test (a TCP stream's direction and sendfile: see
+    /// `Config::netperf_test`).
+    fn netperf_test(self) -> &'static str {
         match self {
             Workload::Stream => "TCP_STREAM",
             Workload::Rr => "TCP_RR",
@@ -92,6 +93,18 @@ pub struct Config {
     pub nodelay: bool,
     /// UDP stream settings.
     pub udp: UdpOptions,
+    /// TCP stream settings: direction and sendfile.
+    pub stream: StreamOptions,
+}
+
+/// Which TCP stream: netperf's TCP_STREAM, TCP_MAERTS or TCP_SENDFILE.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct StreamOptions {
+    /// Server to client (TCP_MAERTS; ringperf --reverse, iperf3 -R).
+    pub reverse: bool,
+    /// Send this file with sendfile/splice (TCP_SENDFILE; ringperf sendfile -F, netperf -F;
+    /// iperf3 -Z sends a temp file of its own).
+    pub sendfile: Option<std::path::PathBuf>,
 }
 
 /// How many flows over how many threads, and where they may run.
@@ -134,6 +147,16 @@ impl Config {
             layout: Layout::default(),
             nodelay: false,
             udp: UdpOptions::default(),
+            stream: StreamOptions::default(),
+        }
+    }
+
+    /// netperf's name for the test.
+    pub fn netperf_test(&self) -> &'static str {
+        match (self.workload, self.stream.reverse, self.stream.sendfile.is_some()) {
+            (Workload::Stream, true, _) => "TCP_MAERTS",
+            (Workload::Stream, false, true) => "TCP_SENDFILE",
+            (w, _, _) => w.netperf_test(),
         }
     }
 

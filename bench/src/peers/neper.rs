@@ -12,7 +12,8 @@ use std::time::Duration;
 
 use crate::error::{BenchError, Result};
 use crate::peers::{
-    anchors, key_values, kv_f64, Config, RunResult, Tool, Work, Workload, LISTEN_TIMEOUT, PORT_ATTEMPTS,
+    anchors, key_values, kv_f64, Config, RunResult, StreamOptions, Tool, Work, Workload, LISTEN_TIMEOUT,
+    PORT_ATTEMPTS,
 };
 use crate::process::{free_port, require, run_measured, Server};
 
@@ -38,6 +39,11 @@ impl Neper {
     }
 
     fn program(&self, cfg: &Config) -> Result<&PathBuf> {
+        if cfg.stream != StreamOptions::default() {
+            return Err(BenchError::Usage(
+                "neper has no reverse or sendfile stream: compare those with netperf and iperf3".into(),
+            ));
+        }
         match cfg.workload {
             Workload::Stream => Ok(&self.tcp_stream),
             Workload::Rr => Ok(&self.tcp_rr),

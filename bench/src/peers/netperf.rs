@@ -18,6 +18,8 @@ use crate::process::{free_port, run_measured, Server};
 pub const NAME: &str = "netperf";
 
 /// What the bench asks netperf to print: the work, its window and its own service demand.
+const MAERTS_KEYS: &str =
+    "THROUGHPUT,THROUGHPUT_UNITS,ELAPSED_TIME,LOCAL_SD,LOCAL_BYTES_RECVD,LOCAL_CONG_CONTROL";
 const STREAM_KEYS: &str =
     "THROUGHPUT,THROUGHPUT_UNITS,ELAPSED_TIME,LOCAL_SD,REMOTE_BYTES_RECVD,LOCAL_CONG_CONTROL";
 const UDP_STREAM_KEYS: &str =
@@ -41,7 +43,7 @@ impl Netperf {
     }
 
     fn client_args(cfg: &Config, port: u16) -> Vec<String> {
-        let test = cfg.workload.netperf_test();
+        let test = cfg.netperf_test();
         let mut a: Vec<String> = [
             "-H",
             "127.0.0.1",
@@ -57,14 +59,24 @@ impl Netperf {
             "-C",
             "-P",
             "0",
-            "--",
         ]
         .map(String::from)
         .to_vec();
+        // TCP_SENDFILE sends the file given globally; it is not an omni test, so it prints
+        // its classic row instead of -k selectors.
+        if let Some(f) = &cfg.stream.sendfile {
+            a.extend(["-F".into(), f.display().to_string()]);
+        }
+        a.push("--".into());
         match cfg.workload {
             Workload::Stream => {
                 let size = cfg.size.to_string();
-                a.extend(["-m".into(), size.clone(), "-M".into(), size, "-k".into(), STREAM_KEYS.into()]);
+                a.extend(["-m".into(), size.clone(), "-M".into(), size]);
+                match (cfg.stream.reverse, cfg.stream.sendfile.is_some()) {
+                    (true, _) => a.extend(["-k".into(), MAERTS_KEYS.into()]),
+                    (false, false) => a.extend(["-k".into(), STREAM_KEYS.into()]),
+                    (false, true) => {}
+                }
             }
             Workload::Rr | Workload::Crr | Workload::UdpRr => {
                 a.extend(["-r".into(), format!("{},{}", cfg.size, cfg.size), "-k".into(), RR_KEYS.into()]);
@@ -78,8 +90,9 @@ impl Netperf {
                 a.extend(["-k".into(), UDP_STREAM_KEYS.into()]);
             }
         }
-        if let Some(cc) = cfg.cc.as_ref().filter(|_| cfg.workload.is_tcp()) {
-            a.extend(["-K".into(), cc.clone()]);
+        // TCP_SENDFILE is not an omni test and takes no -K.
+        if let Some(cc) = cfg.tcp_cc().filter(|_| cfg.stream.sendfile.is_none()) {
+            a.extend(["-K".into(), cc.to_owned()]);
         }
         a
     }
@@ -120,6 +133,12 @@ impl Tool for Netperf {
                 "netperf runs one unpaced flow per process: it is no peer for many flows, -b or GSO".into(),
             ));
         }
+        if cfg.stream.sendfile.is_some() && cfg.tcp_cc().is_some() {
+            return Err(BenchError::Usage(
+                "netperf TCP_SENDFILE cannot set a congestion control: compare it under the system default"
+                    .into(),
+            ));
+        }
         let (mut server, port) = self.start_server()?;
         let mut client = Command::new(&self.netperf);
         client.args(Self::client_args(cfg, port));
@@ -151,6 +170,9 @@ impl Tool for Netperf {
 
 /// The work and netperf's own local service demand, out of its -k output.
 pub fn parse_output(stdout: &str, cfg: &Config) -> Result<(Work, f64)> {
+    if cfg.workload == Workload::Stream && cfg.stream.sendfile.is_some() && !cfg.stream.reverse {
+        return parse_sendfile_row(stdout);
+    }
     let kv = key_values(stdout);
     let f = |key: &str| kv_f64(&kv, NAME, key);
     let elapsed = f("ELAPSED_TIME")?;
@@ -173,7 +195,9 @@ pub fn parse_output(stdout: &str, cfg: &Config) -> Result<(Work, f64)> {
                     )));
                 }
             }
-            Work::Stream { bytes: f("REMOTE_BYTES_RECVD")? as u64, bits_per_sec: f("THROUGHPUT")? * 1e6 }
+            let received =
+                if cfg.stream.reverse { f("LOCAL_BYTES_RECVD")? } else { f("REMOTE_BYTES_RECVD")? };
+            Work::Stream { bytes: received as u64, bits_per_sec: f("THROUGHPUT")? * 1e6 }
         }
         Workload::UdpStream => {
             let size = u64::from(cfg.size.max(1));
@@ -199,9 +223,27 @@ pub fn parse_output(stdout: &str, cfg: &Config) -> Result<(Work, f64)> {
     Ok((work, own))
 }
 
+/// TCP_SENDFILE's classic row with -P 0 (-c -C): receive socket, send socket, message
+/// size, elapsed s, 10^6 bits/s, local and remote utilization %, local and remote service
+/// demand us/KB. Bytes are the rate over the elapsed time (netperf prints no count).
+fn parse_sendfile_row(stdout: &str) -> Result<(Work, f64)> {
+    let row = stdout
+        .lines()
+        .map(|l| l.split_whitespace().filter_map(|w| w.parse::<f64>().ok()).collect::<Vec<f64>>())
+        .find(|v| v.len() == 9)
+        .ok_or_else(|| BenchError::Tool("netperf TCP_SENDFILE printed no result row of 9 numbers".into()))?;
+    let (elapsed, mbps, local_sd) = (row[3], row[4], row[7]);
+    if elapsed <= 0.0 {
+        return Err(BenchError::Tool(format!("netperf reported an elapsed time of {elapsed} s")));
+    }
+    let bytes = (mbps * 1e6 * elapsed / 8.0).round() as u64;
+    Ok((Work::Stream { bytes, bits_per_sec: mbps * 1e6 }, local_sd))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::peers::StreamOptions;
 
     fn cfg(workload: Workload) -> Config {
         Config::new(workload, 4, (0, 1), 1, Some("cubic".into()))
@@ -251,6 +293,30 @@ mod tests {
                 "-H 127.0.0.1 -p 5 -t UDP_STREAM -l 4 -T 0,1 -c -C -P 0 -- -m 64 -M 64 -k {UDP_STREAM_KEYS}"
             )
         );
+    }
+
+    #[test]
+    fn maerts_and_sendfile_are_their_own_tests() {
+        let mut c = cfg(Workload::Stream);
+        c.size = 131072;
+        c.stream.reverse = true;
+        let a = Netperf::client_args(&c, 5).join(" ");
+        assert!(a.contains("-t TCP_MAERTS") && a.contains(MAERTS_KEYS), "{a}");
+        let out = "THROUGHPUT=6561.41\nTHROUGHPUT_UNITS=10^6bits/s\nELAPSED_TIME=1.00\nLOCAL_SD=2.497\n\
+                   LOCAL_BYTES_RECVD=821195509\nLOCAL_CONG_CONTROL=cubic\n";
+        let (work, sd) = parse_output(out, &c).unwrap();
+        assert!(matches!(work, Work::Stream { bytes: 821195509, .. }), "{work:?}");
+        assert_eq!(sd, 2.497);
+
+        c.stream = StreamOptions { reverse: false, sendfile: Some("/tmp/f".into()) };
+        let a = Netperf::client_args(&c, 5).join(" ");
+        assert!(a.contains("-t TCP_SENDFILE") && a.contains("-P 0 -F /tmp/f -- -m 131072 -M 131072"), "{a}");
+        assert!(!a.contains("-k") && !a.contains("-K"), "TCP_SENDFILE takes no output selectors or -K: {a}");
+        let row = "131072  16384 131072    1.00       5728.01   99.50    99.50    2.846   2.846  \n";
+        let (work, sd) = parse_output(row, &c).unwrap();
+        assert!(matches!(work, Work::Stream { bytes: 716001250, .. }), "{work:?}");
+        assert_eq!(sd, 2.846);
+        assert!(parse_output("no row\n", &c).is_err());
     }
 
     #[test]

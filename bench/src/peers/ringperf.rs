@@ -96,8 +96,16 @@ impl Ringperf {
         if let Some(r) = cfg.udp.rate.as_ref().filter(|_| cfg.workload == Workload::UdpStream) {
             a.extend(["-b".into(), r.clone()]);
         }
-        if self.sendfile && cfg.workload == Workload::Stream {
-            a[0] = "sendfile".into();
+        if cfg.workload == Workload::Stream {
+            if self.sendfile || cfg.stream.sendfile.is_some() {
+                a[0] = "sendfile".into();
+            }
+            if let Some(f) = &cfg.stream.sendfile {
+                a.splice(1..1, ["-F".to_string(), f.display().to_string()]);
+            }
+            if cfg.stream.reverse {
+                a.push("--reverse".into());
+            }
         }
         a.extend(self.extra.iter().cloned());
         a.push("--json".into());
@@ -219,8 +227,10 @@ pub fn parse(r: &Value, cfg: &Config) -> Result<(Work, Option<f64>)> {
     check_spec(r, cfg)?;
     match cfg.workload {
         Workload::Stream => {
-            let sent = json_u64(r, NAME, "/local/bytes_sent")?;
-            let received = json_u64(r, NAME, "/remote/bytes_received")?;
+            // --reverse: the server sends and the client receives.
+            let (tx, rx) = if cfg.stream.reverse { ("remote", "local") } else { ("local", "remote") };
+            let sent = json_u64(r, NAME, &format!("/{tx}/bytes_sent"))?;
+            let received = json_u64(r, NAME, &format!("/{rx}/bytes_received"))?;
             if sent != received {
                 return Err(BenchError::Tool(format!(
                     "ringperf's sender sent {sent} bytes but its receiver got {received}: TCP lost nothing, so this is a ringperf bug"
@@ -522,5 +532,17 @@ mod tests {
         // UDP has no congestion control: asked for one, the run gets none.
         assert_eq!(r.args(&cfg(Workload::UdpRr)).join(" "), "udp-rr -l 5 -r 8,8 -T 0,1 --json");
         assert_eq!(r.args(&cfg(Workload::UdpStream)).join(" "), "udp-stream -l 5 -m 64 -T 0,1 --json");
+        let mut maerts = cfg(Workload::Stream);
+        maerts.stream.reverse = true;
+        assert_eq!(
+            r.args(&maerts).join(" "),
+            "stream -l 5 -m 131072 -M 131072 -T 0,1 --cc cubic --reverse --json"
+        );
+        let mut sendfile = cfg(Workload::Stream);
+        sendfile.stream.sendfile = Some("/tmp/f".into());
+        assert_eq!(
+            r.args(&sendfile).join(" "),
+            "sendfile -F /tmp/f -l 5 -m 131072 -M 131072 -T 0,1 --cc cubic --json"
+        );
     }
 }
