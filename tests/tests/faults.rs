@@ -11,8 +11,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use ringperf_tests::{
-    bool_at, check_stream_report, is_root, ringperf, run_with_timeout, str_at, u64_at, ChildGuard, NetnsPair,
-    Ringperf, Server, RUN_TIMEOUT,
+    bool_at, check_stream_report, ringperf, run_with_timeout, skip, skip_unless, str_at, u64_at, ChildGuard,
+    NetnsPair, Program, Ringperf, Server, IP, NFT, RUN_TIMEOUT, SS, TC,
 };
 
 /// Starts `args` against `server` for 20 s and returns once the run has been going ~1 s.
@@ -223,15 +223,16 @@ fn two_hundred_sessions_with_killed_clients_leave_no_trace() {
     server.assert_running();
 }
 
-fn netns_pair(tag: &str, n: u8) -> Option<NetnsPair> {
-    if !is_root() {
-        eprintln!("skipped: creating network namespaces needs root");
+/// A namespace pair for `test`, or `None` after saying why it cannot be made here: not
+/// root, or one of `programs` (besides `ip`) missing.
+fn netns_pair(test: &str, tag: &str, n: u8, programs: &[Program]) -> Option<NetnsPair> {
+    if skip_unless(test, true, &[&[IP], programs].concat()) {
         return None;
     }
     match NetnsPair::create(tag, n) {
         Ok(p) => Some(p),
         Err(e) => {
-            eprintln!("skipped: cannot create a namespace pair: {e}");
+            skip(test, &format!("cannot create a namespace pair: {e}"));
             None
         }
     }
@@ -241,7 +242,10 @@ fn netns_pair(tag: &str, n: u8) -> Option<NetnsPair> {
 /// client reports a partial result with exit 3, the server logs the failure and serves on.
 #[test]
 fn a_data_connection_reset_mid_run_gives_a_partial_report() {
-    let Some(pair) = netns_pair("reset", 71) else { return };
+    let Some(pair) = netns_pair("a_data_connection_reset_mid_run_gives_a_partial_report", "reset", 71, &[SS])
+    else {
+        return;
+    };
     let rp = ringperf!();
     let a_ip: Ipv4Addr = pair.a_addr.parse().expect("address");
     let mut server = Server::spawn_in(&rp, &pair.a, a_ip, &[]);
@@ -294,9 +298,10 @@ fn a_data_connection_reset_mid_run_gives_a_partial_report() {
 /// byte arrives, and the sender reports its retransmits from TCP_INFO.
 #[test]
 fn a_lossy_slow_path_completes_and_reports_retransmits() {
-    let Some(pair) = netns_pair("loss", 72) else { return };
+    const TEST: &str = "a_lossy_slow_path_completes_and_reports_retransmits";
+    let Some(pair) = netns_pair(TEST, "loss", 72, &[NFT, TC]) else { return };
     if let Err(e) = pair.degrade(3, "50mbit", "30ms") {
-        eprintln!("skipped: cannot degrade the path (nft and tc are needed): {e}");
+        skip(TEST, &format!("cannot degrade the path with nft and tc: {e}"));
         return;
     }
     let rp = ringperf!();

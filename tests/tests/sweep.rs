@@ -9,7 +9,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use ringperf_tests::{
-    check_stream_report, is_root, lab_name, netns_list, ringperf, run_with_timeout, str_at,
+    check_stream_report, lab_name, netns_list, ringperf, run_with_timeout, skip_unless, str_at, LAB_PROGRAMS,
+    PYTHON3,
 };
 use serde_json::Value;
 
@@ -181,10 +182,7 @@ fn rr_plot_has_the_rate_over_time_and_the_latency_cdf() {
 
 #[test]
 fn tso_study_quick_runs_end_to_end() {
-    if !is_root() {
-        eprintln!(
-            "SKIPPED tso_study_quick_runs_end_to_end: needs root for network namespaces (CI runs as root)"
-        );
+    if skip_unless("tso_study_quick_runs_end_to_end", true, &[LAB_PROGRAMS, &[PYTHON3]].concat()) {
         return;
     }
     let dir = scratch("tso");
