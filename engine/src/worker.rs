@@ -377,6 +377,10 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
         },
     });
     let end_ns = own.end_ns().unwrap_or_else(monotonic_ns);
+    // A run that did not complete may have ended long after its deadline: a hung peer is
+    // caught by the guard PEER_GRACE_NS later, and nothing was measured in that wait but
+    // the wait itself. Its window closes at the deadline at the latest.
+    let end_ns = if matches!(ending, Ok(Ending::Completed)) { end_ns } else { end_ns.min(deadline) };
     let mut tool = ThreadCpuSnapshot::now().since(&cpu_before);
     tool.helper_ns = helper_threads_ns(tid).saturating_sub(helpers_before);
     if plan.role == Role::StreamSender && matches!(ending, Ok(Ending::Completed)) {

@@ -223,6 +223,53 @@ fn two_hundred_sessions_with_killed_clients_leave_no_trace() {
     server.assert_running();
 }
 
+/// The server stopped (SIGSTOP) mid-run, `args` for 2 s: the client gives up after the peer
+/// grace with exit 3 and a partial report whose Elapsed ends with the test's length, not
+/// with the grace it waited on top of it.
+fn hung_server(args: &[&str]) {
+    const LENGTH_NS: u64 = 2_000_000_000;
+    let rp = ringperf!();
+    let mut server = rp.serve();
+    let port = server.port_arg();
+    let mut all = args.to_vec();
+    all.extend(["-H", "127.0.0.1", "-p", &port, "-l", "2", "--json"]);
+    let client = {
+        let rp = rp.clone();
+        let all: Vec<String> = all.iter().map(|s| s.to_string()).collect();
+        thread::spawn(move || rp.run(&all.iter().map(String::as_str).collect::<Vec<_>>()))
+    };
+    assert!(server.wait_for_log("session started", Duration::from_secs(20)).is_some(), "{:?}", server.log());
+    thread::sleep(Duration::from_millis(500));
+    server.child().signal(libc::SIGSTOP);
+    let o = client.join().expect("client thread");
+    server.child().signal(libc::SIGCONT);
+    assert_eq!(o.status.code(), Some(3), "a hung server did not exit 3: {o}");
+    let r = o.json();
+    assert!(bool_at(&r, "partial"), "a run against a hung server not marked partial: {r}");
+    let moved = u64_at(&r, "local.bytes_sent") + u64_at(&r, "local.bytes_received");
+    assert!(moved > 0, "the partial report lost what was measured: {r}");
+    let elapsed = u64_at(&r, "local.elapsed_ns");
+    assert!(
+        elapsed <= LENGTH_NS + 1_000_000_000,
+        "Elapsed {elapsed} ns counts the wait for a hung peer, not just the {LENGTH_NS} ns test"
+    );
+    eprintln!(
+        "figures: hung server under {args:?}: exit 3, elapsed {:.3} s, {moved} B, reason: {}",
+        elapsed as f64 / 1e9,
+        str_at(&r, "partial_reason")
+    );
+}
+
+#[test]
+fn a_hung_server_gives_a_partial_stream_report_whose_elapsed_is_the_test_length() {
+    hung_server(&["stream"]);
+}
+
+#[test]
+fn a_hung_server_gives_a_partial_reverse_stream_report_whose_elapsed_is_the_test_length() {
+    hung_server(&["stream", "--reverse"]);
+}
+
 /// A namespace pair for `test`, or `None` after saying why it cannot be made here: not
 /// root, or one of `programs` (besides `ip`) missing.
 fn netns_pair(test: &str, tag: &str, n: u8, programs: &[Program]) -> Option<NetnsPair> {
