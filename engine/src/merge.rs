@@ -134,6 +134,9 @@ pub fn send(all: Vec<SendReport>) -> Option<SendReport> {
                 leftover_splices: a.leftover_splices + b.leftover_splices,
                 chain_depth: a.chain_depth.max(b.chain_depth),
                 sched_batch: a.sched_batch && b.sched_batch,
+                // Every worker of a side splices from the same -F file.
+                file_bytes: a.file_bytes.or(b.file_bytes),
+                file_smaller_than_send: a.file_smaller_than_send.or(b.file_smaller_than_send),
             }),
             (a, b) => a.or(b),
         };

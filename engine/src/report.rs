@@ -416,6 +416,25 @@ pub struct SpliceReport {
     /// The sender and its io-wq workers ran SCHED_BATCH (see the worker).
     #[serde(default)]
     pub sched_batch: bool,
+    /// Size of the `-F` file in bytes; `None` when the payload came from a memfd.
+    #[serde(default)]
+    pub file_bytes: Option<u64>,
+    /// The send size (-m) when the `-F` file is smaller than it: the sender loops over the
+    /// file as netperf does, so each send moves at most `file_bytes` and the run measures
+    /// per-send cost rather than throughput. `None` when a send can be whole.
+    #[serde(default)]
+    pub file_smaller_than_send: Option<u64>,
+}
+
+impl SpliceReport {
+    /// What to say about a `-F` file smaller than a send, or `None` when it is not.
+    pub fn small_file_warning(&self) -> Option<String> {
+        let send = self.file_smaller_than_send?;
+        let file = self.file_bytes?;
+        Some(format!(
+            "the -F file is {file} bytes, smaller than the {send}-byte send size (-m): each send moved at most {file} bytes, so this measures the cost per send, not throughput: use a file of at least {send} bytes"
+        ))
+    }
 }
 
 /// What a receive engine did.

@@ -209,6 +209,43 @@ fn sendfile_sends_a_named_file_and_refuses_a_missing_one() {
     out.failure(2, &["--verify"]);
 }
 
+/// A file smaller than a send is looped over as netperf does, and the report says that
+/// each send then moves only the file's bytes: a warning in the human output, the sizes in
+/// JSON. A file of at least -m bytes gets no warning.
+#[test]
+fn sendfile_with_a_file_smaller_than_a_send_warns_and_says_what_to_do() {
+    let dir = std::env::temp_dir().join(format!("ringperf-tiny-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let tiny = dir.join("tiny");
+    std::fs::write(&tiny, b"abc").expect("tiny file");
+    let tiny = tiny.to_str().expect("utf-8 temp path");
+    let big = dir.join("big");
+    std::fs::write(&big, vec![7u8; 8192]).expect("big file");
+    let big = big.to_str().expect("utf-8 temp path");
+
+    let r = ringperf!().run_json(&["sendfile", "-l", "0.5", "-F", tiny]);
+    check_stream_report(&r, false);
+    assert_eq!(u64_at(&r, "local.send.splice.file_bytes"), 3);
+    assert_eq!(u64_at(&r, "local.send.splice.file_smaller_than_send"), u64_at(&r, "spec.send_size"));
+    let sends = u64_at(&r, "local.send.sends");
+    assert!(u64_at(&r, "local.bytes_sent") <= 3 * sends, "a send moved more than the 3-byte file");
+
+    let o = ringperf!().run(&["sendfile", "-l", "0.5", "-F", tiny, "-m", "4K"]).success();
+    let warning =
+        o.stdout.lines().find(|l| l.contains("WARNING")).unwrap_or_else(|| panic!("no warning:\n{o}"));
+    for needle in ["3 bytes", "4096-byte send size (-m)", "use a file of at least 4096 bytes"] {
+        assert!(warning.contains(needle), "the warning lacks '{needle}': {warning}");
+    }
+
+    let r = ringperf!().run_json(&["sendfile", "-l", "0.5", "-F", big, "-m", "8K"]);
+    check_stream_report(&r, false);
+    assert_eq!(u64_at(&r, "local.send.splice.file_bytes"), 8192);
+    assert!(at(&r, "local.send.splice.file_smaller_than_send").is_null(), "a file of -m bytes is not small");
+    let o = ringperf!().run(&["sendfile", "-l", "0.5", "-F", big, "-m", "8K"]).success();
+    assert!(!o.stdout.contains("WARNING"), "a warning for a file of -m bytes:\n{o}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// A linked chain of sends reaches the kernel whole even when the submit batch is one
 /// entry or an SQPOLL thread reads the queue as it fills: a split chain runs its halves
 /// side by side and reorders the stream, which --verify catches.

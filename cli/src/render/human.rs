@@ -62,6 +62,19 @@ pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
             o.push('\n');
         }
     }
+    let small_files: Vec<String> = sides(r)
+        .into_iter()
+        .filter_map(|(name, s)| {
+            let w = s.send.as_ref()?.splice.as_ref()?.small_file_warning()?;
+            Some(format!("!!! WARNING ({}): {w}", name.trim()))
+        })
+        .collect();
+    for w in &small_files {
+        let _ = writeln!(o, "{w}");
+    }
+    if !small_files.is_empty() {
+        o.push('\n');
+    }
     let mut table = String::new();
     render_table(&mut table, r, units);
     if opts.banner {
