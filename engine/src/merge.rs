@@ -155,6 +155,8 @@ fn zero_copy(a: ZeroCopyReport, b: ZeroCopyReport) -> ZeroCopyReport {
         bytes_copied: a.bytes_copied + b.bytes_copied,
         notification_latency: if lat.is_empty() { None } else { merge_summaries(&lat) },
         latency_sample_every: a.latency_sample_every,
+        buffers_per_flow: a.buffers_per_flow.min(b.buffers_per_flow),
+        buffer_waits: a.buffer_waits + b.buffer_waits,
     }
 }
 

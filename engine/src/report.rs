@@ -385,6 +385,15 @@ pub struct ZeroCopyReport {
     /// Send CQE to notification CQE, timed on one send in `latency_sample_every`.
     pub notification_latency: Option<LatencySummary>,
     pub latency_sample_every: u64,
+    /// Buffers each flow has for sends awaiting their notification (the fewest of the
+    /// workers): a flow cannot have more sends unnotified than this.
+    #[serde(default)]
+    pub buffers_per_flow: u64,
+    /// Times a flow was ready to start sends but had fewer free buffers than it wanted,
+    /// every other one still held by the kernel until its notification: ringperf itself
+    /// held those sends back. Near 0 when the buffers are not what limits the run.
+    #[serde(default)]
+    pub buffer_waits: u64,
 }
 
 impl ZeroCopyReport {

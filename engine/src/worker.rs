@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::io::op;
-use crate::io::send::SendSetup;
+use crate::io::send::{zc_slots_per_flow, SendSetup};
 use crate::io::{AnyRecv, AnySend, RecvPath, RecvSetup, SendPath};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::cpu::{helper_threads_ns, ThreadCpuSnapshot};
@@ -235,8 +235,16 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
     let spec = &plan.spec;
     let tuning = &spec.ring;
     let nflows = plan.fds.len();
-    // Per flow: a chain of sends, its notifications, a chain of receives; plus the deadline.
-    let per_flow = 2 * (tuning.send_depth as usize + 1) + tuning.recv_depth as usize + 1;
+    // Per flow: a chain of sends, the notifications of every buffer it can have awaiting
+    // one (a zero-copy stream keeps megabytes of them), a chain of receives; plus the
+    // deadline.
+    let send_depth = tuning.send_depth as usize;
+    let notifications = if plan.side.send_engine.is_zero_copy() && plan.role == Role::StreamSender {
+        zc_slots_per_flow(spec.send_size as usize, send_depth, nflows, true)
+    } else {
+        send_depth + 1
+    };
+    let per_flow = (send_depth + 1) + notifications + tuning.recv_depth as usize + 1;
     let min_cq = Own::max_cqes(plan.role, spec, plan.flow_ids.len()).unwrap_or(per_flow * nflows + 8);
     // A splice stream's work runs on io-wq: with cooperative task work its chains wake the
     // worker once per chain instead of once per step, and SCHED_BATCH (inherited by the
@@ -276,7 +284,13 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
         Some(AnySend::new(
             plan.side.send_engine,
             &mut ring,
-            SendSetup { fds: &fds, max_len: send_len as usize, depth, file: plan.splice_file },
+            SendSetup {
+                fds: &fds,
+                max_len: send_len as usize,
+                depth,
+                streaming: plan.role == Role::StreamSender,
+                file: plan.splice_file,
+            },
         )?)
     } else {
         None

@@ -10,7 +10,9 @@ use io_uring::squeue;
 
 pub use copy::CopySend;
 pub use splice::SpliceSend;
-pub use zc::{ZcKind, ZcSend};
+pub use zc::{
+    arena_bytes_per_flow as zc_arena_bytes_per_flow, slots_per_flow as zc_slots_per_flow, ZcKind, ZcSend,
+};
 
 use crate::error::Result;
 use crate::io::{SendEvent, SendPath};
@@ -33,6 +35,9 @@ pub struct SendSetup<'a> {
     pub max_len: usize,
     /// Sends in flight per flow.
     pub depth: usize,
+    /// The sender keeps sending without waiting for its peer (stream): zero copy then sizes
+    /// its buffers by bytes awaiting notification, not by the depth.
+    pub streaming: bool,
     /// Payload source for `splice`, already opened by the client; `None` uses a memfd.
     pub file: Option<File>,
 }
@@ -41,8 +46,11 @@ impl AnySend {
     pub fn new(engine: SendEngine, ring: &mut Ring, s: SendSetup) -> Result<AnySend> {
         Ok(match engine {
             SendEngine::Copy => AnySend::Copy(CopySend::new(s.fds, s.max_len)?),
-            SendEngine::Zc => AnySend::Zc(ZcSend::new(ZcKind::Send, ring, s.fds, s.max_len, s.depth)?),
-            SendEngine::ZcMsg => AnySend::Zc(ZcSend::new(ZcKind::SendMsg, ring, s.fds, s.max_len, s.depth)?),
+            SendEngine::Zc | SendEngine::ZcMsg => {
+                let kind = if engine == SendEngine::Zc { ZcKind::Send } else { ZcKind::SendMsg };
+                let slots = zc::slots_per_flow(s.max_len, s.depth, s.fds.len(), s.streaming);
+                AnySend::Zc(ZcSend::new(kind, ring, s.fds, s.max_len, slots)?)
+            }
             SendEngine::Splice => AnySend::Splice(SpliceSend::new(s.fds, s.max_len, s.depth, s.file)?),
         })
     }
@@ -93,6 +101,10 @@ impl SendPath for AnySend {
     #[inline]
     fn outstanding(&self) -> usize {
         dispatch!(self, p => p.outstanding())
+    }
+    #[inline]
+    fn short_of_buffers(&mut self, flow: usize) {
+        dispatch!(self, p => p.short_of_buffers(flow))
     }
     fn report(&self) -> SendReport {
         dispatch!(self, p => p.report())
