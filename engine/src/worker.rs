@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::io::op;
-use crate::io::send::{zc_slots_per_flow, SendSetup};
+use crate::io::send::{zc_slots_per_flow, zc_stream_unnotified_bytes, SendSetup};
 use crate::io::{AnyRecv, AnySend, RecvPath, RecvSetup, SendPath};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::cpu::{helper_threads_ns, ThreadCpuSnapshot};
@@ -239,8 +239,10 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
     // one (a zero-copy stream keeps megabytes of them), a chain of receives; plus the
     // deadline.
     let send_depth = tuning.send_depth as usize;
-    let notifications = if plan.side.send_engine.is_zero_copy() && plan.role == Role::StreamSender {
-        zc_slots_per_flow(spec.send_size as usize, send_depth, nflows, true)
+    let zc_unnotified_bytes =
+        if plan.role == Role::StreamSender { zc_stream_unnotified_bytes(spec.workers()) } else { 0 };
+    let notifications = if plan.side.send_engine.is_zero_copy() {
+        zc_slots_per_flow(spec.send_size as usize, send_depth, nflows, zc_unnotified_bytes)
     } else {
         send_depth + 1
     };
@@ -288,7 +290,7 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
                 fds: &fds,
                 max_len: send_len as usize,
                 depth,
-                streaming: plan.role == Role::StreamSender,
+                zc_unnotified_bytes,
                 file: plan.splice_file,
             },
         )?)

@@ -229,8 +229,10 @@ fn small_zero_copy_sends_are_not_throttled_by_ringperfs_buffers() {
     for engine in ["zc", "zc-msg"] {
         let r = run(engine);
         let zc = at(&r, "local.send.zero_copy");
-        // 4 MiB of 1 KiB sends on the one flow.
-        assert_eq!(u64_at(zc, "buffers_per_flow"), 4096, "{engine}: {zc}");
+        // Megabytes of 1 KiB sends on the one flow (4 MiB as root; as non-root a quarter of
+        // the memory lock limit, 8 MiB by default), not the 5 a chain of 4 had.
+        let buffers = u64_at(zc, "buffers_per_flow");
+        assert!((1024..=4096).contains(&buffers), "{engine}: {buffers} buffers of 1 KiB: {zc}");
         let waits = u64_at(zc, "buffer_waits");
         let bps = f64_at(&r, "summary.throughput_bits_per_sec");
         eprintln!(

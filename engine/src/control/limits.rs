@@ -3,7 +3,7 @@
 //! names the limit, its value and what the client can do instead.
 
 use crate::error::{Error, Result};
-use crate::io::send::{zc_arena_bytes_per_flow, zc_slots_per_flow};
+use crate::io::send::{zc_arena_bytes_per_flow, zc_slots_per_flow, ZC_STREAM_UNNOTIFIED_BYTES};
 use crate::spec::{RecvEngine, Role, SendEngine, SideSpec, TestSpec, Workload, MAX_DURATION_MS, MAX_FLOWS};
 
 /// The operator's limits. The defaults let any valid spec through except ones that would
@@ -169,13 +169,15 @@ pub fn payload_memory(spec: &TestSpec, role: Role, side: &SideSpec) -> u64 {
                 flows.saturating_mul(depth).saturating_mul(send_len)
             }
             SendEngine::Copy => workers.saturating_mul(send_len),
-            // Every flow of a worker has the zero-copy buffers `zc_slots_per_flow` gives it;
-            // the busiest worker's share, for every worker.
+            // Every flow of a worker has the zero-copy buffers `zc_slots_per_flow` gives it
+            // (a stream as if no memory lock limit shrank them); the busiest worker's
+            // share, for every worker.
             SendEngine::Zc | SendEngine::ZcMsg => {
                 let streaming = matches!(role, Role::StreamSender | Role::StreamBidir);
+                let unnotified = if streaming { ZC_STREAM_UNNOTIFIED_BYTES } else { 0 };
                 let per_worker = flows.div_ceil(workers.max(1));
                 let len = usize::try_from(send_len).unwrap_or(usize::MAX);
-                let slots = zc_slots_per_flow(len, depth as usize, per_worker as usize, streaming);
+                let slots = zc_slots_per_flow(len, depth as usize, per_worker as usize, unnotified);
                 let region = zc_arena_bytes_per_flow(len, slots) as u64;
                 workers.saturating_mul(per_worker).saturating_mul(region)
             }

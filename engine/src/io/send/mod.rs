@@ -11,7 +11,9 @@ use io_uring::squeue;
 pub use copy::CopySend;
 pub use splice::SpliceSend;
 pub use zc::{
-    arena_bytes_per_flow as zc_arena_bytes_per_flow, slots_per_flow as zc_slots_per_flow, ZcKind, ZcSend,
+    arena_bytes_per_flow as zc_arena_bytes_per_flow, slots_per_flow as zc_slots_per_flow,
+    stream_unnotified_bytes as zc_stream_unnotified_bytes, ZcKind, ZcSend,
+    STREAM_UNNOTIFIED_BYTES as ZC_STREAM_UNNOTIFIED_BYTES,
 };
 
 use crate::error::Result;
@@ -35,9 +37,9 @@ pub struct SendSetup<'a> {
     pub max_len: usize,
     /// Sends in flight per flow.
     pub depth: usize,
-    /// The sender keeps sending without waiting for its peer (stream): zero copy then sizes
-    /// its buffers by bytes awaiting notification, not by the depth.
-    pub streaming: bool,
+    /// Bytes of sends a zero-copy stream may keep awaiting notification (see
+    /// `zc::stream_unnotified_bytes`); 0 for request/response, whose buffers follow the depth.
+    pub zc_unnotified_bytes: usize,
     /// Payload source for `splice`, already opened by the client; `None` uses a memfd.
     pub file: Option<File>,
 }
@@ -48,7 +50,7 @@ impl AnySend {
             SendEngine::Copy => AnySend::Copy(CopySend::new(s.fds, s.max_len)?),
             SendEngine::Zc | SendEngine::ZcMsg => {
                 let kind = if engine == SendEngine::Zc { ZcKind::Send } else { ZcKind::SendMsg };
-                let slots = zc::slots_per_flow(s.max_len, s.depth, s.fds.len(), s.streaming);
+                let slots = zc::slots_per_flow(s.max_len, s.depth, s.fds.len(), s.zc_unnotified_bytes);
                 AnySend::Zc(ZcSend::new(kind, ring, s.fds, s.max_len, slots)?)
             }
             SendEngine::Splice => AnySend::Splice(SpliceSend::new(s.fds, s.max_len, s.depth, s.file)?),

@@ -46,18 +46,36 @@ pub fn arena_bytes_per_flow(max_len: usize, per_flow: usize) -> usize {
     bytes.checked_next_multiple_of(64).unwrap_or(bytes)
 }
 
-/// Buffers per flow of a worker with `flows` flows sending up to `max_len` bytes in chains
-/// of `depth`. Request/response sends wait for their peer anyway: one more than the depth,
-/// so the next send can start while the last one's notification is on its way. A stream
-/// gets enough to cover [`STREAM_UNNOTIFIED_BYTES`] shared by its flows, within
-/// [`MAX_SLOTS_PER_WORKER`], and never fewer than that.
-pub fn slots_per_flow(max_len: usize, depth: usize, flows: usize, streaming: bool) -> usize {
-    let floor = depth + 1;
-    if !streaming {
-        return floor;
+/// Bytes of unnotified stream sends each of a side's `workers` may keep:
+/// [`STREAM_UNNOTIFIED_BYTES`], or less where the memory lock limit would refuse it. As
+/// non-root, io_uring charges registered buffers to RLIMIT_MEMLOCK (8 MiB by default) for
+/// the whole process, which may hold both sides (an embedded server, --bidir): a quarter of
+/// the limit, shared by the side's workers, leaves room for the other side.
+pub fn stream_unnotified_bytes(workers: usize) -> usize {
+    // SAFETY: geteuid cannot fail and has no memory effects.
+    if unsafe { libc::geteuid() } == 0 {
+        return STREAM_UNNOTIFIED_BYTES;
     }
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes one rlimit into the valid, writable `lim`.
+    if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut lim) } != 0 || lim.rlim_cur == libc::RLIM_INFINITY
+    {
+        return STREAM_UNNOTIFIED_BYTES;
+    }
+    let share = usize::try_from(lim.rlim_cur / 4).unwrap_or(usize::MAX) / workers.max(1);
+    share.min(STREAM_UNNOTIFIED_BYTES)
+}
+
+/// Buffers per flow of a worker with `flows` flows sending up to `max_len` bytes in chains
+/// of `depth`, which may keep `unnotified_bytes` of sends awaiting notification (0 for
+/// request/response, whose sends wait for their peer anyway). Never fewer than one more
+/// than the depth, so the next send can start while the last one's notification is on its
+/// way; a stream gets enough to cover `unnotified_bytes` shared by its flows, within
+/// [`MAX_SLOTS_PER_WORKER`].
+pub fn slots_per_flow(max_len: usize, depth: usize, flows: usize, unnotified_bytes: usize) -> usize {
+    let floor = depth + 1;
     let flows = flows.max(1);
-    let by_bytes = (STREAM_UNNOTIFIED_BYTES / flows).div_ceil(max_len.max(1));
+    let by_bytes = (unnotified_bytes / flows).div_ceil(max_len.max(1));
     by_bytes.min(MAX_SLOTS_PER_WORKER / flows).max(floor)
 }
 
@@ -275,17 +293,27 @@ mod tests {
 
     #[test]
     fn small_stream_sends_get_megabytes_of_buffers_and_rr_keeps_the_depth() {
+        const B: usize = STREAM_UNNOTIFIED_BYTES;
         // 1 KiB sends on one flow: 4 MiB of them, not the 5 a depth of 4 would give.
-        assert_eq!(slots_per_flow(1024, 4, 1, true), 4096);
+        assert_eq!(slots_per_flow(1024, 4, 1, B), 4096);
         // 128 KiB sends: 32 cover 4 MiB.
-        assert_eq!(slots_per_flow(128 << 10, 4, 1, true), 32);
+        assert_eq!(slots_per_flow(128 << 10, 4, 1, B), 32);
         // Flows share the worker's bytes, and never go below the depth + 1.
-        assert_eq!(slots_per_flow(1024, 4, 4, true), 1024);
-        assert_eq!(slots_per_flow(1 << 20, 16, 8, true), 17);
+        assert_eq!(slots_per_flow(1024, 4, 4, B), 1024);
+        assert_eq!(slots_per_flow(1 << 20, 16, 8, B), 17);
         // Tiny sends are bounded by the worker's slot cap.
-        assert_eq!(slots_per_flow(1, 1, 1, true), MAX_SLOTS_PER_WORKER);
-        assert_eq!(slots_per_flow(1, 1, 2, true), MAX_SLOTS_PER_WORKER / 2);
+        assert_eq!(slots_per_flow(1, 1, 1, B), MAX_SLOTS_PER_WORKER);
+        assert_eq!(slots_per_flow(1, 1, 2, B), MAX_SLOTS_PER_WORKER / 2);
+        // A smaller budget (the memory lock limit) gives fewer.
+        assert_eq!(slots_per_flow(1024, 4, 1, 1 << 20), 1024);
         // Request/response: one more than the depth.
-        assert_eq!(slots_per_flow(1, 1, 1, false), 2);
+        assert_eq!(slots_per_flow(1, 1, 1, 0), 2);
+    }
+
+    #[test]
+    fn the_budget_never_exceeds_the_stream_bytes_and_shrinks_with_workers() {
+        let one = stream_unnotified_bytes(1);
+        assert!(one > 0 && one <= STREAM_UNNOTIFIED_BYTES);
+        assert!(stream_unnotified_bytes(4) <= one);
     }
 }
