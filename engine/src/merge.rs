@@ -157,6 +157,7 @@ fn zero_copy(a: ZeroCopyReport, b: ZeroCopyReport) -> ZeroCopyReport {
         latency_sample_every: a.latency_sample_every,
         buffers_per_flow: a.buffers_per_flow.min(b.buffers_per_flow),
         buffer_waits: a.buffer_waits + b.buffer_waits,
+        fixed_buffers: a.fixed_buffers && b.fixed_buffers,
     }
 }
 

@@ -394,6 +394,10 @@ pub struct ZeroCopyReport {
     /// held those sends back. Near 0 when the buffers are not what limits the run.
     #[serde(default)]
     pub buffer_waits: u64,
+    /// Sends came from the registered arena (a fixed buffer); false for sends under a page,
+    /// which go from plain memory so that the kernel can merge adjacent ones.
+    #[serde(default)]
+    pub fixed_buffers: bool,
 }
 
 impl ZeroCopyReport {

@@ -239,8 +239,11 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
     // one (a zero-copy stream keeps megabytes of them), a chain of receives; plus the
     // deadline.
     let send_depth = tuning.send_depth as usize;
-    let zc_unnotified_bytes =
-        if plan.role == Role::StreamSender { zc_stream_unnotified_bytes(spec.workers()) } else { 0 };
+    let zc_unnotified_bytes = if plan.role == Role::StreamSender {
+        zc_stream_unnotified_bytes(spec.workers(), spec.send_size as usize)
+    } else {
+        0
+    };
     let notifications = if plan.side.send_engine.is_zero_copy() {
         zc_slots_per_flow(spec.send_size as usize, send_depth, nflows, zc_unnotified_bytes)
     } else {

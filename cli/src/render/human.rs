@@ -346,8 +346,9 @@ fn zero_copy_line(engine: &str, z: &ZeroCopyReport) -> String {
     } else {
         String::new()
     };
+    let from = if z.fixed_buffers { "registered arena" } else { "plain memory, sends under a page" };
     format!(
-        "zero copy ({engine}): {} sends, {} notifications, {} copied; {:.1} % of bytes sent without a copy: {verdict}{waits}",
+        "zero copy ({engine}, from {from}): {} sends, {} notifications, {} copied; {:.1} % of bytes sent without a copy: {verdict}{waits}",
         z.sends,
         z.notifications,
         z.copied,
@@ -644,7 +645,12 @@ mod tests {
             ..Default::default()
         };
         let line = zero_copy_line("zc", &z);
-        assert!(line.starts_with("zero copy (zc): 10 sends, 10 notifications, 10 copied;"), "{line}");
+        assert!(
+            line.starts_with(
+                "zero copy (zc, from plain memory, sends under a page): 10 sends, 10 notifications, 10 copied;"
+            ),
+            "{line}"
+        );
         assert!(!line.contains("held sends back"), "{line}");
         z.buffer_waits = 7;
         let line = zero_copy_line("zc-msg", &z);

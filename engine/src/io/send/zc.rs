@@ -19,6 +19,14 @@ use crate::with_fd;
 /// per operation.
 pub const LATENCY_SAMPLE_EVERY: u64 = 16;
 
+/// Smallest send that goes out from the registered arena (a fixed buffer). The kernel
+/// gives every send from a fixed buffer fragments of its own, at most 17 to a packet, so
+/// sends under a page cannot fill a 64 KiB segment and Nagle then holds each partial one
+/// until the last is acknowledged: 1 KiB zc sends ran at a sixth of copy. From plain
+/// memory the kernel pins the pages per send but merges adjacent sends into one fragment,
+/// and a flow's sends are adjacent in its region: 1 KiB sends then run at half of copy.
+pub const FIXED_BUFFER_MIN_SEND: usize = 4096;
+
 /// Bytes of stream sends one worker may have awaiting their notifications. A notification
 /// comes only when the kernel frees the data, and the kernel coalesces small sends into
 /// one segment and holds a lone small one back (Nagle), so a sender that can keep only a
@@ -46,12 +54,14 @@ pub fn arena_bytes_per_flow(max_len: usize, per_flow: usize) -> usize {
     bytes.checked_next_multiple_of(64).unwrap_or(bytes)
 }
 
-/// Bytes of unnotified stream sends each of a side's `workers` may keep:
-/// [`STREAM_UNNOTIFIED_BYTES`], or less where the memory lock limit would refuse it. As
-/// non-root, io_uring charges registered buffers to RLIMIT_MEMLOCK (8 MiB by default) for
-/// the whole process, which may hold both sides (an embedded server, --bidir): a quarter of
-/// the limit, shared by the side's workers, leaves room for the other side.
-pub fn stream_unnotified_bytes(workers: usize) -> usize {
+/// Bytes of unnotified stream sends of up to `max_len` bytes each of a side's `workers`
+/// may keep: [`STREAM_UNNOTIFIED_BYTES`], or less where the memory lock limit would refuse
+/// it. As non-root, io_uring charges to RLIMIT_MEMLOCK (8 MiB by default, per user) a
+/// registered arena whole, and a send from plain memory by the pages it pins until its
+/// notification (two for a send under a page). A process may hold both sides (an embedded
+/// server, --bidir): a quarter of the limit, shared by the side's workers, leaves room for
+/// the other side.
+pub fn stream_unnotified_bytes(workers: usize, max_len: usize) -> usize {
     // SAFETY: geteuid cannot fail and has no memory effects.
     if unsafe { libc::geteuid() } == 0 {
         return STREAM_UNNOTIFIED_BYTES;
@@ -63,8 +73,17 @@ pub fn stream_unnotified_bytes(workers: usize) -> usize {
         return STREAM_UNNOTIFIED_BYTES;
     }
     let share = usize::try_from(lim.rlim_cur / 4).unwrap_or(usize::MAX) / workers.max(1);
-    share.min(STREAM_UNNOTIFIED_BYTES)
+    let sends_bytes = if max_len >= FIXED_BUFFER_MIN_SEND {
+        share
+    } else {
+        (share / (2 * PAGE_SIZE)).saturating_mul(max_len.max(1))
+    };
+    sends_bytes.min(STREAM_UNNOTIFIED_BYTES)
 }
+
+/// The page size the kernel pins by (4 KiB on the machines ringperf runs on; a larger page
+/// only makes the memory lock estimate above err low).
+const PAGE_SIZE: usize = 4096;
 
 /// Buffers per flow of a worker with `flows` flows sending up to `max_len` bytes in chains
 /// of `depth`, which may keep `unnotified_bytes` of sends awaiting notification (0 for
@@ -94,6 +113,8 @@ pub struct ZcSend {
     /// nothing either sends.
     arena: PayloadArena,
     span: u64,
+    /// Sends name the registered arena (see [`FIXED_BUFFER_MIN_SEND`]).
+    fixed: bool,
     /// Sends each flow may have awaiting their notification; a slot is the bookkeeping
     /// of one of them.
     per_flow: usize,
@@ -128,7 +149,10 @@ impl ZcSend {
         let slots = fds.len() * per_flow;
         let span = span(max_len, per_flow);
         let arena = PayloadArena::new(fds.len(), span + max_len)?;
-        arena.register(ring)?;
+        let fixed = max_len >= FIXED_BUFFER_MIN_SEND;
+        if fixed {
+            arena.register(ring)?;
+        }
         let free = (0..fds.len()).flat_map(|_| 0..per_flow as u32).collect();
         // SAFETY: all-zero msghdr and iovec are valid values of these plain C structs.
         let zero_msg: libc::msghdr = unsafe { std::mem::zeroed() };
@@ -138,6 +162,7 @@ impl ZcSend {
             fds: fds.to_vec(),
             arena,
             span: span as u64,
+            fixed,
             per_flow,
             free,
             free_len: vec![per_flow; fds.len()],
@@ -150,6 +175,7 @@ impl ZcSend {
             zc: ZeroCopyReport {
                 latency_sample_every: LATENCY_SAMPLE_EVERY,
                 buffers_per_flow: per_flow as u64,
+                fixed_buffers: fixed,
                 ..ZeroCopyReport::default()
             },
             latency: LatencyRecorder::new(),
@@ -191,10 +217,11 @@ impl SendPath for ZcSend {
         self.free_len[flow] -= 1;
         let slot = flow * self.per_flow + self.free[flow * self.per_flow + self.free_len[flow]] as usize;
         let ptr = self.arena.at_in_span(flow, offset, self.span);
+        let fixed_index = if self.fixed { Some(0) } else { None };
         let ud = slot_token(op::SEND, flow, slot);
         let e = match self.kind {
             ZcKind::Send => with_fd!(self.fds[flow], |t| opcode::SendZc::new(t, ptr, len)
-                .buf_index(Some(0))
+                .buf_index(fixed_index)
                 .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
                 .zc_flags(IORING_SEND_ZC_REPORT_USAGE)
                 .build()),
@@ -205,7 +232,7 @@ impl SendPath for ZcSend {
                 msg.msg_iovlen = 1;
                 let msg: *const libc::msghdr = msg;
                 with_fd!(self.fds[flow], |t| opcode::SendMsgZc::new(t, msg)
-                    .buf_index(Some(0))
+                    .buf_index(fixed_index)
                     .flags((libc::MSG_WAITALL | libc::MSG_NOSIGNAL) as u32)
                     .ioprio(IORING_SEND_ZC_REPORT_USAGE)
                     .build())
@@ -214,8 +241,9 @@ impl SendPath for ZcSend {
         self.outstanding += 1;
         self.sends += 1;
         self.slot_sent_at[slot] = 0;
-        // SAFETY: the arena (registered) and the msghdr/iovec slots live as long as this
-        // path, and the slot is not reused before its notification.
+        // SAFETY: the arena (registered or not) and the msghdr/iovec slots live as long as
+        // this path, the arena is never written after its fill, and the slot's msghdr is
+        // not reused before its notification.
         unsafe { ring.push(&e.user_data(ud).flags(flags))? };
         Ok(len)
     }
@@ -312,8 +340,10 @@ mod tests {
 
     #[test]
     fn the_budget_never_exceeds_the_stream_bytes_and_shrinks_with_workers() {
-        let one = stream_unnotified_bytes(1);
-        assert!(one > 0 && one <= STREAM_UNNOTIFIED_BYTES);
-        assert!(stream_unnotified_bytes(4) <= one);
+        for len in [1024, 1 << 20] {
+            let one = stream_unnotified_bytes(1, len);
+            assert!(one > 0 && one <= STREAM_UNNOTIFIED_BYTES);
+            assert!(stream_unnotified_bytes(4, len) <= one);
+        }
     }
 }
