@@ -86,12 +86,18 @@ pub struct PayloadArena {
 
 impl PayloadArena {
     pub fn new(slots: usize, max_len: usize) -> Result<PayloadArena> {
-        let slot_len = (max_len + PERIOD).next_multiple_of(64);
+        let slot_len = PayloadArena::slot_len(max_len);
         let mut mem = Mapping::new(slots.max(1) * slot_len)?;
         for s in mem.as_mut_slice().chunks_mut(slot_len) {
             fill(s);
         }
         Ok(PayloadArena { mem, slot_len, slots: slots.max(1) })
+    }
+
+    /// Bytes of one slot for sends of up to `max_len` bytes: room to start at any phase of
+    /// the pattern, cache-line aligned.
+    pub fn slot_len(max_len: usize) -> usize {
+        (max_len + PERIOD).next_multiple_of(64)
     }
 
     /// Registers the whole arena as fixed buffer 0 of `ring`.
@@ -106,6 +112,18 @@ impl PayloadArena {
         debug_assert!(slot < self.slots);
         // SAFETY: slot < slots and phase < PERIOD keep the pointer inside the mapping.
         unsafe { self.mem.as_ptr().add(slot * self.slot_len + phase(offset)) }
+    }
+
+    /// Start of the bytes of stream offset `offset` in `slot`, where the slot holds `span`
+    /// bytes (a multiple of the pattern period) that consecutive offsets run through, plus
+    /// room for one send past the end: back-to-back sends read adjacent memory.
+    #[inline]
+    pub fn at_in_span(&self, slot: usize, offset: u64, span: u64) -> *const u8 {
+        debug_assert!(slot < self.slots && span.is_multiple_of(PERIOD as u64));
+        debug_assert!(span as usize <= self.slot_len);
+        // SAFETY: slot < slots and offset % span < span <= slot_len keep the pointer inside
+        // the mapping; the creator sized the slot for a send past `span`.
+        unsafe { self.mem.as_ptr().add(slot * self.slot_len + (offset % span) as usize) }
     }
 
     pub fn slots(&self) -> usize {

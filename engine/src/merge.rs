@@ -134,6 +134,9 @@ pub fn send(all: Vec<SendReport>) -> Option<SendReport> {
                 leftover_splices: a.leftover_splices + b.leftover_splices,
                 chain_depth: a.chain_depth.max(b.chain_depth),
                 sched_batch: a.sched_batch && b.sched_batch,
+                // Every worker of a side splices from the same -F file.
+                file_bytes: a.file_bytes.or(b.file_bytes),
+                file_smaller_than_send: a.file_smaller_than_send.or(b.file_smaller_than_send),
             }),
             (a, b) => a.or(b),
         };
@@ -152,6 +155,9 @@ fn zero_copy(a: ZeroCopyReport, b: ZeroCopyReport) -> ZeroCopyReport {
         bytes_copied: a.bytes_copied + b.bytes_copied,
         notification_latency: if lat.is_empty() { None } else { merge_summaries(&lat) },
         latency_sample_every: a.latency_sample_every,
+        buffers_per_flow: a.buffers_per_flow.min(b.buffers_per_flow),
+        buffer_waits: a.buffer_waits + b.buffer_waits,
+        fixed_buffers: a.fixed_buffers && b.fixed_buffers,
     }
 }
 

@@ -385,6 +385,19 @@ pub struct ZeroCopyReport {
     /// Send CQE to notification CQE, timed on one send in `latency_sample_every`.
     pub notification_latency: Option<LatencySummary>,
     pub latency_sample_every: u64,
+    /// Buffers each flow has for sends awaiting their notification (the fewest of the
+    /// workers): a flow cannot have more sends unnotified than this.
+    #[serde(default)]
+    pub buffers_per_flow: u64,
+    /// Times a flow was ready to start sends but had fewer free buffers than it wanted,
+    /// every other one still held by the kernel until its notification: ringperf itself
+    /// held those sends back. Near 0 when the buffers are not what limits the run.
+    #[serde(default)]
+    pub buffer_waits: u64,
+    /// Sends came from the registered arena (a fixed buffer); false for sends under a page,
+    /// which go from plain memory so that the kernel can merge adjacent ones.
+    #[serde(default)]
+    pub fixed_buffers: bool,
 }
 
 impl ZeroCopyReport {
@@ -416,6 +429,25 @@ pub struct SpliceReport {
     /// The sender and its io-wq workers ran SCHED_BATCH (see the worker).
     #[serde(default)]
     pub sched_batch: bool,
+    /// Size of the `-F` file in bytes; `None` when the payload came from a memfd.
+    #[serde(default)]
+    pub file_bytes: Option<u64>,
+    /// The send size (-m) when the `-F` file is smaller than it: the sender loops over the
+    /// file as netperf does, so each send moves at most `file_bytes` and the run measures
+    /// per-send cost rather than throughput. `None` when a send can be whole.
+    #[serde(default)]
+    pub file_smaller_than_send: Option<u64>,
+}
+
+impl SpliceReport {
+    /// What to say about a `-F` file smaller than a send, or `None` when it is not.
+    pub fn small_file_warning(&self) -> Option<String> {
+        let send = self.file_smaller_than_send?;
+        let file = self.file_bytes?;
+        Some(format!(
+            "the -F file is {file} bytes, smaller than the {send}-byte send size (-m): each send moved at most {file} bytes, so this measures the cost per send, not throughput: use a file of at least {send} bytes"
+        ))
+    }
 }
 
 /// What a receive engine did.

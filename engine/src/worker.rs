@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::error::{Error, Result};
 use crate::io::op;
-use crate::io::send::SendSetup;
+use crate::io::send::{zc_slots_per_flow, zc_stream_unnotified_bytes, SendSetup};
 use crate::io::{AnyRecv, AnySend, RecvPath, RecvSetup, SendPath};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::cpu::{helper_threads_ns, ThreadCpuSnapshot};
@@ -235,8 +235,21 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
     let spec = &plan.spec;
     let tuning = &spec.ring;
     let nflows = plan.fds.len();
-    // Per flow: a chain of sends, its notifications, a chain of receives; plus the deadline.
-    let per_flow = 2 * (tuning.send_depth as usize + 1) + tuning.recv_depth as usize + 1;
+    // Per flow: a chain of sends, the notifications of every buffer it can have awaiting
+    // one (a zero-copy stream keeps megabytes of them), a chain of receives; plus the
+    // deadline.
+    let send_depth = tuning.send_depth as usize;
+    let zc_unnotified_bytes = if plan.role == Role::StreamSender {
+        zc_stream_unnotified_bytes(spec.workers(), spec.send_size as usize)
+    } else {
+        0
+    };
+    let notifications = if plan.side.send_engine.is_zero_copy() {
+        zc_slots_per_flow(spec.send_size as usize, send_depth, nflows, zc_unnotified_bytes)
+    } else {
+        send_depth + 1
+    };
+    let per_flow = (send_depth + 1) + notifications + tuning.recv_depth as usize + 1;
     let min_cq = Own::max_cqes(plan.role, spec, plan.flow_ids.len()).unwrap_or(per_flow * nflows + 8);
     // A splice stream's work runs on io-wq: with cooperative task work its chains wake the
     // worker once per chain instead of once per step, and SCHED_BATCH (inherited by the
@@ -276,7 +289,13 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
         Some(AnySend::new(
             plan.side.send_engine,
             &mut ring,
-            SendSetup { fds: &fds, max_len: send_len as usize, depth, file: plan.splice_file },
+            SendSetup {
+                fds: &fds,
+                max_len: send_len as usize,
+                depth,
+                zc_unnotified_bytes,
+                file: plan.splice_file,
+            },
         )?)
     } else {
         None
@@ -377,6 +396,10 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
         },
     });
     let end_ns = own.end_ns().unwrap_or_else(monotonic_ns);
+    // A run that did not complete may have ended long after its deadline: a hung peer is
+    // caught by the guard PEER_GRACE_NS later, and nothing was measured in that wait but
+    // the wait itself. Its window closes at the deadline at the latest.
+    let end_ns = if matches!(ending, Ok(Ending::Completed)) { end_ns } else { end_ns.min(deadline) };
     let mut tool = ThreadCpuSnapshot::now().since(&cpu_before);
     tool.helper_ns = helper_threads_ns(tid).saturating_sub(helpers_before);
     if plan.role == Role::StreamSender && matches!(ending, Ok(Ending::Completed)) {

@@ -1,7 +1,7 @@
 //! Bad input: each mistake gets its exit code (2 usage, 3 peer or network) and a one-line
 //! message on stderr that says what is wrong and what to do.
 
-use ringperf_tests::{is_root, ringperf, run_with_timeout, Netns, RefusingPort, RUN_TIMEOUT};
+use ringperf_tests::{ringperf, run_with_timeout, skip, skip_unless, Netns, RefusingPort, IP, RUN_TIMEOUT};
 
 #[test]
 fn refused_port_exits_3_and_says_refused() {
@@ -104,15 +104,14 @@ fn serve_on_a_foreign_address_exits_2() {
 /// route at all, so connect fails at once with ENETUNREACH and no packet leaves.
 #[test]
 fn unreachable_host_exits_3_and_says_so() {
-    if !is_root() {
-        eprintln!("SKIPPED unreachable_host_exits_3_and_says_so: needs root for `ip netns add`");
+    if skip_unless("unreachable_host_exits_3_and_says_so", true, &[IP]) {
         return;
     }
     let name = format!("rpt-unreach-{}", std::process::id());
     let ns = match Netns::create(&name) {
         Ok(ns) => ns,
         Err(why) => {
-            eprintln!("SKIPPED unreachable_host_exits_3_and_says_so: {why}");
+            skip("unreachable_host_exits_3_and_says_so", &why);
             return;
         }
     };

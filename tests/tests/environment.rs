@@ -2,7 +2,9 @@
 //! its driver, offloads, MTU, qdisc and the sysctls, per side. On loopback that is `lo`;
 //! in a lab with TSO off on the sender's veth, the sender's environment must say so.
 
-use ringperf_tests::{at, bool_at, is_root, lab_name, ringperf, str_at, u64_at, Lab, Server, RUN_TIMEOUT};
+use ringperf_tests::{
+    at, bool_at, lab_name, ringperf, skip_unless, str_at, u64_at, Lab, Server, LAB_PROGRAMS, RUN_TIMEOUT,
+};
 
 /// What every side's network environment must carry, wherever it ran.
 fn check_network(r: &serde_json::Value, side: &str) {
@@ -89,10 +91,7 @@ fn the_human_output_names_each_sides_egress() {
 
 #[test]
 fn tso_off_on_the_senders_veth_is_in_the_senders_environment() {
-    if !is_root() {
-        eprintln!(
-            "SKIPPED tso_off_on_the_senders_veth_is_in_the_senders_environment: needs root for tools/lab"
-        );
+    if skip_unless("tso_off_on_the_senders_veth_is_in_the_senders_environment", true, LAB_PROGRAMS) {
         return;
     }
     let rp = ringperf!();

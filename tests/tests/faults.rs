@@ -11,8 +11,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use ringperf_tests::{
-    bool_at, check_stream_report, is_root, ringperf, run_with_timeout, str_at, u64_at, ChildGuard, NetnsPair,
-    Ringperf, Server, RUN_TIMEOUT,
+    bool_at, check_stream_report, ringperf, run_with_timeout, skip, skip_unless, str_at, u64_at, ChildGuard,
+    NetnsPair, Program, Ringperf, Server, IP, NFT, RUN_TIMEOUT, SS, TC,
 };
 
 /// Starts `args` against `server` for 20 s and returns once the run has been going ~1 s.
@@ -223,15 +223,63 @@ fn two_hundred_sessions_with_killed_clients_leave_no_trace() {
     server.assert_running();
 }
 
-fn netns_pair(tag: &str, n: u8) -> Option<NetnsPair> {
-    if !is_root() {
-        eprintln!("skipped: creating network namespaces needs root");
+/// The server stopped (SIGSTOP) mid-run, `args` for 2 s: the client gives up after the peer
+/// grace with exit 3 and a partial report whose Elapsed ends with the test's length, not
+/// with the grace it waited on top of it.
+fn hung_server(args: &[&str]) {
+    const LENGTH_NS: u64 = 2_000_000_000;
+    let rp = ringperf!();
+    let mut server = rp.serve();
+    let port = server.port_arg();
+    let mut all = args.to_vec();
+    all.extend(["-H", "127.0.0.1", "-p", &port, "-l", "2", "--json"]);
+    let client = {
+        let rp = rp.clone();
+        let all: Vec<String> = all.iter().map(|s| s.to_string()).collect();
+        thread::spawn(move || rp.run(&all.iter().map(String::as_str).collect::<Vec<_>>()))
+    };
+    assert!(server.wait_for_log("session started", Duration::from_secs(20)).is_some(), "{:?}", server.log());
+    thread::sleep(Duration::from_millis(500));
+    server.child().signal(libc::SIGSTOP);
+    let o = client.join().expect("client thread");
+    server.child().signal(libc::SIGCONT);
+    assert_eq!(o.status.code(), Some(3), "a hung server did not exit 3: {o}");
+    let r = o.json();
+    assert!(bool_at(&r, "partial"), "a run against a hung server not marked partial: {r}");
+    let moved = u64_at(&r, "local.bytes_sent") + u64_at(&r, "local.bytes_received");
+    assert!(moved > 0, "the partial report lost what was measured: {r}");
+    let elapsed = u64_at(&r, "local.elapsed_ns");
+    assert!(
+        elapsed <= LENGTH_NS + 1_000_000_000,
+        "Elapsed {elapsed} ns counts the wait for a hung peer, not just the {LENGTH_NS} ns test"
+    );
+    eprintln!(
+        "figures: hung server under {args:?}: exit 3, elapsed {:.3} s, {moved} B, reason: {}",
+        elapsed as f64 / 1e9,
+        str_at(&r, "partial_reason")
+    );
+}
+
+#[test]
+fn a_hung_server_gives_a_partial_stream_report_whose_elapsed_is_the_test_length() {
+    hung_server(&["stream"]);
+}
+
+#[test]
+fn a_hung_server_gives_a_partial_reverse_stream_report_whose_elapsed_is_the_test_length() {
+    hung_server(&["stream", "--reverse"]);
+}
+
+/// A namespace pair for `test`, or `None` after saying why it cannot be made here: not
+/// root, or one of `programs` (besides `ip`) missing.
+fn netns_pair(test: &str, tag: &str, n: u8, programs: &[Program]) -> Option<NetnsPair> {
+    if skip_unless(test, true, &[&[IP], programs].concat()) {
         return None;
     }
     match NetnsPair::create(tag, n) {
         Ok(p) => Some(p),
         Err(e) => {
-            eprintln!("skipped: cannot create a namespace pair: {e}");
+            skip(test, &format!("cannot create a namespace pair: {e}"));
             None
         }
     }
@@ -241,7 +289,10 @@ fn netns_pair(tag: &str, n: u8) -> Option<NetnsPair> {
 /// client reports a partial result with exit 3, the server logs the failure and serves on.
 #[test]
 fn a_data_connection_reset_mid_run_gives_a_partial_report() {
-    let Some(pair) = netns_pair("reset", 71) else { return };
+    let Some(pair) = netns_pair("a_data_connection_reset_mid_run_gives_a_partial_report", "reset", 71, &[SS])
+    else {
+        return;
+    };
     let rp = ringperf!();
     let a_ip: Ipv4Addr = pair.a_addr.parse().expect("address");
     let mut server = Server::spawn_in(&rp, &pair.a, a_ip, &[]);
@@ -294,9 +345,10 @@ fn a_data_connection_reset_mid_run_gives_a_partial_report() {
 /// byte arrives, and the sender reports its retransmits from TCP_INFO.
 #[test]
 fn a_lossy_slow_path_completes_and_reports_retransmits() {
-    let Some(pair) = netns_pair("loss", 72) else { return };
+    const TEST: &str = "a_lossy_slow_path_completes_and_reports_retransmits";
+    let Some(pair) = netns_pair(TEST, "loss", 72, &[NFT, TC]) else { return };
     if let Err(e) = pair.degrade(3, "50mbit", "30ms") {
-        eprintln!("skipped: cannot degrade the path (nft and tc are needed): {e}");
+        skip(TEST, &format!("cannot degrade the path with nft and tc: {e}"));
         return;
     }
     let rp = ringperf!();

@@ -5,7 +5,8 @@
 use std::time::Duration;
 
 use ringperf_tests::{
-    at, check_side_common, f64_at, is_root, lab_name, ringperf, run_with_timeout, str_at, u64_at, Lab, Server,
+    at, check_side_common, f64_at, lab_name, ringperf, run_with_timeout, skip, skip_unless, str_at, u64_at,
+    Lab, Server, LAB_PROGRAMS, NFT,
 };
 use serde_json::Value;
 
@@ -87,10 +88,9 @@ fn udp_options_are_checked() {
 }
 
 /// A two-host lab whose host b drops 5 % of incoming UDP datagrams (nftables numgen), with
-/// a server on b; `None` (and a message) when this host cannot make one.
-fn lossy_lab(tag: &str) -> Option<(Lab, Server)> {
-    if !is_root() {
-        eprintln!("SKIPPED {tag}: needs root for network namespaces (CI runs as root)");
+/// a server on b; `None` (after skipping `test` with the reason) when this host cannot make one.
+fn lossy_lab(test: &str, tag: &str) -> Option<(Lab, Server)> {
+    if skip_unless(test, true, &[LAB_PROGRAMS, &[NFT]].concat()) {
         return None;
     }
     let lab = Lab::up(&lab_name(tag), &[]);
@@ -108,8 +108,10 @@ fn lossy_lab(tag: &str) -> Option<(Lab, Server)> {
         c.args(["netns", "exec", &ns, "nft"]).args(&rule);
         let o = run_with_timeout(c, Duration::from_secs(10));
         if !o.status.success() {
-            eprintln!(
-                "SKIPPED {tag}: cannot make a lossy path with nftables (install the nftables package): {o}"
+            let why = o.stderr.trim();
+            skip(
+                test,
+                &format!("cannot make a lossy path with nftables (apt-get install -y nftables): {why}"),
             );
             ok = false;
             break;
@@ -125,7 +127,10 @@ fn lossy_lab(tag: &str) -> Option<(Lab, Server)> {
 
 #[test]
 fn udp_stream_reports_five_percent_loss_on_a_lossy_path() {
-    let Some((lab, server)) = lossy_lab("udpl") else { return };
+    let Some((lab, server)) = lossy_lab("udp_stream_reports_five_percent_loss_on_a_lossy_path", "udpl")
+    else {
+        return;
+    };
     let rp = ringperf!();
     let port = server.port_arg();
     let cmd = lab.exec(
@@ -170,7 +175,10 @@ fn udp_rr_on_loopback_counts_transactions_on_both_sides() {
 
 #[test]
 fn udp_rr_survives_loss_with_timeouts_and_retransmissions() {
-    let Some((lab, server)) = lossy_lab("udprr") else { return };
+    let Some((lab, server)) = lossy_lab("udp_rr_survives_loss_with_timeouts_and_retransmissions", "udprr")
+    else {
+        return;
+    };
     let rp = ringperf!();
     let port = server.port_arg();
     let args = ["udp-rr", "-H", "198.18.0.2", "-p", &port, "-l", "1.5", "--timeout-us", "2000", "--json"];

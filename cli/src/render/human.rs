@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use ringperf_engine::env::NetworkEnvironment;
-use ringperf_engine::report::{LatencySummary, RingSetup, SideReport, UdpReport};
+use ringperf_engine::report::{LatencySummary, RingSetup, SideReport, UdpReport, ZeroCopyReport};
 use ringperf_engine::spec::{Role, Workload};
 use ringperf_engine::TestReport;
 
@@ -63,6 +63,19 @@ pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
         if !c.met {
             o.push('\n');
         }
+    }
+    let small_files: Vec<String> = sides(r)
+        .into_iter()
+        .filter_map(|(name, s)| {
+            let w = s.send.as_ref()?.splice.as_ref()?.small_file_warning()?;
+            Some(format!("!!! WARNING ({}): {w}", name.trim()))
+        })
+        .collect();
+    for w in &small_files {
+        let _ = writeln!(o, "{w}");
+    }
+    if !small_files.is_empty() {
+        o.push('\n');
     }
     let mut table = String::new();
     render_table(&mut table, r, units);
@@ -330,27 +343,40 @@ fn statistics_lines(o: &mut String, r: &TestReport, units: Units) {
     }
 }
 
+/// What the kernel did with zero-copy sends, and whether ringperf's own buffers held any
+/// back.
+fn zero_copy_line(engine: &str, z: &ZeroCopyReport) -> String {
+    let verdict = if z.copied == 0 && z.notifications > 0 {
+        "zero copy confirmed by every notification".to_string()
+    } else if z.copied == z.notifications {
+        "the kernel COPIED every send (loopback and veth always copy: zero copy needs a real NIC)".to_string()
+    } else {
+        format!("the kernel copied {} of {} sends", z.copied, z.notifications)
+    };
+    // A throughput that ringperf itself held down must not pass for the kernel's.
+    let waits = if z.buffer_waits > 0 {
+        format!(
+            "; ringperf's own buffers held sends back {} times (a flow had fewer free than it wanted; {} per flow, each held until its notification)",
+            z.buffer_waits, z.buffers_per_flow
+        )
+    } else {
+        String::new()
+    };
+    let from = if z.fixed_buffers { "registered arena" } else { "plain memory, sends under a page" };
+    format!(
+        "zero copy ({engine}, from {from}): {} sends, {} notifications, {} copied; {:.1} % of bytes sent without a copy: {verdict}{waits}",
+        z.sends,
+        z.notifications,
+        z.copied,
+        100.0 * z.zero_copy_fraction()
+    )
+}
+
 /// What the engines did, and what the kernel really did with zero-copy sends.
 fn engine_lines(o: &mut String, name: &str, s: &SideReport) {
     if let Some(send) = &s.send {
         if let Some(z) = &send.zero_copy {
-            let verdict = if z.copied == 0 && z.notifications > 0 {
-                "zero copy confirmed by every notification".to_string()
-            } else if z.copied == z.notifications {
-                "the kernel COPIED every send (loopback and veth always copy: zero copy needs a real NIC)"
-                    .to_string()
-            } else {
-                format!("the kernel copied {} of {} sends", z.copied, z.notifications)
-            };
-            let _ = writeln!(
-                o,
-                "{name}  zero copy ({}): {} sends, {} notifications, {} copied; {:.1} % of bytes sent without a copy: {verdict}",
-                s.send_engine.name(),
-                z.sends,
-                z.notifications,
-                z.copied,
-                100.0 * z.zero_copy_fraction()
-            );
+            let _ = writeln!(o, "{name}  {}", zero_copy_line(s.send_engine.name(), z));
             if let Some(l) = &z.notification_latency {
                 let _ = writeln!(
                     o,
@@ -636,6 +662,34 @@ fn cpu_name(c: Option<usize>) -> String {
 mod tests {
     use super::*;
     use ringperf_engine::env::{Coalescing, Offloads};
+
+    #[test]
+    fn the_zero_copy_line_says_when_ringperfs_buffers_held_sends_back() {
+        let mut z = ZeroCopyReport {
+            sends: 10,
+            notifications: 10,
+            copied: 10,
+            bytes_copied: 10240,
+            buffers_per_flow: 5,
+            ..Default::default()
+        };
+        let line = zero_copy_line("zc", &z);
+        assert!(
+            line.starts_with(
+                "zero copy (zc, from plain memory, sends under a page): 10 sends, 10 notifications, 10 copied;"
+            ),
+            "{line}"
+        );
+        assert!(!line.contains("held sends back"), "{line}");
+        z.buffer_waits = 7;
+        let line = zero_copy_line("zc-msg", &z);
+        assert!(
+            line.ends_with(
+                "; ringperf's own buffers held sends back 7 times (a flow had fewer free than it wanted; 5 per flow, each held until its notification)"
+            ),
+            "{line}"
+        );
+    }
 
     #[test]
     fn egress_line_says_what_it_knows_and_why_not() {

@@ -3,6 +3,7 @@
 //! names the limit, its value and what the client can do instead.
 
 use crate::error::{Error, Result};
+use crate::io::send::{zc_arena_bytes_per_flow, zc_slots_per_flow, ZC_STREAM_UNNOTIFIED_BYTES};
 use crate::spec::{RecvEngine, Role, SendEngine, SideSpec, TestSpec, Workload, MAX_DURATION_MS, MAX_FLOWS};
 
 /// The operator's limits. The defaults let any valid spec through except ones that would
@@ -204,7 +205,18 @@ pub fn payload_memory(spec: &TestSpec, role: Role, side: &SideSpec) -> u64 {
                 flows.saturating_mul(depth).saturating_mul(send_len)
             }
             SendEngine::Copy => workers.saturating_mul(send_len),
-            SendEngine::Zc | SendEngine::ZcMsg => flows.saturating_mul(depth + 1).saturating_mul(send_len),
+            // Every flow of a worker has the zero-copy buffers `zc_slots_per_flow` gives it
+            // (a stream as if no memory lock limit shrank them); the busiest worker's
+            // share, for every worker.
+            SendEngine::Zc | SendEngine::ZcMsg => {
+                let streaming = matches!(role, Role::StreamSender | Role::StreamBidir);
+                let unnotified = if streaming { ZC_STREAM_UNNOTIFIED_BYTES } else { 0 };
+                let per_worker = flows.div_ceil(workers.max(1));
+                let len = usize::try_from(send_len).unwrap_or(usize::MAX);
+                let slots = zc_slots_per_flow(len, depth as usize, per_worker as usize, unnotified);
+                let region = zc_arena_bytes_per_flow(len, slots) as u64;
+                workers.saturating_mul(per_worker).saturating_mul(region)
+            }
             // memfd span plus its fill buffer, and one pipe per flow holding a chain's sends
             // (at most pipe-max-size, 1 MiB by default).
             SendEngine::Splice => {
@@ -308,6 +320,25 @@ mod tests {
             payload_memory(&udp, Role::UdpSender, &udp.local),
             2 * 32 * 64,
             "a buffer per send in flight"
+        );
+        // A zero-copy stream sender's region covers 4 MiB of unnotified sends per worker,
+        // and one send more.
+        let mut zc = TestSpec { send_size: 1024, ..TestSpec::default() };
+        zc.local.send_engine = SendEngine::Zc;
+        zc.ring.send_depth = 4;
+        let one = payload_memory(&zc, Role::StreamSender, &zc.local);
+        assert_eq!(one, zc_arena_bytes_per_flow(1024, 4096) as u64);
+        assert!(((4 << 20) + 1024..(4 << 20) + 4096).contains(&one), "{one}");
+        let two = TestSpec { flows: 2, threads: 2, ..zc.clone() };
+        assert_eq!(payload_memory(&two, Role::StreamSender, &two.local), 2 * one, "per worker");
+        let shared = TestSpec { flows: 2, ..zc.clone() };
+        let half = zc_arena_bytes_per_flow(1024, 2048) as u64;
+        assert_eq!(payload_memory(&shared, Role::StreamSender, &shared.local), 2 * half, "flows share");
+        // Request/response keeps one buffer more than its single send in flight.
+        let rr = TestSpec { workload: Workload::Rr, request_size: 1024, ..zc.clone() };
+        assert_eq!(
+            payload_memory(&rr, Role::RrClient, &rr.local),
+            zc_arena_bytes_per_flow(1024, 2) as u64 + u64::from(rr.response_size)
         );
     }
 }

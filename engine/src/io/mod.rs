@@ -96,6 +96,11 @@ pub trait SendPath {
     fn complete(&mut self, ring: &mut Ring, c: &Completion) -> Result<SendEvent>;
     /// Buffers the kernel still holds (zero-copy notifications not yet arrived).
     fn outstanding(&self) -> usize;
+    /// The workload wanted to start more sends on `flow` than [`SendPath::available`]
+    /// allowed: a path whose buffers wait for the kernel counts it, so a run held back by
+    /// ringperf's own buffers says so.
+    #[inline]
+    fn short_of_buffers(&mut self, _flow: usize) {}
     fn report(&self) -> crate::report::SendReport;
 }
 

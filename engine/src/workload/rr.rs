@@ -45,6 +45,7 @@ struct Client<'a, S, R> {
 impl<S: SendPath, R: RecvPath> Client<'_, S, R> {
     fn start(&mut self, ring: &mut Ring, f: usize, now: u64) -> Result<()> {
         if self.send.available(f) == 0 {
+            self.send.short_of_buffers(f);
             self.flows[f].want_send = true;
             return Ok(());
         }
@@ -188,6 +189,7 @@ impl<S: SendPath, R: RecvPath> Server<'_, S, R> {
     /// Chained mode: receive a whole request, then (linked) send the response.
     fn arm_chain(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
         if self.send.available(f) == 0 {
+            self.send.short_of_buffers(f);
             self.flows[f].waiting = true;
             return Ok(());
         }
@@ -206,6 +208,9 @@ impl<S: SendPath, R: RecvPath> Server<'_, S, R> {
             let off = self.flows[f].send_offset;
             self.flows[f].send_offset += u64::from(self.send.push(ring, f, off, self.tx.response, skip)?);
             self.flows[f].owed -= 1;
+        }
+        if self.flows[f].owed > 0 {
+            self.send.short_of_buffers(f);
         }
         Ok(())
     }

@@ -59,7 +59,11 @@ pub fn send<S: SendPath>(
                       total: &mut usize| {
         // Count the sends the pacer allows first, so the chain's last send is known and
         // carries no IO_LINK.
-        let room = depth.min(path.available(f));
+        let free = path.available(f);
+        if free < depth {
+            path.short_of_buffers(f);
+        }
+        let room = depth.min(free);
         let mut k = 0;
         while k < room && pacer.allow(f, size) {
             k += 1;
@@ -79,9 +83,10 @@ pub fn send<S: SendPath>(
     while !(stopping && total_in_flight == 0 && path.outstanding() == 0) {
         // No flow can refill before its whole chain is back, so a worker whose every flow
         // has a chain out waits for the shortest one (bounded, so a guard or a stop still
-        // gets through).
+        // gets through). Zero-copy notifications count toward the wait too: they come
+        // anyway, and each one may be what frees a buffer.
         let chain = path.chain_cqes(in_flight.iter().copied().min().unwrap_or(0));
-        if chain > 1 && !pacer.enabled() && path.outstanding() == 0 {
+        if chain > 1 && !pacer.enabled() {
             ring.submit_and_wait_bounded(chain, CHAIN_WAIT_BOUND_US)?;
         } else {
             ring.submit_and_wait()?;

@@ -10,7 +10,11 @@ use io_uring::squeue;
 
 pub use copy::CopySend;
 pub use splice::SpliceSend;
-pub use zc::{ZcKind, ZcSend};
+pub use zc::{
+    arena_bytes_per_flow as zc_arena_bytes_per_flow, slots_per_flow as zc_slots_per_flow,
+    stream_unnotified_bytes as zc_stream_unnotified_bytes, ZcKind, ZcSend,
+    STREAM_UNNOTIFIED_BYTES as ZC_STREAM_UNNOTIFIED_BYTES,
+};
 
 use crate::error::Result;
 use crate::io::{SendEvent, SendPath};
@@ -33,6 +37,9 @@ pub struct SendSetup<'a> {
     pub max_len: usize,
     /// Sends in flight per flow.
     pub depth: usize,
+    /// Bytes of sends a zero-copy stream may keep awaiting notification (see
+    /// `zc::stream_unnotified_bytes`); 0 for request/response, whose buffers follow the depth.
+    pub zc_unnotified_bytes: usize,
     /// Payload source for `splice`, already opened by the client; `None` uses a memfd.
     pub file: Option<File>,
 }
@@ -41,8 +48,11 @@ impl AnySend {
     pub fn new(engine: SendEngine, ring: &mut Ring, s: SendSetup) -> Result<AnySend> {
         Ok(match engine {
             SendEngine::Copy => AnySend::Copy(CopySend::new(s.fds, s.max_len)?),
-            SendEngine::Zc => AnySend::Zc(ZcSend::new(ZcKind::Send, ring, s.fds, s.max_len, s.depth)?),
-            SendEngine::ZcMsg => AnySend::Zc(ZcSend::new(ZcKind::SendMsg, ring, s.fds, s.max_len, s.depth)?),
+            SendEngine::Zc | SendEngine::ZcMsg => {
+                let kind = if engine == SendEngine::Zc { ZcKind::Send } else { ZcKind::SendMsg };
+                let slots = zc::slots_per_flow(s.max_len, s.depth, s.fds.len(), s.zc_unnotified_bytes);
+                AnySend::Zc(ZcSend::new(kind, ring, s.fds, s.max_len, slots)?)
+            }
             SendEngine::Splice => AnySend::Splice(SpliceSend::new(s.fds, s.max_len, s.depth, s.file)?),
         })
     }
@@ -93,6 +103,10 @@ impl SendPath for AnySend {
     #[inline]
     fn outstanding(&self) -> usize {
         dispatch!(self, p => p.outstanding())
+    }
+    #[inline]
+    fn short_of_buffers(&mut self, flow: usize) {
+        dispatch!(self, p => p.short_of_buffers(flow))
     }
     fn report(&self) -> SendReport {
         dispatch!(self, p => p.report())

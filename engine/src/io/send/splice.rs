@@ -148,6 +148,9 @@ impl SpliceSend {
             report: SpliceReport {
                 pipe_size: pipe_size as u64,
                 chain_depth: depth as u32,
+                file_bytes: memfd_span.is_none().then_some(file_len),
+                file_smaller_than_send: (memfd_span.is_none() && file_len < max_len as u64)
+                    .then_some(max_len as u64),
                 ..SpliceReport::default()
             },
             sends: 0,
