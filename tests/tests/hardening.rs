@@ -15,7 +15,9 @@ use serde_json::json;
 
 use ringperf_cli::args::Cli;
 use ringperf_engine::control::limits::session_memory;
-use ringperf_tests::{bool_at, check_stream_report, ringperf, Control, Reply, Ringperf, Server};
+use ringperf_tests::{
+    bool_at, check_stream_report, ringperf, run_with_timeout, Control, Reply, Ringperf, Server,
+};
 
 const FORGED: &str = "ringperf serve: 10.66.66.66:4444: TCP_STREAM done (31337 bytes, 0 transactions)";
 
@@ -415,6 +417,41 @@ fn a_report_of_thousands_of_flows_arrives_whole() {
         report_bytes > 1 << 20,
         "the report fit the old frame anyway ({report_bytes} bytes): a test of nothing"
     );
+    server.assert_running();
+}
+
+/// The interval floor is 10 ms (/proc/stat ticks are 10 ms: shorter samples would read
+/// no CPU), so 10,000 samples take at least 100 s; a loaded host slips a few ticks (9,683
+/// in 102 s was seen, 8,789 with two compilers running), hence 125 s. The one long test of the suite, kept light by pacing.
+#[test]
+fn a_run_with_ten_thousand_interval_samples_reports_whole() {
+    let rp = ringperf!();
+    let mut server = rp.serve();
+    let port = server.port_arg();
+    let cmd = rp.command(&[
+        "stream",
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-l",
+        "125",
+        "-D",
+        "0.01",
+        "-b",
+        "10m",
+        "--json",
+    ]);
+    let r = run_with_timeout(cmd, Duration::from_secs(180)).success().json();
+    assert!(!bool_at(&r, "partial"), "{}", r["partial_reason"]);
+    check_stream_report(&r, false);
+    for side in ["local", "remote"] {
+        let n = r[side]["intervals"].as_array().map_or(0, Vec::len);
+        eprintln!("figures: {side} interval samples: {n}");
+        assert!(n >= 10_000, "{side}: {n} interval samples, not the 10,000 this test is about");
+    }
+    let report_bytes = serde_json::to_vec(&r["remote"]).expect("JSON").len();
+    assert!(report_bytes > 1 << 20, "the server's report fit the old frame anyway ({report_bytes} bytes)");
     server.assert_running();
 }
 
