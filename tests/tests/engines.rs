@@ -250,6 +250,13 @@ fn small_zero_copy_sends_are_not_throttled_by_ringperfs_buffers() {
             bps / copy_bps
         );
         assert!(!bool_at(zc, "fixed_buffers"), "{engine}: 1 KiB sends came from the registered arena: {zc}");
+        // Never held back by ringperf: as root the 4 MiB of buffers outlast the kernel's
+        // notifications. (Non-root, `ulimit -l` may leave too few, and the report says so.)
+        if is_root() {
+            assert_eq!(waits, 0, "{engine}: sends waited for ringperf's buffers: {zc}");
+        }
+        // The rest of the gap to copy is the kernel's zero-copy path on loopback (it copies
+        // and still notifies): a third, since debug builds measured 0.45-0.68 of copy.
         assert!(
             bps * 3.0 >= copy_bps,
             "{engine} -m 1K ran at {bps} bit/s, under a third of copy's {copy_bps}: {zc}"
