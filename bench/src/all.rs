@@ -55,7 +55,13 @@ pub enum Outcome {
 }
 
 /// Runs every case; a case that fails is reported and the others still run.
-pub fn run(cases: &[Case], runs: u32, pause: Duration, ringperf: Option<PathBuf>) -> Result<()> {
+pub fn run(
+    cases: &[Case],
+    runs: u32,
+    pause: Duration,
+    ringperf: Option<PathBuf>,
+    baseline: Option<PathBuf>,
+) -> Result<()> {
     let mut outcomes = Vec::new();
     for (i, case) in cases.iter().enumerate() {
         if i > 0 {
@@ -63,7 +69,13 @@ pub fn run(cases: &[Case], runs: u32, pause: Duration, ringperf: Option<PathBuf>
         }
         println!("\n# [{}/{}] {}\n", i + 1, cases.len(), case.label);
         let _ = std::io::stdout().flush();
-        let plan = Plan { cfg: case.cfg.clone(), runs, pause, ringperf: ringperf.clone() };
+        let plan = Plan {
+            cfg: case.cfg.clone(),
+            runs,
+            pause,
+            ringperf: ringperf.clone(),
+            baseline: baseline.clone(),
+        };
         outcomes.push(match bench::run_collect(&plan) {
             Ok(rows) => Outcome::Ratios(rows),
             Err(e) => {

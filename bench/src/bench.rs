@@ -27,6 +27,8 @@ pub struct Plan {
     pub pause: Duration,
     /// An explicit ringperf binary.
     pub ringperf: Option<PathBuf>,
+    /// Another ringperf binary (an older build) run as one more peer.
+    pub baseline: Option<PathBuf>,
 }
 
 /// What the host looks like, for the report header.
@@ -54,6 +56,9 @@ impl Host {
     }
 }
 
+/// The label of `--baseline`'s ringperf.
+pub const BASELINE: &str = "ringperf baseline";
+
 /// Checks the plan against the host, finds the tools, runs them in turn and prints the report.
 pub fn run(plan: &Plan) -> Result<()> {
     run_collect(plan).map(|_| ())
@@ -66,8 +71,11 @@ pub fn run_collect(plan: &Plan) -> Result<Vec<report::RatioRow>> {
     // The peers first: a missing package should not wait for a ringperf build.
     let peers = find_peers(cfg)?;
     let ringperf = Ringperf::new(ringperf::locate(plan.ringperf.as_deref())?);
-    let tools: Vec<&dyn Tool> =
-        std::iter::once(&ringperf as &dyn Tool).chain(peers.iter().map(|p| p.as_ref())).collect();
+    let baseline = plan.baseline.clone().map(|bin| Ringperf { label: BASELINE, ..Ringperf::new(bin) });
+    let tools: Vec<&dyn Tool> = std::iter::once(&ringperf as &dyn Tool)
+        .chain(baseline.as_ref().map(|b| b as &dyn Tool))
+        .chain(peers.iter().map(|p| p.as_ref()))
+        .collect();
 
     print!("{}", report::header(plan, &host, &tools));
     let _ = std::io::stdout().flush();
@@ -318,6 +326,7 @@ mod tests {
             runs: 2,
             pause: Duration::ZERO,
             ringperf: None,
+            baseline: None,
         }
     }
 

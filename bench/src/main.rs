@@ -80,6 +80,11 @@ struct Common {
     /// The ringperf binary (default: $RINGPERF, else target/release/ringperf, built if missing).
     #[arg(long, value_name = "PATH")]
     ringperf: Option<PathBuf>,
+    /// An older ringperf binary, run as one more peer ("ringperf baseline"): the ratio of this
+    /// build to it, with its interval, says whether a change moved a figure (stream, rr, crr,
+    /// udp-rr, all).
+    #[arg(long, value_name = "PATH")]
+    baseline: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -206,6 +211,17 @@ fn parse_message_size(s: &str) -> Result<u32, String> {
     Ok(n)
 }
 
+/// The comparisons whose every run is a plain ringperf run take --baseline; the others
+/// compare ringperf with itself already.
+fn no_baseline(c: &Common, command: &str) -> error::Result<()> {
+    match c.baseline {
+        Some(_) => Err(error::BenchError::Usage(format!(
+            "--baseline works with stream, rr, crr, udp-rr and all, not {command}: compare two builds with `ringperf-bench all --baseline OLD`"
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// `--cc`: a name, or `system` for the system default on every tool.
 fn cc_arg(cc: String) -> Option<String> {
     (cc != "system").then_some(cc)
@@ -218,6 +234,7 @@ fn plan(common: Common, workload: Workload, size: u32, cc: Option<String>) -> be
         runs: common.runs.unwrap_or(3),
         pause: Duration::from_secs_f64(common.pause),
         ringperf: common.ringperf,
+        baseline: common.baseline,
     }
 }
 
@@ -237,16 +254,18 @@ fn run(cli: Cli) -> error::Result<()> {
             let c = a.common;
             let file = PayloadFile::create()?;
             let cases = all::cases(c.secs, c.cpus, cc_arg(a.cc).as_deref(), &file.path);
-            all::run(&cases, c.runs.unwrap_or(3), Duration::from_secs_f64(c.pause), c.ringperf)
+            all::run(&cases, c.runs.unwrap_or(3), Duration::from_secs_f64(c.pause), c.ringperf, c.baseline)
         }
         Command::Engines(a) => {
             let c = a.common;
+            no_baseline(&c, "engines")?;
             let cfg = engines::config(c.secs, c.cpus, a.cc);
             let pause = Duration::from_secs_f64(c.pause);
             engines::run(&engines::plan(cfg, c.runs.unwrap_or(3), pause, c.ringperf, a.sizes, a.extra))
         }
         Command::Scale(a) => {
             let c = a.common;
+            no_baseline(&c, "scale")?;
             scale::run(&scale::ScalePlan {
                 secs: c.secs,
                 runs: c.runs.unwrap_or(3),
@@ -260,11 +279,13 @@ fn run(cli: Cli) -> error::Result<()> {
         }
         Command::Stats(a) => {
             let c = a.common;
+            no_baseline(&c, "stats")?;
             stats_cost::run(&bench::Plan {
                 cfg: stats_cost::config(c.secs, c.cpus, a.size),
                 runs: c.runs.unwrap_or(5),
                 pause: Duration::from_secs_f64(c.pause),
                 ringperf: c.ringperf,
+                baseline: None,
             })
         }
     }
