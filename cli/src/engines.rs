@@ -1,13 +1,11 @@
 //! `ringperf engines`: the same stream once per engine combination, one table.
 
-use ringperf_engine::spec::{RecvEngine, SendEngine, Workload};
+use ringperf_engine::spec::{RecvEngine, SendEngine};
 use ringperf_engine::{run_test_with, Error, RunOptions, TestReport};
 
 use crate::args::EnginesArgs;
 use crate::interrupt::Interrupt;
-use crate::{
-    client_psk, default_send_depth, live, partial, print, render, requirements, stream_spec, target,
-};
+use crate::{client_psk, explicit, live, partial, print, render, requirements, stream_spec, target};
 
 /// The combinations to run: every send engine with the chosen receive engine, then the
 /// chosen send engine with every other receive engine; with --matrix, every pair.
@@ -40,10 +38,8 @@ pub fn run(a: &EnginesArgs) -> Result<i32, Error> {
             side.send_engine = send;
             side.recv_engine = recv;
         }
-        // Each engine gets its own chain length unless the user fixed one for all.
-        if a.test.engine.send_depth.is_none() {
-            spec.ring.send_depth = default_send_depth(Workload::Stream, send);
-        }
+        // Each engine gets its own defaults (chain length) unless the user fixed them for all.
+        spec.resolve(&explicit(&a.test));
         // --require-zc makes sense per zero-copy engine only.
         spec.require_zero_copy &= send.is_zero_copy();
         // On a terminal: which pair runs and how many remain, with the run's status line.
