@@ -1,11 +1,11 @@
 //! `ringperf engines`: the same stream once per engine combination, one table.
 
 use ringperf_engine::spec::{RecvEngine, SendEngine};
-use ringperf_engine::{run_test_with, Error, RunOptions, TestReport};
+use ringperf_engine::{Error, TestReport};
 
 use crate::args::EnginesArgs;
-use crate::interrupt::Interrupt;
-use crate::{client_psk, explicit, live, partial, print, render, requirements, stream_spec, target};
+use crate::runner::{Progress, Runner};
+use crate::{explicit, print, render, requirements, stream_spec};
 
 /// The combinations to run: every send engine with the chosen receive engine, then the
 /// chosen send engine with every other receive engine; with --matrix, every pair.
@@ -26,9 +26,8 @@ pub fn combinations(a: &EnginesArgs) -> Vec<(SendEngine, RecvEngine)> {
 }
 
 pub fn run(a: &EnginesArgs) -> Result<i32, Error> {
-    let stop = Interrupt::install()?;
-    let psk = client_psk(&a.test)?;
     let units = render::Units::parse(&a.test.units);
+    let runner = Runner::new(&a.test)?;
     let mut reports: Vec<TestReport> = Vec::new();
     let mut failure = None;
     let pairs = combinations(a);
@@ -51,23 +50,7 @@ pub fn run(a: &EnginesArgs) -> Result<i32, Error> {
             recv.name(),
             pairs.len() - n - 1
         );
-        let status = live::Status::start(&spec, &heading, units);
-        let opts = RunOptions {
-            live: status.as_ref().map(live::Status::sender),
-            psk: psk.clone(),
-            interrupt: Some(stop.fd()),
-            ..RunOptions::default()
-        };
-        let result = run_test_with(&spec, &target(&a.test), &opts);
-        drop(opts);
-        if let Some(s) = status {
-            s.finish();
-        }
-        let result = result.map(|mut r| {
-            r.server = render::socket_addr(&r.server);
-            r
-        });
-        match result {
+        match runner.run(&spec, &a.test, None, Progress::Status(heading), &mut |_, _, _| {}) {
             // A partial run ends the table: the reason and exit code follow it.
             Ok(r) if r.partial => {
                 reports.push(r);
@@ -87,7 +70,7 @@ pub fn run(a: &EnginesArgs) -> Result<i32, Error> {
         render::engines::render(&reports, units)
     };
     print(&out);
-    if let Some(code) = reports.last().and_then(|r| partial(r, &stop)) {
+    if let Some(code) = reports.last().and_then(|r| runner.partial(r)) {
         return Ok(code);
     }
     if let Some((s, r, e)) = failure {

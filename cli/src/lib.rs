@@ -13,6 +13,7 @@ mod serve;
 pub mod sweep;
 
 mod interrupt;
+mod runner;
 mod usage;
 
 pub(crate) use usage::one_line;
@@ -25,7 +26,7 @@ use ringperf_engine::spec::{
     CrrOptions, Direction, Explicit, Pacing, RingTuning, SendEngine, SideSpec, SocketBuffers, SocketOptions,
     SqPoll, Workload,
 };
-use ringperf_engine::{run_iterations, Error, RunOptions, Target, TestReport, TestSpec};
+use ringperf_engine::{Error, Target, TestReport, TestSpec};
 
 use crate::args::{Cli, Command, PlotArgs, RrArgs, SendfileArgs, TestArgs};
 
@@ -315,50 +316,27 @@ pub fn client_psk(t: &TestArgs) -> Result<Option<Psk>, Error> {
     }
 }
 
-/// Runs one test with the key and a Ctrl-C that stops it, renders the report (a partial
-/// one too), and returns the exit code.
+/// Runs one test, renders the report (a partial one too), and returns the exit code.
 fn run_and_render(spec: &TestSpec, t: &TestArgs, plot: &PlotArgs) -> Result<i32, Error> {
     if plot.plot.is_some() && t.stats.no_intervals && spec.workload != Workload::Rr {
         return Err(Error::Usage("--plot draws the interval samples: drop --no-intervals".into()));
     }
     let units = render::Units::parse(&t.units);
     let format = render::Format::of(t);
-    let live = live::Printer::start(t, spec, format, units);
-    // Interval lines are progress already; without them a terminal gets a status line.
-    let heading = live::heading(spec, t.host.as_deref());
-    let status = if live.is_none() { live::Status::start(spec, &heading, units) } else { None };
-    let stop = interrupt::Interrupt::install()?;
-    let opts = RunOptions {
-        live: live.as_ref().map(live::Printer::sender).or_else(|| status.as_ref().map(live::Status::sender)),
-        level: None,
-        psk: client_psk(t)?,
-        interrupt: Some(stop.fd()),
-    };
-    let mut each = |n: u32, r: &TestReport| {
-        if let Some(c) = confidence_target(t) {
+    let runner = runner::Runner::new(t)?;
+    let confidence = confidence_target(t);
+    let mut each = |n: u32, r: &TestReport, println: &dyn Fn(&str)| {
+        if let Some(c) = confidence {
             if format == render::Format::Human && t.banner == 1 {
-                let line = format!(
+                println(&format!(
                     "ringperf: iteration {n} of at most {}: {}",
                     c.max_iterations,
                     render::human::headline(r, units)
-                );
-                match &status {
-                    Some(s) => s.println(&heading, &line),
-                    None => eprintln!("{line}"),
-                }
+                ));
             }
         }
     };
-    let result = run_iterations(spec, &target(t), &opts, confidence_target(t), &mut each);
-    drop(opts);
-    if let Some(p) = live {
-        p.finish();
-    }
-    if let Some(s) = status {
-        s.finish();
-    }
-    let mut report = result?;
-    report.server = render::socket_addr(&report.server);
+    let report = runner.run(spec, t, confidence, runner::Progress::Test(format, t), &mut each)?;
     let out = match format {
         render::Format::Json => render::json::render(&report),
         render::Format::Keyval => render::keyval::render(&report, units),
@@ -369,18 +347,7 @@ fn run_and_render(spec: &TestSpec, t: &TestArgs, plot: &PlotArgs) -> Result<i32,
     if let Some(path) = &plot.plot {
         plot::report::draw(&report, path)?;
     }
-    Ok(partial(&report, &stop).unwrap_or_else(|| requirements(&report)))
-}
-
-/// For a partial report: says why on stderr and returns the exit code (130 after Ctrl-C,
-/// else 3: the peer or the network failed).
-pub(crate) fn partial(report: &TestReport, stop: &interrupt::Interrupt) -> Option<i32> {
-    if !report.partial {
-        return None;
-    }
-    let why = report.partial_reason.as_deref().unwrap_or("the run did not finish");
-    eprintln!("ringperf: partial result: {why}");
-    Some(if stop.fired() { 130 } else { 3 })
+    Ok(runner.partial(&report).unwrap_or_else(|| requirements(&report)))
 }
 
 /// Prints what the run failed to meet and returns the exit code (1 if anything).
