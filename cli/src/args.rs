@@ -185,7 +185,8 @@ pub fn parse(argv: &[String]) -> Result<Cli, clap::Error> {
 /// Flags every test takes.
 #[derive(Args, Debug, Clone)]
 pub struct TestArgs {
-    /// Server to test against; without it the test runs against an embedded server on 127.0.0.1.
+    /// Server to test against: a name or an address, IPv6 bare or in brackets (::1, [::1]; the
+    /// port is -p's) [default: an embedded server on 127.0.0.1].
     #[arg(short = 'H', long = "host", value_name = "HOST", value_parser = parse_host)]
     pub host: Option<String>,
     /// Control port of the server.
@@ -197,7 +198,7 @@ pub struct TestArgs {
     /// Test length in seconds (fractions allowed).
     #[arg(short = 'l', long = "length", value_name = "SECS", default_value = "10", value_parser = parse_seconds, allow_hyphen_values = true)]
     pub length_ms: u64,
-    /// Pin the local and the remote worker to these CPUs (one number pins both).
+    /// Pin the local and the remote worker to these CPUs (one number pins both) [default: unpinned].
     #[arg(short = 'T', value_name = "LCPU,RCPU", value_parser = parse_cpus, conflicts_with = "cpu_list")]
     pub cpus: Option<(Option<usize>, Option<usize>)>,
     /// Data connections in total, dealt round-robin over the worker threads.
@@ -206,10 +207,11 @@ pub struct TestArgs {
     /// Worker threads per side, each with its own ring.
     #[arg(long, value_name = "N", default_value_t = 1)]
     pub threads: u32,
-    /// Pin the workers of both sides to these CPUs, round-robin (e.g. 0,1 or 0-3).
+    /// Pin the workers of both sides to these CPUs, round-robin (e.g. 0,1 or 0-3) [default: unpinned].
     #[arg(long = "cpus", value_name = "LIST", value_parser = parse_cpu_list)]
     pub cpu_list: Option<CpuList>,
-    /// Pace the payload to this total rate in bits/s over all flows (k/m/g suffixes, powers of 10).
+    /// Pace the payload to this total rate in bits/s over all flows (k/m/g suffixes, powers of 10)
+    /// [default: unpaced].
     #[arg(short = 'b', value_name = "RATE", value_parser = parse_rate_arg)]
     pub rate: Option<u64>,
     /// Pace each flow to at most this rate in bits/s.
@@ -235,16 +237,17 @@ pub struct TestArgs {
     /// IP_TOS (IPV6_TCLASS) byte on every data socket, e.g. 0x10.
     #[arg(long, value_name = "TOS", value_parser = parse_tos)]
     pub tos: Option<u8>,
-    /// Local socket buffers (SO_SNDBUF,SO_RCVBUF), e.g. 256K,256K; default: kernel autotuning.
+    /// Local socket buffers (SO_SNDBUF,SO_RCVBUF), e.g. 256K,256K [default: kernel autotuning].
     #[arg(short = 's', value_name = "SNDBUF,RCVBUF", value_parser = parse_sizes)]
     pub local_buffers: Option<(Option<u32>, Option<u32>)>,
-    /// Remote socket buffers (SO_SNDBUF,SO_RCVBUF).
+    /// Remote socket buffers (SO_SNDBUF,SO_RCVBUF) [default: kernel autotuning].
     #[arg(short = 'S', value_name = "SNDBUF,RCVBUF", value_parser = parse_sizes)]
     pub remote_buffers: Option<(Option<u32>, Option<u32>)>,
     /// Throughput units: k/m/g are 10^3/10^6/10^9 bits/s, K/M/G are KiB/MiB/GiB per second.
     #[arg(short = 'f', value_name = "UNIT", default_value = "m", value_parser = ["k", "m", "g", "K", "M", "G"])]
     pub units: String,
-    /// TCP congestion control for every data socket on both sides (e.g. cubic, bbr).
+    /// TCP congestion control for every data socket on both sides (e.g. cubic, bbr) [default:
+    /// the system's].
     #[arg(long = "cc", value_name = "NAME")]
     pub congestion_control: Option<String>,
     /// Accepted for netperf compatibility: local CPU is always measured.
@@ -275,7 +278,8 @@ pub struct TestArgs {
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Statistics")]
 pub struct StatsArgs {
-    /// Iterate: at most MAX and at least MIN full runs (netperf -i); one number sets both.
+    /// Iterate: at most MAX and at least MIN full runs (netperf -i); one number sets both
+    /// [default: 1 run].
     #[arg(short = 'i', value_name = "MAX,MIN", value_parser = parse_iterations)]
     pub iterations: Option<(u32, u32)>,
     /// Confidence LEVEL (percent) and full interval WIDTH (percent of the mean), netperf -I;
@@ -335,7 +339,7 @@ pub struct EngineArgs {
     /// Submission queue entries per ring; a power of two.
     #[arg(long, value_name = "N", default_value_t = 256)]
     pub sq_entries: u32,
-    /// Submit as soon as this many SQEs are queued.
+    /// Submit as soon as this many SQEs are queued [default: --sq-entries].
     #[arg(long, value_name = "N")]
     pub sq_batch: Option<u32>,
     /// Completions to wait for per io_uring_enter (needs --cq-wait-us above 1).
@@ -899,4 +903,72 @@ fn parse_cpus(s: &str) -> Result<(Option<usize>, Option<usize>), String> {
         return Err(format!("'{s}' names no CPU: give LCPU,RCPU, one CPU for both, or ,RCPU"));
     }
     Ok(pair)
+}
+
+/// The README's table of the flags every test takes, rendered from their clap definitions
+/// above (help, value names, defaults) and [`SWEEP_LISTS`]: `ringperf --help-markdown`
+/// prints it, and a test fails when the README's copy differs.
+pub fn flags_markdown() -> String {
+    use clap::Args as _;
+    let mut cmd = TestArgs::augment_args(clap::Command::new("test"));
+    cmd.build();
+    let mut o = String::from("| flag | meaning | default | sweep |\n|---|---|---|---|\n");
+    for arg in cmd.get_arguments() {
+        let (short, long) =
+            (arg.get_short().map(|s| format!("-{s}")), arg.get_long().map(|l| format!("--{l}")));
+        let takes_value = arg.get_num_args().is_some_and(|n| n.takes_values());
+        let value = match arg.get_value_names().and_then(|v| v.first()) {
+            Some(v) if takes_value && arg.get_num_args().is_some_and(|n| n.min_values() == 0) => {
+                format!("[={v}]")
+            }
+            Some(v) if takes_value => format!(" {v}"),
+            _ => String::new(),
+        };
+        let flag = match (&short, &long) {
+            _ if arg.get_id() == "help" => continue,
+            (Some(s), Some(l)) => format!("`{s}`, `{l}{value}`"),
+            (Some(n), None) | (None, Some(n)) => format!("`{n}{value}`"),
+            (None, None) => continue,
+        };
+        let help = arg.get_long_help().or(arg.get_help()).map(|h| h.to_string()).unwrap_or_default();
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        // A "[default: ...]" at the end of the help is the default column's text.
+        let (meaning, default) = match help.rfind("[default: ") {
+            Some(at) if help.ends_with(']') => {
+                (help[..at].trim_end().to_string(), help[at + 10..help.len() - 1].to_string())
+            }
+            _ => {
+                let values: Vec<String> =
+                    arg.get_default_values().iter().map(|v| v.to_string_lossy().into_owned()).collect();
+                let default = if takes_value { values.join(",") } else { String::new() };
+                (help, default)
+            }
+        };
+        let sweep = SWEEP_LISTS
+            .iter()
+            .find(|l| Some(l.flag) == short.as_deref() || Some(l.flag) == long.as_deref())
+            .map_or("", |l| if l.separator == ',' { "comma list" } else { "':' list" });
+        let cell = |s: &str| s.replace('|', "\\|");
+        o.push_str(&format!("| {} | {} | {} | {sweep} |\n", cell(&flag), cell(&meaning), cell(&default)));
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The README's flag table is the one the definitions render; `ringperf --help-markdown`
+    /// prints the table to paste between the markers.
+    #[test]
+    fn readme_flag_table_is_rendered_from_the_definitions() {
+        let readme = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"));
+        let (begin, end) = ("<!-- flags: ringperf --help-markdown -->\n", "<!-- end of flags -->");
+        let start = readme.find(begin).expect("README has the flags marker") + begin.len();
+        let len = readme[start..].find(end).expect("README has the end-of-flags marker");
+        assert!(
+            readme[start..start + len] == flags_markdown(),
+            "README's flag table differs from the flag definitions: regenerate it with `ringperf --help-markdown`"
+        );
+    }
 }

@@ -41,6 +41,11 @@ pub fn main() -> i32 {
         eprint!("{}", usage::short_usage());
         return 2;
     }
+    // The README's flag table, from the same definitions as the parser.
+    if argv.get(1).map(String::as_str) == Some("--help-markdown") {
+        print(&args::flags_markdown());
+        return 0;
+    }
     // A sweep's lists are not what the single-test parsers take: split them out first.
     if argv.get(1).map(String::as_str) == Some("sweep") {
         return sweep::main(argv);
