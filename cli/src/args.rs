@@ -9,7 +9,37 @@ use ringperf_engine::control::limits::{
 };
 use ringperf_engine::spec::{RecvEngine, SendEngine};
 use ringperf_engine::units::{check_size, parse_pair, parse_size};
+use ringperf_engine::TestSpec;
 use ringperf_engine::{Error, DEFAULT_PORT};
+
+/// Declares a group of flags once: each field's doc comment is its help, its `#[arg]` its
+/// clap definition and default, and `=> spec.PATH` (for a flag that is a TestSpec field as
+/// it is) where [`copy_to`](TestArgs::copy_to) puts it. The README's table is rendered from
+/// the same definitions ([`flags_markdown`]).
+macro_rules! flag_group {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $(
+                $(#[$fmeta:meta])*
+                $field:ident : $ty:ty $(=> spec $(. $path:ident)+)?
+            ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        pub struct $name {
+            $( $(#[$fmeta])* pub $field: $ty, )*
+        }
+
+        impl $name {
+            /// Sets every spec field that one of these flags is, unchanged.
+            #[allow(clippy::clone_on_copy)]
+            pub fn copy_to(&self, spec: &mut TestSpec) {
+                $( $( spec $(. $path)+ = self.$field.clone(); )? )*
+            }
+        }
+    };
+}
 
 #[derive(Parser, Debug)]
 #[command(
@@ -182,96 +212,98 @@ pub fn parse(argv: &[String]) -> Result<Cli, clap::Error> {
     Cli::from_arg_matches_mut(&mut matches)
 }
 
+flag_group! {
 /// Flags every test takes.
 #[derive(Args, Debug, Clone)]
 pub struct TestArgs {
     /// Server to test against: a name or an address, IPv6 bare or in brackets (::1, [::1]; the
     /// port is -p's) [default: an embedded server on 127.0.0.1].
     #[arg(short = 'H', long = "host", value_name = "HOST", value_parser = parse_host)]
-    pub host: Option<String>,
+    host: Option<String>,
     /// Control port of the server.
     #[arg(short = 'p', long = "port", default_value_t = DEFAULT_PORT, value_parser = clap::value_parser!(u16).range(1..))]
-    pub port: u16,
+    port: u16,
     /// File holding the server's pre-shared key (default: the RINGPERF_PSK variable, if set).
     #[arg(long, value_name = "FILE")]
-    pub psk_file: Option<std::path::PathBuf>,
+    psk_file: Option<std::path::PathBuf>,
     /// Test length in seconds (fractions allowed).
     #[arg(short = 'l', long = "length", value_name = "SECS", default_value = "10", value_parser = parse_seconds, allow_hyphen_values = true)]
-    pub length_ms: u64,
+    length_ms: u64 => spec.duration_ms,
     /// Pin the local and the remote worker to these CPUs (one number pins both) [default: unpinned].
     #[arg(short = 'T', value_name = "LCPU,RCPU", value_parser = parse_cpus, conflicts_with = "cpu_list")]
-    pub cpus: Option<(Option<usize>, Option<usize>)>,
+    cpus: Option<(Option<usize>, Option<usize>)>,
     /// Data connections in total, dealt round-robin over the worker threads.
     #[arg(long, value_name = "N", default_value_t = 1)]
-    pub flows: u32,
+    flows: u32 => spec.flows,
     /// Worker threads per side, each with its own ring.
     #[arg(long, value_name = "N", default_value_t = 1)]
-    pub threads: u32,
+    threads: u32 => spec.threads,
     /// Pin the workers of both sides to these CPUs, round-robin (e.g. 0,1 or 0-3) [default: unpinned].
     #[arg(long = "cpus", value_name = "LIST", value_parser = parse_cpu_list)]
-    pub cpu_list: Option<CpuList>,
+    cpu_list: Option<CpuList>,
     /// Pace the payload to this total rate in bits/s over all flows (k/m/g suffixes, powers of 10)
     /// [default: unpaced].
     #[arg(short = 'b', value_name = "RATE", value_parser = parse_rate_arg)]
-    pub rate: Option<u64>,
+    rate: Option<u64> => spec.pacing.total_bps,
     /// Pace each flow to at most this rate in bits/s.
     #[arg(long, value_name = "RATE", value_parser = parse_rate_arg)]
-    pub flow_rate: Option<u64>,
+    flow_rate: Option<u64> => spec.pacing.per_flow_bps,
     /// SO_MAX_PACING_RATE on every data socket, bits/s (the fq qdisc or TCP pacing enforces it).
     #[arg(long, value_name = "RATE", value_parser = parse_rate_arg)]
-    pub fq_rate: Option<u64>,
+    fq_rate: Option<u64> => spec.socket.max_pacing_rate_bps,
     /// TCP_NODELAY on every data socket.
     #[arg(long)]
-    pub nodelay: bool,
+    nodelay: bool => spec.socket.nodelay,
     /// SO_RCVLOWAT on a stream receiver's data sockets: bytes queued before a receive is
     /// woken; 1 wakes on any byte, the kernel's default [default: one provided buffer for
     /// multishot and bundle, 1 for recv and trunc].
     #[arg(long, value_name = "BYTES", value_parser = parse_one_size)]
-    pub rcvlowat: Option<u32>,
+    rcvlowat: Option<u32> => spec.socket.rcvlowat,
     /// TCP_MAXSEG on every data socket, set before the handshake.
     #[arg(long, value_name = "BYTES")]
-    pub mss: Option<u32>,
+    mss: Option<u32> => spec.socket.mss,
     /// TCP_CORK on every data socket.
     #[arg(long)]
-    pub cork: bool,
+    cork: bool => spec.socket.cork,
     /// IP_TOS (IPV6_TCLASS) byte on every data socket, e.g. 0x10.
     #[arg(long, value_name = "TOS", value_parser = parse_tos)]
-    pub tos: Option<u8>,
+    tos: Option<u8> => spec.socket.tos,
     /// Local socket buffers (SO_SNDBUF,SO_RCVBUF), e.g. 256K,256K [default: kernel autotuning].
     #[arg(short = 's', value_name = "SNDBUF,RCVBUF", value_parser = parse_sizes)]
-    pub local_buffers: Option<(Option<u32>, Option<u32>)>,
+    local_buffers: Option<(Option<u32>, Option<u32>)>,
     /// Remote socket buffers (SO_SNDBUF,SO_RCVBUF) [default: kernel autotuning].
     #[arg(short = 'S', value_name = "SNDBUF,RCVBUF", value_parser = parse_sizes)]
-    pub remote_buffers: Option<(Option<u32>, Option<u32>)>,
+    remote_buffers: Option<(Option<u32>, Option<u32>)>,
     /// Throughput units: k/m/g are 10^3/10^6/10^9 bits/s, K/M/G are KiB/MiB/GiB per second.
     #[arg(short = 'f', value_name = "UNIT", default_value = "m", value_parser = ["k", "m", "g", "K", "M", "G"])]
-    pub units: String,
+    units: String,
     /// TCP congestion control for every data socket on both sides (e.g. cubic, bbr) [default:
     /// the system's].
     #[arg(long = "cc", value_name = "NAME")]
-    pub congestion_control: Option<String>,
+    congestion_control: Option<String> => spec.congestion_control,
     /// Accepted for netperf compatibility: local CPU is always measured.
     #[arg(short = 'c')]
-    pub local_cpu: bool,
+    local_cpu: bool,
     /// Accepted for netperf compatibility: remote CPU is always measured.
     #[arg(short = 'C')]
-    pub remote_cpu: bool,
+    remote_cpu: bool,
     /// Print the whole report as JSON instead of the table.
     #[arg(long, conflicts_with_all = ["keyval", "csv"])]
-    pub json: bool,
+    json: bool,
     /// Print NAME=value lines with netperf's omni names (see the README).
     #[arg(long, conflicts_with = "csv")]
-    pub keyval: bool,
+    keyval: bool,
     /// Print a CSV header of the keyval names and one row per iteration.
     #[arg(long)]
-    pub csv: bool,
+    csv: bool,
     /// 0 drops headers and banners (netperf -P).
     #[arg(short = 'P', value_name = "0|1", default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=1))]
-    pub banner: u8,
+    banner: u8,
     #[command(flatten)]
-    pub stats: StatsArgs,
+    stats: StatsArgs,
     #[command(flatten)]
-    pub engine: EngineArgs,
+    engine: EngineArgs,
+}
 }
 
 /// Iterations, confidence, intervals and latency recording.
@@ -301,65 +333,67 @@ pub struct StatsArgs {
     pub histogram: bool,
 }
 
+flag_group! {
 /// Engines and ring tuning, on both sides.
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Engines and ring tuning")]
 pub struct EngineArgs {
     /// How the sending side puts payload on the socket (copy, zc, zc-msg, splice).
     #[arg(long, value_name = "ENGINE", default_value = "copy", value_parser = parse_send_engine)]
-    pub send_engine: SendEngine,
+    send_engine: SendEngine,
     /// How the receiving side takes payload off the socket (recv, multishot, bundle, trunc).
     #[arg(long, value_name = "ENGINE", default_value = "recv", value_parser = parse_recv_engine)]
-    pub recv_engine: RecvEngine,
+    recv_engine: RecvEngine,
     /// Fill the payload with a pattern and check every received byte (its cost is reported).
     #[arg(long)]
-    pub verify: bool,
+    verify: bool => spec.verify,
     /// Fail (exit 1) if the kernel copied any zero-copy send.
     #[arg(long = "require-zc")]
-    pub require_zero_copy: bool,
+    require_zero_copy: bool => spec.require_zero_copy,
     /// Linked sends in flight per flow in a stream, submitted and reaped together
     /// [default: 4; 32 for splice, whose chains run on io-wq and wake the worker once per
     /// chain; 32 datagrams for udp-stream].
     #[arg(long, value_name = "N")]
-    pub send_depth: Option<u32>,
+    send_depth: Option<u32>,
     /// Linked receives in flight per flow in a stream (recv and trunc), each waiting for a
     /// whole -M (MSG_WAITALL), reaped together; 1 is one receive at a time that takes what
     /// has arrived, as netperf's recv does [default: 4 for a stream, 1 otherwise].
     #[arg(long, value_name = "N")]
-    pub recv_depth: Option<u32>,
+    recv_depth: Option<u32>,
     /// Provided buffers per ring (multishot, bundle); a power of two [default: 256, or 4
     /// per flow if more; they share one landing area. With --verify each has its own:
     /// 1 MiB worth of --buf-size, so they stay in cache, and at least 4 per flow; 16 to 256].
     #[arg(long, value_name = "N")]
-    pub buf_count: Option<u32>,
+    buf_count: Option<u32>,
     /// Bytes per provided buffer [default: the receive size -M (rr: the larger message),
     /// 4K to 64K].
     #[arg(long, value_name = "SIZE", value_parser = parse_one_size)]
-    pub buf_size: Option<u32>,
+    buf_size: Option<u32>,
     /// Submission queue entries per ring; a power of two.
     #[arg(long, value_name = "N", default_value_t = 256)]
-    pub sq_entries: u32,
+    sq_entries: u32 => spec.ring.sq_entries,
     /// Submit as soon as this many SQEs are queued [default: --sq-entries].
     #[arg(long, value_name = "N")]
-    pub sq_batch: Option<u32>,
+    sq_batch: Option<u32>,
     /// Completions to wait for per io_uring_enter (needs --cq-wait-us above 1).
     #[arg(long, value_name = "N", default_value_t = 1)]
-    pub cq_batch: u32,
+    cq_batch: u32 => spec.ring.cq_batch,
     /// With --cq-batch: return after this many microseconds once one completion is ready.
     #[arg(long, value_name = "US", default_value_t = 0)]
-    pub cq_wait_us: u32,
+    cq_wait_us: u32 => spec.ring.cq_wait_us,
     /// Use a kernel SQ polling thread, optionally pinned to CPU (--sqpoll=1).
     #[arg(long, value_name = "CPU", num_args = 0..=1, require_equals = true, default_missing_value = "any")]
-    pub sqpoll: Option<String>,
+    sqpoll: Option<String>,
     /// NAPI busy polling per wait, in microseconds.
     #[arg(long, value_name = "US")]
-    pub napi_busy_poll_us: Option<u32>,
+    napi_busy_poll_us: Option<u32> => spec.ring.napi_busy_poll_us,
     /// Do not register the ring fd (every io_uring_enter then looks the fd up).
     #[arg(long)]
-    pub no_registered_ring: bool,
+    no_registered_ring: bool,
     /// Do not register the data sockets as fixed files.
     #[arg(long)]
-    pub no_fixed_files: bool,
+    no_fixed_files: bool,
+}
 }
 
 #[derive(Args, Debug)]

@@ -23,8 +23,7 @@ use std::io::Write;
 use ringperf_engine::control::auth::{Psk, PSK_ENV};
 use ringperf_engine::measure::confidence::ConfidenceTarget;
 use ringperf_engine::spec::{
-    CrrOptions, Direction, Explicit, Pacing, RingTuning, SendEngine, SideSpec, SocketBuffers, SocketOptions,
-    SqPoll, Workload,
+    CrrOptions, Direction, Explicit, SendEngine, SideSpec, SocketBuffers, SqPoll, Workload,
 };
 use ringperf_engine::{Error, Target, TestReport, TestSpec};
 
@@ -227,7 +226,6 @@ fn check_flag_pairs(t: &TestArgs) -> Result<(), Error> {
 /// workload's own fields, then [`resolved`] fills what depends on them.
 pub fn base_spec(t: &TestArgs, workload: Workload) -> Result<TestSpec, Error> {
     check_flag_pairs(t)?;
-    let defaults = TestSpec::for_workload(workload);
     let bufs = |b: Option<(Option<u32>, Option<u32>)>| {
         let (send, recv) = b.unwrap_or((None, None));
         SocketBuffers { send, recv }
@@ -253,37 +251,17 @@ pub fn base_spec(t: &TestArgs, workload: Workload) -> Result<TestSpec, Error> {
             idle_ms: 100,
         }),
     };
-    Ok(TestSpec {
-        duration_ms: t.length_ms,
-        congestion_control: t.congestion_control.clone(),
-        flows: t.flows,
-        threads: t.threads,
-        socket: SocketOptions {
-            nodelay: t.nodelay,
-            mss: t.mss,
-            cork: t.cork,
-            tos: t.tos,
-            max_pacing_rate_bps: t.fq_rate,
-            rcvlowat: t.rcvlowat,
-        },
-        pacing: Pacing { total_bps: t.rate, per_flow_bps: t.flow_rate },
-        verify: e.verify,
-        require_zero_copy: e.require_zero_copy,
-        record_latency: !t.stats.no_latency,
-        local: side(bufs(t.local_buffers), lcpu),
-        remote: side(bufs(t.remote_buffers), rcpu),
-        ring: RingTuning {
-            sq_entries: e.sq_entries,
-            cq_batch: e.cq_batch,
-            cq_wait_us: e.cq_wait_us,
-            sqpoll,
-            napi_busy_poll_us: e.napi_busy_poll_us,
-            registered_ring_fd: !e.no_registered_ring,
-            fixed_files: !e.no_fixed_files,
-            ..defaults.ring
-        },
-        ..defaults
-    })
+    // The flags that are spec fields as they are; then those that are not.
+    let mut spec = TestSpec::for_workload(workload);
+    t.copy_to(&mut spec);
+    e.copy_to(&mut spec);
+    spec.record_latency = !t.stats.no_latency;
+    spec.local = side(bufs(t.local_buffers), lcpu);
+    spec.remote = side(bufs(t.remote_buffers), rcpu);
+    spec.ring.sqpoll = sqpoll;
+    spec.ring.registered_ring_fd = !e.no_registered_ring;
+    spec.ring.fixed_files = !e.no_fixed_files;
+    Ok(spec)
 }
 
 /// The confidence target of -i / -I, if any.
