@@ -15,14 +15,15 @@ use ringperf_engine::{Error, DEFAULT_PORT};
 /// Declares a group of flags once: each field's doc comment is its help, its `#[arg]` its
 /// clap definition and default, and `=> spec.PATH` (for a flag that is a TestSpec field as
 /// it is) where [`copy_to`](TestArgs::copy_to) puts it. The README's table is rendered from
-/// the same definitions ([`flags_markdown`]).
+/// the same definitions ([`flags_markdown`]). `[sweep "name", sep]` makes it a list under
+/// `sweep` ([`sweep_lists`]): the parameter's name, and what separates its values.
 macro_rules! flag_group {
     (
         $(#[$meta:meta])*
         pub struct $name:ident {
             $(
                 $(#[$fmeta:meta])*
-                $field:ident : $ty:ty $(=> spec $(. $path:ident)+)?
+                $field:ident : $ty:ty $(=> spec $(. $path:ident)+)? $([sweep $param:literal, $sep:literal])?
             ),* $(,)?
         }
     ) => {
@@ -32,11 +33,16 @@ macro_rules! flag_group {
         }
 
         impl $name {
-            /// Sets every spec field that one of these flags is, unchanged.
-            #[allow(clippy::clone_on_copy)]
+            /// Sets every spec field that one of these flags is, unchanged (a group may
+            /// have none, hence the allow).
+            #[allow(clippy::clone_on_copy, unused_variables)]
             pub fn copy_to(&self, spec: &mut TestSpec) {
                 $( $( spec $(. $path)+ = self.$field.clone(); )? )*
             }
+
+            /// The flags `sweep` takes a list of: (clap id, parameter name, separator).
+            pub const SWEEP: &'static [(&'static str, &'static str, char)] =
+                &[ $( $( (stringify!($field), $param, $sep), )? )* ];
         }
     };
 }
@@ -270,17 +276,17 @@ pub struct TestArgs {
     tos: Option<u8> => spec.socket.tos,
     /// Local socket buffers (SO_SNDBUF,SO_RCVBUF), e.g. 256K,256K [default: kernel autotuning].
     #[arg(short = 's', value_name = "SNDBUF,RCVBUF", value_parser = parse_sizes)]
-    local_buffers: Option<(Option<u32>, Option<u32>)>,
+    local_buffers: Option<(Option<u32>, Option<u32>)> [sweep "local_buffers", ':'],
     /// Remote socket buffers (SO_SNDBUF,SO_RCVBUF) [default: kernel autotuning].
     #[arg(short = 'S', value_name = "SNDBUF,RCVBUF", value_parser = parse_sizes)]
-    remote_buffers: Option<(Option<u32>, Option<u32>)>,
+    remote_buffers: Option<(Option<u32>, Option<u32>)> [sweep "remote_buffers", ':'],
     /// Throughput units: k/m/g are 10^3/10^6/10^9 bits/s, K/M/G are KiB/MiB/GiB per second.
     #[arg(short = 'f', value_name = "UNIT", default_value = "m", value_parser = ["k", "m", "g", "K", "M", "G"])]
     units: String,
     /// TCP congestion control for every data socket on both sides (e.g. cubic, bbr) [default:
     /// the system's].
     #[arg(long = "cc", value_name = "NAME")]
-    congestion_control: Option<String> => spec.congestion_control,
+    congestion_control: Option<String> => spec.congestion_control [sweep "cc", ','],
     /// Accepted for netperf compatibility: local CPU is always measured.
     #[arg(short = 'c')]
     local_cpu: bool,
@@ -340,10 +346,10 @@ flag_group! {
 pub struct EngineArgs {
     /// How the sending side puts payload on the socket (copy, zc, zc-msg, splice).
     #[arg(long, value_name = "ENGINE", default_value = "copy", value_parser = parse_send_engine)]
-    send_engine: SendEngine,
+    send_engine: SendEngine [sweep "send_engine", ','],
     /// How the receiving side takes payload off the socket (recv, multishot, bundle, trunc).
     #[arg(long, value_name = "ENGINE", default_value = "recv", value_parser = parse_recv_engine)]
-    recv_engine: RecvEngine,
+    recv_engine: RecvEngine [sweep "recv_engine", ','],
     /// Fill the payload with a pattern and check every received byte (its cost is reported).
     #[arg(long)]
     verify: bool => spec.verify,
@@ -396,35 +402,39 @@ pub struct EngineArgs {
 }
 }
 
+flag_group! {
 #[derive(Args, Debug)]
 pub struct StreamArgs {
     #[command(flatten)]
-    pub test: TestArgs,
+    test: TestArgs,
     /// Bytes per send (netperf -m).
     #[arg(short = 'm', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
-    pub send_size: u32,
+    send_size: u32 [sweep "send_size", ','],
     /// Bytes per receive (netperf -M).
     #[arg(short = 'M', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
-    pub recv_size: u32,
+    recv_size: u32 [sweep "recv_size", ','],
     /// Server sends, client receives (netperf TCP_MAERTS).
     #[arg(long)]
-    pub reverse: bool,
+    reverse: bool,
     /// Both directions at once, --flows connections each way, reported separately.
     #[arg(long, conflicts_with = "reverse")]
-    pub bidir: bool,
+    bidir: bool,
     #[command(flatten)]
-    pub plot: PlotArgs,
+    plot: PlotArgs,
+}
 }
 
+flag_group! {
 #[derive(Args, Debug)]
 pub struct RrArgs {
     #[command(flatten)]
-    pub test: TestArgs,
+    test: TestArgs,
     /// Request and response sizes (netperf -r); one number sets both.
     #[arg(short = 'r', value_name = "REQ,RSP", default_value = "1,1", value_parser = parse_sizes)]
-    pub sizes: (Option<u32>, Option<u32>),
+    sizes: (Option<u32>, Option<u32>) [sweep "req_rsp", ':'],
     #[command(flatten)]
-    pub plot: PlotArgs,
+    plot: PlotArgs,
+}
 }
 
 #[derive(Args, Debug)]
@@ -478,21 +488,23 @@ pub struct UdpRrArgs {
     pub timeout_us: u32,
 }
 
+flag_group! {
 #[derive(Args, Debug)]
 pub struct SendfileArgs {
     #[command(flatten)]
-    pub test: TestArgs,
+    test: TestArgs,
     /// File to send; without it, a memfd of patterned payload.
     #[arg(short = 'F', value_name = "FILE")]
-    pub file: Option<String>,
+    file: Option<String>,
     /// Bytes per splice (netperf -m).
     #[arg(short = 'm', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
-    pub send_size: u32,
+    send_size: u32 [sweep "send_size", ','],
     /// Bytes per receive (netperf -M).
     #[arg(short = 'M', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
-    pub recv_size: u32,
+    recv_size: u32 [sweep "recv_size", ','],
     #[command(flatten)]
-    pub plot: PlotArgs,
+    plot: PlotArgs,
+}
 }
 
 #[derive(Args, Debug)]
@@ -553,27 +565,44 @@ fn parse_chart_figure(s: &str) -> Result<String, String> {
     }
 }
 
-/// The flags a sweep takes lists for. Their cartesian product is the grid, the first one
-/// given varying slowest; every other flag applies to every point.
+/// A flag a sweep takes a list for. The lists' cartesian product is the grid, the first
+/// one given varying slowest; every other flag applies to every point.
 pub struct SweepList {
     /// How the flag is spelled (`-m`, `--send-engine`).
-    pub flag: &'static str,
+    pub flag: String,
     /// The parameter's name in the table, the JSON `point` and `--x`.
     pub name: &'static str,
     /// What separates the values: ',' for single values, ':' for pairs that contain commas.
     pub separator: char,
 }
 
-pub const SWEEP_LISTS: &[SweepList] = &[
-    SweepList { flag: "-m", name: "send_size", separator: ',' },
-    SweepList { flag: "-M", name: "recv_size", separator: ',' },
-    SweepList { flag: "-r", name: "req_rsp", separator: ':' },
-    SweepList { flag: "-s", name: "local_buffers", separator: ':' },
-    SweepList { flag: "-S", name: "remote_buffers", separator: ':' },
-    SweepList { flag: "--send-engine", name: "send_engine", separator: ',' },
-    SweepList { flag: "--recv-engine", name: "recv_engine", separator: ',' },
-    SweepList { flag: "--cc", name: "cc", separator: ',' },
-];
+/// Every flag marked `[sweep ...]` where it is declared, spelled as its clap definition has
+/// it (the short form when there is one).
+pub fn sweep_lists() -> Vec<SweepList> {
+    use clap::Args as _;
+    let groups = [
+        (StreamArgs::augment_args(clap::Command::new("g")), StreamArgs::SWEEP),
+        (RrArgs::augment_args(clap::Command::new("g")), RrArgs::SWEEP),
+        (SendfileArgs::augment_args(clap::Command::new("g")), SendfileArgs::SWEEP),
+        (TestArgs::augment_args(clap::Command::new("g")), TestArgs::SWEEP),
+        (EngineArgs::augment_args(clap::Command::new("g")), EngineArgs::SWEEP),
+    ];
+    let mut out: Vec<SweepList> = Vec::new();
+    for (cmd, marked) in &groups {
+        for &(id, name, separator) in *marked {
+            let Some(arg) = cmd.get_arguments().find(|a| a.get_id() == id) else { continue };
+            let flag = match (arg.get_short(), arg.get_long()) {
+                (Some(c), _) => format!("-{c}"),
+                (None, Some(l)) => format!("--{l}"),
+                (None, None) => continue,
+            };
+            if !out.iter().any(|l| l.name == name) {
+                out.push(SweepList { flag, name, separator });
+            }
+        }
+    }
+    out
+}
 
 const SWEEP_HELP: &str = "Lists (the grid is their cartesian product, the first list varying slowest):
   -m, -M, --send-engine, --recv-engine, --cc   comma lists: -m 1K,16K,64K --send-engine copy,zc
@@ -940,12 +969,13 @@ fn parse_cpus(s: &str) -> Result<(Option<usize>, Option<usize>), String> {
 }
 
 /// The README's table of the flags every test takes, rendered from their clap definitions
-/// above (help, value names, defaults) and [`SWEEP_LISTS`]: `ringperf --help-markdown`
+/// above (help, value names, defaults, whether `sweep` takes a list): `ringperf --help-markdown`
 /// prints it, and a test fails when the README's copy differs.
 pub fn flags_markdown() -> String {
     use clap::Args as _;
     let mut cmd = TestArgs::augment_args(clap::Command::new("test"));
     cmd.build();
+    let lists = sweep_lists();
     let mut o = String::from("| flag | meaning | default | sweep |\n|---|---|---|---|\n");
     for arg in cmd.get_arguments() {
         let (short, long) =
@@ -978,9 +1008,9 @@ pub fn flags_markdown() -> String {
                 (help, default)
             }
         };
-        let sweep = SWEEP_LISTS
+        let sweep = lists
             .iter()
-            .find(|l| Some(l.flag) == short.as_deref() || Some(l.flag) == long.as_deref())
+            .find(|l| Some(l.flag.as_str()) == short.as_deref() || Some(l.flag.as_str()) == long.as_deref())
             .map_or("", |l| if l.separator == ',' { "comma list" } else { "':' list" });
         let cell = |s: &str| s.replace('|', "\\|");
         o.push_str(&format!("| {} | {} | {} | {sweep} |\n", cell(&flag), cell(&meaning), cell(&default)));
@@ -991,6 +1021,27 @@ pub fn flags_markdown() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Sweepability comes from the `[sweep ...]` marks on the declarations: these are the
+    /// lists `sweep` takes, spelled as the parser has them.
+    #[test]
+    fn sweep_lists_come_from_the_marked_flags() {
+        let mut got: Vec<(String, &str, char)> =
+            sweep_lists().into_iter().map(|l| (l.flag, l.name, l.separator)).collect();
+        got.sort();
+        let mut want = vec![
+            ("-m".to_string(), "send_size", ','),
+            ("-M".to_string(), "recv_size", ','),
+            ("-r".to_string(), "req_rsp", ':'),
+            ("-s".to_string(), "local_buffers", ':'),
+            ("-S".to_string(), "remote_buffers", ':'),
+            ("--send-engine".to_string(), "send_engine", ','),
+            ("--recv-engine".to_string(), "recv_engine", ','),
+            ("--cc".to_string(), "cc", ','),
+        ];
+        want.sort();
+        assert_eq!(got, want);
+    }
 
     /// The README's flag table is the one the definitions render; `ringperf --help-markdown`
     /// prints the table to paste between the markers.

@@ -1,4 +1,4 @@
-//! `ringperf sweep WORKLOAD ...`: the list-taking flags (args::SWEEP_LISTS) are split out of
+//! `ringperf sweep WORKLOAD ...`: the list-taking flags (args::sweep_lists) are split out of
 //! the command line, multiplied out into points, and each point's command line is parsed
 //! by the same clap definitions as a single test, so every flag means exactly what it means
 //! there. Each point runs through run_iterations (-i/-I per point); a failed point is
@@ -12,7 +12,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use ringperf_engine::{Error, TestReport, TestSpec};
 
-use crate::args::{Command, SweepOutArgs, SweepWorkload, TestArgs, SWEEP_LISTS};
+use crate::args::{sweep_lists, Command, SweepOutArgs, SweepWorkload, TestArgs};
 use crate::runner::{Progress, Runner};
 use crate::{confidence_target, one_line, plot, print, render, requirements};
 
@@ -101,6 +101,7 @@ struct Dimension {
 /// Splits the list flags out of `argv` and returns one command line per point with its
 /// parameters. Flags after `--` are left alone.
 pub fn expand(argv: &[String]) -> Result<Vec<(Point, Vec<String>)>, Error> {
+    let lists = sweep_lists();
     let mut dims: Vec<Dimension> = Vec::new();
     let mut i = 0;
     while i < argv.len() {
@@ -108,14 +109,15 @@ pub fn expand(argv: &[String]) -> Result<Vec<(Point, Vec<String>)>, Error> {
         if tok == "--" {
             break;
         }
-        for l in SWEEP_LISTS {
-            let (at, prefix, list) = if tok == l.flag {
+        for l in &lists {
+            let (at, prefix, list) = if *tok == l.flag {
                 let Some(v) = argv.get(i + 1) else { break };
                 (i + 1, String::new(), v.clone())
             } else if l.flag.starts_with("--") && tok.starts_with(&format!("{}=", l.flag)) {
                 (i, format!("{}=", l.flag), tok[l.flag.len() + 1..].to_string())
-            } else if !l.flag.starts_with("--") && tok.starts_with(l.flag) && !tok.starts_with("--") {
-                (i, l.flag.to_string(), tok[l.flag.len()..].to_string())
+            } else if !l.flag.starts_with("--") && tok.starts_with(l.flag.as_str()) && !tok.starts_with("--")
+            {
+                (i, l.flag.clone(), tok[l.flag.len()..].to_string())
             } else {
                 continue;
             };
