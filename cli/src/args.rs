@@ -239,10 +239,10 @@ pub struct TestArgs {
     #[arg(short = 'T', value_name = "LCPU,RCPU", value_parser = parse_cpus, conflicts_with = "cpu_list")]
     cpus: Option<(Option<usize>, Option<usize>)>,
     /// Data connections in total, dealt round-robin over the worker threads.
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    #[arg(long, value_name = "N", default_value_t = TestSpec::default().flows)]
     flows: u32 => spec.flows,
     /// Worker threads per side, each with its own ring.
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    #[arg(long, value_name = "N", default_value_t = TestSpec::default().threads)]
     threads: u32 => spec.threads,
     /// Pin the workers of both sides to these CPUs, round-robin (e.g. 0,1 or 0-3) [default: unpinned].
     #[arg(long = "cpus", value_name = "LIST", value_parser = parse_cpu_list)]
@@ -345,10 +345,10 @@ flag_group! {
 #[command(next_help_heading = "Engines and ring tuning")]
 pub struct EngineArgs {
     /// How the sending side puts payload on the socket (copy, zc, zc-msg, splice).
-    #[arg(long, value_name = "ENGINE", default_value = "copy", value_parser = parse_send_engine)]
+    #[arg(long, value_name = "ENGINE", default_value = SendEngine::default().name(), value_parser = parse_send_engine)]
     send_engine: SendEngine [sweep "send_engine", ','],
     /// How the receiving side takes payload off the socket (recv, multishot, bundle, trunc).
-    #[arg(long, value_name = "ENGINE", default_value = "recv", value_parser = parse_recv_engine)]
+    #[arg(long, value_name = "ENGINE", default_value = RecvEngine::default().name(), value_parser = parse_recv_engine)]
     recv_engine: RecvEngine [sweep "recv_engine", ','],
     /// Fill the payload with a pattern and check every received byte (its cost is reported).
     #[arg(long)]
@@ -376,16 +376,16 @@ pub struct EngineArgs {
     #[arg(long, value_name = "SIZE", value_parser = parse_one_size)]
     buf_size: Option<u32>,
     /// Submission queue entries per ring; a power of two.
-    #[arg(long, value_name = "N", default_value_t = 256)]
+    #[arg(long, value_name = "N", default_value_t = TestSpec::default().ring.sq_entries)]
     sq_entries: u32 => spec.ring.sq_entries,
     /// Submit as soon as this many SQEs are queued [default: --sq-entries].
     #[arg(long, value_name = "N")]
     sq_batch: Option<u32>,
     /// Completions to wait for per io_uring_enter (needs --cq-wait-us above 1).
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    #[arg(long, value_name = "N", default_value_t = TestSpec::default().ring.cq_batch)]
     cq_batch: u32 => spec.ring.cq_batch,
     /// With --cq-batch: return after this many microseconds once one completion is ready.
-    #[arg(long, value_name = "US", default_value_t = 0)]
+    #[arg(long, value_name = "US", default_value_t = TestSpec::default().ring.cq_wait_us)]
     cq_wait_us: u32 => spec.ring.cq_wait_us,
     /// Use a kernel SQ polling thread, optionally pinned to CPU (--sqpoll=1).
     #[arg(long, value_name = "CPU", num_args = 0..=1, require_equals = true, default_missing_value = "any")]
@@ -484,7 +484,7 @@ pub struct UdpRrArgs {
     #[arg(short = 'r', value_name = "REQ,RSP", default_value = "8,8", value_parser = parse_sizes)]
     pub sizes: (Option<u32>, Option<u32>),
     /// Send a request again when its response has not come after this many microseconds.
-    #[arg(long, value_name = "US", default_value_t = 10_000)]
+    #[arg(long, value_name = "US", default_value_t = ringperf_engine::spec::UdpOptions::default().timeout_us)]
     pub timeout_us: u32,
 }
 
