@@ -247,8 +247,8 @@ pub struct TestArgs {
     /// Pin the workers of both sides to these CPUs, round-robin (e.g. 0,1 or 0-3) [default: unpinned].
     #[arg(long = "cpus", value_name = "LIST", value_parser = parse_cpu_list)]
     cpu_list: Option<CpuList>,
-    /// Pace the payload to this total rate in bits/s over all flows (k/m/g suffixes, powers of 10)
-    /// [default: unpaced].
+    /// Pace the payload to this total rate in bits/s over all flows (k/m/g suffixes, powers of
+    /// 10): a token bucket per flow refilled by a ring timeout, no sleeping [default: unpaced].
     #[arg(short = 'b', value_name = "RATE", value_parser = parse_rate_arg)]
     rate: Option<u64> => spec.pacing.total_bps,
     /// Pace each flow to at most this rate in bits/s.
@@ -320,8 +320,8 @@ pub struct StatsArgs {
     /// [default: 1 run].
     #[arg(short = 'i', value_name = "MAX,MIN", value_parser = parse_iterations)]
     pub iterations: Option<(u32, u32)>,
-    /// Confidence LEVEL (percent) and full interval WIDTH (percent of the mean), netperf -I;
-    /// implies -i 10,3 when -i is not given.
+    /// Confidence LEVEL (percent) and full interval WIDTH (percent of the mean), netperf -I
+    /// (-I 99,5 is ±2.5 %); implies -i 10,3 when -i is not given.
     #[arg(short = 'I', value_name = "LEVEL,WIDTH", value_parser = parse_confidence)]
     pub confidence: Option<(f64, f64)>,
     /// Print a line per interval of SECS while the test runs (netperf demo mode). Runs over
@@ -387,7 +387,8 @@ pub struct EngineArgs {
     /// With --cq-batch: return after this many microseconds once one completion is ready.
     #[arg(long, value_name = "US", default_value_t = TestSpec::default().ring.cq_wait_us)]
     cq_wait_us: u32 => spec.ring.cq_wait_us,
-    /// Use a kernel SQ polling thread, optionally pinned to CPU (--sqpoll=1).
+    /// Use a kernel SQ polling thread (instead of DEFER_TASKRUN), optionally pinned to CPU
+    /// (--sqpoll=1).
     #[arg(long, value_name = "CPU", num_args = 0..=1, require_equals = true, default_missing_value = "any")]
     sqpoll: Option<String>,
     /// NAPI busy polling per wait, in microseconds.
