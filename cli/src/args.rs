@@ -9,7 +9,43 @@ use ringperf_engine::control::limits::{
 };
 use ringperf_engine::spec::{RecvEngine, SendEngine};
 use ringperf_engine::units::{check_size, parse_pair, parse_size};
+use ringperf_engine::TestSpec;
 use ringperf_engine::{Error, DEFAULT_PORT};
+
+/// Declares a group of flags once: each field's doc comment is its help, its `#[arg]` its
+/// clap definition and default, and `=> spec.PATH` (for a flag that is a TestSpec field as
+/// it is) where [`copy_to`](TestArgs::copy_to) puts it. The README's table is rendered from
+/// the same definitions ([`flags_markdown`]). `[sweep "name", sep]` makes it a list under
+/// `sweep` ([`sweep_lists`]): the parameter's name, and what separates its values.
+macro_rules! flag_group {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $(
+                $(#[$fmeta:meta])*
+                $field:ident : $ty:ty $(=> spec $(. $path:ident)+)? $([sweep $param:literal, $sep:literal])?
+            ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        pub struct $name {
+            $( $(#[$fmeta])* pub $field: $ty, )*
+        }
+
+        impl $name {
+            /// Sets every spec field that one of these flags is, unchanged (a group may
+            /// have none, hence the allow).
+            #[allow(clippy::clone_on_copy, unused_variables)]
+            pub fn copy_to(&self, spec: &mut TestSpec) {
+                $( $( spec $(. $path)+ = self.$field.clone(); )? )*
+            }
+
+            /// The flags `sweep` takes a list of: (clap id, parameter name, separator).
+            pub const SWEEP: &'static [(&'static str, &'static str, char)] =
+                &[ $( $( (stringify!($field), $param, $sep), )? )* ];
+        }
+    };
+}
 
 #[derive(Parser, Debug)]
 #[command(
@@ -182,104 +218,110 @@ pub fn parse(argv: &[String]) -> Result<Cli, clap::Error> {
     Cli::from_arg_matches_mut(&mut matches)
 }
 
+flag_group! {
 /// Flags every test takes.
 #[derive(Args, Debug, Clone)]
 pub struct TestArgs {
-    /// Server to test against; without it the test runs against an embedded server on 127.0.0.1.
+    /// Server to test against: a name or an address, IPv6 bare or in brackets (::1, [::1]; the
+    /// port is -p's) [default: an embedded server on 127.0.0.1].
     #[arg(short = 'H', long = "host", value_name = "HOST", value_parser = parse_host)]
-    pub host: Option<String>,
+    host: Option<String>,
     /// Control port of the server.
     #[arg(short = 'p', long = "port", default_value_t = DEFAULT_PORT, value_parser = clap::value_parser!(u16).range(1..))]
-    pub port: u16,
+    port: u16,
     /// File holding the server's pre-shared key (default: the RINGPERF_PSK variable, if set).
     #[arg(long, value_name = "FILE")]
-    pub psk_file: Option<std::path::PathBuf>,
+    psk_file: Option<std::path::PathBuf>,
     /// Test length in seconds (fractions allowed).
     #[arg(short = 'l', long = "length", value_name = "SECS", default_value = "10", value_parser = parse_seconds, allow_hyphen_values = true)]
-    pub length_ms: u64,
-    /// Pin the local and the remote worker to these CPUs (one number pins both).
+    length_ms: u64 => spec.duration_ms,
+    /// Pin the local and the remote worker to these CPUs (one number pins both) [default: unpinned].
     #[arg(short = 'T', value_name = "LCPU,RCPU", value_parser = parse_cpus, conflicts_with = "cpu_list")]
-    pub cpus: Option<(Option<usize>, Option<usize>)>,
+    cpus: Option<(Option<usize>, Option<usize>)>,
     /// Data connections in total, dealt round-robin over the worker threads.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub flows: u32,
+    #[arg(long, value_name = "N", default_value_t = TestSpec::default().flows)]
+    flows: u32 => spec.flows,
     /// Worker threads per side, each with its own ring.
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub threads: u32,
-    /// Pin the workers of both sides to these CPUs, round-robin (e.g. 0,1 or 0-3).
+    #[arg(long, value_name = "N", default_value_t = TestSpec::default().threads)]
+    threads: u32 => spec.threads,
+    /// Pin the workers of both sides to these CPUs, round-robin (e.g. 0,1 or 0-3) [default: unpinned].
     #[arg(long = "cpus", value_name = "LIST", value_parser = parse_cpu_list)]
-    pub cpu_list: Option<CpuList>,
-    /// Pace the payload to this total rate in bits/s over all flows (k/m/g suffixes, powers of 10).
+    cpu_list: Option<CpuList>,
+    /// Pace the payload to this total rate in bits/s over all flows (k/m/g suffixes, powers of
+    /// 10): a token bucket per flow refilled by a ring timeout, no sleeping [default: unpaced].
     #[arg(short = 'b', value_name = "RATE", value_parser = parse_rate_arg)]
-    pub rate: Option<u64>,
+    rate: Option<u64> => spec.pacing.total_bps,
     /// Pace each flow to at most this rate in bits/s.
     #[arg(long, value_name = "RATE", value_parser = parse_rate_arg)]
-    pub flow_rate: Option<u64>,
+    flow_rate: Option<u64> => spec.pacing.per_flow_bps,
     /// SO_MAX_PACING_RATE on every data socket, bits/s (the fq qdisc or TCP pacing enforces it).
     #[arg(long, value_name = "RATE", value_parser = parse_rate_arg)]
-    pub fq_rate: Option<u64>,
+    fq_rate: Option<u64> => spec.socket.max_pacing_rate_bps,
     /// TCP_NODELAY on every data socket.
     #[arg(long)]
-    pub nodelay: bool,
+    nodelay: bool => spec.socket.nodelay,
     /// SO_RCVLOWAT on a stream receiver's data sockets: bytes queued before a receive is
     /// woken; 1 wakes on any byte, the kernel's default [default: one provided buffer for
     /// multishot and bundle, 1 for recv and trunc].
     #[arg(long, value_name = "BYTES", value_parser = parse_one_size)]
-    pub rcvlowat: Option<u32>,
+    rcvlowat: Option<u32> => spec.socket.rcvlowat,
     /// TCP_MAXSEG on every data socket, set before the handshake.
     #[arg(long, value_name = "BYTES")]
-    pub mss: Option<u32>,
+    mss: Option<u32> => spec.socket.mss,
     /// TCP_CORK on every data socket.
     #[arg(long)]
-    pub cork: bool,
+    cork: bool => spec.socket.cork,
     /// IP_TOS (IPV6_TCLASS) byte on every data socket, e.g. 0x10.
     #[arg(long, value_name = "TOS", value_parser = parse_tos)]
-    pub tos: Option<u8>,
-    /// Local socket buffers (SO_SNDBUF,SO_RCVBUF), e.g. 256K,256K; default: kernel autotuning.
+    tos: Option<u8> => spec.socket.tos,
+    /// Local socket buffers (SO_SNDBUF,SO_RCVBUF), e.g. 256K,256K [default: kernel autotuning].
     #[arg(short = 's', value_name = "SNDBUF,RCVBUF", value_parser = parse_sizes)]
-    pub local_buffers: Option<(Option<u32>, Option<u32>)>,
-    /// Remote socket buffers (SO_SNDBUF,SO_RCVBUF).
+    local_buffers: Option<(Option<u32>, Option<u32>)> [sweep "local_buffers", ':'],
+    /// Remote socket buffers (SO_SNDBUF,SO_RCVBUF) [default: kernel autotuning].
     #[arg(short = 'S', value_name = "SNDBUF,RCVBUF", value_parser = parse_sizes)]
-    pub remote_buffers: Option<(Option<u32>, Option<u32>)>,
+    remote_buffers: Option<(Option<u32>, Option<u32>)> [sweep "remote_buffers", ':'],
     /// Throughput units: k/m/g are 10^3/10^6/10^9 bits/s, K/M/G are KiB/MiB/GiB per second.
     #[arg(short = 'f', value_name = "UNIT", default_value = "m", value_parser = ["k", "m", "g", "K", "M", "G"])]
-    pub units: String,
-    /// TCP congestion control for every data socket on both sides (e.g. cubic, bbr).
+    units: String,
+    /// TCP congestion control for every data socket on both sides (e.g. cubic, bbr) [default:
+    /// the system's].
     #[arg(long = "cc", value_name = "NAME")]
-    pub congestion_control: Option<String>,
+    congestion_control: Option<String> => spec.congestion_control [sweep "cc", ','],
     /// Accepted for netperf compatibility: local CPU is always measured.
     #[arg(short = 'c')]
-    pub local_cpu: bool,
+    local_cpu: bool,
     /// Accepted for netperf compatibility: remote CPU is always measured.
     #[arg(short = 'C')]
-    pub remote_cpu: bool,
+    remote_cpu: bool,
     /// Print the whole report as JSON instead of the table.
     #[arg(long, conflicts_with_all = ["keyval", "csv"])]
-    pub json: bool,
+    json: bool,
     /// Print NAME=value lines with netperf's omni names (see the README).
     #[arg(long, conflicts_with = "csv")]
-    pub keyval: bool,
+    keyval: bool,
     /// Print a CSV header of the keyval names and one row per iteration.
     #[arg(long)]
-    pub csv: bool,
+    csv: bool,
     /// 0 drops headers and banners (netperf -P).
     #[arg(short = 'P', value_name = "0|1", default_value_t = 1, value_parser = clap::value_parser!(u8).range(0..=1))]
-    pub banner: u8,
+    banner: u8,
     #[command(flatten)]
-    pub stats: StatsArgs,
+    stats: StatsArgs,
     #[command(flatten)]
-    pub engine: EngineArgs,
+    engine: EngineArgs,
+}
 }
 
 /// Iterations, confidence, intervals and latency recording.
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Statistics")]
 pub struct StatsArgs {
-    /// Iterate: at most MAX and at least MIN full runs (netperf -i); one number sets both.
+    /// Iterate: at most MAX and at least MIN full runs (netperf -i); one number sets both
+    /// [default: 1 run].
     #[arg(short = 'i', value_name = "MAX,MIN", value_parser = parse_iterations)]
     pub iterations: Option<(u32, u32)>,
-    /// Confidence LEVEL (percent) and full interval WIDTH (percent of the mean), netperf -I;
-    /// implies -i 10,3 when -i is not given.
+    /// Confidence LEVEL (percent) and full interval WIDTH (percent of the mean), netperf -I
+    /// (-I 99,5 is ±2.5 %); implies -i 10,3 when -i is not given.
     #[arg(short = 'I', value_name = "LEVEL,WIDTH", value_parser = parse_confidence)]
     pub confidence: Option<(f64, f64)>,
     /// Print a line per interval of SECS while the test runs (netperf demo mode). Runs over
@@ -297,96 +339,103 @@ pub struct StatsArgs {
     pub histogram: bool,
 }
 
+flag_group! {
 /// Engines and ring tuning, on both sides.
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Engines and ring tuning")]
 pub struct EngineArgs {
     /// How the sending side puts payload on the socket (copy, zc, zc-msg, splice).
-    #[arg(long, value_name = "ENGINE", default_value = "copy", value_parser = parse_send_engine)]
-    pub send_engine: SendEngine,
+    #[arg(long, value_name = "ENGINE", default_value = SendEngine::default().name(), value_parser = parse_send_engine)]
+    send_engine: SendEngine [sweep "send_engine", ','],
     /// How the receiving side takes payload off the socket (recv, multishot, bundle, trunc).
-    #[arg(long, value_name = "ENGINE", default_value = "recv", value_parser = parse_recv_engine)]
-    pub recv_engine: RecvEngine,
+    #[arg(long, value_name = "ENGINE", default_value = RecvEngine::default().name(), value_parser = parse_recv_engine)]
+    recv_engine: RecvEngine [sweep "recv_engine", ','],
     /// Fill the payload with a pattern and check every received byte (its cost is reported).
     #[arg(long)]
-    pub verify: bool,
+    verify: bool => spec.verify,
     /// Fail (exit 1) if the kernel copied any zero-copy send.
     #[arg(long = "require-zc")]
-    pub require_zero_copy: bool,
+    require_zero_copy: bool => spec.require_zero_copy,
     /// Linked sends in flight per flow in a stream, submitted and reaped together
     /// [default: 4; 32 for splice, whose chains run on io-wq and wake the worker once per
     /// chain; 32 datagrams for udp-stream].
     #[arg(long, value_name = "N")]
-    pub send_depth: Option<u32>,
+    send_depth: Option<u32>,
     /// Linked receives in flight per flow in a stream (recv and trunc), each waiting for a
     /// whole -M (MSG_WAITALL), reaped together; 1 is one receive at a time that takes what
     /// has arrived, as netperf's recv does [default: 4 for a stream, 1 otherwise].
     #[arg(long, value_name = "N")]
-    pub recv_depth: Option<u32>,
+    recv_depth: Option<u32>,
     /// Provided buffers per ring (multishot, bundle); a power of two [default: 256, or 4
     /// per flow if more; they share one landing area. With --verify each has its own:
     /// 1 MiB worth of --buf-size, so they stay in cache, and at least 4 per flow; 16 to 256].
     #[arg(long, value_name = "N")]
-    pub buf_count: Option<u32>,
+    buf_count: Option<u32>,
     /// Bytes per provided buffer [default: the receive size -M (rr: the larger message),
     /// 4K to 64K].
     #[arg(long, value_name = "SIZE", value_parser = parse_one_size)]
-    pub buf_size: Option<u32>,
+    buf_size: Option<u32>,
     /// Submission queue entries per ring; a power of two.
-    #[arg(long, value_name = "N", default_value_t = 256)]
-    pub sq_entries: u32,
-    /// Submit as soon as this many SQEs are queued.
+    #[arg(long, value_name = "N", default_value_t = TestSpec::default().ring.sq_entries)]
+    sq_entries: u32 => spec.ring.sq_entries,
+    /// Submit as soon as this many SQEs are queued [default: --sq-entries].
     #[arg(long, value_name = "N")]
-    pub sq_batch: Option<u32>,
+    sq_batch: Option<u32>,
     /// Completions to wait for per io_uring_enter (needs --cq-wait-us above 1).
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub cq_batch: u32,
+    #[arg(long, value_name = "N", default_value_t = TestSpec::default().ring.cq_batch)]
+    cq_batch: u32 => spec.ring.cq_batch,
     /// With --cq-batch: return after this many microseconds once one completion is ready.
-    #[arg(long, value_name = "US", default_value_t = 0)]
-    pub cq_wait_us: u32,
-    /// Use a kernel SQ polling thread, optionally pinned to CPU (--sqpoll=1).
+    #[arg(long, value_name = "US", default_value_t = TestSpec::default().ring.cq_wait_us)]
+    cq_wait_us: u32 => spec.ring.cq_wait_us,
+    /// Use a kernel SQ polling thread (instead of DEFER_TASKRUN), optionally pinned to CPU
+    /// (--sqpoll=1).
     #[arg(long, value_name = "CPU", num_args = 0..=1, require_equals = true, default_missing_value = "any")]
-    pub sqpoll: Option<String>,
+    sqpoll: Option<String>,
     /// NAPI busy polling per wait, in microseconds.
     #[arg(long, value_name = "US")]
-    pub napi_busy_poll_us: Option<u32>,
+    napi_busy_poll_us: Option<u32> => spec.ring.napi_busy_poll_us,
     /// Do not register the ring fd (every io_uring_enter then looks the fd up).
     #[arg(long)]
-    pub no_registered_ring: bool,
+    no_registered_ring: bool,
     /// Do not register the data sockets as fixed files.
     #[arg(long)]
-    pub no_fixed_files: bool,
+    no_fixed_files: bool,
+}
 }
 
+flag_group! {
 #[derive(Args, Debug)]
 pub struct StreamArgs {
     #[command(flatten)]
-    pub test: TestArgs,
+    test: TestArgs,
     /// Bytes per send (netperf -m).
     #[arg(short = 'm', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
-    pub send_size: u32,
+    send_size: u32 [sweep "send_size", ','],
     /// Bytes per receive (netperf -M).
     #[arg(short = 'M', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
-    pub recv_size: u32,
+    recv_size: u32 [sweep "recv_size", ','],
     /// Server sends, client receives (netperf TCP_MAERTS).
     #[arg(long)]
-    pub reverse: bool,
+    reverse: bool,
     /// Both directions at once, --flows connections each way, reported separately.
     #[arg(long, conflicts_with = "reverse")]
-    pub bidir: bool,
+    bidir: bool,
     #[command(flatten)]
-    pub plot: PlotArgs,
+    plot: PlotArgs,
+}
 }
 
+flag_group! {
 #[derive(Args, Debug)]
 pub struct RrArgs {
     #[command(flatten)]
-    pub test: TestArgs,
+    test: TestArgs,
     /// Request and response sizes (netperf -r); one number sets both.
     #[arg(short = 'r', value_name = "REQ,RSP", default_value = "1,1", value_parser = parse_sizes)]
-    pub sizes: (Option<u32>, Option<u32>),
+    sizes: (Option<u32>, Option<u32>) [sweep "req_rsp", ':'],
     #[command(flatten)]
-    pub plot: PlotArgs,
+    plot: PlotArgs,
+}
 }
 
 #[derive(Args, Debug)]
@@ -436,25 +485,27 @@ pub struct UdpRrArgs {
     #[arg(short = 'r', value_name = "REQ,RSP", default_value = "8,8", value_parser = parse_sizes)]
     pub sizes: (Option<u32>, Option<u32>),
     /// Send a request again when its response has not come after this many microseconds.
-    #[arg(long, value_name = "US", default_value_t = 10_000)]
+    #[arg(long, value_name = "US", default_value_t = ringperf_engine::spec::UdpOptions::default().timeout_us)]
     pub timeout_us: u32,
 }
 
+flag_group! {
 #[derive(Args, Debug)]
 pub struct SendfileArgs {
     #[command(flatten)]
-    pub test: TestArgs,
+    test: TestArgs,
     /// File to send; without it, a memfd of patterned payload.
     #[arg(short = 'F', value_name = "FILE")]
-    pub file: Option<String>,
+    file: Option<String>,
     /// Bytes per splice (netperf -m).
     #[arg(short = 'm', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
-    pub send_size: u32,
+    send_size: u32 [sweep "send_size", ','],
     /// Bytes per receive (netperf -M).
     #[arg(short = 'M', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
-    pub recv_size: u32,
+    recv_size: u32 [sweep "recv_size", ','],
     #[command(flatten)]
-    pub plot: PlotArgs,
+    plot: PlotArgs,
+}
 }
 
 #[derive(Args, Debug)]
@@ -515,27 +566,44 @@ fn parse_chart_figure(s: &str) -> Result<String, String> {
     }
 }
 
-/// The flags a sweep takes lists for. Their cartesian product is the grid, the first one
-/// given varying slowest; every other flag applies to every point.
+/// A flag a sweep takes a list for. The lists' cartesian product is the grid, the first
+/// one given varying slowest; every other flag applies to every point.
 pub struct SweepList {
     /// How the flag is spelled (`-m`, `--send-engine`).
-    pub flag: &'static str,
+    pub flag: String,
     /// The parameter's name in the table, the JSON `point` and `--x`.
     pub name: &'static str,
     /// What separates the values: ',' for single values, ':' for pairs that contain commas.
     pub separator: char,
 }
 
-pub const SWEEP_LISTS: &[SweepList] = &[
-    SweepList { flag: "-m", name: "send_size", separator: ',' },
-    SweepList { flag: "-M", name: "recv_size", separator: ',' },
-    SweepList { flag: "-r", name: "req_rsp", separator: ':' },
-    SweepList { flag: "-s", name: "local_buffers", separator: ':' },
-    SweepList { flag: "-S", name: "remote_buffers", separator: ':' },
-    SweepList { flag: "--send-engine", name: "send_engine", separator: ',' },
-    SweepList { flag: "--recv-engine", name: "recv_engine", separator: ',' },
-    SweepList { flag: "--cc", name: "cc", separator: ',' },
-];
+/// Every flag marked `[sweep ...]` where it is declared, spelled as its clap definition has
+/// it (the short form when there is one).
+pub fn sweep_lists() -> Vec<SweepList> {
+    use clap::Args as _;
+    let groups = [
+        (StreamArgs::augment_args(clap::Command::new("g")), StreamArgs::SWEEP),
+        (RrArgs::augment_args(clap::Command::new("g")), RrArgs::SWEEP),
+        (SendfileArgs::augment_args(clap::Command::new("g")), SendfileArgs::SWEEP),
+        (TestArgs::augment_args(clap::Command::new("g")), TestArgs::SWEEP),
+        (EngineArgs::augment_args(clap::Command::new("g")), EngineArgs::SWEEP),
+    ];
+    let mut out: Vec<SweepList> = Vec::new();
+    for (cmd, marked) in &groups {
+        for &(id, name, separator) in *marked {
+            let Some(arg) = cmd.get_arguments().find(|a| a.get_id() == id) else { continue };
+            let flag = match (arg.get_short(), arg.get_long()) {
+                (Some(c), _) => format!("-{c}"),
+                (None, Some(l)) => format!("--{l}"),
+                (None, None) => continue,
+            };
+            if !out.iter().any(|l| l.name == name) {
+                out.push(SweepList { flag, name, separator });
+            }
+        }
+    }
+    out
+}
 
 const SWEEP_HELP: &str = "Lists (the grid is their cartesian product, the first list varying slowest):
   -m, -M, --send-engine, --recv-engine, --cc   comma lists: -m 1K,16K,64K --send-engine copy,zc
@@ -899,4 +967,94 @@ fn parse_cpus(s: &str) -> Result<(Option<usize>, Option<usize>), String> {
         return Err(format!("'{s}' names no CPU: give LCPU,RCPU, one CPU for both, or ,RCPU"));
     }
     Ok(pair)
+}
+
+/// The README's table of the flags every test takes, rendered from their clap definitions
+/// above (help, value names, defaults, whether `sweep` takes a list): `ringperf --help-markdown`
+/// prints it, and a test fails when the README's copy differs.
+pub fn flags_markdown() -> String {
+    use clap::Args as _;
+    let mut cmd = TestArgs::augment_args(clap::Command::new("test"));
+    cmd.build();
+    let lists = sweep_lists();
+    let mut o = String::from("| flag | meaning | default | sweep |\n|---|---|---|---|\n");
+    for arg in cmd.get_arguments() {
+        let (short, long) =
+            (arg.get_short().map(|s| format!("-{s}")), arg.get_long().map(|l| format!("--{l}")));
+        let takes_value = arg.get_num_args().is_some_and(|n| n.takes_values());
+        let value = match arg.get_value_names().and_then(|v| v.first()) {
+            Some(v) if takes_value && arg.get_num_args().is_some_and(|n| n.min_values() == 0) => {
+                format!("[={v}]")
+            }
+            Some(v) if takes_value => format!(" {v}"),
+            _ => String::new(),
+        };
+        let flag = match (&short, &long) {
+            _ if arg.get_id() == "help" => continue,
+            (Some(s), Some(l)) => format!("`{s}`, `{l}{value}`"),
+            (Some(n), None) | (None, Some(n)) => format!("`{n}{value}`"),
+            (None, None) => continue,
+        };
+        let help = arg.get_long_help().or(arg.get_help()).map(|h| h.to_string()).unwrap_or_default();
+        let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+        // A "[default: ...]" at the end of the help is the default column's text.
+        let (meaning, default) = match help.rfind("[default: ") {
+            Some(at) if help.ends_with(']') => {
+                (help[..at].trim_end().to_string(), help[at + 10..help.len() - 1].to_string())
+            }
+            _ => {
+                let values: Vec<String> =
+                    arg.get_default_values().iter().map(|v| v.to_string_lossy().into_owned()).collect();
+                let default = if takes_value { values.join(",") } else { String::new() };
+                (help, default)
+            }
+        };
+        let sweep = lists
+            .iter()
+            .find(|l| Some(l.flag.as_str()) == short.as_deref() || Some(l.flag.as_str()) == long.as_deref())
+            .map_or("", |l| if l.separator == ',' { "comma list" } else { "':' list" });
+        let cell = |s: &str| s.replace('|', "\\|");
+        o.push_str(&format!("| {} | {} | {} | {sweep} |\n", cell(&flag), cell(&meaning), cell(&default)));
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Sweepability comes from the `[sweep ...]` marks on the declarations: these are the
+    /// lists `sweep` takes, spelled as the parser has them.
+    #[test]
+    fn sweep_lists_come_from_the_marked_flags() {
+        let mut got: Vec<(String, &str, char)> =
+            sweep_lists().into_iter().map(|l| (l.flag, l.name, l.separator)).collect();
+        got.sort();
+        let mut want = vec![
+            ("-m".to_string(), "send_size", ','),
+            ("-M".to_string(), "recv_size", ','),
+            ("-r".to_string(), "req_rsp", ':'),
+            ("-s".to_string(), "local_buffers", ':'),
+            ("-S".to_string(), "remote_buffers", ':'),
+            ("--send-engine".to_string(), "send_engine", ','),
+            ("--recv-engine".to_string(), "recv_engine", ','),
+            ("--cc".to_string(), "cc", ','),
+        ];
+        want.sort();
+        assert_eq!(got, want);
+    }
+
+    /// The README's flag table is the one the definitions render; `ringperf --help-markdown`
+    /// prints the table to paste between the markers.
+    #[test]
+    fn readme_flag_table_is_rendered_from_the_definitions() {
+        let readme = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"));
+        let (begin, end) = ("<!-- flags: ringperf --help-markdown -->\n", "<!-- end of flags -->");
+        let start = readme.find(begin).expect("README has the flags marker") + begin.len();
+        let len = readme[start..].find(end).expect("README has the end-of-flags marker");
+        assert!(
+            readme[start..start + len] == flags_markdown(),
+            "README's flag table differs from the flag definitions: regenerate it with `ringperf --help-markdown`"
+        );
+    }
 }

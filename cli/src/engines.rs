@@ -1,13 +1,11 @@
 //! `ringperf engines`: the same stream once per engine combination, one table.
 
-use ringperf_engine::spec::{RecvEngine, SendEngine, Workload};
-use ringperf_engine::{run_test_with, Error, RunOptions, TestReport};
+use ringperf_engine::spec::{RecvEngine, SendEngine};
+use ringperf_engine::{Error, TestReport};
 
 use crate::args::EnginesArgs;
-use crate::interrupt::Interrupt;
-use crate::{
-    client_psk, default_send_depth, live, partial, print, render, requirements, stream_spec, target,
-};
+use crate::runner::{Progress, Runner};
+use crate::{explicit, print, render, requirements, stream_spec};
 
 /// The combinations to run: every send engine with the chosen receive engine, then the
 /// chosen send engine with every other receive engine; with --matrix, every pair.
@@ -28,9 +26,8 @@ pub fn combinations(a: &EnginesArgs) -> Vec<(SendEngine, RecvEngine)> {
 }
 
 pub fn run(a: &EnginesArgs) -> Result<i32, Error> {
-    let stop = Interrupt::install()?;
-    let psk = client_psk(&a.test)?;
     let units = render::Units::parse(&a.test.units);
+    let runner = Runner::new(&a.test)?;
     let mut reports: Vec<TestReport> = Vec::new();
     let mut failure = None;
     let pairs = combinations(a);
@@ -40,10 +37,8 @@ pub fn run(a: &EnginesArgs) -> Result<i32, Error> {
             side.send_engine = send;
             side.recv_engine = recv;
         }
-        // Each engine gets its own chain length unless the user fixed one for all.
-        if a.test.engine.send_depth.is_none() {
-            spec.ring.send_depth = default_send_depth(Workload::Stream, send);
-        }
+        // Each engine gets its own defaults (chain length) unless the user fixed them for all.
+        spec.resolve(&explicit(&a.test));
         // --require-zc makes sense per zero-copy engine only.
         spec.require_zero_copy &= send.is_zero_copy();
         // On a terminal: which pair runs and how many remain, with the run's status line.
@@ -55,23 +50,7 @@ pub fn run(a: &EnginesArgs) -> Result<i32, Error> {
             recv.name(),
             pairs.len() - n - 1
         );
-        let status = live::Status::start(&spec, &heading, units);
-        let opts = RunOptions {
-            live: status.as_ref().map(live::Status::sender),
-            psk: psk.clone(),
-            interrupt: Some(stop.fd()),
-            ..RunOptions::default()
-        };
-        let result = run_test_with(&spec, &target(&a.test), &opts);
-        drop(opts);
-        if let Some(s) = status {
-            s.finish();
-        }
-        let result = result.map(|mut r| {
-            r.server = render::socket_addr(&r.server);
-            r
-        });
-        match result {
+        match runner.run(&spec, &a.test, None, Progress::Status(heading), &mut |_, _, _| {}) {
             // A partial run ends the table: the reason and exit code follow it.
             Ok(r) if r.partial => {
                 reports.push(r);
@@ -91,7 +70,7 @@ pub fn run(a: &EnginesArgs) -> Result<i32, Error> {
         render::engines::render(&reports, units)
     };
     print(&out);
-    if let Some(code) = reports.last().and_then(|r| partial(r, &stop)) {
+    if let Some(code) = reports.last().and_then(|r| runner.partial(r)) {
         return Ok(code);
     }
     if let Some((s, r, e)) = failure {

@@ -13,6 +13,7 @@ mod serve;
 pub mod sweep;
 
 mod interrupt;
+mod runner;
 mod usage;
 
 pub(crate) use usage::one_line;
@@ -22,13 +23,11 @@ use std::io::Write;
 use ringperf_engine::control::auth::{Psk, PSK_ENV};
 use ringperf_engine::measure::confidence::ConfidenceTarget;
 use ringperf_engine::spec::{
-    CrrOptions, Direction, Pacing, RingTuning, SendEngine, SideSpec, SocketBuffers, SocketOptions, SqPoll,
-    Workload,
+    CrrOptions, Direction, Explicit, SendEngine, SideSpec, SocketBuffers, SqPoll, Workload,
 };
-use ringperf_engine::workload::udp_stream::udp_chain_sends;
-use ringperf_engine::{run_iterations, Error, RunOptions, Target, TestReport, TestSpec};
+use ringperf_engine::{Error, Target, TestReport, TestSpec};
 
-use crate::args::{Cli, Command, EngineArgs, PlotArgs, RrArgs, SendfileArgs, TestArgs};
+use crate::args::{Cli, Command, PlotArgs, RrArgs, SendfileArgs, TestArgs};
 
 /// Runs the command line and returns the process exit code.
 pub fn main() -> i32 {
@@ -40,6 +39,11 @@ pub fn main() -> i32 {
     if argv.len() <= 1 {
         eprint!("{}", usage::short_usage());
         return 2;
+    }
+    // The README's flag table, from the same definitions as the parser.
+    if argv.get(1).map(String::as_str) == Some("--help-markdown") {
+        print(&args::flags_markdown());
+        return 0;
     }
     // A sweep's lists are not what the single-test parsers take: split them out first.
     if argv.get(1).map(String::as_str) == Some("sweep") {
@@ -108,31 +112,51 @@ pub fn test_spec(cmd: &Command) -> Result<TestSpec, Error> {
         Command::Rr(a) => rr_spec(a),
         Command::Crr(a) => {
             let mut spec = base_spec(&a.test, Workload::Crr)?;
-            spec.request_size = a.sizes.0.unwrap_or(1);
-            spec.response_size = a.sizes.1.unwrap_or(1);
+            set_sizes(&mut spec, a.sizes);
             spec.crr = CrrOptions { linger0: a.linger0, client_ports: a.client_ports };
-            Ok(spec)
+            Ok(resolved(spec, &a.test))
         }
         Command::UdpStream(a) => {
             let mut spec = base_spec(&a.test, Workload::UdpStream)?;
-            spec.send_size = a.send_size.or(a.gso).unwrap_or(1024);
+            spec.send_size = a.send_size.or(a.gso).unwrap_or(spec.send_size);
             spec.recv_size = spec.send_size;
             spec.udp.gso_segment = a.gso;
             spec.udp.gro = a.gro;
-            if a.test.engine.send_depth.is_none() {
-                spec.ring.send_depth = udp_chain_sends(spec.udp_datagrams_per_send());
-            }
-            Ok(spec)
+            Ok(resolved(spec, &a.test))
         }
         Command::UdpRr(a) => {
             let mut spec = base_spec(&a.test, Workload::UdpRr)?;
-            spec.request_size = a.sizes.0.unwrap_or(8);
-            spec.response_size = a.sizes.1.unwrap_or(8);
+            set_sizes(&mut spec, a.sizes);
             spec.udp.timeout_us = a.timeout_us;
-            Ok(spec)
+            Ok(resolved(spec, &a.test))
         }
         _ => Err(Error::Usage("not a test command".into())),
     }
+}
+
+/// -r REQ,RSP: a side left out keeps the workload's default.
+fn set_sizes(spec: &mut TestSpec, (request, response): (Option<u32>, Option<u32>)) {
+    spec.request_size = request.unwrap_or(spec.request_size);
+    spec.response_size = response.unwrap_or(spec.response_size);
+}
+
+/// The settings the flags give explicitly, for the engine's one defaults function.
+pub fn explicit(t: &TestArgs) -> Explicit {
+    let e = &t.engine;
+    Explicit {
+        send_depth: e.send_depth,
+        recv_depth: e.recv_depth,
+        buf_count: e.buf_count,
+        buf_size: e.buf_size,
+        sq_batch: e.sq_batch,
+        interval_ms: if t.stats.no_intervals { Some(0) } else { t.stats.interval },
+    }
+}
+
+/// `spec` with every default the flags left open filled in by the engine.
+fn resolved(mut spec: TestSpec, t: &TestArgs) -> TestSpec {
+    spec.resolve(&explicit(t));
+    spec
 }
 
 /// Parses a command line (netperf style or native) into the TestSpec it would run.
@@ -148,64 +172,14 @@ pub fn sendfile_spec(a: &SendfileArgs) -> Result<TestSpec, Error> {
     spec.local.send_engine = SendEngine::Splice;
     spec.remote.send_engine = SendEngine::Splice;
     spec.local.splice_file = a.file.clone();
-    spec.ring.send_depth =
-        a.test.engine.send_depth.unwrap_or(default_send_depth(Workload::Stream, SendEngine::Splice));
-    Ok(spec)
-}
-
-/// Sends per linked chain when --send-depth is not given. A chain is submitted in one
-/// enter and waited for in one, so the worker's own cost per byte falls with its length;
-/// a splice chain runs on io-wq and wakes the worker once, so it gets a longer one.
-/// Only streams chain sends here; udp-stream sets its own (`udp_chain_sends`).
-pub(crate) fn default_send_depth(workload: Workload, engine: SendEngine) -> u32 {
-    match (workload, engine) {
-        (Workload::Stream, SendEngine::Splice) => 32,
-        (Workload::Stream, _) => 4,
-        _ => 1,
-    }
-}
-
-/// Receives per linked chain when --recv-depth is not given: a chain is reaped in one
-/// wait, so the receiver's own cost per byte falls with its length, as a sender's does.
-pub(crate) fn default_recv_depth(workload: Workload) -> u32 {
-    match workload {
-        Workload::Stream => 4,
-        _ => 1,
-    }
+    Ok(resolved(spec, &a.test))
 }
 
 /// An rr spec from its flags.
 pub fn rr_spec(a: &RrArgs) -> Result<TestSpec, Error> {
     let mut spec = base_spec(&a.test, Workload::Rr)?;
-    spec.request_size = a.sizes.0.unwrap_or(1);
-    spec.response_size = a.sizes.1.unwrap_or(1);
-    let largest = spec.request_size.max(spec.response_size);
-    cache_sized_buffers(&mut spec, &a.test.engine, largest);
-    Ok(spec)
-}
-
-/// Provided buffers (multishot, bundle) that stay in cache, unless the flags size them:
-/// the kernel copies every received byte into them, and copying into 16 MiB of cold
-/// buffers cost a multishot stream receiver ~20 % more CPU per byte than a one-shot
-/// receive into one warm buffer (about the same or less with 1 MiB). So: buffers of the
-/// largest receive, 4 KiB to 64 KiB. Unchecked buffers share one landing area (see
-/// `BufRing`), so there can be many: 256, or four per flow a worker serves, whichever is
-/// more (a receive woken for a whole buffer may find many queued, and a ring that runs
-/// dry ends the multishot). Checked buffers each have their own memory: 1 MiB of them,
-/// and at least four per flow.
-fn cache_sized_buffers(spec: &mut TestSpec, e: &EngineArgs, largest_receive: u32) {
-    if e.buf_size.is_none() {
-        spec.ring.buf_size = largest_receive.clamp(4 * 1024, 64 * 1024);
-    }
-    if e.buf_count.is_none() {
-        let per_worker = spec.flows.div_ceil(spec.threads.max(1));
-        spec.ring.buf_count = if e.verify {
-            let count = ((1u32 << 20) / spec.ring.buf_size).max(4 * per_worker);
-            count.next_power_of_two().clamp(16, 256)
-        } else {
-            (4 * per_worker).next_power_of_two().clamp(256, 32768)
-        };
-    }
+    set_sizes(&mut spec, a.sizes);
+    Ok(resolved(spec, &a.test))
 }
 
 /// A stream spec from the shared flags.
@@ -213,9 +187,8 @@ pub fn stream_spec(t: &TestArgs, send_size: u32, recv_size: u32, reverse: bool) 
     let mut spec = base_spec(t, Workload::Stream)?;
     spec.send_size = send_size;
     spec.recv_size = recv_size;
-    cache_sized_buffers(&mut spec, &t.engine, recv_size);
     spec.direction = if reverse { Direction::ServerToClient } else { Direction::ClientToServer };
-    Ok(spec)
+    Ok(resolved(spec, t))
 }
 
 /// Flags whose meaning depends on another flag: each bad combination is a usage error that
@@ -249,7 +222,8 @@ fn check_flag_pairs(t: &TestArgs) -> Result<(), Error> {
     Ok(())
 }
 
-/// The spec fields every test shares.
+/// The spec fields every test shares, over the workload's defaults; the caller sets the
+/// workload's own fields, then [`resolved`] fills what depends on them.
 pub fn base_spec(t: &TestArgs, workload: Workload) -> Result<TestSpec, Error> {
     check_flag_pairs(t)?;
     let bufs = |b: Option<(Option<u32>, Option<u32>)>| {
@@ -277,59 +251,17 @@ pub fn base_spec(t: &TestArgs, workload: Workload) -> Result<TestSpec, Error> {
             idle_ms: 100,
         }),
     };
-    Ok(TestSpec {
-        workload,
-        duration_ms: t.length_ms,
-        congestion_control: t.congestion_control.clone(),
-        flows: t.flows,
-        threads: t.threads,
-        socket: SocketOptions {
-            nodelay: t.nodelay,
-            mss: t.mss,
-            cork: t.cork,
-            tos: t.tos,
-            max_pacing_rate_bps: t.fq_rate,
-            rcvlowat: t.rcvlowat,
-        },
-        pacing: Pacing { total_bps: t.rate, per_flow_bps: t.flow_rate },
-        verify: e.verify,
-        require_zero_copy: e.require_zero_copy,
-        interval_ms: interval_ms(t),
-        record_latency: !t.stats.no_latency,
-        local: side(bufs(t.local_buffers), lcpu),
-        remote: side(bufs(t.remote_buffers), rcpu),
-        ring: RingTuning {
-            sq_entries: e.sq_entries,
-            sq_batch: e.sq_batch.unwrap_or(e.sq_entries),
-            cq_batch: e.cq_batch,
-            cq_wait_us: e.cq_wait_us,
-            sqpoll,
-            napi_busy_poll_us: e.napi_busy_poll_us,
-            registered_ring_fd: !e.no_registered_ring,
-            fixed_files: !e.no_fixed_files,
-            send_depth: e.send_depth.unwrap_or(default_send_depth(workload, e.send_engine)),
-            recv_depth: e.recv_depth.unwrap_or(default_recv_depth(workload)),
-            buf_count: e.buf_count.unwrap_or(256),
-            buf_size: e.buf_size.unwrap_or(64 * 1024),
-        },
-        ..TestSpec::default()
-    })
-}
-
-/// The interval sample period: -D if given; otherwise about twenty samples per run (100 ms
-/// to 1 s) for the within-run estimate, and 1 s for runs over 10 s.
-pub fn interval_ms(t: &TestArgs) -> u64 {
-    if t.stats.no_intervals {
-        return 0;
-    }
-    if let Some(ms) = t.stats.interval {
-        return ms;
-    }
-    if t.length_ms > 10_000 {
-        1000
-    } else {
-        (t.length_ms / 20).clamp(100, 1000)
-    }
+    // The flags that are spec fields as they are; then those that are not.
+    let mut spec = TestSpec::for_workload(workload);
+    t.copy_to(&mut spec);
+    e.copy_to(&mut spec);
+    spec.record_latency = !t.stats.no_latency;
+    spec.local = side(bufs(t.local_buffers), lcpu);
+    spec.remote = side(bufs(t.remote_buffers), rcpu);
+    spec.ring.sqpoll = sqpoll;
+    spec.ring.registered_ring_fd = !e.no_registered_ring;
+    spec.ring.fixed_files = !e.no_fixed_files;
+    Ok(spec)
 }
 
 /// The confidence target of -i / -I, if any.
@@ -367,50 +299,27 @@ pub fn client_psk(t: &TestArgs) -> Result<Option<Psk>, Error> {
     }
 }
 
-/// Runs one test with the key and a Ctrl-C that stops it, renders the report (a partial
-/// one too), and returns the exit code.
+/// Runs one test, renders the report (a partial one too), and returns the exit code.
 fn run_and_render(spec: &TestSpec, t: &TestArgs, plot: &PlotArgs) -> Result<i32, Error> {
     if plot.plot.is_some() && t.stats.no_intervals && spec.workload != Workload::Rr {
         return Err(Error::Usage("--plot draws the interval samples: drop --no-intervals".into()));
     }
     let units = render::Units::parse(&t.units);
     let format = render::Format::of(t);
-    let live = live::Printer::start(t, spec, format, units);
-    // Interval lines are progress already; without them a terminal gets a status line.
-    let heading = live::heading(spec, t.host.as_deref());
-    let status = if live.is_none() { live::Status::start(spec, &heading, units) } else { None };
-    let stop = interrupt::Interrupt::install()?;
-    let opts = RunOptions {
-        live: live.as_ref().map(live::Printer::sender).or_else(|| status.as_ref().map(live::Status::sender)),
-        level: None,
-        psk: client_psk(t)?,
-        interrupt: Some(stop.fd()),
-    };
-    let mut each = |n: u32, r: &TestReport| {
-        if let Some(c) = confidence_target(t) {
+    let runner = runner::Runner::new(t)?;
+    let confidence = confidence_target(t);
+    let mut each = |n: u32, r: &TestReport, println: &dyn Fn(&str)| {
+        if let Some(c) = confidence {
             if format == render::Format::Human && t.banner == 1 {
-                let line = format!(
+                println(&format!(
                     "ringperf: iteration {n} of at most {}: {}",
                     c.max_iterations,
                     render::human::headline(r, units)
-                );
-                match &status {
-                    Some(s) => s.println(&heading, &line),
-                    None => eprintln!("{line}"),
-                }
+                ));
             }
         }
     };
-    let result = run_iterations(spec, &target(t), &opts, confidence_target(t), &mut each);
-    drop(opts);
-    if let Some(p) = live {
-        p.finish();
-    }
-    if let Some(s) = status {
-        s.finish();
-    }
-    let mut report = result?;
-    report.server = render::socket_addr(&report.server);
+    let report = runner.run(spec, t, confidence, runner::Progress::Test(format, t), &mut each)?;
     let out = match format {
         render::Format::Json => render::json::render(&report),
         render::Format::Keyval => render::keyval::render(&report, units),
@@ -421,18 +330,7 @@ fn run_and_render(spec: &TestSpec, t: &TestArgs, plot: &PlotArgs) -> Result<i32,
     if let Some(path) = &plot.plot {
         plot::report::draw(&report, path)?;
     }
-    Ok(partial(&report, &stop).unwrap_or_else(|| requirements(&report)))
-}
-
-/// For a partial report: says why on stderr and returns the exit code (130 after Ctrl-C,
-/// else 3: the peer or the network failed).
-pub(crate) fn partial(report: &TestReport, stop: &interrupt::Interrupt) -> Option<i32> {
-    if !report.partial {
-        return None;
-    }
-    let why = report.partial_reason.as_deref().unwrap_or("the run did not finish");
-    eprintln!("ringperf: partial result: {why}");
-    Some(if stop.fired() { 130 } else { 3 })
+    Ok(runner.partial(&report).unwrap_or_else(|| requirements(&report)))
 }
 
 /// Prints what the run failed to meet and returns the exit code (1 if anything).
@@ -479,6 +377,22 @@ mod tests {
         assert_eq!((s.ring.buf_size, s.ring.buf_count), (4 * 1024, 256), "rr: small buffers, plenty");
         let s = spec("stream --buf-size 1M --buf-count 8");
         assert_eq!((s.ring.buf_size, s.ring.buf_count), (1 << 20, 8), "flags win");
+    }
+
+    #[test]
+    fn a_command_without_flags_runs_the_engines_default_spec() {
+        assert_eq!(spec("stream"), TestSpec::default());
+        for (cmd, workload) in [
+            ("stream", Workload::Stream),
+            ("rr", Workload::Rr),
+            ("crr", Workload::Crr),
+            ("udp-stream", Workload::UdpStream),
+            ("udp-rr", Workload::UdpRr),
+        ] {
+            assert_eq!(spec(cmd), TestSpec::for_workload(workload), "{cmd}");
+        }
+        let long = spec("stream -l 30");
+        assert_eq!(long, TestSpec { duration_ms: 30_000, interval_ms: 1000, ..TestSpec::default() });
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! `ringperf sweep WORKLOAD ...`: the list-taking flags (args::SWEEP_LISTS) are split out of
+//! `ringperf sweep WORKLOAD ...`: the list-taking flags (args::sweep_lists) are split out of
 //! the command line, multiplied out into points, and each point's command line is parsed
 //! by the same clap definitions as a single test, so every flag means exactly what it means
 //! there. Each point runs through run_iterations (-i/-I per point); a failed point is
@@ -10,11 +10,11 @@ use serde::de::{MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use ringperf_engine::{run_iterations, Error, RunOptions, TestReport, TestSpec};
+use ringperf_engine::{Error, TestReport, TestSpec};
 
-use crate::args::{Command, SweepOutArgs, SweepWorkload, TestArgs, SWEEP_LISTS};
-use crate::interrupt::Interrupt;
-use crate::{confidence_target, live, one_line, plot, print, render, requirements, target};
+use crate::args::{sweep_lists, Command, SweepOutArgs, SweepWorkload, TestArgs};
+use crate::runner::{Progress, Runner};
+use crate::{confidence_target, one_line, plot, print, render, requirements};
 
 /// One point's parameters, in command-line order: (name, value as typed).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -101,6 +101,7 @@ struct Dimension {
 /// Splits the list flags out of `argv` and returns one command line per point with its
 /// parameters. Flags after `--` are left alone.
 pub fn expand(argv: &[String]) -> Result<Vec<(Point, Vec<String>)>, Error> {
+    let lists = sweep_lists();
     let mut dims: Vec<Dimension> = Vec::new();
     let mut i = 0;
     while i < argv.len() {
@@ -108,14 +109,15 @@ pub fn expand(argv: &[String]) -> Result<Vec<(Point, Vec<String>)>, Error> {
         if tok == "--" {
             break;
         }
-        for l in SWEEP_LISTS {
-            let (at, prefix, list) = if tok == l.flag {
+        for l in &lists {
+            let (at, prefix, list) = if *tok == l.flag {
                 let Some(v) = argv.get(i + 1) else { break };
                 (i + 1, String::new(), v.clone())
             } else if l.flag.starts_with("--") && tok.starts_with(&format!("{}=", l.flag)) {
                 (i, format!("{}=", l.flag), tok[l.flag.len() + 1..].to_string())
-            } else if !l.flag.starts_with("--") && tok.starts_with(l.flag) && !tok.starts_with("--") {
-                (i, l.flag.to_string(), tok[l.flag.len()..].to_string())
+            } else if !l.flag.starts_with("--") && tok.starts_with(l.flag.as_str()) && !tok.starts_with("--")
+            {
+                (i, l.flag.clone(), tok[l.flag.len()..].to_string())
             } else {
                 continue;
             };
@@ -222,7 +224,7 @@ fn run(points: &[Parsed]) -> Result<i32, Error> {
     let (test, out) = (&first.test, &first.out);
     let units = render::Units::parse(&test.units);
     let human = !test.json && test.banner == 1;
-    let stop = Interrupt::install()?;
+    let runner = Runner::new(test)?;
     let mut entries: Vec<Entry> = Vec::with_capacity(points.len());
     let mut failure: Option<Error> = None;
     let mut stopped: Option<String> = None;
@@ -230,22 +232,10 @@ fn run(points: &[Parsed]) -> Result<i32, Error> {
         // On a terminal: which point runs and how many remain, with the run's status line.
         let heading =
             format!("[{}/{}] {} ({} left after this)", n + 1, points.len(), p.point, points.len() - n - 1);
-        let status = live::Status::start(&p.spec, &heading, units);
-        let opts = RunOptions {
-            live: status.as_ref().map(live::Status::sender),
-            level: None,
-            psk: crate::client_psk(&p.test)?,
-            interrupt: Some(stop.fd()),
-        };
-        let result =
-            run_iterations(&p.spec, &target(&p.test), &opts, confidence_target(&p.test), &mut |_, _| {});
-        drop(opts);
-        if let Some(s) = status {
-            s.finish();
-        }
+        let progress = Progress::Status(heading);
+        let result = runner.run(&p.spec, &p.test, confidence_target(&p.test), progress, &mut |_, _, _| {});
         match result {
-            Ok(mut r) => {
-                r.server = render::socket_addr(&r.server);
+            Ok(r) => {
                 if human {
                     eprintln!(
                         "ringperf: point {} of {} ({}): {}",
@@ -255,14 +245,14 @@ fn run(points: &[Parsed]) -> Result<i32, Error> {
                         render::human::headline(&r, units)
                     );
                 }
-                let cut = r.partial && stop.fired();
+                let cut = r.partial && runner.stopped();
                 entries.push(Entry { point: p.point.clone(), report: Some(r), error: None });
                 if cut {
                     stopped = Some(stopped_reason(n, points.len(), true));
                 }
             }
             // Ctrl-C before this point measured anything.
-            Err(_) if stop.fired() => {
+            Err(_) if runner.stopped() => {
                 stopped = Some(stopped_reason(n, points.len(), false));
             }
             Err(e) => {
@@ -273,7 +263,7 @@ fn run(points: &[Parsed]) -> Result<i32, Error> {
                 }
             }
         }
-        if stopped.is_none() && stop.fired() {
+        if stopped.is_none() && runner.stopped() {
             stopped = Some(stopped_reason(n + 1, points.len(), false));
         }
         if let Some(path) = &out.output {

@@ -41,6 +41,74 @@ pub struct TestReport {
 }
 
 impl TestReport {
+    /// The side that sends the payload the headline throughput counts, and the side that
+    /// receives it (the client sends for rr and, client to server, for --bidir); `None` for
+    /// the side of a partial run whose server never reported.
+    pub fn sender_and_receiver(&self) -> (Option<&SideReport>, Option<&SideReport>) {
+        let remote = self.remote.as_ref();
+        match self.local.role {
+            Role::StreamReceiver | Role::UdpReceiver => (remote, Some(&self.local)),
+            _ => (Some(&self.local), remote),
+        }
+    }
+
+    /// The send and receive engines that moved the payload: as the sides report them, or
+    /// as the spec asked where the side that would report one is missing.
+    pub fn engine_pair(&self) -> (SendEngine, RecvEngine) {
+        let (asked_send, asked_recv) = match self.local.role {
+            Role::StreamReceiver => (self.spec.remote.send_engine, self.spec.local.recv_engine),
+            Role::StreamSender => (self.spec.local.send_engine, self.spec.remote.recv_engine),
+            _ => (self.spec.local.send_engine, self.spec.local.recv_engine),
+        };
+        let (sender, receiver) = self.sender_and_receiver();
+        (sender.map_or(asked_send, |s| s.send_engine), receiver.map_or(asked_recv, |r| r.recv_engine))
+    }
+
+    /// udp-stream: datagrams the sender sent that the receiver never counted; `None` for
+    /// other tests and when either side's count is missing.
+    pub fn lost_datagrams(&self) -> Option<u64> {
+        if self.spec.workload != crate::spec::Workload::UdpStream {
+            return None;
+        }
+        let (sender, receiver) = self.sender_and_receiver();
+        let sent = sender?.udp.as_ref()?.datagrams_sent;
+        let received = receiver?.udp.as_ref()?.datagrams_received;
+        Some(sent.saturating_sub(received))
+    }
+
+    /// The payload rate the receiving side took in over its own window, in bits/s (for UDP
+    /// what arrived, against the sender's rate); `None` when that side never reported.
+    pub fn receive_rate_bits_per_sec(&self) -> Option<f64> {
+        self.sender_and_receiver().1.map(SideReport::receive_rate_bits_per_sec)
+    }
+
+    /// The whole report's headline figures: the summary's rates, and the means over the
+    /// iterations of the rest (percentiles from the merged histogram).
+    pub fn summary_figures(&self) -> IterationFigures {
+        let mut fig = self.iterations.last().copied().unwrap_or_default();
+        let mean = |g: &dyn Fn(&IterationFigures) -> Option<f64>| {
+            let v: Vec<f64> = self.iterations.iter().filter_map(g).collect();
+            (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+        };
+        fig.throughput_bits_per_sec = self.summary.throughput_bits_per_sec;
+        fig.transactions_per_sec = self.summary.transactions_per_sec;
+        fig.local_cpu_percent = mean(&|i| Some(i.local_cpu_percent)).unwrap_or(0.0);
+        fig.remote_cpu_percent = mean(&|i| i.remote_cpu_percent);
+        fig.local_sd_us = mean(&|i| i.local_sd_us);
+        fig.remote_sd_us = mean(&|i| i.remote_sd_us);
+        if let Some(l) = &self.local.latency {
+            fig.p50_latency_ns = Some(l.p50_ns);
+            fig.p99_latency_ns = Some(l.p99_ns);
+        }
+        fig
+    }
+
+    /// The zero-copy share of the sender's bytes, when it sent with a zero-copy engine.
+    pub fn zero_copy_fraction(&self) -> Option<f64> {
+        let sender = self.sender_and_receiver().0?;
+        sender.send.as_ref()?.zero_copy.as_ref().map(ZeroCopyReport::zero_copy_fraction)
+    }
+
     /// Requirements the run did not meet: the report is still printed, and the CLI exits 1.
     pub fn failed_requirements(&self) -> Vec<String> {
         let mut out = Vec::new();
@@ -232,6 +300,23 @@ pub struct SideReport {
     /// Datagram accounting (udp-stream and udp-rr only).
     #[serde(default)]
     pub udp: Option<UdpReport>,
+}
+
+impl SideReport {
+    /// This side's window in seconds (never zero, so rates stay finite).
+    pub fn elapsed_secs(&self) -> f64 {
+        self.elapsed_ns.max(1) as f64 / 1e9
+    }
+
+    /// Payload bits per second this side received over its own window.
+    pub fn receive_rate_bits_per_sec(&self) -> f64 {
+        self.bytes_received as f64 * 8.0 / self.elapsed_secs()
+    }
+
+    /// Payload bits per second this side sent over its own window.
+    pub fn send_rate_bits_per_sec(&self) -> f64 {
+        self.bytes_sent as f64 * 8.0 / self.elapsed_secs()
+    }
 }
 
 /// TCP_CRR: what one side's connection cycles did.

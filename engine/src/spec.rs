@@ -335,16 +335,45 @@ pub const MAX_THREADS: u32 = 64;
 /// server's report must fit one control frame (see `protocol::report_frame_cap`).
 pub const MAX_INTERVAL_SAMPLES: u64 = 100_000;
 
+/// Settings whose default depends on the rest of the spec, as the user gave them: `None`
+/// is "not given", and [`TestSpec::resolve`] fills it from the workload, engines, sizes,
+/// flows and length. Every way a spec is built (the CLI, the tests, `TestSpec::default()`)
+/// goes through that one function, so each gets the same defaults.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Explicit {
+    pub send_depth: Option<u32>,
+    pub recv_depth: Option<u32>,
+    pub buf_count: Option<u32>,
+    pub buf_size: Option<u32>,
+    pub sq_batch: Option<u32>,
+    /// The interval sample period in milliseconds; `Some(0)` takes no samples.
+    pub interval_ms: Option<u64>,
+}
+
 impl Default for TestSpec {
+    /// What `ringperf stream` with no flags runs.
     fn default() -> Self {
-        TestSpec {
-            workload: Workload::Stream,
+        TestSpec::for_workload(Workload::Stream)
+    }
+}
+
+impl TestSpec {
+    /// What the command for `workload` runs when given no flags: its message sizes, and
+    /// every dependent default resolved.
+    pub fn for_workload(workload: Workload) -> TestSpec {
+        let (send_size, request_size) = match workload {
+            Workload::UdpStream => (1024, 1),
+            Workload::UdpRr => (128 * 1024, 8),
+            _ => (128 * 1024, 1),
+        };
+        let mut spec = TestSpec {
+            workload,
             direction: Direction::ClientToServer,
             duration_ms: 10_000,
-            send_size: 128 * 1024,
-            recv_size: 128 * 1024,
-            request_size: 1,
-            response_size: 1,
+            send_size,
+            recv_size: send_size,
+            request_size,
+            response_size: request_size,
             flows: 1,
             threads: 1,
             bidir: false,
@@ -360,7 +389,67 @@ impl Default for TestSpec {
             ring: RingTuning::default(),
             crr: CrrOptions::default(),
             udp: UdpOptions::default(),
-        }
+        };
+        spec.resolve(&Explicit::default());
+        spec
+    }
+
+    /// Fills every setting whose default depends on the rest of the spec, keeping what
+    /// `given` holds. Call it after the other fields are final (it may be called again
+    /// after changing them: only what was not given is recomputed).
+    pub fn resolve(&mut self, given: &Explicit) {
+        let splice = [self.local.send_engine, self.remote.send_engine].contains(&SendEngine::Splice);
+        // A chain of sends is submitted in one enter and waited for in one, so the worker's
+        // own cost per byte falls with its length; a splice chain runs on io-wq and wakes the
+        // worker once, so it gets a longer one. UDP chains 32 datagrams' worth of sends.
+        self.ring.send_depth = given.send_depth.unwrap_or(match self.workload {
+            Workload::Stream if splice => 32,
+            Workload::Stream => 4,
+            Workload::UdpStream => {
+                crate::workload::udp_stream::udp_chain_sends(self.udp_datagrams_per_send())
+            }
+            _ => 1,
+        });
+        // A chain of receives is reaped in one wait, as a sender's sends are.
+        self.ring.recv_depth =
+            given.recv_depth.unwrap_or(if self.workload == Workload::Stream { 4 } else { 1 });
+        self.ring.sq_batch = given.sq_batch.unwrap_or(self.ring.sq_entries);
+        self.interval_ms = given.interval_ms.unwrap_or(if self.duration_ms > 10_000 {
+            1000
+        } else {
+            (self.duration_ms / 20).clamp(100, 1000)
+        });
+        self.resolve_buffers(given);
+    }
+
+    /// Provided buffers (multishot, bundle) that stay in cache, unless given: the kernel
+    /// copies every received byte into them, and copying into 16 MiB of cold buffers cost
+    /// a multishot stream receiver ~20 % more CPU per byte than a one-shot receive into one
+    /// warm buffer (about the same or less with 1 MiB). So: buffers of the largest receive,
+    /// 4 KiB to 64 KiB. Unchecked buffers share one landing area (see `BufRing`), so there
+    /// can be many: 256, or four per flow a worker serves, whichever is more (a receive
+    /// woken for a whole buffer may find many queued, and a ring that runs dry ends the
+    /// multishot). Checked buffers each have their own memory: 1 MiB of them, and at least
+    /// four per flow. Workloads without provided-buffer receives keep 256 of 64 KiB.
+    fn resolve_buffers(&mut self, given: &Explicit) {
+        let largest_receive = match self.workload {
+            Workload::Stream => Some(self.recv_size),
+            Workload::Rr => Some(self.request_size.max(self.response_size)),
+            _ => None,
+        };
+        let Some(largest_receive) = largest_receive else {
+            self.ring.buf_size = given.buf_size.unwrap_or(64 * 1024);
+            self.ring.buf_count = given.buf_count.unwrap_or(256);
+            return;
+        };
+        self.ring.buf_size = given.buf_size.unwrap_or(largest_receive.clamp(4 * 1024, 64 * 1024));
+        let per_worker = self.flows.div_ceil(self.threads.max(1));
+        self.ring.buf_count = given.buf_count.unwrap_or(if self.verify {
+            let count = ((1u32 << 20) / self.ring.buf_size.max(1)).max(per_worker.saturating_mul(4));
+            count.min(256).next_power_of_two().max(16)
+        } else {
+            per_worker.saturating_mul(4).min(32768).next_power_of_two().max(256)
+        });
     }
 }
 

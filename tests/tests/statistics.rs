@@ -177,6 +177,26 @@ fn keyval_and_csv_parse_with_netperf_names() {
     assert_eq!(out.stdout.lines().count(), 1, "-P 0 prints the data line only: {out}");
 }
 
+/// keyval and CSV carry every column of one table, --rcvlowat among them: the value the
+/// receiving side's sockets really had, in both formats.
+#[test]
+fn keyval_and_csv_report_the_receivers_rcvlowat() {
+    let rp = ringperf!();
+    let out = rp.run(&["stream", "-l", "0.3", "--rcvlowat", "8K", "--keyval"]).success();
+    let kv = keyval(&out.stdout);
+    let get = |k: &str| kv.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    assert_eq!(get("RCVLOWAT"), Some("8192"), "{out}");
+    let out = rp.run(&["stream", "-l", "0.3", "--rcvlowat", "4K", "--reverse", "--csv"]).success();
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 2, "a header and one row: {out}");
+    let col = lines[0].split(',').position(|h| h == "RCVLOWAT").expect("RCVLOWAT in the CSV header");
+    let row: Vec<&str> = lines[1].split(',').collect();
+    assert_eq!(row.get(col).copied(), Some("4096"), "the client receives with --reverse: {out}");
+    // A UDP test has no stream receiver: the value is left empty, not made up.
+    let out = rp.run(&["udp-stream", "-l", "0.3", "-m", "1K", "--keyval"]).success();
+    assert_eq!(keyval(&out.stdout).iter().find(|(n, _)| n == "RCVLOWAT").map(|(_, v)| v.as_str()), Some(""));
+}
+
 /// diff on synthetic iteration samples: a large regression is significant (and fails
 /// --fail-on), a within-noise change is not.
 #[test]

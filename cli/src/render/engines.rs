@@ -2,7 +2,6 @@
 
 use std::fmt::Write;
 
-use ringperf_engine::spec::Role;
 use ringperf_engine::TestReport;
 
 use super::Units;
@@ -38,21 +37,15 @@ pub fn render(reports: &[TestReport], units: Units) -> String {
             );
             continue;
         };
-        let (sender, receiver) =
-            if r.local.role == Role::StreamSender { (&r.local, remote) } else { (remote, &r.local) };
-        let zc = sender
-            .send
-            .as_ref()
-            .and_then(|s| s.zero_copy.as_ref())
-            .map(|z| format!("{:.1} %", 100.0 * z.zero_copy_fraction()))
-            .unwrap_or_else(|| "-".into());
+        let (Some(sender), Some(receiver)) = r.sender_and_receiver() else { continue };
+        let zc = r.zero_copy_fraction().map_or_else(|| "-".into(), |z| format!("{:.1} %", 100.0 * z));
         let mb = sender.bytes_sent as f64 / 1e6;
         let enters = (sender.ring.enters + receiver.ring.enters) as f64;
         let _ = writeln!(
             o,
             "{:<8} {:<10} {:>12.2} {:>8.2} {:>8.2} {:>8.3} {:>8.3} {:>10} {:>10.1} {:>9.2}",
-            sender.send_engine.name(),
-            receiver.recv_engine.name(),
+            r.engine_pair().0.name(),
+            r.engine_pair().1.name(),
             units.convert(r.summary.throughput_bits_per_sec),
             r.local.cpu.system.busy_percent,
             remote.cpu.system.busy_percent,

@@ -123,12 +123,7 @@ pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
 fn render_table(o: &mut String, r: &TestReport, units: Units) {
     let server = super::socket_addr(&r.server);
     let where_ = if r.embedded_server { format!("{server} (embedded server)") } else { server };
-    // The engines as asked for: the side that would report them may be missing.
-    let (send_engine, recv_engine) = match r.local.role {
-        Role::StreamReceiver => (r.spec.remote.send_engine, r.spec.local.recv_engine),
-        Role::StreamSender => (r.spec.local.send_engine, r.spec.remote.recv_engine),
-        _ => (r.spec.local.send_engine, r.spec.local.recv_engine),
-    };
+    let (send_engine, recv_engine) = r.engine_pair();
     let remote_cpu = match &r.remote {
         Some(s) => s.pinned_cpu,
         None => r.spec.remote.cpus.first().copied(),
@@ -223,15 +218,13 @@ fn crr_line(o: &mut String, name: &str, s: &SideReport) {
 /// netperf's UDP_STREAM table: the sender's line, then the receiver's own count and rate
 /// (not reported when a partial run's server never sent its side).
 fn udp_stream_table(o: &mut String, r: &TestReport, units: Units) {
-    let remote = r.remote.as_ref();
-    let (tx, rx) =
-        if r.local.role == Role::UdpSender { (Some(&r.local), remote) } else { (remote, Some(&r.local)) };
+    let (tx, rx) = r.sender_and_receiver();
     let (tx, rx) = (with_udp(tx), with_udp(rx));
     if tx.is_none() && rx.is_none() {
         return;
     }
-    let secs = |s: &SideReport| s.elapsed_ns.max(1) as f64 / 1e9;
-    let rate = |bytes: u64, s: &SideReport| format!("{:.2}", units.convert(bytes as f64 * 8.0 / secs(s)));
+    let secs = SideReport::elapsed_secs;
+    let rate = |bits: f64| format!("{:.2}", units.convert(bits));
     let cpu = |s: &SideReport| format!("{:.2}", s.cpu.system.busy_percent);
     let _ = writeln!(o, "Socket  Message  Elapsed      Messages                    CPU      Service");
     let _ = writeln!(o, "Size    Size     Time         Okay   Lost   Throughput    Util     Demand");
@@ -245,14 +238,11 @@ fn udp_stream_table(o: &mut String, r: &TestReport, units: Units) {
         shown(tx.map(|(s, _)| fmt_secs(secs(s)))),
         shown(tx.map(|(_, u)| u.datagrams_sent)),
         0,
-        shown(tx.map(|(s, _)| rate(s.bytes_sent, s))),
+        shown(tx.map(|(s, _)| rate(s.send_rate_bits_per_sec()))),
         shown(tx.map(|(s, _)| cpu(s))),
         sd(tx.map(|(s, _)| s), |s| s.service_demand.us_per_kb),
     );
-    let lost = match (tx, rx) {
-        (Some((_, tu)), Some((_, ru))) => Some(tu.datagrams_sent.saturating_sub(ru.datagrams_received)),
-        _ => None,
-    };
+    let lost = r.lost_datagrams();
     let _ = writeln!(
         o,
         "{:<7} {:<8} {:<8} {:>9} {:>6} {:>12}  {:<8} {:<7}",
@@ -261,7 +251,7 @@ fn udp_stream_table(o: &mut String, r: &TestReport, units: Units) {
         shown(rx.map(|(s, _)| fmt_secs(secs(s)))),
         shown(rx.map(|(_, u)| u.datagrams_received)),
         shown(lost),
-        shown(rx.map(|(s, _)| rate(s.bytes_received, s))),
+        shown(rx.map(|(s, _)| rate(s.receive_rate_bits_per_sec()))),
         shown(rx.map(|(s, _)| cpu(s))),
         sd(rx.map(|(s, _)| s), |s| s.service_demand.us_per_kb),
     );
@@ -539,8 +529,7 @@ fn stream_table(o: &mut String, r: &TestReport, units: Units) {
         );
     }
     let remote = r.remote.as_ref();
-    let (sender, receiver) =
-        if r.local.role == Role::StreamSender { (Some(&r.local), remote) } else { (remote, Some(&r.local)) };
+    let (sender, receiver) = r.sender_and_receiver();
     let _ = writeln!(o, "Recv     Send     Send                           Utilization       Service Demand");
     let _ = writeln!(o, "Socket   Socket   Message  Elapsed               Send     Recv     Send    Recv");
     let _ = writeln!(o, "Size     Size     Size     Time     Throughput   local    remote   local   remote");

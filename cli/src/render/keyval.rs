@@ -1,73 +1,153 @@
 //! `--keyval` and `--csv`: one set of NAME=value fields, with netperf's omni output names
 //! where netperf has one (README lists them all), side by side over one report.
 
-use ringperf_engine::report::{IterationFigures, SideReport, UdpReport};
-use ringperf_engine::spec::Role;
+use ringperf_engine::report::{IterationFigures, LatencySummary, SideReport, UdpReport};
 use ringperf_engine::TestReport;
 
 use super::Units;
 
-/// The field names, in output order. Names without a netperf equivalent are ringperf's own.
-pub const NAMES: &[&str] = &[
-    "TEST",
-    "THROUGHPUT",
-    "THROUGHPUT_UNITS",
-    "THROUGHPUT_CONFID",
-    "TRANSACTION_RATE",
-    "ELAPSED_TIME",
-    "LOCAL_SEND_SIZE",
-    "REMOTE_RECV_SIZE",
-    "REQUEST_SIZE",
-    "RESPONSE_SIZE",
-    "LSS_SIZE_END",
-    "LSR_SIZE_END",
-    "RSS_SIZE_END",
-    "RSR_SIZE_END",
-    "LOCAL_CPU_UTIL",
-    "REMOTE_CPU_UTIL",
-    "LOCAL_CPU_CONFID",
-    "REMOTE_CPU_CONFID",
-    "LOCAL_CPU_COUNT",
-    "REMOTE_CPU_COUNT",
-    "LOCAL_SD",
-    "REMOTE_SD",
-    "SD_UNITS",
-    "LOCAL_SD_PER_SEGMENT",
-    "REMOTE_SD_PER_SEGMENT",
-    "LOCAL_TOOL_OVERHEAD",
-    "REMOTE_TOOL_OVERHEAD",
-    "LOCAL_TRANSPORT_RETRANS",
-    "REMOTE_TRANSPORT_RETRANS",
-    "RT_LATENCY",
-    "MIN_LATENCY",
-    "MEAN_LATENCY",
-    "P50_LATENCY",
-    "P90_LATENCY",
-    "P99_LATENCY",
-    "MAX_LATENCY",
-    "CONFIDENCE_LEVEL",
-    "CONFIDENCE_ITERATION",
-    "SEND_ENGINE",
-    "RECV_ENGINE",
-    "ZERO_COPY_FRACTION",
-    "LOCAL_RELEASE",
-    "REMOTE_RELEASE",
-    "LOCAL_SEND_CALLS",
-    "REMOTE_RECV_CALLS",
-    "REMOTE_THROUGHPUT",
-    "DATAGRAMS_SENT",
-    "DATAGRAMS_RECEIVED",
-    "LOST_DATAGRAMS",
-    "REORDERED_DATAGRAMS",
-    "DUPLICATE_DATAGRAMS",
-    "DATAGRAMS_PER_SEND",
-    "DATAGRAMS_PER_RECV",
-    "LOCAL_SD_PER_DATAGRAM",
-    "REMOTE_SD_PER_DATAGRAM",
-    "UDP_TIMEOUTS",
-    "UDP_RETRANSMISSIONS",
-    "CRR_CONNECTIONS",
+/// What every field's extractor reads: one run's figures (`fig`) over the whole report.
+struct Row<'a> {
+    r: &'a TestReport,
+    fig: &'a IterationFigures,
+    units: Units,
+    /// Request/response: throughput is transactions/s and sizes are -r's.
+    rr: bool,
+    sender: Option<&'a SideReport>,
+    receiver: Option<&'a SideReport>,
+    /// CSV: this row's iteration (from 0); keyval: `None`, the whole report.
+    iteration: Option<usize>,
+}
+
+impl Row<'_> {
+    /// A figure of the server's side, empty when a partial run's server never reported.
+    fn remote(&self, g: impl Fn(&SideReport) -> String) -> String {
+        self.r.remote.as_ref().map_or_else(String::new, g)
+    }
+
+    /// The full width of the confidence interval of `name` in percent, netperf's -1 without one.
+    fn confid(&self, name: &str) -> String {
+        let c = self.r.confidence.as_ref();
+        c.and_then(|c| c.estimates.iter().find(|e| e.name == name))
+            .map_or("-1.000".into(), |e| f(2.0 * e.half_width_percent, 3))
+    }
+
+    fn latency(&self) -> Option<&LatencySummary> {
+        self.r.local.latency.as_ref()
+    }
+
+    /// Empty unless request/response, where the value is `v`'s.
+    fn rr_only(&self, v: impl ToString) -> String {
+        if self.rr {
+            v.to_string()
+        } else {
+            String::new()
+        }
+    }
+
+    /// Empty for request/response, else `v`.
+    fn stream_only(&self, v: impl ToString) -> String {
+        if self.rr {
+            String::new()
+        } else {
+            v.to_string()
+        }
+    }
+}
+
+type Extract = fn(&Row) -> String;
+
+/// Every field, in output order, with how its value comes out of a run: netperf's omni
+/// names where netperf has one, ringperf's own otherwise (the README lists them all; a
+/// test keeps that list equal to this one).
+const FIELDS: &[(&str, Extract)] = &[
+    ("TEST", |c| c.r.test.clone()),
+    // netperf reports request/response throughput in transactions per second.
+    ("THROUGHPUT", |c| {
+        if c.rr {
+            opt(c.fig.transactions_per_sec, 2)
+        } else {
+            f(c.units.convert(c.fig.throughput_bits_per_sec), 2)
+        }
+    }),
+    ("THROUGHPUT_UNITS", |c| if c.rr { "Trans/s".into() } else { c.units.label().into() }),
+    ("THROUGHPUT_CONFID", |c| c.confid(if c.rr { "transactions/s" } else { "throughput" })),
+    ("TRANSACTION_RATE", |c| opt(c.fig.transactions_per_sec, 2)),
+    ("ELAPSED_TIME", |c| f(c.r.local.elapsed_ns as f64 / 1e9, 3)),
+    ("LOCAL_SEND_SIZE", |c| c.stream_only(c.r.spec.send_size)),
+    ("REMOTE_RECV_SIZE", |c| c.stream_only(c.r.spec.recv_size)),
+    ("REQUEST_SIZE", |c| c.rr_only(c.r.spec.request_size)),
+    ("RESPONSE_SIZE", |c| c.rr_only(c.r.spec.response_size)),
+    ("LSS_SIZE_END", |c| c.r.local.socket.send_buffer.to_string()),
+    ("LSR_SIZE_END", |c| c.r.local.socket.recv_buffer.to_string()),
+    ("RSS_SIZE_END", |c| c.remote(|s| s.socket.send_buffer.to_string())),
+    ("RSR_SIZE_END", |c| c.remote(|s| s.socket.recv_buffer.to_string())),
+    ("LOCAL_CPU_UTIL", |c| f(c.fig.local_cpu_percent, 2)),
+    ("REMOTE_CPU_UTIL", |c| opt(c.fig.remote_cpu_percent, 2)),
+    ("LOCAL_CPU_CONFID", |c| c.confid("local CPU")),
+    ("REMOTE_CPU_CONFID", |c| c.confid("remote CPU")),
+    ("LOCAL_CPU_COUNT", |c| c.r.local.cpu.system.cpus.to_string()),
+    ("REMOTE_CPU_COUNT", |c| c.remote(|s| s.cpu.system.cpus.to_string())),
+    ("LOCAL_SD", |c| opt(c.fig.local_sd_us, 3)),
+    ("REMOTE_SD", |c| opt(c.fig.remote_sd_us, 3)),
+    ("SD_UNITS", |c| if c.rr { "usec/Tran".into() } else { "usec/KB".into() }),
+    ("LOCAL_SD_PER_SEGMENT", |c| opt(c.r.local.service_demand.ns_per_segment, 1)),
+    ("REMOTE_SD_PER_SEGMENT", |c| c.remote(|s| opt(s.service_demand.ns_per_segment, 1))),
+    ("LOCAL_TOOL_OVERHEAD", |c| f(c.r.local.cpu.tool_overhead_percent, 3)),
+    ("REMOTE_TOOL_OVERHEAD", |c| c.remote(|s| f(s.cpu.tool_overhead_percent, 3))),
+    ("LOCAL_TRANSPORT_RETRANS", |c| retrans(&c.r.local)),
+    ("REMOTE_TRANSPORT_RETRANS", |c| c.remote(retrans)),
+    ("RT_LATENCY", |c| opt(c.latency().map(|l| l.mean_ns / 1e3), 3)),
+    ("MIN_LATENCY", |c| us(c.latency().map(|l| l.min_ns))),
+    ("MEAN_LATENCY", |c| opt(c.latency().map(|l| l.mean_ns / 1e3), 3)),
+    ("P50_LATENCY", |c| us(c.fig.p50_latency_ns)),
+    ("P90_LATENCY", |c| us(c.latency().map(|l| l.p90_ns))),
+    ("P99_LATENCY", |c| us(c.fig.p99_latency_ns)),
+    ("MAX_LATENCY", |c| us(c.latency().map(|l| l.max_ns))),
+    ("CONFIDENCE_LEVEL", |c| c.r.confidence.as_ref().map_or(String::new(), |k| f(100.0 * k.target.level, 1))),
+    // A CSV row is one run: its own iteration number.
+    ("CONFIDENCE_ITERATION", |c| match (c.iteration, &c.r.confidence) {
+        (Some(i), _) => (i + 1).to_string(),
+        (None, Some(k)) => k.iterations.to_string(),
+        (None, None) => "1".into(),
+    }),
+    ("SEND_ENGINE", |c| c.r.engine_pair().0.name().into()),
+    ("RECV_ENGINE", |c| c.r.engine_pair().1.name().into()),
+    ("ZERO_COPY_FRACTION", |c| opt(c.r.zero_copy_fraction(), 4)),
+    ("LOCAL_RELEASE", |c| c.r.environment.local.kernel_release.clone()),
+    ("REMOTE_RELEASE", |c| c.r.environment.remote.kernel_release.clone()),
+    // UDP: the sender's sends and the receiver's receives (netperf's call counts), the
+    // receiver's own rate and datagram accounting.
+    ("LOCAL_SEND_CALLS", |c| udp_field(c.sender, |u| u.sends.to_string())),
+    ("REMOTE_RECV_CALLS", |c| udp_field(c.receiver, |u| u.receives.to_string())),
+    ("REMOTE_THROUGHPUT", |c| match c.receiver.filter(|rx| rx.udp.is_some()) {
+        Some(_) => opt(c.r.receive_rate_bits_per_sec().map(|b| c.units.convert(b)), 2),
+        None => String::new(),
+    }),
+    ("DATAGRAMS_SENT", |c| udp_field(c.sender, |u| u.datagrams_sent.to_string())),
+    ("DATAGRAMS_RECEIVED", |c| udp_field(c.receiver, |u| u.datagrams_received.to_string())),
+    ("LOST_DATAGRAMS", |c| c.r.lost_datagrams().map_or(String::new(), |n| n.to_string())),
+    ("REORDERED_DATAGRAMS", |c| udp_field(c.receiver, |u| u.reordered.to_string())),
+    ("DUPLICATE_DATAGRAMS", |c| udp_field(c.receiver, |u| u.duplicated.to_string())),
+    ("DATAGRAMS_PER_SEND", |c| udp_field(c.sender, |u| f(u.datagrams_per_send(), 2))),
+    ("DATAGRAMS_PER_RECV", |c| udp_field(c.receiver, |u| f(u.datagrams_per_receive(), 2))),
+    ("LOCAL_SD_PER_DATAGRAM", |c| udp_field(Some(&c.r.local), |u| opt(u.us_per_datagram, 3))),
+    ("REMOTE_SD_PER_DATAGRAM", |c| udp_field(c.r.remote.as_ref(), |u| opt(u.us_per_datagram, 3))),
+    ("UDP_TIMEOUTS", |c| udp_field(Some(&c.r.local), |u| c.rr_only(u.timeouts))),
+    ("UDP_RETRANSMISSIONS", |c| udp_field(Some(&c.r.local), |u| c.rr_only(u.retransmissions))),
+    ("CRR_CONNECTIONS", |c| c.r.local.crr.as_ref().map_or(String::new(), |k| k.connections.to_string())),
+    // SO_RCVLOWAT as the receiver's data sockets had it (TCP; empty when that side did not
+    // report it).
+    ("RCVLOWAT", |c| match c.receiver {
+        Some(rx) if !c.r.spec.workload.is_udp() && rx.socket.rcvlowat > 0 => rx.socket.rcvlowat.to_string(),
+        _ => String::new(),
+    }),
 ];
+
+/// The field names, in output order.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    FIELDS.iter().map(|(name, _)| *name)
+}
 
 fn f(v: f64, places: usize) -> String {
     format!("{v:.places$}")
@@ -82,149 +162,36 @@ fn opt(v: Option<f64>, places: usize) -> String {
     v.map_or_else(String::new, |v| f(v, places))
 }
 
-/// The values of one run (`figures`), with everything else from the report.
-fn values(r: &TestReport, fig: &IterationFigures, units: Units) -> Vec<String> {
-    let rr = r.spec.workload.is_transactional();
-    // A partial run's server may never have reported: its values are left empty.
-    let remote = r.remote.as_ref();
-    let (sender, receiver) = match r.local.role {
-        Role::StreamReceiver => (remote, Some(&r.local)),
-        Role::StreamSender => (Some(&r.local), remote),
-        _ => (Some(&r.local), remote),
-    };
-    // The engines as asked for: the side that would report them may be missing.
-    let (send_engine, recv_engine) = match r.local.role {
-        Role::StreamReceiver => (r.spec.remote.send_engine, r.spec.local.recv_engine),
-        Role::StreamSender => (r.spec.local.send_engine, r.spec.remote.recv_engine),
-        _ => (r.spec.local.send_engine, r.spec.local.recv_engine),
-    };
-    let of_remote = |g: &dyn Fn(&SideReport) -> String| remote.map_or_else(String::new, g);
-    let conf = r.confidence.as_ref();
-    let confid = |name: &str| {
-        conf.and_then(|c| c.estimates.iter().find(|e| e.name == name)).map_or("-1.000".into(), |e| {
-            // netperf reports the full width of the interval in percent.
-            f(2.0 * e.half_width_percent, 3)
-        })
-    };
-    let lat = r.local.latency.as_ref();
-    let us = |ns: Option<u64>| opt(ns.map(|n| n as f64 / 1e3), 3);
-    let retrans = |s: &SideReport| s.tcp.as_ref().map_or(String::new(), |t| t.total_retrans.to_string());
-    let per_seg = |s: &SideReport| opt(s.service_demand.ns_per_segment, 1);
-    let zc = sender
-        .and_then(|s| s.send.as_ref())
-        .and_then(|s| s.zero_copy.as_ref())
-        .map(|z| z.zero_copy_fraction());
-    let out: Vec<String> = vec![
-        r.test.clone(),
-        // netperf reports request/response throughput in transactions per second.
-        if rr { opt(fig.transactions_per_sec, 2) } else { f(units.convert(fig.throughput_bits_per_sec), 2) },
-        if rr { "Trans/s".to_string() } else { units.label().to_string() },
-        confid(if rr { "transactions/s" } else { "throughput" }),
-        opt(fig.transactions_per_sec, 2),
-        f(r.local.elapsed_ns as f64 / 1e9, 3),
-        if rr { String::new() } else { r.spec.send_size.to_string() },
-        if rr { String::new() } else { r.spec.recv_size.to_string() },
-        if rr { r.spec.request_size.to_string() } else { String::new() },
-        if rr { r.spec.response_size.to_string() } else { String::new() },
-        r.local.socket.send_buffer.to_string(),
-        r.local.socket.recv_buffer.to_string(),
-        of_remote(&|s| s.socket.send_buffer.to_string()),
-        of_remote(&|s| s.socket.recv_buffer.to_string()),
-        f(fig.local_cpu_percent, 2),
-        opt(fig.remote_cpu_percent, 2),
-        confid("local CPU"),
-        confid("remote CPU"),
-        r.local.cpu.system.cpus.to_string(),
-        of_remote(&|s| s.cpu.system.cpus.to_string()),
-        opt(fig.local_sd_us, 3),
-        opt(fig.remote_sd_us, 3),
-        if rr { "usec/Tran".into() } else { "usec/KB".into() },
-        per_seg(&r.local),
-        of_remote(&per_seg),
-        f(r.local.cpu.tool_overhead_percent, 3),
-        of_remote(&|s| f(s.cpu.tool_overhead_percent, 3)),
-        retrans(&r.local),
-        of_remote(&retrans),
-        opt(lat.map(|l| l.mean_ns / 1e3), 3),
-        us(lat.map(|l| l.min_ns)),
-        opt(lat.map(|l| l.mean_ns / 1e3), 3),
-        us(fig.p50_latency_ns),
-        us(lat.map(|l| l.p90_ns)),
-        us(fig.p99_latency_ns),
-        us(lat.map(|l| l.max_ns)),
-        conf.map_or(String::new(), |c| f(100.0 * c.target.level, 1)),
-        conf.map_or("1".into(), |c| c.iterations.to_string()),
-        sender.map_or(send_engine, |s| s.send_engine).name().to_string(),
-        receiver.map_or(recv_engine, |s| s.recv_engine).name().to_string(),
-        opt(zc, 4),
-        r.environment.local.kernel_release.clone(),
-        r.environment.remote.kernel_release.clone(),
-        // UDP: the sender's sends and the receiver's receives (netperf's call counts);
-        // the receiver's own rate, datagram accounting, and crr connections.
-        udp_field(sender, |u| u.sends.to_string()),
-        udp_field(receiver, |u| u.receives.to_string()),
-        receiver.filter(|rx| rx.udp.is_some()).map_or(String::new(), |rx| {
-            let bits = rx.bytes_received as f64 * 8.0 / (rx.elapsed_ns.max(1) as f64 / 1e9);
-            f(units.convert(bits), 2)
-        }),
-        udp_field(sender, |u| u.datagrams_sent.to_string()),
-        udp_field(receiver, |u| u.datagrams_received.to_string()),
-        match (sender.and_then(|s| s.udp.as_ref()), receiver.and_then(|s| s.udp.as_ref())) {
-            (Some(s), Some(rv)) if !rr => s.datagrams_sent.saturating_sub(rv.datagrams_received).to_string(),
-            _ => String::new(),
-        },
-        udp_field(receiver, |u| u.reordered.to_string()),
-        udp_field(receiver, |u| u.duplicated.to_string()),
-        udp_field(sender, |u| f(u.datagrams_per_send(), 2)),
-        udp_field(receiver, |u| f(u.datagrams_per_receive(), 2)),
-        udp_field(Some(&r.local), |u| opt(u.us_per_datagram, 3)),
-        udp_field(r.remote.as_ref(), |u| opt(u.us_per_datagram, 3)),
-        udp_field(Some(&r.local), |u| if rr { u.timeouts.to_string() } else { String::new() }),
-        udp_field(Some(&r.local), |u| if rr { u.retransmissions.to_string() } else { String::new() }),
-        r.local.crr.as_ref().map_or(String::new(), |c| c.connections.to_string()),
-    ];
-    debug_assert_eq!(out.len(), NAMES.len());
-    out
+/// Nanoseconds as microseconds.
+fn us(ns: Option<u64>) -> String {
+    opt(ns.map(|n| n as f64 / 1e3), 3)
 }
 
-/// The whole report's figures (means over iterations when iterated).
-fn summary_figures(r: &TestReport) -> IterationFigures {
-    let mut fig = *r.iterations.last().unwrap_or(&IterationFigures::default());
-    let n = r.iterations.len().max(1) as f64;
-    let mean = |g: &dyn Fn(&IterationFigures) -> Option<f64>| {
-        let v: Vec<f64> = r.iterations.iter().filter_map(g).collect();
-        (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
-    };
-    fig.throughput_bits_per_sec = r.summary.throughput_bits_per_sec;
-    fig.transactions_per_sec = r.summary.transactions_per_sec;
-    fig.local_cpu_percent = r.iterations.iter().map(|i| i.local_cpu_percent).sum::<f64>() / n;
-    fig.remote_cpu_percent = mean(&|i| i.remote_cpu_percent);
-    fig.local_sd_us = mean(&|i| i.local_sd_us);
-    fig.remote_sd_us = mean(&|i| i.remote_sd_us);
-    if let Some(l) = &r.local.latency {
-        fig.p50_latency_ns = Some(l.p50_ns);
-        fig.p99_latency_ns = Some(l.p99_ns);
-    }
-    fig
+fn retrans(s: &SideReport) -> String {
+    s.tcp.as_ref().map_or(String::new(), |t| t.total_retrans.to_string())
+}
+
+/// The values of one run (`fig`; `iteration` for a CSV row), with everything else from the report.
+fn values(r: &TestReport, fig: &IterationFigures, units: Units, iteration: Option<usize>) -> Vec<String> {
+    let (sender, receiver) = r.sender_and_receiver();
+    let row = Row { r, fig, units, rr: r.spec.workload.is_transactional(), sender, receiver, iteration };
+    FIELDS.iter().map(|(_, extract)| extract(&row)).collect()
 }
 
 pub fn render(r: &TestReport, units: Units) -> String {
-    let vals = values(r, &summary_figures(r), units);
-    NAMES.iter().zip(vals).map(|(n, v)| format!("{n}={v}\n")).collect()
+    let vals = values(r, &r.summary_figures(), units, None);
+    names().zip(vals).map(|(n, v)| format!("{n}={v}\n")).collect()
 }
 
 /// A header line (unless `header` is false, `-P 0`) and one row per iteration.
 pub fn render_csv(r: &TestReport, units: Units, header: bool) -> String {
     let mut o = String::new();
     if header {
-        o.push_str(&NAMES.join(","));
+        o.push_str(&names().collect::<Vec<_>>().join(","));
         o.push('\n');
     }
     for (i, fig) in r.iterations.iter().enumerate() {
-        let mut vals = values(r, fig, units);
-        // Each row is one run: its own iteration number.
-        let idx = NAMES.iter().position(|n| *n == "CONFIDENCE_ITERATION").expect("listed");
-        vals[idx] = (i + 1).to_string();
+        let vals = values(r, fig, units, Some(i));
         o.push_str(&vals.iter().map(|v| csv_field(v)).collect::<Vec<_>>().join(","));
         o.push('\n');
     }
@@ -236,5 +203,20 @@ fn csv_field(v: &str) -> String {
         format!("\"{}\"", v.replace('"', "\"\""))
     } else {
         v.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn readme_lists_every_keyval_name_in_order() {
+        let readme = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"));
+        let start = readme.find("`--keyval` prints these names").expect("README has the keyval section");
+        let list = readme[start..].split('`').nth(3).expect("the names in backquotes");
+        let listed: Vec<&str> = list.split_whitespace().collect();
+        let ours: Vec<&str> = names().collect();
+        assert_eq!(listed, ours, "README's keyval list differs from render/keyval.rs FIELDS");
     }
 }

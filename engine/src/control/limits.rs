@@ -303,7 +303,9 @@ mod tests {
 
     #[test]
     fn memory_estimate_follows_the_engines() {
-        let s = TestSpec { flows: 8, ..TestSpec::default() };
+        // One receive in flight per flow (a default spec chains 4).
+        let mut s = TestSpec { flows: 8, ..TestSpec::default() };
+        s.ring.recv_depth = 1;
         let one = payload_memory(&s, Role::StreamReceiver, &s.remote);
         assert_eq!(one, u64::from(s.recv_size));
         let v = TestSpec { verify: true, ..s.clone() };

@@ -1,0 +1,102 @@
+//! The one way the CLI runs tests: single runs, `engines` and `sweep` all go through a
+//! [`Runner`], which owns Ctrl-C for the whole command, shows progress while each run goes
+//! (interval lines, or a status line on a terminal), passes the key, and turns a partial
+//! report into its exit code. The drivers only decide what to run and how to render it.
+
+use ringperf_engine::control::auth::Psk;
+use ringperf_engine::measure::confidence::ConfidenceTarget;
+use ringperf_engine::{run_iterations, Error, RunOptions, TestReport, TestSpec};
+
+use crate::args::TestArgs;
+use crate::interrupt::Interrupt;
+use crate::{client_psk, live, render, target};
+
+/// How a run shows progress while it goes.
+pub enum Progress<'a> {
+    /// A status line on a terminal under this heading, and nothing else.
+    Status(String),
+    /// A single test's: interval lines when they print (-D, long runs on a terminal),
+    /// otherwise a status line under the test's banner.
+    Test(render::Format, &'a TestArgs),
+}
+
+/// Sees each iteration's report (its number from 1) with a way to print a line above the
+/// status line.
+pub type EachIteration<'a> = dyn FnMut(u32, &TestReport, &dyn Fn(&str)) + 'a;
+
+/// Ctrl-C and the key for one command, however many runs it makes.
+pub struct Runner {
+    stop: Interrupt,
+    psk: Option<Psk>,
+    units: render::Units,
+}
+
+impl Runner {
+    /// Reads the key of `t` (--psk-file or RINGPERF_PSK) and installs the Ctrl-C handler:
+    /// the first press stops the current run, which still reports what it measured; the
+    /// command's later runs are not started.
+    pub fn new(t: &TestArgs) -> Result<Runner, Error> {
+        let stop = Interrupt::install()?;
+        Ok(Runner { stop, psk: client_psk(t)?, units: render::Units::parse(&t.units) })
+    }
+
+    /// True once Ctrl-C (or SIGTERM) came.
+    pub fn stopped(&self) -> bool {
+        self.stop.fired()
+    }
+
+    /// Runs `spec` against the target of `t` to `confidence`, showing `progress`;
+    /// `each` sees every iteration's report.
+    pub fn run(
+        &self,
+        spec: &TestSpec,
+        t: &TestArgs,
+        confidence: Option<ConfidenceTarget>,
+        progress: Progress<'_>,
+        each: &mut EachIteration<'_>,
+    ) -> Result<TestReport, Error> {
+        let (printer, heading) = match progress {
+            Progress::Status(heading) => (None, heading),
+            Progress::Test(format, t) => {
+                (live::Printer::start(t, spec, format, self.units), live::heading(spec, t.host.as_deref()))
+            }
+        };
+        // Interval lines are progress already; without them a terminal gets a status line.
+        let status = if printer.is_none() { live::Status::start(spec, &heading, self.units) } else { None };
+        let opts = RunOptions {
+            live: printer
+                .as_ref()
+                .map(live::Printer::sender)
+                .or_else(|| status.as_ref().map(live::Status::sender)),
+            level: None,
+            psk: self.psk.clone(),
+            interrupt: Some(self.stop.fd()),
+        };
+        let println = |line: &str| match &status {
+            Some(s) => s.println(&heading, line),
+            None => eprintln!("{line}"),
+        };
+        let result = run_iterations(spec, &target(t), &opts, confidence, &mut |n, r| each(n, r, &println));
+        drop(opts);
+        if let Some(p) = printer {
+            p.finish();
+        }
+        if let Some(s) = status {
+            s.finish();
+        }
+        let mut report = result?;
+        report.server = render::socket_addr(&report.server);
+        Ok(report)
+    }
+
+    /// For a partial report: says why on stderr and returns the exit code (130 after
+    /// Ctrl-C, else 3: the peer or the network failed).
+    pub fn partial(&self, report: &TestReport) -> Option<i32> {
+        if !report.partial {
+            return None;
+        }
+        let why = report.partial_reason.as_deref().unwrap_or("the run did not finish");
+        eprintln!("ringperf: partial result: {why}");
+        Some(if self.stop.fired() { 130 } else { 3 })
+    }
+}
