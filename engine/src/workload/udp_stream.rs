@@ -17,15 +17,15 @@ use crate::buf::BufRing;
 use crate::error::{Error, Result};
 use crate::io::op;
 use crate::measure::clock::monotonic_ns;
-use crate::measure::intervals::IntervalSampler;
 use crate::net::udp::HELLO_BIT;
 use crate::report::{UdpFlowReport, UdpReport};
 use crate::ring::{slot_token, token, Completion, FlowFd, Ring};
 use crate::spec::{TestSpec, UDP_SEQ_LEN};
 use crate::with_fd;
+use crate::workload::driver::{RoleReport, Run, Timers, Wait, Workload};
 use crate::workload::pacer::Pacer;
 use crate::workload::sequence::SeqTracker;
-use crate::workload::{cancel_receives, unexpected, Ending, FlowCounters};
+use crate::workload::{cancel_receives, FlowCounters};
 
 /// How often the receiver looks whether datagrams still arrive after its deadline.
 const DRAIN_TICK_NS: u64 = 20_000_000;
@@ -55,6 +55,9 @@ pub struct UdpSender {
     depth: usize,
     /// Per flow: the next sequence number.
     seq: Vec<u64>,
+    pacer: Pacer,
+    in_flight: Vec<usize>,
+    total: usize,
     report: UdpReport,
 }
 
@@ -71,6 +74,14 @@ impl UdpSender {
             per_send,
             depth,
             seq: vec![0; fds.len()],
+            pacer: Pacer::for_chains(
+                spec.pacing.flow_rate_bps(spec.flows),
+                fds.len(),
+                (per_send * size) as u32,
+                depth as u32,
+            ),
+            in_flight: vec![0; fds.len()],
+            total: 0,
             report: UdpReport {
                 datagram_size: spec.send_size,
                 gso_segment: spec.udp.gso_segment,
@@ -78,15 +89,6 @@ impl UdpSender {
                 ..UdpReport::default()
             },
         }
-    }
-
-    pub fn report(&self) -> UdpReport {
-        self.report.clone()
-    }
-
-    /// Sends per linked chain (each of `udp_datagrams_per_send` datagrams).
-    pub fn chain(&self) -> usize {
-        self.depth
     }
 
     fn send_bytes(&self) -> u32 {
@@ -114,84 +116,21 @@ impl UdpSender {
         unsafe { ring.push(&e) }
     }
 
-    /// Sends on every flow until `deadline_ns`, then waits for the sends in flight.
-    /// `counters` are kept up to date as sends complete, so a run that fails or is stopped
-    /// still reports what it sent. An ABORT completion ends it at once.
-    pub fn run(
-        &mut self,
-        ring: &mut Ring,
-        deadline_ns: u64,
-        sampler: &mut IntervalSampler,
-        pacer: &mut Pacer,
-        counters: &mut [FlowCounters],
-    ) -> Result<Ending> {
-        let n = self.fds.len();
-        let mut in_flight = vec![0usize; n];
-        let mut total = 0usize;
-        let mut done = Vec::with_capacity(ring.cq_entries());
-        ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
-        pacer.start(ring)?;
+    /// Queues flow `f`'s next chain: its sends go out linked, so they leave in sequence
+    /// order.
+    fn refill(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
         let bytes = self.send_bytes();
-        // A flow's sends go out as one linked chain, so they leave in sequence order.
-        let refill = |s: &mut Self,
-                      ring: &mut Ring,
-                      pacer: &mut Pacer,
-                      f: usize,
-                      in_flight: &mut [usize],
-                      total: &mut usize| {
-            let mut k = 0;
-            while k < s.depth && pacer.allow(f, bytes) {
-                k += 1;
-            }
-            for slot in 0..k {
-                let flags = if slot + 1 < k { Flags::IO_LINK } else { Flags::empty() };
-                s.push(ring, f, slot, flags)?;
-            }
-            in_flight[f] += k;
-            *total += k;
-            Ok::<(), Error>(())
-        };
-        for f in 0..n {
-            refill(self, ring, pacer, f, &mut in_flight, &mut total)?;
+        let mut k = 0;
+        while k < self.depth && self.pacer.allow(f, bytes) {
+            k += 1;
         }
-        let mut stopping = false;
-        while !(stopping && total == 0) {
-            // Every send in flight completes on its own (UDP does not wait for the peer),
-            // so wait for all of them: the kernel runs each chain's links within one enter.
-            ring.submit_and_wait_for(total)?;
-            ring.reap(&mut done);
-            for c in &done {
-                let f = match c.op() {
-                    op::DEADLINE => {
-                        stopping = true;
-                        continue;
-                    }
-                    // The sends in flight die with the ring, which goes before their buffers.
-                    op::ABORT => return Ok(Ending::Aborted),
-                    op::INTERVAL => {
-                        sampler.tick(counters);
-                        continue;
-                    }
-                    op::PACE => {
-                        pacer.tick();
-                        for f in 0..n {
-                            if pacer.take_waiting(f) && !stopping && in_flight[f] == 0 {
-                                refill(self, ring, pacer, f, &mut in_flight, &mut total)?;
-                            }
-                        }
-                        continue;
-                    }
-                    op::SEND => self.sent(c, counters)?,
-                    other => return Err(unexpected(other)),
-                };
-                in_flight[f] -= 1;
-                total -= 1;
-                if !stopping && in_flight[f] == 0 {
-                    refill(self, ring, pacer, f, &mut in_flight, &mut total)?;
-                }
-            }
+        for slot in 0..k {
+            let flags = if slot + 1 < k { Flags::IO_LINK } else { Flags::empty() };
+            self.push(ring, f, slot, flags)?;
         }
-        Ok(Ending::Completed)
+        self.in_flight[f] += k;
+        self.total += k;
+        Ok(())
     }
 
     fn sent(&mut self, c: &Completion, counters: &mut [FlowCounters]) -> Result<usize> {
@@ -220,6 +159,59 @@ impl UdpSender {
     }
 }
 
+/// Sends on every flow until the deadline, then waits for the sends in flight. The sends
+/// in flight at a stop die with the ring, which goes before their buffers.
+impl Workload for UdpSender {
+    fn timers(&self) -> Timers {
+        Timers { deadline: true, guard: false }
+    }
+
+    fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
+        self.pacer.start(ring)?;
+        for f in 0..self.fds.len() {
+            self.refill(ring, f)?;
+        }
+        Ok(())
+    }
+
+    fn wait(&self) -> Wait {
+        // Every send in flight completes on its own (UDP does not wait for the peer), so
+        // wait for all of them: the kernel runs each chain's links within one enter.
+        Wait::All(self.total)
+    }
+
+    fn done(&self, run: &Run) -> bool {
+        run.stopping && self.total == 0
+    }
+
+    fn on_pace(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()> {
+        self.pacer.tick();
+        for f in 0..self.fds.len() {
+            if self.pacer.take_waiting(f) && !run.stopping && self.in_flight[f] == 0 {
+                self.refill(ring, f)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
+        if c.op() != op::SEND {
+            return Ok(false);
+        }
+        let f = self.sent(c, run.counters)?;
+        self.in_flight[f] -= 1;
+        self.total -= 1;
+        if !run.stopping && self.in_flight[f] == 0 {
+            self.refill(ring, f)?;
+        }
+        Ok(true)
+    }
+
+    fn report(&self) -> RoleReport {
+        RoleReport { udp: Some(self.report.clone()), ..RoleReport::default() }
+    }
+}
+
 /// The receiving side of one worker.
 pub struct UdpReceiver {
     fds: Vec<FlowFd>,
@@ -231,6 +223,11 @@ pub struct UdpReceiver {
     end_ns: Option<u64>,
     /// The provided buffers of the multishot receive, set up when the run starts.
     ring_bufs: Option<BufRing>,
+    armed: usize,
+    draining: bool,
+    cancelled: bool,
+    /// Receives since the last drain tick.
+    since_tick: u64,
 }
 
 impl UdpReceiver {
@@ -251,15 +248,14 @@ impl UdpReceiver {
             },
             end_ns: None,
             ring_bufs: None,
+            armed: 0,
+            draining: false,
+            cancelled: false,
+            since_tick: 0,
         }
     }
 
-    /// The end of this side's window: the last drain tick that still saw datagrams.
-    pub fn end_ns(&self) -> Option<u64> {
-        self.end_ns
-    }
-
-    pub fn report(&self) -> UdpReport {
+    fn udp_report(&self) -> UdpReport {
         let mut r = self.report.clone();
         for (f, t) in self.seq.iter().enumerate() {
             let fr = &mut r.flows[f];
@@ -315,101 +311,101 @@ impl UdpReceiver {
         }
         bufs.recycle(bid);
     }
+}
 
-    /// Receives on every flow until `deadline_ns` and the drain after it. `counters` are
-    /// kept up to date as datagrams arrive, so a run that fails or is stopped still reports
-    /// them. An ABORT completion ends it at once.
-    pub fn run(
-        &mut self,
-        ring: &mut Ring,
-        deadline_ns: u64,
-        sampler: &mut IntervalSampler,
-        counters: &mut [FlowCounters],
-    ) -> Result<Ending> {
-        let n = self.fds.len();
-        let mut done = Vec::with_capacity(ring.cq_entries());
-        ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
+/// Receives on every flow until the deadline and the drain after it. The standing
+/// receives at a stop die with the ring, which goes before the buffer ring they fill.
+impl Workload for UdpReceiver {
+    fn timers(&self) -> Timers {
+        Timers { deadline: true, guard: false }
+    }
+
+    fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
         self.ring_bufs = Some(BufRing::new(ring, UDP_RING_BUFFERS, self.buf_len, UDP_BGID, true)?);
-        for f in 0..n {
+        for f in 0..self.fds.len() {
             self.arm(ring, f)?;
         }
-        let mut armed = n;
-        let mut draining = false;
-        let mut cancelled = false;
-        let mut since_tick = 0u64;
-        while armed > 0 {
-            ring.submit_and_wait()?;
-            ring.reap(&mut done);
-            for c in &done {
-                match c.op() {
-                    op::DEADLINE => {
-                        draining = true;
-                        self.end_ns = Some(deadline_ns);
-                        since_tick = 0;
-                        self.drain_tick(ring)?;
-                    }
-                    // The standing receives die with the ring, which goes before the
-                    // buffer ring they fill.
-                    op::ABORT => return Ok(Ending::Aborted),
-                    op::INTERVAL => sampler.tick(counters),
-                    op::CANCEL => {}
-                    op::DRAIN => {
-                        let now = monotonic_ns();
-                        if since_tick > 0 {
-                            self.end_ns = Some(now);
-                        }
-                        if since_tick > 0 && now < deadline_ns + DRAIN_MAX_NS {
-                            since_tick = 0;
-                            self.drain_tick(ring)?;
-                        } else if !cancelled {
-                            cancelled = true;
-                            cancel_receives(ring, n)?;
-                        }
-                    }
-                    op::RECV => {
-                        let f = c.flow();
-                        match c.result {
-                            r if r > 0 => {
-                                let Some(bid) = cqueue::buffer_select(c.flags) else {
-                                    return Err(Error::Protocol(
-                                        "a multishot UDP receive came without a buffer".into(),
-                                    ));
-                                };
-                                self.received(f, bid, r as usize, counters);
-                                if draining {
-                                    since_tick += 1;
-                                }
-                            }
-                            0 => self.report.stray += 1,
-                            r if r == -libc::ECANCELED => {
-                                armed -= 1;
-                                continue;
-                            }
-                            // Every provided buffer was full: the kernel drops what comes
-                            // until the ring is refilled (the sequence numbers show it).
-                            r if r == -libc::ENOBUFS => self.report.no_buffers += 1,
-                            // ICMP errors of earlier sends (none here) or a refused peer:
-                            // nothing to account, keep receiving.
-                            r if r == -libc::ECONNREFUSED => {}
-                            r => return Err(crate::ring::cqe_error("a UDP receive", r)),
-                        }
-                        // A multishot receive ends (no F_MORE) on ENOBUFS and at times
-                        // otherwise: arm it again unless the run is over.
-                        if !c.more() {
-                            if cancelled {
-                                armed -= 1;
-                            } else {
-                                self.arm(ring, f)?;
-                            }
-                        }
-                    }
-                    other => return Err(unexpected(other)),
+        self.armed = self.fds.len();
+        Ok(())
+    }
+
+    fn done(&self, _run: &Run) -> bool {
+        self.armed == 0
+    }
+
+    fn on_deadline(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()> {
+        self.draining = true;
+        self.end_ns = Some(run.deadline_ns);
+        self.since_tick = 0;
+        self.drain_tick(ring)
+    }
+
+    fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
+        match c.op() {
+            op::CANCEL => {}
+            op::DRAIN => {
+                let now = monotonic_ns();
+                if self.since_tick > 0 {
+                    self.end_ns = Some(now);
+                }
+                if self.since_tick > 0 && now < run.deadline_ns + DRAIN_MAX_NS {
+                    self.since_tick = 0;
+                    self.drain_tick(ring)?;
+                } else if !self.cancelled {
+                    self.cancelled = true;
+                    cancel_receives(ring, self.fds.len())?;
                 }
             }
-            if let Some(b) = &self.ring_bufs {
-                b.publish();
+            op::RECV => {
+                let f = c.flow();
+                match c.result {
+                    r if r > 0 => {
+                        let Some(bid) = cqueue::buffer_select(c.flags) else {
+                            return Err(Error::Protocol(
+                                "a multishot UDP receive came without a buffer".into(),
+                            ));
+                        };
+                        self.received(f, bid, r as usize, run.counters);
+                        if self.draining {
+                            self.since_tick += 1;
+                        }
+                    }
+                    0 => self.report.stray += 1,
+                    r if r == -libc::ECANCELED => {
+                        self.armed -= 1;
+                        return Ok(true);
+                    }
+                    // Every provided buffer was full: the kernel drops what comes until the
+                    // ring is refilled (the sequence numbers show it).
+                    r if r == -libc::ENOBUFS => self.report.no_buffers += 1,
+                    // ICMP errors of earlier sends (none here) or a refused peer: nothing
+                    // to account, keep receiving.
+                    r if r == -libc::ECONNREFUSED => {}
+                    r => return Err(crate::ring::cqe_error("a UDP receive", r)),
+                }
+                // A multishot receive ends (no F_MORE) on ENOBUFS and at times otherwise:
+                // arm it again unless the run is over.
+                if !c.more() {
+                    if self.cancelled {
+                        self.armed -= 1;
+                    } else {
+                        self.arm(ring, f)?;
+                    }
+                }
             }
+            _ => return Ok(false),
         }
-        Ok(Ending::Completed)
+        Ok(true)
+    }
+
+    fn after_batch(&mut self) {
+        if let Some(b) = &self.ring_bufs {
+            b.publish();
+        }
+    }
+
+    fn report(&self) -> RoleReport {
+        // The end of this side's window: the last drain tick that still saw datagrams.
+        RoleReport { udp: Some(self.udp_report()), end_ns: self.end_ns, ..RoleReport::default() }
     }
 }
