@@ -10,7 +10,7 @@ use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::io::send::{zc_slots_per_flow, zc_stream_unnotified_bytes, SendSetup};
+use crate::io::send::{zc_slots_per_flow, zc_stream_unnotified_bytes, DatagramSend, SendSetup};
 use crate::io::{AnyRecv, AnySend, RecvSetup};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::cpu::{helper_threads_ns, ThreadCpuSnapshot};
@@ -30,7 +30,7 @@ use crate::workload::pacer::Pacer;
 use crate::workload::rr::{RrClient, RrServer, Transaction};
 use crate::workload::stream::{StreamReceiver, StreamSender};
 use crate::workload::udp_rr::{UdpRrClient, UdpRrServer};
-use crate::workload::udp_stream::{UdpReceiver, UdpSender};
+use crate::workload::udp_stream::{udp_send_depth, UdpReceiver, UdpSender};
 use crate::workload::{Ending, FlowCounters};
 
 /// How long a stream sender waits after its window for its sockets to transmit what is
@@ -256,7 +256,10 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<RoleSetup>
             let sender = plan.role == Role::UdpSender;
             setup.build = Box::new(move |_, fds| {
                 Ok(if sender {
-                    Box::new(UdpSender::new(&spec, fds)) as Box<dyn Workload>
+                    let per_send = spec.udp_datagrams_per_send() as usize;
+                    let path =
+                        DatagramSend::new(fds, spec.send_size as usize, per_send, udp_send_depth(&spec));
+                    Box::new(UdpSender::new(&spec, path, fds.len())) as Box<dyn Workload>
                 } else {
                     Box::new(UdpReceiver::new(&spec, fds))
                 })
@@ -266,10 +269,12 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<RoleSetup>
             setup.max_cqes = paths_cqes(0);
             let client = plan.role == Role::UdpRrClient;
             setup.build = Box::new(move |_, fds| {
+                let size = if client { spec.request_size } else { spec.response_size };
+                let path = DatagramSend::new(fds, size as usize, 1, 1);
                 Ok(if client {
-                    Box::new(UdpRrClient::new(&spec, fds)) as Box<dyn Workload>
+                    Box::new(UdpRrClient::new(&spec, fds, path)) as Box<dyn Workload>
                 } else {
-                    Box::new(UdpRrServer::new(&spec, fds))
+                    Box::new(UdpRrServer::new(&spec, fds, path))
                 })
             });
         }

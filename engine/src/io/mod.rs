@@ -63,6 +63,10 @@ pub enum SendEvent {
     Chain { flow: usize, sent: u32, bytes: u64, cancelled: u32 },
     /// A buffer came back from the kernel: the flow may be able to send again.
     Released { flow: usize },
+    /// A datagram path: the kernel did not send (`refused`: the peer's port answered ICMP
+    /// port unreachable to an earlier datagram; otherwise the local queue was full). The
+    /// datagrams' numbers are gone: the receiver counts them as lost.
+    Dropped { flow: usize, refused: bool },
     /// An intermediate step; nothing for the workload to do.
     Nothing,
 }

@@ -90,3 +90,8 @@ pub(crate) fn peer_stuck() -> Error {
 pub(crate) fn unexpected(op: u8) -> Error {
     Error::Protocol(format!("completion with unknown operation kind {op}: this is a bug in ringperf"))
 }
+
+/// A TCP workload got an event only a datagram send path makes.
+pub(crate) fn datagram_on_tcp() -> Error {
+    Error::Protocol("a TCP workload drove a datagram send path: this is a bug in ringperf".into())
+}

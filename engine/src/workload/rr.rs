@@ -14,7 +14,7 @@ use crate::measure::clock::monotonic_ns;
 use crate::ring::{Completion, Ring};
 use crate::verify::Verifier;
 use crate::workload::driver::{RoleReport, Run, Timers, Workload};
-use crate::workload::{check_not_early, FlowCounters};
+use crate::workload::{check_not_early, datagram_on_tcp, FlowCounters};
 
 /// Request and response sizes of one transaction.
 #[derive(Clone, Copy, Debug)]
@@ -82,6 +82,7 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
             SendEvent::Cancelled { .. } | SendEvent::Chain { cancelled: 1.., .. } => {
                 return Err(Error::Peer("a request send was cancelled mid-chain".into()))
             }
+            SendEvent::Dropped { .. } => return Err(datagram_on_tcp()),
             // A send path may free its buffer with the send's own CQE (splice) or with a
             // later notification (zc); the response may have come first.
             SendEvent::Sent { flow, .. } | SendEvent::Chain { flow, .. } | SendEvent::Released { flow } => {
@@ -252,6 +253,7 @@ impl<S: SendPath, R: RecvPath> RrServer<S, R> {
             SendEvent::Cancelled { .. } | SendEvent::Chain { cancelled: 1.., .. } => {
                 self.cancels_due = self.cancels_due.saturating_sub(1)
             }
+            SendEvent::Dropped { .. } => return Err(datagram_on_tcp()),
             SendEvent::Sent { flow, .. } | SendEvent::Chain { flow, .. } | SendEvent::Released { flow } => {
                 if self.chained && self.flows[flow].waiting {
                     self.arm_chain(ring, flow)?;

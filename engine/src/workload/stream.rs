@@ -11,7 +11,7 @@ use crate::ring::{Completion, Ring};
 use crate::verify::Verifier;
 use crate::workload::driver::{RoleReport, Run, Timers, Wait, Workload};
 use crate::workload::pacer::Pacer;
-use crate::workload::{check_not_early, peer_not_reading, shutdown_write, Ending};
+use crate::workload::{check_not_early, datagram_on_tcp, peer_not_reading, shutdown_write, Ending};
 
 /// Sends `size`-byte messages on every flow until the deadline, waits for the sends in
 /// flight and for every zero-copy buffer to come back, then half-closes each flow so the
@@ -139,6 +139,7 @@ impl<S: SendPath> Workload for StreamSender<S> {
                 flow
             }
             SendEvent::Released { flow } => flow,
+            SendEvent::Dropped { .. } => return Err(datagram_on_tcp()),
             SendEvent::Nothing => return Ok(true),
         };
         if !run.stopping && self.in_flight[flow] == 0 {

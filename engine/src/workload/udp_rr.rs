@@ -17,7 +17,7 @@ use io_uring::squeue::Flags;
 use io_uring::{opcode, types};
 
 use crate::error::Result;
-use crate::io::op;
+use crate::io::{op, SendEvent, SendPath};
 use crate::measure::clock::monotonic_ns;
 use crate::report::{UdpFlowReport, UdpReport};
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
@@ -41,9 +41,10 @@ struct ClientFlow {
 }
 
 /// The client side of one worker.
-pub struct UdpRrClient {
+pub struct UdpRrClient<S> {
     fds: Vec<FlowFd>,
-    requests: Vec<u8>,
+    /// Sends each request with its flow's number (a datagram send path).
+    path: S,
     req: usize,
     responses: Vec<u8>,
     rsp: usize,
@@ -54,12 +55,12 @@ pub struct UdpRrClient {
     report: UdpReport,
 }
 
-impl UdpRrClient {
-    pub fn new(spec: &TestSpec, fds: &[FlowFd]) -> UdpRrClient {
+impl<S: SendPath> UdpRrClient<S> {
+    pub fn new(spec: &TestSpec, fds: &[FlowFd], path: S) -> UdpRrClient<S> {
         let (req, rsp) = (spec.request_size as usize, spec.response_size as usize);
         UdpRrClient {
             fds: fds.to_vec(),
-            requests: vec![0u8; req * fds.len()],
+            path,
             req,
             responses: vec![0u8; rsp * fds.len()],
             rsp,
@@ -76,21 +77,12 @@ impl UdpRrClient {
 
     /// Sends flow `f`'s current request and arms its response receive with the timeout.
     fn send(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
-        let seq = self.flows[f].seq;
-        let req = &mut self.requests[f * self.req..][..self.req];
-        req[..8].copy_from_slice(&seq.to_le_bytes());
-        let ptr = req.as_ptr();
-        let send = with_fd!(self.fds[f], |t| opcode::Send::new(t, ptr, self.req as u32)
-            .flags(libc::MSG_NOSIGNAL)
-            .build()
-            .user_data(token(op::SEND, f))
-            .flags(Flags::SKIP_SUCCESS));
+        // No CQE unless it fails. The path's buffer is rewritten only for the next
+        // transaction or a retransmission, after this copy send has been issued.
+        self.path.push(ring, f, self.flows[f].seq, self.req as u32, Flags::SKIP_SUCCESS)?;
         self.report.sends += 1;
         self.report.datagrams_sent += 1;
         self.report.flows[f].datagrams_sent += 1;
-        // SAFETY: the request buffer lives in self; it is rewritten only for the next
-        // transaction or a retransmission, after this copy send has been issued.
-        unsafe { ring.push(&send)? };
         self.arm(ring, f)
     }
 
@@ -124,7 +116,7 @@ impl UdpRrClient {
 
 /// Runs transactions on every flow until the deadline. A stop ends it at once;
 /// transactions in flight then are not counted.
-impl Workload for UdpRrClient {
+impl<S: SendPath> Workload for UdpRrClient<S> {
     fn timers(&self) -> Timers {
         Timers { deadline: true, guard: false }
     }
@@ -147,14 +139,12 @@ impl Workload for UdpRrClient {
             // The timer's own CQE: -ETIME when it fired (its receive then comes back
             // -ECANCELED), -ECANCELED when the response beat it.
             op::TX_TIMEOUT => {}
-            op::SEND => {
+            op::SEND => match self.path.complete(ring, c)? {
                 // Only failures have a CQE. A refused datagram is one more loss the
                 // timeout recovers from; anything else is an error.
-                if !matches!(-c.result, libc::ENOBUFS | libc::EAGAIN | libc::ECONNREFUSED) {
-                    return Err(cqe_error("a UDP request send", c.result));
-                }
-                self.report.send_errors += 1;
-            }
+                SendEvent::Dropped { .. } => self.report.send_errors += 1,
+                _ => return Err(cqe_error("a UDP request send", c.result)),
+            },
             op::RECV => {
                 let f = c.flow();
                 match c.result {
@@ -213,11 +203,12 @@ impl Workload for UdpRrClient {
 }
 
 /// The server side of one worker.
-pub struct UdpRrServer {
+pub struct UdpRrServer<S> {
     fds: Vec<FlowFd>,
     requests: Vec<u8>,
     req: usize,
-    responses: Vec<u8>,
+    /// Sends each response with the number of its request (a datagram send path).
+    path: S,
     rsp: usize,
     /// Per flow: the next new request number, a send in flight, an answer owed meanwhile.
     next: Vec<u64>,
@@ -236,8 +227,8 @@ pub struct UdpRrServer {
     since_tick: u64,
 }
 
-impl UdpRrServer {
-    pub fn new(spec: &TestSpec, fds: &[FlowFd]) -> UdpRrServer {
+impl<S: SendPath> UdpRrServer<S> {
+    pub fn new(spec: &TestSpec, fds: &[FlowFd], path: S) -> UdpRrServer<S> {
         let (req, rsp) = (spec.request_size as usize, spec.response_size as usize);
         // Quiet for two client timeouts: a retransmission would have come by then.
         let quiet_ns = (2 * u64::from(spec.udp.timeout_us) * 1000).max(20_000_000);
@@ -245,7 +236,7 @@ impl UdpRrServer {
             fds: fds.to_vec(),
             requests: vec![0u8; req * fds.len()],
             req,
-            responses: vec![0u8; rsp * fds.len()],
+            path,
             rsp,
             next: vec![0; fds.len()],
             sending: vec![false; fds.len()],
@@ -282,16 +273,9 @@ impl UdpRrServer {
             return Ok(());
         }
         self.sending[f] = true;
-        let rsp = &mut self.responses[f * self.rsp..][..self.rsp];
-        rsp[..8].copy_from_slice(&seq.to_le_bytes());
-        let ptr = rsp.as_ptr();
-        let e = with_fd!(self.fds[f], |t| opcode::Send::new(t, ptr, self.rsp as u32)
-            .flags(libc::MSG_NOSIGNAL)
-            .build()
-            .user_data(token(op::SEND, f)));
+        self.path.push(ring, f, seq, self.rsp as u32, Flags::empty())?;
         self.report.sends += 1;
-        // SAFETY: the buffer lives in self and is not rewritten until this send completes.
-        unsafe { ring.push(&e) }
+        Ok(())
     }
 
     fn quiet_tick(&mut self, ring: &mut Ring) -> Result<()> {
@@ -303,7 +287,7 @@ impl UdpRrServer {
 
 /// Answers requests until after the deadline no request came for a quiet period; every
 /// new request counts as it arrives. A stop ends it at once.
-impl Workload for UdpRrServer {
+impl<S: SendPath> Workload for UdpRrServer<S> {
     fn timers(&self) -> Timers {
         Timers { deadline: true, guard: false }
     }
@@ -347,14 +331,13 @@ impl Workload for UdpRrServer {
                 let f = c.flow();
                 self.sending[f] = false;
                 self.in_flight -= 1;
-                if c.result < 0 && !matches!(-c.result, libc::ENOBUFS | libc::EAGAIN | libc::ECONNREFUSED) {
-                    return Err(cqe_error("a UDP response send", c.result));
-                }
-                if c.result < 0 {
-                    self.report.send_errors += 1;
-                } else {
-                    self.report.datagrams_sent += 1;
-                    self.report.flows[f].datagrams_sent += 1;
+                match self.path.complete(ring, c)? {
+                    SendEvent::Sent { .. } => {
+                        self.report.datagrams_sent += 1;
+                        self.report.flows[f].datagrams_sent += 1;
+                    }
+                    SendEvent::Dropped { .. } => self.report.send_errors += 1,
+                    _ => return Err(cqe_error("a UDP response send", c.result)),
                 }
                 if let Some(seq) = self.owed[f].take() {
                     self.in_flight += 1;

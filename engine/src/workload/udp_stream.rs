@@ -15,11 +15,11 @@ use io_uring::{cqueue, opcode, types};
 
 use crate::buf::BufRing;
 use crate::error::{Error, Result};
-use crate::io::op;
+use crate::io::{op, SendEvent, SendPath};
 use crate::measure::clock::monotonic_ns;
 use crate::net::udp::HELLO_BIT;
 use crate::report::{UdpFlowReport, UdpReport};
-use crate::ring::{slot_token, token, Completion, FlowFd, Ring};
+use crate::ring::{token, Completion, FlowFd, Ring};
 use crate::spec::{TestSpec, UDP_SEQ_LEN};
 use crate::with_fd;
 use crate::workload::driver::{RoleReport, Run, Timers, Wait, Workload};
@@ -45,11 +45,10 @@ pub fn udp_chain_sends(datagrams_per_send: u32) -> u32 {
     (UDP_CHAIN_DATAGRAMS / datagrams_per_send.max(1)).max(1)
 }
 
-/// The sending side of one worker.
-pub struct UdpSender {
-    fds: Vec<FlowFd>,
-    /// Per flow, `depth` buffers of `per_send * size` bytes.
-    bufs: Vec<u8>,
+/// The sending side of one worker: numbered datagrams through a datagram send path.
+pub struct UdpSender<S> {
+    path: S,
+    flows: usize,
     size: usize,
     per_send: usize,
     depth: usize,
@@ -61,31 +60,32 @@ pub struct UdpSender {
     report: UdpReport,
 }
 
-impl UdpSender {
-    pub fn new(spec: &TestSpec, fds: &[FlowFd]) -> UdpSender {
+impl<S: SendPath> UdpSender<S> {
+    /// `path` numbers each datagram (see `io::send::DatagramSend`) and holds
+    /// `send_depth` sends per flow.
+    pub fn new(spec: &TestSpec, path: S, flows: usize) -> UdpSender<S> {
         let size = spec.send_size as usize;
         let per_send = spec.udp_datagrams_per_send() as usize;
-        // A chain of sends per flow, as the spec says (see `udp_chain_sends`).
-        let depth = spec.ring.send_depth.max(1) as usize;
+        let depth = udp_send_depth(spec);
         UdpSender {
-            fds: fds.to_vec(),
-            bufs: vec![0u8; fds.len() * depth * per_send * size],
+            path,
+            flows,
             size,
             per_send,
             depth,
-            seq: vec![0; fds.len()],
+            seq: vec![0; flows],
             pacer: Pacer::for_chains(
                 spec.pacing.flow_rate_bps(spec.flows),
-                fds.len(),
+                flows,
                 (per_send * size) as u32,
                 depth as u32,
             ),
-            in_flight: vec![0; fds.len()],
+            in_flight: vec![0; flows],
             total: 0,
             report: UdpReport {
                 datagram_size: spec.send_size,
                 gso_segment: spec.udp.gso_segment,
-                flows: vec![UdpFlowReport::default(); fds.len()],
+                flows: vec![UdpFlowReport::default(); flows],
                 ..UdpReport::default()
             },
         }
@@ -95,80 +95,70 @@ impl UdpSender {
         (self.per_send * self.size) as u32
     }
 
-    /// Numbers the datagrams of buffer `slot` of `flow` and queues its send.
-    fn push(&mut self, ring: &mut Ring, f: usize, slot: usize, flags: Flags) -> Result<()> {
-        let len = self.per_send * self.size;
-        let start = (f * self.depth + slot) * len;
-        let buf = &mut self.bufs[start..start + len];
-        for k in 0..self.per_send {
-            buf[k * self.size..][..UDP_SEQ_LEN as usize].copy_from_slice(&self.seq[f].to_le_bytes());
-            self.seq[f] += 1;
-        }
-        let ptr = buf.as_ptr();
-        let e = with_fd!(self.fds[f], |t| opcode::Send::new(t, ptr, len as u32)
-            .flags(libc::MSG_NOSIGNAL)
-            .build()
-            .user_data(slot_token(op::SEND, f, slot))
-            .flags(flags));
-        self.report.sends += 1;
-        // SAFETY: the buffer lives in self (dropped after the ring) and is not written
-        // again until this send's completion.
-        unsafe { ring.push(&e) }
-    }
-
     /// Queues flow `f`'s next chain: its sends go out linked, so they leave in sequence
     /// order.
     fn refill(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
         let bytes = self.send_bytes();
+        let room = self.depth.min(self.path.available(f));
         let mut k = 0;
-        while k < self.depth && self.pacer.allow(f, bytes) {
+        while k < room && self.pacer.allow(f, bytes) {
             k += 1;
         }
-        for slot in 0..k {
-            let flags = if slot + 1 < k { Flags::IO_LINK } else { Flags::empty() };
-            self.push(ring, f, slot, flags)?;
+        for i in 1..=k {
+            let flags = if i < k { Flags::IO_LINK } else { Flags::empty() };
+            self.path.push(ring, f, self.seq[f], bytes, flags)?;
+            self.seq[f] += self.per_send as u64;
+            self.report.sends += 1;
         }
         self.in_flight[f] += k;
         self.total += k;
         Ok(())
     }
 
-    fn sent(&mut self, c: &Completion, counters: &mut [FlowCounters]) -> Result<usize> {
-        let f = c.flow();
-        let fr = &mut self.report.flows[f];
-        match c.result {
-            r if r >= 0 => {
-                let d = (r as usize).div_ceil(self.size) as u64;
-                fr.datagrams_sent += d;
+    fn sent(&mut self, ring: &mut Ring, c: &Completion, counters: &mut [FlowCounters]) -> Result<usize> {
+        Ok(match self.path.complete(ring, c)? {
+            SendEvent::Sent { flow, bytes } => {
+                let d = (bytes as usize).div_ceil(self.size) as u64;
+                self.report.flows[flow].datagrams_sent += d;
                 self.report.datagrams_sent += d;
-                counters[f].bytes_sent += r as u64;
+                counters[flow].bytes_sent += u64::from(bytes);
+                flow
             }
             // The kernel refused the datagrams (local queue full, or a cancelled link):
             // their numbers are gone, so the receiver sees them as lost. Say so.
-            r if r == -libc::ENOBUFS || r == -libc::ECANCELED || r == -libc::EAGAIN => {
+            SendEvent::Cancelled { flow } | SendEvent::Dropped { flow, refused: false } => {
                 self.report.send_errors += self.per_send as u64;
+                flow
             }
-            r if r == -libc::ECONNREFUSED => {
+            SendEvent::Dropped { refused: true, .. } => {
                 return Err(Error::Peer(
                     "the receiver's UDP port is closed (ICMP port unreachable): did the server stop?".into(),
                 ))
             }
-            r => return Err(crate::ring::cqe_error("a UDP send", r)),
-        }
-        Ok(f)
+            SendEvent::Chain { .. } | SendEvent::Released { .. } | SendEvent::Nothing => {
+                return Err(Error::Protocol(
+                    "a UDP send path reported a stream event: this is a bug in ringperf".into(),
+                ))
+            }
+        })
     }
+}
+
+/// Sends per linked chain of a UDP sender, as the spec says (see `udp_chain_sends`).
+pub fn udp_send_depth(spec: &TestSpec) -> usize {
+    spec.ring.send_depth.max(1) as usize
 }
 
 /// Sends on every flow until the deadline, then waits for the sends in flight. The sends
 /// in flight at a stop die with the ring, which goes before their buffers.
-impl Workload for UdpSender {
+impl<S: SendPath> Workload for UdpSender<S> {
     fn timers(&self) -> Timers {
         Timers { deadline: true, guard: false }
     }
 
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
         self.pacer.start(ring)?;
-        for f in 0..self.fds.len() {
+        for f in 0..self.flows {
             self.refill(ring, f)?;
         }
         Ok(())
@@ -186,7 +176,7 @@ impl Workload for UdpSender {
 
     fn on_pace(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()> {
         self.pacer.tick();
-        for f in 0..self.fds.len() {
+        for f in 0..self.flows {
             if self.pacer.take_waiting(f) && !run.stopping && self.in_flight[f] == 0 {
                 self.refill(ring, f)?;
             }
@@ -198,7 +188,7 @@ impl Workload for UdpSender {
         if c.op() != op::SEND {
             return Ok(false);
         }
-        let f = self.sent(c, run.counters)?;
+        let f = self.sent(ring, c, run.counters)?;
         self.in_flight[f] -= 1;
         self.total -= 1;
         if !run.stopping && self.in_flight[f] == 0 {
