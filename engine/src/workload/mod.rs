@@ -1,6 +1,7 @@
 //! Workloads: state machines over a worker's flows, driving its send and receive paths.
 
 pub mod crr;
+pub mod drain;
 pub mod driver;
 pub mod pacer;
 pub mod rr;

@@ -23,7 +23,7 @@ use crate::report::{UdpFlowReport, UdpReport};
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
 use crate::spec::TestSpec;
 use crate::with_fd;
-use crate::workload::cancel_receives;
+use crate::workload::drain::Drain;
 use crate::workload::driver::{RoleReport, Run, Timers, Workload};
 
 fn timespec(ns: u64) -> Box<types::Timespec> {
@@ -214,17 +214,11 @@ pub struct UdpRrServer<S> {
     next: Vec<u64>,
     sending: Vec<bool>,
     owed: Vec<Option<u64>>,
-    quiet: Box<types::Timespec>,
-    quiet_ns: u64,
+    drain: Drain,
     report: UdpReport,
-    end_ns: Option<u64>,
     /// Receives still standing, responses in flight.
     armed: usize,
     in_flight: usize,
-    draining: bool,
-    cancelled: bool,
-    /// Requests since the last quiet tick.
-    since_tick: u64,
 }
 
 impl<S: SendPath> UdpRrServer<S> {
@@ -241,19 +235,15 @@ impl<S: SendPath> UdpRrServer<S> {
             next: vec![0; fds.len()],
             sending: vec![false; fds.len()],
             owed: vec![None; fds.len()],
-            quiet: timespec(quiet_ns),
-            quiet_ns,
+            // Up to 200 ms of requests still coming, then one quiet period.
+            drain: Drain::new(quiet_ns, 200_000_000 + quiet_ns),
             report: UdpReport {
                 datagram_size: spec.response_size,
                 flows: vec![UdpFlowReport::default(); fds.len()],
                 ..UdpReport::default()
             },
-            end_ns: None,
             armed: 0,
             in_flight: 0,
-            draining: false,
-            cancelled: false,
-            since_tick: 0,
         }
     }
 
@@ -277,12 +267,6 @@ impl<S: SendPath> UdpRrServer<S> {
         self.report.sends += 1;
         Ok(())
     }
-
-    fn quiet_tick(&mut self, ring: &mut Ring) -> Result<()> {
-        let e = opcode::Timeout::new(&*self.quiet).build().user_data(token(op::DRAIN, 0));
-        // SAFETY: the timespec is boxed in self.
-        unsafe { ring.push(&e) }
-    }
 }
 
 /// Answers requests until after the deadline no request came for a quiet period; every
@@ -305,28 +289,13 @@ impl<S: SendPath> Workload for UdpRrServer<S> {
     }
 
     fn on_deadline(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()> {
-        self.draining = true;
-        self.end_ns = Some(run.deadline_ns);
-        self.quiet_tick(ring)
+        self.drain.start(ring, run.deadline_ns)
     }
 
     fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
         match c.op() {
             op::CANCEL => {}
-            op::DRAIN => {
-                let now = monotonic_ns();
-                if self.since_tick > 0 {
-                    self.end_ns = Some(now);
-                }
-                let limit = run.deadline_ns + 200_000_000 + self.quiet_ns;
-                if self.since_tick > 0 && now < limit {
-                    self.since_tick = 0;
-                    self.quiet_tick(ring)?;
-                } else if !self.cancelled {
-                    self.cancelled = true;
-                    cancel_receives(ring, self.fds.len())?;
-                }
-            }
+            op::DRAIN => self.drain.on_tick(ring, run.deadline_ns, self.fds.len())?,
             op::SEND => {
                 let f = c.flow();
                 self.sending[f] = false;
@@ -356,9 +325,7 @@ impl<S: SendPath> Workload for UdpRrServer<S> {
                     r => {
                         let seq = seq_of(&self.requests[f * self.req..]);
                         self.report.receives += 1;
-                        if self.draining {
-                            self.since_tick += 1;
-                        }
+                        self.drain.saw_data();
                         if seq >= self.next[f] {
                             self.next[f] = seq + 1;
                             self.report.datagrams_received += 1;
@@ -377,7 +344,7 @@ impl<S: SendPath> Workload for UdpRrServer<S> {
                         self.answer(ring, f, seq)?;
                     }
                 }
-                if self.cancelled {
+                if self.drain.cancelled() {
                     self.armed -= 1;
                 } else {
                     self.arm(ring, f)?;
@@ -389,6 +356,6 @@ impl<S: SendPath> Workload for UdpRrServer<S> {
     }
 
     fn report(&self) -> RoleReport {
-        RoleReport { udp: Some(self.report.clone()), end_ns: self.end_ns, ..RoleReport::default() }
+        RoleReport { udp: Some(self.report.clone()), end_ns: self.drain.end_ns(), ..RoleReport::default() }
     }
 }

@@ -11,21 +11,21 @@
 //! DRAIN_MAX; its elapsed time ends at the last tick that saw data.
 
 use io_uring::squeue::Flags;
-use io_uring::{cqueue, opcode, types};
+use io_uring::{cqueue, opcode};
 
 use crate::buf::BufRing;
 use crate::error::{Error, Result};
 use crate::io::{op, SendEvent, SendPath};
-use crate::measure::clock::monotonic_ns;
 use crate::net::udp::HELLO_BIT;
 use crate::report::{UdpFlowReport, UdpReport};
 use crate::ring::{token, Completion, FlowFd, Ring};
 use crate::spec::{TestSpec, UDP_SEQ_LEN};
 use crate::with_fd;
+use crate::workload::drain::Drain;
 use crate::workload::driver::{RoleReport, Run, Timers, Wait, Workload};
 use crate::workload::pacer::Pacer;
 use crate::workload::sequence::SeqTracker;
-use crate::workload::{cancel_receives, FlowCounters};
+use crate::workload::FlowCounters;
 
 /// How often the receiver looks whether datagrams still arrive after its deadline.
 const DRAIN_TICK_NS: u64 = 20_000_000;
@@ -208,16 +208,11 @@ pub struct UdpReceiver {
     buf_len: usize,
     size: usize,
     seq: Vec<SeqTracker>,
-    drain: Box<types::Timespec>,
+    drain: Drain,
     report: UdpReport,
-    end_ns: Option<u64>,
     /// The provided buffers of the multishot receive, set up when the run starts.
     ring_bufs: Option<BufRing>,
     armed: usize,
-    draining: bool,
-    cancelled: bool,
-    /// Receives since the last drain tick.
-    since_tick: u64,
 }
 
 impl UdpReceiver {
@@ -229,19 +224,15 @@ impl UdpReceiver {
             buf_len,
             size,
             seq: vec![SeqTracker::default(); fds.len()],
-            drain: Box::new(types::Timespec::new().nsec(DRAIN_TICK_NS as u32)),
+            drain: Drain::new(DRAIN_TICK_NS, DRAIN_MAX_NS),
             report: UdpReport {
                 datagram_size: spec.send_size,
                 gro: spec.udp.gro,
                 flows: vec![UdpFlowReport::default(); fds.len()],
                 ..UdpReport::default()
             },
-            end_ns: None,
             ring_bufs: None,
             armed: 0,
-            draining: false,
-            cancelled: false,
-            since_tick: 0,
         }
     }
 
@@ -270,12 +261,6 @@ impl UdpReceiver {
         let e =
             with_fd!(self.fds[f], |t| opcode::RecvMulti::new(t, bgid).build().user_data(token(op::RECV, f)));
         // SAFETY: the buffer ring lives in self, dropped only after the ring.
-        unsafe { ring.push(&e) }
-    }
-
-    fn drain_tick(&mut self, ring: &mut Ring) -> Result<()> {
-        let e = opcode::Timeout::new(&*self.drain).build().user_data(token(op::DRAIN, 0));
-        // SAFETY: the timespec is boxed in self and outlives the ring's use of it.
         unsafe { ring.push(&e) }
     }
 
@@ -324,28 +309,13 @@ impl Workload for UdpReceiver {
     }
 
     fn on_deadline(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()> {
-        self.draining = true;
-        self.end_ns = Some(run.deadline_ns);
-        self.since_tick = 0;
-        self.drain_tick(ring)
+        self.drain.start(ring, run.deadline_ns)
     }
 
     fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
         match c.op() {
             op::CANCEL => {}
-            op::DRAIN => {
-                let now = monotonic_ns();
-                if self.since_tick > 0 {
-                    self.end_ns = Some(now);
-                }
-                if self.since_tick > 0 && now < run.deadline_ns + DRAIN_MAX_NS {
-                    self.since_tick = 0;
-                    self.drain_tick(ring)?;
-                } else if !self.cancelled {
-                    self.cancelled = true;
-                    cancel_receives(ring, self.fds.len())?;
-                }
-            }
+            op::DRAIN => self.drain.on_tick(ring, run.deadline_ns, self.fds.len())?,
             op::RECV => {
                 let f = c.flow();
                 match c.result {
@@ -356,9 +326,7 @@ impl Workload for UdpReceiver {
                             ));
                         };
                         self.received(f, bid, r as usize, run.counters);
-                        if self.draining {
-                            self.since_tick += 1;
-                        }
+                        self.drain.saw_data();
                     }
                     0 => self.report.stray += 1,
                     r if r == -libc::ECANCELED => {
@@ -376,7 +344,7 @@ impl Workload for UdpReceiver {
                 // A multishot receive ends (no F_MORE) on ENOBUFS and at times otherwise:
                 // arm it again unless the run is over.
                 if !c.more() {
-                    if self.cancelled {
+                    if self.drain.cancelled() {
                         self.armed -= 1;
                     } else {
                         self.arm(ring, f)?;
@@ -396,6 +364,6 @@ impl Workload for UdpReceiver {
 
     fn report(&self) -> RoleReport {
         // The end of this side's window: the last drain tick that still saw datagrams.
-        RoleReport { udp: Some(self.udp_report()), end_ns: self.end_ns, ..RoleReport::default() }
+        RoleReport { udp: Some(self.udp_report()), end_ns: self.drain.end_ns(), ..RoleReport::default() }
     }
 }
