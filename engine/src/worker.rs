@@ -10,6 +10,7 @@ use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::io::recv::DatagramRecv;
 use crate::io::send::{zc_slots_per_flow, zc_stream_unnotified_bytes, DatagramSend, SendSetup};
 use crate::io::{AnyRecv, AnySend, RecvSetup};
 use crate::measure::clock::monotonic_ns;
@@ -30,7 +31,7 @@ use crate::workload::pacer::Pacer;
 use crate::workload::rr::{RrClient, RrServer, Transaction};
 use crate::workload::stream::{StreamReceiver, StreamSender};
 use crate::workload::udp_rr::{UdpRrClient, UdpRrServer};
-use crate::workload::udp_stream::{udp_send_depth, UdpReceiver, UdpSender};
+use crate::workload::udp_stream::{udp_recv_buffers, udp_send_depth, UdpReceiver, UdpSender};
 use crate::workload::{Ending, FlowCounters};
 
 /// How long a stream sender waits after its window for its sockets to transmit what is
@@ -254,14 +255,16 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<RoleSetup>
             // Per flow: its sends, a receive, a cancel and its own CQE; plus timers.
             setup.max_cqes = local_flows * (send_depth + 4) + 16;
             let sender = plan.role == Role::UdpSender;
-            setup.build = Box::new(move |_, fds| {
+            setup.build = Box::new(move |ring, fds| {
                 Ok(if sender {
                     let per_send = spec.udp_datagrams_per_send() as usize;
                     let path =
                         DatagramSend::new(fds, spec.send_size as usize, per_send, udp_send_depth(&spec));
                     Box::new(UdpSender::new(&spec, path, fds.len())) as Box<dyn Workload>
                 } else {
-                    Box::new(UdpReceiver::new(&spec, fds))
+                    let (count, size) = udp_recv_buffers(&spec);
+                    let path = DatagramRecv::new(ring, fds, count, size)?;
+                    Box::new(UdpReceiver::new(&spec, path, fds.len()))
                 })
             });
         }

@@ -142,6 +142,12 @@ pub trait RecvPath {
     ) -> Result<()>;
     /// Handles a completion with op RECV; payload goes through `verify`.
     fn complete(&mut self, ring: &mut Ring, c: &Completion, verify: &mut Verifier) -> Result<RecvEvent>;
+    /// The bytes a Data completion `c` delivered, for a workload that reads what it
+    /// receives (a datagram's number); valid until [`RecvPath::after_batch`]. Empty for a
+    /// path that does not keep them.
+    fn payload(&self, _c: &Completion) -> &[u8] {
+        &[]
+    }
     /// Called once after each batch of completions (recycles provided buffers).
     fn after_batch(&mut self) {}
     /// Receives a stream flow may keep linked in flight.

@@ -11,16 +11,14 @@
 //! DRAIN_MAX; its elapsed time ends at the last tick that saw data.
 
 use io_uring::squeue::Flags;
-use io_uring::{cqueue, opcode};
 
-use crate::buf::BufRing;
 use crate::error::{Error, Result};
-use crate::io::{op, SendEvent, SendPath};
+use crate::io::{op, RecvEvent, RecvPath, SendEvent, SendPath};
 use crate::net::udp::HELLO_BIT;
 use crate::report::{UdpFlowReport, UdpReport};
-use crate::ring::{token, Completion, FlowFd, Ring};
+use crate::ring::{Completion, Ring};
 use crate::spec::{TestSpec, UDP_SEQ_LEN};
-use crate::with_fd;
+use crate::verify::Verifier;
 use crate::workload::drain::Drain;
 use crate::workload::driver::{RoleReport, Run, Timers, Wait, Workload};
 use crate::workload::pacer::Pacer;
@@ -32,9 +30,8 @@ const DRAIN_TICK_NS: u64 = 20_000_000;
 /// The longest the receiver drains after its deadline.
 const DRAIN_MAX_NS: u64 = 200_000_000;
 
-/// Provided buffers of a receiver's multishot ring, and its buffer group.
+/// Provided buffers of a receiver's multishot ring.
 const UDP_RING_BUFFERS: u16 = 1024;
-const UDP_BGID: u16 = 1;
 
 /// Datagrams per linked chain of sends when --send-depth is not given.
 const UDP_CHAIN_DATAGRAMS: u32 = 32;
@@ -202,42 +199,48 @@ impl<S: SendPath> Workload for UdpSender<S> {
     }
 }
 
-/// The receiving side of one worker.
-pub struct UdpReceiver {
-    fds: Vec<FlowFd>,
-    buf_len: usize,
+/// The receiving side of one worker: a standing receive per flow through a datagram
+/// receive path, every datagram's number into the flow's sequence tracker.
+pub struct UdpReceiver<R> {
+    path: R,
+    flows: usize,
     size: usize,
     seq: Vec<SeqTracker>,
     drain: Drain,
     report: UdpReport,
-    /// The provided buffers of the multishot receive, set up when the run starts.
-    ring_bufs: Option<BufRing>,
     armed: usize,
+    /// Off: the sequence tracker checks what a datagram receiver gets.
+    verify: Verifier,
 }
 
-impl UdpReceiver {
-    pub fn new(spec: &TestSpec, fds: &[FlowFd]) -> UdpReceiver {
-        let size = spec.send_size as usize;
-        let buf_len = if spec.udp.gro { 65_536.max(size) } else { size };
+/// Buffers of `size` bytes a UDP receiver's path needs: one datagram each, or a GRO batch.
+pub fn udp_recv_buffers(spec: &TestSpec) -> (u16, usize) {
+    let size = spec.send_size as usize;
+    (UDP_RING_BUFFERS, if spec.udp.gro { 65_536.max(size) } else { size })
+}
+
+impl<R: RecvPath> UdpReceiver<R> {
+    pub fn new(spec: &TestSpec, path: R, flows: usize) -> UdpReceiver<R> {
         UdpReceiver {
-            fds: fds.to_vec(),
-            buf_len,
-            size,
-            seq: vec![SeqTracker::default(); fds.len()],
+            path,
+            flows,
+            size: spec.send_size as usize,
+            seq: vec![SeqTracker::default(); flows],
             drain: Drain::new(DRAIN_TICK_NS, DRAIN_MAX_NS),
             report: UdpReport {
                 datagram_size: spec.send_size,
                 gro: spec.udp.gro,
-                flows: vec![UdpFlowReport::default(); fds.len()],
+                flows: vec![UdpFlowReport::default(); flows],
                 ..UdpReport::default()
             },
-            ring_bufs: None,
             armed: 0,
+            verify: Verifier::new(false, 0),
         }
     }
 
     fn udp_report(&self) -> UdpReport {
         let mut r = self.report.clone();
+        r.no_buffers = self.path.report().enobufs;
         for (f, t) in self.seq.iter().enumerate() {
             let fr = &mut r.flows[f];
             fr.datagrams_received = t.unique;
@@ -254,24 +257,12 @@ impl UdpReceiver {
         r
     }
 
-    /// Arms flow `f`'s standing multishot receive: one request takes every datagram as it
-    /// comes, one CQE each (several with GRO), into the provided-buffer ring.
-    fn arm(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
-        let bgid = self.ring_bufs.as_ref().map_or(UDP_BGID, BufRing::bgid);
-        let e =
-            with_fd!(self.fds[f], |t| opcode::RecvMulti::new(t, bgid).build().user_data(token(op::RECV, f)));
-        // SAFETY: the buffer ring lives in self, dropped only after the ring.
-        unsafe { ring.push(&e) }
-    }
-
-    /// Accounts one receive of `len` bytes on flow `f` from buffer `bid` (several
-    /// datagrams with GRO), and hands the buffer back to the kernel.
-    fn received(&mut self, f: usize, bid: u16, len: usize, counters: &mut [FlowCounters]) {
+    /// Accounts one receive on flow `f` (several datagrams with GRO).
+    fn received(&mut self, f: usize, c: &Completion, counters: &mut [FlowCounters]) {
         self.report.receives += 1;
-        let Some(bufs) = self.ring_bufs.as_mut() else { return };
         // GRO hands over equal-size datagrams back to back (the last may be shorter);
         // every datagram of the test has the spec's size.
-        for d in bufs.data(bid, len).chunks(self.size) {
+        for d in self.path.payload(c).chunks(self.size) {
             if d.len() < UDP_SEQ_LEN as usize {
                 self.report.stray += 1;
                 continue;
@@ -284,23 +275,21 @@ impl UdpReceiver {
             self.seq[f].on(seq);
             counters[f].bytes_received += d.len() as u64;
         }
-        bufs.recycle(bid);
     }
 }
 
 /// Receives on every flow until the deadline and the drain after it. The standing
 /// receives at a stop die with the ring, which goes before the buffer ring they fill.
-impl Workload for UdpReceiver {
+impl<R: RecvPath> Workload for UdpReceiver<R> {
     fn timers(&self) -> Timers {
         Timers { deadline: true, guard: false }
     }
 
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
-        self.ring_bufs = Some(BufRing::new(ring, UDP_RING_BUFFERS, self.buf_len, UDP_BGID, true)?);
-        for f in 0..self.fds.len() {
-            self.arm(ring, f)?;
+        for f in 0..self.flows {
+            self.path.arm(ring, f, 0, false, Flags::empty())?;
         }
-        self.armed = self.fds.len();
+        self.armed = self.flows;
         Ok(())
     }
 
@@ -315,31 +304,25 @@ impl Workload for UdpReceiver {
     fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
         match c.op() {
             op::CANCEL => {}
-            op::DRAIN => self.drain.on_tick(ring, run.deadline_ns, self.fds.len())?,
+            op::DRAIN => self.drain.on_tick(ring, run.deadline_ns, self.flows)?,
             op::RECV => {
                 let f = c.flow();
-                match c.result {
-                    r if r > 0 => {
-                        let Some(bid) = cqueue::buffer_select(c.flags) else {
-                            return Err(Error::Protocol(
-                                "a multishot UDP receive came without a buffer".into(),
-                            ));
-                        };
-                        self.received(f, bid, r as usize, run.counters);
+                match self.path.complete(ring, c, &mut self.verify)? {
+                    RecvEvent::Data { bytes: 0, .. } => self.report.stray += 1,
+                    RecvEvent::Data { .. } => {
+                        self.received(f, c, run.counters);
                         self.drain.saw_data();
                     }
-                    0 => self.report.stray += 1,
-                    r if r == -libc::ECANCELED => {
+                    RecvEvent::Cancelled { .. } => {
                         self.armed -= 1;
                         return Ok(true);
                     }
-                    // Every provided buffer was full: the kernel drops what comes until the
-                    // ring is refilled (the sequence numbers show it).
-                    r if r == -libc::ENOBUFS => self.report.no_buffers += 1,
-                    // ICMP errors of earlier sends (none here) or a refused peer: nothing
-                    // to account, keep receiving.
-                    r if r == -libc::ECONNREFUSED => {}
-                    r => return Err(crate::ring::cqe_error("a UDP receive", r)),
+                    RecvEvent::Nothing => {}
+                    RecvEvent::Eof { .. } => {
+                        return Err(Error::Protocol(
+                            "a datagram receive path reported EOF: this is a bug in ringperf".into(),
+                        ))
+                    }
                 }
                 // A multishot receive ends (no F_MORE) on ENOBUFS and at times otherwise:
                 // arm it again unless the run is over.
@@ -347,7 +330,7 @@ impl Workload for UdpReceiver {
                     if self.drain.cancelled() {
                         self.armed -= 1;
                     } else {
-                        self.arm(ring, f)?;
+                        self.path.arm(ring, f, 0, false, Flags::empty())?;
                     }
                 }
             }
@@ -357,9 +340,7 @@ impl Workload for UdpReceiver {
     }
 
     fn after_batch(&mut self) {
-        if let Some(b) = &self.ring_bufs {
-            b.publish();
-        }
+        self.path.after_batch();
     }
 
     fn report(&self) -> RoleReport {
