@@ -10,9 +10,9 @@ use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
-use crate::io::op;
-use crate::io::send::{zc_slots_per_flow, zc_stream_unnotified_bytes, SendSetup};
-use crate::io::{AnyRecv, AnySend, RecvPath, RecvSetup, SendPath};
+use crate::io::recv::DatagramRecv;
+use crate::io::send::{zc_slots_per_flow, zc_stream_unnotified_bytes, DatagramSend, SendSetup};
+use crate::io::{AnyRecv, AnySend, RecvSetup};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::cpu::{helper_threads_ns, ThreadCpuSnapshot};
 use crate::measure::intervals::IntervalSampler;
@@ -22,15 +22,17 @@ use crate::report::{
     CrrReport, IntervalSample, RecvReport, RingCounters, RingSetup, SendReport, ToolCpu, UdpReport,
     VerifyReport,
 };
-use crate::ring::{token, FlowFd, Ring, TaskRun};
+use crate::ring::{FlowFd, Ring, TaskRun};
 use crate::spec::{Role, SendEngine, SideSpec, TestSpec};
 use crate::verify::Verifier;
 use crate::workload::crr::{CrrClient, CrrServer};
+use crate::workload::driver::{drive, Run, Workload};
 use crate::workload::pacer::Pacer;
-use crate::workload::rr::{self, Transaction};
+use crate::workload::rr::{RrClient, RrServer, Transaction};
+use crate::workload::stream::{StreamReceiver, StreamSender};
 use crate::workload::udp_rr::{UdpRrClient, UdpRrServer};
-use crate::workload::udp_stream::{UdpReceiver, UdpSender};
-use crate::workload::{stream, Ending, FlowCounters, PEER_GRACE_NS};
+use crate::workload::udp_stream::{udp_recv_buffers, udp_send_depth, UdpReceiver, UdpSender};
+use crate::workload::{Ending, FlowCounters};
 
 /// How long a stream sender waits after its window for its sockets to transmit what is
 /// still queued, before it reads TCP_INFO.
@@ -97,90 +99,207 @@ pub struct WorkerOutcome {
     pub udp: Option<UdpReport>,
 }
 
-/// The state of a workload that brings its own buffers (crr and the UDP workloads): built
-/// before the window opens, dropped after the ring.
-enum Own {
-    None,
-    CrrClient(CrrClient),
-    CrrServer(CrrServer),
-    UdpSender(UdpSender),
-    UdpReceiver(UdpReceiver),
-    UdpRrClient(UdpRrClient),
-    UdpRrServer(UdpRrServer),
+/// How a worker is built for its role: sized before the ring exists, built once it does.
+struct RoleSetup {
+    /// Completions the role can have outstanding at once.
+    max_cqes: usize,
+    task_run: TaskRun,
+    /// The thread runs under SCHED_BATCH (a splice stream; see `role_setup`).
+    sched_batch: bool,
+    /// Counter slots: one per local flow, except the crr server, which counts every flow.
+    counted: usize,
+    /// The counters cover every flow of the test in global order (crr server).
+    global_flows: bool,
+    /// After its window the role waits for its sockets to send what is queued, so that
+    /// TCP_INFO counts every segment (a stream sender).
+    settle_tcp: bool,
+    build: RoleBuild,
 }
 
-impl Own {
-    fn new(plan: &WorkerPlan, fds: &[FlowFd]) -> Result<Own> {
-        let spec = &plan.spec;
-        let crr = || {
-            plan.crr.clone().ok_or_else(|| {
-                Error::Protocol("a crr worker without its plan: this is a bug in ringperf".into())
-            })
+type RoleBuild = Box<dyn FnOnce(&mut Ring, &[FlowFd]) -> Result<Box<dyn Workload>>>;
+
+/// The one place that maps a role to its shape and its constructor.
+fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<RoleSetup> {
+    let spec = plan.spec.clone();
+    let tuning = &spec.ring;
+    let nflows = plan.fds.len();
+    let local_flows = plan.flow_ids.len();
+    let send_depth = tuning.send_depth as usize;
+    let (send_engine, recv_engine) = (plan.side.send_engine, plan.side.recv_engine);
+    // Per flow: a chain of sends, the notifications of every buffer it can have awaiting
+    // one (a zero-copy stream keeps megabytes of them), a chain of receives; plus the
+    // deadline.
+    let paths_cqes = |zc_unnotified_bytes: usize| {
+        let notifications = if send_engine.is_zero_copy() {
+            zc_slots_per_flow(spec.send_size as usize, send_depth, nflows, zc_unnotified_bytes)
+        } else {
+            send_depth + 1
         };
-        Ok(match plan.role {
-            Role::CrrClient => {
-                let c = crr()?;
-                let peer = c
-                    .peer
-                    .ok_or_else(|| Error::Protocol("a crr client without a peer: this is a bug".into()))?;
-                Own::CrrClient(CrrClient::new(spec, peer, c.cookie, &plan.flow_ids))
+        ((send_depth + 1) + notifications + tuning.recv_depth as usize + 1) * nflows + 8
+    };
+    let mut setup = RoleSetup {
+        max_cqes: 0,
+        task_run: TaskRun::Deferred,
+        sched_batch: false,
+        counted: nflows,
+        global_flows: false,
+        settle_tcp: false,
+        build: Box::new(|_, _| unreachable_role()),
+    };
+    let socks = plan.fds.clone();
+    let police_bps = plan.police_bps;
+    let verify_on = spec.verify;
+    let tx = Transaction { request: spec.request_size, response: spec.response_size };
+    let crr = || {
+        plan.crr
+            .clone()
+            .ok_or_else(|| Error::Protocol("a crr worker without its plan: this is a bug in ringperf".into()))
+    };
+    match plan.role {
+        Role::StreamSender => {
+            let zc_unnotified_bytes = zc_stream_unnotified_bytes(spec.workers(), spec.send_size as usize);
+            setup.max_cqes = paths_cqes(zc_unnotified_bytes);
+            // A splice stream's work runs on io-wq: with cooperative task work its chains
+            // wake the worker once per chain instead of once per step, and SCHED_BATCH
+            // (inherited by the io-wq workers, which start later) keeps the task work each
+            // freed request still sends the worker from preempting io-wq on the shared CPU.
+            if send_engine == SendEngine::Splice {
+                setup.task_run = TaskRun::Cooperative;
+                setup.sched_batch = true;
             }
-            Role::CrrServer => {
-                let c = crr()?;
-                let stop = c.stop_fd.ok_or_else(|| {
-                    Error::Protocol("a crr server without a stop signal: this is a bug".into())
-                })?;
-                Own::CrrServer(CrrServer::new(spec, fds[0], c.cookie, stop))
-            }
-            Role::UdpSender => Own::UdpSender(UdpSender::new(spec, fds)),
-            Role::UdpReceiver => Own::UdpReceiver(UdpReceiver::new(spec, fds)),
-            Role::UdpRrClient => Own::UdpRrClient(UdpRrClient::new(spec, fds)),
-            Role::UdpRrServer => Own::UdpRrServer(UdpRrServer::new(spec, fds)),
-            _ => Own::None,
-        })
-    }
-
-    fn crr(&self) -> Option<CrrReport> {
-        match self {
-            Own::CrrClient(c) => Some(c.report()),
-            Own::CrrServer(c) => Some(c.report()),
-            _ => None,
+            setup.settle_tcp = true;
+            setup.build = Box::new(move |ring, fds| {
+                let send = AnySend::new(
+                    send_engine,
+                    ring,
+                    SendSetup {
+                        fds,
+                        max_len: spec.send_size as usize,
+                        depth: send_depth,
+                        zc_unnotified_bytes,
+                        file: splice_file,
+                    },
+                )?;
+                let rate = spec.pacing.flow_rate_bps(spec.flows);
+                let pacer = Pacer::for_chains(rate, fds.len(), spec.send_size, send_depth as u32);
+                Ok(Box::new(StreamSender::new(send, &socks, spec.send_size, send_depth, pacer)))
+            });
         }
-    }
-
-    fn udp(&self) -> Option<UdpReport> {
-        match self {
-            Own::UdpSender(u) => Some(u.report()),
-            Own::UdpReceiver(u) => Some(u.report()),
-            Own::UdpRrClient(u) => Some(u.report()),
-            Own::UdpRrServer(u) => Some(u.report()),
-            _ => None,
+        Role::StreamReceiver => {
+            setup.max_cqes = paths_cqes(0);
+            setup.build = Box::new(move |ring, fds| {
+                let mut verify = Verifier::new(verify_on, fds.len());
+                let depth = spec.ring.recv_depth as usize;
+                let recv_setup = RecvSetup { fds, max_len: spec.recv_size as usize, depth };
+                let recv = AnyRecv::new(recv_engine, ring, recv_setup, &spec.ring, &mut verify)?;
+                // Each flow is held to its share of the session's limit.
+                let police = police_bps.map(|b| (b / u64::from(spec.flows.max(1))).max(1));
+                let police = Pacer::new(police, fds.len(), spec.recv_size);
+                Ok(Box::new(StreamReceiver::new(recv, verify, fds.len(), spec.recv_size, police)))
+            });
         }
-    }
-
-    /// A workload that ends its own window (the UDP receiver's drain) says when.
-    fn end_ns(&self) -> Option<u64> {
-        match self {
-            Own::UdpReceiver(u) => u.end_ns(),
-            Own::UdpRrServer(u) => u.end_ns(),
-            _ => None,
+        Role::RrClient | Role::RrServer => {
+            setup.max_cqes = paths_cqes(0);
+            let client = plan.role == Role::RrClient;
+            setup.build = Box::new(move |ring, fds| {
+                // Buffers are sized for what this role moves, not for every size in the spec.
+                let (send_len, recv_len) =
+                    if client { (tx.request, tx.response) } else { (tx.response, tx.request) };
+                let mut verify = Verifier::new(verify_on, fds.len());
+                let send_setup = SendSetup {
+                    fds,
+                    max_len: send_len as usize,
+                    depth: 1,
+                    zc_unnotified_bytes: 0,
+                    file: splice_file,
+                };
+                let send = AnySend::new(send_engine, ring, send_setup)?;
+                let recv_setup = RecvSetup { fds, max_len: recv_len as usize, depth: 1 };
+                let recv = AnyRecv::new(recv_engine, ring, recv_setup, &spec.ring, &mut verify)?;
+                Ok(if client {
+                    Box::new(RrClient::new(send, recv, verify, tx, fds.len())) as Box<dyn Workload>
+                } else {
+                    Box::new(RrServer::new(send, recv, verify, tx, fds.len()))
+                })
+            });
         }
-    }
-
-    /// Completions the workload can have outstanding at once.
-    fn max_cqes(role: Role, spec: &TestSpec, local_flows: usize) -> Option<usize> {
-        match role {
+        Role::CrrClient => {
+            let c = crr()?;
+            let peer =
+                c.peer.ok_or_else(|| Error::Protocol("a crr client without a peer: this is a bug".into()))?;
             // Per flow: its socket's CQE or its chain's one (a broken chain posts only the
             // failed op's), and a stop's cancel; plus timers, with room to spare.
-            Role::CrrClient => Some(5 * local_flows + 16),
-            Role::CrrServer => Some(CrrServer::max_cqes(spec)),
+            setup.max_cqes = 5 * local_flows + 16;
+            // crr holds no socket per flow: its client counts its own flows.
+            setup.counted = local_flows;
+            let flow_ids = plan.flow_ids.clone();
+            setup.build =
+                Box::new(move |_, _| Ok(Box::new(CrrClient::new(&spec, peer, c.cookie, &flow_ids))));
+        }
+        Role::CrrServer => {
+            let c = crr()?;
+            let stop = c
+                .stop_fd
+                .ok_or_else(|| Error::Protocol("a crr server without a stop signal: this is a bug".into()))?;
+            setup.max_cqes = CrrServer::max_cqes(&spec);
+            setup.counted = spec.flows as usize;
+            setup.global_flows = true;
+            setup.build = Box::new(move |_, fds| {
+                let listener = *fds.first().ok_or_else(|| {
+                    Error::Protocol("a crr server without its listener: this is a bug in ringperf".into())
+                })?;
+                Ok(Box::new(CrrServer::new(&spec, listener, c.cookie, stop)))
+            });
+        }
+        Role::UdpSender | Role::UdpReceiver => {
             // Per flow: its sends, a receive, a cancel and its own CQE; plus timers.
-            Role::UdpSender | Role::UdpReceiver => {
-                Some(local_flows * (spec.ring.send_depth as usize + 4) + 16)
-            }
-            _ => None,
+            setup.max_cqes = local_flows * (send_depth + 4) + 16;
+            let sender = plan.role == Role::UdpSender;
+            setup.build = Box::new(move |ring, fds| {
+                Ok(if sender {
+                    let per_send = spec.udp_datagrams_per_send() as usize;
+                    let path =
+                        DatagramSend::new(fds, spec.send_size as usize, per_send, udp_send_depth(&spec));
+                    Box::new(UdpSender::new(&spec, path, fds.len())) as Box<dyn Workload>
+                } else {
+                    let (count, size) = udp_recv_buffers(&spec);
+                    let path = DatagramRecv::new(ring, fds, count, size)?;
+                    Box::new(UdpReceiver::new(&spec, path, fds.len()))
+                })
+            });
+        }
+        Role::UdpRrClient | Role::UdpRrServer => {
+            setup.max_cqes = paths_cqes(0);
+            let client = plan.role == Role::UdpRrClient;
+            setup.build = Box::new(move |_, fds| {
+                let size = if client { spec.request_size } else { spec.response_size };
+                let path = DatagramSend::new(fds, size as usize, 1, 1);
+                Ok(if client {
+                    Box::new(UdpRrClient::new(&spec, fds, path)) as Box<dyn Workload>
+                } else {
+                    Box::new(UdpRrServer::new(&spec, fds, path))
+                })
+            });
+        }
+        Role::StreamBidir => {
+            return Err(Error::Protocol(
+                "a worker is a sender or a receiver, never both: this is a bug in ringperf".into(),
+            ))
         }
     }
+    Ok(setup)
+}
+
+fn unreachable_role() -> Result<Box<dyn Workload>> {
+    Err(Error::Protocol("a worker role without its constructor: this is a bug in ringperf".into()))
+}
+
+/// A worker's ring and everything the ring points into. Fields drop in declaration order:
+/// the ring goes first, so no operation it still holds (a cancelled send, a standing
+/// receive) outlives the role's registered send/receive memory, on every return path.
+struct Engine {
+    ring: Ring,
+    role: Box<dyn Workload>,
 }
 
 /// A running worker thread, parked until [`Worker::start`].
@@ -224,7 +343,7 @@ fn join(handle: JoinHandle<Result<WorkerOutcome>>) -> Result<WorkerOutcome> {
     })
 }
 
-fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) -> Result<WorkerOutcome> {
+fn run(mut plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) -> Result<WorkerOutcome> {
     if let Some(cpu) = plan.cpu {
         if !core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
             return Err(Error::Usage(format!(
@@ -232,81 +351,20 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
             )));
         }
     }
+    let splice_file = plan.splice_file.take();
+    let setup = role_setup(&plan, splice_file)?;
     let spec = &plan.spec;
     let tuning = &spec.ring;
-    let nflows = plan.fds.len();
-    // Per flow: a chain of sends, the notifications of every buffer it can have awaiting
-    // one (a zero-copy stream keeps megabytes of them), a chain of receives; plus the
-    // deadline.
-    let send_depth = tuning.send_depth as usize;
-    let zc_unnotified_bytes = if plan.role == Role::StreamSender {
-        zc_stream_unnotified_bytes(spec.workers(), spec.send_size as usize)
-    } else {
-        0
-    };
-    let notifications = if plan.side.send_engine.is_zero_copy() {
-        zc_slots_per_flow(spec.send_size as usize, send_depth, nflows, zc_unnotified_bytes)
-    } else {
-        send_depth + 1
-    };
-    let per_flow = (send_depth + 1) + notifications + tuning.recv_depth as usize + 1;
-    let min_cq = Own::max_cqes(plan.role, spec, plan.flow_ids.len()).unwrap_or(per_flow * nflows + 8);
-    // A splice stream's work runs on io-wq: with cooperative task work its chains wake the
-    // worker once per chain instead of once per step, and SCHED_BATCH (inherited by the
-    // io-wq workers, which start later) keeps the task work each freed request still sends
-    // the worker from preempting io-wq on the shared CPU.
-    let splice_stream = plan.role == Role::StreamSender && plan.side.send_engine == SendEngine::Splice;
-    let task_run = if splice_stream { TaskRun::Cooperative } else { TaskRun::Deferred };
-    let sched_batch = splice_stream && set_sched_batch();
-    let mut ring = Ring::with_task_run(tuning, (min_cq + 8) as u32, task_run)?;
+    let sched_batch = setup.sched_batch && set_sched_batch();
+    let mut ring = Ring::with_task_run(tuning, (setup.max_cqes + 8) as u32, setup.task_run)?;
     let fds: Vec<FlowFd> = if tuning.fixed_files && !plan.fds.is_empty() {
         ring.register_files(&plan.fds)?;
-        (0..nflows as u32).map(FlowFd::Fixed).collect()
+        (0..plan.fds.len() as u32).map(FlowFd::Fixed).collect()
     } else {
         plan.fds.iter().map(|&fd| FlowFd::Raw(fd)).collect()
     };
-    let tx = Transaction { request: spec.request_size, response: spec.response_size };
-    // Buffers are sized for what this role moves, not for every size in the spec.
-    let (send_len, recv_len) = match plan.role {
-        Role::StreamSender => (spec.send_size, 0),
-        Role::StreamReceiver => (0, spec.recv_size),
-        Role::RrClient => (tx.request, tx.response),
-        Role::RrServer => (tx.response, tx.request),
-        Role::StreamBidir => {
-            return Err(Error::Protocol(
-                "a worker is a sender or a receiver, never both: this is a bug in ringperf".into(),
-            ))
-        }
-        // These bring their own buffers (see `Own`).
-        _ => (0, 0),
-    };
-    let sends = send_len > 0;
-    let receives = recv_len > 0;
-    let mut verify = Verifier::new(spec.verify && receives, nflows);
-    let mut own = Own::new(&plan, &fds)?;
-    let mut send = if sends {
-        let depth = if plan.role == Role::StreamSender { tuning.send_depth as usize } else { 1 };
-        Some(AnySend::new(
-            plan.side.send_engine,
-            &mut ring,
-            SendSetup {
-                fds: &fds,
-                max_len: send_len as usize,
-                depth,
-                zc_unnotified_bytes,
-                file: plan.splice_file,
-            },
-        )?)
-    } else {
-        None
-    };
-    let mut recv = if receives {
-        let depth = if plan.role == Role::StreamReceiver { tuning.recv_depth as usize } else { 1 };
-        let setup = RecvSetup { fds: &fds, max_len: recv_len as usize, depth };
-        Some(AnyRecv::new(plan.side.recv_engine, &mut ring, setup, tuning, &mut verify)?)
-    } else {
-        None
-    };
+    let role = (setup.build)(&mut ring, &fds)?;
+    let mut engine = Engine { ring, role };
     let tid = gettid();
     let helpers_before = helper_threads_ns(tid);
     let _ = ready.send(());
@@ -321,123 +379,47 @@ fn run(plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>) ->
         duration_ns,
         &plan.fds,
         spec.record_latency,
-        plan.live,
+        plan.live.take(),
     );
-    sampler.start(&mut ring, window_start)?;
-    let guard = deadline + PEER_GRACE_NS;
-    // crr holds no socket per flow: its client counts its own flows, its server every flow.
-    let counted = match plan.role {
-        Role::CrrClient => plan.flow_ids.len(),
-        Role::CrrServer => spec.flows as usize,
-        _ => nflows,
-    };
-    let mut flows = vec![FlowCounters::default(); counted];
-    // The crr server does not watch: its control connection also carries the client's
-    // FlowsDone mid-run, which would look like a stop. Its session reads that connection
-    // and stops the workers through their stop eventfd instead (on Abort too).
-    let watches = plan.role != Role::CrrServer;
-    let ending = match plan.watch_fd {
-        Some(fd) if watches => ring.push_watch(fd, token(op::ABORT, 0)),
-        _ => Ok(()),
-    };
-    let ending = ending.and_then(|()| match (plan.role, send.as_mut(), recv.as_mut()) {
-        (Role::StreamSender, Some(s), _) => {
-            let depth = tuning.send_depth as usize;
-            let rate = spec.pacing.flow_rate_bps(spec.flows);
-            let mut pacer = Pacer::for_chains(rate, nflows, spec.send_size, depth as u32);
-            stream::send(
-                &mut ring,
-                &plan.fds,
-                s,
-                (spec.send_size, depth),
-                deadline,
-                &mut sampler,
-                &mut pacer,
-                &mut flows,
-            )
-        }
-        (Role::StreamReceiver, _, Some(r)) => {
-            // Each flow is held to its share of the session's limit.
-            let police = plan.police_bps.map(|b| (b / u64::from(spec.flows.max(1))).max(1));
-            let mut police = Pacer::new(police, nflows, spec.recv_size);
-            let window = (deadline, guard);
-            stream::receive(
-                &mut ring,
-                r,
-                spec.recv_size,
-                window,
-                &mut verify,
-                &mut sampler,
-                &mut police,
-                &mut flows,
-            )
-        }
-        (Role::RrClient, Some(s), Some(r)) => {
-            rr::client(&mut ring, s, r, tx, deadline, &mut sampler, &mut verify, &mut flows)
-        }
-        (Role::RrServer, Some(s), Some(r)) => {
-            rr::server(&mut ring, s, r, tx, (deadline, guard), &mut verify, &mut sampler, &mut flows)
-        }
-        _ => match &mut own {
-            Own::CrrClient(c) => c.run(&mut ring, deadline, &mut sampler, &mut flows),
-            Own::CrrServer(c) => c.run(&mut ring, guard, &mut sampler, &mut flows),
-            Own::UdpSender(u) => {
-                let per_send = spec.send_size * spec.udp_datagrams_per_send();
-                let rate = spec.pacing.flow_rate_bps(spec.flows);
-                let mut pacer = Pacer::for_chains(rate, nflows, per_send, u.chain() as u32);
-                u.run(&mut ring, deadline, &mut sampler, &mut pacer, &mut flows)
-            }
-            Own::UdpReceiver(u) => u.run(&mut ring, deadline, &mut sampler, &mut flows),
-            Own::UdpRrClient(u) => u.run(&mut ring, deadline, &mut sampler, &mut flows),
-            Own::UdpRrServer(u) => u.run(&mut ring, deadline, &mut sampler, &mut flows),
-            Own::None => {
-                Err(Error::Protocol("worker role without its paths: this is a bug in ringperf".into()))
-            }
-        },
-    });
-    let end_ns = own.end_ns().unwrap_or_else(monotonic_ns);
+    sampler.start(&mut engine.ring, window_start)?;
+    let mut flows = vec![FlowCounters::default(); setup.counted];
+    let mut run = Run { counters: &mut flows, sampler: &mut sampler, deadline_ns: deadline, stopping: false };
+    let ending = drive(&mut engine.ring, engine.role.as_mut(), &mut run, plan.watch_fd);
+    let role_report = engine.role.report();
+    let end_ns = role_report.end_ns.unwrap_or_else(monotonic_ns);
     // A run that did not complete may have ended long after its deadline: a hung peer is
     // caught by the guard PEER_GRACE_NS later, and nothing was measured in that wait but
     // the wait itself. Its window closes at the deadline at the latest.
     let end_ns = if matches!(ending, Ok(Ending::Completed)) { end_ns } else { end_ns.min(deadline) };
     let mut tool = ThreadCpuSnapshot::now().since(&cpu_before);
     tool.helper_ns = helper_threads_ns(tid).saturating_sub(helpers_before);
-    if plan.role == Role::StreamSender && matches!(ending, Ok(Ending::Completed)) {
+    if setup.settle_tcp && matches!(ending, Ok(Ending::Completed)) {
         // After the window (end_ns is taken): TCP_INFO then counts every segment sent.
         wait_until_sent(&plan.fds, TCP_INFO_SETTLE);
     }
     let tcp = plan.fds.iter().map(|&fd| TcpFlowInfo::read(fd).unwrap_or_default()).collect();
     let (intervals, latency) = sampler.finish(end_ns, &flows);
-    let outcome = WorkerOutcome {
+    let mut send = role_report.send;
+    if let Some(sp) = send.as_mut().and_then(|r| r.splice.as_mut()) {
+        sp.sched_batch = sched_batch;
+    }
+    Ok(WorkerOutcome {
         flows,
-        global_flows: matches!(own, Own::CrrServer(_)),
-        crr: own.crr(),
-        udp: own.udp(),
+        global_flows: setup.global_flows,
+        crr: role_report.crr,
+        udp: role_report.udp,
         ending,
         intervals,
         tcp,
-        ring: ring.counters(),
-        ring_setup: ring.setup(),
+        ring: engine.ring.counters(),
+        ring_setup: engine.ring.setup(),
         tool,
         end_ns,
         latency,
-        send: send.as_ref().map(|s| {
-            let mut r = s.report();
-            if let Some(sp) = r.splice.as_mut() {
-                sp.sched_batch = sched_batch;
-            }
-            r
-        }),
-        recv: recv.as_ref().map(RecvPath::report),
-        verify: verify.report(),
-    };
-    // The kernel may still hold payload buffers of cancelled operations: close the ring
-    // before the memory it points at goes away.
-    drop(ring);
-    drop(send);
-    drop(recv);
-    drop(own);
-    Ok(outcome)
+        send,
+        recv: role_report.recv,
+        verify: role_report.verify,
+    })
 }
 
 fn gettid() -> i32 {

@@ -63,6 +63,10 @@ pub enum SendEvent {
     Chain { flow: usize, sent: u32, bytes: u64, cancelled: u32 },
     /// A buffer came back from the kernel: the flow may be able to send again.
     Released { flow: usize },
+    /// A datagram path: the kernel did not send (`refused`: the peer's port answered ICMP
+    /// port unreachable to an earlier datagram; otherwise the local queue was full). The
+    /// datagrams' numbers are gone: the receiver counts them as lost.
+    Dropped { flow: usize, refused: bool },
     /// An intermediate step; nothing for the workload to do.
     Nothing,
 }
@@ -138,6 +142,12 @@ pub trait RecvPath {
     ) -> Result<()>;
     /// Handles a completion with op RECV; payload goes through `verify`.
     fn complete(&mut self, ring: &mut Ring, c: &Completion, verify: &mut Verifier) -> Result<RecvEvent>;
+    /// The bytes a Data completion `c` delivered, for a workload that reads what it
+    /// receives (a datagram's number); valid until [`RecvPath::after_batch`]. Empty for a
+    /// path that does not keep them.
+    fn payload(&self, _c: &Completion) -> &[u8] {
+        &[]
+    }
     /// Called once after each batch of completions (recycles provided buffers).
     fn after_batch(&mut self) {}
     /// Receives a stream flow may keep linked in flight.

@@ -25,13 +25,13 @@ use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 use crate::error::{Error, Result};
 use crate::io::op;
 use crate::measure::clock::monotonic_ns;
-use crate::measure::intervals::IntervalSampler;
 use crate::net::FLOW_HEADER_LEN;
 use crate::report::CrrReport;
-use crate::ring::{cqe_error, slot_token, token, FlowFd, Ring};
+use crate::ring::{cqe_error, slot_token, token, Completion, FlowFd, Ring};
 use crate::spec::{CrrOptions, TestSpec};
 use crate::with_fd;
-use crate::workload::{peer_stuck, unexpected, Ending, FlowCounters};
+use crate::workload::driver::{RoleReport, Run, Timers, Workload};
+use crate::workload::Ending;
 
 /// One socket option, with its value already encoded, so applying it allocates nothing.
 struct SockOpt {
@@ -171,6 +171,10 @@ pub struct CrrClient {
     ports: Option<(u16, u16)>,
     next_port: u32,
     cycles: Vec<Cycle>,
+    /// Cycles under way (after the deadline or a stop, none starts).
+    active: usize,
+    /// A stop came: cycles under way are being cancelled.
+    aborting: bool,
     report: CrrReport,
 }
 
@@ -199,15 +203,13 @@ impl CrrClient {
             ports: client_ports,
             next_port,
             cycles: flow_ids.iter().map(|_| Cycle { fd: -1, started: 0 }).collect(),
+            active: 0,
+            aborting: false,
             report: CrrReport { linger0, ..CrrReport::default() },
         }
     }
 
-    pub fn report(&self) -> CrrReport {
-        self.report.clone()
-    }
-
-    fn start(&mut self, ring: &mut Ring, f: usize, now: u64) -> Result<()> {
+    fn begin(&mut self, ring: &mut Ring, f: usize, now: u64) -> Result<()> {
         let c = &mut self.cycles[f];
         c.started = now;
         c.fd = -1;
@@ -292,109 +294,114 @@ impl CrrClient {
         Ok(())
     }
 
-    /// Runs cycles on every flow until `deadline_ns`; cycles under way then are finished.
-    /// `counters` count every whole cycle as it closes, so a run that fails or is stopped
-    /// still reports them. An ABORT completion ends it at once: no cycle starts, those
-    /// under way are cancelled (and not counted), and their sockets are closed as they
-    /// come back, for at most ABORT_DRAIN_NS.
-    pub fn run(
-        &mut self,
-        ring: &mut Ring,
-        deadline_ns: u64,
-        sampler: &mut IntervalSampler,
-        counters: &mut [FlowCounters],
-    ) -> Result<Ending> {
-        let n = self.cycles.len();
-        let mut done = Vec::with_capacity(ring.cq_entries());
-        ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
-        let now = monotonic_ns();
-        for f in 0..n {
-            self.start(ring, f, now)?;
-        }
-        let mut active = n;
-        let mut stopping = false;
-        let mut aborting = false;
-        while !(stopping && active == 0) {
-            ring.submit_and_wait()?;
-            ring.reap(&mut done);
-            for c in &done {
-                match c.op() {
-                    op::DEADLINE => stopping = true,
-                    op::ABORT => {
-                        stopping = true;
-                        aborting = true;
-                        self.cancel_cycles(ring)?;
-                        ring.push_deadline(monotonic_ns() + ABORT_DRAIN_NS, token(op::GUARD, 0))?;
-                    }
-                    // Only a stop arms it: some cancelled cycle did not come back in time.
-                    op::GUARD => return Ok(Ending::Aborted),
-                    op::CANCEL => {}
-                    op::INTERVAL => sampler.tick(counters),
-                    op::SOCKET if aborting => {
-                        // The cycle was only starting: its socket is not used.
-                        if c.result >= 0 {
-                            // SAFETY: the ring just made this descriptor for this cycle alone.
-                            unsafe { libc::close(c.result) };
-                        }
-                        active -= 1;
-                    }
-                    op::SOCKET => {
-                        if c.result < 0 {
-                            return Err(cqe_error(
-                                "creating a crr client socket (raise `ulimit -n`?)",
-                                c.result,
-                            ));
-                        }
-                        self.chain(ring, c.flow(), c.result)?;
-                    }
-                    // A cycle ends with exactly one CQE: its close's, or that of the op
-                    // whose failure broke the chain.
-                    op::CONNECT | op::SEND | op::RECV | op::CLOSE => {
-                        let f = c.flow();
-                        let failed = if c.op() == op::CLOSE {
-                            0
-                        } else {
-                            // A skip-success op posts its CQE only when it failed or came
-                            // up short, and then the ops linked after it post none
-                            // (REQ_F_SKIP_LINK_CQES): the close never ran, so close here.
-                            // SAFETY: the descriptor belongs to this cycle and no op uses it now.
-                            unsafe { libc::close(self.cycles[f].fd) };
-                            if c.result >= 0 {
-                                TORN
-                            } else {
-                                c.result
-                            }
-                        };
-                        // Closed: a stop must not cancel by this number, now free for reuse.
-                        self.cycles[f].fd = -1;
-                        let now = monotonic_ns();
-                        if failed == 0 {
-                            sampler.record(now - self.cycles[f].started);
-                            let k = &mut counters[f];
-                            k.transactions += 1;
-                            k.bytes_sent += self.request_len as u64 - FLOW_HEADER_LEN as u64;
-                            k.bytes_received += self.response.len() as u64;
-                            self.report.connections += 1;
-                        } else if aborting {
-                            // Cancelled by the stop (or failed meanwhile): not an error.
-                        } else if self.ports.is_some()
-                            && matches!(-failed, libc::EADDRNOTAVAIL | libc::EADDRINUSE)
-                        {
-                            self.report.port_busy += 1;
-                        } else {
-                            return Err(cycle_error(failed, self.ports.is_some()));
-                        }
-                        if stopping {
-                            active -= 1;
-                        } else {
-                            self.start(ring, f, now)?;
-                        }
-                    }
-                    other => return Err(unexpected(other)),
-                }
+    /// A cycle ends with exactly one CQE: its close's, or that of the op whose failure
+    /// broke the chain.
+    fn cycle_ended(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<()> {
+        let f = c.flow();
+        let failed = if c.op() == op::CLOSE {
+            0
+        } else {
+            // A skip-success op posts its CQE only when it failed or came up short, and
+            // then the ops linked after it post none (REQ_F_SKIP_LINK_CQES): the close
+            // never ran, so close here.
+            // SAFETY: the descriptor belongs to this cycle and no op uses it now.
+            unsafe { libc::close(self.cycles[f].fd) };
+            if c.result >= 0 {
+                TORN
+            } else {
+                c.result
             }
+        };
+        // Closed: a stop must not cancel by this number, now free for reuse.
+        self.cycles[f].fd = -1;
+        let now = monotonic_ns();
+        if failed == 0 {
+            run.sampler.record(now - self.cycles[f].started);
+            let k = &mut run.counters[f];
+            k.transactions += 1;
+            k.bytes_sent += self.request_len as u64 - FLOW_HEADER_LEN as u64;
+            k.bytes_received += self.response.len() as u64;
+            self.report.connections += 1;
+        } else if self.aborting {
+            // Cancelled by the stop (or failed meanwhile): not an error.
+        } else if self.ports.is_some() && matches!(-failed, libc::EADDRNOTAVAIL | libc::EADDRINUSE) {
+            self.report.port_busy += 1;
+        } else {
+            return Err(cycle_error(failed, self.ports.is_some()));
         }
-        Ok(if aborting { Ending::Aborted } else { Ending::Completed })
+        if run.stopping {
+            self.active -= 1;
+        } else {
+            self.begin(ring, f, now)?;
+        }
+        Ok(())
+    }
+}
+
+/// Runs cycles on every flow until the deadline; cycles under way then are finished. A
+/// stop ends it at once: no cycle starts, those under way are cancelled (and not
+/// counted), and their sockets are closed as they come back, for at most ABORT_DRAIN_NS.
+impl Workload for CrrClient {
+    fn timers(&self) -> Timers {
+        // The guard is armed only by a stop (see `on_abort`).
+        Timers { deadline: true, guard: false }
+    }
+
+    fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
+        let now = monotonic_ns();
+        for f in 0..self.cycles.len() {
+            self.begin(ring, f, now)?;
+        }
+        self.active = self.cycles.len();
+        Ok(())
+    }
+
+    fn done(&self, run: &Run) -> bool {
+        run.stopping && self.active == 0
+    }
+
+    fn on_abort(&mut self, ring: &mut Ring, run: &mut Run) -> Result<Option<Ending>> {
+        run.stopping = true;
+        self.aborting = true;
+        self.cancel_cycles(ring)?;
+        ring.push_deadline(monotonic_ns() + ABORT_DRAIN_NS, token(op::GUARD, 0))?;
+        Ok(None)
+    }
+
+    fn on_guard(&mut self) -> Result<Ending> {
+        // Only a stop arms it: some cancelled cycle did not come back in time.
+        Ok(Ending::Aborted)
+    }
+
+    fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
+        match c.op() {
+            op::CANCEL => {}
+            op::SOCKET if self.aborting => {
+                // The cycle was only starting: its socket is not used.
+                if c.result >= 0 {
+                    // SAFETY: the ring just made this descriptor for this cycle alone.
+                    unsafe { libc::close(c.result) };
+                }
+                self.active -= 1;
+            }
+            op::SOCKET => {
+                if c.result < 0 {
+                    return Err(cqe_error("creating a crr client socket (raise `ulimit -n`?)", c.result));
+                }
+                self.chain(ring, c.flow(), c.result)?;
+            }
+            op::CONNECT | op::SEND | op::RECV | op::CLOSE => self.cycle_ended(ring, c, run)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    fn finish(&mut self, _run: &Run) -> Result<Ending> {
+        Ok(if self.aborting { Ending::Aborted } else { Ending::Completed })
+    }
+
+    fn report(&self) -> RoleReport {
+        RoleReport { crr: Some(self.report.clone()), ..RoleReport::default() }
     }
 }
 
@@ -445,6 +452,10 @@ pub struct CrrServer {
     conns: Vec<Conn>,
     free: Vec<u32>,
     stop: RawFd,
+    /// Connections under way.
+    active: usize,
+    /// The multishot accept is still armed.
+    accepting: bool,
     report: CrrReport,
 }
 
@@ -466,12 +477,10 @@ impl CrrServer {
             conns: (0..slots).map(|_| Conn { fd: -1, flow: 0 }).collect(),
             free: (0..slots as u32).rev().collect(),
             stop,
+            active: 0,
+            accepting: false,
             report: CrrReport { linger0: spec.crr.linger0, ..CrrReport::default() },
         }
-    }
-
-    pub fn report(&self) -> CrrReport {
-        self.report.clone()
     }
 
     /// Most CQEs this side can have outstanding: per slot a receive, a failed send and
@@ -548,93 +557,98 @@ impl CrrServer {
         }
         Ok(true)
     }
+}
 
-    /// Serves connections until the stop signal, then until every one under way is done.
-    /// `counters` has an entry per flow of the test (any worker may serve any flow).
-    pub fn run(
-        &mut self,
-        ring: &mut Ring,
-        guard_ns: u64,
-        sampler: &mut IntervalSampler,
-        counters: &mut [FlowCounters],
-    ) -> Result<Ending> {
-        let mut done = Vec::with_capacity(ring.cq_entries());
-        ring.push_deadline(guard_ns, token(op::GUARD, 0))?;
+/// Serves connections until the stop signal, then until every one under way is done. The
+/// counters have an entry per flow of the test (any worker may serve any flow). Its stop
+/// comes through the stop eventfd, not the watch: the control connection also carries the
+/// client's FlowsDone mid-run, which would look like a stop.
+impl Workload for CrrServer {
+    fn timers(&self) -> Timers {
+        Timers { deadline: false, guard: true }
+    }
+
+    fn watches(&self) -> bool {
+        false
+    }
+
+    fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
         let poll = opcode::PollAdd::new(types::Fd(self.stop), libc::POLLIN as u32)
             .build()
             .user_data(token(op::STOP, 0));
         // SAFETY: PollAdd points at no memory; the eventfd outlives the ring's use of it.
         unsafe { ring.push(&poll)? };
         self.arm_accept(ring)?;
-        let mut accepting = true;
-        let mut stopping = false;
-        let mut active = 0usize;
-        while !(stopping && active == 0 && !accepting) {
-            ring.submit_and_wait()?;
-            ring.reap(&mut done);
-            for c in &done {
-                match c.op() {
-                    op::GUARD => return Err(peer_stuck()),
-                    op::INTERVAL => sampler.tick(counters),
-                    op::STOP => {
-                        stopping = true;
-                        let e = opcode::AsyncCancel::new(token(op::ACCEPT, 0))
-                            .build()
-                            .user_data(token(op::CANCEL, 0));
-                        // SAFETY: AsyncCancel points at no memory.
-                        unsafe { ring.push(&e)? };
+        self.accepting = true;
+        Ok(())
+    }
+
+    fn done(&self, run: &Run) -> bool {
+        run.stopping && self.active == 0 && !self.accepting
+    }
+
+    fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
+        match c.op() {
+            op::STOP => {
+                run.stopping = true;
+                let e =
+                    opcode::AsyncCancel::new(token(op::ACCEPT, 0)).build().user_data(token(op::CANCEL, 0));
+                // SAFETY: AsyncCancel points at no memory.
+                unsafe { ring.push(&e)? };
+            }
+            op::CANCEL | op::CLOSE => {}
+            op::ACCEPT => {
+                if c.result >= 0 && self.accepted(ring, c.result, run.stopping)? {
+                    self.active += 1;
+                } else if c.result < 0
+                    && !matches!(-c.result, libc::ECANCELED | libc::ECONNABORTED | libc::EINTR)
+                {
+                    return Err(cqe_error("accepting a crr connection", c.result));
+                }
+                if !c.more() {
+                    if run.stopping {
+                        self.accepting = false;
+                    } else {
+                        self.arm_accept(ring)?;
                     }
-                    op::CANCEL | op::CLOSE => {}
-                    op::ACCEPT => {
-                        if c.result >= 0 && self.accepted(ring, c.result, stopping)? {
-                            active += 1;
-                        } else if c.result < 0
-                            && !matches!(-c.result, libc::ECANCELED | libc::ECONNABORTED | libc::EINTR)
-                        {
-                            return Err(cqe_error("accepting a crr connection", c.result));
-                        }
-                        if !c.more() {
-                            if stopping {
-                                accepting = false;
-                            } else {
-                                self.arm_accept(ring)?;
-                            }
-                        }
-                    }
-                    op::RECV => {
-                        if !self.request(ring, c.slot(), c.result)? {
-                            active -= 1;
-                        }
-                    }
-                    op::SEND => {
-                        // The response failed or went short (a skip-success send posts
-                        // only then), and the close wait linked after it then posts no
-                        // CQE (REQ_F_SKIP_LINK_CQES): the connection ends here.
-                        self.report.rejected += 1;
-                        self.release(ring, c.slot())?;
-                        active -= 1;
-                    }
-                    op::PEER_CLOSE => {
-                        let slot = c.slot();
-                        let conn = &self.conns[slot];
-                        // The client closes after the whole response: EOF, or a reset with --linger0.
-                        let closed = c.result >= 0 || c.result == -libc::ECONNRESET;
-                        if closed {
-                            let k = &mut counters[conn.flow as usize];
-                            k.transactions += 1;
-                            k.bytes_received += self.request_len as u64 - FLOW_HEADER_LEN as u64;
-                            k.bytes_sent += self.response.len() as u64;
-                            self.report.connections += 1;
-                        } else {
-                            self.report.rejected += 1;
-                        }
-                        self.release(ring, slot)?;
-                        active -= 1;
-                    }
-                    other => return Err(unexpected(other)),
                 }
             }
+            op::RECV => {
+                if !self.request(ring, c.slot(), c.result)? {
+                    self.active -= 1;
+                }
+            }
+            op::SEND => {
+                // The response failed or went short (a skip-success send posts only then),
+                // and the close wait linked after it then posts no CQE
+                // (REQ_F_SKIP_LINK_CQES): the connection ends here.
+                self.report.rejected += 1;
+                self.release(ring, c.slot())?;
+                self.active -= 1;
+            }
+            op::PEER_CLOSE => {
+                let slot = c.slot();
+                let conn = &self.conns[slot];
+                // The client closes after the whole response: EOF, or a reset with --linger0.
+                let closed = c.result >= 0 || c.result == -libc::ECONNRESET;
+                if closed {
+                    let k = &mut run.counters[conn.flow as usize];
+                    k.transactions += 1;
+                    k.bytes_received += self.request_len as u64 - FLOW_HEADER_LEN as u64;
+                    k.bytes_sent += self.response.len() as u64;
+                    self.report.connections += 1;
+                } else {
+                    self.report.rejected += 1;
+                }
+                self.release(ring, slot)?;
+                self.active -= 1;
+            }
+            _ => return Ok(false),
         }
-        Ok(Ending::Completed)
+        Ok(true)
+    }
+
+    fn report(&self) -> RoleReport {
+        RoleReport { crr: Some(self.report.clone()), ..RoleReport::default() }
     }
 }

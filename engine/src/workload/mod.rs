@@ -1,6 +1,8 @@
 //! Workloads: state machines over a worker's flows, driving its send and receive paths.
 
 pub mod crr;
+pub mod drain;
+pub mod driver;
 pub mod pacer;
 pub mod rr;
 pub mod sequence;
@@ -88,4 +90,9 @@ pub(crate) fn peer_stuck() -> Error {
 
 pub(crate) fn unexpected(op: u8) -> Error {
     Error::Protocol(format!("completion with unknown operation kind {op}: this is a bug in ringperf"))
+}
+
+/// A TCP workload got an event only a datagram send path makes.
+pub(crate) fn datagram_on_tcp() -> Error {
+    Error::Protocol("a TCP workload drove a datagram send path: this is a bug in ringperf".into())
 }

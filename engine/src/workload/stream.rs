@@ -7,257 +7,301 @@ use io_uring::squeue::Flags;
 
 use crate::error::Result;
 use crate::io::{op, RecvEvent, RecvPath, SendEvent, SendPath};
-use crate::measure::intervals::IntervalSampler;
-use crate::ring::{token, Ring};
+use crate::ring::{Completion, Ring};
 use crate::verify::Verifier;
+use crate::workload::driver::{RoleReport, Run, Timers, Wait, Workload};
 use crate::workload::pacer::Pacer;
-use crate::workload::{
-    check_not_early, peer_not_reading, peer_stuck, shutdown_write, unexpected, Ending, FlowCounters,
-    PEER_GRACE_NS,
-};
+use crate::workload::{check_not_early, datagram_on_tcp, peer_not_reading, shutdown_write, Ending};
 
-/// How long a wait for a whole chain lasts before it settles for the completions that
-/// have come (the kernel's min-wait, counted from the start of the wait): long enough for
-/// a chain of large sends, short next to the peer guard.
-const CHAIN_WAIT_BOUND_US: u32 = 10_000;
-
-/// Sends `size`-byte messages on every flow until `deadline_ns` (CLOCK_MONOTONIC), waits
-/// for the sends in flight and for every zero-copy buffer to come back, then half-closes
-/// each flow so the receiver sees EOF.
+/// Sends `size`-byte messages on every flow until the deadline, waits for the sends in
+/// flight and for every zero-copy buffer to come back, then half-closes each flow so the
+/// receiver sees EOF.
 ///
 /// Each flow has one chain of up to `depth` sends in flight: linked with MSG_WAITALL they
 /// keep the stream in order; a new chain starts only when the last one has finished.
-/// Sends still blocked PEER_GRACE_NS after the deadline fail the test (the peer hung);
-/// an ABORT completion ends it at once. Every send takes its flow's pacing tokens first
-/// (when pacing is on) and a flow that finds none waits for the next tick. `flows` is
-/// kept up to date as sends complete, so a run that fails or is stopped still reports
-/// what moved, and the interval sampler reads the same counters.
-#[allow(clippy::too_many_arguments)]
-pub fn send<S: SendPath>(
-    ring: &mut Ring,
-    socks: &[RawFd],
-    path: &mut S,
-    (size, depth): (u32, usize),
-    deadline_ns: u64,
-    sampler: &mut IntervalSampler,
-    pacer: &mut Pacer,
-    flows: &mut [FlowCounters],
-) -> Result<Ending> {
-    let n = socks.len();
-    let mut offsets = vec![0u64; n];
-    let mut in_flight = vec![0usize; n];
-    let mut total_in_flight = 0usize;
-    let mut done = Vec::with_capacity(ring.cq_entries());
-    ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
-    ring.push_deadline(deadline_ns + PEER_GRACE_NS, token(op::GUARD, 0))?;
-    pacer.start(ring)?;
-    let mut refill = |ring: &mut Ring,
-                      path: &mut S,
-                      pacer: &mut Pacer,
-                      f: usize,
-                      in_flight: &mut [usize],
-                      total: &mut usize| {
+/// Sends still blocked PEER_GRACE_NS after the deadline fail the test (the peer hung).
+/// Every send takes its flow's pacing tokens first (when pacing is on) and a flow that
+/// finds none waits for the next tick.
+pub struct StreamSender<S> {
+    path: S,
+    socks: Vec<RawFd>,
+    size: u32,
+    depth: usize,
+    pacer: Pacer,
+    offsets: Vec<u64>,
+    in_flight: Vec<usize>,
+    total_in_flight: usize,
+}
+
+impl<S: SendPath> StreamSender<S> {
+    pub fn new(path: S, socks: &[RawFd], size: u32, depth: usize, pacer: Pacer) -> StreamSender<S> {
+        StreamSender {
+            path,
+            socks: socks.to_vec(),
+            size,
+            depth,
+            pacer,
+            offsets: vec![0; socks.len()],
+            in_flight: vec![0; socks.len()],
+            total_in_flight: 0,
+        }
+    }
+
+    /// Queues flow `f`'s next chain.
+    fn refill(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
         // Count the sends the pacer allows first, so the chain's last send is known and
         // carries no IO_LINK.
-        let free = path.available(f);
-        if free < depth {
-            path.short_of_buffers(f);
+        let free = self.path.available(f);
+        if free < self.depth {
+            self.path.short_of_buffers(f);
         }
-        let room = depth.min(free);
+        let room = self.depth.min(free);
         let mut k = 0;
-        while k < room && pacer.allow(f, size) {
+        while k < room && self.pacer.allow(f, self.size) {
             k += 1;
         }
         for i in 1..=k {
             let flags = if i < k { Flags::IO_LINK } else { Flags::empty() };
-            offsets[f] += u64::from(path.push(ring, f, offsets[f], size, flags)?);
-            in_flight[f] += 1;
-            *total += 1;
+            self.offsets[f] += u64::from(self.path.push(ring, f, self.offsets[f], self.size, flags)?);
+            self.in_flight[f] += 1;
+            self.total_in_flight += 1;
         }
-        Ok::<(), crate::error::Error>(())
-    };
-    for f in 0..n {
-        refill(ring, path, pacer, f, &mut in_flight, &mut total_in_flight)?;
+        Ok(())
     }
-    let mut stopping = false;
-    while !(stopping && total_in_flight == 0 && path.outstanding() == 0) {
+
+    fn ended(&mut self, flow: usize, sends: usize) {
+        self.in_flight[flow] -= sends;
+        self.total_in_flight -= sends;
+    }
+}
+
+impl<S: SendPath> Workload for StreamSender<S> {
+    fn timers(&self) -> Timers {
+        Timers { deadline: true, guard: true }
+    }
+
+    fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
+        self.pacer.start(ring)?;
+        for f in 0..self.socks.len() {
+            self.refill(ring, f)?;
+        }
+        Ok(())
+    }
+
+    fn wait(&self) -> Wait {
         // No flow can refill before its whole chain is back, so a worker whose every flow
         // has a chain out waits for the shortest one (bounded, so a guard or a stop still
         // gets through). Zero-copy notifications count toward the wait too: they come
         // anyway, and each one may be what frees a buffer.
-        let chain = path.chain_cqes(in_flight.iter().copied().min().unwrap_or(0));
-        if chain > 1 && !pacer.enabled() {
-            ring.submit_and_wait_bounded(chain, CHAIN_WAIT_BOUND_US)?;
+        let chain = self.path.chain_cqes(self.in_flight.iter().copied().min().unwrap_or(0));
+        if self.pacer.enabled() {
+            Wait::Batch
         } else {
-            ring.submit_and_wait()?;
+            Wait::Chain(chain)
         }
-        ring.reap(&mut done);
-        for c in &done {
-            let flow = match c.op() {
-                op::DEADLINE => {
-                    stopping = true;
-                    continue;
-                }
-                op::GUARD => return Err(peer_not_reading()),
-                // The caller closes the sockets once the peer has been told why.
-                op::ABORT => return Ok(Ending::Aborted),
-                op::INTERVAL => {
-                    sampler.tick(flows);
-                    continue;
-                }
-                op::PACE => {
-                    pacer.tick();
-                    for f in 0..n {
-                        if pacer.take_waiting(f) && !stopping && in_flight[f] == 0 {
-                            refill(ring, path, pacer, f, &mut in_flight, &mut total_in_flight)?;
-                        }
-                    }
-                    continue;
-                }
-                op::SEND | op::SPLICE_IN => match path.complete(ring, c)? {
-                    SendEvent::Sent { flow, bytes } => {
-                        flows[flow].bytes_sent += u64::from(bytes);
-                        in_flight[flow] -= 1;
-                        total_in_flight -= 1;
-                        flow
-                    }
-                    SendEvent::Cancelled { flow } => {
-                        in_flight[flow] -= 1;
-                        total_in_flight -= 1;
-                        flow
-                    }
-                    SendEvent::Chain { flow, sent, bytes, cancelled } => {
-                        flows[flow].bytes_sent += bytes;
-                        let ended = (sent + cancelled) as usize;
-                        in_flight[flow] -= ended;
-                        total_in_flight -= ended;
-                        flow
-                    }
-                    SendEvent::Released { flow } => flow,
-                    SendEvent::Nothing => continue,
-                },
-                other => return Err(unexpected(other)),
-            };
-            if !stopping && in_flight[flow] == 0 {
-                refill(ring, path, pacer, flow, &mut in_flight, &mut total_in_flight)?;
+    }
+
+    fn done(&self, run: &Run) -> bool {
+        run.stopping && self.total_in_flight == 0 && self.path.outstanding() == 0
+    }
+
+    fn on_guard(&mut self) -> Result<Ending> {
+        Err(peer_not_reading())
+    }
+
+    fn on_pace(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()> {
+        self.pacer.tick();
+        for f in 0..self.socks.len() {
+            if self.pacer.take_waiting(f) && !run.stopping && self.in_flight[f] == 0 {
+                self.refill(ring, f)?;
             }
         }
+        Ok(())
     }
-    for &fd in socks {
-        shutdown_write(fd);
+
+    fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
+        if !matches!(c.op(), op::SEND | op::SPLICE_IN) {
+            return Ok(false);
+        }
+        let flow = match self.path.complete(ring, c)? {
+            SendEvent::Sent { flow, bytes } => {
+                run.counters[flow].bytes_sent += u64::from(bytes);
+                self.ended(flow, 1);
+                flow
+            }
+            SendEvent::Cancelled { flow } => {
+                self.ended(flow, 1);
+                flow
+            }
+            SendEvent::Chain { flow, sent, bytes, cancelled } => {
+                run.counters[flow].bytes_sent += bytes;
+                self.ended(flow, (sent + cancelled) as usize);
+                flow
+            }
+            SendEvent::Released { flow } => flow,
+            SendEvent::Dropped { .. } => return Err(datagram_on_tcp()),
+            SendEvent::Nothing => return Ok(true),
+        };
+        if !run.stopping && self.in_flight[flow] == 0 {
+            self.refill(ring, flow)?;
+        }
+        Ok(true)
     }
-    Ok(Ending::Completed)
+
+    fn finish(&mut self, _run: &Run) -> Result<Ending> {
+        // The caller closes the sockets; the half-close tells the receiver the stream ended.
+        for &fd in &self.socks {
+            shutdown_write(fd);
+        }
+        Ok(Ending::Completed)
+    }
+
+    fn report(&self) -> RoleReport {
+        RoleReport { send: Some(self.path.report()), ..RoleReport::default() }
+    }
 }
 
-/// Receives on every flow until each one reaches EOF. `guard_ns` bounds the wait: if the
-/// sender never finishes, the test fails instead of hanging; EOF well before `deadline_ns`
-/// means the sender stopped early, and fails the test too. An ABORT completion ends it at once.
-/// With a `police` pacer that is on (one-shot receive engines only), a flow that overdraws
-/// its bucket is not re-armed until a tick refills it: the sender is held to the rate by
-/// TCP's window. Policing ends with the window.
-#[allow(clippy::too_many_arguments)]
-pub fn receive<R: RecvPath>(
-    ring: &mut Ring,
-    path: &mut R,
+/// Receives on every flow until each one reaches EOF. The guard bounds the wait: if the
+/// sender never finishes, the test fails instead of hanging; EOF well before the deadline
+/// means the sender stopped early, and fails the test too. With a `police` pacer that is
+/// on (one-shot receive engines only), a flow that overdraws its bucket is not re-armed
+/// until a tick refills it: the sender is held to the rate by TCP's window. Policing ends
+/// with the window.
+pub struct StreamReceiver<R> {
+    path: R,
+    verify: Verifier,
     size: u32,
-    (deadline_ns, guard_ns): (u64, u64),
-    verify: &mut Verifier,
-    sampler: &mut IntervalSampler,
-    police: &mut Pacer,
-    flows: &mut [FlowCounters],
-) -> Result<Ending> {
-    let nflows = flows.len();
-    let mut done = Vec::with_capacity(ring.cq_entries());
-    ring.push_deadline(guard_ns, token(op::GUARD, 0))?;
-    // A multishot receive cannot be held back; limits refuse the combination.
-    let mut policing = police.enabled() && !path.multishot();
-    if policing {
-        police.start(ring)?;
-        // Policing ends with the window: what is still queued then is read at full speed.
-        ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
-    }
-    // Receives a flow keeps linked in flight (a policed flow takes one at a time).
-    let depth = if policing || path.multishot() { 1 } else { path.chain().max(1) };
-    path.note_chain(depth);
-    let mut armed = vec![0usize; nflows];
-    let mut ended = vec![false; nflows];
-    let arm = |ring: &mut Ring, path: &mut R, armed: &mut [usize], f: usize| -> Result<()> {
-        for i in 1..=depth {
-            let link = if i < depth { Flags::IO_LINK } else { Flags::empty() };
-            path.arm(ring, f, size, false, link)?;
+    police: Pacer,
+    policing: bool,
+    /// Receives a flow keeps linked in flight (a policed flow takes one at a time).
+    depth: usize,
+    armed: Vec<usize>,
+    ended: Vec<bool>,
+    open: usize,
+}
+
+impl<R: RecvPath> StreamReceiver<R> {
+    pub fn new(path: R, verify: Verifier, flows: usize, size: u32, police: Pacer) -> StreamReceiver<R> {
+        // A multishot receive cannot be held back; limits refuse the combination.
+        let policing = police.enabled() && !path.multishot();
+        let depth = if policing || path.multishot() { 1 } else { path.chain().max(1) };
+        StreamReceiver {
+            path,
+            verify,
+            size,
+            police,
+            policing,
+            depth,
+            armed: vec![0; flows],
+            ended: vec![false; flows],
+            open: flows,
         }
-        armed[f] = depth;
-        Ok(())
-    };
-    for f in 0..nflows {
-        arm(ring, path, &mut armed, f)?;
     }
-    let mut open = nflows;
-    while open > 0 {
+
+    fn arm(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
+        for i in 1..=self.depth {
+            let link = if i < self.depth { Flags::IO_LINK } else { Flags::empty() };
+            self.path.arm(ring, f, self.size, false, link)?;
+        }
+        self.armed[f] = self.depth;
+        Ok(())
+    }
+}
+
+impl<R: RecvPath> Workload for StreamReceiver<R> {
+    fn timers(&self) -> Timers {
+        // The deadline matters only to policing, which ends with the window.
+        Timers { deadline: self.policing, guard: true }
+    }
+
+    fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
+        if self.policing {
+            self.police.start(ring)?;
+        }
+        self.path.note_chain(self.depth);
+        for f in 0..self.armed.len() {
+            self.arm(ring, f)?;
+        }
+        Ok(())
+    }
+
+    fn wait(&self) -> Wait {
         // A flow re-arms only once its whole chain is back; wait for the shortest chain
         // (bounded, so the guard or a stop still gets through).
-        let chain = if depth > 1 { armed.iter().copied().min().unwrap_or(0) } else { 0 };
-        if chain > 1 {
-            ring.submit_and_wait_bounded(chain, CHAIN_WAIT_BOUND_US)?;
+        if self.depth > 1 {
+            Wait::Chain(self.armed.iter().copied().min().unwrap_or(0))
         } else {
-            ring.submit_and_wait()?;
+            Wait::Batch
         }
-        ring.reap(&mut done);
-        for c in &done {
-            match c.op() {
-                op::GUARD => return Err(peer_stuck()),
-                op::ABORT => return Ok(Ending::Aborted),
-                op::INTERVAL => sampler.tick(flows),
-                op::DEADLINE => {
-                    policing = false;
-                    for f in 0..nflows {
-                        if police.take_waiting(f) {
-                            arm(ring, path, &mut armed, f)?;
-                        }
-                    }
-                }
-                op::PACE => {
-                    if policing {
-                        police.tick();
-                        for f in 0..nflows {
-                            if police.release(f) {
-                                arm(ring, path, &mut armed, f)?;
-                            }
-                        }
-                    }
-                }
-                op::RECV => match path.complete(ring, c, verify)? {
-                    RecvEvent::Data { flow, bytes } => {
-                        flows[flow].bytes_received += u64::from(bytes);
-                        // Over its budget, a flow is not re-armed until a tick refills it.
-                        let within = !policing || police.charge(flow, bytes);
-                        if !path.multishot() {
-                            armed[flow] = armed[flow].saturating_sub(1);
-                            if armed[flow] == 0 && within {
-                                arm(ring, path, &mut armed, flow)?;
-                            }
-                        }
-                    }
-                    RecvEvent::Cancelled { flow } => {
-                        // Linked behind a receive that came up short (the last bytes before
-                        // EOF): once the chain is back, a new one finds the EOF.
-                        armed[flow] = armed[flow].saturating_sub(1);
-                        if armed[flow] == 0 && !ended[flow] {
-                            arm(ring, path, &mut armed, flow)?;
-                        }
-                    }
-                    RecvEvent::Eof { flow } => {
-                        check_not_early(deadline_ns)?;
-                        armed[flow] = armed[flow].saturating_sub(1);
-                        ended[flow] = true;
-                        open -= 1;
-                    }
-                    RecvEvent::Nothing => {}
-                },
-                other => return Err(unexpected(other)),
+    }
+
+    fn done(&self, _run: &Run) -> bool {
+        self.open == 0
+    }
+
+    fn on_deadline(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
+        // What is still queued now is read at full speed.
+        self.policing = false;
+        for f in 0..self.armed.len() {
+            if self.police.take_waiting(f) {
+                self.arm(ring, f)?;
             }
         }
-        path.after_batch();
+        Ok(())
     }
-    Ok(Ending::Completed)
+
+    fn on_pace(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
+        if self.policing {
+            self.police.tick();
+            for f in 0..self.armed.len() {
+                if self.police.release(f) {
+                    self.arm(ring, f)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
+        if c.op() != op::RECV {
+            return Ok(false);
+        }
+        match self.path.complete(ring, c, &mut self.verify)? {
+            RecvEvent::Data { flow, bytes } => {
+                run.counters[flow].bytes_received += u64::from(bytes);
+                // Over its budget, a flow is not re-armed until a tick refills it.
+                let within = !self.policing || self.police.charge(flow, bytes);
+                if !self.path.multishot() {
+                    self.armed[flow] = self.armed[flow].saturating_sub(1);
+                    if self.armed[flow] == 0 && within {
+                        self.arm(ring, flow)?;
+                    }
+                }
+            }
+            RecvEvent::Cancelled { flow } => {
+                // Linked behind a receive that came up short (the last bytes before EOF):
+                // once the chain is back, a new one finds the EOF.
+                self.armed[flow] = self.armed[flow].saturating_sub(1);
+                if self.armed[flow] == 0 && !self.ended[flow] {
+                    self.arm(ring, flow)?;
+                }
+            }
+            RecvEvent::Eof { flow } => {
+                check_not_early(run.deadline_ns)?;
+                self.armed[flow] = self.armed[flow].saturating_sub(1);
+                self.ended[flow] = true;
+                self.open -= 1;
+            }
+            RecvEvent::Nothing => {}
+        }
+        Ok(true)
+    }
+
+    fn after_batch(&mut self) {
+        self.path.after_batch();
+    }
+
+    fn report(&self) -> RoleReport {
+        RoleReport { recv: Some(self.path.report()), verify: self.verify.report(), ..RoleReport::default() }
+    }
 }

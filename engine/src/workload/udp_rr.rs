@@ -17,14 +17,14 @@ use io_uring::squeue::Flags;
 use io_uring::{opcode, types};
 
 use crate::error::Result;
-use crate::io::op;
+use crate::io::{op, SendEvent, SendPath};
 use crate::measure::clock::monotonic_ns;
-use crate::measure::intervals::IntervalSampler;
 use crate::report::{UdpFlowReport, UdpReport};
-use crate::ring::{cqe_error, token, FlowFd, Ring};
+use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
 use crate::spec::TestSpec;
 use crate::with_fd;
-use crate::workload::{cancel_receives, unexpected, Ending, FlowCounters};
+use crate::workload::drain::Drain;
+use crate::workload::driver::{RoleReport, Run, Timers, Workload};
 
 fn timespec(ns: u64) -> Box<types::Timespec> {
     Box::new(types::Timespec::new().sec(ns / 1_000_000_000).nsec((ns % 1_000_000_000) as u32))
@@ -41,28 +41,32 @@ struct ClientFlow {
 }
 
 /// The client side of one worker.
-pub struct UdpRrClient {
+pub struct UdpRrClient<S> {
     fds: Vec<FlowFd>,
-    requests: Vec<u8>,
+    /// Sends each request with its flow's number (a datagram send path).
+    path: S,
     req: usize,
     responses: Vec<u8>,
     rsp: usize,
     timeout: Box<types::Timespec>,
     flows: Vec<ClientFlow>,
+    /// Flows with a transaction under way.
+    active: usize,
     report: UdpReport,
 }
 
-impl UdpRrClient {
-    pub fn new(spec: &TestSpec, fds: &[FlowFd]) -> UdpRrClient {
+impl<S: SendPath> UdpRrClient<S> {
+    pub fn new(spec: &TestSpec, fds: &[FlowFd], path: S) -> UdpRrClient<S> {
         let (req, rsp) = (spec.request_size as usize, spec.response_size as usize);
         UdpRrClient {
             fds: fds.to_vec(),
-            requests: vec![0u8; req * fds.len()],
+            path,
             req,
             responses: vec![0u8; rsp * fds.len()],
             rsp,
             timeout: timespec(u64::from(spec.udp.timeout_us) * 1000),
             flows: fds.iter().map(|_| ClientFlow { seq: 0, started: 0, active: false }).collect(),
+            active: 0,
             report: UdpReport {
                 datagram_size: spec.request_size,
                 flows: vec![UdpFlowReport::default(); fds.len()],
@@ -71,27 +75,14 @@ impl UdpRrClient {
         }
     }
 
-    pub fn report(&self) -> UdpReport {
-        self.report.clone()
-    }
-
     /// Sends flow `f`'s current request and arms its response receive with the timeout.
     fn send(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
-        let seq = self.flows[f].seq;
-        let req = &mut self.requests[f * self.req..][..self.req];
-        req[..8].copy_from_slice(&seq.to_le_bytes());
-        let ptr = req.as_ptr();
-        let send = with_fd!(self.fds[f], |t| opcode::Send::new(t, ptr, self.req as u32)
-            .flags(libc::MSG_NOSIGNAL)
-            .build()
-            .user_data(token(op::SEND, f))
-            .flags(Flags::SKIP_SUCCESS));
+        // No CQE unless it fails. The path's buffer is rewritten only for the next
+        // transaction or a retransmission, after this copy send has been issued.
+        self.path.push(ring, f, self.flows[f].seq, self.req as u32, Flags::SKIP_SUCCESS)?;
         self.report.sends += 1;
         self.report.datagrams_sent += 1;
         self.report.flows[f].datagrams_sent += 1;
-        // SAFETY: the request buffer lives in self; it is rewritten only for the next
-        // transaction or a retransmission, after this copy send has been issued.
-        unsafe { ring.push(&send)? };
         self.arm(ring, f)
     }
 
@@ -109,127 +100,129 @@ impl UdpRrClient {
         }
     }
 
-    fn start(&mut self, ring: &mut Ring, f: usize, now: u64) -> Result<()> {
+    fn begin(&mut self, ring: &mut Ring, f: usize, now: u64) -> Result<()> {
         let fl = &mut self.flows[f];
         fl.started = now;
         fl.active = true;
         self.send(ring, f)
     }
 
-    /// Runs transactions on every flow until `deadline_ns`. `counters` count every
-    /// transaction as it completes, so a run that fails or is stopped still reports them.
-    /// An ABORT completion ends it at once; transactions in flight then are not counted.
-    pub fn run(
-        &mut self,
-        ring: &mut Ring,
-        deadline_ns: u64,
-        sampler: &mut IntervalSampler,
-        counters: &mut [FlowCounters],
-    ) -> Result<Ending> {
-        let n = self.fds.len();
-        let mut done = Vec::with_capacity(ring.cq_entries());
-        ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
+    /// Ends flow `f`'s last transaction (after the deadline).
+    fn retire(&mut self, f: usize) {
+        self.flows[f].active = false;
+        self.active -= 1;
+    }
+}
+
+/// Runs transactions on every flow until the deadline. A stop ends it at once;
+/// transactions in flight then are not counted.
+impl<S: SendPath> Workload for UdpRrClient<S> {
+    fn timers(&self) -> Timers {
+        Timers { deadline: true, guard: false }
+    }
+
+    fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
         let now = monotonic_ns();
-        for f in 0..n {
-            self.start(ring, f, now)?;
+        for f in 0..self.fds.len() {
+            self.begin(ring, f, now)?;
         }
-        let mut active = n;
-        let mut stopping = false;
-        while active > 0 {
-            ring.submit_and_wait()?;
-            ring.reap(&mut done);
-            for c in &done {
-                match c.op() {
-                    op::DEADLINE => stopping = true,
-                    op::ABORT => return Ok(Ending::Aborted),
-                    op::INTERVAL => sampler.tick(counters),
-                    // The timer's own CQE: -ETIME when it fired (its receive then comes
-                    // back -ECANCELED), -ECANCELED when the response beat it.
-                    op::TX_TIMEOUT => {}
-                    op::SEND => {
-                        // Only failures have a CQE. A refused datagram is one more loss
-                        // the timeout recovers from; anything else is an error.
-                        if !matches!(-c.result, libc::ENOBUFS | libc::EAGAIN | libc::ECONNREFUSED) {
-                            return Err(cqe_error("a UDP request send", c.result));
-                        }
-                        self.report.send_errors += 1;
-                    }
-                    op::RECV => {
-                        let f = c.flow();
-                        match c.result {
-                            r if r == -libc::ECANCELED => {
-                                // The timeout fired: the request or its response was lost.
-                                self.report.timeouts += 1;
-                                self.report.flows[f].timeouts += 1;
-                                if stopping {
-                                    self.flows[f].active = false;
-                                    active -= 1;
-                                } else {
-                                    self.report.retransmissions += 1;
-                                    self.report.flows[f].retransmissions += 1;
-                                    self.send(ring, f)?;
-                                }
-                            }
-                            // ICMP port unreachable from an earlier send, or a short
-                            // datagram: wait on.
-                            r if r == -libc::ECONNREFUSED || (r >= 0 && (r as usize) < 8) => {
-                                self.report.stray += 1;
-                                self.arm(ring, f)?;
-                            }
-                            r if r < 0 => return Err(cqe_error("a UDP response receive", r)),
-                            r => {
-                                let seq = seq_of(&self.responses[f * self.rsp..]);
-                                if seq != self.flows[f].seq {
-                                    self.report.stale_responses += 1;
-                                    self.arm(ring, f)?;
-                                    continue;
-                                }
-                                let now = monotonic_ns();
-                                sampler.record(now - self.flows[f].started);
-                                self.report.receives += 1;
-                                self.report.datagrams_received += 1;
-                                self.report.flows[f].datagrams_received += 1;
-                                let k = &mut counters[f];
-                                k.transactions += 1;
-                                k.bytes_sent += self.req as u64;
-                                k.bytes_received += r as u64;
-                                self.flows[f].seq += 1;
-                                if stopping {
-                                    self.flows[f].active = false;
-                                    active -= 1;
-                                } else {
-                                    self.start(ring, f, now)?;
-                                }
-                            }
+        self.active = self.fds.len();
+        Ok(())
+    }
+
+    fn done(&self, _run: &Run) -> bool {
+        self.active == 0
+    }
+
+    fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
+        match c.op() {
+            // The timer's own CQE: -ETIME when it fired (its receive then comes back
+            // -ECANCELED), -ECANCELED when the response beat it.
+            op::TX_TIMEOUT => {}
+            op::SEND => match self.path.complete(ring, c)? {
+                // Only failures have a CQE. A refused datagram is one more loss the
+                // timeout recovers from; anything else is an error.
+                SendEvent::Dropped { .. } => self.report.send_errors += 1,
+                _ => return Err(cqe_error("a UDP request send", c.result)),
+            },
+            op::RECV => {
+                let f = c.flow();
+                match c.result {
+                    r if r == -libc::ECANCELED => {
+                        // The timeout fired: the request or its response was lost.
+                        self.report.timeouts += 1;
+                        self.report.flows[f].timeouts += 1;
+                        if run.stopping {
+                            self.retire(f);
+                        } else {
+                            self.report.retransmissions += 1;
+                            self.report.flows[f].retransmissions += 1;
+                            self.send(ring, f)?;
                         }
                     }
-                    other => return Err(unexpected(other)),
+                    // ICMP port unreachable from an earlier send, or a short datagram:
+                    // wait on.
+                    r if r == -libc::ECONNREFUSED || (r >= 0 && (r as usize) < 8) => {
+                        self.report.stray += 1;
+                        self.arm(ring, f)?;
+                    }
+                    r if r < 0 => return Err(cqe_error("a UDP response receive", r)),
+                    r => {
+                        let seq = seq_of(&self.responses[f * self.rsp..]);
+                        if seq != self.flows[f].seq {
+                            self.report.stale_responses += 1;
+                            self.arm(ring, f)?;
+                            return Ok(true);
+                        }
+                        let now = monotonic_ns();
+                        run.sampler.record(now - self.flows[f].started);
+                        self.report.receives += 1;
+                        self.report.datagrams_received += 1;
+                        self.report.flows[f].datagrams_received += 1;
+                        let k = &mut run.counters[f];
+                        k.transactions += 1;
+                        k.bytes_sent += self.req as u64;
+                        k.bytes_received += r as u64;
+                        self.flows[f].seq += 1;
+                        if run.stopping {
+                            self.retire(f);
+                        } else {
+                            self.begin(ring, f, now)?;
+                        }
+                    }
                 }
             }
+            _ => return Ok(false),
         }
-        Ok(Ending::Completed)
+        Ok(true)
+    }
+
+    fn report(&self) -> RoleReport {
+        RoleReport { udp: Some(self.report.clone()), ..RoleReport::default() }
     }
 }
 
 /// The server side of one worker.
-pub struct UdpRrServer {
+pub struct UdpRrServer<S> {
     fds: Vec<FlowFd>,
     requests: Vec<u8>,
     req: usize,
-    responses: Vec<u8>,
+    /// Sends each response with the number of its request (a datagram send path).
+    path: S,
     rsp: usize,
     /// Per flow: the next new request number, a send in flight, an answer owed meanwhile.
     next: Vec<u64>,
     sending: Vec<bool>,
     owed: Vec<Option<u64>>,
-    quiet: Box<types::Timespec>,
-    quiet_ns: u64,
+    drain: Drain,
     report: UdpReport,
-    end_ns: Option<u64>,
+    /// Receives still standing, responses in flight.
+    armed: usize,
+    in_flight: usize,
 }
 
-impl UdpRrServer {
-    pub fn new(spec: &TestSpec, fds: &[FlowFd]) -> UdpRrServer {
+impl<S: SendPath> UdpRrServer<S> {
+    pub fn new(spec: &TestSpec, fds: &[FlowFd], path: S) -> UdpRrServer<S> {
         let (req, rsp) = (spec.request_size as usize, spec.response_size as usize);
         // Quiet for two client timeouts: a retransmission would have come by then.
         let quiet_ns = (2 * u64::from(spec.udp.timeout_us) * 1000).max(20_000_000);
@@ -237,28 +230,21 @@ impl UdpRrServer {
             fds: fds.to_vec(),
             requests: vec![0u8; req * fds.len()],
             req,
-            responses: vec![0u8; rsp * fds.len()],
+            path,
             rsp,
             next: vec![0; fds.len()],
             sending: vec![false; fds.len()],
             owed: vec![None; fds.len()],
-            quiet: timespec(quiet_ns),
-            quiet_ns,
+            // Up to 200 ms of requests still coming, then one quiet period.
+            drain: Drain::new(quiet_ns, 200_000_000 + quiet_ns),
             report: UdpReport {
                 datagram_size: spec.response_size,
                 flows: vec![UdpFlowReport::default(); fds.len()],
                 ..UdpReport::default()
             },
-            end_ns: None,
+            armed: 0,
+            in_flight: 0,
         }
-    }
-
-    pub fn report(&self) -> UdpReport {
-        self.report.clone()
-    }
-
-    pub fn end_ns(&self) -> Option<u64> {
-        self.end_ns
     }
 
     fn arm(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
@@ -277,137 +263,99 @@ impl UdpRrServer {
             return Ok(());
         }
         self.sending[f] = true;
-        let rsp = &mut self.responses[f * self.rsp..][..self.rsp];
-        rsp[..8].copy_from_slice(&seq.to_le_bytes());
-        let ptr = rsp.as_ptr();
-        let e = with_fd!(self.fds[f], |t| opcode::Send::new(t, ptr, self.rsp as u32)
-            .flags(libc::MSG_NOSIGNAL)
-            .build()
-            .user_data(token(op::SEND, f)));
+        self.path.push(ring, f, seq, self.rsp as u32, Flags::empty())?;
         self.report.sends += 1;
-        // SAFETY: the buffer lives in self and is not rewritten until this send completes.
-        unsafe { ring.push(&e) }
+        Ok(())
+    }
+}
+
+/// Answers requests until after the deadline no request came for a quiet period; every
+/// new request counts as it arrives. A stop ends it at once.
+impl<S: SendPath> Workload for UdpRrServer<S> {
+    fn timers(&self) -> Timers {
+        Timers { deadline: true, guard: false }
     }
 
-    fn quiet_tick(&mut self, ring: &mut Ring) -> Result<()> {
-        let e = opcode::Timeout::new(&*self.quiet).build().user_data(token(op::DRAIN, 0));
-        // SAFETY: the timespec is boxed in self.
-        unsafe { ring.push(&e) }
-    }
-
-    /// Answers requests until after `deadline_ns` no request came for a quiet period.
-    /// `counters` count every new request as it arrives. An ABORT completion ends it at
-    /// once.
-    pub fn run(
-        &mut self,
-        ring: &mut Ring,
-        deadline_ns: u64,
-        sampler: &mut IntervalSampler,
-        counters: &mut [FlowCounters],
-    ) -> Result<Ending> {
-        let n = self.fds.len();
-        let mut done = Vec::with_capacity(ring.cq_entries());
-        ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
-        for f in 0..n {
+    fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
+        for f in 0..self.fds.len() {
             self.arm(ring, f)?;
         }
-        let mut armed = n;
-        let mut in_flight = 0usize;
-        let mut draining = false;
-        let mut cancelled = false;
-        let mut since_tick = 0u64;
-        let limit = deadline_ns + 200_000_000 + self.quiet_ns;
-        while armed > 0 || in_flight > 0 {
-            ring.submit_and_wait()?;
-            ring.reap(&mut done);
-            for c in &done {
-                match c.op() {
-                    op::DEADLINE => {
-                        draining = true;
-                        self.end_ns = Some(deadline_ns);
-                        self.quiet_tick(ring)?;
+        self.armed = self.fds.len();
+        Ok(())
+    }
+
+    fn done(&self, _run: &Run) -> bool {
+        self.armed == 0 && self.in_flight == 0
+    }
+
+    fn on_deadline(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()> {
+        self.drain.start(ring, run.deadline_ns)
+    }
+
+    fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
+        match c.op() {
+            op::CANCEL => {}
+            op::DRAIN => self.drain.on_tick(ring, run.deadline_ns, self.fds.len())?,
+            op::SEND => {
+                let f = c.flow();
+                self.sending[f] = false;
+                self.in_flight -= 1;
+                match self.path.complete(ring, c)? {
+                    SendEvent::Sent { .. } => {
+                        self.report.datagrams_sent += 1;
+                        self.report.flows[f].datagrams_sent += 1;
                     }
-                    op::ABORT => return Ok(Ending::Aborted),
-                    op::INTERVAL => sampler.tick(counters),
-                    op::CANCEL => {}
-                    op::DRAIN => {
-                        let now = monotonic_ns();
-                        if since_tick > 0 {
-                            self.end_ns = Some(now);
-                        }
-                        if since_tick > 0 && now < limit {
-                            since_tick = 0;
-                            self.quiet_tick(ring)?;
-                        } else if !cancelled {
-                            cancelled = true;
-                            cancel_receives(ring, n)?;
-                        }
-                    }
-                    op::SEND => {
-                        let f = c.flow();
-                        self.sending[f] = false;
-                        in_flight -= 1;
-                        if c.result < 0
-                            && !matches!(-c.result, libc::ENOBUFS | libc::EAGAIN | libc::ECONNREFUSED)
-                        {
-                            return Err(cqe_error("a UDP response send", c.result));
-                        }
-                        if c.result < 0 {
-                            self.report.send_errors += 1;
-                        } else {
-                            self.report.datagrams_sent += 1;
-                            self.report.flows[f].datagrams_sent += 1;
-                        }
-                        if let Some(seq) = self.owed[f].take() {
-                            in_flight += 1;
-                            self.answer(ring, f, seq)?;
-                        }
-                    }
-                    op::RECV => {
-                        let f = c.flow();
-                        match c.result {
-                            r if r == -libc::ECANCELED => {
-                                armed -= 1;
-                                continue;
-                            }
-                            r if r == -libc::ECONNREFUSED || (r >= 0 && (r as usize) < 8) => {
-                                self.report.stray += 1
-                            }
-                            r if r < 0 => return Err(cqe_error("a UDP request receive", r)),
-                            r => {
-                                let seq = seq_of(&self.requests[f * self.req..]);
-                                self.report.receives += 1;
-                                if draining {
-                                    since_tick += 1;
-                                }
-                                if seq >= self.next[f] {
-                                    self.next[f] = seq + 1;
-                                    self.report.datagrams_received += 1;
-                                    self.report.flows[f].datagrams_received += 1;
-                                    let k = &mut counters[f];
-                                    k.transactions += 1;
-                                    k.bytes_received += r as u64;
-                                    k.bytes_sent += self.rsp as u64;
-                                } else {
-                                    self.report.duplicated += 1;
-                                    self.report.flows[f].duplicated += 1;
-                                }
-                                if !self.sending[f] {
-                                    in_flight += 1;
-                                }
-                                self.answer(ring, f, seq)?;
-                            }
-                        }
-                        if cancelled {
-                            armed -= 1;
-                        } else {
-                            self.arm(ring, f)?;
-                        }
-                    }
-                    other => return Err(unexpected(other)),
+                    SendEvent::Dropped { .. } => self.report.send_errors += 1,
+                    _ => return Err(cqe_error("a UDP response send", c.result)),
+                }
+                if let Some(seq) = self.owed[f].take() {
+                    self.in_flight += 1;
+                    self.answer(ring, f, seq)?;
                 }
             }
+            op::RECV => {
+                let f = c.flow();
+                match c.result {
+                    r if r == -libc::ECANCELED => {
+                        self.armed -= 1;
+                        return Ok(true);
+                    }
+                    r if r == -libc::ECONNREFUSED || (r >= 0 && (r as usize) < 8) => self.report.stray += 1,
+                    r if r < 0 => return Err(cqe_error("a UDP request receive", r)),
+                    r => {
+                        let seq = seq_of(&self.requests[f * self.req..]);
+                        self.report.receives += 1;
+                        self.drain.saw_data();
+                        if seq >= self.next[f] {
+                            self.next[f] = seq + 1;
+                            self.report.datagrams_received += 1;
+                            self.report.flows[f].datagrams_received += 1;
+                            let k = &mut run.counters[f];
+                            k.transactions += 1;
+                            k.bytes_received += r as u64;
+                            k.bytes_sent += self.rsp as u64;
+                        } else {
+                            self.report.duplicated += 1;
+                            self.report.flows[f].duplicated += 1;
+                        }
+                        if !self.sending[f] {
+                            self.in_flight += 1;
+                        }
+                        self.answer(ring, f, seq)?;
+                    }
+                }
+                if self.drain.cancelled() {
+                    self.armed -= 1;
+                } else {
+                    self.arm(ring, f)?;
+                }
+            }
+            _ => return Ok(false),
         }
-        Ok(Ending::Completed)
+        Ok(true)
+    }
+
+    fn report(&self) -> RoleReport {
+        RoleReport { udp: Some(self.report.clone()), end_ns: self.drain.end_ns(), ..RoleReport::default() }
     }
 }

@@ -11,30 +11,27 @@
 //! DRAIN_MAX; its elapsed time ends at the last tick that saw data.
 
 use io_uring::squeue::Flags;
-use io_uring::{cqueue, opcode, types};
 
-use crate::buf::BufRing;
 use crate::error::{Error, Result};
-use crate::io::op;
-use crate::measure::clock::monotonic_ns;
-use crate::measure::intervals::IntervalSampler;
+use crate::io::{op, RecvEvent, RecvPath, SendEvent, SendPath};
 use crate::net::udp::HELLO_BIT;
 use crate::report::{UdpFlowReport, UdpReport};
-use crate::ring::{slot_token, token, Completion, FlowFd, Ring};
+use crate::ring::{Completion, Ring};
 use crate::spec::{TestSpec, UDP_SEQ_LEN};
-use crate::with_fd;
+use crate::verify::Verifier;
+use crate::workload::drain::Drain;
+use crate::workload::driver::{RoleReport, Run, Timers, Wait, Workload};
 use crate::workload::pacer::Pacer;
 use crate::workload::sequence::SeqTracker;
-use crate::workload::{cancel_receives, unexpected, Ending, FlowCounters};
+use crate::workload::FlowCounters;
 
 /// How often the receiver looks whether datagrams still arrive after its deadline.
 const DRAIN_TICK_NS: u64 = 20_000_000;
 /// The longest the receiver drains after its deadline.
 const DRAIN_MAX_NS: u64 = 200_000_000;
 
-/// Provided buffers of a receiver's multishot ring, and its buffer group.
+/// Provided buffers of a receiver's multishot ring.
 const UDP_RING_BUFFERS: u16 = 1024;
-const UDP_BGID: u16 = 1;
 
 /// Datagrams per linked chain of sends when --send-depth is not given.
 const UDP_CHAIN_DATAGRAMS: u32 = 32;
@@ -45,222 +42,205 @@ pub fn udp_chain_sends(datagrams_per_send: u32) -> u32 {
     (UDP_CHAIN_DATAGRAMS / datagrams_per_send.max(1)).max(1)
 }
 
-/// The sending side of one worker.
-pub struct UdpSender {
-    fds: Vec<FlowFd>,
-    /// Per flow, `depth` buffers of `per_send * size` bytes.
-    bufs: Vec<u8>,
+/// The sending side of one worker: numbered datagrams through a datagram send path.
+pub struct UdpSender<S> {
+    path: S,
+    flows: usize,
     size: usize,
     per_send: usize,
     depth: usize,
     /// Per flow: the next sequence number.
     seq: Vec<u64>,
+    pacer: Pacer,
+    in_flight: Vec<usize>,
+    total: usize,
     report: UdpReport,
 }
 
-impl UdpSender {
-    pub fn new(spec: &TestSpec, fds: &[FlowFd]) -> UdpSender {
+impl<S: SendPath> UdpSender<S> {
+    /// `path` numbers each datagram (see `io::send::DatagramSend`) and holds
+    /// `send_depth` sends per flow.
+    pub fn new(spec: &TestSpec, path: S, flows: usize) -> UdpSender<S> {
         let size = spec.send_size as usize;
         let per_send = spec.udp_datagrams_per_send() as usize;
-        // A chain of sends per flow, as the spec says (see `udp_chain_sends`).
-        let depth = spec.ring.send_depth.max(1) as usize;
+        let depth = udp_send_depth(spec);
         UdpSender {
-            fds: fds.to_vec(),
-            bufs: vec![0u8; fds.len() * depth * per_send * size],
+            path,
+            flows,
             size,
             per_send,
             depth,
-            seq: vec![0; fds.len()],
+            seq: vec![0; flows],
+            pacer: Pacer::for_chains(
+                spec.pacing.flow_rate_bps(spec.flows),
+                flows,
+                (per_send * size) as u32,
+                depth as u32,
+            ),
+            in_flight: vec![0; flows],
+            total: 0,
             report: UdpReport {
                 datagram_size: spec.send_size,
                 gso_segment: spec.udp.gso_segment,
-                flows: vec![UdpFlowReport::default(); fds.len()],
+                flows: vec![UdpFlowReport::default(); flows],
                 ..UdpReport::default()
             },
         }
-    }
-
-    pub fn report(&self) -> UdpReport {
-        self.report.clone()
-    }
-
-    /// Sends per linked chain (each of `udp_datagrams_per_send` datagrams).
-    pub fn chain(&self) -> usize {
-        self.depth
     }
 
     fn send_bytes(&self) -> u32 {
         (self.per_send * self.size) as u32
     }
 
-    /// Numbers the datagrams of buffer `slot` of `flow` and queues its send.
-    fn push(&mut self, ring: &mut Ring, f: usize, slot: usize, flags: Flags) -> Result<()> {
-        let len = self.per_send * self.size;
-        let start = (f * self.depth + slot) * len;
-        let buf = &mut self.bufs[start..start + len];
-        for k in 0..self.per_send {
-            buf[k * self.size..][..UDP_SEQ_LEN as usize].copy_from_slice(&self.seq[f].to_le_bytes());
-            self.seq[f] += 1;
-        }
-        let ptr = buf.as_ptr();
-        let e = with_fd!(self.fds[f], |t| opcode::Send::new(t, ptr, len as u32)
-            .flags(libc::MSG_NOSIGNAL)
-            .build()
-            .user_data(slot_token(op::SEND, f, slot))
-            .flags(flags));
-        self.report.sends += 1;
-        // SAFETY: the buffer lives in self (dropped after the ring) and is not written
-        // again until this send's completion.
-        unsafe { ring.push(&e) }
-    }
-
-    /// Sends on every flow until `deadline_ns`, then waits for the sends in flight.
-    /// `counters` are kept up to date as sends complete, so a run that fails or is stopped
-    /// still reports what it sent. An ABORT completion ends it at once.
-    pub fn run(
-        &mut self,
-        ring: &mut Ring,
-        deadline_ns: u64,
-        sampler: &mut IntervalSampler,
-        pacer: &mut Pacer,
-        counters: &mut [FlowCounters],
-    ) -> Result<Ending> {
-        let n = self.fds.len();
-        let mut in_flight = vec![0usize; n];
-        let mut total = 0usize;
-        let mut done = Vec::with_capacity(ring.cq_entries());
-        ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
-        pacer.start(ring)?;
+    /// Queues flow `f`'s next chain: its sends go out linked, so they leave in sequence
+    /// order.
+    fn refill(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
         let bytes = self.send_bytes();
-        // A flow's sends go out as one linked chain, so they leave in sequence order.
-        let refill = |s: &mut Self,
-                      ring: &mut Ring,
-                      pacer: &mut Pacer,
-                      f: usize,
-                      in_flight: &mut [usize],
-                      total: &mut usize| {
-            let mut k = 0;
-            while k < s.depth && pacer.allow(f, bytes) {
-                k += 1;
-            }
-            for slot in 0..k {
-                let flags = if slot + 1 < k { Flags::IO_LINK } else { Flags::empty() };
-                s.push(ring, f, slot, flags)?;
-            }
-            in_flight[f] += k;
-            *total += k;
-            Ok::<(), Error>(())
-        };
-        for f in 0..n {
-            refill(self, ring, pacer, f, &mut in_flight, &mut total)?;
+        let room = self.depth.min(self.path.available(f));
+        let mut k = 0;
+        while k < room && self.pacer.allow(f, bytes) {
+            k += 1;
         }
-        let mut stopping = false;
-        while !(stopping && total == 0) {
-            // Every send in flight completes on its own (UDP does not wait for the peer),
-            // so wait for all of them: the kernel runs each chain's links within one enter.
-            ring.submit_and_wait_for(total)?;
-            ring.reap(&mut done);
-            for c in &done {
-                let f = match c.op() {
-                    op::DEADLINE => {
-                        stopping = true;
-                        continue;
-                    }
-                    // The sends in flight die with the ring, which goes before their buffers.
-                    op::ABORT => return Ok(Ending::Aborted),
-                    op::INTERVAL => {
-                        sampler.tick(counters);
-                        continue;
-                    }
-                    op::PACE => {
-                        pacer.tick();
-                        for f in 0..n {
-                            if pacer.take_waiting(f) && !stopping && in_flight[f] == 0 {
-                                refill(self, ring, pacer, f, &mut in_flight, &mut total)?;
-                            }
-                        }
-                        continue;
-                    }
-                    op::SEND => self.sent(c, counters)?,
-                    other => return Err(unexpected(other)),
-                };
-                in_flight[f] -= 1;
-                total -= 1;
-                if !stopping && in_flight[f] == 0 {
-                    refill(self, ring, pacer, f, &mut in_flight, &mut total)?;
-                }
-            }
+        for i in 1..=k {
+            let flags = if i < k { Flags::IO_LINK } else { Flags::empty() };
+            self.path.push(ring, f, self.seq[f], bytes, flags)?;
+            self.seq[f] += self.per_send as u64;
+            self.report.sends += 1;
         }
-        Ok(Ending::Completed)
+        self.in_flight[f] += k;
+        self.total += k;
+        Ok(())
     }
 
-    fn sent(&mut self, c: &Completion, counters: &mut [FlowCounters]) -> Result<usize> {
-        let f = c.flow();
-        let fr = &mut self.report.flows[f];
-        match c.result {
-            r if r >= 0 => {
-                let d = (r as usize).div_ceil(self.size) as u64;
-                fr.datagrams_sent += d;
+    fn sent(&mut self, ring: &mut Ring, c: &Completion, counters: &mut [FlowCounters]) -> Result<usize> {
+        Ok(match self.path.complete(ring, c)? {
+            SendEvent::Sent { flow, bytes } => {
+                let d = (bytes as usize).div_ceil(self.size) as u64;
+                self.report.flows[flow].datagrams_sent += d;
                 self.report.datagrams_sent += d;
-                counters[f].bytes_sent += r as u64;
+                counters[flow].bytes_sent += u64::from(bytes);
+                flow
             }
             // The kernel refused the datagrams (local queue full, or a cancelled link):
             // their numbers are gone, so the receiver sees them as lost. Say so.
-            r if r == -libc::ENOBUFS || r == -libc::ECANCELED || r == -libc::EAGAIN => {
+            SendEvent::Cancelled { flow } | SendEvent::Dropped { flow, refused: false } => {
                 self.report.send_errors += self.per_send as u64;
+                flow
             }
-            r if r == -libc::ECONNREFUSED => {
+            SendEvent::Dropped { refused: true, .. } => {
                 return Err(Error::Peer(
                     "the receiver's UDP port is closed (ICMP port unreachable): did the server stop?".into(),
                 ))
             }
-            r => return Err(crate::ring::cqe_error("a UDP send", r)),
-        }
-        Ok(f)
+            SendEvent::Chain { .. } | SendEvent::Released { .. } | SendEvent::Nothing => {
+                return Err(Error::Protocol(
+                    "a UDP send path reported a stream event: this is a bug in ringperf".into(),
+                ))
+            }
+        })
     }
 }
 
-/// The receiving side of one worker.
-pub struct UdpReceiver {
-    fds: Vec<FlowFd>,
-    buf_len: usize,
-    size: usize,
-    seq: Vec<SeqTracker>,
-    drain: Box<types::Timespec>,
-    report: UdpReport,
-    end_ns: Option<u64>,
-    /// The provided buffers of the multishot receive, set up when the run starts.
-    ring_bufs: Option<BufRing>,
+/// Sends per linked chain of a UDP sender, as the spec says (see `udp_chain_sends`).
+pub fn udp_send_depth(spec: &TestSpec) -> usize {
+    spec.ring.send_depth.max(1) as usize
 }
 
-impl UdpReceiver {
-    pub fn new(spec: &TestSpec, fds: &[FlowFd]) -> UdpReceiver {
-        let size = spec.send_size as usize;
-        let buf_len = if spec.udp.gro { 65_536.max(size) } else { size };
+/// Sends on every flow until the deadline, then waits for the sends in flight. The sends
+/// in flight at a stop die with the ring, which goes before their buffers.
+impl<S: SendPath> Workload for UdpSender<S> {
+    fn timers(&self) -> Timers {
+        Timers { deadline: true, guard: false }
+    }
+
+    fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
+        self.pacer.start(ring)?;
+        for f in 0..self.flows {
+            self.refill(ring, f)?;
+        }
+        Ok(())
+    }
+
+    fn wait(&self) -> Wait {
+        // Every send in flight completes on its own (UDP does not wait for the peer), so
+        // wait for all of them: the kernel runs each chain's links within one enter.
+        Wait::All(self.total)
+    }
+
+    fn done(&self, run: &Run) -> bool {
+        run.stopping && self.total == 0
+    }
+
+    fn on_pace(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()> {
+        self.pacer.tick();
+        for f in 0..self.flows {
+            if self.pacer.take_waiting(f) && !run.stopping && self.in_flight[f] == 0 {
+                self.refill(ring, f)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
+        if c.op() != op::SEND {
+            return Ok(false);
+        }
+        let f = self.sent(ring, c, run.counters)?;
+        self.in_flight[f] -= 1;
+        self.total -= 1;
+        if !run.stopping && self.in_flight[f] == 0 {
+            self.refill(ring, f)?;
+        }
+        Ok(true)
+    }
+
+    fn report(&self) -> RoleReport {
+        RoleReport { udp: Some(self.report.clone()), ..RoleReport::default() }
+    }
+}
+
+/// The receiving side of one worker: a standing receive per flow through a datagram
+/// receive path, every datagram's number into the flow's sequence tracker.
+pub struct UdpReceiver<R> {
+    path: R,
+    flows: usize,
+    size: usize,
+    seq: Vec<SeqTracker>,
+    drain: Drain,
+    report: UdpReport,
+    armed: usize,
+    /// Off: the sequence tracker checks what a datagram receiver gets.
+    verify: Verifier,
+}
+
+/// Buffers of `size` bytes a UDP receiver's path needs: one datagram each, or a GRO batch.
+pub fn udp_recv_buffers(spec: &TestSpec) -> (u16, usize) {
+    let size = spec.send_size as usize;
+    (UDP_RING_BUFFERS, if spec.udp.gro { 65_536.max(size) } else { size })
+}
+
+impl<R: RecvPath> UdpReceiver<R> {
+    pub fn new(spec: &TestSpec, path: R, flows: usize) -> UdpReceiver<R> {
         UdpReceiver {
-            fds: fds.to_vec(),
-            buf_len,
-            size,
-            seq: vec![SeqTracker::default(); fds.len()],
-            drain: Box::new(types::Timespec::new().nsec(DRAIN_TICK_NS as u32)),
+            path,
+            flows,
+            size: spec.send_size as usize,
+            seq: vec![SeqTracker::default(); flows],
+            drain: Drain::new(DRAIN_TICK_NS, DRAIN_MAX_NS),
             report: UdpReport {
                 datagram_size: spec.send_size,
                 gro: spec.udp.gro,
-                flows: vec![UdpFlowReport::default(); fds.len()],
+                flows: vec![UdpFlowReport::default(); flows],
                 ..UdpReport::default()
             },
-            end_ns: None,
-            ring_bufs: None,
+            armed: 0,
+            verify: Verifier::new(false, 0),
         }
     }
 
-    /// The end of this side's window: the last drain tick that still saw datagrams.
-    pub fn end_ns(&self) -> Option<u64> {
-        self.end_ns
-    }
-
-    pub fn report(&self) -> UdpReport {
+    fn udp_report(&self) -> UdpReport {
         let mut r = self.report.clone();
+        r.no_buffers = self.path.report().enobufs;
         for (f, t) in self.seq.iter().enumerate() {
             let fr = &mut r.flows[f];
             fr.datagrams_received = t.unique;
@@ -277,30 +257,12 @@ impl UdpReceiver {
         r
     }
 
-    /// Arms flow `f`'s standing multishot receive: one request takes every datagram as it
-    /// comes, one CQE each (several with GRO), into the provided-buffer ring.
-    fn arm(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
-        let bgid = self.ring_bufs.as_ref().map_or(UDP_BGID, BufRing::bgid);
-        let e =
-            with_fd!(self.fds[f], |t| opcode::RecvMulti::new(t, bgid).build().user_data(token(op::RECV, f)));
-        // SAFETY: the buffer ring lives in self, dropped only after the ring.
-        unsafe { ring.push(&e) }
-    }
-
-    fn drain_tick(&mut self, ring: &mut Ring) -> Result<()> {
-        let e = opcode::Timeout::new(&*self.drain).build().user_data(token(op::DRAIN, 0));
-        // SAFETY: the timespec is boxed in self and outlives the ring's use of it.
-        unsafe { ring.push(&e) }
-    }
-
-    /// Accounts one receive of `len` bytes on flow `f` from buffer `bid` (several
-    /// datagrams with GRO), and hands the buffer back to the kernel.
-    fn received(&mut self, f: usize, bid: u16, len: usize, counters: &mut [FlowCounters]) {
+    /// Accounts one receive on flow `f` (several datagrams with GRO).
+    fn received(&mut self, f: usize, c: &Completion, counters: &mut [FlowCounters]) {
         self.report.receives += 1;
-        let Some(bufs) = self.ring_bufs.as_mut() else { return };
         // GRO hands over equal-size datagrams back to back (the last may be shorter);
         // every datagram of the test has the spec's size.
-        for d in bufs.data(bid, len).chunks(self.size) {
+        for d in self.path.payload(c).chunks(self.size) {
             if d.len() < UDP_SEQ_LEN as usize {
                 self.report.stray += 1;
                 continue;
@@ -313,103 +275,76 @@ impl UdpReceiver {
             self.seq[f].on(seq);
             counters[f].bytes_received += d.len() as u64;
         }
-        bufs.recycle(bid);
+    }
+}
+
+/// Receives on every flow until the deadline and the drain after it. The standing
+/// receives at a stop die with the ring, which goes before the buffer ring they fill.
+impl<R: RecvPath> Workload for UdpReceiver<R> {
+    fn timers(&self) -> Timers {
+        Timers { deadline: true, guard: false }
     }
 
-    /// Receives on every flow until `deadline_ns` and the drain after it. `counters` are
-    /// kept up to date as datagrams arrive, so a run that fails or is stopped still reports
-    /// them. An ABORT completion ends it at once.
-    pub fn run(
-        &mut self,
-        ring: &mut Ring,
-        deadline_ns: u64,
-        sampler: &mut IntervalSampler,
-        counters: &mut [FlowCounters],
-    ) -> Result<Ending> {
-        let n = self.fds.len();
-        let mut done = Vec::with_capacity(ring.cq_entries());
-        ring.push_deadline(deadline_ns, token(op::DEADLINE, 0))?;
-        self.ring_bufs = Some(BufRing::new(ring, UDP_RING_BUFFERS, self.buf_len, UDP_BGID, true)?);
-        for f in 0..n {
-            self.arm(ring, f)?;
+    fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
+        for f in 0..self.flows {
+            self.path.arm(ring, f, 0, false, Flags::empty())?;
         }
-        let mut armed = n;
-        let mut draining = false;
-        let mut cancelled = false;
-        let mut since_tick = 0u64;
-        while armed > 0 {
-            ring.submit_and_wait()?;
-            ring.reap(&mut done);
-            for c in &done {
-                match c.op() {
-                    op::DEADLINE => {
-                        draining = true;
-                        self.end_ns = Some(deadline_ns);
-                        since_tick = 0;
-                        self.drain_tick(ring)?;
+        self.armed = self.flows;
+        Ok(())
+    }
+
+    fn done(&self, _run: &Run) -> bool {
+        self.armed == 0
+    }
+
+    fn on_deadline(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()> {
+        self.drain.start(ring, run.deadline_ns)
+    }
+
+    fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
+        match c.op() {
+            op::CANCEL => {}
+            op::DRAIN => self.drain.on_tick(ring, run.deadline_ns, self.flows)?,
+            op::RECV => {
+                let f = c.flow();
+                match self.path.complete(ring, c, &mut self.verify)? {
+                    RecvEvent::Data { bytes: 0, .. } => self.report.stray += 1,
+                    RecvEvent::Data { .. } => {
+                        self.received(f, c, run.counters);
+                        self.drain.saw_data();
                     }
-                    // The standing receives die with the ring, which goes before the
-                    // buffer ring they fill.
-                    op::ABORT => return Ok(Ending::Aborted),
-                    op::INTERVAL => sampler.tick(counters),
-                    op::CANCEL => {}
-                    op::DRAIN => {
-                        let now = monotonic_ns();
-                        if since_tick > 0 {
-                            self.end_ns = Some(now);
-                        }
-                        if since_tick > 0 && now < deadline_ns + DRAIN_MAX_NS {
-                            since_tick = 0;
-                            self.drain_tick(ring)?;
-                        } else if !cancelled {
-                            cancelled = true;
-                            cancel_receives(ring, n)?;
-                        }
+                    RecvEvent::Cancelled { .. } => {
+                        self.armed -= 1;
+                        return Ok(true);
                     }
-                    op::RECV => {
-                        let f = c.flow();
-                        match c.result {
-                            r if r > 0 => {
-                                let Some(bid) = cqueue::buffer_select(c.flags) else {
-                                    return Err(Error::Protocol(
-                                        "a multishot UDP receive came without a buffer".into(),
-                                    ));
-                                };
-                                self.received(f, bid, r as usize, counters);
-                                if draining {
-                                    since_tick += 1;
-                                }
-                            }
-                            0 => self.report.stray += 1,
-                            r if r == -libc::ECANCELED => {
-                                armed -= 1;
-                                continue;
-                            }
-                            // Every provided buffer was full: the kernel drops what comes
-                            // until the ring is refilled (the sequence numbers show it).
-                            r if r == -libc::ENOBUFS => self.report.no_buffers += 1,
-                            // ICMP errors of earlier sends (none here) or a refused peer:
-                            // nothing to account, keep receiving.
-                            r if r == -libc::ECONNREFUSED => {}
-                            r => return Err(crate::ring::cqe_error("a UDP receive", r)),
-                        }
-                        // A multishot receive ends (no F_MORE) on ENOBUFS and at times
-                        // otherwise: arm it again unless the run is over.
-                        if !c.more() {
-                            if cancelled {
-                                armed -= 1;
-                            } else {
-                                self.arm(ring, f)?;
-                            }
-                        }
+                    RecvEvent::Nothing => {}
+                    RecvEvent::Eof { .. } => {
+                        return Err(Error::Protocol(
+                            "a datagram receive path reported EOF: this is a bug in ringperf".into(),
+                        ))
                     }
-                    other => return Err(unexpected(other)),
+                }
+                // A multishot receive ends (no F_MORE) on ENOBUFS and at times otherwise:
+                // arm it again unless the run is over.
+                if !c.more() {
+                    if self.drain.cancelled() {
+                        self.armed -= 1;
+                    } else {
+                        self.path.arm(ring, f, 0, false, Flags::empty())?;
+                    }
                 }
             }
-            if let Some(b) = &self.ring_bufs {
-                b.publish();
-            }
+            _ => return Ok(false),
         }
-        Ok(Ending::Completed)
+        Ok(true)
+    }
+
+    fn after_batch(&mut self) {
+        self.path.after_batch();
+    }
+
+    fn report(&self) -> RoleReport {
+        // The end of this side's window: the last drain tick that still saw datagrams.
+        RoleReport { udp: Some(self.udp_report()), end_ns: self.drain.end_ns(), ..RoleReport::default() }
     }
 }

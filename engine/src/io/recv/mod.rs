@@ -1,11 +1,13 @@
 //! Receive engines, and the enum that dispatches to the one a side chose.
 
 mod copy;
+mod datagram;
 mod provided;
 
 use io_uring::squeue;
 
 pub use copy::CopyRecv;
+pub use datagram::DatagramRecv;
 pub use provided::ProvidedRecv;
 
 use crate::error::Result;

@@ -1,6 +1,7 @@
 //! Send engines, and the enum that dispatches to the one a side chose.
 
 mod copy;
+mod datagram;
 mod splice;
 mod zc;
 
@@ -9,6 +10,7 @@ use std::fs::File;
 use io_uring::squeue;
 
 pub use copy::CopySend;
+pub use datagram::DatagramSend;
 pub use splice::SpliceSend;
 pub use zc::{
     arena_bytes_per_flow as zc_arena_bytes_per_flow, slots_per_flow as zc_slots_per_flow,

@@ -1,0 +1,334 @@
+//! The one event loop every workload role runs on.
+//!
+//! The driver owns what all roles share: the deadline and peer-guard timeouts, the stop
+//! watch (ABORT), interval sampling, routing pacing ticks, waiting and reaping in batches,
+//! running until the role has drained what it has in flight, and the error for a
+//! completion nobody expects. A role ([`Workload`]) says only what is its own: what to
+//! submit at the start, what each of its completions means, when it is done, what the
+//! deadline and the guard mean to it, and how many completions a wait should ask for.
+
+use std::os::fd::RawFd;
+
+use crate::error::Result;
+use crate::io::op;
+use crate::measure::intervals::IntervalSampler;
+use crate::report::{CrrReport, RecvReport, SendReport, UdpReport, VerifyReport};
+use crate::ring::{token, Completion, Ring};
+use crate::workload::{peer_stuck, unexpected, Ending, FlowCounters, PEER_GRACE_NS};
+
+/// How long a wait for a whole chain lasts before it settles for the completions that
+/// have come (the kernel's min-wait, counted from the start of the wait): long enough for
+/// a chain of large sends, short next to the peer guard.
+pub const CHAIN_WAIT_BOUND_US: u32 = 10_000;
+
+/// How the driver waits for the next batch of completions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// The ring's configured batch (`--cq-batch`, min-wait `--cq-wait-us`).
+    Batch,
+    /// This many completions, bounded by [`CHAIN_WAIT_BOUND_US`]: for a chain whose
+    /// completions may not all come (a peer that stopped reading).
+    Chain(usize),
+    /// This many completions, unbounded: for operations that complete without the peer
+    /// (linked UDP sends).
+    All(usize),
+}
+
+/// The timers the driver arms for a role before its start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timers {
+    /// DEADLINE at the end of the window; [`Workload::on_deadline`] says what it means.
+    pub deadline: bool,
+    /// GUARD [`PEER_GRACE_NS`] after the deadline; [`Workload::on_guard`] says what it means.
+    pub guard: bool,
+}
+
+/// What the driver shares with the role while it runs.
+pub struct Run<'a> {
+    /// Per-flow totals, kept up to date by the role so that a failed or stopped run still
+    /// reports what moved; the interval sampler reads them at every tick.
+    pub counters: &'a mut [FlowCounters],
+    pub sampler: &'a mut IntervalSampler,
+    /// The end of the window (CLOCK_MONOTONIC ns).
+    pub deadline_ns: u64,
+    /// Set at the deadline by default: start nothing new, finish what is in flight.
+    pub stopping: bool,
+}
+
+/// What a role reports besides its counters, for the worker's outcome.
+#[derive(Default)]
+pub struct RoleReport {
+    pub send: Option<SendReport>,
+    pub recv: Option<RecvReport>,
+    pub verify: Option<VerifyReport>,
+    pub crr: Option<CrrReport>,
+    pub udp: Option<UdpReport>,
+    /// A role that ends its own window (a UDP receiver's drain) says when.
+    pub end_ns: Option<u64>,
+}
+
+/// One workload role's own logic over a worker's flows.
+pub trait Workload {
+    /// Which of the deadline and the guard the driver arms.
+    fn timers(&self) -> Timers;
+    /// Whether the stop watch applies (the crr server stops through its own eventfd).
+    fn watches(&self) -> bool {
+        true
+    }
+    /// Queues what the role starts with.
+    fn start(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()>;
+    /// Handles one of the role's own completions; `Ok(false)` if `c` is no op of this role.
+    fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool>;
+    /// True once the role has finished, including what it had in flight.
+    fn done(&self, run: &Run) -> bool;
+    /// How the next wait should go.
+    fn wait(&self) -> Wait {
+        Wait::Batch
+    }
+    /// The DEADLINE fired. By default the role stops starting work.
+    fn on_deadline(&mut self, _ring: &mut Ring, run: &mut Run) -> Result<()> {
+        run.stopping = true;
+        Ok(())
+    }
+    /// The GUARD fired: by default the peer never finished.
+    fn on_guard(&mut self) -> Result<Ending> {
+        Err(peer_stuck())
+    }
+    /// The stop watch fired: `Some` ends the run at once (the default: aborted), `None`
+    /// goes on (a role that first takes back what it has in flight).
+    fn on_abort(&mut self, _ring: &mut Ring, _run: &mut Run) -> Result<Option<Ending>> {
+        Ok(Some(Ending::Aborted))
+    }
+    /// A pacing tick (only a role that armed a pacer gets one).
+    fn on_pace(&mut self, _ring: &mut Ring, _run: &mut Run) -> Result<()> {
+        Err(unexpected(op::PACE))
+    }
+    /// Called once after each batch of completions.
+    fn after_batch(&mut self) {}
+    /// Called once the role is done: how the run ended.
+    fn finish(&mut self, _run: &Run) -> Result<Ending> {
+        Ok(Ending::Completed)
+    }
+    /// What the role reports besides its counters.
+    fn report(&self) -> RoleReport;
+}
+
+/// Runs `role` on `ring` until it is done, fails, or is stopped. `watch`: a descriptor
+/// whose readability stops the run (see `WorkerPlan::watch_fd`).
+pub fn drive(
+    ring: &mut Ring,
+    role: &mut dyn Workload,
+    run: &mut Run,
+    watch: Option<RawFd>,
+) -> Result<Ending> {
+    if let Some(fd) = watch.filter(|_| role.watches()) {
+        ring.push_watch(fd, token(op::ABORT, 0))?;
+    }
+    let timers = role.timers();
+    if timers.deadline {
+        ring.push_deadline(run.deadline_ns, token(op::DEADLINE, 0))?;
+    }
+    if timers.guard {
+        ring.push_deadline(run.deadline_ns + PEER_GRACE_NS, token(op::GUARD, 0))?;
+    }
+    // Sized once: reaping never allocates.
+    let mut done = Vec::with_capacity(ring.cq_entries());
+    role.start(ring, run)?;
+    while !role.done(run) {
+        match role.wait() {
+            Wait::Batch => ring.submit_and_wait()?,
+            Wait::Chain(n) if n > 1 => ring.submit_and_wait_bounded(n, CHAIN_WAIT_BOUND_US)?,
+            Wait::Chain(_) => ring.submit_and_wait()?,
+            Wait::All(n) => ring.submit_and_wait_for(n)?,
+        }
+        ring.reap(&mut done);
+        for c in &done {
+            match c.op() {
+                op::DEADLINE if timers.deadline => role.on_deadline(ring, run)?,
+                op::GUARD => return role.on_guard(),
+                op::ABORT => {
+                    if let Some(ending) = role.on_abort(ring, run)? {
+                        return Ok(ending);
+                    }
+                }
+                op::INTERVAL => run.sampler.tick(run.counters),
+                op::PACE => role.on_pace(ring, run)?,
+                other => {
+                    if !role.complete(ring, c, run)? {
+                        return Err(unexpected(other));
+                    }
+                }
+            }
+        }
+        role.after_batch();
+    }
+    role.finish(run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+    use crate::measure::clock::monotonic_ns;
+    use crate::spec::RingTuning;
+
+    /// A role that keeps `width` no-ops of op SEND in flight until it stops, and can be
+    /// told to start with one stray completion of another op.
+    struct Fake {
+        timers: Timers,
+        width: usize,
+        in_flight: usize,
+        stray: Option<u8>,
+        pushed_while_stopping: usize,
+        saw_deadline: bool,
+        finished: bool,
+        never_done: bool,
+    }
+
+    impl Fake {
+        fn new(timers: Timers) -> Fake {
+            Fake {
+                timers,
+                width: 0,
+                in_flight: 0,
+                stray: None,
+                pushed_while_stopping: 0,
+                saw_deadline: false,
+                finished: false,
+                never_done: false,
+            }
+        }
+
+        fn nop(ring: &mut Ring, user_data: u64) -> Result<()> {
+            let e = io_uring::opcode::Nop::new().build().user_data(user_data);
+            // SAFETY: a no-op points at no memory.
+            unsafe { ring.push(&e) }
+        }
+
+        fn push(&mut self, ring: &mut Ring, run: &Run) -> Result<()> {
+            if run.stopping {
+                self.pushed_while_stopping += 1;
+            }
+            self.in_flight += 1;
+            Fake::nop(ring, token(op::SEND, 0))
+        }
+    }
+
+    impl Workload for Fake {
+        fn timers(&self) -> Timers {
+            self.timers
+        }
+        fn start(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()> {
+            if let Some(op) = self.stray {
+                Fake::nop(ring, token(op, 0))?;
+            }
+            for _ in 0..self.width {
+                self.push(ring, run)?;
+            }
+            Ok(())
+        }
+        fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
+            if c.op() != op::SEND {
+                return Ok(false);
+            }
+            self.in_flight -= 1;
+            run.counters[0].transactions += 1;
+            if !run.stopping {
+                self.push(ring, run)?;
+            }
+            Ok(true)
+        }
+        fn done(&self, run: &Run) -> bool {
+            !self.never_done && run.stopping && self.in_flight == 0
+        }
+        fn on_deadline(&mut self, _ring: &mut Ring, run: &mut Run) -> Result<()> {
+            self.saw_deadline = true;
+            run.stopping = true;
+            Ok(())
+        }
+        fn finish(&mut self, _run: &Run) -> Result<Ending> {
+            self.finished = true;
+            Ok(Ending::Completed)
+        }
+        fn report(&self) -> RoleReport {
+            RoleReport::default()
+        }
+    }
+
+    fn drive_fake(role: &mut Fake, deadline_ns: u64, watch: Option<RawFd>) -> (Result<Ending>, FlowCounters) {
+        let mut ring = Ring::new(&RingTuning::default(), 64).expect("a ring");
+        let mut sampler = IntervalSampler::new(0, 1, &[], false, None);
+        let mut counters = [FlowCounters::default()];
+        let mut run = Run { counters: &mut counters, sampler: &mut sampler, deadline_ns, stopping: false };
+        let ending = drive(&mut ring, role, &mut run, watch);
+        (ending, counters[0])
+    }
+
+    const NO_TIMERS: Timers = Timers { deadline: false, guard: false };
+
+    #[test]
+    fn a_completion_nobody_expects_is_an_error() {
+        let mut role = Fake::new(NO_TIMERS);
+        role.stray = Some(op::SOCKET);
+        role.never_done = true;
+        let (ending, _) = drive_fake(&mut role, monotonic_ns(), None);
+        match ending {
+            Err(Error::Protocol(m)) => assert!(m.contains(&format!("kind {}", op::SOCKET)), "{m}"),
+            other => panic!("expected a protocol error, got {other:?}"),
+        }
+        assert!(!role.finished);
+    }
+
+    #[test]
+    fn a_deadline_the_role_did_not_ask_for_is_unexpected() {
+        let mut role = Fake::new(NO_TIMERS);
+        role.stray = Some(op::DEADLINE);
+        role.never_done = true;
+        let (ending, _) = drive_fake(&mut role, monotonic_ns(), None);
+        assert!(matches!(ending, Err(Error::Protocol(_))), "{ending:?}");
+        assert!(!role.saw_deadline);
+    }
+
+    #[test]
+    fn the_stop_watch_aborts() {
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors pipe writes.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        // SAFETY: writes one byte from a live buffer to the pipe just made.
+        assert_eq!(unsafe { libc::write(fds[1], [1u8].as_ptr().cast(), 1) }, 1);
+        let mut role = Fake::new(Timers { deadline: true, guard: true });
+        role.never_done = true;
+        let (ending, _) = drive_fake(&mut role, monotonic_ns() + 60_000_000_000, Some(fds[0]));
+        // SAFETY: closes the pipe this test made.
+        unsafe {
+            libc::close(fds[0]);
+            libc::close(fds[1]);
+        }
+        assert!(matches!(ending, Ok(Ending::Aborted)), "{ending:?}");
+        assert!(!role.finished && !role.saw_deadline);
+    }
+
+    #[test]
+    fn the_deadline_stops_new_work_and_the_driver_drains_what_is_in_flight() {
+        let mut role = Fake::new(Timers { deadline: true, guard: false });
+        role.width = 4;
+        let (ending, counters) = drive_fake(&mut role, monotonic_ns() + 5_000_000, None);
+        assert!(matches!(ending, Ok(Ending::Completed)), "{ending:?}");
+        assert!(role.saw_deadline && role.finished);
+        assert_eq!(role.in_flight, 0);
+        assert_eq!(role.pushed_while_stopping, 0);
+        assert!(counters.transactions >= 4);
+    }
+
+    #[test]
+    fn the_guard_fails_a_role_whose_peer_never_finishes() {
+        let mut role = Fake::new(Timers { deadline: false, guard: true });
+        role.never_done = true;
+        let deadline = (monotonic_ns() + 2_000_000).saturating_sub(PEER_GRACE_NS);
+        let (ending, _) = drive_fake(&mut role, deadline, None);
+        match ending {
+            Err(Error::Peer(m)) => assert!(m.contains("did not finish"), "{m}"),
+            other => panic!("expected a peer error, got {other:?}"),
+        }
+    }
+}
