@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use crate::cpu::{CpuWindow, Sample};
 use crate::error::{BenchError, Result};
+use crate::peers::{LISTEN_TIMEOUT, PORT_ATTEMPTS};
 
 /// The first executable called `name` on PATH.
 pub fn find_in_path(name: &str) -> Option<PathBuf> {
@@ -42,6 +43,21 @@ pub fn within_cpu_set(cfg: &crate::peers::Config, bin: &Path) -> Command {
         }
         None => Command::new(bin),
     }
+}
+
+/// A server listening on a fresh port: `make(port)` gives its command. Tried on a few
+/// ports, since another process may take a free port before the server binds it.
+pub fn start_listening(name: &str, mut make: impl FnMut(u16) -> Result<Command>) -> Result<(Server, u16)> {
+    let mut last = None;
+    for _ in 0..PORT_ATTEMPTS {
+        let port = free_port()?;
+        let mut server = Server::spawn(name, &mut make(port)?)?;
+        match server.wait_listening(port, LISTEN_TIMEOUT) {
+            Ok(()) => return Ok((server, port)),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| BenchError::Tool(format!("the {name} server did not start"))))
 }
 
 /// A TCP port on 127.0.0.1 that nothing listens on right now.

@@ -11,8 +11,8 @@
 use std::path::PathBuf;
 
 use crate::error::{BenchError, Result};
-use crate::peers::{Config, RunResult, Tool, Work, Workload, LISTEN_TIMEOUT, PORT_ATTEMPTS};
-use crate::process::{free_port, require, run_measured, within_cpu_set, Server};
+use crate::peers::{Config, RunResult, Tool, Work, Workload};
+use crate::process::{require, run_measured, start_listening, within_cpu_set, Server};
 
 pub const NAME: &str = "iperf2 bounceback";
 pub const INSTALL_HINT: &str = "install iperf 2 (apt-get install -y iperf)";
@@ -53,17 +53,11 @@ impl Iperf2 {
     }
 
     fn start_server(&self, cfg: &Config) -> Result<(Server, u16)> {
-        let mut last = None;
-        for _ in 0..PORT_ATTEMPTS {
-            let port = free_port()?;
+        start_listening("iperf", |port| {
             let mut cmd = within_cpu_set(cfg, &self.bin);
-            let mut server = Server::spawn("iperf", cmd.args(Self::server_args(port)))?;
-            match server.wait_listening(port, LISTEN_TIMEOUT) {
-                Ok(()) => return Ok((server, port)),
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(last.unwrap_or_else(|| BenchError::Tool("the iperf server did not start".into())))
+            cmd.args(Self::server_args(port));
+            Ok(cmd)
+        })
     }
 }
 

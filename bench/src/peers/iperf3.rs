@@ -9,10 +9,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::error::{BenchError, Result};
-use crate::peers::{
-    json_f64, json_u64, Config, RunResult, Tool, Work, Workload, LISTEN_TIMEOUT, PORT_ATTEMPTS,
-};
-use crate::process::{free_port, require, run_measured, within_cpu_set, Server};
+use crate::peers::{json_f64, json_u64, Config, RunResult, Tool, Work, Workload};
+use crate::process::{require, run_measured, start_listening, within_cpu_set, Server};
 
 pub const NAME: &str = "iperf3";
 /// iperf3 in its sendfile mode (-Z), the peer of ringperf's splice engine.
@@ -72,18 +70,13 @@ impl Iperf3 {
     }
 
     /// A listening one-shot server, on a fresh port when the first one is taken.
+    /// A listening one-shot server, on a fresh port when the first one is taken.
     fn start_server(&self, cfg: &Config) -> Result<(Server, u16)> {
-        let mut last = None;
-        for _ in 0..PORT_ATTEMPTS {
-            let port = free_port()?;
+        start_listening(NAME, |port| {
             let mut cmd = within_cpu_set(cfg, &self.bin);
-            let mut server = Server::spawn(NAME, cmd.args(self.server_args(cfg, port)))?;
-            match server.wait_listening(port, LISTEN_TIMEOUT) {
-                Ok(()) => return Ok((server, port)),
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(last.unwrap_or_else(|| BenchError::Tool("the iperf3 server did not start".into())))
+            cmd.args(self.server_args(cfg, port));
+            Ok(cmd)
+        })
     }
 }
 

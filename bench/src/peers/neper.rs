@@ -11,11 +11,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use crate::error::{BenchError, Result};
-use crate::peers::{
-    anchors, key_values, kv_f64, Config, RunResult, StreamOptions, Tool, Work, Workload, LISTEN_TIMEOUT,
-    PORT_ATTEMPTS,
-};
-use crate::process::{free_port, require, run_measured, Server};
+use crate::peers::{anchors, key_values, kv_f64, Config, RunResult, StreamOptions, Tool, Work, Workload};
+use crate::process::{free_port, require, run_measured, start_listening, Server};
 
 pub const NAME: &str = "neper";
 
@@ -108,18 +105,16 @@ impl Neper {
         Ok(a)
     }
 
+    /// A listening server: control port and data port, both fresh.
     fn start_server(&self, cfg: &Config) -> Result<(Server, (u16, u16))> {
-        let mut last = None;
-        for _ in 0..PORT_ATTEMPTS {
-            let ports = (free_port()?, free_port()?);
-            let mut server =
-                Server::spawn(NAME, Command::new(&self.taskset).args(self.server_args(cfg, ports)?))?;
-            match server.wait_listening(ports.0, LISTEN_TIMEOUT) {
-                Ok(()) => return Ok((server, ports)),
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(last.unwrap_or_else(|| BenchError::Tool("the neper server did not start".into())))
+        let data = std::cell::Cell::new(0);
+        let (server, control) = start_listening(NAME, |control| {
+            data.set(free_port()?);
+            let mut cmd = Command::new(&self.taskset);
+            cmd.args(self.server_args(cfg, (control, data.get()))?);
+            Ok(cmd)
+        })?;
+        Ok((server, (control, data.get())))
     }
 }
 

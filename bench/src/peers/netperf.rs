@@ -10,10 +10,8 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use crate::error::{BenchError, Result};
-use crate::peers::{
-    anchors, key_values, kv_f64, Config, RunResult, Tool, Work, Workload, LISTEN_TIMEOUT, PORT_ATTEMPTS,
-};
-use crate::process::{free_port, run_measured, Server};
+use crate::peers::{anchors, key_values, kv_f64, Config, RunResult, Tool, Work, Workload};
+use crate::process::{run_measured, start_listening, Server};
 
 pub const NAME: &str = "netperf";
 
@@ -98,17 +96,11 @@ impl Netperf {
     }
 
     fn start_server(&self) -> Result<(Server, u16)> {
-        let mut last = None;
-        for _ in 0..PORT_ATTEMPTS {
-            let port = free_port()?;
-            let mut server =
-                Server::spawn("netserver", Command::new(&self.netserver).args(Self::server_args(port)))?;
-            match server.wait_listening(port, LISTEN_TIMEOUT) {
-                Ok(()) => return Ok((server, port)),
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(last.unwrap_or_else(|| BenchError::Tool("netserver did not start".into())))
+        start_listening("netserver", |port| {
+            let mut cmd = Command::new(&self.netserver);
+            cmd.args(Self::server_args(port));
+            Ok(cmd)
+        })
     }
 }
 

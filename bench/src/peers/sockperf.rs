@@ -17,8 +17,8 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use crate::error::{BenchError, Result};
-use crate::peers::{Config, RunResult, Tool, Work, Workload, LISTEN_TIMEOUT, PORT_ATTEMPTS};
-use crate::process::{free_port, require, run_measured, strip_ansi, Server};
+use crate::peers::{Config, RunResult, Tool, Work, Workload};
+use crate::process::{require, run_measured, start_listening, strip_ansi, Server};
 
 pub const NAME: &str = "sockperf";
 pub const INSTALL_HINT: &str = "install sockperf (apt-get install -y sockperf)";
@@ -67,17 +67,11 @@ impl Sockperf {
     }
 
     fn start_server(&self, cfg: &Config) -> Result<(Server, u16)> {
-        let mut last = None;
-        for _ in 0..PORT_ATTEMPTS {
-            let port = free_port()?;
-            let mut server =
-                Server::spawn(NAME, Command::new(&self.taskset).args(self.server_args(cfg, port)))?;
-            match server.wait_listening(port, LISTEN_TIMEOUT) {
-                Ok(()) => return Ok((server, port)),
-                Err(e) => last = Some(e),
-            }
-        }
-        Err(last.unwrap_or_else(|| BenchError::Tool("the sockperf server did not start".into())))
+        start_listening(NAME, |port| {
+            let mut cmd = Command::new(&self.taskset);
+            cmd.args(self.server_args(cfg, port));
+            Ok(cmd)
+        })
     }
 }
 
