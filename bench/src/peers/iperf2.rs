@@ -104,14 +104,7 @@ impl Tool for Iperf2 {
             tps_by_rtt: if bb.mean_rtt_us > 0.0 { 1e6 / bb.mean_rtt_us * bb.flows as f64 } else { 0.0 },
             mean_rtt_us: bb.mean_rtt_us,
         };
-        Ok(RunResult {
-            tool: NAME,
-            cpu: m.cpu,
-            work,
-            own_service_demand: None,
-            process_cpu_us: None,
-            ringperf: None,
-        })
+        Ok(RunResult::new(NAME, m.cpu, work))
     }
 }
 

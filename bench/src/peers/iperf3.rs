@@ -132,14 +132,7 @@ impl Tool for Iperf3 {
             Workload::UdpStream => parse_udp(&report, cfg)?,
             _ => parse(&report, cfg)?,
         };
-        Ok(RunResult {
-            tool: self.name(),
-            cpu: m.cpu,
-            work,
-            own_service_demand: None,
-            process_cpu_us: None,
-            ringperf: None,
-        })
+        Ok(RunResult::new(self.name(), m.cpu, work))
     }
 }
 

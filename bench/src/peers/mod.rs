@@ -222,6 +222,11 @@ pub struct RunResult {
 }
 
 impl RunResult {
+    /// A peer's run: its work in the bench's CPU window, nothing it says about itself.
+    pub fn new(tool: &'static str, cpu: CpuWindow, work: Work) -> RunResult {
+        RunResult { tool, cpu, work, own_service_demand: None, process_cpu_us: None, ringperf: None }
+    }
+
     /// Throughput in bits/s (stream) or transactions per second (rr), the headline figure:
     /// ringperf's transactions per second are its count over its window, sockperf's are
     /// 1 / its mean round trip (it reports no rate).

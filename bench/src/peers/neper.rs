@@ -155,14 +155,7 @@ impl Tool for Neper {
             return Err(failed(BenchError::Tool("neper exited with an error".into())));
         }
         let work = parse_output(&m.stdout, cfg).map_err(failed)?;
-        Ok(RunResult {
-            tool: NAME,
-            cpu: m.cpu,
-            work,
-            own_service_demand: None,
-            process_cpu_us: None,
-            ringperf: None,
-        })
+        Ok(RunResult::new(NAME, m.cpu, work))
     }
 }
 

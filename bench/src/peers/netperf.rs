@@ -149,14 +149,7 @@ impl Tool for Netperf {
             return Err(failed(BenchError::Tool("netperf exited with an error".into())));
         }
         let (work, own) = parse_output(&m.stdout, cfg).map_err(failed)?;
-        Ok(RunResult {
-            tool: NAME,
-            cpu: m.cpu,
-            work,
-            own_service_demand: Some(own),
-            process_cpu_us: None,
-            ringperf: None,
-        })
+        Ok(RunResult { own_service_demand: Some(own), ..RunResult::new(NAME, m.cpu, work) })
     }
 }
 

@@ -115,14 +115,7 @@ impl Tool for Sockperf {
             tps_by_rtt: 1e6 / pp.mean_rtt_us,
             mean_rtt_us: pp.mean_rtt_us,
         };
-        Ok(RunResult {
-            tool: NAME,
-            cpu: m.cpu,
-            work,
-            own_service_demand: None,
-            process_cpu_us: None,
-            ringperf: None,
-        })
+        Ok(RunResult::new(NAME, m.cpu, work))
     }
 }
 
