@@ -272,12 +272,17 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<RoleSetup>
             setup.max_cqes = paths_cqes(0);
             let client = plan.role == Role::UdpRrClient;
             setup.build = Box::new(move |_, fds| {
-                let size = if client { spec.request_size } else { spec.response_size };
-                let path = DatagramSend::new(fds, size as usize, 1, 1);
-                Ok(if client {
-                    Box::new(UdpRrClient::new(&spec, fds, path)) as Box<dyn Workload>
+                let (size, recv_size) = if client {
+                    (spec.request_size, spec.response_size)
                 } else {
-                    Box::new(UdpRrServer::new(&spec, fds, path))
+                    (spec.response_size, spec.request_size)
+                };
+                let path = DatagramSend::new(fds, size as usize, 1, 1);
+                let recv = DatagramRecv::one_shot(fds, recv_size as usize)?;
+                Ok(if client {
+                    Box::new(UdpRrClient::new(&spec, fds, path, recv)) as Box<dyn Workload>
+                } else {
+                    Box::new(UdpRrServer::new(&spec, fds, path, recv))
                 })
             });
         }

@@ -1,6 +1,9 @@
 //! UDP_RR: one transaction in flight per flow; the request carries the flow's sequence
 //! number and the response echoes it.
 //!
+//! Both sides move their datagrams through a datagram send path and a one-shot datagram
+//! receive path; the workload reads each datagram's number through `payload`.
+//!
 //! Client, per transaction: a Send of the request, and a Recv linked to a LinkTimeout of
 //! --timeout-us. A response in time completes the transaction (one clock read at each
 //! edge). If the timeout fires the receive is cancelled, the timeout is counted and the
@@ -17,12 +20,12 @@ use io_uring::squeue::Flags;
 use io_uring::{opcode, types};
 
 use crate::error::Result;
-use crate::io::{op, SendEvent, SendPath};
+use crate::io::{op, RecvEvent, RecvPath, SendEvent, SendPath};
 use crate::measure::clock::monotonic_ns;
 use crate::report::{UdpFlowReport, UdpReport};
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
 use crate::spec::TestSpec;
-use crate::with_fd;
+use crate::verify::Verifier;
 use crate::workload::drain::Drain;
 use crate::workload::driver::{RoleReport, Run, Timers, Workload};
 
@@ -41,12 +44,15 @@ struct ClientFlow {
 }
 
 /// The client side of one worker.
-pub struct UdpRrClient<S> {
-    fds: Vec<FlowFd>,
+pub struct UdpRrClient<S, R> {
+    flows_n: usize,
     /// Sends each request with its flow's number (a datagram send path).
     path: S,
     req: usize,
-    responses: Vec<u8>,
+    /// Receives each response, one at a time per flow (a one-shot datagram receive path).
+    recv: R,
+    /// udp-rr does not check payload; the receive path's signature wants one.
+    verify: Verifier,
     rsp: usize,
     timeout: Box<types::Timespec>,
     flows: Vec<ClientFlow>,
@@ -55,14 +61,15 @@ pub struct UdpRrClient<S> {
     report: UdpReport,
 }
 
-impl<S: SendPath> UdpRrClient<S> {
-    pub fn new(spec: &TestSpec, fds: &[FlowFd], path: S) -> UdpRrClient<S> {
+impl<S: SendPath, R: RecvPath> UdpRrClient<S, R> {
+    pub fn new(spec: &TestSpec, fds: &[FlowFd], path: S, recv: R) -> UdpRrClient<S, R> {
         let (req, rsp) = (spec.request_size as usize, spec.response_size as usize);
         UdpRrClient {
-            fds: fds.to_vec(),
+            flows_n: fds.len(),
             path,
             req,
-            responses: vec![0u8; rsp * fds.len()],
+            recv,
+            verify: Verifier::new(false, 0),
             rsp,
             timeout: timespec(u64::from(spec.udp.timeout_us) * 1000),
             flows: fds.iter().map(|_| ClientFlow { seq: 0, started: 0, active: false }).collect(),
@@ -87,17 +94,10 @@ impl<S: SendPath> UdpRrClient<S> {
     }
 
     fn arm(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
-        let ptr = self.responses[f * self.rsp..].as_mut_ptr();
-        let recv = with_fd!(self.fds[f], |t| opcode::Recv::new(t, ptr, self.rsp as u32)
-            .build()
-            .user_data(token(op::RECV, f))
-            .flags(Flags::IO_LINK));
+        self.recv.arm(ring, f, self.rsp as u32, false, Flags::IO_LINK)?;
         let timeout = opcode::LinkTimeout::new(&*self.timeout).build().user_data(token(op::TX_TIMEOUT, f));
-        // SAFETY: the response buffer and the timespec live in self, dropped after the ring.
-        unsafe {
-            ring.push(&recv)?;
-            ring.push(&timeout)
-        }
+        // SAFETY: the timespec lives in self, dropped after the ring.
+        unsafe { ring.push(&timeout) }
     }
 
     fn begin(&mut self, ring: &mut Ring, f: usize, now: u64) -> Result<()> {
@@ -116,17 +116,17 @@ impl<S: SendPath> UdpRrClient<S> {
 
 /// Runs transactions on every flow until the deadline. A stop ends it at once;
 /// transactions in flight then are not counted.
-impl<S: SendPath> Workload for UdpRrClient<S> {
+impl<S: SendPath, R: RecvPath> Workload for UdpRrClient<S, R> {
     fn timers(&self) -> Timers {
         Timers { deadline: true, guard: false }
     }
 
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
         let now = monotonic_ns();
-        for f in 0..self.fds.len() {
+        for f in 0..self.flows_n {
             self.begin(ring, f, now)?;
         }
-        self.active = self.fds.len();
+        self.active = self.flows_n;
         Ok(())
     }
 
@@ -147,8 +147,8 @@ impl<S: SendPath> Workload for UdpRrClient<S> {
             },
             op::RECV => {
                 let f = c.flow();
-                match c.result {
-                    r if r == -libc::ECANCELED => {
+                match self.recv.complete(ring, c, &mut self.verify)? {
+                    RecvEvent::Cancelled { .. } => {
                         // The timeout fired: the request or its response was lost.
                         self.report.timeouts += 1;
                         self.report.flows[f].timeouts += 1;
@@ -160,15 +160,18 @@ impl<S: SendPath> Workload for UdpRrClient<S> {
                             self.send(ring, f)?;
                         }
                     }
-                    // ICMP port unreachable from an earlier send, or a short datagram:
-                    // wait on.
-                    r if r == -libc::ECONNREFUSED || (r >= 0 && (r as usize) < 8) => {
+                    // ICMP port unreachable from an earlier send (Nothing), or a short
+                    // datagram: wait on.
+                    RecvEvent::Nothing | RecvEvent::Eof { .. } => {
                         self.report.stray += 1;
                         self.arm(ring, f)?;
                     }
-                    r if r < 0 => return Err(cqe_error("a UDP response receive", r)),
-                    r => {
-                        let seq = seq_of(&self.responses[f * self.rsp..]);
+                    RecvEvent::Data { bytes, .. } if (bytes as usize) < 8 => {
+                        self.report.stray += 1;
+                        self.arm(ring, f)?;
+                    }
+                    RecvEvent::Data { bytes, .. } => {
+                        let seq = seq_of(self.recv.payload(c));
                         if seq != self.flows[f].seq {
                             self.report.stale_responses += 1;
                             self.arm(ring, f)?;
@@ -182,7 +185,7 @@ impl<S: SendPath> Workload for UdpRrClient<S> {
                         let k = &mut run.counters[f];
                         k.transactions += 1;
                         k.bytes_sent += self.req as u64;
-                        k.bytes_received += r as u64;
+                        k.bytes_received += u64::from(bytes);
                         self.flows[f].seq += 1;
                         if run.stopping {
                             self.retire(f);
@@ -197,15 +200,22 @@ impl<S: SendPath> Workload for UdpRrClient<S> {
         Ok(true)
     }
 
+    fn after_batch(&mut self) {
+        self.recv.after_batch();
+    }
+
     fn report(&self) -> RoleReport {
         RoleReport { udp: Some(self.report.clone()), ..RoleReport::default() }
     }
 }
 
 /// The server side of one worker.
-pub struct UdpRrServer<S> {
-    fds: Vec<FlowFd>,
-    requests: Vec<u8>,
+pub struct UdpRrServer<S, R> {
+    flows_n: usize,
+    /// Receives each request, one at a time per flow (a one-shot datagram receive path).
+    recv: R,
+    /// udp-rr does not check payload; the receive path's signature wants one.
+    verify: Verifier,
     req: usize,
     /// Sends each response with the number of its request (a datagram send path).
     path: S,
@@ -221,14 +231,15 @@ pub struct UdpRrServer<S> {
     in_flight: usize,
 }
 
-impl<S: SendPath> UdpRrServer<S> {
-    pub fn new(spec: &TestSpec, fds: &[FlowFd], path: S) -> UdpRrServer<S> {
+impl<S: SendPath, R: RecvPath> UdpRrServer<S, R> {
+    pub fn new(spec: &TestSpec, fds: &[FlowFd], path: S, recv: R) -> UdpRrServer<S, R> {
         let (req, rsp) = (spec.request_size as usize, spec.response_size as usize);
         // Quiet for two client timeouts: a retransmission would have come by then.
         let quiet_ns = (2 * u64::from(spec.udp.timeout_us) * 1000).max(20_000_000);
         UdpRrServer {
-            fds: fds.to_vec(),
-            requests: vec![0u8; req * fds.len()],
+            flows_n: fds.len(),
+            recv,
+            verify: Verifier::new(false, 0),
             req,
             path,
             rsp,
@@ -248,12 +259,7 @@ impl<S: SendPath> UdpRrServer<S> {
     }
 
     fn arm(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
-        let ptr = self.requests[f * self.req..].as_mut_ptr();
-        let e = with_fd!(self.fds[f], |t| opcode::Recv::new(t, ptr, self.req as u32)
-            .build()
-            .user_data(token(op::RECV, f)));
-        // SAFETY: the buffer lives in self, dropped after the ring.
-        unsafe { ring.push(&e) }
+        self.recv.arm(ring, f, self.req as u32, false, Flags::empty())
     }
 
     fn answer(&mut self, ring: &mut Ring, f: usize, seq: u64) -> Result<()> {
@@ -271,16 +277,16 @@ impl<S: SendPath> UdpRrServer<S> {
 
 /// Answers requests until after the deadline no request came for a quiet period; every
 /// new request counts as it arrives. A stop ends it at once.
-impl<S: SendPath> Workload for UdpRrServer<S> {
+impl<S: SendPath, R: RecvPath> Workload for UdpRrServer<S, R> {
     fn timers(&self) -> Timers {
         Timers { deadline: true, guard: false }
     }
 
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
-        for f in 0..self.fds.len() {
+        for f in 0..self.flows_n {
             self.arm(ring, f)?;
         }
-        self.armed = self.fds.len();
+        self.armed = self.flows_n;
         Ok(())
     }
 
@@ -295,7 +301,7 @@ impl<S: SendPath> Workload for UdpRrServer<S> {
     fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
         match c.op() {
             op::CANCEL => {}
-            op::DRAIN => self.drain.on_tick(ring, run.deadline_ns, self.fds.len())?,
+            op::DRAIN => self.drain.on_tick(ring, run.deadline_ns, self.flows_n)?,
             op::SEND => {
                 let f = c.flow();
                 self.sending[f] = false;
@@ -315,15 +321,17 @@ impl<S: SendPath> Workload for UdpRrServer<S> {
             }
             op::RECV => {
                 let f = c.flow();
-                match c.result {
-                    r if r == -libc::ECANCELED => {
+                match self.recv.complete(ring, c, &mut self.verify)? {
+                    RecvEvent::Cancelled { .. } => {
                         self.armed -= 1;
                         return Ok(true);
                     }
-                    r if r == -libc::ECONNREFUSED || (r >= 0 && (r as usize) < 8) => self.report.stray += 1,
-                    r if r < 0 => return Err(cqe_error("a UDP request receive", r)),
-                    r => {
-                        let seq = seq_of(&self.requests[f * self.req..]);
+                    // ICMP port unreachable from an earlier send (Nothing), or a short
+                    // datagram.
+                    RecvEvent::Nothing | RecvEvent::Eof { .. } => self.report.stray += 1,
+                    RecvEvent::Data { bytes, .. } if (bytes as usize) < 8 => self.report.stray += 1,
+                    RecvEvent::Data { bytes, .. } => {
+                        let seq = seq_of(self.recv.payload(c));
                         self.report.receives += 1;
                         self.drain.saw_data();
                         if seq >= self.next[f] {
@@ -332,7 +340,7 @@ impl<S: SendPath> Workload for UdpRrServer<S> {
                             self.report.flows[f].datagrams_received += 1;
                             let k = &mut run.counters[f];
                             k.transactions += 1;
-                            k.bytes_received += r as u64;
+                            k.bytes_received += u64::from(bytes);
                             k.bytes_sent += self.rsp as u64;
                         } else {
                             self.report.duplicated += 1;
@@ -353,6 +361,10 @@ impl<S: SendPath> Workload for UdpRrServer<S> {
             _ => return Ok(false),
         }
         Ok(true)
+    }
+
+    fn after_batch(&mut self) {
+        self.recv.after_batch();
     }
 
     fn report(&self) -> RoleReport {

@@ -3,10 +3,15 @@
 //! completion's bytes through [`RecvPath::payload`] (a UDP receiver tracks every
 //! datagram's number), and decides itself when a receive that ended is armed again: a
 //! UDP side ends by cancelling its receives, not at EOF.
+//!
+//! In its one-shot mode ([`DatagramRecv::one_shot`]) every arm is one plain receive of one
+//! datagram into the flow's own buffer, which a request/response side needs: the arm can
+//! be linked (to a LinkTimeout), and the datagram stays readable through `payload` until
+//! that flow is armed again.
 
 use io_uring::{cqueue, opcode, squeue};
 
-use crate::buf::BufRing;
+use crate::buf::{BufRing, Mapping, CACHE_LINE};
 use crate::error::{Error, Result};
 use crate::io::{op, RecvEvent, RecvPath};
 use crate::report::RecvReport;
@@ -18,11 +23,21 @@ use crate::with_fd;
 /// The buffer group of a datagram receiver's ring.
 const BGID: u16 = 1;
 
+/// Where a datagram lands.
+enum Landing {
+    /// Multishot: a provided-buffer ring shared by the worker's flows.
+    Provided {
+        bufs: BufRing,
+        /// Buffers handed back since the last publish.
+        staged: bool,
+    },
+    /// One-shot: one buffer of `stride` bytes per flow, `len` of them received into.
+    PerFlow { bufs: Mapping, stride: usize, len: u32 },
+}
+
 pub struct DatagramRecv {
     fds: Vec<FlowFd>,
-    bufs: BufRing,
-    /// Buffers handed back since the last publish.
-    staged: bool,
+    landing: Landing,
     report: RecvReport,
 }
 
@@ -33,16 +48,29 @@ impl DatagramRecv {
         let landing_bytes = bufs.landing_bytes() as u64;
         Ok(DatagramRecv {
             fds: fds.to_vec(),
-            bufs,
-            staged: false,
+            landing: Landing::Provided { bufs, staged: false },
             report: RecvReport { engine: RecvEngine::Multishot, landing_bytes, ..RecvReport::default() },
+        })
+    }
+
+    /// One-shot receives of datagrams up to `size` bytes (longer ones are truncated), each
+    /// flow into its own buffer.
+    pub fn one_shot(fds: &[FlowFd], size: usize) -> Result<DatagramRecv> {
+        // A buffer per flow starts on a cache line, as the stream copy path's do.
+        let stride = size.max(1).next_multiple_of(CACHE_LINE);
+        let bufs = Mapping::new(stride * fds.len().max(1))?;
+        let landing_bytes = bufs.len() as u64;
+        Ok(DatagramRecv {
+            fds: fds.to_vec(),
+            landing: Landing::PerFlow { bufs, stride, len: size as u32 },
+            report: RecvReport { engine: RecvEngine::Recv, landing_bytes, ..RecvReport::default() },
         })
     }
 }
 
 impl RecvPath for DatagramRecv {
     fn multishot(&self) -> bool {
-        true
+        matches!(self.landing, Landing::Provided { .. })
     }
 
     fn arm(
@@ -53,35 +81,51 @@ impl RecvPath for DatagramRecv {
         _wait_all: bool,
         flags: squeue::Flags,
     ) -> Result<()> {
-        if flags.contains(squeue::Flags::IO_LINK) {
-            return Err(Error::Protocol(
-                "a multishot receive cannot be linked: this is a bug in ringperf".into(),
-            ));
-        }
-        let bgid = self.bufs.bgid();
-        let e = with_fd!(self.fds[flow], |t| opcode::RecvMulti::new(t, bgid)
-            .build()
-            .user_data(token(op::RECV, flow)));
+        let e = match &mut self.landing {
+            Landing::Provided { bufs, .. } => {
+                if flags.contains(squeue::Flags::IO_LINK) {
+                    return Err(Error::Protocol(
+                        "a multishot receive cannot be linked: this is a bug in ringperf".into(),
+                    ));
+                }
+                let bgid = bufs.bgid();
+                with_fd!(self.fds[flow], |t| opcode::RecvMulti::new(t, bgid)
+                    .build()
+                    .user_data(token(op::RECV, flow)))
+            }
+            Landing::PerFlow { bufs, stride, len } => {
+                // SAFETY: flow < the flows the mapping was sized for, `stride` bytes each.
+                let ptr = unsafe { bufs.as_ptr().add(flow * *stride) };
+                with_fd!(self.fds[flow], |t| opcode::Recv::new(t, ptr, *len)
+                    .build()
+                    .user_data(token(op::RECV, flow))
+                    .flags(flags))
+            }
+        };
         self.report.arms += 1;
-        // SAFETY: the buffer ring lives in this path, which its owner drops after the ring.
+        // SAFETY: the buffer ring or the flow's buffer lives in this path, which its owner
+        // drops after the ring; a flow's buffer is armed once at a time.
         unsafe { ring.push(&e) }
     }
 
     /// Data (also an empty datagram: `bytes` 0), Cancelled (the workload cancelled the
-    /// receive), or Nothing (the buffers ran out, which the report counts, or an ICMP
-    /// error of an earlier send).
+    /// receive, or its linked timeout fired), or Nothing (the buffers ran out, which the
+    /// report counts, or an ICMP error of an earlier send). A one-shot receive has ended
+    /// whatever came back.
     #[inline]
     fn complete(&mut self, _ring: &mut Ring, c: &Completion, _verify: &mut Verifier) -> Result<RecvEvent> {
         let flow = c.flow();
         match c.result {
             r if r > 0 => {
-                let Some(bid) = cqueue::buffer_select(c.flags) else {
-                    return Err(Error::Protocol("a multishot UDP receive came without a buffer".into()));
-                };
-                // Staged only: the kernel cannot fill it again before `after_batch`
-                // publishes it, so `payload` still reads this datagram until then.
-                self.bufs.recycle(bid);
-                self.staged = true;
+                if let Landing::Provided { bufs, staged } = &mut self.landing {
+                    let Some(bid) = cqueue::buffer_select(c.flags) else {
+                        return Err(Error::Protocol("a multishot UDP receive came without a buffer".into()));
+                    };
+                    // Staged only: the kernel cannot fill it again before `after_batch`
+                    // publishes it, so `payload` still reads this datagram until then.
+                    bufs.recycle(bid);
+                    *staged = true;
+                }
                 self.report.data_cqes += 1;
                 Ok(RecvEvent::Data { flow, bytes: r as u32 })
             }
@@ -100,17 +144,26 @@ impl RecvPath for DatagramRecv {
 
     #[inline]
     fn payload(&self, c: &Completion) -> &[u8] {
-        match cqueue::buffer_select(c.flags) {
-            Some(bid) if c.result > 0 => self.bufs.data(bid, c.result as usize),
-            _ => &[],
+        if c.result <= 0 {
+            return &[];
+        }
+        match &self.landing {
+            Landing::Provided { bufs, .. } => match cqueue::buffer_select(c.flags) {
+                Some(bid) => bufs.data(bid, c.result as usize),
+                None => &[],
+            },
+            Landing::PerFlow { bufs, stride, len } => {
+                let n = (c.result as u32).min(*len) as usize;
+                bufs.slice(c.flow() * *stride, n)
+            }
         }
     }
 
     #[inline]
     fn after_batch(&mut self) {
-        if self.staged {
-            self.bufs.publish();
-            self.staged = false;
+        if let Landing::Provided { bufs, staged: staged @ true } = &mut self.landing {
+            bufs.publish();
+            *staged = false;
         }
     }
 
@@ -156,6 +209,64 @@ mod tests {
             path.after_batch();
         }
         assert_eq!(got, [b"first datagram".to_vec(), b"second".to_vec()]);
+        assert_eq!(path.report().data_cqes, 2);
+    }
+
+    #[test]
+    fn one_shot_keeps_each_flows_datagram_and_links_to_a_timeout() {
+        let rx: Vec<UdpSocket> =
+            (0..2).map(|_| UdpSocket::bind("127.0.0.1:0").expect("a loopback socket")).collect();
+        let tx = UdpSocket::bind("127.0.0.1:0").expect("a loopback socket");
+        let fds: Vec<FlowFd> = rx.iter().map(|s| FlowFd::Raw(s.as_raw_fd())).collect();
+        let mut ring = Ring::new(&RingTuning::default(), 16).expect("a ring");
+        let mut path = DatagramRecv::one_shot(&fds, 8).expect("a path");
+        assert!(!path.multishot());
+        let mut verify = Verifier::new(false, 0);
+        let mut out = Vec::with_capacity(ring.cq_entries());
+
+        // Flow 1 waits behind a linked timeout that fires: its receive comes back cancelled.
+        path.arm(&mut ring, 1, 8, false, squeue::Flags::IO_LINK).expect("arm");
+        let soon = io_uring::types::Timespec::new().nsec(1_000_000);
+        let timeout = opcode::LinkTimeout::new(&soon).build().user_data(token(op::TX_TIMEOUT, 1));
+        // SAFETY: `soon` outlives the wait below, which reaps the timeout's CQE.
+        unsafe { ring.push(&timeout).expect("push") };
+        let mut cancelled = false;
+        let mut timed_out = false;
+        while !(cancelled && timed_out) {
+            ring.submit_and_wait().expect("enter");
+            ring.reap(&mut out);
+            for c in &out {
+                if c.op() == op::TX_TIMEOUT {
+                    timed_out = true;
+                } else {
+                    let e = path.complete(&mut ring, c, &mut verify).expect("a completion");
+                    assert_eq!(e, RecvEvent::Cancelled { flow: 1 });
+                    cancelled = true;
+                }
+            }
+        }
+
+        // Both flows armed; each datagram lands in its own flow's buffer, cut to 8 bytes.
+        path.arm(&mut ring, 0, 8, false, squeue::Flags::empty()).expect("arm");
+        path.arm(&mut ring, 1, 8, false, squeue::Flags::empty()).expect("arm");
+        tx.send_to(b"flow zero!", rx[0].local_addr().expect("an address")).expect("send");
+        tx.send_to(b"one", rx[1].local_addr().expect("an address")).expect("send");
+        let mut got = [Vec::new(), Vec::new()];
+        while got.iter().any(Vec::is_empty) {
+            ring.submit_and_wait().expect("enter");
+            ring.reap(&mut out);
+            for c in &out {
+                match path.complete(&mut ring, c, &mut verify).expect("a datagram") {
+                    RecvEvent::Data { flow, bytes } => {
+                        assert_eq!(path.payload(c).len(), bytes as usize);
+                        got[flow] = path.payload(c).to_vec();
+                    }
+                    other => panic!("unexpected {other:?}"),
+                }
+            }
+        }
+        assert_eq!(got, [b"flow zer".to_vec(), b"one".to_vec()]);
+        assert_eq!(path.report().arms, 3);
         assert_eq!(path.report().data_cqes, 2);
     }
 }
