@@ -234,7 +234,7 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<RoleSetup>
             setup.counted = local_flows;
             let flow_ids = plan.flow_ids.clone();
             setup.build =
-                Box::new(move |_, _| Ok(Box::new(CrrClient::new(&spec, peer, c.cookie, &flow_ids))));
+                Box::new(move |_, _| Ok(Box::new(CrrClient::new(&spec, peer, c.cookie, &flow_ids)?)));
         }
         Role::CrrServer => {
             let c = crr()?;
@@ -248,7 +248,7 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<RoleSetup>
                 let listener = *fds.first().ok_or_else(|| {
                     Error::Protocol("a crr server without its listener: this is a bug in ringperf".into())
                 })?;
-                Ok(Box::new(CrrServer::new(&spec, listener, c.cookie, stop)))
+                Ok(Box::new(CrrServer::new(&spec, listener, c.cookie, stop)?))
             });
         }
         Role::UdpSender | Role::UdpReceiver => {

@@ -1,5 +1,9 @@
 //! TCP_CRR: connect, request, response, close, repeated per flow until the deadline.
 //!
+//! The request and response payload go through the copy send and receive paths, on the
+//! socket each op names ([`CopySend::push_on`], [`CopyRecv::arm_on`]); socket, connect,
+//! accept and close are crr's own ops.
+//!
 //! Client, per cycle: an io_uring Socket op, then one linked chain Connect -> Send (cookie,
 //! flow, request) -> Recv (response, MSG_WAITALL) -> Close. Connect, Send and Recv skip their
 //! CQE on success, so a good cycle costs two CQEs: the socket's and the close's. The chain
@@ -24,6 +28,8 @@ use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use crate::error::{Error, Result};
 use crate::io::op;
+use crate::io::recv::CopyRecv;
+use crate::io::send::CopySend;
 use crate::measure::clock::monotonic_ns;
 use crate::net::FLOW_HEADER_LEN;
 use crate::report::CrrReport;
@@ -162,11 +168,12 @@ pub struct CrrClient {
     /// The unspecified address of the peer's family: what --client-ports binds to.
     local: SockAddr,
     domain: i32,
-    /// Per flow: header plus request, written once.
-    requests: Vec<u8>,
+    /// Sends each flow's header plus request, written once.
+    send: CopySend,
     request_len: usize,
-    /// The response lands here for every flow; nobody reads it.
-    response: Vec<u8>,
+    /// Receives the response; every flow's lands in one buffer nobody reads.
+    recv: CopyRecv,
+    response_len: usize,
     options: Vec<SockOpt>,
     ports: Option<(u16, u16)>,
     next_port: u32,
@@ -180,25 +187,24 @@ pub struct CrrClient {
 
 impl CrrClient {
     /// `flow_ids`: the global flow numbers of this worker's flows (they go in the header).
-    pub fn new(spec: &TestSpec, peer: SocketAddr, cookie: u64, flow_ids: &[u32]) -> CrrClient {
+    pub fn new(spec: &TestSpec, peer: SocketAddr, cookie: u64, flow_ids: &[u32]) -> Result<CrrClient> {
         let request_len = FLOW_HEADER_LEN + spec.request_size as usize;
-        let mut requests = vec![0u8; request_len * flow_ids.len()];
-        for (l, &g) in flow_ids.iter().enumerate() {
-            requests[l * request_len..][..FLOW_HEADER_LEN].copy_from_slice(&header(cookie, g));
-        }
+        let headers: Vec<_> = flow_ids.iter().map(|&g| header(cookie, g)).collect();
+        let response_len = spec.response_size as usize;
         let CrrOptions { linger0, client_ports } = spec.crr;
         // Each worker starts at its own place in the port range, so workers rarely collide.
         let next_port = flow_ids.first().copied().unwrap_or(0);
-        CrrClient {
+        Ok(CrrClient {
             peer: Box::new(SockAddr::from(peer)),
             local: SockAddr::from(match peer {
                 SocketAddr::V4(_) => SocketAddr::from(([0u8; 4], 0)),
                 SocketAddr::V6(_) => SocketAddr::from(([0u16; 8], 0)),
             }),
             domain: if peer.is_ipv6() { libc::AF_INET6 } else { libc::AF_INET },
-            requests,
+            send: CopySend::framed(&headers, spec.request_size as usize)?,
             request_len,
-            response: vec![0u8; spec.response_size as usize],
+            recv: CopyRecv::per_op(flow_ids.len(), response_len, false)?,
+            response_len,
             options: client_options(spec, peer.is_ipv6()),
             ports: client_ports,
             next_port,
@@ -206,7 +212,7 @@ impl CrrClient {
             active: 0,
             aborting: false,
             report: CrrReport { linger0, ..CrrReport::default() },
-        }
+        })
     }
 
     fn begin(&mut self, ring: &mut Ring, f: usize, now: u64) -> Result<()> {
@@ -255,30 +261,19 @@ impl CrrClient {
         }
         let t = types::Fd(fd);
         let link = Flags::IO_LINK | Flags::SKIP_SUCCESS;
-        let req = self.requests[f * self.request_len..].as_ptr();
-        let entries = [
-            opcode::Connect::new(t, self.peer.as_ptr().cast(), self.peer.len())
-                .build()
-                .user_data(token(op::CONNECT, f))
-                .flags(link),
-            opcode::Send::new(t, req, self.request_len as u32)
-                .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
-                .build()
-                .user_data(token(op::SEND, f))
-                .flags(link),
-            opcode::Recv::new(t, self.response.as_mut_ptr(), self.response.len() as u32)
-                .flags(libc::MSG_WAITALL)
-                .build()
-                .user_data(token(op::RECV, f))
-                .flags(link),
-            opcode::Close::new(t).build().user_data(token(op::CLOSE, f)),
-        ];
-        for e in &entries {
-            // SAFETY: the address, request and response buffers live in self, which the
-            // worker drops only after the ring.
-            unsafe { ring.push(e)? };
-        }
-        Ok(())
+        let connect = opcode::Connect::new(t, self.peer.as_ptr().cast(), self.peer.len())
+            .build()
+            .user_data(token(op::CONNECT, f))
+            .flags(link);
+        // SAFETY: the peer's address lives in self, which the worker drops after the ring.
+        unsafe { ring.push(&connect)? };
+        // The paths push straight after it, so the chain's SQEs stay in order.
+        let sock = FlowFd::Raw(fd);
+        self.send.push_on(ring, sock, f, token(op::SEND, f), 0, self.request_len as u32, link)?;
+        self.recv.arm_on(ring, sock, f, token(op::RECV, f), self.response_len as u32, true, link)?;
+        let close = opcode::Close::new(t).build().user_data(token(op::CLOSE, f));
+        // SAFETY: Close points at no memory.
+        unsafe { ring.push(&close) }
     }
 
     /// Cancels every op on the sockets of the cycles whose chain is under way; each such
@@ -320,7 +315,7 @@ impl CrrClient {
             let k = &mut run.counters[f];
             k.transactions += 1;
             k.bytes_sent += self.request_len as u64 - FLOW_HEADER_LEN as u64;
-            k.bytes_received += self.response.len() as u64;
+            k.bytes_received += self.response_len as u64;
             self.report.connections += 1;
         } else if self.aborting {
             // Cancelled by the stop (or failed meanwhile): not an error.
@@ -443,10 +438,12 @@ pub struct CrrServer {
     listener: FlowFd,
     cookie: u64,
     flows: usize,
-    /// Per connection slot: header plus request.
-    requests: Vec<u8>,
+    /// Receives each connection slot's header plus request into the slot's own buffer.
+    recv: CopyRecv,
     request_len: usize,
-    response: Vec<u8>,
+    /// Sends every response (the pattern).
+    send: CopySend,
+    response_len: usize,
     /// Per slot: one byte the client's close completes (it never carries data).
     eof: Vec<u8>,
     conns: Vec<Conn>,
@@ -461,18 +458,20 @@ pub struct CrrServer {
 
 impl CrrServer {
     /// `stop`: an eventfd the session writes when the client has finished its cycles.
-    pub fn new(spec: &TestSpec, listener: FlowFd, cookie: u64, stop: RawFd) -> CrrServer {
+    pub fn new(spec: &TestSpec, listener: FlowFd, cookie: u64, stop: RawFd) -> Result<CrrServer> {
         // One slot per flow is enough for the client (one cycle in flight per flow); the
         // rest absorbs strangers and connections whose close is still under way.
         let slots = spec.flows as usize * 2 + 16;
         let request_len = FLOW_HEADER_LEN + spec.request_size as usize;
-        CrrServer {
+        let response_len = spec.response_size as usize;
+        Ok(CrrServer {
             listener,
             cookie,
             flows: spec.flows as usize,
-            requests: vec![0u8; request_len * slots],
+            recv: CopyRecv::per_op(slots, request_len, true)?,
             request_len,
-            response: vec![0u8; spec.response_size as usize],
+            send: CopySend::new(&[], response_len)?,
+            response_len,
             eof: vec![0u8; slots],
             conns: (0..slots).map(|_| Conn { fd: -1, flow: 0 }).collect(),
             free: (0..slots as u32).rev().collect(),
@@ -480,7 +479,7 @@ impl CrrServer {
             active: 0,
             accepting: false,
             report: CrrReport { linger0: spec.crr.linger0, ..CrrReport::default() },
-        }
+        })
     }
 
     /// Most CQEs this side can have outstanding: per slot a receive, a failed send and
@@ -519,18 +518,21 @@ impl CrrServer {
         };
         let slot = slot as usize;
         self.conns[slot] = Conn { fd, flow: 0 };
-        let buf = self.requests[slot * self.request_len..].as_mut_ptr();
-        let e = opcode::Recv::new(types::Fd(fd), buf, self.request_len as u32)
-            .flags(libc::MSG_WAITALL)
-            .build()
-            .user_data(slot_token(op::RECV, 0, slot));
-        // SAFETY: the slot's buffer lives in self, dropped only after the ring.
-        unsafe { ring.push(&e)? };
+        let user_data = slot_token(op::RECV, 0, slot);
+        self.recv.arm_on(
+            ring,
+            FlowFd::Raw(fd),
+            slot,
+            user_data,
+            self.request_len as u32,
+            true,
+            Flags::empty(),
+        )?;
         Ok(true)
     }
 
     fn request(&mut self, ring: &mut Ring, slot: usize, res: i32) -> Result<bool> {
-        let buf = &self.requests[slot * self.request_len..][..self.request_len];
+        let buf = self.recv.landed(slot, self.request_len);
         let cookie = u64::from_le_bytes(buf[..8].try_into().expect("8 bytes"));
         let flow = u32::from_le_bytes(buf[8..12].try_into().expect("4 bytes"));
         if res != self.request_len as i32 || cookie != self.cookie || flow as usize >= self.flows {
@@ -539,22 +541,15 @@ impl CrrServer {
             return Ok(false);
         }
         self.conns[slot].flow = flow;
-        let t = types::Fd(self.conns[slot].fd);
-        let send = opcode::Send::new(t, self.response.as_ptr(), self.response.len() as u32)
-            .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
+        let fd = self.conns[slot].fd;
+        let link = Flags::IO_LINK | Flags::SKIP_SUCCESS;
+        let user_data = slot_token(op::SEND, 0, slot);
+        self.send.push_on(ring, FlowFd::Raw(fd), slot, user_data, 0, self.response_len as u32, link)?;
+        let wait = opcode::Recv::new(types::Fd(fd), self.eof[slot..].as_mut_ptr(), 1)
             .build()
-            .user_data(slot_token(op::SEND, 0, slot))
-            .flags(Flags::IO_LINK | Flags::SKIP_SUCCESS);
-        let wait = opcode::Recv::new(t, self.eof[slot..].as_mut_ptr(), 1).build().user_data(slot_token(
-            op::PEER_CLOSE,
-            0,
-            slot,
-        ));
-        // SAFETY: the response and the slot's byte live in self, dropped only after the ring.
-        unsafe {
-            ring.push(&send)?;
-            ring.push(&wait)?;
-        }
+            .user_data(slot_token(op::PEER_CLOSE, 0, slot));
+        // SAFETY: the slot's byte lives in self, dropped only after the ring.
+        unsafe { ring.push(&wait) }?;
         Ok(true)
     }
 }
@@ -635,7 +630,7 @@ impl Workload for CrrServer {
                     let k = &mut run.counters[conn.flow as usize];
                     k.transactions += 1;
                     k.bytes_received += self.request_len as u64 - FLOW_HEADER_LEN as u64;
-                    k.bytes_sent += self.response.len() as u64;
+                    k.bytes_sent += self.response_len as u64;
                     self.report.connections += 1;
                 } else {
                     self.report.rejected += 1;

@@ -43,20 +43,38 @@ impl CopyRecv {
         per_flow: bool,
         depth: usize,
     ) -> Result<CopyRecv> {
+        CopyRecv::build(fds.to_vec(), fds.len(), max_len, trunc, per_flow, depth)
+    }
+
+    /// A path for sockets the workload makes per operation (see [`CopyRecv::arm_on`]):
+    /// `owners` buffer owners (flows, or connection slots), each with its own landing
+    /// buffer if `per_owner` (the workload reads what lands), else one shared buffer.
+    pub fn per_op(owners: usize, max_len: usize, per_owner: bool) -> Result<CopyRecv> {
+        CopyRecv::build(Vec::new(), owners, max_len, false, per_owner, 1)
+    }
+
+    fn build(
+        fds: Vec<FlowFd>,
+        owners: usize,
+        max_len: usize,
+        trunc: bool,
+        per_flow: bool,
+        depth: usize,
+    ) -> Result<CopyRecv> {
         let depth = depth.clamp(1, 64);
-        let n = if per_flow { fds.len() * depth } else { 1 };
+        let n = if per_flow { owners * depth } else { 1 };
         let stride = max_len.next_multiple_of(CACHE_LINE);
         let bufs = Mapping::new(n * stride)?;
         // trunc's buffer is only an address the kernel never writes to.
         let landing_bytes = if trunc { 0 } else { bufs.len() as u64 };
         Ok(CopyRecv {
-            fds: fds.to_vec(),
+            fds,
             bufs,
             per_flow,
             stride,
             depth,
-            armed_at: vec![0; fds.len()],
-            landed_at: vec![0; fds.len()],
+            armed_at: vec![0; owners],
+            landed_at: vec![0; owners],
             trunc,
             report: RecvReport {
                 engine: if trunc { RecvEngine::Trunc } else { RecvEngine::Recv },
@@ -73,6 +91,56 @@ impl CopyRecv {
         } else {
             0
         }
+    }
+
+    /// The `len` bytes the last receive into `owner`'s buffer put there, on a path with
+    /// one buffer per owner and no chain (see [`CopyRecv::per_op`]).
+    #[inline]
+    pub fn landed(&self, owner: usize, len: usize) -> &[u8] {
+        debug_assert!(self.per_flow && self.depth == 1);
+        self.bufs.slice(self.buf_start(owner, 0), len.min(self.stride))
+    }
+
+    /// Arms a receive on `fd`, a socket the workload made for this operation, tagged
+    /// `user_data`, into `owner`'s buffer: up to `len` bytes (with `wait_all`: exactly
+    /// `len`); `flags` go on the SQE.
+    #[allow(clippy::too_many_arguments)]
+    #[inline]
+    pub fn arm_on(
+        &mut self,
+        ring: &mut Ring,
+        fd: FlowFd,
+        owner: usize,
+        user_data: u64,
+        len: u32,
+        wait_all: bool,
+        flags: squeue::Flags,
+    ) -> Result<()> {
+        // Nobody reads what trunc discards, so it waits for whole receives: the kernel
+        // retries a partial one itself, and the worker sees one CQE per `len` bytes. A
+        // chain of receives does the same, so that a short one ends it only at EOF.
+        let msg = match (self.trunc, wait_all || self.depth > 1) {
+            (true, _) => libc::MSG_TRUNC | libc::MSG_WAITALL,
+            (false, true) => libc::MSG_WAITALL,
+            (false, false) => 0,
+        };
+        debug_assert!(len as usize <= self.stride);
+        let place = Self::advance(&mut self.armed_at, owner, self.depth);
+        // SAFETY: buf_start(owner, place) + stride <= the mapping's length.
+        let ptr = unsafe { self.bufs.as_ptr().add(self.buf_start(owner, place)) };
+        // A whole-message receive (request/response) is armed before its message can have
+        // arrived: POLL_FIRST skips the first, futile attempt and goes straight to poll.
+        // An empty one completes at once, readable or not, so it does not wait on poll.
+        let ioprio = if wait_all && len > 0 { IORING_RECVSEND_POLL_FIRST } else { 0 };
+        let e = with_fd!(fd, |t| opcode::Recv::new(t, ptr, len)
+            .ioprio(ioprio)
+            .flags(msg)
+            .build()
+            .user_data(user_data)
+            .flags(flags));
+        self.report.arms += 1;
+        // SAFETY: the buffer lives as long as this path and holds `len` <= max_len bytes.
+        unsafe { ring.push(&e) }
     }
 
     /// The next place in `flow`'s chain after `at`.
@@ -106,30 +174,7 @@ impl RecvPath for CopyRecv {
         wait_all: bool,
         flags: squeue::Flags,
     ) -> Result<()> {
-        // Nobody reads what trunc discards, so it waits for whole receives: the kernel
-        // retries a partial one itself, and the worker sees one CQE per `len` bytes. A
-        // chain of receives does the same, so that a short one ends it only at EOF.
-        let msg = match (self.trunc, wait_all || self.depth > 1) {
-            (true, _) => libc::MSG_TRUNC | libc::MSG_WAITALL,
-            (false, true) => libc::MSG_WAITALL,
-            (false, false) => 0,
-        };
-        debug_assert!(len as usize <= self.stride);
-        let place = Self::advance(&mut self.armed_at, flow, self.depth);
-        // SAFETY: buf_start(flow, place) + stride <= the mapping's length.
-        let ptr = unsafe { self.bufs.as_ptr().add(self.buf_start(flow, place)) };
-        // A whole-message receive (request/response) is armed before its message can have
-        // arrived: POLL_FIRST skips the first, futile attempt and goes straight to poll.
-        let ioprio = if wait_all { IORING_RECVSEND_POLL_FIRST } else { 0 };
-        let e = with_fd!(self.fds[flow], |t| opcode::Recv::new(t, ptr, len)
-            .ioprio(ioprio)
-            .flags(msg)
-            .build()
-            .user_data(token(op::RECV, flow))
-            .flags(flags));
-        self.report.arms += 1;
-        // SAFETY: the buffer lives as long as this path and holds `len` <= max_len bytes.
-        unsafe { ring.push(&e) }
+        self.arm_on(ring, self.fds[flow], flow, token(op::RECV, flow), len, wait_all, flags)
     }
 
     #[inline]
