@@ -9,14 +9,18 @@ use ringperf_engine::control::limits::{
 };
 use ringperf_engine::spec::{RecvEngine, SendEngine};
 use ringperf_engine::units::{check_size, parse_pair, parse_size};
-use ringperf_engine::TestSpec;
 use ringperf_engine::{Error, DEFAULT_PORT};
+use ringperf_engine::{TestReport, TestSpec};
 
 /// Declares a group of flags once: each field's doc comment is its help, its `#[arg]` its
 /// clap definition and default, and `=> spec.PATH` (for a flag that is a TestSpec field as
 /// it is) where [`copy_to`](TestArgs::copy_to) puts it. The README's table is rendered from
 /// the same definitions ([`flags_markdown`]). `[sweep "name", sep]` makes it a list under
 /// `sweep` ([`sweep_lists`]): the parameter's name, and what separates its values.
+/// `[keyval "NAME" after "PREV" = |report| value]` (repeatable) makes the setting a
+/// `--keyval`/`--csv` field ([`keyval_settings`]): its name, the field it follows (without
+/// `after`, it goes at the end, so existing CSV columns keep their places) and how its
+/// value is read back from a report.
 macro_rules! flag_group {
     (
         $(#[$meta:meta])*
@@ -24,6 +28,7 @@ macro_rules! flag_group {
             $(
                 $(#[$fmeta:meta])*
                 $field:ident : $ty:ty $(=> spec $(. $path:ident)+)? $([sweep $param:literal, $sep:literal])?
+                $([keyval $kv:literal $(after $prev:literal)? = $value:expr])*
             ),* $(,)?
         }
     ) => {
@@ -43,8 +48,45 @@ macro_rules! flag_group {
             /// The flags `sweep` takes a list of: (clap id, parameter name, separator).
             pub const SWEEP: &'static [(&'static str, &'static str, char)] =
                 &[ $( $( (stringify!($field), $param, $sep), )? )* ];
+
+            /// The settings `--keyval` and `--csv` echo, in declaration order.
+            pub const KEYVAL: &'static [KeyvalSetting] = &[ $( $( KeyvalSetting {
+                name: $kv,
+                after: first(&[$($prev)?]),
+                value: $value,
+            }, )* )* ];
         }
     };
+}
+
+/// A setting echoed as a `--keyval`/`--csv` field, declared on its flag.
+pub struct KeyvalSetting {
+    pub name: &'static str,
+    /// The field it comes right after; `None`: after every other field.
+    pub after: Option<&'static str>,
+    pub value: fn(&TestReport) -> String,
+}
+
+/// The optional `after` of a `[keyval ...]` mark (`Option::or` is not const).
+const fn first(names: &[&'static str]) -> Option<&'static str> {
+    match names {
+        [name, ..] => Some(*name),
+        [] => None,
+    }
+}
+
+/// Every setting marked `[keyval ...]` where it is declared, once each (a flag several
+/// commands declare carries the mark on one of them).
+pub fn keyval_settings() -> Vec<&'static KeyvalSetting> {
+    let groups =
+        [TestArgs::KEYVAL, EngineArgs::KEYVAL, StreamArgs::KEYVAL, RrArgs::KEYVAL, SendfileArgs::KEYVAL];
+    let mut out: Vec<&'static KeyvalSetting> = Vec::new();
+    for setting in groups.into_iter().flatten() {
+        if !out.iter().any(|s| s.name == setting.name) {
+            out.push(setting);
+        }
+    }
+    out
 }
 
 #[derive(Parser, Debug)]
@@ -264,7 +306,12 @@ pub struct TestArgs {
     /// woken; 1 wakes on any byte, the kernel's default [default: one provided buffer for
     /// multishot and bundle, 1 for recv and trunc].
     #[arg(long, value_name = "BYTES", value_parser = parse_one_size)]
-    rcvlowat: Option<u32> => spec.socket.rcvlowat,
+    rcvlowat: Option<u32> => spec.socket.rcvlowat
+        // As the receiver's data sockets had it (TCP; empty when that side did not say).
+        [keyval "RCVLOWAT" after "CRR_CONNECTIONS" = |r| match r.sender_and_receiver().1 {
+            Some(rx) if !r.spec.workload.is_udp() && rx.socket.rcvlowat > 0 => rx.socket.rcvlowat.to_string(),
+            _ => String::new(),
+        }],
     /// TCP_MAXSEG on every data socket, set before the handshake.
     #[arg(long, value_name = "BYTES")]
     mss: Option<u32> => spec.socket.mss,
@@ -346,10 +393,12 @@ flag_group! {
 pub struct EngineArgs {
     /// How the sending side puts payload on the socket (copy, zc, zc-msg, splice).
     #[arg(long, value_name = "ENGINE", default_value = SendEngine::default().name(), value_parser = parse_send_engine)]
-    send_engine: SendEngine [sweep "send_engine", ','],
+    send_engine: SendEngine [sweep "send_engine", ',']
+        [keyval "SEND_ENGINE" after "CONFIDENCE_ITERATION" = |r| r.engine_pair().0.name().into()],
     /// How the receiving side takes payload off the socket (recv, multishot, bundle, trunc).
     #[arg(long, value_name = "ENGINE", default_value = RecvEngine::default().name(), value_parser = parse_recv_engine)]
-    recv_engine: RecvEngine [sweep "recv_engine", ','],
+    recv_engine: RecvEngine [sweep "recv_engine", ',']
+        [keyval "RECV_ENGINE" after "SEND_ENGINE" = |r| r.engine_pair().1.name().into()],
     /// Fill the payload with a pattern and check every received byte (its cost is reported).
     #[arg(long)]
     verify: bool => spec.verify,
@@ -410,10 +459,12 @@ pub struct StreamArgs {
     test: TestArgs,
     /// Bytes per send (netperf -m).
     #[arg(short = 'm', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
-    send_size: u32 [sweep "send_size", ','],
+    send_size: u32 [sweep "send_size", ',']
+        [keyval "LOCAL_SEND_SIZE" after "ELAPSED_TIME" = |r| stream_only(r, r.spec.send_size)],
     /// Bytes per receive (netperf -M).
     #[arg(short = 'M', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
-    recv_size: u32 [sweep "recv_size", ','],
+    recv_size: u32 [sweep "recv_size", ',']
+        [keyval "REMOTE_RECV_SIZE" after "LOCAL_SEND_SIZE" = |r| stream_only(r, r.spec.recv_size)],
     /// Server sends, client receives (netperf TCP_MAERTS).
     #[arg(long)]
     reverse: bool,
@@ -432,7 +483,9 @@ pub struct RrArgs {
     test: TestArgs,
     /// Request and response sizes (netperf -r); one number sets both.
     #[arg(short = 'r', value_name = "REQ,RSP", default_value = "1,1", value_parser = parse_sizes)]
-    sizes: (Option<u32>, Option<u32>) [sweep "req_rsp", ':'],
+    sizes: (Option<u32>, Option<u32>) [sweep "req_rsp", ':']
+        [keyval "REQUEST_SIZE" after "REMOTE_RECV_SIZE" = |r| rr_only(r, r.spec.request_size)]
+        [keyval "RESPONSE_SIZE" after "REQUEST_SIZE" = |r| rr_only(r, r.spec.response_size)],
     #[command(flatten)]
     plot: PlotArgs,
 }
@@ -489,6 +542,7 @@ pub struct UdpRrArgs {
     pub timeout_us: u32,
 }
 
+// -m and -M carry their keyval names on stream's declaration (the same fields).
 flag_group! {
 #[derive(Args, Debug)]
 pub struct SendfileArgs {
@@ -531,6 +585,24 @@ pub struct EnginesArgs {
     /// instead of each engine against the other side's default.
     #[arg(long)]
     pub matrix: bool,
+}
+
+/// A size field that only a stream has (empty for request/response).
+fn stream_only(r: &TestReport, v: u32) -> String {
+    if r.spec.workload.is_transactional() {
+        String::new()
+    } else {
+        v.to_string()
+    }
+}
+
+/// A size field that only request/response has (empty for a stream).
+fn rr_only(r: &TestReport, v: u32) -> String {
+    if r.spec.workload.is_transactional() {
+        v.to_string()
+    } else {
+        String::new()
+    }
 }
 
 /// `--plot` on a test (and on each sweep).
