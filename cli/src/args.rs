@@ -323,7 +323,10 @@ pub struct TestArgs {
     /// the system's].
     #[arg(long = "cc", value_name = "NAME")]
     congestion_control: Option<String> => spec.congestion_control [sweep "cc", ',']
-        [only "stream", "rr", "crr", "sendfile", "engines" as "the TCP tests"],
+        [only "stream", "rr", "crr", "sendfile", "engines" as "the TCP tests"]
+        // What each side's data sockets really used, so the system default shows too.
+        [keyval "LOCAL_CONG_CONTROL" = |r| r.local.socket.congestion_control.clone()]
+        [keyval "REMOTE_CONG_CONTROL" = |r| r.remote.as_ref().map_or_else(String::new, |s| s.socket.congestion_control.clone())],
     /// Accepted for netperf compatibility: local CPU is always measured.
     #[arg(short = 'c')]
     local_cpu: bool,

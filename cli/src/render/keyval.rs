@@ -247,6 +247,6 @@ mod tests {
         assert_eq!(column("LOCAL_SEND_SIZE"), Some(6));
         assert_eq!(column("RESPONSE_SIZE"), Some(9));
         assert_eq!(column("SEND_ENGINE"), Some(38));
-        assert_eq!(column("RCVLOWAT"), Some(all.len() - 1));
+        assert_eq!(column("RCVLOWAT"), Some(58));
     }
 }
