@@ -9,14 +9,21 @@ use ringperf_engine::control::limits::{
 };
 use ringperf_engine::spec::{RecvEngine, SendEngine};
 use ringperf_engine::units::{check_size, parse_pair, parse_size};
-use ringperf_engine::TestSpec;
 use ringperf_engine::{Error, DEFAULT_PORT};
+use ringperf_engine::{TestReport, TestSpec};
 
 /// Declares a group of flags once: each field's doc comment is its help, its `#[arg]` its
 /// clap definition and default, and `=> spec.PATH` (for a flag that is a TestSpec field as
 /// it is) where [`copy_to`](TestArgs::copy_to) puts it. The README's table is rendered from
 /// the same definitions ([`flags_markdown`]). `[sweep "name", sep]` makes it a list under
 /// `sweep` ([`sweep_lists`]): the parameter's name, and what separates its values.
+/// `[only "cmd", ... ; "why"]` (or `as "label"`) names the test commands a flag applies
+/// to: the others hide it from their help and refuse it, saying where it applies (the
+/// listed commands and the why, or the label instead) ([`command`], [`parse`]).
+/// `[keyval "NAME" after "PREV" = |report| value]` (repeatable) makes the setting a
+/// `--keyval`/`--csv` field ([`keyval_settings`]): its name, the field it follows (without
+/// `after`, it goes at the end, so existing CSV columns keep their places) and how its
+/// value is read back from a report.
 macro_rules! flag_group {
     (
         $(#[$meta:meta])*
@@ -24,6 +31,8 @@ macro_rules! flag_group {
             $(
                 $(#[$fmeta:meta])*
                 $field:ident : $ty:ty $(=> spec $(. $path:ident)+)? $([sweep $param:literal, $sep:literal])?
+                $([only $($cmd:literal),+ $(; $why:literal)? $(as $label:literal)?])?
+                $([keyval $kv:literal $(after $prev:literal)? = $value:expr])*
             ),* $(,)?
         }
     ) => {
@@ -43,8 +52,90 @@ macro_rules! flag_group {
             /// The flags `sweep` takes a list of: (clap id, parameter name, separator).
             pub const SWEEP: &'static [(&'static str, &'static str, char)] =
                 &[ $( $( (stringify!($field), $param, $sep), )? )* ];
+
+            /// The flags that apply to some test commands only.
+            pub const ONLY: &'static [FlagScope] = &[ $( $( FlagScope {
+                id: stringify!($field),
+                commands: &[$($cmd),+],
+                why: first(&[$($why)?]),
+                label: first(&[$($label)?]),
+            }, )? )* ];
+
+            /// The settings `--keyval` and `--csv` echo, in declaration order.
+            pub const KEYVAL: &'static [KeyvalSetting] = &[ $( $( KeyvalSetting {
+                name: $kv,
+                after: first(&[$($prev)?]),
+                value: $value,
+            }, )* )* ];
         }
     };
+}
+
+/// A setting echoed as a `--keyval`/`--csv` field, declared on its flag.
+pub struct KeyvalSetting {
+    pub name: &'static str,
+    /// The field it comes right after; `None`: after every other field.
+    pub after: Option<&'static str>,
+    pub value: fn(&TestReport) -> String,
+}
+
+/// A flag that applies to some test commands only, as its `[only ...]` mark says.
+pub struct FlagScope {
+    /// Its clap id (the field's name).
+    pub id: &'static str,
+    /// The commands it applies to (and `sweep`'s workloads of the same names).
+    pub commands: &'static [&'static str],
+    /// Why the others do not take it, said after the list.
+    pub why: Option<&'static str>,
+    /// What to say instead of the list, when the commands have a shorter name.
+    pub label: Option<&'static str>,
+}
+
+impl FlagScope {
+    /// Where it applies, for the message that refuses it elsewhere.
+    fn applies_to(&self) -> String {
+        if let Some(label) = self.label {
+            return label.to_string();
+        }
+        let list = match self.commands {
+            [] => String::new(),
+            [one] => one.to_string(),
+            [init @ .., last] => format!("{} and {last}", init.join(", ")),
+        };
+        match self.why {
+            Some(why) => format!("{list} ({why})"),
+            None => list,
+        }
+    }
+}
+
+/// Every flag marked `[only ...]` where it is declared.
+fn flag_scopes() -> impl Iterator<Item = &'static FlagScope> {
+    [TestArgs::ONLY, StatsArgs::ONLY, EngineArgs::ONLY, StreamArgs::ONLY, RrArgs::ONLY, SendfileArgs::ONLY]
+        .into_iter()
+        .flatten()
+}
+
+/// The optional parts of a mark (`Option::or` is not const). (`Option::or` is not const).
+const fn first(names: &[&'static str]) -> Option<&'static str> {
+    match names {
+        [name, ..] => Some(*name),
+        [] => None,
+    }
+}
+
+/// Every setting marked `[keyval ...]` where it is declared, once each (a flag several
+/// commands declare carries the mark on one of them).
+pub fn keyval_settings() -> Vec<&'static KeyvalSetting> {
+    let groups =
+        [TestArgs::KEYVAL, EngineArgs::KEYVAL, StreamArgs::KEYVAL, RrArgs::KEYVAL, SendfileArgs::KEYVAL];
+    let mut out: Vec<&'static KeyvalSetting> = Vec::new();
+    for setting in groups.into_iter().flatten() {
+        if !out.iter().any(|s| s.name == setting.name) {
+            out.push(setting);
+        }
+    }
+    out
 }
 
 #[derive(Parser, Debug)]
@@ -89,69 +180,14 @@ pub enum Command {
     Serve(ServeArgs),
 }
 
-/// Flags a test command takes from the shared groups but does not use: hidden from its
-/// `--help`, so each command's help lists what applies to it. Given anyway, each is refused
-/// with a message that says where it applies (the engine's checks and `check_applies`).
-const NOT_FOR: &[(&str, &[&str])] = &[
-    ("stream", &["no_latency", "histogram"]),
-    ("sendfile", &["no_latency", "histogram", "send_engine"]),
-    ("engines", &["no_latency", "histogram"]),
-    ("rr", &["rcvlowat", "send_depth", "recv_depth"]),
-    ("crr", &ONLY_STREAM_ENGINES),
-    ("udp-stream", &UDP_STREAM_HIDDEN),
-    ("udp-rr", &UDP_RR_HIDDEN),
-];
-
-/// Engine and stream-receiver flags: crr and the UDP tests use their own operations.
-const ONLY_STREAM_ENGINES: [&str; 9] = [
-    "send_engine",
-    "recv_engine",
-    "verify",
-    "require_zero_copy",
-    "send_depth",
-    "recv_depth",
-    "buf_count",
-    "buf_size",
-    "rcvlowat",
-];
-
-const UDP_STREAM_HIDDEN: [&str; 14] = [
-    "send_engine",
-    "recv_engine",
-    "verify",
-    "require_zero_copy",
-    "recv_depth",
-    "buf_count",
-    "buf_size",
-    "rcvlowat",
-    "nodelay",
-    "cork",
-    "mss",
-    "congestion_control",
-    "no_latency",
-    "histogram",
-];
-
-const UDP_RR_HIDDEN: [&str; 13] = [
-    "send_engine",
-    "recv_engine",
-    "verify",
-    "require_zero_copy",
-    "send_depth",
-    "recv_depth",
-    "buf_count",
-    "buf_size",
-    "rcvlowat",
-    "nodelay",
-    "cork",
-    "mss",
-    "congestion_control",
-];
-
-fn hide_unused(mut cmd: clap::Command, name: &str) -> clap::Command {
-    if let Some((_, ids)) = NOT_FOR.iter().find(|(n, _)| *n == name) {
-        for id in *ids {
-            cmd = cmd.mut_arg(*id, |a| a.hide(true));
+/// Hides from a test command's help each flag whose `[only ...]` mark leaves it out, so each
+/// command's help lists what applies to it; given anyway, [`parse`] refuses it.
+fn hide_unused(mut cmd: clap::Command) -> clap::Command {
+    let name = cmd.get_name().to_string();
+    for scope in flag_scopes() {
+        let takes = cmd.get_arguments().any(|a| a.get_id() == scope.id);
+        if takes && !scope.commands.contains(&name.as_str()) {
+            cmd = cmd.mut_arg(scope.id, |a| a.hide(true));
         }
     }
     cmd
@@ -162,27 +198,22 @@ fn hide_unused(mut cmd: clap::Command, name: &str) -> clap::Command {
 pub fn command() -> clap::Command {
     use clap::CommandFactory;
     let mut cmd = Cli::command();
-    for (name, _) in NOT_FOR {
-        cmd = cmd.mut_subcommand(*name, |c| hide_unused(c, name));
+    let names: Vec<String> = cmd.get_subcommands().map(|c| c.get_name().to_string()).collect();
+    for name in &names {
+        cmd = cmd.mut_subcommand(name, hide_unused);
     }
     cmd.mut_subcommand("sweep", |mut sweep| {
-        for name in ["stream", "rr", "sendfile"] {
-            sweep = sweep.mut_subcommand(name, |c| hide_unused(c, name));
+        let names: Vec<String> = sweep.get_subcommands().map(|c| c.get_name().to_string()).collect();
+        for name in &names {
+            sweep = sweep.mut_subcommand(name, hide_unused);
         }
         sweep
     })
 }
 
 /// Where a hidden flag does apply, for the message that refuses it elsewhere.
-fn applies_to(id: &str) -> &'static str {
-    match id {
-        "no_latency" | "histogram" => "rr, crr and udp-rr (the tests that time transactions)",
-        "send_engine" => "stream, rr and engines (sendfile always splices)",
-        "send_depth" => "stream, sendfile, engines and udp-stream",
-        "recv_depth" | "rcvlowat" => "stream, sendfile and engines",
-        "nodelay" | "cork" | "mss" | "congestion_control" => "the TCP tests",
-        _ => "stream, rr, sendfile and engines (crr and the UDP tests use their own operations)",
-    }
+fn applies_to(id: &str) -> String {
+    flag_scopes().find(|s| s.id == id).map_or_else(|| "other commands".to_string(), FlagScope::applies_to)
 }
 
 /// Parses a command line with [`command`]; a flag hidden from the command's help is
@@ -259,18 +290,23 @@ pub struct TestArgs {
     fq_rate: Option<u64> => spec.socket.max_pacing_rate_bps,
     /// TCP_NODELAY on every data socket.
     #[arg(long)]
-    nodelay: bool => spec.socket.nodelay,
+    nodelay: bool => spec.socket.nodelay [only "stream", "rr", "crr", "sendfile", "engines" as "the TCP tests"],
     /// SO_RCVLOWAT on a stream receiver's data sockets: bytes queued before a receive is
     /// woken; 1 wakes on any byte, the kernel's default [default: one provided buffer for
     /// multishot and bundle, 1 for recv and trunc].
     #[arg(long, value_name = "BYTES", value_parser = parse_one_size)]
-    rcvlowat: Option<u32> => spec.socket.rcvlowat,
+    rcvlowat: Option<u32> => spec.socket.rcvlowat [only "stream", "sendfile", "engines"]
+        // As the receiver's data sockets had it (TCP; empty when that side did not say).
+        [keyval "RCVLOWAT" after "CRR_CONNECTIONS" = |r| match r.sender_and_receiver().1 {
+            Some(rx) if !r.spec.workload.is_udp() && rx.socket.rcvlowat > 0 => rx.socket.rcvlowat.to_string(),
+            _ => String::new(),
+        }],
     /// TCP_MAXSEG on every data socket, set before the handshake.
     #[arg(long, value_name = "BYTES")]
-    mss: Option<u32> => spec.socket.mss,
+    mss: Option<u32> => spec.socket.mss [only "stream", "rr", "crr", "sendfile", "engines" as "the TCP tests"],
     /// TCP_CORK on every data socket.
     #[arg(long)]
-    cork: bool => spec.socket.cork,
+    cork: bool => spec.socket.cork [only "stream", "rr", "crr", "sendfile", "engines" as "the TCP tests"],
     /// IP_TOS (IPV6_TCLASS) byte on every data socket, e.g. 0x10.
     #[arg(long, value_name = "TOS", value_parser = parse_tos)]
     tos: Option<u8> => spec.socket.tos,
@@ -286,7 +322,11 @@ pub struct TestArgs {
     /// TCP congestion control for every data socket on both sides (e.g. cubic, bbr) [default:
     /// the system's].
     #[arg(long = "cc", value_name = "NAME")]
-    congestion_control: Option<String> => spec.congestion_control [sweep "cc", ','],
+    congestion_control: Option<String> => spec.congestion_control [sweep "cc", ',']
+        [only "stream", "rr", "crr", "sendfile", "engines" as "the TCP tests"]
+        // What each side's data sockets really used, so the system default shows too.
+        [keyval "LOCAL_CONG_CONTROL" = |r| r.local.socket.congestion_control.clone()]
+        [keyval "REMOTE_CONG_CONTROL" = |r| r.remote.as_ref().map_or_else(String::new, |s| s.socket.congestion_control.clone())],
     /// Accepted for netperf compatibility: local CPU is always measured.
     #[arg(short = 'c')]
     local_cpu: bool,
@@ -312,6 +352,7 @@ pub struct TestArgs {
 }
 }
 
+flag_group! {
 /// Iterations, confidence, intervals and latency recording.
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Statistics")]
@@ -319,24 +360,25 @@ pub struct StatsArgs {
     /// Iterate: at most MAX and at least MIN full runs (netperf -i); one number sets both
     /// [default: 1 run].
     #[arg(short = 'i', value_name = "MAX,MIN", value_parser = parse_iterations)]
-    pub iterations: Option<(u32, u32)>,
+    iterations: Option<(u32, u32)>,
     /// Confidence LEVEL (percent) and full interval WIDTH (percent of the mean), netperf -I
     /// (-I 99,5 is ±2.5 %); implies -i 10,3 when -i is not given.
     #[arg(short = 'I', value_name = "LEVEL,WIDTH", value_parser = parse_confidence)]
-    pub confidence: Option<(f64, f64)>,
+    confidence: Option<(f64, f64)>,
     /// Print a line per interval of SECS while the test runs (netperf demo mode). Runs over
     /// 10 s print one per second on a terminal by default.
     #[arg(short = 'D', value_name = "SECS", value_parser = parse_interval)]
-    pub interval: Option<u64>,
+    interval: Option<u64>,
     /// Take no interval samples (no within-run confidence, no interval series in the JSON).
     #[arg(long, conflicts_with = "interval")]
-    pub no_intervals: bool,
+    no_intervals: bool,
     /// Do not time transactions (rr): saves one clock read per transaction.
     #[arg(long)]
-    pub no_latency: bool,
+    no_latency: bool [only "rr", "crr", "udp-rr"; "the tests that time transactions"],
     /// Print a text histogram of the round trips (rr).
     #[arg(long)]
-    pub histogram: bool,
+    histogram: bool [only "rr", "crr", "udp-rr"; "the tests that time transactions"],
+}
 }
 
 flag_group! {
@@ -346,35 +388,40 @@ flag_group! {
 pub struct EngineArgs {
     /// How the sending side puts payload on the socket (copy, zc, zc-msg, splice).
     #[arg(long, value_name = "ENGINE", default_value = SendEngine::default().name(), value_parser = parse_send_engine)]
-    send_engine: SendEngine [sweep "send_engine", ','],
+    send_engine: SendEngine [sweep "send_engine", ',']
+        [only "stream", "rr", "engines"; "sendfile always splices"]
+        [keyval "SEND_ENGINE" after "CONFIDENCE_ITERATION" = |r| r.engine_pair().0.name().into()],
     /// How the receiving side takes payload off the socket (recv, multishot, bundle, trunc).
     #[arg(long, value_name = "ENGINE", default_value = RecvEngine::default().name(), value_parser = parse_recv_engine)]
-    recv_engine: RecvEngine [sweep "recv_engine", ','],
+    recv_engine: RecvEngine [sweep "recv_engine", ',']
+        [only "stream", "rr", "sendfile", "engines"; "crr and the UDP tests use their own operations"]
+        [keyval "RECV_ENGINE" after "SEND_ENGINE" = |r| r.engine_pair().1.name().into()],
     /// Fill the payload with a pattern and check every received byte (its cost is reported).
     #[arg(long)]
-    verify: bool => spec.verify,
+    verify: bool => spec.verify [only "stream", "rr", "sendfile", "engines"; "crr and the UDP tests use their own operations"],
     /// Fail (exit 1) if the kernel copied any zero-copy send.
     #[arg(long = "require-zc")]
-    require_zero_copy: bool => spec.require_zero_copy,
+    require_zero_copy: bool => spec.require_zero_copy
+        [only "stream", "rr", "sendfile", "engines"; "crr and the UDP tests use their own operations"],
     /// Linked sends in flight per flow in a stream, submitted and reaped together
     /// [default: 4; 32 for splice, whose chains run on io-wq and wake the worker once per
     /// chain; 32 datagrams for udp-stream].
     #[arg(long, value_name = "N")]
-    send_depth: Option<u32>,
+    send_depth: Option<u32> [only "stream", "sendfile", "engines", "udp-stream"],
     /// Linked receives in flight per flow in a stream (recv and trunc), each waiting for a
     /// whole -M (MSG_WAITALL), reaped together; 1 is one receive at a time that takes what
     /// has arrived, as netperf's recv does [default: 4 for a stream, 1 otherwise].
     #[arg(long, value_name = "N")]
-    recv_depth: Option<u32>,
+    recv_depth: Option<u32> [only "stream", "sendfile", "engines"],
     /// Provided buffers per ring (multishot, bundle); a power of two [default: 256, or 4
     /// per flow if more; they share one landing area. With --verify each has its own:
     /// 1 MiB worth of --buf-size, so they stay in cache, and at least 4 per flow; 16 to 256].
     #[arg(long, value_name = "N")]
-    buf_count: Option<u32>,
+    buf_count: Option<u32> [only "stream", "rr", "sendfile", "engines"; "crr and the UDP tests use their own operations"],
     /// Bytes per provided buffer [default: the receive size -M (rr: the larger message),
     /// 4K to 64K].
     #[arg(long, value_name = "SIZE", value_parser = parse_one_size)]
-    buf_size: Option<u32>,
+    buf_size: Option<u32> [only "stream", "rr", "sendfile", "engines"; "crr and the UDP tests use their own operations"],
     /// Submission queue entries per ring; a power of two.
     #[arg(long, value_name = "N", default_value_t = TestSpec::default().ring.sq_entries)]
     sq_entries: u32 => spec.ring.sq_entries,
@@ -410,10 +457,12 @@ pub struct StreamArgs {
     test: TestArgs,
     /// Bytes per send (netperf -m).
     #[arg(short = 'm', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
-    send_size: u32 [sweep "send_size", ','],
+    send_size: u32 [sweep "send_size", ',']
+        [keyval "LOCAL_SEND_SIZE" after "ELAPSED_TIME" = |r| stream_only(r, r.spec.send_size)],
     /// Bytes per receive (netperf -M).
     #[arg(short = 'M', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
-    recv_size: u32 [sweep "recv_size", ','],
+    recv_size: u32 [sweep "recv_size", ',']
+        [keyval "REMOTE_RECV_SIZE" after "LOCAL_SEND_SIZE" = |r| stream_only(r, r.spec.recv_size)],
     /// Server sends, client receives (netperf TCP_MAERTS).
     #[arg(long)]
     reverse: bool,
@@ -432,7 +481,9 @@ pub struct RrArgs {
     test: TestArgs,
     /// Request and response sizes (netperf -r); one number sets both.
     #[arg(short = 'r', value_name = "REQ,RSP", default_value = "1,1", value_parser = parse_sizes)]
-    sizes: (Option<u32>, Option<u32>) [sweep "req_rsp", ':'],
+    sizes: (Option<u32>, Option<u32>) [sweep "req_rsp", ':']
+        [keyval "REQUEST_SIZE" after "REMOTE_RECV_SIZE" = |r| rr_only(r, r.spec.request_size)]
+        [keyval "RESPONSE_SIZE" after "REQUEST_SIZE" = |r| rr_only(r, r.spec.response_size)],
     #[command(flatten)]
     plot: PlotArgs,
 }
@@ -489,6 +540,7 @@ pub struct UdpRrArgs {
     pub timeout_us: u32,
 }
 
+// -m and -M carry their keyval names on stream's declaration (the same fields).
 flag_group! {
 #[derive(Args, Debug)]
 pub struct SendfileArgs {
@@ -531,6 +583,24 @@ pub struct EnginesArgs {
     /// instead of each engine against the other side's default.
     #[arg(long)]
     pub matrix: bool,
+}
+
+/// A size field that only a stream has (empty for request/response).
+fn stream_only(r: &TestReport, v: u32) -> String {
+    if r.spec.workload.is_transactional() {
+        String::new()
+    } else {
+        v.to_string()
+    }
+}
+
+/// A size field that only request/response has (empty for a stream).
+fn rr_only(r: &TestReport, v: u32) -> String {
+    if r.spec.workload.is_transactional() {
+        v.to_string()
+    } else {
+        String::new()
+    }
 }
 
 /// `--plot` on a test (and on each sweep).
@@ -1056,5 +1126,47 @@ mod tests {
             readme[start..start + len] == flags_markdown(),
             "README's flag table differs from the flag definitions: regenerate it with `ringperf --help-markdown`"
         );
+    }
+
+    /// A misspelt command in an `[only ...]` mark would hide the flag everywhere.
+    #[test]
+    fn only_marks_name_commands_that_exist() {
+        let cmd = command();
+        for scope in flag_scopes() {
+            for name in scope.commands {
+                assert!(cmd.find_subcommand(name).is_some(), "--{}: no command {name}", scope.id);
+            }
+        }
+    }
+
+    /// Help and refusal come from the same mark: a flag hidden from a command's help is the
+    /// one refused there, with where its mark says it applies.
+    #[test]
+    fn a_flag_is_hidden_and_refused_where_its_mark_leaves_it_out() {
+        let refusal = |args: &[&str]| {
+            let argv: Vec<String> = ["ringperf"].iter().chain(args).map(|a| a.to_string()).collect();
+            parse(&argv).map(|_| ()).expect_err("refused").to_string()
+        };
+        let hidden = |path: &[&str], id: &str| {
+            let mut c = command();
+            for name in path {
+                c = c.find_subcommand(name).expect("a command").clone();
+            }
+            let is_hidden = c.get_arguments().find(|a| a.get_id() == id).expect("the flag").is_hide_set();
+            is_hidden
+        };
+        assert!(refusal(&["udp-rr", "--send-depth", "4"]).contains(
+            "--send-depth does not apply to udp-rr: it applies to stream, sendfile, engines and udp-stream"
+        ));
+        assert!(hidden(&["udp-rr"], "send_depth") && !hidden(&["udp-stream"], "send_depth"));
+        assert!(refusal(&["udp-stream", "--cc", "cubic"]).contains("it applies to the TCP tests"));
+        assert!(refusal(&["sweep", "sendfile", "--send-engine", "zc"])
+            .contains("does not apply to sweep sendfile: it applies to stream, rr and engines (sendfile always splices)"));
+        assert!(
+            hidden(&["sweep", "sendfile"], "send_engine") && !hidden(&["sweep", "stream"], "send_engine")
+        );
+        assert!(refusal(&["crr", "--verify"])
+            .contains("stream, rr, sendfile and engines (crr and the UDP tests use their own operations)"));
+        assert!(parse(&["ringperf".to_string(), "rr".to_string(), "--histogram".to_string()]).is_ok());
     }
 }

@@ -270,3 +270,28 @@ fn bad_statistics_flags_are_usage_errors() {
     rp.run(&["stream", "-D", "0"]).failure(2, &["interval"]);
     rp.run(&["stream", "--json", "--csv"]).failure(2, &["cannot be used"]);
 }
+
+/// --cc is echoed in keyval and CSV as each side's sockets really had it (reno is built
+/// into every kernel; the CSV keeps the new columns after every older one).
+#[test]
+fn keyval_and_csv_report_each_sides_congestion_control() {
+    let rp = ringperf!();
+    let out = rp.run(&["stream", "-l", "0.3", "--cc", "reno", "--keyval"]);
+    if out.status.code() != Some(0) && out.stderr.contains("reno") {
+        ringperf_tests::skip(
+            "keyval_and_csv_report_each_sides_congestion_control",
+            "this host refuses --cc reno",
+        );
+        return;
+    }
+    let kv = keyval(&out.success().stdout);
+    let get = |k: &str| kv.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    assert_eq!(get("LOCAL_CONG_CONTROL").as_deref(), Some("reno"));
+    assert_eq!(get("REMOTE_CONG_CONTROL").as_deref(), Some("reno"));
+    let out = rp.run(&["stream", "-l", "0.3", "--cc", "reno", "--csv"]).success();
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let col = header.iter().position(|h| *h == "LOCAL_CONG_CONTROL").expect("in the CSV header");
+    assert!(col > header.iter().position(|h| *h == "RCVLOWAT").expect("RCVLOWAT"));
+    assert_eq!(lines[1].split(',').nth(col), Some("reno"), "{out}");
+}

@@ -5,6 +5,7 @@ use ringperf_engine::report::{IterationFigures, LatencySummary, SideReport, UdpR
 use ringperf_engine::TestReport;
 
 use super::Units;
+use crate::args;
 
 /// What every field's extractor reads: one run's figures (`fig`) over the whole report.
 struct Row<'a> {
@@ -44,23 +45,15 @@ impl Row<'_> {
             String::new()
         }
     }
-
-    /// Empty for request/response, else `v`.
-    fn stream_only(&self, v: impl ToString) -> String {
-        if self.rr {
-            String::new()
-        } else {
-            v.to_string()
-        }
-    }
 }
 
 type Extract = fn(&Row) -> String;
 
-/// Every field, in output order, with how its value comes out of a run: netperf's omni
-/// names where netperf has one, ringperf's own otherwise (the README lists them all; a
-/// test keeps that list equal to this one).
-const FIELDS: &[(&str, Extract)] = &[
+/// Every measured field, with how its value comes out of a run: netperf's omni names where
+/// netperf has one, ringperf's own otherwise. The settings a run echoes (sizes, engines,
+/// ...) are declared on their flags ([`args::keyval_settings`]) and placed among these by
+/// [`fields`]; the README lists the result, and a test keeps that list equal to it.
+const FIGURES: &[(&str, Extract)] = &[
     ("TEST", |c| c.r.test.clone()),
     // netperf reports request/response throughput in transactions per second.
     ("THROUGHPUT", |c| {
@@ -74,10 +67,6 @@ const FIELDS: &[(&str, Extract)] = &[
     ("THROUGHPUT_CONFID", |c| c.confid(if c.rr { "transactions/s" } else { "throughput" })),
     ("TRANSACTION_RATE", |c| opt(c.fig.transactions_per_sec, 2)),
     ("ELAPSED_TIME", |c| f(c.r.local.elapsed_ns as f64 / 1e9, 3)),
-    ("LOCAL_SEND_SIZE", |c| c.stream_only(c.r.spec.send_size)),
-    ("REMOTE_RECV_SIZE", |c| c.stream_only(c.r.spec.recv_size)),
-    ("REQUEST_SIZE", |c| c.rr_only(c.r.spec.request_size)),
-    ("RESPONSE_SIZE", |c| c.rr_only(c.r.spec.response_size)),
     ("LSS_SIZE_END", |c| c.r.local.socket.send_buffer.to_string()),
     ("LSR_SIZE_END", |c| c.r.local.socket.recv_buffer.to_string()),
     ("RSS_SIZE_END", |c| c.remote(|s| s.socket.send_buffer.to_string())),
@@ -111,8 +100,6 @@ const FIELDS: &[(&str, Extract)] = &[
         (None, Some(k)) => k.iterations.to_string(),
         (None, None) => "1".into(),
     }),
-    ("SEND_ENGINE", |c| c.r.engine_pair().0.name().into()),
-    ("RECV_ENGINE", |c| c.r.engine_pair().1.name().into()),
     ("ZERO_COPY_FRACTION", |c| opt(c.r.zero_copy_fraction(), 4)),
     ("LOCAL_RELEASE", |c| c.r.environment.local.kernel_release.clone()),
     ("REMOTE_RELEASE", |c| c.r.environment.remote.kernel_release.clone()),
@@ -136,17 +123,32 @@ const FIELDS: &[(&str, Extract)] = &[
     ("UDP_TIMEOUTS", |c| udp_field(Some(&c.r.local), |u| c.rr_only(u.timeouts))),
     ("UDP_RETRANSMISSIONS", |c| udp_field(Some(&c.r.local), |u| c.rr_only(u.retransmissions))),
     ("CRR_CONNECTIONS", |c| c.r.local.crr.as_ref().map_or(String::new(), |k| k.connections.to_string())),
-    // SO_RCVLOWAT as the receiver's data sockets had it (TCP; empty when that side did not
-    // report it).
-    ("RCVLOWAT", |c| match c.receiver {
-        Some(rx) if !c.r.spec.workload.is_udp() && rx.socket.rcvlowat > 0 => rx.socket.rcvlowat.to_string(),
-        _ => String::new(),
-    }),
 ];
+
+/// Where a field's value comes from.
+#[derive(Clone, Copy)]
+enum Value {
+    /// A measured figure.
+    Figure(Extract),
+    /// A setting, as its flag's declaration reads it back from the report.
+    Setting(fn(&TestReport) -> String),
+}
+
+/// Every field in output order: the figures, each setting right after the field its
+/// declaration names, or at the end when it names none (or one that does not exist).
+fn fields() -> Vec<(&'static str, Value)> {
+    let mut out: Vec<(&'static str, Value)> = FIGURES.iter().map(|&(n, e)| (n, Value::Figure(e))).collect();
+    for s in args::keyval_settings() {
+        let at =
+            s.after.and_then(|prev| out.iter().position(|(n, _)| *n == prev)).map_or(out.len(), |i| i + 1);
+        out.insert(at, (s.name, Value::Setting(s.value)));
+    }
+    out
+}
 
 /// The field names, in output order.
 pub fn names() -> impl Iterator<Item = &'static str> {
-    FIELDS.iter().map(|(name, _)| *name)
+    fields().into_iter().map(|(name, _)| name)
 }
 
 fn f(v: f64, places: usize) -> String {
@@ -175,7 +177,13 @@ fn retrans(s: &SideReport) -> String {
 fn values(r: &TestReport, fig: &IterationFigures, units: Units, iteration: Option<usize>) -> Vec<String> {
     let (sender, receiver) = r.sender_and_receiver();
     let row = Row { r, fig, units, rr: r.spec.workload.is_transactional(), sender, receiver, iteration };
-    FIELDS.iter().map(|(_, extract)| extract(&row)).collect()
+    fields()
+        .into_iter()
+        .map(|(_, value)| match value {
+            Value::Figure(extract) => extract(&row),
+            Value::Setting(read) => read(r),
+        })
+        .collect()
 }
 
 pub fn render(r: &TestReport, units: Units) -> String {
@@ -217,6 +225,28 @@ mod tests {
         let list = readme[start..].split('`').nth(3).expect("the names in backquotes");
         let listed: Vec<&str> = list.split_whitespace().collect();
         let ours: Vec<&str> = names().collect();
-        assert_eq!(listed, ours, "README's keyval list differs from render/keyval.rs FIELDS");
+        assert_eq!(listed, ours, "README's keyval list differs from the fields keyval.rs renders");
+    }
+
+    /// A setting whose `after` names no field would silently land at the end.
+    #[test]
+    fn every_keyval_setting_follows_a_field_that_exists() {
+        let all: Vec<&str> = names().collect();
+        for s in args::keyval_settings() {
+            if let Some(prev) = s.after {
+                assert!(all.contains(&prev), "{} comes after {prev}, which is no keyval field", s.name);
+            }
+        }
+    }
+
+    /// The settings' CSV columns stay where scripts that read them by position expect them.
+    #[test]
+    fn settings_keep_their_csv_columns() {
+        let all: Vec<&str> = names().collect();
+        let column = |n: &str| all.iter().position(|f| *f == n);
+        assert_eq!(column("LOCAL_SEND_SIZE"), Some(6));
+        assert_eq!(column("RESPONSE_SIZE"), Some(9));
+        assert_eq!(column("SEND_ENGINE"), Some(38));
+        assert_eq!(column("RCVLOWAT"), Some(58));
     }
 }
