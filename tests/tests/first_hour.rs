@@ -163,7 +163,7 @@ fn a_partial_report_does_not_print_the_missing_server_side_as_zero() {
 fn ipv6_hosts_are_accepted_bare_and_bracketed_and_printed_bracketed() {
     let test = "ipv6_hosts_are_accepted_bare_and_bracketed_and_printed_bracketed";
     if let Err(e) = std::net::TcpListener::bind("[::1]:0") {
-        eprintln!("SKIPPED: {test}: this host has no ::1 ({e})");
+        ringperf_tests::skip(test, &format!("this host has no ::1 ({e})"));
         return;
     }
     let rp = ringperf!();
@@ -347,7 +347,7 @@ fn progress_shows_on_a_terminal_and_never_in_a_pipe() {
             Ok(o) if o.status.success() => Some(o.stdout),
             Ok(o) => panic!("{line} under script failed: {o}"),
             Err(e) => {
-                eprintln!("SKIPPED: {test}: util-linux `script` cannot run ({e})");
+                ringperf_tests::skip(test, &format!("util-linux `script` cannot run ({e})"));
                 None
             }
         }

@@ -334,7 +334,7 @@ fn a_keyless_server_beyond_loopback_warns_at_start() {
 #[test]
 fn serve_listens_on_both_families_by_default() {
     if TcpListener::bind("[::1]:0").is_err() {
-        eprintln!("SKIPPED serve_listens_on_both_families_by_default: this host has no IPv6 loopback");
+        ringperf_tests::skip("serve_listens_on_both_families_by_default", "this host has no IPv6 loopback");
         return;
     }
     let rp = ringperf!();
