@@ -4,8 +4,8 @@
 //! natively through the modules below (netlink, interface and ethtool ioctls, procfs).
 
 mod ethtool;
-mod netdev;
-mod netlink;
+pub(crate) mod netdev;
+pub(crate) mod netlink;
 mod network;
 mod qdisc;
 mod route;

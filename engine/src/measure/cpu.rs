@@ -25,10 +25,10 @@ impl CpuTicks {
     fn busy(&self) -> u64 {
         self.user + self.nice + self.system + self.irq + self.softirq
     }
-    fn total(&self) -> u64 {
+    pub fn total(&self) -> u64 {
         self.busy() + self.idle + self.iowait + self.steal
     }
-    fn delta(&self, before: &CpuTicks) -> CpuTicks {
+    pub fn delta(&self, before: &CpuTicks) -> CpuTicks {
         CpuTicks {
             user: self.user.saturating_sub(before.user),
             nice: self.nice.saturating_sub(before.nice),
@@ -46,6 +46,9 @@ impl CpuTicks {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ProcStat {
     pub cpus: Vec<CpuTicks>,
+    /// The CPU number of each entry of `cpus` (offline CPUs have no line, so the position
+    /// is not always the number).
+    pub ids: Vec<usize>,
 }
 
 impl ProcStat {
@@ -57,19 +60,23 @@ impl ProcStat {
 
     pub fn parse(text: &str) -> Result<ProcStat> {
         let mut cpus = Vec::new();
+        let mut ids = Vec::new();
         for line in text.lines() {
             let Some(rest) = line.strip_prefix("cpu") else { continue };
             // "cpu " is the aggregate; per-CPU lines start with a digit.
             if !rest.starts_with(|c: char| c.is_ascii_digit()) {
                 continue;
             }
-            let v: Vec<u64> = rest.split_whitespace().skip(1).map_while(|f| f.parse().ok()).collect();
-            if v.len() < 8 {
+            let mut fields = rest.split_whitespace();
+            let id = fields.next().and_then(|n| n.parse::<usize>().ok());
+            let v: Vec<u64> = fields.map_while(|f| f.parse().ok()).collect();
+            let Some(id) = id.filter(|_| v.len() >= 8) else {
                 return Err(Error::io(
                     "parsing /proc/stat",
                     std::io::Error::new(std::io::ErrorKind::InvalidData, format!("unexpected line: {line}")),
                 ));
-            }
+            };
+            ids.push(id);
             cpus.push(CpuTicks {
                 user: v[0],
                 nice: v[1],
@@ -87,7 +94,7 @@ impl ProcStat {
                 std::io::Error::new(std::io::ErrorKind::InvalidData, "no per-CPU lines"),
             ));
         }
-        Ok(ProcStat { cpus })
+        Ok(ProcStat { cpus, ids })
     }
 
     /// System CPU over [before, self], with `elapsed_ns` the window it covered.

@@ -4,6 +4,7 @@ pub mod clock;
 pub mod confidence;
 pub mod cpu;
 pub mod intervals;
+pub mod kernel;
 pub mod latency;
 pub mod service_demand;
 pub mod tcp_info;
