@@ -300,6 +300,10 @@ pub struct SideReport {
     /// Datagram accounting (udp-stream and udp-rr only).
     #[serde(default)]
     pub udp: Option<UdpReport>,
+    /// Kernel counters over the window: CPU split, network softirqs, the device's
+    /// interrupts and counters, softnet, flow placement. Absent from older reports.
+    #[serde(default)]
+    pub kernel: Option<crate::measure::kernel::KernelCounters>,
 }
 
 impl SideReport {

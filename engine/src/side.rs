@@ -13,6 +13,7 @@ use crate::env::NetworkEnvironment;
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::cpu::ProcStat;
+use crate::measure::kernel::{DataSocketsAtEnd, KernelProbe, KernelSnapshot};
 use crate::measure::service_demand::{service_demand, tool_overhead_percent};
 use crate::measure::tcp_info::{TcpFlowInfo, TcpReport};
 use crate::merge;
@@ -58,6 +59,10 @@ pub struct Side {
     /// crr client: its socket facts, read before the window from a socket made like every
     /// cycle's (it holds none of its own across cycles).
     connector_socket: Option<SocketSizes>,
+    /// Kernel counters (measure::kernel): readers opened before the window, and the
+    /// snapshot taken as it opens.
+    kernel: KernelProbe,
+    kernel_before: Option<KernelSnapshot>,
 }
 
 impl Side {
@@ -181,6 +186,7 @@ impl Side {
             (None, Some(s)) => Some(NetworkEnvironment::capture(s)),
             (None, None) => None,
         };
+        let kernel = KernelProbe::prepare(network.as_ref(), &cpus);
         Ok(Side {
             role,
             cpus,
@@ -193,6 +199,8 @@ impl Side {
             nflows,
             stop,
             connector_socket,
+            kernel,
+            kernel_before: None,
         })
     }
 
@@ -207,6 +215,7 @@ impl Side {
 
     /// Opens the measurement window now, for every worker at once.
     pub fn start(&mut self) -> Result<()> {
+        self.kernel_before = Some(self.kernel.snapshot());
         let before = ProcStat::read()?;
         let start_ns = monotonic_ns();
         for w in &self.workers {
@@ -219,7 +228,7 @@ impl Side {
     /// Waits for the workers and measures the window. The sockets close afterwards. A run
     /// that failed or was stopped after the window opened still gives its report (the
     /// counters every worker kept until then), with the reason in [`Finished::ending`].
-    pub fn finish(self) -> Result<Finished> {
+    pub fn finish(mut self) -> Result<Finished> {
         let nworkers = self.workers.len();
         let mut outcomes = Vec::with_capacity(nworkers);
         let mut first_error = None;
@@ -241,6 +250,17 @@ impl Side {
         let end_ns = outcomes.iter().map(|o| o.end_ns).max().unwrap_or(start_ns);
         let elapsed_ns = end_ns.saturating_sub(start_ns).max(1);
         let system = after.since(&before, elapsed_ns);
+        let kernel = self.kernel_before.take().map(|snapshot| {
+            let fds: Vec<RawFd> = self.sockets.iter().map(AsRawFd::as_raw_fd).collect();
+            let sockets = if self.stop.is_some() || self.connector_socket.is_some() {
+                DataSocketsAtEnd::None(
+                    "crr: every connection closes within its cycle, none lasts to the end of the run",
+                )
+            } else {
+                DataSocketsAtEnd::Flows(&fds)
+            };
+            self.kernel.report(snapshot, &before, &after, sockets)
+        });
 
         let mut flows = vec![FlowReport::default(); self.nflows];
         let mut tcp_flows = vec![Default::default(); self.nflows];
@@ -336,6 +356,7 @@ impl Side {
             network: self.network,
             crr,
             udp,
+            kernel,
         };
         Ok(Finished { report, ending })
     }
