@@ -378,6 +378,10 @@ pub struct StatsArgs {
     /// Print a text histogram of the round trips (rr).
     #[arg(long)]
     histogram: bool [only "rr", "crr", "udp-rr"; "the tests that time transactions"],
+    /// Print the kernel counters in full: per-CPU split, softirqs and softnet, the device's
+    /// interrupt lines and driver counters, every flow's placement.
+    #[arg(long)]
+    verbose: bool,
 }
 }
 

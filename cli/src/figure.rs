@@ -61,6 +61,30 @@ pub const FIGURES: &[Figure] = &[
         of: |f| f.remote_ns_per_segment,
     },
     Figure {
+        name: "local_softirq",
+        label: "local softirq time (% of all CPUs)",
+        scale: 1.0,
+        of: |f| f.local_softirq_percent,
+    },
+    Figure {
+        name: "remote_softirq",
+        label: "remote softirq time (% of all CPUs)",
+        scale: 1.0,
+        of: |f| f.remote_softirq_percent,
+    },
+    Figure {
+        name: "local_packets_per_net_rx",
+        label: "local rx packets per NET_RX softirq",
+        scale: 1.0,
+        of: |f| f.local_packets_per_net_rx,
+    },
+    Figure {
+        name: "remote_packets_per_net_rx",
+        label: "remote rx packets per NET_RX softirq",
+        scale: 1.0,
+        of: |f| f.remote_packets_per_net_rx,
+    },
+    Figure {
         name: "p50",
         label: "p50 round trip (us)",
         scale: 1e-3,

@@ -96,6 +96,10 @@ impl TestReport {
         fig.remote_cpu_percent = mean(&|i| i.remote_cpu_percent);
         fig.local_sd_us = mean(&|i| i.local_sd_us);
         fig.remote_sd_us = mean(&|i| i.remote_sd_us);
+        fig.local_softirq_percent = mean(&|i| i.local_softirq_percent);
+        fig.remote_softirq_percent = mean(&|i| i.remote_softirq_percent);
+        fig.local_packets_per_net_rx = mean(&|i| i.local_packets_per_net_rx);
+        fig.remote_packets_per_net_rx = mean(&|i| i.remote_packets_per_net_rx);
         if let Some(l) = &self.local.latency {
             fig.p50_latency_ns = Some(l.p50_ns);
             fig.p99_latency_ns = Some(l.p99_ns);
@@ -189,6 +193,16 @@ pub struct IterationFigures {
     pub local_ns_per_segment: Option<f64>,
     #[serde(default)]
     pub remote_ns_per_segment: Option<f64>,
+    /// Softirq share of all CPUs' ticks on each side, and the device's received packets per
+    /// NET_RX softirq (measure::kernel), so a sweep can plot them. Absent from older reports.
+    #[serde(default)]
+    pub local_softirq_percent: Option<f64>,
+    #[serde(default)]
+    pub remote_softirq_percent: Option<f64>,
+    #[serde(default)]
+    pub local_packets_per_net_rx: Option<f64>,
+    #[serde(default)]
+    pub remote_packets_per_net_rx: Option<f64>,
 }
 
 impl IterationFigures {
@@ -214,6 +228,12 @@ impl IterationFigures {
             p99_latency_ns: local.latency.as_ref().map(|l| l.p99_ns),
             local_ns_per_segment: local.service_demand.ns_per_segment,
             remote_ns_per_segment: remote.and_then(|r| r.service_demand.ns_per_segment),
+            local_softirq_percent: local.kernel.as_ref().map(|k| k.softirq_percent),
+            remote_softirq_percent: remote.and_then(|r| r.kernel.as_ref()).map(|k| k.softirq_percent),
+            local_packets_per_net_rx: local.kernel.as_ref().and_then(|k| k.packets_per_net_rx),
+            remote_packets_per_net_rx: remote
+                .and_then(|r| r.kernel.as_ref())
+                .and_then(|k| k.packets_per_net_rx),
         }
     }
 }

@@ -109,6 +109,9 @@ pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
     for &(name, s) in &sides {
         let _ = writeln!(o, "{name}  {}", network_line(s.network.as_ref()));
     }
+    for &(name, s) in &sides {
+        super::kernel::lines(&mut o, name, s, opts.verbose);
+    }
     if let Some(l) = &r.local.latency {
         latency_lines(&mut o, l);
         if opts.histogram {

@@ -1,6 +1,7 @@
 //! `--keyval` and `--csv`: one set of NAME=value fields, with netperf's omni output names
 //! where netperf has one (README lists them all), side by side over one report.
 
+use ringperf_engine::measure::kernel::{KernelCounters, LinkStats};
 use ringperf_engine::report::{IterationFigures, LatencySummary, SideReport, UdpReport};
 use ringperf_engine::TestReport;
 
@@ -125,6 +126,81 @@ const FIGURES: &[(&str, Extract)] = &[
     ("CRR_CONNECTIONS", |c| c.r.local.crr.as_ref().map_or(String::new(), |k| k.connections.to_string())),
 ];
 
+/// The kernel counters of each side (engine `measure::kernel`), after the settings so that
+/// the settings keep the CSV columns scripts already read them from.
+const KERNEL_FIGURES: &[(&str, Extract)] = &[
+    ("LOCAL_SOFTIRQ_PERCENT", |c| opt(c.fig.local_softirq_percent, 2)),
+    ("REMOTE_SOFTIRQ_PERCENT", |c| opt(c.fig.remote_softirq_percent, 2)),
+    ("LOCAL_IRQ_PERCENT", |c| kernel(Some(&c.r.local), |k| f(k.irq_percent, 2))),
+    ("REMOTE_IRQ_PERCENT", |c| kernel(c.r.remote.as_ref(), |k| f(k.irq_percent, 2))),
+    ("LOCAL_NET_RX_SOFTIRQS", |c| kernel(Some(&c.r.local), |k| k.net_rx_softirqs.to_string())),
+    ("REMOTE_NET_RX_SOFTIRQS", |c| kernel(c.r.remote.as_ref(), |k| k.net_rx_softirqs.to_string())),
+    ("LOCAL_NET_TX_SOFTIRQS", |c| kernel(Some(&c.r.local), |k| k.net_tx_softirqs.to_string())),
+    ("REMOTE_NET_TX_SOFTIRQS", |c| kernel(c.r.remote.as_ref(), |k| k.net_tx_softirqs.to_string())),
+    ("LOCAL_PACKETS_PER_NET_RX", |c| opt(c.fig.local_packets_per_net_rx, 3)),
+    ("REMOTE_PACKETS_PER_NET_RX", |c| opt(c.fig.remote_packets_per_net_rx, 3)),
+    ("LOCAL_PACKETS_PER_INTERRUPT", |c| kernel(Some(&c.r.local), |k| opt(k.packets_per_interrupt, 3))),
+    ("REMOTE_PACKETS_PER_INTERRUPT", |c| kernel(c.r.remote.as_ref(), |k| opt(k.packets_per_interrupt, 3))),
+    ("LOCAL_INTERRUPTS", |c| {
+        kernel(Some(&c.r.local), |k| k.interrupts.as_ref().map_or(String::new(), |i| i.total.to_string()))
+    }),
+    ("REMOTE_INTERRUPTS", |c| {
+        kernel(c.r.remote.as_ref(), |k| k.interrupts.as_ref().map_or(String::new(), |i| i.total.to_string()))
+    }),
+    ("LOCAL_SOFTNET_DROPPED", |c| kernel(Some(&c.r.local), softnet_dropped)),
+    ("REMOTE_SOFTNET_DROPPED", |c| kernel(c.r.remote.as_ref(), softnet_dropped)),
+    ("LOCAL_SOFTNET_SQUEEZED", |c| kernel(Some(&c.r.local), softnet_squeezed)),
+    ("REMOTE_SOFTNET_SQUEEZED", |c| kernel(c.r.remote.as_ref(), softnet_squeezed)),
+    ("LOCAL_NIC", |c| {
+        kernel(Some(&c.r.local), |k| k.nic.as_ref().map_or(String::new(), |n| n.device.clone()))
+    }),
+    ("REMOTE_NIC", |c| {
+        kernel(c.r.remote.as_ref(), |k| k.nic.as_ref().map_or(String::new(), |n| n.device.clone()))
+    }),
+    ("LOCAL_NIC_RX_PACKETS", |c| link(Some(&c.r.local), |l| l.rx_packets)),
+    ("LOCAL_NIC_TX_PACKETS", |c| link(Some(&c.r.local), |l| l.tx_packets)),
+    ("REMOTE_NIC_RX_PACKETS", |c| link(c.r.remote.as_ref(), |l| l.rx_packets)),
+    ("REMOTE_NIC_TX_PACKETS", |c| link(c.r.remote.as_ref(), |l| l.tx_packets)),
+    ("LOCAL_NIC_ERRORS", |c| link(Some(&c.r.local), |l| l.rx_errors + l.tx_errors)),
+    ("REMOTE_NIC_ERRORS", |c| link(c.r.remote.as_ref(), |l| l.rx_errors + l.tx_errors)),
+    ("LOCAL_NIC_DROPS", |c| link(Some(&c.r.local), |l| l.rx_dropped + l.tx_dropped)),
+    ("REMOTE_NIC_DROPS", |c| link(c.r.remote.as_ref(), |l| l.rx_dropped + l.tx_dropped)),
+    // Space-separated CPU numbers, most network softirqs first.
+    ("LOCAL_NET_SOFTIRQ_CPUS", |c| kernel(Some(&c.r.local), |k| cpus(&k.net_softirq_cpus))),
+    ("REMOTE_NET_SOFTIRQ_CPUS", |c| kernel(c.r.remote.as_ref(), |k| cpus(&k.net_softirq_cpus))),
+    ("LOCAL_RX_CPUS", |c| kernel(Some(&c.r.local), rx_cpus)),
+    ("REMOTE_RX_CPUS", |c| kernel(c.r.remote.as_ref(), rx_cpus)),
+];
+
+/// A kernel-counter figure of side `s`, empty when it has none (an older peer, no report).
+fn kernel(s: Option<&SideReport>, g: impl Fn(&KernelCounters) -> String) -> String {
+    s.and_then(|s| s.kernel.as_ref()).map_or_else(String::new, g)
+}
+
+fn link(s: Option<&SideReport>, g: impl Fn(&LinkStats) -> u64) -> String {
+    kernel(s, |k| k.nic.as_ref().and_then(|n| n.link.as_ref()).map_or(String::new(), |l| g(l).to_string()))
+}
+
+fn softnet_dropped(k: &KernelCounters) -> String {
+    k.softnet.iter().map(|r| r.dropped).sum::<u64>().to_string()
+}
+
+fn softnet_squeezed(k: &KernelCounters) -> String {
+    k.softnet.iter().map(|r| r.time_squeeze).sum::<u64>().to_string()
+}
+
+fn cpus(v: &[usize]) -> String {
+    v.iter().map(usize::to_string).collect::<Vec<_>>().join(" ")
+}
+
+/// The distinct CPUs the data sockets were last received on.
+fn rx_cpus(k: &KernelCounters) -> String {
+    let mut v: Vec<usize> = k.flows.iter().filter_map(|f| f.rx_cpu).map(|c| c as usize).collect();
+    v.sort_unstable();
+    v.dedup();
+    cpus(&v)
+}
+
 /// Where a field's value comes from.
 #[derive(Clone, Copy)]
 enum Value {
@@ -143,6 +219,7 @@ fn fields() -> Vec<(&'static str, Value)> {
             s.after.and_then(|prev| out.iter().position(|(n, _)| *n == prev)).map_or(out.len(), |i| i + 1);
         out.insert(at, (s.name, Value::Setting(s.value)));
     }
+    out.extend(KERNEL_FIGURES.iter().map(|&(n, e)| (n, Value::Figure(e))));
     out
 }
 

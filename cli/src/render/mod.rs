@@ -5,6 +5,7 @@ pub mod engines;
 pub mod histogram;
 pub mod human;
 pub mod json;
+pub mod kernel;
 pub mod keyval;
 pub mod probe;
 pub mod sweep;
@@ -41,11 +42,13 @@ pub struct HumanOptions {
     pub banner: bool,
     /// The text latency histogram.
     pub histogram: bool,
+    /// The kernel counters' full per-CPU tables.
+    pub verbose: bool,
 }
 
 impl HumanOptions {
     pub fn of(t: &TestArgs) -> HumanOptions {
-        HumanOptions { banner: t.banner == 1, histogram: t.stats.histogram }
+        HumanOptions { banner: t.banner == 1, histogram: t.stats.histogram, verbose: t.stats.verbose }
     }
 }
 
