@@ -240,11 +240,12 @@ fn tables(o: &mut String, name: &str, k: &KernelCounters) {
             opt(net.and_then(|s| s.flow_limit_count)),
         );
     }
-    let _ = writeln!(
-        o,
-        "{name}  irq time accounting: {:?}: {}",
-        k.irq_time_accounting.available, k.irq_time_accounting.source
-    );
+    let available = match k.irq_time_accounting.available {
+        Availability::Yes => "yes",
+        Availability::No => "no",
+        Availability::Unknown => "unknown",
+    };
+    let _ = writeln!(o, "{name}  irq time accounting: {available}: {}", k.irq_time_accounting.source);
     if let Some(i) = k.interrupts.as_ref().filter(|i| !i.lines.is_empty()) {
         let cols: Vec<String> = i.cpus.iter().map(|c| format!("{:>9}", format!("CPU{c}"))).collect();
         let _ = writeln!(o, "{name}  {:>5} {:<24} {:>9}{}", "IRQ", "line", "total", cols.join(""));
