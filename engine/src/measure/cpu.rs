@@ -190,6 +190,29 @@ mod tests {
         assert!((s.busy_us - 1.2e6).abs() < 1e-3);
     }
 
+    /// This machine's /proc/stat head (kernel 6.18, 2 vCPUs).
+    const REAL: &str = "cpu  439706 54168 457514 437794 325609 0 209401 617 0 0
+cpu0 213529 25590 228929 231529 155547 0 107041 289 0 0
+cpu1 226177 28577 228584 206265 170061 0 102360 328 0 0
+intr 103056452 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 1 1 17
+ctxt 1
+";
+
+    #[test]
+    fn a_real_sample_parses_with_its_cpu_numbers_and_a_cut_one_does_not() {
+        let s = ProcStat::parse(REAL).unwrap();
+        assert_eq!(s.ids, vec![0, 1]);
+        assert_eq!(s.cpus[1].softirq, 102360);
+        let cut = &REAL[..REAL.find("206265").unwrap()];
+        assert!(ProcStat::parse(cut).is_err());
+        assert!(
+            ProcStat::parse("cpux 1 2 3 4 5 6 7 8\n").is_err(),
+            "a per-CPU line without a number is skipped"
+        );
+        let offline = ProcStat::parse("cpu0 1 1 1 1 1 1 1 1\ncpu3 1 1 1 1 1 1 1 1\n").unwrap();
+        assert_eq!(offline.ids, vec![0, 3]);
+    }
+
     #[test]
     fn garbage_proc_stat_is_an_error() {
         assert!(ProcStat::parse("intr 1 2 3\n").is_err());
