@@ -272,3 +272,106 @@ fn tables(o: &mut String, name: &str, k: &KernelCounters) {
         let _ = writeln!(o, "{name}  not measured: {u}");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ringperf_engine::measure::kernel::{
+        CpuSoftirqs, DeviceInterrupts, FlowPlacement, InterruptLine, LinkStats, NicCounters, QueueCounters,
+    };
+
+    /// A side on a virtio_net NIC: two queues' interrupts, driver counters per queue.
+    fn virtio_side() -> KernelCounters {
+        let line = |irq: &str, queue: &str, per_cpu: Vec<u64>| InterruptLine {
+            irq: irq.into(),
+            name: format!("virtio2-{queue}"),
+            queue: queue.into(),
+            total: per_cpu.iter().sum(),
+            per_cpu,
+        };
+        KernelCounters {
+            worker_cpus: vec![1],
+            workers_pinned: true,
+            softirqs: vec![
+                CpuSoftirqs { cpu: 0, net_rx: 900, net_tx: 10 },
+                CpuSoftirqs { cpu: 1, net_rx: 90, net_tx: 0 },
+            ],
+            net_rx_softirqs: 990,
+            net_tx_softirqs: 10,
+            net_softirq_cpus: vec![0],
+            interrupts: Some(DeviceInterrupts {
+                device: "eth0".into(),
+                cpus: vec![0, 1],
+                lines: vec![
+                    line("37", "config", vec![0, 0]),
+                    line("38", "input.0", vec![0, 800]),
+                    line("39", "output.0", vec![50, 50]),
+                ],
+                total: 900,
+                note: None,
+            }),
+            nic: Some(NicCounters {
+                device: "eth0".into(),
+                driver: Some("virtio_net".into()),
+                link: Some(LinkStats {
+                    rx_packets: 2000,
+                    tx_packets: 700,
+                    rx_bytes: 3_000_000,
+                    ..Default::default()
+                }),
+                driver_counters: vec![NamedCount { name: "tx_timeouts".into(), delta: 0 }],
+                queues: vec![QueueCounters {
+                    queue: "rx0".into(),
+                    counters: vec![NamedCount { name: "packets".into(), delta: 2000 }],
+                }],
+            }),
+            packets_per_net_rx: Some(2000.0 / 990.0),
+            packets_per_interrupt: Some(3.0),
+            flows: vec![FlowPlacement { flow: 0, rx_cpu: Some(1), napi_id: Some(8193) }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn a_nic_side_names_its_queues_cpus_and_counters() {
+        let k = virtio_side();
+        let split = split_line(&k);
+        assert!(split.contains("workers on CPU 1; net softirqs on CPU 0 (91 %)"), "{split}");
+        let irqs = interrupt_line(&k);
+        assert_eq!(
+            irqs,
+            "interrupts of eth0: 900 over 3 lines (input.0 800 on CPU 1, output.0 100 on CPU 0 50+CPU 1 50); 3.0 packets per interrupt"
+        );
+        let soft = softirq_line(&k);
+        assert!(
+            soft.starts_with(
+                "softirqs: NET_RX 990 (CPU 0 900, CPU 1 90), NET_TX 10; 2.02 rx packets per NET_RX"
+            ),
+            "{soft}"
+        );
+        let nic = nic_line(&k);
+        assert!(nic.starts_with("nic eth0 (virtio_net): rx 2000 packets 3.0 MB, tx 700 packets"), "{nic}");
+        assert!(nic.ends_with("driver counters: 1 of 2 changed over 1 queues"), "{nic}");
+        assert_eq!(placement_line(&k), "placement: 1 flow: rx on CPU 1 ×1; NAPI id 8193 ×1");
+        let mut full = String::new();
+        tables(&mut full, "local ", &k);
+        assert!(full.contains("driver counters of eth0 rx0: packets 2000"), "{full}");
+        assert!(full.contains("driver counters of eth0: none changed"), "{full}");
+        assert!(
+            full.lines().any(|l| l.contains("virtio2-input.0") && l.trim_end().ends_with("800")),
+            "{full}"
+        );
+    }
+
+    #[test]
+    fn a_side_without_a_device_or_sockets_says_so() {
+        let k = KernelCounters {
+            placement_note: Some("crr: no lasting connection".into()),
+            ..Default::default()
+        };
+        assert_eq!(interrupt_line(&k), "interrupts: the egress device is not known");
+        assert_eq!(nic_line(&k), "nic: the egress device is not known");
+        assert_eq!(placement_line(&k), "placement: crr: no lasting connection");
+        assert!(split_line(&k).contains("workers unpinned; no network softirqs"));
+    }
+}

@@ -171,9 +171,8 @@ impl KernelProbe {
             worker_cpus: worker_cpus.to_vec(),
             notes: Vec::new(),
         };
-        match network.and_then(|n| n.device.as_deref()) {
-            Some(dev) => {
-                let n = network.expect("a device comes from a network environment");
+        match network.and_then(|n| Some((n, n.device.as_deref()?))) {
+            Some((n, dev)) => {
                 p.driver = n.driver.clone();
                 p.loopback = n.driver.as_deref() == Some("loopback");
                 p.device = Some(DeviceMatch::for_device(dev, n.bus_info.as_deref()));
