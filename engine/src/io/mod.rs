@@ -8,7 +8,7 @@ pub mod send;
 use io_uring::squeue;
 
 use crate::error::Result;
-use crate::ring::{Completion, Ring};
+use crate::ring::{Completion, FlowFd, Ring};
 use crate::verify::Verifier;
 
 pub use recv::{AnyRecv, RecvSetup};
@@ -49,6 +49,9 @@ pub mod op {
     pub const TX_TIMEOUT: u8 = 16;
     /// The stop watch: the control connection or the user's Ctrl-C pipe became readable.
     pub const ABORT: u8 = 17;
+    /// crr server: the receive of a connection's header when the receive engine discards
+    /// what it receives (trunc).
+    pub const CRR_HEADER: u8 = 18;
 }
 
 /// What a send-side completion meant for the workload.
@@ -92,6 +95,19 @@ pub trait SendPath {
         &mut self,
         ring: &mut Ring,
         flow: usize,
+        offset: u64,
+        len: u32,
+        flags: squeue::Flags,
+    ) -> Result<u32>;
+    /// Queues one send on `sock`, a socket the workload made for one operation (crr's per
+    /// cycle or per connection), from the message of buffer owner `owner` (see the paths'
+    /// `per_op` constructors): up to `len` bytes from `offset`; `flags` go on the last SQE.
+    /// Its completions carry `owner` as their flow. Returns the bytes it will send.
+    fn push_on(
+        &mut self,
+        ring: &mut Ring,
+        sock: FlowFd,
+        owner: usize,
         offset: u64,
         len: u32,
         flags: squeue::Flags,
@@ -140,11 +156,35 @@ pub trait RecvPath {
         wait_all: bool,
         flags: squeue::Flags,
     ) -> Result<()>;
+    /// Arms a receive on `sock`, a socket the workload made for one operation, for buffer
+    /// owner `owner` (see the paths' `per_op` constructors); otherwise as [`RecvPath::arm`].
+    /// Its completions carry `token(op::RECV, owner)`. A multishot path keeps it armed on
+    /// `sock` until EOF, an error, or [`RecvPath::cancel_on`].
+    fn arm_on(
+        &mut self,
+        ring: &mut Ring,
+        sock: FlowFd,
+        owner: usize,
+        len: u32,
+        wait_all: bool,
+        flags: squeue::Flags,
+    ) -> Result<()>;
+    /// Ends `owner`'s receive armed by [`RecvPath::arm_on`]: it is never armed again, and
+    /// cancelled if still in flight (it then completes with -ECANCELED). The cancel's own
+    /// CQE carries `token(op::CANCEL, owner)` and is skipped on success.
+    fn cancel_on(&mut self, ring: &mut Ring, owner: usize) -> Result<()>;
+    /// Whether a receive of `owner` (armed by [`RecvPath::arm_on`]) is still in flight:
+    /// after a completion, false once no more will come for it.
+    fn live_on(&self, owner: usize) -> bool;
+    /// Whether [`RecvPath::payload`] gives the bytes received (false: the kernel discards
+    /// them, or every receive lands in one shared buffer).
+    fn reads_payload(&self) -> bool;
     /// Handles a completion with op RECV; payload goes through `verify`.
     fn complete(&mut self, ring: &mut Ring, c: &Completion, verify: &mut Verifier) -> Result<RecvEvent>;
-    /// The bytes a Data completion `c` delivered, for a workload that reads what it
-    /// receives (a datagram's number); valid until [`RecvPath::after_batch`]. Empty for a
-    /// path that does not keep them.
+    /// The bytes a Data completion `c` delivered (for a bundle, those of its first
+    /// buffer), for a workload that reads what it receives (a datagram's number, crr's
+    /// header); valid until [`RecvPath::after_batch`]. Empty for a path that does not keep
+    /// them.
     fn payload(&self, _c: &Completion) -> &[u8] {
         &[]
     }
@@ -157,4 +197,15 @@ pub trait RecvPath {
     /// The chain length the stream receiver used, for the report.
     fn note_chain(&mut self, _depth: usize) {}
     fn report(&self) -> crate::report::RecvReport;
+}
+
+/// Queues a cancel of every op tagged `target`, its own CQE (tagged `token(op::CANCEL,
+/// owner)`) skipped on success: what [`RecvPath::cancel_on`] sends.
+pub(crate) fn push_cancel(ring: &mut Ring, target: u64, owner: usize) -> Result<()> {
+    let e = io_uring::opcode::AsyncCancel2::new(io_uring::types::CancelBuilder::user_data(target).all())
+        .build()
+        .user_data(crate::ring::token(op::CANCEL, owner))
+        .flags(squeue::Flags::SKIP_SUCCESS);
+    // SAFETY: AsyncCancel points at no memory.
+    unsafe { ring.push(&e) }
 }
