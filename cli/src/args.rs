@@ -386,23 +386,24 @@ flag_group! {
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Engines and ring tuning")]
 pub struct EngineArgs {
-    /// How the sending side puts payload on the socket (copy, zc, zc-msg, splice).
+    /// How the sending side puts payload on the socket (copy, zc, zc-msg, splice); crr sends
+    /// each request and response this way on the connection it is for.
     #[arg(long, value_name = "ENGINE", default_value = SendEngine::default().name(), value_parser = parse_send_engine)]
     send_engine: SendEngine [sweep "send_engine", ',']
-        [only "stream", "rr", "engines"; "sendfile always splices"]
+        [only "stream", "rr", "crr", "engines"; "sendfile always splices"]
         [keyval "SEND_ENGINE" after "CONFIDENCE_ITERATION" = |r| r.engine_pair().0.name().into()],
     /// How the receiving side takes payload off the socket (recv, multishot, bundle, trunc).
     #[arg(long, value_name = "ENGINE", default_value = RecvEngine::default().name(), value_parser = parse_recv_engine)]
     recv_engine: RecvEngine [sweep "recv_engine", ',']
-        [only "stream", "rr", "sendfile", "engines"; "crr and the UDP tests use their own operations"]
+        [only "stream", "rr", "crr", "sendfile", "engines"; "the UDP tests use their own operations"]
         [keyval "RECV_ENGINE" after "SEND_ENGINE" = |r| r.engine_pair().1.name().into()],
     /// Fill the payload with a pattern and check every received byte (its cost is reported).
     #[arg(long)]
-    verify: bool => spec.verify [only "stream", "rr", "sendfile", "engines"; "crr and the UDP tests use their own operations"],
+    verify: bool => spec.verify [only "stream", "rr", "crr", "sendfile", "engines"; "the UDP tests use their own operations"],
     /// Fail (exit 1) if the kernel copied any zero-copy send.
     #[arg(long = "require-zc")]
     require_zero_copy: bool => spec.require_zero_copy
-        [only "stream", "rr", "sendfile", "engines"; "crr and the UDP tests use their own operations"],
+        [only "stream", "rr", "crr", "sendfile", "engines"; "the UDP tests use their own operations"],
     /// Linked sends in flight per flow in a stream, submitted and reaped together
     /// [default: 4; 32 for splice, whose chains run on io-wq and wake the worker once per
     /// chain; 32 datagrams for udp-stream].
@@ -417,11 +418,11 @@ pub struct EngineArgs {
     /// per flow if more; they share one landing area. With --verify each has its own:
     /// 1 MiB worth of --buf-size, so they stay in cache, and at least 4 per flow; 16 to 256].
     #[arg(long, value_name = "N")]
-    buf_count: Option<u32> [only "stream", "rr", "sendfile", "engines"; "crr and the UDP tests use their own operations"],
-    /// Bytes per provided buffer [default: the receive size -M (rr: the larger message),
-    /// 4K to 64K].
+    buf_count: Option<u32> [only "stream", "rr", "crr", "sendfile", "engines"; "the UDP tests use their own operations"],
+    /// Bytes per provided buffer [default: the receive size -M (rr, crr: the larger
+    /// message), 4K to 64K].
     #[arg(long, value_name = "SIZE", value_parser = parse_one_size)]
-    buf_size: Option<u32> [only "stream", "rr", "sendfile", "engines"; "crr and the UDP tests use their own operations"],
+    buf_size: Option<u32> [only "stream", "rr", "crr", "sendfile", "engines"; "the UDP tests use their own operations"],
     /// Submission queue entries per ring; a power of two.
     #[arg(long, value_name = "N", default_value_t = TestSpec::default().ring.sq_entries)]
     sq_entries: u32 => spec.ring.sq_entries,
@@ -1161,12 +1162,17 @@ mod tests {
         assert!(hidden(&["udp-rr"], "send_depth") && !hidden(&["udp-stream"], "send_depth"));
         assert!(refusal(&["udp-stream", "--cc", "cubic"]).contains("it applies to the TCP tests"));
         assert!(refusal(&["sweep", "sendfile", "--send-engine", "zc"])
-            .contains("does not apply to sweep sendfile: it applies to stream, rr and engines (sendfile always splices)"));
+            .contains("does not apply to sweep sendfile: it applies to stream, rr, crr and engines (sendfile always splices)"));
         assert!(
             hidden(&["sweep", "sendfile"], "send_engine") && !hidden(&["sweep", "stream"], "send_engine")
         );
-        assert!(refusal(&["crr", "--verify"])
-            .contains("stream, rr, sendfile and engines (crr and the UDP tests use their own operations)"));
+        assert!(refusal(&["udp-rr", "--verify"])
+            .contains("stream, rr, crr, sendfile and engines (the UDP tests use their own operations)"));
+        assert!(parse(
+            &["ringperf", "crr", "--send-engine", "zc", "--recv-engine", "bundle", "--verify"]
+                .map(String::from)
+        )
+        .is_ok());
         assert!(parse(&["ringperf".to_string(), "rr".to_string(), "--histogram".to_string()]).is_ok());
     }
 }
