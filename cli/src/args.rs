@@ -614,10 +614,10 @@ pub struct SendfileArgs {
     file: Option<String> => spec.local.splice_file,
     /// Bytes per splice (netperf -m).
     #[arg(short = 'm', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
-    send_size: u32 [sweep "send_size", ','],
+    send_size: u32 => spec.send_size [sweep "send_size", ','],
     /// Bytes per receive (netperf -M).
     #[arg(short = 'M', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
-    recv_size: u32 [sweep "recv_size", ','],
+    recv_size: u32 => spec.recv_size [sweep "recv_size", ','],
     #[command(flatten)]
     plot: PlotArgs,
 }

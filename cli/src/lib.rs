@@ -345,8 +345,9 @@ mod tests {
         let s = spec("stream --reverse -m 4K -M 8K");
         assert_eq!((s.direction, s.send_size, s.recv_size), (Direction::ServerToClient, 4096, 8192));
         assert!(spec("stream --bidir").bidir);
-        let s = spec("sendfile -F /etc/hostname");
+        let s = spec("sendfile -F /etc/hostname -m 4K -M 8K");
         assert_eq!(s.local.splice_file.as_deref(), Some("/etc/hostname"));
+        assert_eq!((s.send_size, s.recv_size), (4096, 8192));
         assert_eq!(s.local.send_engine, SendEngine::Splice);
         let s = spec("udp-stream --gso 1400 --gro");
         assert_eq!((s.send_size, s.recv_size, s.udp.gso_segment, s.udp.gro), (1400, 1400, Some(1400), true));
