@@ -7,16 +7,18 @@ use ringperf_engine::control::access::Cidr;
 use ringperf_engine::control::limits::{
     DEFAULT_MAX_HANDSHAKES, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_HOST,
 };
-use ringperf_engine::spec::{RecvEngine, SendEngine};
+use ringperf_engine::spec::{Direction, RecvEngine, SendEngine, SocketBuffers};
 use ringperf_engine::units::{check_size, parse_pair, parse_size};
 use ringperf_engine::{Error, DEFAULT_PORT};
 use ringperf_engine::{TestReport, TestSpec};
 
 /// Declares a group of flags once: each field's doc comment is its help, its `#[arg]` its
 /// clap definition and default, and `=> spec.PATH` (for a flag that is a TestSpec field as
-/// it is) where [`copy_to`](TestArgs::copy_to) puts it. The README's table is rendered from
-/// the same definitions ([`flags_markdown`]). `[sweep "name", sep]` makes it a list under
-/// `sweep` ([`sweep_lists`]): the parameter's name, and what separates its values.
+/// it is) or `=> with { |spec, value| ... }` (for one that sets fields its own way: both
+/// sides, a negation, a pair) what [`copy_to`](TestArgs::copy_to) does with it, in
+/// declaration order. The README's table is rendered from the same definitions
+/// ([`flags_markdown`]). `[sweep "name", sep]` makes it a list under `sweep`
+/// ([`sweep_lists`]): the parameter's name, and what separates its values.
 /// `[only "cmd", ... ; "why"]` (or `as "label"`) names the test commands a flag applies
 /// to: the others hide it from their help and refuse it, saying where it applies (the
 /// listed commands and the why, or the label instead) ([`command`], [`parse`]).
@@ -30,7 +32,8 @@ macro_rules! flag_group {
         pub struct $name:ident {
             $(
                 $(#[$fmeta:meta])*
-                $field:ident : $ty:ty $(=> spec $(. $path:ident)+)? $([sweep $param:literal, $sep:literal])?
+                $field:ident : $ty:ty $(=> spec $(. $path:ident)+)? $(=> with { $set:expr })?
+                $([sweep $param:literal, $sep:literal])?
                 $([only $($cmd:literal),+ $(; $why:literal)? $(as $label:literal)?])?
                 $([keyval $kv:literal $(after $prev:literal)? = $value:expr])*
             ),* $(,)?
@@ -42,11 +45,14 @@ macro_rules! flag_group {
         }
 
         impl $name {
-            /// Sets every spec field that one of these flags is, unchanged (a group may
+            /// Sets every spec field these flags give, in declaration order (a group may
             /// have none, hence the allow).
             #[allow(clippy::clone_on_copy, unused_variables)]
             pub fn copy_to(&self, spec: &mut TestSpec) {
-                $( $( spec $(. $path)+ = self.$field.clone(); )? )*
+                $(
+                    $( spec $(. $path)+ = self.$field.clone(); )?
+                    $( apply(spec, &self.$field, $set); )?
+                )*
             }
 
             /// The flags `sweep` takes a list of: (clap id, parameter name, separator).
@@ -69,6 +75,34 @@ macro_rules! flag_group {
             }, )* )* ];
         }
     };
+}
+
+/// Runs a flag's `=> with { ... }` setter with its argument types spelled out, so the
+/// closure where the flag is declared needs no annotations.
+#[inline]
+fn apply<T>(spec: &mut TestSpec, value: &T, set: impl FnOnce(&mut TestSpec, &T)) {
+    set(spec, value)
+}
+
+/// Both sides' socket buffers of a `-s`/`-S` pair, either side left to the kernel.
+fn socket_buffers(pair: Option<(Option<u32>, Option<u32>)>) -> SocketBuffers {
+    let (send, recv) = pair.unwrap_or((None, None));
+    SocketBuffers { send, recv }
+}
+
+/// Which way a stream goes: `--reverse` is the server sending.
+pub fn direction(reverse: bool) -> Direction {
+    if reverse {
+        Direction::ServerToClient
+    } else {
+        Direction::ClientToServer
+    }
+}
+
+/// -r REQ,RSP: a side left out keeps the workload's default.
+fn set_sizes(spec: &mut TestSpec, (request, response): (Option<u32>, Option<u32>)) {
+    spec.request_size = request.unwrap_or(spec.request_size);
+    spec.response_size = response.unwrap_or(spec.response_size);
 }
 
 /// A setting echoed as a `--keyval`/`--csv` field, declared on its flag.
@@ -268,7 +302,10 @@ pub struct TestArgs {
     length_ms: u64 => spec.duration_ms,
     /// Pin the local and the remote worker to these CPUs (one number pins both) [default: unpinned].
     #[arg(short = 'T', value_name = "LCPU,RCPU", value_parser = parse_cpus, conflicts_with = "cpu_list")]
-    cpus: Option<(Option<usize>, Option<usize>)>,
+    cpus: Option<(Option<usize>, Option<usize>)> => with { |spec, cpus| if let Some((l, r)) = *cpus {
+        spec.local.cpus = l.into_iter().collect();
+        spec.remote.cpus = r.into_iter().collect();
+    } },
     /// Data connections in total, dealt round-robin over the worker threads.
     #[arg(long, value_name = "N", default_value_t = TestSpec::default().flows)]
     flows: u32 => spec.flows,
@@ -277,7 +314,10 @@ pub struct TestArgs {
     threads: u32 => spec.threads,
     /// Pin the workers of both sides to these CPUs, round-robin (e.g. 0,1 or 0-3) [default: unpinned].
     #[arg(long = "cpus", value_name = "LIST", value_parser = parse_cpu_list)]
-    cpu_list: Option<CpuList>,
+    cpu_list: Option<CpuList> => with { |spec, list| if let Some(CpuList(cpus)) = list {
+        spec.local.cpus = cpus.clone();
+        spec.remote.cpus = cpus.clone();
+    } },
     /// Pace the payload to this total rate in bits/s over all flows (k/m/g suffixes, powers of
     /// 10): a token bucket per flow refilled by a ring timeout, no sleeping [default: unpaced].
     #[arg(short = 'b', value_name = "RATE", value_parser = parse_rate_arg)]
@@ -312,10 +352,14 @@ pub struct TestArgs {
     tos: Option<u8> => spec.socket.tos,
     /// Local socket buffers (SO_SNDBUF,SO_RCVBUF), e.g. 256K,256K [default: kernel autotuning].
     #[arg(short = 's', value_name = "SNDBUF,RCVBUF", value_parser = parse_sizes)]
-    local_buffers: Option<(Option<u32>, Option<u32>)> [sweep "local_buffers", ':'],
+    local_buffers: Option<(Option<u32>, Option<u32>)>
+        => with { |spec, pair| spec.local.socket_buffers = socket_buffers(*pair) }
+        [sweep "local_buffers", ':'],
     /// Remote socket buffers (SO_SNDBUF,SO_RCVBUF) [default: kernel autotuning].
     #[arg(short = 'S', value_name = "SNDBUF,RCVBUF", value_parser = parse_sizes)]
-    remote_buffers: Option<(Option<u32>, Option<u32>)> [sweep "remote_buffers", ':'],
+    remote_buffers: Option<(Option<u32>, Option<u32>)>
+        => with { |spec, pair| spec.remote.socket_buffers = socket_buffers(*pair) }
+        [sweep "remote_buffers", ':'],
     /// Throughput units: k/m/g are 10^3/10^6/10^9 bits/s, K/M/G are KiB/MiB/GiB per second.
     #[arg(short = 'f', value_name = "UNIT", default_value = "m", value_parser = ["k", "m", "g", "K", "M", "G"])]
     units: String,
@@ -374,7 +418,8 @@ pub struct StatsArgs {
     no_intervals: bool,
     /// Do not time transactions (rr): saves one clock read per transaction.
     #[arg(long)]
-    no_latency: bool [only "rr", "crr", "udp-rr"; "the tests that time transactions"],
+    no_latency: bool => with { |spec, off| spec.record_latency = !off }
+        [only "rr", "crr", "udp-rr"; "the tests that time transactions"],
     /// Print a text histogram of the round trips (rr).
     #[arg(long)]
     histogram: bool [only "rr", "crr", "udp-rr"; "the tests that time transactions"],
@@ -390,23 +435,26 @@ flag_group! {
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Engines and ring tuning")]
 pub struct EngineArgs {
-    /// How the sending side puts payload on the socket (copy, zc, zc-msg, splice).
+    /// How the sending side puts payload on the socket (copy, zc, zc-msg, splice); crr sends
+    /// each request and response this way on the connection it is for.
     #[arg(long, value_name = "ENGINE", default_value = SendEngine::default().name(), value_parser = parse_send_engine)]
-    send_engine: SendEngine [sweep "send_engine", ',']
-        [only "stream", "rr", "engines"; "sendfile always splices"]
+    send_engine: SendEngine => with { |spec, engine| (spec.local.send_engine, spec.remote.send_engine) = (*engine, *engine) }
+        [sweep "send_engine", ',']
+        [only "stream", "rr", "crr", "engines"; "sendfile always splices"]
         [keyval "SEND_ENGINE" after "CONFIDENCE_ITERATION" = |r| r.engine_pair().0.name().into()],
     /// How the receiving side takes payload off the socket (recv, multishot, bundle, trunc).
     #[arg(long, value_name = "ENGINE", default_value = RecvEngine::default().name(), value_parser = parse_recv_engine)]
-    recv_engine: RecvEngine [sweep "recv_engine", ',']
-        [only "stream", "rr", "sendfile", "engines"; "crr and the UDP tests use their own operations"]
+    recv_engine: RecvEngine => with { |spec, engine| (spec.local.recv_engine, spec.remote.recv_engine) = (*engine, *engine) }
+        [sweep "recv_engine", ',']
+        [only "stream", "rr", "crr", "sendfile", "engines"; "the UDP tests use their own operations"]
         [keyval "RECV_ENGINE" after "SEND_ENGINE" = |r| r.engine_pair().1.name().into()],
     /// Fill the payload with a pattern and check every received byte (its cost is reported).
     #[arg(long)]
-    verify: bool => spec.verify [only "stream", "rr", "sendfile", "engines"; "crr and the UDP tests use their own operations"],
+    verify: bool => spec.verify [only "stream", "rr", "crr", "sendfile", "engines"; "the UDP tests use their own operations"],
     /// Fail (exit 1) if the kernel copied any zero-copy send.
     #[arg(long = "require-zc")]
     require_zero_copy: bool => spec.require_zero_copy
-        [only "stream", "rr", "sendfile", "engines"; "crr and the UDP tests use their own operations"],
+        [only "stream", "rr", "crr", "sendfile", "engines"; "the UDP tests use their own operations"],
     /// Linked sends in flight per flow in a stream, submitted and reaped together
     /// [default: 4; 32 for splice, whose chains run on io-wq and wake the worker once per
     /// chain; 32 datagrams for udp-stream].
@@ -421,11 +469,11 @@ pub struct EngineArgs {
     /// per flow if more; they share one landing area. With --verify each has its own:
     /// 1 MiB worth of --buf-size, so they stay in cache, and at least 4 per flow; 16 to 256].
     #[arg(long, value_name = "N")]
-    buf_count: Option<u32> [only "stream", "rr", "sendfile", "engines"; "crr and the UDP tests use their own operations"],
-    /// Bytes per provided buffer [default: the receive size -M (rr: the larger message),
-    /// 4K to 64K].
+    buf_count: Option<u32> [only "stream", "rr", "crr", "sendfile", "engines"; "the UDP tests use their own operations"],
+    /// Bytes per provided buffer [default: the receive size -M (rr, crr: the larger
+    /// message), 4K to 64K].
     #[arg(long, value_name = "SIZE", value_parser = parse_one_size)]
-    buf_size: Option<u32> [only "stream", "rr", "sendfile", "engines"; "crr and the UDP tests use their own operations"],
+    buf_size: Option<u32> [only "stream", "rr", "crr", "sendfile", "engines"; "the UDP tests use their own operations"],
     /// Submission queue entries per ring; a power of two.
     #[arg(long, value_name = "N", default_value_t = TestSpec::default().ring.sq_entries)]
     sq_entries: u32 => spec.ring.sq_entries,
@@ -447,10 +495,10 @@ pub struct EngineArgs {
     napi_busy_poll_us: Option<u32> => spec.ring.napi_busy_poll_us,
     /// Do not register the ring fd (every io_uring_enter then looks the fd up).
     #[arg(long)]
-    no_registered_ring: bool,
+    no_registered_ring: bool => with { |spec, off| spec.ring.registered_ring_fd = !off },
     /// Do not register the data sockets as fixed files.
     #[arg(long)]
-    no_fixed_files: bool,
+    no_fixed_files: bool => with { |spec, off| spec.ring.fixed_files = !off },
 }
 }
 
@@ -461,18 +509,18 @@ pub struct StreamArgs {
     test: TestArgs,
     /// Bytes per send (netperf -m).
     #[arg(short = 'm', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
-    send_size: u32 [sweep "send_size", ',']
+    send_size: u32 => spec.send_size [sweep "send_size", ',']
         [keyval "LOCAL_SEND_SIZE" after "ELAPSED_TIME" = |r| stream_only(r, r.spec.send_size)],
     /// Bytes per receive (netperf -M).
     #[arg(short = 'M', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
-    recv_size: u32 [sweep "recv_size", ',']
+    recv_size: u32 => spec.recv_size [sweep "recv_size", ',']
         [keyval "REMOTE_RECV_SIZE" after "LOCAL_SEND_SIZE" = |r| stream_only(r, r.spec.recv_size)],
     /// Server sends, client receives (netperf TCP_MAERTS).
     #[arg(long)]
-    reverse: bool,
+    reverse: bool => with { |spec, reverse| spec.direction = direction(*reverse) },
     /// Both directions at once, --flows connections each way, reported separately.
     #[arg(long, conflicts_with = "reverse")]
-    bidir: bool,
+    bidir: bool => spec.bidir,
     #[command(flatten)]
     plot: PlotArgs,
 }
@@ -485,7 +533,7 @@ pub struct RrArgs {
     test: TestArgs,
     /// Request and response sizes (netperf -r); one number sets both.
     #[arg(short = 'r', value_name = "REQ,RSP", default_value = "1,1", value_parser = parse_sizes)]
-    sizes: (Option<u32>, Option<u32>) [sweep "req_rsp", ':']
+    sizes: (Option<u32>, Option<u32>) => with { |spec, sizes| set_sizes(spec, *sizes) } [sweep "req_rsp", ':']
         [keyval "REQUEST_SIZE" after "REMOTE_RECV_SIZE" = |r| rr_only(r, r.spec.request_size)]
         [keyval "RESPONSE_SIZE" after "REQUEST_SIZE" = |r| rr_only(r, r.spec.response_size)],
     #[command(flatten)]
@@ -493,55 +541,70 @@ pub struct RrArgs {
 }
 }
 
+flag_group! {
 #[derive(Args, Debug)]
 pub struct CrrArgs {
     #[command(flatten)]
-    pub test: TestArgs,
+    test: TestArgs,
     #[command(flatten)]
-    pub plot: PlotArgs,
+    plot: PlotArgs,
     /// Request and response sizes (netperf -r); one number sets both.
     #[arg(short = 'r', value_name = "REQ,RSP", default_value = "1,1", value_parser = parse_sizes)]
-    pub sizes: (Option<u32>, Option<u32>),
+    sizes: (Option<u32>, Option<u32>) => with { |spec, sizes| set_sizes(spec, *sizes) },
     /// Close client connections with SO_LINGER 0: a RST, so no TIME_WAIT is left behind.
     #[arg(long)]
-    pub linger0: bool,
+    linger0: bool => spec.crr.linger0,
     /// Bind client connections to ports LO-HI, round-robin, instead of the kernel's
     /// ephemeral choice (a busy port is skipped and counted).
     #[arg(long, value_name = "LO-HI", value_parser = parse_port_range)]
-    pub client_ports: Option<(u16, u16)>,
+    client_ports: Option<(u16, u16)> => spec.crr.client_ports,
+}
 }
 
+flag_group! {
 #[derive(Args, Debug)]
 pub struct UdpStreamArgs {
     #[command(flatten)]
-    pub test: TestArgs,
+    test: TestArgs,
     #[command(flatten)]
-    pub plot: PlotArgs,
-    /// Payload bytes per datagram, including its 8-byte sequence number (netperf -m).
-    #[arg(short = 'm', value_name = "SIZE", value_parser = parse_one_size)]
-    pub send_size: Option<u32>,
+    plot: PlotArgs,
     /// Send with UDP_SEGMENT (GSO): datagrams of SEGSIZE bytes, as many per send as the
     /// kernel allows (at most 64, at most 64 KiB); SEGSIZE is then the datagram size.
     #[arg(long, value_name = "SEGSIZE", value_parser = parse_one_size)]
-    pub gso: Option<u32>,
+    gso: Option<u32> => with { |spec, segment| {
+        spec.udp.gso_segment = *segment;
+        if let Some(n) = *segment {
+            (spec.send_size, spec.recv_size) = (n, n);
+        }
+    } },
+    // Declared after --gso: its setter then overrides the datagram size --gso set.
+    /// Payload bytes per datagram, including its 8-byte sequence number (netperf -m)
+    /// [default: 1024, or --gso's SEGSIZE].
+    #[arg(short = 'm', value_name = "SIZE", value_parser = parse_one_size)]
+    send_size: Option<u32> => with { |spec, size| if let Some(n) = *size {
+        (spec.send_size, spec.recv_size) = (n, n);
+    } },
     /// Receive with UDP_GRO: one receive may return several datagrams (the coalescing
     /// ratio is reported).
     #[arg(long)]
-    pub gro: bool,
+    gro: bool => spec.udp.gro,
+}
 }
 
+flag_group! {
 #[derive(Args, Debug)]
 pub struct UdpRrArgs {
     #[command(flatten)]
-    pub test: TestArgs,
+    test: TestArgs,
     #[command(flatten)]
-    pub plot: PlotArgs,
+    plot: PlotArgs,
     /// Request and response sizes (netperf -r), each at least 8 bytes (the sequence number).
     #[arg(short = 'r', value_name = "REQ,RSP", default_value = "8,8", value_parser = parse_sizes)]
-    pub sizes: (Option<u32>, Option<u32>),
+    sizes: (Option<u32>, Option<u32>) => with { |spec, sizes| set_sizes(spec, *sizes) },
     /// Send a request again when its response has not come after this many microseconds.
     #[arg(long, value_name = "US", default_value_t = ringperf_engine::spec::UdpOptions::default().timeout_us)]
-    pub timeout_us: u32,
+    timeout_us: u32 => spec.udp.timeout_us,
+}
 }
 
 // -m and -M carry their keyval names on stream's declaration (the same fields).
@@ -552,13 +615,13 @@ pub struct SendfileArgs {
     test: TestArgs,
     /// File to send; without it, a memfd of patterned payload.
     #[arg(short = 'F', value_name = "FILE")]
-    file: Option<String>,
+    file: Option<String> => spec.local.splice_file,
     /// Bytes per splice (netperf -m).
     #[arg(short = 'm', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
-    send_size: u32 [sweep "send_size", ','],
+    send_size: u32 => spec.send_size [sweep "send_size", ','],
     /// Bytes per receive (netperf -M).
     #[arg(short = 'M', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
-    recv_size: u32 [sweep "recv_size", ','],
+    recv_size: u32 => spec.recv_size [sweep "recv_size", ','],
     #[command(flatten)]
     plot: PlotArgs,
 }
@@ -1165,12 +1228,17 @@ mod tests {
         assert!(hidden(&["udp-rr"], "send_depth") && !hidden(&["udp-stream"], "send_depth"));
         assert!(refusal(&["udp-stream", "--cc", "cubic"]).contains("it applies to the TCP tests"));
         assert!(refusal(&["sweep", "sendfile", "--send-engine", "zc"])
-            .contains("does not apply to sweep sendfile: it applies to stream, rr and engines (sendfile always splices)"));
+            .contains("does not apply to sweep sendfile: it applies to stream, rr, crr and engines (sendfile always splices)"));
         assert!(
             hidden(&["sweep", "sendfile"], "send_engine") && !hidden(&["sweep", "stream"], "send_engine")
         );
-        assert!(refusal(&["crr", "--verify"])
-            .contains("stream, rr, sendfile and engines (crr and the UDP tests use their own operations)"));
+        assert!(refusal(&["udp-rr", "--verify"])
+            .contains("stream, rr, crr, sendfile and engines (the UDP tests use their own operations)"));
+        assert!(parse(
+            &["ringperf", "crr", "--send-engine", "zc", "--recv-engine", "bundle", "--verify"]
+                .map(String::from)
+        )
+        .is_ok());
         assert!(parse(&["ringperf".to_string(), "rr".to_string(), "--histogram".to_string()]).is_ok());
     }
 }

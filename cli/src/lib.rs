@@ -22,9 +22,7 @@ use std::io::Write;
 
 use ringperf_engine::control::auth::{Psk, PSK_ENV};
 use ringperf_engine::measure::confidence::ConfidenceTarget;
-use ringperf_engine::spec::{
-    CrrOptions, Direction, Explicit, SendEngine, SideSpec, SocketBuffers, SqPoll, Workload,
-};
+use ringperf_engine::spec::{Explicit, SendEngine, SqPoll, Workload};
 use ringperf_engine::{Error, Target, TestReport, TestSpec};
 
 use crate::args::{Cli, Command, PlotArgs, RrArgs, SendfileArgs, TestArgs};
@@ -100,44 +98,25 @@ fn run(cli: Cli) -> Result<i32, Error> {
     }
 }
 
-/// The TestSpec a test command asks for (an error for commands that are not tests).
+/// The TestSpec a test command asks for (an error for commands that are not tests): the
+/// shared flags, then the command's own, each as its declaration says (`copy_to`).
 pub fn test_spec(cmd: &Command) -> Result<TestSpec, Error> {
-    match cmd {
-        Command::Stream(a) => {
-            let mut spec = stream_spec(&a.test, a.send_size, a.recv_size, a.reverse)?;
-            spec.bidir = a.bidir;
-            Ok(spec)
-        }
-        Command::Sendfile(a) => sendfile_spec(a),
-        Command::Rr(a) => rr_spec(a),
-        Command::Crr(a) => {
-            let mut spec = base_spec(&a.test, Workload::Crr)?;
-            set_sizes(&mut spec, a.sizes);
-            spec.crr = CrrOptions { linger0: a.linger0, client_ports: a.client_ports };
-            Ok(resolved(spec, &a.test))
-        }
-        Command::UdpStream(a) => {
-            let mut spec = base_spec(&a.test, Workload::UdpStream)?;
-            spec.send_size = a.send_size.or(a.gso).unwrap_or(spec.send_size);
-            spec.recv_size = spec.send_size;
-            spec.udp.gso_segment = a.gso;
-            spec.udp.gro = a.gro;
-            Ok(resolved(spec, &a.test))
-        }
-        Command::UdpRr(a) => {
-            let mut spec = base_spec(&a.test, Workload::UdpRr)?;
-            set_sizes(&mut spec, a.sizes);
-            spec.udp.timeout_us = a.timeout_us;
-            Ok(resolved(spec, &a.test))
-        }
-        _ => Err(Error::Usage("not a test command".into())),
-    }
+    let (spec, test) = match cmd {
+        Command::Stream(a) => (own(base_spec(&a.test, Workload::Stream)?, |s| a.copy_to(s)), &a.test),
+        Command::Sendfile(a) => return sendfile_spec(a),
+        Command::Rr(a) => return rr_spec(a),
+        Command::Crr(a) => (own(base_spec(&a.test, Workload::Crr)?, |s| a.copy_to(s)), &a.test),
+        Command::UdpStream(a) => (own(base_spec(&a.test, Workload::UdpStream)?, |s| a.copy_to(s)), &a.test),
+        Command::UdpRr(a) => (own(base_spec(&a.test, Workload::UdpRr)?, |s| a.copy_to(s)), &a.test),
+        _ => return Err(Error::Usage("not a test command".into())),
+    };
+    Ok(resolved(spec, test))
 }
 
-/// -r REQ,RSP: a side left out keeps the workload's default.
-fn set_sizes(spec: &mut TestSpec, (request, response): (Option<u32>, Option<u32>)) {
-    spec.request_size = request.unwrap_or(spec.request_size);
-    spec.response_size = response.unwrap_or(spec.response_size);
+/// `spec` with a command's own flags applied.
+fn own(mut spec: TestSpec, apply: impl FnOnce(&mut TestSpec)) -> TestSpec {
+    apply(&mut spec);
+    spec
 }
 
 /// The settings the flags give explicitly, for the engine's one defaults function.
@@ -168,26 +147,26 @@ pub fn spec_from_args(args: &[&str]) -> Result<TestSpec, String> {
 
 /// A sendfile spec: a stream whose sender splices from a file (or a memfd).
 pub fn sendfile_spec(a: &SendfileArgs) -> Result<TestSpec, Error> {
-    let mut spec = stream_spec(&a.test, a.send_size, a.recv_size, false)?;
+    let mut spec = base_spec(&a.test, Workload::Stream)?;
+    a.copy_to(&mut spec);
     spec.local.send_engine = SendEngine::Splice;
     spec.remote.send_engine = SendEngine::Splice;
-    spec.local.splice_file = a.file.clone();
     Ok(resolved(spec, &a.test))
 }
 
 /// An rr spec from its flags.
 pub fn rr_spec(a: &RrArgs) -> Result<TestSpec, Error> {
     let mut spec = base_spec(&a.test, Workload::Rr)?;
-    set_sizes(&mut spec, a.sizes);
+    a.copy_to(&mut spec);
     Ok(resolved(spec, &a.test))
 }
 
-/// A stream spec from the shared flags.
+/// A stream spec from the shared flags and the sizes and direction `engines` gives.
 pub fn stream_spec(t: &TestArgs, send_size: u32, recv_size: u32, reverse: bool) -> Result<TestSpec, Error> {
     let mut spec = base_spec(t, Workload::Stream)?;
     spec.send_size = send_size;
     spec.recv_size = recv_size;
-    spec.direction = if reverse { Direction::ServerToClient } else { Direction::ClientToServer };
+    spec.direction = args::direction(reverse);
     Ok(resolved(spec, t))
 }
 
@@ -222,27 +201,13 @@ fn check_flag_pairs(t: &TestArgs) -> Result<(), Error> {
     Ok(())
 }
 
-/// The spec fields every test shares, over the workload's defaults; the caller sets the
-/// workload's own fields, then [`resolved`] fills what depends on them.
+/// The spec fields every test shares, over the workload's defaults; the caller applies
+/// the command's own flags, then [`resolved`] fills what depends on them. Every flag says
+/// where it goes where it is declared (`=> spec.PATH` or `=> with { ... }`), except
+/// --sqpoll, whose CPU is checked here.
 pub fn base_spec(t: &TestArgs, workload: Workload) -> Result<TestSpec, Error> {
     check_flag_pairs(t)?;
-    let bufs = |b: Option<(Option<u32>, Option<u32>)>| {
-        let (send, recv) = b.unwrap_or((None, None));
-        SocketBuffers { send, recv }
-    };
-    let (lcpu, rcpu) = t.cpus.unwrap_or((None, None));
     let e = &t.engine;
-    let side = |socket_buffers, cpu: Option<usize>| SideSpec {
-        socket_buffers,
-        cpus: match (&t.cpu_list, cpu) {
-            (Some(list), _) => list.0.clone(),
-            (None, Some(c)) => vec![c],
-            (None, None) => Vec::new(),
-        },
-        send_engine: e.send_engine,
-        recv_engine: e.recv_engine,
-        splice_file: None,
-    };
     let sqpoll = match e.sqpoll.as_deref() {
         None => None,
         Some("any") => Some(SqPoll { cpu: None, idle_ms: 100 }),
@@ -251,16 +216,11 @@ pub fn base_spec(t: &TestArgs, workload: Workload) -> Result<TestSpec, Error> {
             idle_ms: 100,
         }),
     };
-    // The flags that are spec fields as they are; then those that are not.
     let mut spec = TestSpec::for_workload(workload);
     t.copy_to(&mut spec);
+    t.stats.copy_to(&mut spec);
     e.copy_to(&mut spec);
-    spec.record_latency = !t.stats.no_latency;
-    spec.local = side(bufs(t.local_buffers), lcpu);
-    spec.remote = side(bufs(t.remote_buffers), rcpu);
     spec.ring.sqpoll = sqpoll;
-    spec.ring.registered_ring_fd = !e.no_registered_ring;
-    spec.ring.fixed_files = !e.no_fixed_files;
     Ok(spec)
 }
 
@@ -350,11 +310,51 @@ pub(crate) fn print(s: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ringperf_engine::spec::{CrrOptions, Direction, RecvEngine};
 
     fn spec(args: &str) -> TestSpec {
         let mut v = vec!["ringperf"];
         v.extend(args.split_whitespace());
         spec_from_args(&v).unwrap()
+    }
+
+    /// Every flag that is not a plain spec field reaches the spec through the setter its
+    /// declaration carries: both sides, negations, pairs, each command's own flags.
+    #[test]
+    fn each_flag_lands_where_its_declaration_says() {
+        let s = spec(
+            "crr -r 100,200 --linger0 --client-ports 4000-4100 -s 64K,96K -S ,32K -T 0,1 \
+             --send-engine zc --recv-engine bundle --no-latency --no-fixed-files --no-registered-ring",
+        );
+        assert_eq!((s.request_size, s.response_size), (100, 200));
+        assert_eq!(s.crr, CrrOptions { linger0: true, client_ports: Some((4000, 4100)) });
+        assert_eq!(
+            (s.local.socket_buffers.send, s.local.socket_buffers.recv),
+            (Some(64 << 10), Some(96 << 10))
+        );
+        assert_eq!((s.remote.socket_buffers.send, s.remote.socket_buffers.recv), (None, Some(32 << 10)));
+        assert_eq!((s.local.cpus.as_slice(), s.remote.cpus.as_slice()), (&[0][..], &[1][..]));
+        for side in [&s.local, &s.remote] {
+            assert_eq!((side.send_engine, side.recv_engine), (SendEngine::Zc, RecvEngine::Bundle));
+        }
+        assert!(!s.record_latency && !s.ring.fixed_files && !s.ring.registered_ring_fd);
+        let s = spec("rr -r ,64 --cpus 2-3");
+        assert_eq!((s.request_size, s.response_size), (1, 64), "a side left out keeps its default");
+        assert_eq!((s.local.cpus.clone(), s.remote.cpus.clone()), (vec![2, 3], vec![2, 3]));
+        assert!(s.record_latency && s.ring.fixed_files && s.ring.registered_ring_fd);
+        let s = spec("stream --reverse -m 4K -M 8K");
+        assert_eq!((s.direction, s.send_size, s.recv_size), (Direction::ServerToClient, 4096, 8192));
+        assert!(spec("stream --bidir").bidir);
+        let s = spec("sendfile -F /etc/hostname -m 4K -M 8K");
+        assert_eq!(s.local.splice_file.as_deref(), Some("/etc/hostname"));
+        assert_eq!((s.send_size, s.recv_size), (4096, 8192));
+        assert_eq!(s.local.send_engine, SendEngine::Splice);
+        let s = spec("udp-stream --gso 1400 --gro");
+        assert_eq!((s.send_size, s.recv_size, s.udp.gso_segment, s.udp.gro), (1400, 1400, Some(1400), true));
+        let s = spec("udp-stream -m 500 --gso 1400");
+        assert_eq!((s.send_size, s.udp.gso_segment), (500, Some(1400)), "-m gives the datagram size");
+        let s = spec("udp-rr -r 16,32 --timeout-us 500");
+        assert_eq!((s.request_size, s.response_size, s.udp.timeout_us), (16, 32, 500));
     }
 
     #[test]

@@ -94,6 +94,37 @@ impl PayloadArena {
         Ok(PayloadArena { mem, slot_len, slots: slots.max(1) })
     }
 
+    /// One message per header, for sends on sockets a workload makes per operation: slot
+    /// `i` holds `headers[i]` then `body_len` bytes of the pattern, so a header and its
+    /// payload leave in one send. With no headers, one slot of pattern that every owner
+    /// shares (see [`PayloadArena::message`]).
+    pub fn framed<const H: usize>(headers: &[[u8; H]], body_len: usize) -> Result<PayloadArena> {
+        let slot_len = (H + body_len).max(1).next_multiple_of(64);
+        let slots = headers.len().max(1);
+        let mut mem = Mapping::new(slots * slot_len)?;
+        for (i, msg) in mem.as_mut_slice().chunks_mut(slot_len).enumerate() {
+            let at = match headers.get(i) {
+                Some(h) => {
+                    msg[..H].copy_from_slice(h);
+                    H
+                }
+                None => 0,
+            };
+            fill(&mut msg[at..at + body_len]);
+        }
+        Ok(PayloadArena { mem, slot_len, slots })
+    }
+
+    /// Start of byte `offset` of `owner`'s message in a [`PayloadArena::framed`] arena (the
+    /// shared one if it has a single slot).
+    #[inline]
+    pub fn message(&self, owner: usize, offset: u64) -> *const u8 {
+        let slot = if self.slots == 1 { 0 } else { owner };
+        debug_assert!(slot < self.slots && (offset as usize) < self.slot_len);
+        // SAFETY: slot < slots and offset < slot_len keep the pointer inside the mapping.
+        unsafe { self.mem.as_ptr().add(slot * self.slot_len + offset as usize) }
+    }
+
     /// Bytes of one slot for sends of up to `max_len` bytes: room to start at any phase of
     /// the pattern, cache-line aligned.
     pub fn slot_len(max_len: usize) -> usize {

@@ -434,7 +434,7 @@ impl TestSpec {
     fn resolve_buffers(&mut self, given: &Explicit) {
         let largest_receive = match self.workload {
             Workload::Stream => Some(self.recv_size),
-            Workload::Rr => Some(self.request_size.max(self.response_size)),
+            Workload::Rr | Workload::Crr => Some(self.request_size.max(self.response_size)),
             _ => None,
         };
         let Some(largest_receive) = largest_receive else {
@@ -626,7 +626,8 @@ impl TestSpec {
         let default_engines = [&self.local, &self.remote]
             .iter()
             .all(|s| s.send_engine == SendEngine::Copy && s.recv_engine == RecvEngine::Recv);
-        if !default_engines || self.verify || self.require_zero_copy {
+        // crr moves its payload through the send and receive paths; UDP has its own.
+        if self.workload.is_udp() && (!default_engines || self.verify || self.require_zero_copy) {
             return usage(format!(
                 "{name} uses its own send and receive operations: drop --send-engine, --recv-engine, --verify and --require-zc"
             ));

@@ -33,6 +33,8 @@ pub fn phase(offset: u64) -> usize {
 pub struct Verifier {
     enabled: bool,
     next: Vec<u64>,
+    /// Per flow: bytes still to pass over unchecked before the pattern (see [`Verifier::restart`]).
+    skip: Vec<u64>,
     reference: Vec<u8>,
     report: VerifyReport,
 }
@@ -47,6 +49,7 @@ impl Verifier {
         Verifier {
             enabled,
             next: vec![0; if enabled { flows } else { 0 }],
+            skip: vec![0; if enabled { flows } else { 0 }],
             reference,
             report: VerifyReport { enabled, ..VerifyReport::default() },
         }
@@ -56,12 +59,25 @@ impl Verifier {
         self.enabled
     }
 
+    /// Starts `flow`'s stream over at offset 0, after `skip` bytes that are not pattern: a
+    /// crr connection carries a fresh message each time, its request after the header.
+    #[inline]
+    pub fn restart(&mut self, flow: usize, skip: u64) {
+        if self.enabled {
+            self.next[flow] = 0;
+            self.skip[flow] = skip;
+        }
+    }
+
     /// Checks the next `data.len()` bytes of `flow`'s stream.
     #[inline]
     pub fn check(&mut self, flow: usize, data: &[u8]) {
         if !self.enabled {
             return;
         }
+        let passed = self.skip[flow].min(data.len() as u64);
+        self.skip[flow] -= passed;
+        let data = &data[passed as usize..];
         let t0 = monotonic_ns();
         let mut off = self.next[flow];
         for chunk in data.chunks(SPAN) {

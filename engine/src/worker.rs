@@ -23,9 +23,9 @@ use crate::report::{
     VerifyReport,
 };
 use crate::ring::{FlowFd, Ring, TaskRun};
-use crate::spec::{Role, SendEngine, SideSpec, TestSpec};
+use crate::spec::{RecvEngine, Role, SendEngine, SideSpec, TestSpec};
 use crate::verify::Verifier;
-use crate::workload::crr::{CrrClient, CrrServer};
+use crate::workload::crr::{flow_headers as crr_flow_headers, CrrClient, CrrServer};
 use crate::workload::driver::{drive, Run, Workload};
 use crate::workload::pacer::Pacer;
 use crate::workload::rr::{RrClient, RrServer, Transaction};
@@ -228,13 +228,25 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<RoleSetup>
             let peer =
                 c.peer.ok_or_else(|| Error::Protocol("a crr client without a peer: this is a bug".into()))?;
             // Per flow: its socket's CQE or its chain's one (a broken chain posts only the
-            // failed op's), and a stop's cancel; plus timers, with room to spare.
-            setup.max_cqes = 5 * local_flows + 16;
+            // failed op's), and a stop's cancel; plus timers, with room to spare. Engines
+            // that post more per cycle (a connect, a send, its notification, pieces of a
+            // response, a cancelled receive) get room for those.
+            let per_flow =
+                if send_engine == SendEngine::Copy && recv_engine == RecvEngine::Recv { 5 } else { 12 };
+            setup.max_cqes = per_flow * local_flows + 16;
             // crr holds no socket per flow: its client counts its own flows.
             setup.counted = local_flows;
             let flow_ids = plan.flow_ids.clone();
-            setup.build =
-                Box::new(move |_, _| Ok(Box::new(CrrClient::new(&spec, peer, c.cookie, &flow_ids)?)));
+            setup.build = Box::new(move |ring, _| {
+                let headers = crr_flow_headers(c.cookie, &flow_ids);
+                let flows = flow_ids.len();
+                let send = AnySend::per_op(send_engine, ring, flows, &headers, spec.request_size as usize)?;
+                let mut verify = Verifier::new(verify_on, flows);
+                let recv_len = spec.response_size as usize;
+                let recv =
+                    AnyRecv::per_op(recv_engine, ring, flows, recv_len, false, &spec.ring, &mut verify)?;
+                Ok(Box::new(CrrClient::new(&spec, peer, &flow_ids, send, recv, verify)))
+            });
         }
         Role::CrrServer => {
             let c = crr()?;
@@ -244,11 +256,19 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<RoleSetup>
             setup.max_cqes = CrrServer::max_cqes(&spec);
             setup.counted = spec.flows as usize;
             setup.global_flows = true;
-            setup.build = Box::new(move |_, fds| {
+            setup.build = Box::new(move |ring, fds| {
                 let listener = *fds.first().ok_or_else(|| {
                     Error::Protocol("a crr server without its listener: this is a bug in ringperf".into())
                 })?;
-                Ok(Box::new(CrrServer::new(&spec, listener, c.cookie, stop)?))
+                let slots = CrrServer::slots(&spec);
+                let no_headers: &[[u8; 0]] = &[];
+                let response_len = spec.response_size as usize;
+                let send = AnySend::per_op(send_engine, ring, slots, no_headers, response_len)?;
+                let mut verify = Verifier::new(verify_on, slots);
+                let recv_len = CrrServer::recv_len(&spec, recv_engine);
+                let recv =
+                    AnyRecv::per_op(recv_engine, ring, slots, recv_len, true, &spec.ring, &mut verify)?;
+                Ok(Box::new(CrrServer::new(&spec, listener, c.cookie, stop, send, recv, verify)))
             });
         }
         Role::UdpSender | Role::UdpReceiver => {

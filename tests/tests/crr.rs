@@ -2,6 +2,7 @@
 //! connection is one transaction with one latency sample, per flow and in total.
 
 use ringperf_tests::{at, check_side_common, ringperf, str_at, u64_at};
+use serde_json::json;
 use serde_json::Value;
 
 fn check_crr(r: &Value, flows: usize) {
@@ -105,8 +106,125 @@ fn crr_client_reports_its_socket_buffer_sizes() {
 
 #[test]
 fn crr_rejects_options_it_does_not_use() {
-    let o = ringperf!().run(&["crr", "-l", "1", "--send-engine", "zc"]);
+    let o = ringperf!().run(&["crr", "-l", "1", "--send-depth", "4"]);
     assert_eq!(o.code(), 2, "{o}");
     let o = ringperf!().run(&["crr", "-l", "1", "--client-ports", "5-1"]);
     assert_eq!(o.code(), 2, "{o}");
+}
+
+/// Both sides' engines, as the report gives them, and what their paths counted: every
+/// transaction is one request send on the client and one response send on the server.
+fn check_engines(r: &Value, send: &str, recv: &str) {
+    let t = u64_at(r, "local.transactions");
+    for side in ["local", "remote"] {
+        let p = |k: &str| format!("{side}.{k}");
+        assert_eq!(str_at(r, &p("send_engine")), send, "{side}");
+        assert_eq!(str_at(r, &p("recv_engine")), recv, "{side}");
+        assert_eq!(str_at(r, &p("recv.engine")), recv, "{side}");
+        assert_eq!(u64_at(r, &p("send.sends")), t, "{side}: one send per connection");
+        let zc = at(r, &p("send.zero_copy"));
+        if send.starts_with("zc") {
+            // Every buffer came back before the run ended, and loopback copies every send
+            // (shared/notes/io_uring.md), as the stream report says.
+            assert_eq!(u64_at(zc, "sends"), t, "{side}: {zc}");
+            assert_eq!(u64_at(zc, "notifications"), t, "{side}: a notification is missing: {zc}");
+            assert_eq!(u64_at(zc, "copied"), t, "{side}: loopback did not copy? {zc}");
+        } else {
+            assert!(zc.is_null(), "{side}: {send} reported zero-copy figures: {zc}");
+        }
+        if send == "splice" {
+            assert!(u64_at(r, &p("send.splice.pipe_size")) > 0, "{side}");
+        }
+    }
+}
+
+/// With --verify each side checks what it received against the pattern: the client every
+/// response byte, the server every request byte after the header; trunc says it cannot.
+fn check_verified(r: &Value, recv: &str) {
+    let t = u64_at(r, "local.transactions");
+    let (req, rsp) = (u64_at(r, "spec.request_size"), u64_at(r, "spec.response_size"));
+    for (side, per) in [("local", rsp), ("remote", req)] {
+        let v = at(r, &format!("{side}.verify"));
+        assert_eq!(v["enabled"], json!(true), "{side}: {v}");
+        assert_eq!(u64_at(v, "mismatches"), 0, "{side}: payload corrupted: {v}");
+        if recv == "trunc" {
+            assert!(v["not_checked"].as_str().is_some_and(|s| s.contains("trunc")), "{side}: {v}");
+        } else {
+            assert_eq!(u64_at(v, "bytes_checked"), t * per, "{side}: not every byte was checked: {v}");
+        }
+    }
+}
+
+#[test]
+fn crr_sends_through_every_send_engine() {
+    let rp = ringperf!();
+    for send in ["copy", "zc", "zc-msg", "splice"] {
+        let r = rp.run_json(&["crr", "-l", "0.5", "--flows", "2", "--send-engine", send]);
+        check_crr(&r, 2);
+        check_engines(&r, send, "recv");
+        // Requests and responses large enough for zero copy to send from registered memory.
+        let r = rp.run_json(&["crr", "-l", "0.5", "-r", "100,5000", "--verify", "--send-engine", send]);
+        check_crr(&r, 1);
+        check_engines(&r, send, "recv");
+        check_verified(&r, "recv");
+        if send.starts_with("zc") {
+            assert_eq!(at(&r, "remote.send.zero_copy.fixed_buffers"), &json!(true), "a 5000-byte response");
+        }
+    }
+}
+
+#[test]
+fn crr_receives_through_every_receive_engine() {
+    let rp = ringperf!();
+    for recv in ["recv", "trunc", "multishot", "bundle"] {
+        let r = rp.run_json(&["crr", "-l", "0.5", "-r", "200,3000", "--verify", "--recv-engine", recv]);
+        check_crr(&r, 1);
+        check_engines(&r, "copy", recv);
+        check_verified(&r, recv);
+        for side in ["local", "remote"] {
+            assert!(u64_at(&r, &format!("{side}.recv.data_cqes")) > 0, "{side}: no data CQEs counted");
+        }
+        // The client's reset (--linger0) ends a standing receive on the server with
+        // ECONNRESET, which is the close it waits for; flows spread over two workers.
+        let r = rp.run_json(&[
+            "crr",
+            "-l",
+            "0.5",
+            "--flows",
+            "4",
+            "--threads",
+            "2",
+            "--linger0",
+            "--recv-engine",
+            recv,
+        ]);
+        check_crr(&r, 4);
+        check_engines(&r, "copy", recv);
+    }
+}
+
+/// Engines that cannot skip their send's CQE or link it to the receive (zero copy,
+/// splice) meet multishot and bundle receives: the cycle changes shape, not its count.
+#[test]
+fn crr_mixes_send_and_receive_engines() {
+    let rp = ringperf!();
+    for (send, recv) in [("zc", "multishot"), ("splice", "bundle"), ("zc-msg", "trunc"), ("splice", "recv")] {
+        let r = rp.run_json(&[
+            "crr",
+            "-l",
+            "0.5",
+            "--flows",
+            "2",
+            "-r",
+            "64,700",
+            "--verify",
+            "--send-engine",
+            send,
+            "--recv-engine",
+            recv,
+        ]);
+        check_crr(&r, 2);
+        check_engines(&r, send, recv);
+        check_verified(&r, recv);
+    }
 }

@@ -395,8 +395,8 @@ fn each_help_lists_only_its_own_flags_and_the_others_are_refused() {
         ),
         (
             &["crr"],
-            &["--histogram", "--linger0"],
-            &["--send-engine", "--verify", "--buf-count", "--rcvlowat"],
+            &["--histogram", "--linger0", "--send-engine", "--verify", "--buf-count"],
+            &["--rcvlowat", "--send-depth", "--recv-depth"],
         ),
         (&["udp-stream"], &["--gso", "--send-depth"], &["--nodelay", "--cc", "--send-engine", "--histogram"]),
         (&["udp-rr"], &["--timeout-us", "--histogram"], &["--nodelay", "--mss", "--verify", "--send-depth"]),

@@ -1,23 +1,34 @@
 //! TCP_CRR: connect, request, response, close, repeated per flow until the deadline.
 //!
-//! The request and response payload go through the copy send and receive paths, on the
-//! socket each op names ([`CopySend::push_on`], [`CopyRecv::arm_on`]); socket, connect,
-//! accept and close are crr's own ops.
+//! The request and response payload go through the side's send and receive paths
+//! ([`AnySend`], [`AnyRecv`], built per operation: one buffer owner per client flow or
+//! server connection slot), on the socket each op names ([`SendPath::push_on`],
+//! [`RecvPath::arm_on`]); socket, connect, accept and close are crr's own ops.
 //!
-//! Client, per cycle: an io_uring Socket op, then one linked chain Connect -> Send (cookie,
-//! flow, request) -> Recv (response, MSG_WAITALL) -> Close. Connect, Send and Recv skip their
-//! CQE on success, so a good cycle costs two CQEs: the socket's and the close's. The chain
-//! cannot start with the Socket op: the later ops need its descriptor, which only a direct
-//! (fixed-table) descriptor would give up front, and a direct descriptor cannot take the
-//! plain setsockopt/bind calls that SO_LINGER and --client-ports need. Those are two
-//! syscalls on the socket the Socket op made; nothing is allocated per cycle.
+//! Client, per cycle: an io_uring Socket op, then with a one-shot receive and a send that
+//! can be linked (copy, zc, zc-msg) one linked chain Connect -> Send (cookie, flow,
+//! request) -> Recv (response, MSG_WAITALL) -> Close. With copy, Connect, Send and Recv
+//! skip their CQE on success, so a good cycle costs two CQEs: the socket's and the
+//! close's. A zero-copy send posts its CQE (the kernel refuses to skip it) and later a
+//! notification, so its connect posts one too. Splice (a receive linked behind splices
+//! stalls) and the multishot engines (a standing receive is never linked) connect first,
+//! then send and receive: a one-shot Recv linked to the Close, or a standing multishot
+//! receive, cancelled once the response is whole, then the Close. A cycle is over once
+//! every op that owes a CQE has posted it; a zero-copy flow starts its next cycle only
+//! when a buffer is back. The chain cannot start with the Socket op: the later ops need
+//! its descriptor, which only a direct (fixed-table) descriptor would give up front, and
+//! a direct descriptor cannot take the plain setsockopt/bind calls that SO_LINGER and
+//! --client-ports need. Those are two syscalls on the socket the Socket op made; nothing
+//! is allocated per cycle.
 //!
 //! Server: one multishot Accept per worker on the session's listener (every worker shares
-//! it); per connection a Recv of the header and request, then a linked Send (response) ->
-//! Recv that completes when the client closes, then Close. A connection counts when the
-//! client closed after a whole response, the same moment the client counts it. The client
-//! tells the session when all its cycles are done (after its deadline); the session then
-//! signals every server worker through an eventfd that each ring polls.
+//! it); per connection a Recv of the header and request (trunc: a Recv of the header of
+//! crr's own, linked to the path's receive of the request; multishot and bundle: a
+//! standing receive until the client closes), then the response, linked (when it can be)
+//! to a Recv that completes when the client closes, then Close. A connection counts when
+//! the client closed after a whole response, the same moment the client counts it. The
+//! client tells the session when all its cycles are done (after its deadline); the session
+//! then signals every server worker through an eventfd that each ring polls.
 
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
@@ -27,14 +38,13 @@ use io_uring::{opcode, types};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use crate::error::{Error, Result};
-use crate::io::op;
-use crate::io::recv::CopyRecv;
-use crate::io::send::CopySend;
+use crate::io::{op, AnyRecv, AnySend, RecvEvent, RecvPath, SendEvent, SendPath};
 use crate::measure::clock::monotonic_ns;
 use crate::net::FLOW_HEADER_LEN;
 use crate::report::CrrReport;
-use crate::ring::{cqe_error, slot_token, token, Completion, FlowFd, Ring};
-use crate::spec::{CrrOptions, TestSpec};
+use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
+use crate::spec::{CrrOptions, RecvEngine, TestSpec};
+use crate::verify::Verifier;
 use crate::with_fd;
 use crate::workload::driver::{RoleReport, Run, Timers, Workload};
 use crate::workload::Ending;
@@ -157,23 +167,107 @@ const TORN: i32 = -libc::EPROTO;
 /// still out after this is left to the ring's teardown, its socket to the process's exit.
 const ABORT_DRAIN_NS: u64 = 100_000_000;
 
+/// How a client cycle moves its request and response, from what the side's engines allow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    /// One linked chain Connect -> Send -> Recv(WAITALL) -> Close: a one-shot receive and
+    /// a send that can be linked.
+    Chained,
+    /// Connect on its own; once connected, the send, and either a one-shot Recv(WAITALL)
+    /// linked to the Close, or a standing multishot receive that is cancelled once the
+    /// response is whole, then the Close. For splice (a receive linked behind splices
+    /// stalls) and the multishot engines (a standing receive is never linked).
+    Connected,
+}
+
 struct Cycle {
     fd: RawFd,
     started: u64,
+    /// CQEs the cycle still owes: each is cleared by its CQE, or by a failure after which
+    /// the kernel skips it (REQ_F_SKIP_LINK_CQES).
+    connect_due: bool,
+    send_due: bool,
+    recv_due: bool,
+    close_due: bool,
+    /// The Close is queued (Connected shape: once the response is whole or the receive
+    /// ended).
+    close_queued: bool,
+    /// The Close op closed the descriptor: its number may already be another cycle's.
+    closed: bool,
+    /// An op that posts its CQE on success failed: every op linked after it then posts
+    /// one too (-ECANCELED).
+    broken: bool,
+    /// Response bytes received (Connected shape with a multishot receive).
+    got: u32,
+    /// The first failure (an errno, or TORN); 0 while the cycle goes well.
+    failed: i32,
+    /// The cycle waits for a send buffer (a zero-copy notification) to start.
+    waiting: bool,
 }
 
-/// The client side of one worker: its flows' cycles and their buffers.
+impl Cycle {
+    fn idle() -> Cycle {
+        Cycle {
+            fd: -1,
+            started: 0,
+            connect_due: false,
+            send_due: false,
+            recv_due: false,
+            close_due: false,
+            close_queued: false,
+            closed: false,
+            broken: false,
+            got: 0,
+            failed: 0,
+            waiting: false,
+        }
+    }
+
+    fn owes(&self) -> bool {
+        self.connect_due || self.send_due || self.recv_due || self.close_due
+    }
+
+    fn fail(&mut self, code: i32) {
+        if self.failed == 0 {
+            self.failed = code;
+        }
+    }
+
+    /// An op of the chain failed (or came up short): if it skips its CQE on success, the
+    /// kernel skips the CQEs of the ops after it too (`later` clears what they owed);
+    /// otherwise they all post theirs (-ECANCELED), the receive too if `recv_after`.
+    fn chain_broke(&mut self, skipped_success: bool, recv_after: bool, later: impl FnOnce(&mut Cycle)) {
+        if self.broken {
+            return;
+        }
+        if skipped_success {
+            later(self);
+        } else {
+            self.broken = true;
+            self.recv_due |= recv_after;
+        }
+    }
+}
+
+/// The client side of one worker: its flows' cycles, and the send and receive paths their
+/// request and response go through.
 pub struct CrrClient {
     peer: Box<SockAddr>,
     /// The unspecified address of the peer's family: what --client-ports binds to.
     local: SockAddr,
     domain: i32,
-    /// Sends each flow's header plus request, written once.
-    send: CopySend,
+    /// Sends each flow's header plus request (one message per flow, written once).
+    send: AnySend,
     request_len: usize,
-    /// Receives the response; every flow's lands in one buffer nobody reads.
-    recv: CopyRecv,
+    /// Receives the responses.
+    recv: AnyRecv,
+    verify: Verifier,
     response_len: usize,
+    shape: Shape,
+    /// Which ops of a cycle skip their CQE on success.
+    skip_connect: bool,
+    skip_send: bool,
+    skip_recv: bool,
     options: Vec<SockOpt>,
     ports: Option<(u16, u16)>,
     next_port: u32,
@@ -185,40 +279,70 @@ pub struct CrrClient {
     report: CrrReport,
 }
 
+/// The header every flow's request starts with: `cookie` and its global flow number.
+pub fn flow_headers(cookie: u64, flow_ids: &[u32]) -> Vec<[u8; FLOW_HEADER_LEN]> {
+    flow_ids.iter().map(|&g| header(cookie, g)).collect()
+}
+
 impl CrrClient {
-    /// `flow_ids`: the global flow numbers of this worker's flows (they go in the header).
-    pub fn new(spec: &TestSpec, peer: SocketAddr, cookie: u64, flow_ids: &[u32]) -> Result<CrrClient> {
+    /// `flow_ids`: the global flow numbers of this worker's flows (they go in the header);
+    /// `send` and `recv`: per-operation paths with one owner per flow, `send`'s messages
+    /// made from [`flow_headers`].
+    pub fn new(
+        spec: &TestSpec,
+        peer: SocketAddr,
+        flow_ids: &[u32],
+        send: AnySend,
+        recv: AnyRecv,
+        verify: Verifier,
+    ) -> CrrClient {
         let request_len = FLOW_HEADER_LEN + spec.request_size as usize;
-        let headers: Vec<_> = flow_ids.iter().map(|&g| header(cookie, g)).collect();
         let response_len = spec.response_size as usize;
         let CrrOptions { linger0, client_ports } = spec.crr;
         // Each worker starts at its own place in the port range, so workers rarely collide.
         let next_port = flow_ids.first().copied().unwrap_or(0);
-        Ok(CrrClient {
+        let shape = if send.can_chain() && !recv.multishot() { Shape::Chained } else { Shape::Connected };
+        let skip_send = send.can_skip_success();
+        CrrClient {
             peer: Box::new(SockAddr::from(peer)),
             local: SockAddr::from(match peer {
                 SocketAddr::V4(_) => SocketAddr::from(([0u8; 4], 0)),
                 SocketAddr::V6(_) => SocketAddr::from(([0u16; 8], 0)),
             }),
             domain: if peer.is_ipv6() { libc::AF_INET6 } else { libc::AF_INET },
-            send: CopySend::framed(&headers, spec.request_size as usize)?,
+            // A connect linked before a send that posts its CQE must post its own, or a
+            // failed connect would leave that send's CQE (and its buffer) in doubt.
+            skip_connect: shape == Shape::Chained && skip_send,
+            skip_send,
+            // A checked response is read at its CQE.
+            skip_recv: !verify.enabled(),
+            send,
             request_len,
-            recv: CopyRecv::per_op(flow_ids.len(), response_len, false)?,
+            recv,
+            verify,
             response_len,
+            shape,
             options: client_options(spec, peer.is_ipv6()),
             ports: client_ports,
             next_port,
-            cycles: flow_ids.iter().map(|_| Cycle { fd: -1, started: 0 }).collect(),
+            cycles: flow_ids.iter().map(|_| Cycle::idle()).collect(),
             active: 0,
             aborting: false,
             report: CrrReport { linger0, ..CrrReport::default() },
-        })
+        }
     }
 
+    /// Starts flow `f`'s next cycle, or marks it waiting for a send buffer.
     fn begin(&mut self, ring: &mut Ring, f: usize, now: u64) -> Result<()> {
         let c = &mut self.cycles[f];
+        *c = Cycle::idle();
+        if self.send.available(f) == 0 {
+            self.send.short_of_buffers(f);
+            c.waiting = true;
+            return Ok(());
+        }
         c.started = now;
-        c.fd = -1;
+        self.active += 1;
         let e = opcode::Socket::new(self.domain, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, libc::IPPROTO_TCP)
             .build()
             .user_data(token(op::SOCKET, f));
@@ -250,8 +374,16 @@ impl CrrClient {
         )))
     }
 
-    /// The socket exists: set it up and queue connect -> send -> receive -> close.
-    fn chain(&mut self, ring: &mut Ring, f: usize, fd: RawFd) -> Result<()> {
+    fn flags(skip: bool) -> Flags {
+        if skip {
+            Flags::SKIP_SUCCESS
+        } else {
+            Flags::empty()
+        }
+    }
+
+    /// The socket exists: set it up and queue the cycle (see [`Shape`]).
+    fn connect(&mut self, ring: &mut Ring, f: usize, fd: RawFd) -> Result<()> {
         self.cycles[f].fd = fd;
         for o in &self.options {
             o.apply(fd)?;
@@ -259,27 +391,55 @@ impl CrrClient {
         if let Some((lo, hi)) = self.ports {
             self.bind_port(fd, lo, hi)?;
         }
-        let t = types::Fd(fd);
-        let link = Flags::IO_LINK | Flags::SKIP_SUCCESS;
-        let connect = opcode::Connect::new(t, self.peer.as_ptr().cast(), self.peer.len())
+        let chained = self.shape == Shape::Chained;
+        let flags = if chained { Flags::IO_LINK | Self::flags(self.skip_connect) } else { Flags::empty() };
+        let connect = opcode::Connect::new(types::Fd(fd), self.peer.as_ptr().cast(), self.peer.len())
             .build()
             .user_data(token(op::CONNECT, f))
-            .flags(link);
+            .flags(flags);
         // SAFETY: the peer's address lives in self, which the worker drops after the ring.
         unsafe { ring.push(&connect)? };
-        // The paths push straight after it, so the chain's SQEs stay in order.
-        let sock = FlowFd::Raw(fd);
-        self.send.push_on(ring, sock, f, token(op::SEND, f), 0, self.request_len as u32, link)?;
-        self.recv.arm_on(ring, sock, f, token(op::RECV, f), self.response_len as u32, true, link)?;
-        let close = opcode::Close::new(t).build().user_data(token(op::CLOSE, f));
+        self.cycles[f].connect_due = !(chained && self.skip_connect);
+        if chained {
+            // The paths push straight after it, so the chain's SQEs stay in order.
+            self.exchange(ring, f, Flags::IO_LINK)?;
+        }
+        Ok(())
+    }
+
+    /// Queues the request and the response's receive on the connected (or connecting,
+    /// when `link` links them behind the connect) socket of flow `f`.
+    fn exchange(&mut self, ring: &mut Ring, f: usize, link: Flags) -> Result<()> {
+        let sock = FlowFd::Raw(self.cycles[f].fd);
+        let send_flags = link | Self::flags(self.skip_send);
+        self.send.push_on(ring, sock, f, 0, self.request_len as u32, send_flags)?;
+        self.verify.restart(f, 0);
+        let c = &mut self.cycles[f];
+        c.send_due = !self.skip_send;
+        if self.recv.multishot() {
+            self.recv.arm_on(ring, sock, f, self.response_len as u32, false, Flags::empty())?;
+            c.recv_due = true;
+            return Ok(());
+        }
+        let recv_flags = Flags::IO_LINK | Self::flags(self.skip_recv);
+        self.recv.arm_on(ring, sock, f, self.response_len as u32, true, recv_flags)?;
+        c.recv_due = !self.skip_recv;
+        Self::queue_close(ring, c, f)
+    }
+
+    fn queue_close(ring: &mut Ring, c: &mut Cycle, f: usize) -> Result<()> {
+        let close = opcode::Close::new(types::Fd(c.fd)).build().user_data(token(op::CLOSE, f));
+        c.close_queued = true;
+        c.close_due = true;
         // SAFETY: Close points at no memory.
         unsafe { ring.push(&close) }
     }
 
-    /// Cancels every op on the sockets of the cycles whose chain is under way; each such
-    /// cycle then ends with the CQE of its op that failed (or of its close, if it won).
+    /// Cancels every op on the sockets of the cycles under way; each then ends with the
+    /// CQEs of its ops that failed or won.
     fn cancel_cycles(&self, ring: &mut Ring) -> Result<()> {
-        for (f, c) in self.cycles.iter().enumerate().filter(|(_, c)| c.fd >= 0) {
+        let open = |c: &&Cycle| c.fd >= 0 && !c.closed;
+        for (f, c) in self.cycles.iter().enumerate().filter(|(_, c)| open(c)) {
             let e = opcode::AsyncCancel2::new(types::CancelBuilder::fd(types::Fd(c.fd)).all())
                 .build()
                 .user_data(token(op::CANCEL, f));
@@ -289,29 +449,127 @@ impl CrrClient {
         Ok(())
     }
 
-    /// A cycle ends with exactly one CQE: its close's, or that of the op whose failure
-    /// broke the chain.
-    fn cycle_ended(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<()> {
+    fn on_connect(&mut self, ring: &mut Ring, c: &Completion) -> Result<()> {
         let f = c.flow();
-        let failed = if c.op() == op::CLOSE {
-            0
-        } else {
-            // A skip-success op posts its CQE only when it failed or came up short, and
-            // then the ops linked after it post none (REQ_F_SKIP_LINK_CQES): the close
-            // never ran, so close here.
-            // SAFETY: the descriptor belongs to this cycle and no op uses it now.
-            unsafe { libc::close(self.cycles[f].fd) };
-            if c.result >= 0 {
-                TORN
-            } else {
-                c.result
+        let cy = &mut self.cycles[f];
+        cy.connect_due = false;
+        if c.result < 0 {
+            cy.fail(c.result);
+            if self.shape == Shape::Chained {
+                cy.chain_broke(self.skip_connect, true, |cy| {
+                    cy.send_due = false;
+                    cy.recv_due = false;
+                    cy.close_due = false;
+                });
             }
+        } else if self.shape == Shape::Connected {
+            if self.aborting {
+                // Stopped while connecting: the cycle ends here, uncounted.
+                cy.fail(-libc::ECANCELED);
+            } else {
+                self.exchange(ring, f, Flags::empty())?;
+            }
+        }
+        Ok(())
+    }
+
+    fn on_send(&mut self, ring: &mut Ring, c: &Completion, run: &Run) -> Result<Option<usize>> {
+        let event = match self.send.complete(ring, c) {
+            Ok(e) => e,
+            // A send's own error ends its cycle, which says what went wrong.
+            Err(_) if c.result < 0 => SendEvent::Cancelled { flow: c.flow() },
+            Err(e) => return Err(e),
         };
+        let (f, whole) = match event {
+            SendEvent::Nothing => return Ok(None),
+            SendEvent::Released { flow } => {
+                if self.cycles[flow].waiting && !run.stopping {
+                    self.begin(ring, flow, monotonic_ns())?;
+                }
+                return Ok(None);
+            }
+            SendEvent::Sent { flow, bytes } => (flow, bytes as usize == self.request_len),
+            SendEvent::Chain { flow, bytes, cancelled, .. } => {
+                (flow, cancelled == 0 && bytes as usize == self.request_len)
+            }
+            SendEvent::Cancelled { flow } => (flow, false),
+            SendEvent::Dropped { .. } => return Err(crate::workload::datagram_on_tcp()),
+        };
+        let cy = &mut self.cycles[f];
+        cy.send_due = false;
+        if !whole {
+            cy.fail(if c.result < 0 { c.result } else { TORN });
+            if self.shape == Shape::Chained {
+                cy.chain_broke(self.skip_send, true, |cy| {
+                    cy.recv_due = false;
+                    cy.close_due = false;
+                });
+            }
+        }
+        Ok(Some(f))
+    }
+
+    fn on_recv(&mut self, ring: &mut Ring, c: &Completion) -> Result<usize> {
+        let f = c.flow();
+        let event = match self.recv.complete(ring, c, &mut self.verify) {
+            Ok(e) => e,
+            // A receive's own error ends its cycle, which says what went wrong.
+            Err(_) if c.result < 0 => RecvEvent::Cancelled { flow: f },
+            Err(e) => return Err(e),
+        };
+        let want = self.response_len as u32;
+        let cy = &mut self.cycles[f];
+        if self.recv.multishot() {
+            if let RecvEvent::Data { bytes, .. } = event {
+                cy.got += bytes;
+                if cy.got > want {
+                    return Err(Error::Protocol(format!(
+                        "the server sent {} bytes for a {want}-byte crr response",
+                        cy.got
+                    )));
+                }
+                if cy.got == want && !cy.close_queued {
+                    self.recv.cancel_on(ring, f)?;
+                    Self::queue_close(ring, cy, f)?;
+                }
+            }
+            if !self.recv.live_on(f) {
+                cy.recv_due = false;
+                if !cy.close_queued {
+                    // The receive ended before the whole response.
+                    cy.fail(if c.result < 0 { c.result } else { TORN });
+                    Self::queue_close(ring, cy, f)?;
+                }
+            }
+            return Ok(f);
+        }
+        // A one-shot receive posts one CQE: on success only if it does not skip it.
+        cy.recv_due = false;
+        let whole = matches!(event, RecvEvent::Data { bytes, .. } if bytes == want);
+        if !whole && !cy.broken {
+            cy.fail(if c.result < 0 { c.result } else { TORN });
+            cy.chain_broke(self.skip_recv, false, |cy| cy.close_due = false);
+        }
+        Ok(f)
+    }
+
+    /// Once a cycle has all its CQEs: closes its socket if the Close never ran, counts it,
+    /// and starts the flow's next one.
+    fn settle(&mut self, ring: &mut Ring, f: usize, run: &mut Run) -> Result<()> {
+        let cy = &mut self.cycles[f];
+        if cy.owes() || cy.fd < 0 {
+            return Ok(());
+        }
+        if !cy.closed {
+            // SAFETY: the descriptor belongs to this cycle and no op uses it now.
+            unsafe { libc::close(cy.fd) };
+        }
         // Closed: a stop must not cancel by this number, now free for reuse.
-        self.cycles[f].fd = -1;
+        cy.fd = -1;
+        let failed = cy.failed;
         let now = monotonic_ns();
         if failed == 0 {
-            run.sampler.record(now - self.cycles[f].started);
+            run.sampler.record(now - cy.started);
             let k = &mut run.counters[f];
             k.transactions += 1;
             k.bytes_sent += self.request_len as u64 - FLOW_HEADER_LEN as u64;
@@ -324,9 +582,8 @@ impl CrrClient {
         } else {
             return Err(cycle_error(failed, self.ports.is_some()));
         }
-        if run.stopping {
-            self.active -= 1;
-        } else {
+        self.active -= 1;
+        if !run.stopping {
             self.begin(ring, f, now)?;
         }
         Ok(())
@@ -347,12 +604,12 @@ impl Workload for CrrClient {
         for f in 0..self.cycles.len() {
             self.begin(ring, f, now)?;
         }
-        self.active = self.cycles.len();
         Ok(())
     }
 
     fn done(&self, run: &Run) -> bool {
-        run.stopping && self.active == 0
+        // Zero-copy buffers the kernel still holds come back before the ring goes.
+        run.stopping && self.active == 0 && self.send.outstanding() == 0
     }
 
     fn on_abort(&mut self, ring: &mut Ring, run: &mut Run) -> Result<Option<Ending>> {
@@ -369,8 +626,8 @@ impl Workload for CrrClient {
     }
 
     fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
-        match c.op() {
-            op::CANCEL => {}
+        let f = match c.op() {
+            op::CANCEL => return Ok(true),
             op::SOCKET if self.aborting => {
                 // The cycle was only starting: its socket is not used.
                 if c.result >= 0 {
@@ -378,17 +635,39 @@ impl Workload for CrrClient {
                     unsafe { libc::close(c.result) };
                 }
                 self.active -= 1;
+                return Ok(true);
             }
             op::SOCKET => {
                 if c.result < 0 {
                     return Err(cqe_error("creating a crr client socket (raise `ulimit -n`?)", c.result));
                 }
-                self.chain(ring, c.flow(), c.result)?;
+                self.connect(ring, c.flow(), c.result)?;
+                return Ok(true);
             }
-            op::CONNECT | op::SEND | op::RECV | op::CLOSE => self.cycle_ended(ring, c, run)?,
+            op::CONNECT => {
+                self.on_connect(ring, c)?;
+                c.flow()
+            }
+            op::SEND | op::SPLICE_IN => match self.on_send(ring, c, run)? {
+                Some(f) => f,
+                None => return Ok(true),
+            },
+            op::RECV => self.on_recv(ring, c)?,
+            op::CLOSE => {
+                let cy = &mut self.cycles[c.flow()];
+                cy.close_due = false;
+                // A Close cancelled by a broken chain never ran: `settle` closes.
+                cy.closed = c.result >= 0;
+                c.flow()
+            }
             _ => return Ok(false),
-        }
+        };
+        self.settle(ring, f, run)?;
         Ok(true)
+    }
+
+    fn after_batch(&mut self) {
+        self.recv.after_batch();
     }
 
     fn finish(&mut self, _run: &Run) -> Result<Ending> {
@@ -396,7 +675,13 @@ impl Workload for CrrClient {
     }
 
     fn report(&self) -> RoleReport {
-        RoleReport { crr: Some(self.report.clone()), ..RoleReport::default() }
+        RoleReport {
+            crr: Some(self.report.clone()),
+            send: Some(self.send.report()),
+            recv: Some(self.recv.report()),
+            verify: self.verify.report(),
+            ..RoleReport::default()
+        }
     }
 }
 
@@ -431,19 +716,67 @@ fn cycle_error(res: i32, ports: bool) -> Error {
 struct Conn {
     fd: RawFd,
     flow: u32,
+    /// Request bytes received, header included.
+    got: u32,
+    /// The header as it arrives (trunc receives it here, with crr's own op).
+    head: [u8; FLOW_HEADER_LEN],
+    /// CQEs the connection still owes: its header receive (trunc, only on failure), its
+    /// request receive (a multishot one until it ends), its response, its close wait.
+    header_due: bool,
+    recv_due: bool,
+    send_due: bool,
+    wait_due: bool,
+    /// The response waits for a send buffer (a zero-copy notification).
+    owed: bool,
+    /// The response was queued, and went out whole.
+    answered: bool,
+    sent: bool,
+    /// The client closed (EOF, or a reset with --linger0).
+    peer_closed: bool,
+    /// Not a good cycle of the client's: a torn or foreign request, a failed response.
+    bad: bool,
 }
 
-/// The server side of one worker: accepts on the shared listener, answers every cycle.
+impl Conn {
+    fn new(fd: RawFd) -> Conn {
+        Conn {
+            fd,
+            flow: 0,
+            got: 0,
+            head: [0; FLOW_HEADER_LEN],
+            header_due: false,
+            recv_due: false,
+            send_due: false,
+            wait_due: false,
+            owed: false,
+            answered: false,
+            sent: false,
+            peer_closed: false,
+            bad: false,
+        }
+    }
+
+    fn owes(&self) -> bool {
+        self.header_due || self.recv_due || self.send_due || self.wait_due || self.owed
+    }
+}
+
+/// The server side of one worker: accepts on the shared listener, answers every cycle
+/// through its send and receive paths (one owner per connection slot).
 pub struct CrrServer {
     listener: FlowFd,
     cookie: u64,
     flows: usize,
-    /// Receives each connection slot's header plus request into the slot's own buffer.
-    recv: CopyRecv,
+    /// Receives each connection's header plus request (trunc: the request after the header).
+    recv: AnyRecv,
+    verify: Verifier,
     request_len: usize,
     /// Sends every response (the pattern).
-    send: CopySend,
+    send: AnySend,
     response_len: usize,
+    /// The response is linked to the close wait (one-shot receive, a send that can be linked).
+    chained: bool,
+    skip_send: bool,
     /// Per slot: one byte the client's close completes (it never carries data).
     eof: Vec<u8>,
     conns: Vec<Conn>,
@@ -457,35 +790,60 @@ pub struct CrrServer {
 }
 
 impl CrrServer {
-    /// `stop`: an eventfd the session writes when the client has finished its cycles.
-    pub fn new(spec: &TestSpec, listener: FlowFd, cookie: u64, stop: RawFd) -> Result<CrrServer> {
-        // One slot per flow is enough for the client (one cycle in flight per flow); the
-        // rest absorbs strangers and connections whose close is still under way.
-        let slots = spec.flows as usize * 2 + 16;
-        let request_len = FLOW_HEADER_LEN + spec.request_size as usize;
-        let response_len = spec.response_size as usize;
-        Ok(CrrServer {
+    /// Connection slots: one per flow is enough for the client (one cycle in flight per
+    /// flow); the rest absorbs strangers and connections whose close is still under way.
+    pub fn slots(spec: &TestSpec) -> usize {
+        spec.flows as usize * 2 + 16
+    }
+
+    /// Bytes the receive path takes per request: the header and request, or for a path
+    /// that discards what it receives (trunc) the request alone.
+    pub fn recv_len(spec: &TestSpec, engine: RecvEngine) -> usize {
+        let body = spec.request_size as usize;
+        if engine == RecvEngine::Trunc {
+            body
+        } else {
+            FLOW_HEADER_LEN + body
+        }
+    }
+
+    /// `stop`: an eventfd the session writes when the client has finished its cycles;
+    /// `send` and `recv`: per-operation paths with [`CrrServer::slots`] owners.
+    pub fn new(
+        spec: &TestSpec,
+        listener: FlowFd,
+        cookie: u64,
+        stop: RawFd,
+        send: AnySend,
+        recv: AnyRecv,
+        verify: Verifier,
+    ) -> CrrServer {
+        let slots = Self::slots(spec);
+        CrrServer {
             listener,
             cookie,
             flows: spec.flows as usize,
-            recv: CopyRecv::per_op(slots, request_len, true)?,
-            request_len,
-            send: CopySend::new(&[], response_len)?,
-            response_len,
+            chained: send.can_chain() && !recv.multishot(),
+            skip_send: send.can_skip_success(),
+            recv,
+            verify,
+            request_len: FLOW_HEADER_LEN + spec.request_size as usize,
+            send,
+            response_len: spec.response_size as usize,
             eof: vec![0u8; slots],
-            conns: (0..slots).map(|_| Conn { fd: -1, flow: 0 }).collect(),
+            conns: (0..slots).map(|_| Conn::new(-1)).collect(),
             free: (0..slots as u32).rev().collect(),
             stop,
             active: 0,
             accepting: false,
             report: CrrReport { linger0: spec.crr.linger0, ..CrrReport::default() },
-        })
+        }
     }
 
-    /// Most CQEs this side can have outstanding: per slot a receive, a failed send and
-    /// the close wait, plus accepts.
+    /// Most CQEs this side can have outstanding: per slot its receive(s), its response
+    /// (and a zero-copy notification), its close wait, plus accepts.
     pub fn max_cqes(spec: &TestSpec) -> usize {
-        (spec.flows as usize * 2 + 16) * 3 + 16
+        Self::slots(spec) * 5 + 16
     }
 
     fn arm_accept(&mut self, ring: &mut Ring) -> Result<()> {
@@ -504,12 +862,6 @@ impl CrrServer {
         unsafe { ring.push(&e) }
     }
 
-    fn release(&mut self, ring: &mut Ring, slot: usize) -> Result<()> {
-        let fd = std::mem::replace(&mut self.conns[slot].fd, -1);
-        self.free.push(slot as u32);
-        Self::close(ring, fd)
-    }
-
     fn accepted(&mut self, ring: &mut Ring, fd: RawFd, stopping: bool) -> Result<bool> {
         let Some(slot) = (!stopping).then(|| self.free.pop()).flatten() else {
             self.report.rejected += 1;
@@ -517,40 +869,172 @@ impl CrrServer {
             return Ok(false);
         };
         let slot = slot as usize;
-        self.conns[slot] = Conn { fd, flow: 0 };
-        let user_data = slot_token(op::RECV, 0, slot);
-        self.recv.arm_on(
-            ring,
-            FlowFd::Raw(fd),
-            slot,
-            user_data,
-            self.request_len as u32,
-            true,
-            Flags::empty(),
-        )?;
+        let sock = FlowFd::Raw(fd);
+        let conn = &mut self.conns[slot];
+        *conn = Conn::new(fd);
+        conn.recv_due = true;
+        if self.recv.multishot() {
+            self.verify.restart(slot, FLOW_HEADER_LEN as u64);
+            self.recv.arm_on(ring, sock, slot, 0, false, Flags::empty())?;
+        } else if self.recv.reads_payload() {
+            self.verify.restart(slot, FLOW_HEADER_LEN as u64);
+            self.recv.arm_on(ring, sock, slot, self.request_len as u32, true, Flags::empty())?;
+        } else {
+            // The path discards what it receives: the header comes first, through a
+            // receive of crr's own; if it fails, the request's receive never runs.
+            let head = conn.head.as_mut_ptr();
+            let e = opcode::Recv::new(types::Fd(fd), head, FLOW_HEADER_LEN as u32)
+                .flags(libc::MSG_WAITALL)
+                .build()
+                .user_data(token(op::CRR_HEADER, slot))
+                .flags(Flags::IO_LINK | Flags::SKIP_SUCCESS);
+            // SAFETY: the slot's header lives in self (never reallocated), dropped only
+            // after the ring.
+            unsafe { ring.push(&e)? };
+            conn.header_due = true;
+            let body = (self.request_len - FLOW_HEADER_LEN) as u32;
+            self.recv.arm_on(ring, sock, slot, body, true, Flags::empty())?;
+        }
         Ok(true)
     }
 
-    fn request(&mut self, ring: &mut Ring, slot: usize, res: i32) -> Result<bool> {
-        let buf = self.recv.landed(slot, self.request_len);
-        let cookie = u64::from_le_bytes(buf[..8].try_into().expect("8 bytes"));
-        let flow = u32::from_le_bytes(buf[8..12].try_into().expect("4 bytes"));
-        if res != self.request_len as i32 || cookie != self.cookie || flow as usize >= self.flows {
-            self.report.rejected += 1;
-            self.release(ring, slot)?;
-            return Ok(false);
+    /// A request receive completed on `slot`.
+    fn on_recv(&mut self, ring: &mut Ring, c: &Completion) -> Result<usize> {
+        let slot = c.flow();
+        let event = match self.recv.complete(ring, c, &mut self.verify) {
+            Ok(e) => e,
+            // The connection's own error (a reset): it ends, uncounted unless it was the
+            // client's close.
+            Err(_) if c.result < 0 => RecvEvent::Cancelled { flow: slot },
+            Err(e) => return Err(e),
+        };
+        let multishot = self.recv.multishot();
+        let payload = self.recv.payload(c);
+        let conn = &mut self.conns[slot];
+        if let RecvEvent::Data { bytes, .. } = event {
+            let at = conn.got as usize;
+            if at < FLOW_HEADER_LEN && !payload.is_empty() {
+                let n = (FLOW_HEADER_LEN - at).min(payload.len());
+                conn.head[at..at + n].copy_from_slice(&payload[..n]);
+            }
+            // trunc's header came by its own receive.
+            conn.got += bytes + if conn.header_due { FLOW_HEADER_LEN as u32 } else { 0 };
+            conn.header_due = false;
         }
-        self.conns[slot].flow = flow;
-        let fd = self.conns[slot].fd;
-        let link = Flags::IO_LINK | Flags::SKIP_SUCCESS;
-        let user_data = slot_token(op::SEND, 0, slot);
-        self.send.push_on(ring, FlowFd::Raw(fd), slot, user_data, 0, self.response_len as u32, link)?;
+        if multishot {
+            match event {
+                RecvEvent::Eof { .. } => conn.peer_closed = true,
+                RecvEvent::Cancelled { .. } if c.result == -libc::ECONNRESET => conn.peer_closed = true,
+                RecvEvent::Cancelled { .. } => conn.bad = true,
+                _ => {}
+            }
+            conn.recv_due = self.recv.live_on(slot);
+        } else {
+            conn.recv_due = false;
+        }
+        let whole = conn.got as usize == self.request_len;
+        if conn.got as usize > self.request_len || (!multishot && !whole) {
+            conn.bad = true;
+        } else if whole && !conn.answered && !conn.bad {
+            let cookie = u64::from_le_bytes(conn.head[..8].try_into().expect("8 bytes"));
+            let flow = u32::from_le_bytes(conn.head[8..12].try_into().expect("4 bytes"));
+            if cookie != self.cookie || flow as usize >= self.flows {
+                conn.bad = true;
+            } else {
+                conn.flow = flow;
+                conn.answered = true;
+                self.respond(ring, slot)?;
+            }
+        }
+        Ok(slot)
+    }
+
+    /// Queues `slot`'s response (and, for a one-shot receive, the wait for the client's
+    /// close), or marks it owed until a send buffer comes back.
+    fn respond(&mut self, ring: &mut Ring, slot: usize) -> Result<()> {
+        let conn = &mut self.conns[slot];
+        if self.send.available(slot) == 0 {
+            self.send.short_of_buffers(slot);
+            conn.owed = true;
+            return Ok(());
+        }
+        conn.owed = false;
+        let fd = conn.fd;
+        let skip = if self.skip_send { Flags::SKIP_SUCCESS } else { Flags::empty() };
+        let link = if self.chained { Flags::IO_LINK } else { Flags::empty() };
+        self.send.push_on(ring, FlowFd::Raw(fd), slot, 0, self.response_len as u32, link | skip)?;
+        let conn = &mut self.conns[slot];
+        conn.send_due = !self.skip_send;
+        // A skip-success send posts only when it fails (`on_send` then says so).
+        conn.sent = self.skip_send;
+        if self.recv.multishot() {
+            // The standing receive sees the client's close.
+            return Ok(());
+        }
         let wait = opcode::Recv::new(types::Fd(fd), self.eof[slot..].as_mut_ptr(), 1)
             .build()
-            .user_data(slot_token(op::PEER_CLOSE, 0, slot));
+            .user_data(token(op::PEER_CLOSE, slot));
+        conn.wait_due = true;
         // SAFETY: the slot's byte lives in self, dropped only after the ring.
-        unsafe { ring.push(&wait) }?;
-        Ok(true)
+        unsafe { ring.push(&wait) }
+    }
+
+    fn on_send(&mut self, ring: &mut Ring, c: &Completion) -> Result<Option<usize>> {
+        let event = match self.send.complete(ring, c) {
+            Ok(e) => e,
+            Err(_) if c.result < 0 => SendEvent::Cancelled { flow: c.flow() },
+            Err(e) => return Err(e),
+        };
+        let (slot, whole) = match event {
+            SendEvent::Nothing => return Ok(None),
+            SendEvent::Released { flow } => {
+                if self.conns[flow].owed {
+                    self.respond(ring, flow)?;
+                }
+                return Ok(None);
+            }
+            SendEvent::Sent { flow, bytes } => (flow, bytes as usize == self.response_len),
+            SendEvent::Chain { flow, bytes, cancelled, .. } => {
+                (flow, cancelled == 0 && bytes as usize == self.response_len)
+            }
+            SendEvent::Cancelled { flow } => (flow, false),
+            SendEvent::Dropped { .. } => return Err(crate::workload::datagram_on_tcp()),
+        };
+        let conn = &mut self.conns[slot];
+        conn.send_due = false;
+        conn.sent = whole;
+        if !whole {
+            conn.bad = true;
+            // A linked close wait behind a skip-success send that failed posts no CQE
+            // (REQ_F_SKIP_LINK_CQES); behind one that posts its CQE, it is cancelled and
+            // posts its own.
+            if self.chained && self.skip_send {
+                conn.wait_due = false;
+            }
+        }
+        Ok(Some(slot))
+    }
+
+    /// Once a connection has all its CQEs: counts it (the client closed after a whole
+    /// response, the same moment the client counts it) and closes it.
+    fn settle(&mut self, ring: &mut Ring, slot: usize, run: &mut Run) -> Result<()> {
+        let conn = &self.conns[slot];
+        if conn.owes() || conn.fd < 0 {
+            return Ok(());
+        }
+        if conn.peer_closed && conn.sent && !conn.bad {
+            let k = &mut run.counters[conn.flow as usize];
+            k.transactions += 1;
+            k.bytes_received += self.request_len as u64 - FLOW_HEADER_LEN as u64;
+            k.bytes_sent += self.response_len as u64;
+            self.report.connections += 1;
+        } else {
+            self.report.rejected += 1;
+        }
+        let fd = std::mem::replace(&mut self.conns[slot].fd, -1);
+        self.free.push(slot as u32);
+        self.active -= 1;
+        Self::close(ring, fd)
     }
 }
 
@@ -579,19 +1063,20 @@ impl Workload for CrrServer {
     }
 
     fn done(&self, run: &Run) -> bool {
-        run.stopping && self.active == 0 && !self.accepting
+        run.stopping && self.active == 0 && !self.accepting && self.send.outstanding() == 0
     }
 
     fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
-        match c.op() {
+        let slot = match c.op() {
             op::STOP => {
                 run.stopping = true;
                 let e =
                     opcode::AsyncCancel::new(token(op::ACCEPT, 0)).build().user_data(token(op::CANCEL, 0));
                 // SAFETY: AsyncCancel points at no memory.
                 unsafe { ring.push(&e)? };
+                return Ok(true);
             }
-            op::CANCEL | op::CLOSE => {}
+            op::CANCEL | op::CLOSE => return Ok(true),
             op::ACCEPT => {
                 if c.result >= 0 && self.accepted(ring, c.result, run.stopping)? {
                     self.active += 1;
@@ -607,43 +1092,51 @@ impl Workload for CrrServer {
                         self.arm_accept(ring)?;
                     }
                 }
+                return Ok(true);
             }
-            op::RECV => {
-                if !self.request(ring, c.slot(), c.result)? {
-                    self.active -= 1;
-                }
+            op::CRR_HEADER => {
+                // Only a failed or short header receive posts; the request's receive
+                // linked behind it then posts nothing.
+                let conn = &mut self.conns[c.flow()];
+                conn.header_due = false;
+                conn.recv_due = false;
+                conn.bad = true;
+                c.flow()
             }
-            op::SEND => {
-                // The response failed or went short (a skip-success send posts only then),
-                // and the close wait linked after it then posts no CQE
-                // (REQ_F_SKIP_LINK_CQES): the connection ends here.
-                self.report.rejected += 1;
-                self.release(ring, c.slot())?;
-                self.active -= 1;
-            }
+            op::RECV => self.on_recv(ring, c)?,
+            op::SEND | op::SPLICE_IN => match self.on_send(ring, c)? {
+                Some(slot) => slot,
+                None => return Ok(true),
+            },
             op::PEER_CLOSE => {
-                let slot = c.slot();
-                let conn = &self.conns[slot];
-                // The client closes after the whole response: EOF, or a reset with --linger0.
-                let closed = c.result >= 0 || c.result == -libc::ECONNRESET;
-                if closed {
-                    let k = &mut run.counters[conn.flow as usize];
-                    k.transactions += 1;
-                    k.bytes_received += self.request_len as u64 - FLOW_HEADER_LEN as u64;
-                    k.bytes_sent += self.response_len as u64;
-                    self.report.connections += 1;
+                let conn = &mut self.conns[c.flow()];
+                conn.wait_due = false;
+                // The client closes after the whole response: EOF, or a reset with
+                // --linger0. -ECANCELED: the response failed first.
+                if c.result >= 0 || c.result == -libc::ECONNRESET {
+                    conn.peer_closed = true;
                 } else {
-                    self.report.rejected += 1;
+                    conn.bad = true;
                 }
-                self.release(ring, slot)?;
-                self.active -= 1;
+                c.flow()
             }
             _ => return Ok(false),
-        }
+        };
+        self.settle(ring, slot, run)?;
         Ok(true)
     }
 
+    fn after_batch(&mut self) {
+        self.recv.after_batch();
+    }
+
     fn report(&self) -> RoleReport {
-        RoleReport { crr: Some(self.report.clone()), ..RoleReport::default() }
+        RoleReport {
+            crr: Some(self.report.clone()),
+            send: Some(self.send.report()),
+            recv: Some(self.recv.report()),
+            verify: self.verify.report(),
+            ..RoleReport::default()
+        }
     }
 }

@@ -6,7 +6,7 @@ use io_uring::{opcode, squeue};
 
 use crate::buf::{Mapping, CACHE_LINE};
 use crate::error::Result;
-use crate::io::{op, RecvEvent, RecvPath};
+use crate::io::{op, push_cancel, RecvEvent, RecvPath};
 use crate::report::RecvReport;
 use crate::ring::uapi::IORING_RECVSEND_POLL_FIRST;
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
@@ -31,6 +31,8 @@ pub struct CopyRecv {
     /// receives complete in the order they were armed, one CQE each.
     armed_at: Vec<usize>,
     landed_at: Vec<usize>,
+    /// Per owner: receives armed that will post a CQE (not skip-success) and have not.
+    live: Vec<u32>,
     trunc: bool,
     report: RecvReport,
 }
@@ -46,11 +48,11 @@ impl CopyRecv {
         CopyRecv::build(fds.to_vec(), fds.len(), max_len, trunc, per_flow, depth)
     }
 
-    /// A path for sockets the workload makes per operation (see [`CopyRecv::arm_on`]):
+    /// A path for sockets the workload makes per operation (see [`RecvPath::arm_on`]):
     /// `owners` buffer owners (flows, or connection slots), each with its own landing
     /// buffer if `per_owner` (the workload reads what lands), else one shared buffer.
-    pub fn per_op(owners: usize, max_len: usize, per_owner: bool) -> Result<CopyRecv> {
-        CopyRecv::build(Vec::new(), owners, max_len, false, per_owner, 1)
+    pub fn per_op(owners: usize, max_len: usize, trunc: bool, per_owner: bool) -> Result<CopyRecv> {
+        CopyRecv::build(Vec::new(), owners, max_len, trunc, per_owner && !trunc, 1)
     }
 
     fn build(
@@ -75,6 +77,7 @@ impl CopyRecv {
             depth,
             armed_at: vec![0; owners],
             landed_at: vec![0; owners],
+            live: vec![0; owners],
             trunc,
             report: RecvReport {
                 engine: if trunc { RecvEngine::Trunc } else { RecvEngine::Recv },
@@ -99,48 +102,6 @@ impl CopyRecv {
     pub fn landed(&self, owner: usize, len: usize) -> &[u8] {
         debug_assert!(self.per_flow && self.depth == 1);
         self.bufs.slice(self.buf_start(owner, 0), len.min(self.stride))
-    }
-
-    /// Arms a receive on `fd`, a socket the workload made for this operation, tagged
-    /// `user_data`, into `owner`'s buffer: up to `len` bytes (with `wait_all`: exactly
-    /// `len`); `flags` go on the SQE.
-    #[allow(clippy::too_many_arguments)]
-    #[inline]
-    pub fn arm_on(
-        &mut self,
-        ring: &mut Ring,
-        fd: FlowFd,
-        owner: usize,
-        user_data: u64,
-        len: u32,
-        wait_all: bool,
-        flags: squeue::Flags,
-    ) -> Result<()> {
-        // Nobody reads what trunc discards, so it waits for whole receives: the kernel
-        // retries a partial one itself, and the worker sees one CQE per `len` bytes. A
-        // chain of receives does the same, so that a short one ends it only at EOF.
-        let msg = match (self.trunc, wait_all || self.depth > 1) {
-            (true, _) => libc::MSG_TRUNC | libc::MSG_WAITALL,
-            (false, true) => libc::MSG_WAITALL,
-            (false, false) => 0,
-        };
-        debug_assert!(len as usize <= self.stride);
-        let place = Self::advance(&mut self.armed_at, owner, self.depth);
-        // SAFETY: buf_start(owner, place) + stride <= the mapping's length.
-        let ptr = unsafe { self.bufs.as_ptr().add(self.buf_start(owner, place)) };
-        // A whole-message receive (request/response) is armed before its message can have
-        // arrived: POLL_FIRST skips the first, futile attempt and goes straight to poll.
-        // An empty one completes at once, readable or not, so it does not wait on poll.
-        let ioprio = if wait_all && len > 0 { IORING_RECVSEND_POLL_FIRST } else { 0 };
-        let e = with_fd!(fd, |t| opcode::Recv::new(t, ptr, len)
-            .ioprio(ioprio)
-            .flags(msg)
-            .build()
-            .user_data(user_data)
-            .flags(flags));
-        self.report.arms += 1;
-        // SAFETY: the buffer lives as long as this path and holds `len` <= max_len bytes.
-        unsafe { ring.push(&e) }
     }
 
     /// The next place in `flow`'s chain after `at`.
@@ -174,13 +135,78 @@ impl RecvPath for CopyRecv {
         wait_all: bool,
         flags: squeue::Flags,
     ) -> Result<()> {
-        self.arm_on(ring, self.fds[flow], flow, token(op::RECV, flow), len, wait_all, flags)
+        self.arm_on(ring, self.fds[flow], flow, len, wait_all, flags)
+    }
+
+    #[inline]
+    fn arm_on(
+        &mut self,
+        ring: &mut Ring,
+        sock: FlowFd,
+        owner: usize,
+        len: u32,
+        wait_all: bool,
+        flags: squeue::Flags,
+    ) -> Result<()> {
+        // Nobody reads what trunc discards, so it waits for whole receives: the kernel
+        // retries a partial one itself, and the worker sees one CQE per `len` bytes. A
+        // chain of receives does the same, so that a short one ends it only at EOF.
+        let msg = match (self.trunc, wait_all || self.depth > 1) {
+            (true, _) => libc::MSG_TRUNC | libc::MSG_WAITALL,
+            (false, true) => libc::MSG_WAITALL,
+            (false, false) => 0,
+        };
+        debug_assert!(len as usize <= self.stride);
+        let place = Self::advance(&mut self.armed_at, owner, self.depth);
+        // SAFETY: buf_start(owner, place) + stride <= the mapping's length.
+        let ptr = unsafe { self.bufs.as_ptr().add(self.buf_start(owner, place)) };
+        // A whole-message receive (request/response) is armed before its message can have
+        // arrived: POLL_FIRST skips the first, futile attempt and goes straight to poll.
+        // An empty one completes at once, readable or not, so it does not wait on poll.
+        let ioprio = if wait_all && len > 0 { IORING_RECVSEND_POLL_FIRST } else { 0 };
+        let e = with_fd!(sock, |t| opcode::Recv::new(t, ptr, len)
+            .ioprio(ioprio)
+            .flags(msg)
+            .build()
+            .user_data(token(op::RECV, owner))
+            .flags(flags));
+        self.report.arms += 1;
+        if !flags.contains(squeue::Flags::SKIP_SUCCESS) {
+            self.live[owner] += 1;
+        }
+        // SAFETY: the buffer lives as long as this path and holds `len` <= max_len bytes.
+        unsafe { ring.push(&e) }
+    }
+
+    fn cancel_on(&mut self, ring: &mut Ring, owner: usize) -> Result<()> {
+        push_cancel(ring, token(op::RECV, owner), owner)
+    }
+
+    #[inline]
+    fn live_on(&self, owner: usize) -> bool {
+        self.live[owner] > 0
+    }
+
+    fn reads_payload(&self) -> bool {
+        self.per_flow
+    }
+
+    #[inline]
+    fn payload(&self, c: &Completion) -> &[u8] {
+        if c.result <= 0 || !self.per_flow {
+            return &[];
+        }
+        let flow = c.flow();
+        // complete() moved past the place this receive landed in.
+        let place = (self.landed_at[flow] + self.depth - 1) % self.depth;
+        self.bufs.slice(self.buf_start(flow, place), (c.result as usize).min(self.stride))
     }
 
     #[inline]
     fn complete(&mut self, _ring: &mut Ring, c: &Completion, verify: &mut Verifier) -> Result<RecvEvent> {
         let flow = c.flow();
         let place = Self::advance(&mut self.landed_at, flow, self.depth);
+        self.live[flow] = self.live[flow].saturating_sub(1);
         match c.result {
             0 => Ok(RecvEvent::Eof { flow }),
             r if r > 0 => {

@@ -13,7 +13,7 @@ use io_uring::{cqueue, opcode, squeue};
 
 use crate::buf::{BufRing, Mapping, CACHE_LINE};
 use crate::error::{Error, Result};
-use crate::io::{op, RecvEvent, RecvPath};
+use crate::io::{op, push_cancel, RecvEvent, RecvPath};
 use crate::report::RecvReport;
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
 use crate::spec::RecvEngine;
@@ -37,6 +37,8 @@ enum Landing {
 
 pub struct DatagramRecv {
     fds: Vec<FlowFd>,
+    /// Per flow: a receive is armed and its last CQE has not come.
+    live: Vec<bool>,
     landing: Landing,
     report: RecvReport,
 }
@@ -48,6 +50,7 @@ impl DatagramRecv {
         let landing_bytes = bufs.landing_bytes() as u64;
         Ok(DatagramRecv {
             fds: fds.to_vec(),
+            live: vec![false; fds.len()],
             landing: Landing::Provided { bufs, staged: false },
             report: RecvReport { engine: RecvEngine::Multishot, landing_bytes, ..RecvReport::default() },
         })
@@ -62,6 +65,7 @@ impl DatagramRecv {
         let landing_bytes = bufs.len() as u64;
         Ok(DatagramRecv {
             fds: fds.to_vec(),
+            live: vec![false; fds.len()],
             landing: Landing::PerFlow { bufs, stride, len: size as u32 },
             report: RecvReport { engine: RecvEngine::Recv, landing_bytes, ..RecvReport::default() },
         })
@@ -77,6 +81,20 @@ impl RecvPath for DatagramRecv {
         &mut self,
         ring: &mut Ring,
         flow: usize,
+        len: u32,
+        wait_all: bool,
+        flags: squeue::Flags,
+    ) -> Result<()> {
+        self.arm_on(ring, self.fds[flow], flow, len, wait_all, flags)
+    }
+
+    /// A datagram receive on `sock` (a connected UDP socket the workload made), landing
+    /// in `owner`'s buffer (one-shot) or the shared ring (multishot).
+    fn arm_on(
+        &mut self,
+        ring: &mut Ring,
+        sock: FlowFd,
+        flow: usize,
         _len: u32,
         _wait_all: bool,
         flags: squeue::Flags,
@@ -89,23 +107,35 @@ impl RecvPath for DatagramRecv {
                     ));
                 }
                 let bgid = bufs.bgid();
-                with_fd!(self.fds[flow], |t| opcode::RecvMulti::new(t, bgid)
-                    .build()
-                    .user_data(token(op::RECV, flow)))
+                with_fd!(sock, |t| opcode::RecvMulti::new(t, bgid).build().user_data(token(op::RECV, flow)))
             }
             Landing::PerFlow { bufs, stride, len } => {
                 // SAFETY: flow < the flows the mapping was sized for, `stride` bytes each.
                 let ptr = unsafe { bufs.as_ptr().add(flow * *stride) };
-                with_fd!(self.fds[flow], |t| opcode::Recv::new(t, ptr, *len)
+                with_fd!(sock, |t| opcode::Recv::new(t, ptr, *len)
                     .build()
                     .user_data(token(op::RECV, flow))
                     .flags(flags))
             }
         };
         self.report.arms += 1;
+        self.live[flow] = true;
         // SAFETY: the buffer ring or the flow's buffer lives in this path, which its owner
         // drops after the ring; a flow's buffer is armed once at a time.
         unsafe { ring.push(&e) }
+    }
+
+    fn cancel_on(&mut self, ring: &mut Ring, owner: usize) -> Result<()> {
+        push_cancel(ring, token(op::RECV, owner), owner)
+    }
+
+    #[inline]
+    fn live_on(&self, owner: usize) -> bool {
+        self.live[owner]
+    }
+
+    fn reads_payload(&self) -> bool {
+        true
     }
 
     /// Data (also an empty datagram: `bytes` 0), Cancelled (the workload cancelled the
@@ -115,6 +145,9 @@ impl RecvPath for DatagramRecv {
     #[inline]
     fn complete(&mut self, _ring: &mut Ring, c: &Completion, _verify: &mut Verifier) -> Result<RecvEvent> {
         let flow = c.flow();
+        if !c.more() {
+            self.live[flow] = false;
+        }
         match c.result {
             r if r > 0 => {
                 if let Landing::Provided { bufs, staged } = &mut self.landing {

@@ -70,6 +70,50 @@ impl AnyRecv {
     }
 }
 
+impl AnyRecv {
+    /// A receive path for sockets the workload makes per operation (see
+    /// [`RecvPath::arm_on`]): `owners` buffer owners, receives of up to `max_len` bytes;
+    /// `read_payload`: the workload reads what lands ([`RecvPath::payload`]), so every
+    /// owner (every provided buffer) gets memory of its own.
+    pub fn per_op(
+        engine: RecvEngine,
+        ring: &mut Ring,
+        owners: usize,
+        max_len: usize,
+        read_payload: bool,
+        tuning: &RingTuning,
+        verify: &mut Verifier,
+    ) -> Result<AnyRecv> {
+        let read = read_payload || verify.enabled();
+        Ok(match engine {
+            RecvEngine::Recv => AnyRecv::Copy(CopyRecv::per_op(owners, max_len, false, read)?),
+            RecvEngine::Trunc => {
+                verify.cannot_check(
+                    "the trunc engine discards the payload in the kernel; only byte counts are checked",
+                );
+                AnyRecv::Copy(CopyRecv::per_op(owners, max_len, true, false)?)
+            }
+            RecvEngine::Multishot | RecvEngine::Bundle => AnyRecv::Provided(ProvidedRecv::per_op(
+                ring,
+                owners,
+                engine == RecvEngine::Bundle,
+                tuning.buf_count as u16,
+                tuning.buf_size as usize,
+                read,
+            )?),
+        })
+    }
+}
+
+macro_rules! dispatch_recv {
+    ($self:ident, $p:ident => $e:expr) => {
+        match $self {
+            AnyRecv::Copy($p) => $e,
+            AnyRecv::Provided($p) => $e,
+        }
+    };
+}
+
 impl RecvPath for AnyRecv {
     #[inline]
     fn multishot(&self) -> bool {
@@ -88,6 +132,32 @@ impl RecvPath for AnyRecv {
             AnyRecv::Copy(p) => p.arm(ring, flow, len, wait_all, flags),
             AnyRecv::Provided(p) => p.arm(ring, flow, len, wait_all, flags),
         }
+    }
+    #[inline]
+    fn arm_on(
+        &mut self,
+        ring: &mut Ring,
+        sock: FlowFd,
+        owner: usize,
+        len: u32,
+        wait_all: bool,
+        flags: squeue::Flags,
+    ) -> Result<()> {
+        dispatch_recv!(self, p => p.arm_on(ring, sock, owner, len, wait_all, flags))
+    }
+    fn cancel_on(&mut self, ring: &mut Ring, owner: usize) -> Result<()> {
+        dispatch_recv!(self, p => p.cancel_on(ring, owner))
+    }
+    #[inline]
+    fn live_on(&self, owner: usize) -> bool {
+        dispatch_recv!(self, p => p.live_on(owner))
+    }
+    fn reads_payload(&self) -> bool {
+        dispatch_recv!(self, p => p.reads_payload())
+    }
+    #[inline]
+    fn payload(&self, c: &Completion) -> &[u8] {
+        dispatch_recv!(self, p => p.payload(c))
     }
     fn chain(&self) -> usize {
         match self {

@@ -7,7 +7,7 @@ use io_uring::{cqueue, opcode, squeue};
 
 use crate::buf::BufRing;
 use crate::error::{Error, Result};
-use crate::io::{op, RecvEvent, RecvPath};
+use crate::io::{op, push_cancel, RecvEvent, RecvPath};
 use crate::report::RecvReport;
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
 use crate::spec::RecvEngine;
@@ -21,7 +21,15 @@ const BGID: u16 = 0;
 pub const MAX_BUCKET: usize = 64;
 
 pub struct ProvidedRecv {
+    /// Per flow (or per owner of a per-operation path: the socket its receive was last
+    /// armed on), where a receive that ended early is armed again.
     fds: Vec<FlowFd>,
+    /// Per owner: a receive is armed and its last CQE has not come.
+    live: Vec<bool>,
+    /// Per owner: ended by [`RecvPath::cancel_on`]; never armed again until `arm_on`.
+    stopped: Vec<bool>,
+    /// Every buffer has memory of its own, so [`RecvPath::payload`] can read it.
+    distinct: bool,
     bundle: bool,
     bufs: BufRing,
     /// Buffers recycled since the last publish.
@@ -42,6 +50,9 @@ impl ProvidedRecv {
         let landing_bytes = bufs.landing_bytes() as u64;
         Ok(ProvidedRecv {
             fds: fds.to_vec(),
+            live: vec![false; fds.len()],
+            stopped: vec![false; fds.len()],
+            distinct: read_payload,
             bundle,
             bufs,
             staged: false,
@@ -54,7 +65,31 @@ impl ProvidedRecv {
         })
     }
 
+    /// A path for sockets the workload makes per operation (see [`RecvPath::arm_on`]),
+    /// for `owners` buffer owners sharing one buffer ring.
+    pub fn per_op(
+        ring: &mut Ring,
+        owners: usize,
+        bundle: bool,
+        count: u16,
+        size: usize,
+        read_payload: bool,
+    ) -> Result<ProvidedRecv> {
+        ProvidedRecv::new(ring, &vec![FlowFd::Raw(-1); owners], bundle, count, size, read_payload)
+    }
+
+    /// The receive of `flow` ended without EOF: armed again unless it was cancelled.
+    fn rearm(&mut self, ring: &mut Ring, flow: usize) -> Result<()> {
+        if self.stopped[flow] {
+            self.live[flow] = false;
+            return Ok(());
+        }
+        self.report.rearms += 1;
+        self.push_arm(ring, flow)
+    }
+
     fn push_arm(&mut self, ring: &mut Ring, flow: usize) -> Result<()> {
+        self.live[flow] = true;
         let bgid = self.bufs.bgid();
         let e = with_fd!(self.fds[flow], |t| if self.bundle {
             opcode::RecvMultiBundle::new(t, bgid).build()
@@ -90,16 +125,59 @@ impl RecvPath for ProvidedRecv {
         self.push_arm(ring, flow)
     }
 
+    /// A standing receive on `sock` until EOF, an error or [`RecvPath::cancel_on`].
+    fn arm_on(
+        &mut self,
+        ring: &mut Ring,
+        sock: FlowFd,
+        owner: usize,
+        len: u32,
+        wait_all: bool,
+        flags: squeue::Flags,
+    ) -> Result<()> {
+        self.fds[owner] = sock;
+        self.stopped[owner] = false;
+        self.arm(ring, owner, len, wait_all, flags)
+    }
+
+    fn cancel_on(&mut self, ring: &mut Ring, owner: usize) -> Result<()> {
+        self.stopped[owner] = true;
+        push_cancel(ring, token(op::RECV, owner), owner)
+    }
+
+    #[inline]
+    fn live_on(&self, owner: usize) -> bool {
+        self.live[owner]
+    }
+
+    fn reads_payload(&self) -> bool {
+        self.distinct
+    }
+
+    #[inline]
+    fn payload(&self, c: &Completion) -> &[u8] {
+        match cqueue::buffer_select(c.flags) {
+            Some(bid) if c.result > 0 && self.distinct => self.bufs.data(bid, c.result as usize),
+            _ => &[],
+        }
+    }
+
     #[inline]
     fn complete(&mut self, ring: &mut Ring, c: &Completion, verify: &mut Verifier) -> Result<RecvEvent> {
         let flow = c.flow();
         if c.result == -libc::ENOBUFS {
             self.report.enobufs += 1;
             if !c.more() {
-                self.push_arm(ring, flow)?;
-                self.report.rearms += 1;
+                self.rearm(ring, flow)?;
             }
             return Ok(RecvEvent::Nothing);
+        }
+        if c.result <= 0 {
+            // Only data keeps a multishot receive going.
+            self.live[flow] = false;
+        }
+        if c.result == -libc::ECANCELED {
+            return Ok(RecvEvent::Cancelled { flow });
         }
         if c.result < 0 {
             return Err(cqe_error(if self.bundle { "recv bundle" } else { "multishot recv" }, c.result));
@@ -133,8 +211,7 @@ impl RecvPath for ProvidedRecv {
         }
         self.staged = true;
         if !c.more() {
-            self.push_arm(ring, flow)?;
-            self.report.rearms += 1;
+            self.rearm(ring, flow)?;
         }
         Ok(RecvEvent::Data { flow, bytes: n as u32 })
     }

@@ -3,20 +3,20 @@
 
 use io_uring::{opcode, squeue};
 
-use crate::buf::{Mapping, PayloadArena, CACHE_LINE};
+use crate::buf::PayloadArena;
 use crate::error::Result;
 use crate::io::{op, SendEvent, SendPath};
 use crate::report::SendReport;
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
-use crate::verify::fill;
 use crate::with_fd;
 
 /// Where a send's bytes come from.
 enum Source {
     /// Every flow's stream: the shared pattern at the stream's offset.
     Pattern(PayloadArena),
-    /// Per flow: its own message, a fixed header then the pattern, `stride` bytes apart.
-    Framed { mem: Mapping, stride: usize },
+    /// Per owner: its own message, a fixed header then the pattern (see
+    /// [`PayloadArena::framed`]).
+    Framed(PayloadArena),
 }
 
 pub struct CopySend {
@@ -34,57 +34,16 @@ impl CopySend {
         })
     }
 
-    /// A path for sockets the workload makes per operation (see [`CopySend::push_on`]):
-    /// flow `f`'s message is `headers[f]` followed by `body_len` bytes of the pattern, so a
-    /// header and its payload leave in one send.
-    pub fn framed<const H: usize>(headers: &[[u8; H]], body_len: usize) -> Result<CopySend> {
-        let stride = (H + body_len).max(1).next_multiple_of(CACHE_LINE);
-        let mut mem = Mapping::new(stride * headers.len().max(1))?;
-        for (msg, h) in mem.as_mut_slice().chunks_mut(stride).zip(headers) {
-            msg[..H].copy_from_slice(h);
-            fill(&mut msg[H..H + body_len]);
-        }
+    /// A path for sockets the workload makes per operation (see [`SendPath::push_on`]):
+    /// owner `o`'s message is `headers[o]` followed by `body_len` bytes of the pattern, so
+    /// a header and its payload leave in one send; with no headers every owner sends the
+    /// same `body_len` bytes of pattern.
+    pub fn per_op<const H: usize>(headers: &[[u8; H]], body_len: usize) -> Result<CopySend> {
         Ok(CopySend {
             fds: Vec::new(),
-            source: Source::Framed { mem, stride },
+            source: Source::Framed(PayloadArena::framed(headers, body_len)?),
             report: SendReport::default(),
         })
-    }
-
-    /// Queues one send on `fd`, a socket the workload made for this operation (crr's per
-    /// cycle or per connection), tagged `user_data`: `len` bytes of `flow`'s message (or
-    /// stream) from `offset`; `flags` go on the SQE. Returns the bytes it will send.
-    #[allow(clippy::too_many_arguments)]
-    #[inline]
-    pub fn push_on(
-        &mut self,
-        ring: &mut Ring,
-        fd: FlowFd,
-        flow: usize,
-        user_data: u64,
-        offset: u64,
-        len: u32,
-        flags: squeue::Flags,
-    ) -> Result<u32> {
-        let ptr = match &self.source {
-            Source::Pattern(arena) => arena.at(0, offset),
-            Source::Framed { mem, stride } => {
-                debug_assert!(offset as usize + len as usize <= *stride);
-                // SAFETY: `flow` is one of the messages the mapping was sized for.
-                unsafe { mem.as_ptr().add(flow * stride + offset as usize) }
-            }
-        };
-        // MSG_WAITALL: a send completes whole or fails, so the byte stream has no holes.
-        let e = with_fd!(fd, |t| opcode::Send::new(t, ptr, len)
-            .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
-            .build()
-            .user_data(user_data)
-            .flags(flags));
-        self.report.sends += 1;
-        // SAFETY: the arena or the messages live as long as this path, which outlives the
-        // ring's use of them.
-        unsafe { ring.push(&e)? };
-        Ok(len)
     }
 }
 
@@ -108,7 +67,33 @@ impl SendPath for CopySend {
         len: u32,
         flags: squeue::Flags,
     ) -> Result<u32> {
-        self.push_on(ring, self.fds[flow], flow, token(op::SEND, flow), offset, len, flags)
+        self.push_on(ring, self.fds[flow], flow, offset, len, flags)
+    }
+
+    #[inline]
+    fn push_on(
+        &mut self,
+        ring: &mut Ring,
+        sock: FlowFd,
+        owner: usize,
+        offset: u64,
+        len: u32,
+        flags: squeue::Flags,
+    ) -> Result<u32> {
+        let ptr = match &self.source {
+            Source::Pattern(arena) => arena.at(0, offset),
+            Source::Framed(arena) => arena.message(owner, offset),
+        };
+        // MSG_WAITALL: a send completes whole or fails, so the byte stream has no holes.
+        let e = with_fd!(sock, |t| opcode::Send::new(t, ptr, len)
+            .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
+            .build()
+            .user_data(token(op::SEND, owner))
+            .flags(flags));
+        self.report.sends += 1;
+        // SAFETY: the arena lives as long as this path, which outlives the ring's use of it.
+        unsafe { ring.push(&e)? };
+        Ok(len)
     }
 
     #[inline]
@@ -136,31 +121,22 @@ mod tests {
 
     use super::*;
     use crate::io::recv::CopyRecv;
-    use crate::ring::slot_token;
+    use crate::io::RecvPath;
     use crate::spec::RingTuning;
+    use crate::verify::fill;
 
     #[test]
     fn a_framed_send_carries_its_flows_header_and_lands_in_the_owners_buffer() {
         let (a, b) = UnixStream::pair().expect("a socket pair");
         let mut ring = Ring::new(&RingTuning::default(), 16).expect("a ring");
         let headers = [[1u8; 4], [2u8; 4]];
-        let mut send = CopySend::framed(&headers, 6).expect("a path");
-        let mut recv = CopyRecv::per_op(3, 10, true).expect("a path");
+        let mut send = CopySend::per_op(&headers, 6).expect("a path");
+        let mut recv = CopyRecv::per_op(3, 10, false, true).expect("a path");
         let sent = send
-            .push_on(
-                &mut ring,
-                FlowFd::Raw(a.as_raw_fd()),
-                1,
-                token(op::SEND, 1),
-                0,
-                10,
-                squeue::Flags::IO_LINK,
-            )
+            .push_on(&mut ring, FlowFd::Raw(a.as_raw_fd()), 1, 0, 10, squeue::Flags::IO_LINK)
             .expect("push");
         assert_eq!(sent, 10);
-        let user_data = slot_token(op::RECV, 0, 2);
-        recv.arm_on(&mut ring, FlowFd::Raw(b.as_raw_fd()), 2, user_data, 10, true, squeue::Flags::empty())
-            .expect("arm");
+        recv.arm_on(&mut ring, FlowFd::Raw(b.as_raw_fd()), 2, 10, true, squeue::Flags::empty()).expect("arm");
         let mut out = Vec::with_capacity(ring.cq_entries());
         let mut seen = Vec::new();
         while seen.len() < 2 {

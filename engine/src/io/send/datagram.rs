@@ -70,6 +70,20 @@ impl SendPath for DatagramSend {
         len: u32,
         flags: squeue::Flags,
     ) -> Result<u32> {
+        self.push_on(ring, self.fds[flow], flow, first, len, flags)
+    }
+
+    /// Datagrams of `flow`'s numbering on `sock`, a connected UDP socket the workload made.
+    #[inline]
+    fn push_on(
+        &mut self,
+        ring: &mut Ring,
+        sock: FlowFd,
+        flow: usize,
+        first: u64,
+        len: u32,
+        flags: squeue::Flags,
+    ) -> Result<u32> {
         let len = (len as usize).min(self.send_len);
         let slot = self.next_slot[flow];
         self.next_slot[flow] = (slot + 1) % self.depth;
@@ -88,7 +102,7 @@ impl SendPath for DatagramSend {
             UNTRACKED
         };
         let ptr = buf.as_ptr();
-        let e = with_fd!(self.fds[flow], |t| opcode::Send::new(t, ptr, len as u32)
+        let e = with_fd!(sock, |t| opcode::Send::new(t, ptr, len as u32)
             .flags(libc::MSG_NOSIGNAL)
             .build()
             .user_data(slot_token(op::SEND, flow, token_slot))

@@ -60,6 +60,30 @@ impl AnySend {
     }
 }
 
+impl AnySend {
+    /// A send path for sockets the workload makes per operation (see
+    /// [`SendPath::push_on`]): `owners` buffer owners, owner `o`'s message `headers[o]`
+    /// then `body_len` bytes of the pattern (with no headers, every owner the same
+    /// pattern). A zero-copy owner keeps a buffer for one send awaiting its notification
+    /// while its next starts.
+    pub fn per_op<const H: usize>(
+        engine: SendEngine,
+        ring: &mut Ring,
+        owners: usize,
+        headers: &[[u8; H]],
+        body_len: usize,
+    ) -> Result<AnySend> {
+        Ok(match engine {
+            SendEngine::Copy => AnySend::Copy(CopySend::per_op(headers, body_len)?),
+            SendEngine::Zc | SendEngine::ZcMsg => {
+                let kind = if engine == SendEngine::Zc { ZcKind::Send } else { ZcKind::SendMsg };
+                AnySend::Zc(ZcSend::per_op(kind, ring, owners, headers, body_len, 2)?)
+            }
+            SendEngine::Splice => AnySend::Splice(SpliceSend::per_op(owners, headers, body_len)?),
+        })
+    }
+}
+
 macro_rules! dispatch {
     ($self:ident, $p:ident => $e:expr) => {
         match $self {
@@ -97,6 +121,18 @@ impl SendPath for AnySend {
         flags: squeue::Flags,
     ) -> Result<u32> {
         dispatch!(self, p => p.push(ring, flow, offset, len, flags))
+    }
+    #[inline]
+    fn push_on(
+        &mut self,
+        ring: &mut Ring,
+        sock: FlowFd,
+        owner: usize,
+        offset: u64,
+        len: u32,
+        flags: squeue::Flags,
+    ) -> Result<u32> {
+        dispatch!(self, p => p.push_on(ring, sock, owner, offset, len, flags))
     }
     #[inline]
     fn complete(&mut self, ring: &mut Ring, c: &Completion) -> Result<SendEvent> {

@@ -93,6 +93,9 @@ pub struct SpliceSend {
     source: File,
     /// Length of the patterned period region of a memfd source; `None` for a user file.
     memfd_span: Option<u64>,
+    /// A per-operation path (see [`SpliceSend::per_op`]): bytes from one owner's message
+    /// to the next in the memfd (0: every owner sends the same message).
+    message_stride: Option<u64>,
     file_len: u64,
     depth: usize,
     pipes: Vec<FlowPipe>,
@@ -101,8 +104,37 @@ pub struct SpliceSend {
 }
 
 impl SpliceSend {
+    /// A path for sockets the workload makes per operation (see [`SendPath::push_on`]):
+    /// `owners` buffer owners, each with its own pipe; owner `o`'s message is `headers[o]`
+    /// then `body_len` bytes of the pattern (with no headers, every owner the same
+    /// pattern), read from a memfd.
+    pub fn per_op<const H: usize>(owners: usize, headers: &[[u8; H]], body_len: usize) -> Result<SpliceSend> {
+        let len = H + body_len;
+        let stride = if headers.is_empty() { 0 } else { len.next_multiple_of(64) };
+        let messages = headers.len().max(1);
+        let mut bytes = vec![0u8; stride * (messages - 1) + len];
+        for i in 0..messages {
+            let msg = &mut bytes[i * stride..i * stride + len];
+            let at = match headers.get(i) {
+                Some(h) => {
+                    msg[..H].copy_from_slice(h);
+                    H
+                }
+                None => 0,
+            };
+            fill(&mut msg[at..]);
+        }
+        let source = memfd_with(&bytes)?;
+        let mut path =
+            SpliceSend::build(&vec![FlowFd::Raw(-1); owners], len, 1, source, None, bytes.len() as u64)?;
+        path.message_stride = Some(stride as u64);
+        // The memfd is ringperf's own payload, not a user's file.
+        path.report.file_bytes = None;
+        path.report.file_smaller_than_send = None;
+        Ok(path)
+    }
+
     pub fn new(fds: &[FlowFd], max_len: usize, depth: usize, file: Option<File>) -> Result<SpliceSend> {
-        let depth = depth.clamp(1, 64);
         let (source, memfd_span, file_len) = match file {
             Some(f) => {
                 let len = f.metadata().map_err(|e| Error::io("reading the size of the -F file", e))?.len();
@@ -117,6 +149,18 @@ impl SpliceSend {
                 (f, Some(span), len)
             }
         };
+        SpliceSend::build(fds, max_len, depth, source, memfd_span, file_len)
+    }
+
+    fn build(
+        fds: &[FlowFd],
+        max_len: usize,
+        depth: usize,
+        source: File,
+        memfd_span: Option<u64>,
+        file_len: u64,
+    ) -> Result<SpliceSend> {
+        let depth = depth.clamp(1, 64);
         let mut pipe_size = usize::MAX;
         let pipes = fds
             .iter()
@@ -142,6 +186,7 @@ impl SpliceSend {
             fds: fds.to_vec(),
             source,
             memfd_span,
+            message_stride: None,
             file_len,
             depth,
             pipes,
@@ -258,11 +303,12 @@ impl SendPath for SpliceSend {
         len: u32,
         flags: squeue::Flags,
     ) -> Result<u32> {
-        let (pos, len) = match self.memfd_span {
+        let (pos, len) = match (self.message_stride, self.memfd_span) {
+            (Some(stride), _) => (flow as u64 * stride + offset, len),
             // The memfd holds the pattern for span + max_len bytes, and span is a multiple
             // of the period: any offset maps to a position with the right pattern phase.
-            Some(span) => (offset % span, len),
-            None => {
+            (None, Some(span)) => (offset % span, len),
+            (None, None) => {
                 let p = &mut self.pipes[flow];
                 if p.file_pos >= self.file_len {
                     p.file_pos = 0;
@@ -288,6 +334,20 @@ impl SendPath for SpliceSend {
             self.queue_chain(ring, flow, flags)?;
         }
         Ok(len)
+    }
+
+    /// The owner's pipe carries it: a short splice is queued again on `sock` too.
+    fn push_on(
+        &mut self,
+        ring: &mut Ring,
+        sock: FlowFd,
+        owner: usize,
+        offset: u64,
+        len: u32,
+        flags: squeue::Flags,
+    ) -> Result<u32> {
+        self.fds[owner] = sock;
+        self.push(ring, owner, offset, len, flags)
     }
 
     fn complete(&mut self, ring: &mut Ring, c: &Completion) -> Result<SendEvent> {
@@ -435,6 +495,13 @@ fn pipe() -> Result<(OwnedFd, OwnedFd)> {
 /// the page size, so sends of whole pages start on a page and fill the pipe exactly.
 fn patterned_memfd(max_len: usize) -> Result<(File, u64)> {
     let span = (1usize << 20).max(max_len).next_multiple_of(PERIOD * 4096);
+    let mut buf = vec![0u8; span + max_len];
+    fill(&mut buf);
+    Ok((memfd_with(&buf)?, span as u64))
+}
+
+/// A memfd holding `bytes`.
+fn memfd_with(bytes: &[u8]) -> Result<File> {
     // SAFETY: the name is a valid NUL-terminated string.
     let fd = unsafe { libc::memfd_create(c"ringperf-payload".as_ptr(), libc::MFD_CLOEXEC) };
     if fd < 0 {
@@ -442,10 +509,8 @@ fn patterned_memfd(max_len: usize) -> Result<(File, u64)> {
     }
     // SAFETY: a fresh descriptor nobody else owns.
     let mut f = unsafe { File::from_raw_fd(fd) };
-    let mut buf = vec![0u8; span + max_len];
-    fill(&mut buf);
-    f.write_all(&buf).map_err(|e| Error::io("filling the payload memfd", e))?;
-    Ok((f, span as u64))
+    f.write_all(bytes).map_err(|e| Error::io("filling the payload memfd", e))?;
+    Ok(f)
 }
 
 #[cfg(test)]

@@ -112,6 +112,8 @@ pub struct ZcSend {
     /// bytes that an unnotified one also reads (notifications out of order) changes
     /// nothing either sends.
     arena: PayloadArena,
+    /// Bytes of a flow's region its stream runs through; 0 for a per-operation path,
+    /// whose arena holds one message per owner (see [`ZcSend::per_op`]).
     span: u64,
     /// Sends name the registered arena (see [`FIXED_BUFFER_MIN_SEND`]).
     fixed: bool,
@@ -146,9 +148,40 @@ impl ZcSend {
         per_flow: usize,
     ) -> Result<ZcSend> {
         let per_flow = per_flow.max(1);
+        let arena = PayloadArena::new(fds.len(), span(max_len, per_flow) + max_len)?;
+        ZcSend::build(kind, ring, fds, max_len, per_flow, arena)
+    }
+
+    /// A path for sockets the workload makes per operation (see [`SendPath::push_on`]):
+    /// `owners` buffer owners, owner `o`'s message `headers[o]` then `body_len` bytes of
+    /// the pattern (every owner the same pattern with no headers), registered as a fixed
+    /// buffer when its sends are long enough; `per_owner` sends of each owner may await
+    /// their notification.
+    pub fn per_op<const H: usize>(
+        kind: ZcKind,
+        ring: &mut Ring,
+        owners: usize,
+        headers: &[[u8; H]],
+        body_len: usize,
+        per_owner: usize,
+    ) -> Result<ZcSend> {
+        let arena = PayloadArena::framed(headers, body_len)?;
+        let mut path =
+            ZcSend::build(kind, ring, &vec![FlowFd::Raw(-1); owners], H + body_len, per_owner, arena)?;
+        path.span = 0;
+        Ok(path)
+    }
+
+    fn build(
+        kind: ZcKind,
+        ring: &mut Ring,
+        fds: &[FlowFd],
+        max_len: usize,
+        per_flow: usize,
+        arena: PayloadArena,
+    ) -> Result<ZcSend> {
+        let per_flow = per_flow.max(1);
         let slots = fds.len() * per_flow;
-        let span = span(max_len, per_flow);
-        let arena = PayloadArena::new(fds.len(), span + max_len)?;
         let fixed = max_len >= FIXED_BUFFER_MIN_SEND;
         if fixed {
             arena.register(ring)?;
@@ -161,7 +194,7 @@ impl ZcSend {
             kind,
             fds: fds.to_vec(),
             arena,
-            span: span as u64,
+            span: span(max_len, per_flow) as u64,
             fixed,
             per_flow,
             free,
@@ -214,13 +247,30 @@ impl SendPath for ZcSend {
         len: u32,
         flags: squeue::Flags,
     ) -> Result<u32> {
+        self.push_on(ring, self.fds[flow], flow, offset, len, flags)
+    }
+
+    #[inline]
+    fn push_on(
+        &mut self,
+        ring: &mut Ring,
+        sock: FlowFd,
+        flow: usize,
+        offset: u64,
+        len: u32,
+        flags: squeue::Flags,
+    ) -> Result<u32> {
         self.free_len[flow] -= 1;
         let slot = flow * self.per_flow + self.free[flow * self.per_flow + self.free_len[flow]] as usize;
-        let ptr = self.arena.at_in_span(flow, offset, self.span);
+        let ptr = if self.span == 0 {
+            self.arena.message(flow, offset)
+        } else {
+            self.arena.at_in_span(flow, offset, self.span)
+        };
         let fixed_index = if self.fixed { Some(0) } else { None };
         let ud = slot_token(op::SEND, flow, slot);
         let e = match self.kind {
-            ZcKind::Send => with_fd!(self.fds[flow], |t| opcode::SendZc::new(t, ptr, len)
+            ZcKind::Send => with_fd!(sock, |t| opcode::SendZc::new(t, ptr, len)
                 .buf_index(fixed_index)
                 .flags(libc::MSG_WAITALL | libc::MSG_NOSIGNAL)
                 .zc_flags(IORING_SEND_ZC_REPORT_USAGE)
@@ -231,7 +281,7 @@ impl SendPath for ZcSend {
                 msg.msg_iov = &mut self.iovs[slot];
                 msg.msg_iovlen = 1;
                 let msg: *const libc::msghdr = msg;
-                with_fd!(self.fds[flow], |t| opcode::SendMsgZc::new(t, msg)
+                with_fd!(sock, |t| opcode::SendMsgZc::new(t, msg)
                     .buf_index(fixed_index)
                     .flags((libc::MSG_WAITALL | libc::MSG_NOSIGNAL) as u32)
                     .ioprio(IORING_SEND_ZC_REPORT_USAGE)
