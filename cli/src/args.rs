@@ -111,9 +111,17 @@ impl FlagScope {
 
 /// Every flag marked `[only ...]` where it is declared.
 fn flag_scopes() -> impl Iterator<Item = &'static FlagScope> {
-    [TestArgs::ONLY, StatsArgs::ONLY, EngineArgs::ONLY, StreamArgs::ONLY, RrArgs::ONLY, SendfileArgs::ONLY]
-        .into_iter()
-        .flatten()
+    [
+        TestArgs::ONLY,
+        StatsArgs::ONLY,
+        EngineArgs::ONLY,
+        ProfileArgs::ONLY,
+        StreamArgs::ONLY,
+        RrArgs::ONLY,
+        SendfileArgs::ONLY,
+    ]
+    .into_iter()
+    .flatten()
 }
 
 /// The optional parts of a mark (`Option::or` is not const). (`Option::or` is not const).
@@ -127,8 +135,14 @@ const fn first(names: &[&'static str]) -> Option<&'static str> {
 /// Every setting marked `[keyval ...]` where it is declared, once each (a flag several
 /// commands declare carries the mark on one of them).
 pub fn keyval_settings() -> Vec<&'static KeyvalSetting> {
-    let groups =
-        [TestArgs::KEYVAL, EngineArgs::KEYVAL, StreamArgs::KEYVAL, RrArgs::KEYVAL, SendfileArgs::KEYVAL];
+    let groups = [
+        TestArgs::KEYVAL,
+        EngineArgs::KEYVAL,
+        ProfileArgs::KEYVAL,
+        StreamArgs::KEYVAL,
+        RrArgs::KEYVAL,
+        SendfileArgs::KEYVAL,
+    ];
     let mut out: Vec<&'static KeyvalSetting> = Vec::new();
     for setting in groups.into_iter().flatten() {
         if !out.iter().any(|s| s.name == setting.name) {
@@ -349,6 +363,33 @@ pub struct TestArgs {
     stats: StatsArgs,
     #[command(flatten)]
     engine: EngineArgs,
+    #[command(flatten)]
+    profile: ProfileArgs,
+}
+}
+
+flag_group! {
+/// The kernel cost profile of each side's window.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Kernel cost profile")]
+pub struct ProfileArgs {
+    /// Show the profile's whole tables: every category's share and cost per unit, and the
+    /// top kernel functions (the profile is taken by default; this shows it in full).
+    #[arg(long = "profile", conflicts_with = "no_profile")]
+    show: bool,
+    /// Take no kernel cost profile: no sampling, no honest tool overhead, no network-path
+    /// service demand.
+    #[arg(long)]
+    no_profile: bool,
+    /// Profile samples per second per CPU.
+    #[arg(long = "profile-hz", value_name = "N", default_value_t = ringperf_engine::spec::DEFAULT_PROFILE_HZ,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_engine::spec::MAX_PROFILE_HZ)),
+          conflicts_with = "no_profile")]
+    hz: u32 => spec.profile.hz,
+    /// Write each side's folded stacks to PREFIX.local.folded and PREFIX.remote.folded
+    /// (the flame graph format; draw them with `ringperf plot`).
+    #[arg(long = "profile-out", value_name = "PREFIX", conflicts_with = "no_profile")]
+    out: Option<std::path::PathBuf>,
 }
 }
 

@@ -8,6 +8,7 @@ pub mod figure;
 mod live;
 pub mod netperf;
 pub mod plot;
+mod profile_out;
 pub mod render;
 mod serve;
 pub mod sweep;
@@ -24,6 +25,7 @@ use ringperf_engine::control::auth::{Psk, PSK_ENV};
 use ringperf_engine::measure::confidence::ConfidenceTarget;
 use ringperf_engine::spec::{
     CrrOptions, Direction, Explicit, SendEngine, SideSpec, SocketBuffers, SqPoll, Workload,
+    PROFILE_BY_DEFAULT,
 };
 use ringperf_engine::{Error, Target, TestReport, TestSpec};
 
@@ -255,6 +257,10 @@ pub fn base_spec(t: &TestArgs, workload: Workload) -> Result<TestSpec, Error> {
     let mut spec = TestSpec::for_workload(workload);
     t.copy_to(&mut spec);
     e.copy_to(&mut spec);
+    t.profile.copy_to(&mut spec);
+    spec.profile.enabled =
+        (PROFILE_BY_DEFAULT || t.profile.show || t.profile.out.is_some()) && !t.profile.no_profile;
+    spec.profile.folded = t.profile.out.is_some();
     spec.record_latency = !t.stats.no_latency;
     spec.local = side(bufs(t.local_buffers), lcpu);
     spec.remote = side(bufs(t.remote_buffers), rcpu);
@@ -329,6 +335,9 @@ fn run_and_render(spec: &TestSpec, t: &TestArgs, plot: &PlotArgs) -> Result<i32,
     print(&out);
     if let Some(path) = &plot.plot {
         plot::report::draw(&report, path)?;
+    }
+    if let Some(prefix) = &t.profile.out {
+        profile_out::write(&report, prefix)?;
     }
     Ok(runner.partial(&report).unwrap_or_else(|| requirements(&report)))
 }

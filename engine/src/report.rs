@@ -300,6 +300,10 @@ pub struct SideReport {
     /// Datagram accounting (udp-stream and udp-rr only).
     #[serde(default)]
     pub udp: Option<UdpReport>,
+    /// The kernel cost profile of the window (absent with --no-profile and from reports of
+    /// versions before it existed).
+    #[serde(default)]
+    pub profile: Option<crate::measure::profile::ProfileReport>,
 }
 
 impl SideReport {

@@ -7,6 +7,7 @@ pub mod human;
 pub mod json;
 pub mod keyval;
 pub mod probe;
+pub mod profile;
 pub mod sweep;
 
 use crate::args::TestArgs;
@@ -41,11 +42,13 @@ pub struct HumanOptions {
     pub banner: bool,
     /// The text latency histogram.
     pub histogram: bool,
+    /// The kernel cost profile's whole tables (--profile).
+    pub profile: bool,
 }
 
 impl HumanOptions {
     pub fn of(t: &TestArgs) -> HumanOptions {
-        HumanOptions { banner: t.banner == 1, histogram: t.stats.histogram }
+        HumanOptions { banner: t.banner == 1, histogram: t.stats.histogram, profile: t.profile.show }
     }
 }
 

@@ -5,5 +5,6 @@ pub mod confidence;
 pub mod cpu;
 pub mod intervals;
 pub mod latency;
+pub mod profile;
 pub mod service_demand;
 pub mod tcp_info;
