@@ -184,7 +184,8 @@ pub enum Command {
     /// Run one workload over a grid: list-taking flags (see `ringperf sweep stream --help`)
     /// are multiplied out, a row per point.
     Sweep(SweepArgs),
-    /// Draw a saved --json report (or a sweep's JSON) as an SVG chart.
+    /// Draw a saved --json report (or a sweep's JSON) as an SVG chart, or --profile-out's
+    /// folded stacks as a flame graph.
     Plot(PlotCmdArgs),
     /// Show what this kernel's io_uring supports.
     Probe(ProbeArgs),
@@ -783,7 +784,8 @@ pub struct SweepSendfileArgs {
 
 #[derive(Args, Debug)]
 pub struct PlotCmdArgs {
-    /// A --json report, or the JSON array of `sweep --json` / `sweep --output`.
+    /// A --json report, the JSON array of `sweep --json` / `sweep --output`, or the folded
+    /// stacks of `--profile-out` (drawn as a flame graph).
     pub input: std::path::PathBuf,
     /// Where to write the SVG.
     #[arg(short = 'o', long = "output", value_name = "FILE.svg")]

@@ -17,6 +17,17 @@ use crate::report::ServiceDemand;
 use crate::spec::ProfileSpec;
 use sampler::Sampling;
 
+/// The most a side's profile adds to its report: the tables (18 categories and 15
+/// functions, well under 16 KiB), and the folded stacks when asked for, whose JSON
+/// escaping at most doubles them.
+pub fn report_bytes(spec: &ProfileSpec) -> usize {
+    match (spec.enabled, spec.folded) {
+        (false, _) => 0,
+        (true, false) => 64 * 1024,
+        (true, true) => 64 * 1024 + 2 * report::FOLDED_BUDGET,
+    }
+}
+
 /// A side's profile from window open to window close.
 pub struct Profiler {
     spec: ProfileSpec,
