@@ -29,7 +29,8 @@ pub fn render(input: &Path, text: &str) -> Result<String, Error> {
             input.display()
         ))
     })?;
-    String::from_utf8(svg).map_err(|e| Error::Usage(format!("the flame graph is not UTF-8 ({e}): report it as a bug")))
+    String::from_utf8(svg)
+        .map_err(|e| Error::Usage(format!("the flame graph is not UTF-8 ({e}): report it as a bug")))
 }
 
 #[cfg(test)]
