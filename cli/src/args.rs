@@ -801,7 +801,8 @@ pub struct DiffArgs {
     /// The report to compare against it.
     pub b: std::path::PathBuf,
     /// Exit 1 if any of these figures got significantly worse: throughput, transactions,
-    /// local_cpu, remote_cpu, local_sd, remote_sd, p50, p99.
+    /// local_cpu, remote_cpu, local_sd, remote_sd, p50, p99, or a profile category's cost
+    /// per unit (local_cost_tcp, remote_cost_io_uring, ...: the names diff prints).
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_figure)]
     pub fail_on: Vec<String>,
     /// Confidence level (percent) for "significant".
@@ -818,10 +819,18 @@ pub const DIFF_FIGURES: [&str; 8] =
     ["throughput", "transactions", "local_cpu", "remote_cpu", "local_sd", "remote_sd", "p50", "p99"];
 
 fn parse_figure(s: &str) -> Result<String, String> {
-    if DIFF_FIGURES.contains(&s) {
+    let cost = |local| {
+        ringperf_engine::measure::profile::categories::TABLE
+            .iter()
+            .any(|row| ringperf_engine::measure::profile::diff_name(local, row.category) == s)
+    };
+    if DIFF_FIGURES.contains(&s) || cost(true) || cost(false) {
         Ok(s.to_string())
     } else {
-        Err(format!("unknown figure '{s}': use {}", DIFF_FIGURES.join(", ")))
+        Err(format!(
+            "unknown figure '{s}': use {}, or a profile category's cost (local_cost_tcp, remote_cost_copy, ...)",
+            DIFF_FIGURES.join(", ")
+        ))
     }
 }
 

@@ -95,3 +95,49 @@ impl Stopped {
         report::build(&raw, &kernel, user.as_ref(), symbol_error, &inputs)
     }
 }
+
+/// Per-iteration costs of both sides of one run (-i): what [`keep_iterations`] collects.
+pub type IterationCosts = (Option<Vec<(Category, f64)>>, Option<Vec<(Category, f64)>>);
+
+fn unit_costs_of(
+    side: Option<&crate::report::SideReport>,
+    per_transaction: bool,
+) -> Option<Vec<(Category, f64)>> {
+    let p = side?.profile.as_ref().filter(|p| p.unavailable.is_none())?;
+    Some(p.unit_costs(per_transaction))
+}
+
+/// One iteration's category costs, local and remote, in service demand's unit of the test.
+pub fn iteration_costs(r: &crate::report::TestReport) -> IterationCosts {
+    let rr = r.spec.workload.is_transactional();
+    (unit_costs_of(Some(&r.local), rr), unit_costs_of(r.remote.as_ref(), rr))
+}
+
+/// Puts every iteration's costs into the last report's profiles (each side that has one).
+pub fn keep_iterations(last: &mut crate::report::TestReport, all: Vec<IterationCosts>) {
+    let (local, remote): (Vec<_>, Vec<_>) = all.into_iter().unzip();
+    if let Some(p) = last.local.profile.as_mut() {
+        p.iterations = local.into_iter().flatten().collect();
+    }
+    if let Some(p) = last.remote.as_mut().and_then(|r| r.profile.as_mut()) {
+        p.iterations = remote.into_iter().flatten().collect();
+    }
+}
+
+/// The name `ringperf diff` gives a category's per-unit cost on a side (`local_cost_tcp`).
+pub fn diff_name(local: bool, c: Category) -> &'static str {
+    macro_rules! names {
+        ($($cat:ident $id:literal),* $(,)?) => {
+            match (local, c) {
+                $( (true, Category::$cat) => concat!("local_cost_", $id),
+                   (false, Category::$cat) => concat!("remote_cost_", $id), )*
+            }
+        };
+    }
+    names!(
+        ToolUser "tool_user", IoUring "io_uring", Syscall "syscall", Socket "socket", Tcp "tcp", Udp "udp",
+        Ip "ip", SkbAlloc "alloc", Copy "copy", Checksum "checksum", Device "device", Qdisc "qdisc",
+        Scheduler "scheduler", Interrupts "interrupts", Locks "locks", Idle "idle",
+        OtherUser "other_user", OtherKernel "other_kernel",
+    )
+}

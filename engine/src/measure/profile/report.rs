@@ -67,6 +67,11 @@ pub struct ProfileReport {
     /// Why the figures should be read with care (few samples, lost samples, no symbols).
     #[serde(default)]
     pub note: Option<String>,
+    /// With -i: every iteration's cost per unit of each busy category (us/Tr for rr,
+    /// us/KB otherwise), the last one included, so `ringperf diff` can judge a change
+    /// against the runs' spread.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub iterations: Vec<Vec<(Category, f64)>>,
     /// Folded stacks ("frame;frame;leaf count" lines), with --profile-out only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub folded: Option<String>,
@@ -121,6 +126,17 @@ impl ProfileReport {
     /// A category's entry, if it had samples.
     pub fn category(&self, c: Category) -> Option<&CategoryCost> {
         self.categories.iter().find(|x| x.category == c)
+    }
+
+    /// Each busy category's cost per unit of work: us per transaction when `per_transaction`,
+    /// else us per KB; categories without that unit are left out.
+    pub fn unit_costs(&self, per_transaction: bool) -> Vec<(Category, f64)> {
+        self.categories
+            .iter()
+            .filter_map(|c| {
+                Some((c.category, if per_transaction { c.us_per_transaction? } else { c.us_per_kb? }))
+            })
+            .collect()
     }
 
     /// Percent of busy CPU in `c` (0 when it had no samples).
@@ -262,6 +278,7 @@ pub fn build(
         network_service_demand,
         network_ns_per_datagram,
         note: (!notes.is_empty()).then(|| notes.join("; ")),
+        iterations: Vec::new(),
         folded: inputs.folded.then(|| folded_text(folded)),
     }
 }
