@@ -324,8 +324,8 @@ pub struct TestSpec {
     #[serde(default)]
     pub udp: UdpOptions,
     /// The kernel cost profile of each side's window. A peer that predates it sends none
-    /// and gets none.
-    #[serde(default)]
+    /// and gets none; left out when off, so --no-profile still runs against such a server.
+    #[serde(default, skip_serializing_if = "ProfileSpec::is_off")]
     pub profile: ProfileSpec,
 }
 
@@ -346,6 +346,13 @@ pub struct ProfileSpec {
     pub hz: u32,
     /// Carry folded stacks in the report (--profile-out).
     pub folded: bool,
+}
+
+impl ProfileSpec {
+    /// Off, as a spec without the field means.
+    pub fn is_off(&self) -> bool {
+        *self == ProfileSpec::default()
+    }
 }
 
 impl Default for ProfileSpec {

@@ -69,7 +69,8 @@ pub struct Sampling {
     pub event: EventKind,
     pub hz: u32,
     wake: Arc<OwnedFd>,
-    drain: JoinHandle<RawProfile>,
+    /// `None` once [`Sampling::stop`] took it.
+    drain: Option<JoinHandle<RawProfile>>,
 }
 
 /// Why the kernel would not sample: one line that says what to do.
@@ -175,19 +176,34 @@ impl Sampling {
         }
         let thread_wake = Arc::clone(&wake);
         let drain = std::thread::Builder::new()
-            .name("ringperf-profile".into())
+            .name("ringperf-prof".into())
             .spawn(move || drain(samplers, &thread_wake))
             .map_err(|e| format!("cannot start the profile's drain thread ({e}): lower the thread count"))?;
-        Ok(Sampling { event, hz, wake, drain })
+        Ok(Sampling { event, hz, wake, drain: Some(drain) })
     }
 
     /// Closes the window: the drain thread disables every event, empties the buffers and
     /// hands back what it collected.
-    pub fn stop(self) -> Result<RawProfile, String> {
+    pub fn stop(mut self) -> Result<RawProfile, String> {
+        self.wake_drain();
+        let drain = self.drain.take().ok_or("the profile was stopped twice: report this as a bug")?;
+        drain.join().map_err(|_| "the profile's drain thread panicked: report this as a bug".to_string())
+    }
+
+    fn wake_drain(&self) {
         let one: u64 = 1;
         // SAFETY: writes 8 bytes from a valid u64 to our own eventfd.
         unsafe { libc::write(self.wake.as_raw_fd(), (&one as *const u64).cast(), 8) };
-        self.drain.join().map_err(|_| "the profile's drain thread panicked: report this as a bug".to_string())
+    }
+}
+
+impl Drop for Sampling {
+    /// A side that fails before its window closes still ends its drain thread (which
+    /// disables and closes the events); nobody waits for what it collected.
+    fn drop(&mut self) {
+        if self.drain.is_some() {
+            self.wake_drain();
+        }
     }
 }
 
@@ -312,6 +328,41 @@ mod tests {
         assert_eq!(parse_cpu_list("3-1"), Vec::<usize>::new());
         assert_eq!(parse_cpu_list("0-99999999"), Vec::<usize>::new());
         assert!(!online_cpus().is_empty());
+    }
+
+    fn drain_threads() -> usize {
+        let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return 0 };
+        tasks
+            .flatten()
+            .filter(|t| {
+                std::fs::read_to_string(t.path().join("comm")).is_ok_and(|c| c.trim() == "ringperf-prof")
+            })
+            .count()
+    }
+
+    #[test]
+    fn sampling_collects_and_a_dropped_one_ends_its_thread() {
+        let cpus = online_cpus();
+        let Ok(s) = Sampling::start(&cpus, 499) else { return };
+        let spin = std::time::Instant::now();
+        while spin.elapsed() < std::time::Duration::from_millis(100) {
+            std::hint::black_box(0u64);
+        }
+        let raw = s.stop().unwrap();
+        assert!(raw.samples > 0 && raw.samples == raw.stacks.values().sum::<u64>());
+        let until = |want: usize| {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+            while drain_threads() != want && std::time::Instant::now() < deadline {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            drain_threads()
+        };
+        let dropped = Sampling::start(&cpus, 499).unwrap();
+        // The thread names itself once it runs.
+        assert_eq!(until(1), 1);
+        drop(dropped);
+        // Its thread disables the events and exits on its own; nobody joins it.
+        assert_eq!(until(0), 0, "a dropped profile's drain thread is still running");
     }
 
     #[test]
