@@ -52,6 +52,9 @@ pub fn side_line(o: &mut String, name: &str, s: &SideReport) {
     if let (Some(a), Some(b)) = (s.service_demand.ns_per_segment, p.network_service_demand.ns_per_segment) {
         seg = format!(" ({a:.0} and {b:.0} ns/segment)");
     }
+    if let (Some(a), Some(b)) = (s.udp.as_ref().and_then(|u| u.us_per_datagram), p.network_ns_per_datagram) {
+        seg = format!(" ({:.0} and {b:.0} ns/datagram)", a * 1000.0);
+    }
     let _ = writeln!(
         o,
         "{name}  tool overhead {:>5.2} % of busy CPU (user space {:.2} % + io_uring {:.2} %); service demand {}, network path {}{seg} [{} profile, {} Hz, {} samples]",
