@@ -211,3 +211,41 @@ fn a_refused_profile_still_completes_and_says_why() {
     let human = run_with_timeout(cmd, RUN_TIMEOUT).success().stdout;
     assert!(human.contains("local   tool overhead: profile unavailable: perf_event_open refused"), "{human}");
 }
+
+/// A server in its own process profiles its window and sends the profile in its report;
+/// keyval carries both sides' honest overhead and network-path service demand.
+#[test]
+fn a_separate_server_sends_its_profile_and_keyval_carries_both_sides() {
+    let test = "a_separate_server_sends_its_profile_and_keyval_carries_both_sides";
+    let rp = ringperf!();
+    let server = rp.serve();
+    let port = server.port_arg();
+    let r = rp.run_json(&["rr", "-H", "127.0.0.1", "-p", &port, "-l", "0.5"]);
+    let Some(remote) = profile(&r, "remote", test) else { return };
+    assert!(u64_at(remote, "samples") > 0);
+    assert!(share(remote, "io_uring") > 0.0, "the server's io_uring work is missing: {remote}");
+    let kv = rp.run(&["rr", "-H", "127.0.0.1", "-p", &port, "-l", "0.5", "--keyval"]).success().stdout;
+    for name in [
+        "LOCAL_TOOL_OVERHEAD_WITH_KERNEL",
+        "REMOTE_TOOL_OVERHEAD_WITH_KERNEL",
+        "LOCAL_NETWORK_SD",
+        "REMOTE_NETWORK_SD",
+        "LOCAL_NETWORK_SD_PER_SEGMENT",
+        "REMOTE_NETWORK_SD_PER_SEGMENT",
+    ] {
+        let value = kv
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}=")))
+            .unwrap_or_else(|| panic!("no {name} in:\n{kv}"));
+        let v: f64 = value.parse().unwrap_or_else(|_| panic!("{name}={value} is not a number"));
+        assert!(v > 0.0, "{name}={value}");
+    }
+    let kv = rp
+        .run(&["rr", "-H", "127.0.0.1", "-p", &port, "-l", "0.3", "--keyval", "--no-profile"])
+        .success()
+        .stdout;
+    assert!(
+        kv.lines().any(|l| l == "REMOTE_NETWORK_SD="),
+        "a run without a profile has no network SD:\n{kv}"
+    );
+}
