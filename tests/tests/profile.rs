@@ -1,13 +1,14 @@
 //! The kernel cost profile over loopback: categories that add up, costs that add up to the
 //! busy time, a receive engine that copies less showing less copy, the tool's honest
-//! overhead and the network path's service demand, folded stacks, and a run where the
-//! kernel refuses to sample.
+//! overhead and the network path's service demand, folded stacks, a run where the kernel
+//! refuses to sample, and (in a lab veth pair) TSO off raising the sender's stack cost.
 
 use std::path::PathBuf;
 use std::process::Command;
 
 use ringperf_tests::{
-    at, f64_at, have_program, is_root, ringperf, run_with_timeout, skip, u64_at, RUN_TIMEOUT,
+    at, f64_at, have_program, is_root, lab_name, ringperf, run_with_timeout, skip, skip_unless, u64_at, Lab,
+    Server, LAB_PROGRAMS, RUN_TIMEOUT,
 };
 use serde_json::Value;
 
@@ -248,4 +249,54 @@ fn a_separate_server_sends_its_profile_and_keyval_carries_both_sides() {
         kv.lines().any(|l| l == "REMOTE_NETWORK_SD="),
         "a run without a profile has no network SD:\n{kv}"
     );
+}
+
+/// The sender's cost per KB in the TCP, IP and device categories, per iteration, of a
+/// 3-iteration stream from host a to host b of a lab brought up with `lab_args`.
+fn sender_stack_cost_per_kb(tag: &str, lab_args: &[&str], test: &str) -> Option<Vec<f64>> {
+    let rp = ringperf!();
+    let lab = Lab::up(&lab_name(tag), lab_args);
+    let mut server =
+        Server::start(lab.exec("b", rp.path(), &["serve", "--bind", "198.18.0.2", "--port", "0"]));
+    let port = server.port_arg();
+    let o = run_with_timeout(
+        lab.exec(
+            "a",
+            rp.path(),
+            &["stream", "-H", "198.18.0.2", "-p", &port, "-l", "1", "-i", "3,3", "--json"],
+        ),
+        RUN_TIMEOUT,
+    )
+    .success();
+    server.assert_running();
+    let r = o.json();
+    let p = profile(&r, "local", test)?;
+    let iterations = p["iterations"].as_array().expect("per-iteration costs with -i");
+    assert_eq!(iterations.len(), 3, "{}", p["iterations"]);
+    let stack = |costs: &Value| -> f64 {
+        costs
+            .as_array()
+            .expect("costs")
+            .iter()
+            .filter(|c| matches!(c[0].as_str(), Some("tcp" | "ip" | "device")))
+            .map(|c| c[1].as_f64().expect("cost"))
+            .sum()
+    };
+    Some(iterations.iter().map(stack).collect())
+}
+
+/// The seed experiment as a test: with TSO off on the sender's veth, the stack segments
+/// every 64 KiB send itself (GSO), so the sender pays more per KB in TCP, IP and the
+/// device path than with TSO on.
+#[test]
+fn tso_off_raises_the_senders_stack_cost_per_kb() {
+    let test = "tso_off_raises_the_senders_stack_cost_per_kb";
+    if skip_unless(test, true, LAB_PROGRAMS) {
+        return;
+    }
+    let Some(on) = sender_stack_cost_per_kb("tsoon", &[], test) else { return };
+    let Some(off) = sender_stack_cost_per_kb("tsooff", &["--tso", "a=off"], test) else { return };
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    assert!(mean(&on) > 0.0, "no TCP/IP/device cost with TSO on: {on:?}");
+    assert!(mean(&off) > mean(&on), "TSO off {off:?} us/KB is not above TSO on {on:?}");
 }
