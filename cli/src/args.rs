@@ -374,8 +374,8 @@ flag_group! {
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Kernel cost profile")]
 pub struct ProfileArgs {
-    /// Show the profile's whole tables: every category's share and cost per unit, and the
-    /// top kernel functions (the profile is taken by default; this shows it in full).
+    /// Take the kernel cost profile and show its whole tables: every category's share and
+    /// cost per unit, and the top kernel functions.
     #[arg(long = "profile", conflicts_with = "no_profile")]
     show: bool,
     /// Take no kernel cost profile: no sampling, no honest tool overhead, no network-path
