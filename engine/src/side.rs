@@ -59,6 +59,8 @@ pub struct Side {
     /// crr client: its socket facts, read before the window from a socket made like every
     /// cycle's (it holds none of its own across cycles).
     connector_socket: Option<SocketSizes>,
+    /// What the window's kernel cost profile asks for, and its sampling while the window
+    /// is open.
     profile: ProfileSpec,
     profiler: Option<Profiler>,
 }

@@ -32,6 +32,12 @@ impl Units {
     }
 }
 
+/// A string the peer sent, fit for a terminal: control characters (escapes, newlines) from
+/// a hostile or broken server are shown as '?'.
+fn clean(s: &str) -> String {
+    s.chars().map(|c| if c.is_control() { '?' } else { c }).collect()
+}
+
 /// The compact line: honest tool overhead, plain and network-path service demand.
 pub fn side_line(o: &mut String, name: &str, s: &SideReport) {
     let Some(p) = &s.profile else {
@@ -42,7 +48,7 @@ pub fn side_line(o: &mut String, name: &str, s: &SideReport) {
         return;
     };
     if let Some(why) = &p.unavailable {
-        let _ = writeln!(o, "{name}  tool overhead: profile unavailable: {why}");
+        let _ = writeln!(o, "{name}  tool overhead: profile unavailable: {}", clean(why));
         return;
     }
     let u = Units::of(s, p);
@@ -63,12 +69,12 @@ pub fn side_line(o: &mut String, name: &str, s: &SideReport) {
         share(C::IoUring),
         u.main_sd(&s.service_demand),
         u.main_sd(&p.network_service_demand),
-        p.event,
+        clean(&p.event),
         p.hz,
         p.samples
     );
     if let Some(note) = &p.note {
-        let _ = writeln!(o, "{name}  profile note: {note}");
+        let _ = writeln!(o, "{name}  profile note: {}", clean(note));
     }
 }
 
@@ -79,7 +85,13 @@ pub fn tables(o: &mut String, name: &str, s: &SideReport) {
     let _ = writeln!(
         o,
         "{name}  kernel cost profile: {} at {} Hz on {} CPUs, {} samples ({} busy, {} idle, {} lost)",
-        p.event, p.hz, p.cpus, p.samples, p.busy_samples, p.idle_samples, p.lost
+        clean(&p.event),
+        p.hz,
+        p.cpus,
+        p.samples,
+        p.busy_samples,
+        p.idle_samples,
+        p.lost
     );
     let mut head = format!("{:8}{:<26}{:>8}", "", "category", "busy %");
     head.push_str(if u.per_transaction { "     us/Tr" } else { "     us/KB" });
@@ -110,6 +122,17 @@ pub fn tables(o: &mut String, name: &str, s: &SideReport) {
         } else {
             f.category.label().to_string()
         };
-        let _ = writeln!(o, "{:8}{:>6.1}  {}  [{what}]", "", f.share_percent, f.function);
+        let _ = writeln!(o, "{:8}{:>6.1}  {}  [{what}]", "", f.share_percent, clean(&f.function));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_peers_strings_cannot_move_the_terminal() {
+        assert_eq!(clean("refused\n\x1b[2Jok"), "refused??[2Jok");
+        assert_eq!(clean("tcp_sendmsg"), "tcp_sendmsg");
     }
 }
