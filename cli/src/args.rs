@@ -145,9 +145,17 @@ impl FlagScope {
 
 /// Every flag marked `[only ...]` where it is declared.
 fn flag_scopes() -> impl Iterator<Item = &'static FlagScope> {
-    [TestArgs::ONLY, StatsArgs::ONLY, EngineArgs::ONLY, StreamArgs::ONLY, RrArgs::ONLY, SendfileArgs::ONLY]
-        .into_iter()
-        .flatten()
+    [
+        TestArgs::ONLY,
+        StatsArgs::ONLY,
+        EngineArgs::ONLY,
+        ProfileArgs::ONLY,
+        StreamArgs::ONLY,
+        RrArgs::ONLY,
+        SendfileArgs::ONLY,
+    ]
+    .into_iter()
+    .flatten()
 }
 
 /// The optional parts of a mark (`Option::or` is not const). (`Option::or` is not const).
@@ -161,8 +169,14 @@ const fn first(names: &[&'static str]) -> Option<&'static str> {
 /// Every setting marked `[keyval ...]` where it is declared, once each (a flag several
 /// commands declare carries the mark on one of them).
 pub fn keyval_settings() -> Vec<&'static KeyvalSetting> {
-    let groups =
-        [TestArgs::KEYVAL, EngineArgs::KEYVAL, StreamArgs::KEYVAL, RrArgs::KEYVAL, SendfileArgs::KEYVAL];
+    let groups = [
+        TestArgs::KEYVAL,
+        EngineArgs::KEYVAL,
+        ProfileArgs::KEYVAL,
+        StreamArgs::KEYVAL,
+        RrArgs::KEYVAL,
+        SendfileArgs::KEYVAL,
+    ];
     let mut out: Vec<&'static KeyvalSetting> = Vec::new();
     for setting in groups.into_iter().flatten() {
         if !out.iter().any(|s| s.name == setting.name) {
@@ -204,7 +218,8 @@ pub enum Command {
     /// Run one workload over a grid: list-taking flags (see `ringperf sweep stream --help`)
     /// are multiplied out, a row per point.
     Sweep(SweepArgs),
-    /// Draw a saved --json report (or a sweep's JSON) as an SVG chart.
+    /// Draw a saved --json report (or a sweep's JSON) as an SVG chart, or --profile-out's
+    /// folded stacks as a flame graph.
     Plot(PlotCmdArgs),
     /// Show what this kernel's io_uring supports.
     Probe(ProbeArgs),
@@ -393,6 +408,36 @@ pub struct TestArgs {
     stats: StatsArgs,
     #[command(flatten)]
     engine: EngineArgs,
+    #[command(flatten)]
+    profile: ProfileArgs,
+}
+}
+
+flag_group! {
+/// The kernel cost profile of each side's window.
+#[derive(Args, Debug, Clone)]
+#[command(next_help_heading = "Kernel cost profile")]
+pub struct ProfileArgs {
+    /// Take the kernel cost profile and show its whole tables: every category's share and
+    /// cost per unit, and the top kernel functions.
+    #[arg(long = "profile", conflicts_with = "no_profile")]
+    show: bool => with { |spec, show| spec.profile.enabled |= *show },
+    /// Take no kernel cost profile: no sampling, no honest tool overhead, no network-path
+    /// service demand.
+    #[arg(long)]
+    no_profile: bool => with { |spec, off| spec.profile.enabled &= !*off },
+    /// Profile samples per second per CPU.
+    #[arg(long = "profile-hz", value_name = "N", default_value_t = ringperf_engine::spec::DEFAULT_PROFILE_HZ,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_engine::spec::MAX_PROFILE_HZ)),
+          conflicts_with = "no_profile")]
+    hz: u32 => spec.profile.hz,
+    /// Write each side's folded stacks to PREFIX.local.folded and PREFIX.remote.folded
+    /// (the flame graph format; draw them with `ringperf plot`).
+    #[arg(long = "profile-out", value_name = "PREFIX", conflicts_with = "no_profile")]
+    out: Option<std::path::PathBuf> => with { |spec, out| if out.is_some() {
+        spec.profile.enabled = true;
+        spec.profile.folded = true;
+    } },
 }
 }
 
@@ -809,7 +854,8 @@ pub struct SweepSendfileArgs {
 
 #[derive(Args, Debug)]
 pub struct PlotCmdArgs {
-    /// A --json report, or the JSON array of `sweep --json` / `sweep --output`.
+    /// A --json report, the JSON array of `sweep --json` / `sweep --output`, or the folded
+    /// stacks of `--profile-out` (drawn as a flame graph).
     pub input: std::path::PathBuf,
     /// Where to write the SVG.
     #[arg(short = 'o', long = "output", value_name = "FILE.svg")]
@@ -825,7 +871,8 @@ pub struct DiffArgs {
     /// The report to compare against it.
     pub b: std::path::PathBuf,
     /// Exit 1 if any of these figures got significantly worse: throughput, transactions,
-    /// local_cpu, remote_cpu, local_sd, remote_sd, p50, p99.
+    /// local_cpu, remote_cpu, local_sd, remote_sd, p50, p99, or a profile category's cost
+    /// per unit (local_cost_tcp, remote_cost_io_uring, ...: the names diff prints).
     #[arg(long, value_name = "LIST", value_delimiter = ',', value_parser = parse_figure)]
     pub fail_on: Vec<String>,
     /// Confidence level (percent) for "significant".
@@ -842,10 +889,18 @@ pub const DIFF_FIGURES: [&str; 8] =
     ["throughput", "transactions", "local_cpu", "remote_cpu", "local_sd", "remote_sd", "p50", "p99"];
 
 fn parse_figure(s: &str) -> Result<String, String> {
-    if DIFF_FIGURES.contains(&s) {
+    let cost = |local| {
+        ringperf_engine::measure::profile::categories::TABLE
+            .iter()
+            .any(|row| ringperf_engine::measure::profile::diff_name(local, row.category) == s)
+    };
+    if DIFF_FIGURES.contains(&s) || cost(true) || cost(false) {
         Ok(s.to_string())
     } else {
-        Err(format!("unknown figure '{s}': use {}", DIFF_FIGURES.join(", ")))
+        Err(format!(
+            "unknown figure '{s}': use {}, or a profile category's cost (local_cost_tcp, remote_cost_copy, ...)",
+            DIFF_FIGURES.join(", ")
+        ))
     }
 }
 

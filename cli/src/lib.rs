@@ -8,6 +8,7 @@ pub mod figure;
 mod live;
 pub mod netperf;
 pub mod plot;
+mod profile_out;
 pub mod render;
 mod serve;
 pub mod sweep;
@@ -220,6 +221,7 @@ pub fn base_spec(t: &TestArgs, workload: Workload) -> Result<TestSpec, Error> {
     t.copy_to(&mut spec);
     t.stats.copy_to(&mut spec);
     e.copy_to(&mut spec);
+    t.profile.copy_to(&mut spec);
     spec.ring.sqpoll = sqpoll;
     Ok(spec)
 }
@@ -289,6 +291,9 @@ fn run_and_render(spec: &TestSpec, t: &TestArgs, plot: &PlotArgs) -> Result<i32,
     print(&out);
     if let Some(path) = &plot.plot {
         plot::report::draw(&report, path)?;
+    }
+    if let Some(prefix) = &t.profile.out {
+        profile_out::write(&report, prefix)?;
     }
     Ok(runner.partial(&report).unwrap_or_else(|| requirements(&report)))
 }

@@ -7,6 +7,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::measure::confidence::{batch_means, mean_var, welch, welch_from};
+use crate::measure::profile::{self, Category, ProfileReport};
 use crate::report::{IntervalSample, IterationFigures, TestReport};
 
 /// How a figure's difference was judged.
@@ -118,60 +119,16 @@ fn interval_batches(r: &TestReport, get: fn(&IntervalSample) -> Option<f64>) -> 
 
 pub fn compare(a: &TestReport, b: &TestReport, level: f64) -> Comparison {
     let alpha = 1.0 - level;
-    let figures = FIGURES
+    let mut figures: Vec<FigureComparison> = FIGURES
         .iter()
         .filter_map(|fig| {
             let ia: Vec<f64> = a.iterations.iter().filter_map(fig.of_iteration).collect();
             let ib: Vec<f64> = b.iterations.iter().filter_map(fig.of_iteration).collect();
-            if ia.is_empty() && ib.is_empty() {
-                return None;
-            }
-            let (ma, mb) = (mean(&ia), mean(&ib));
-            let (method, test) = if ia.len() >= 2 && ib.len() >= 2 {
-                (Method::Iterations, welch(&ia, &ib))
-            } else if let Some(get) = fig.of_interval {
-                let (ba, bb) = (interval_batches(a, get), interval_batches(b, get));
-                if ba.len() >= 2 && bb.len() >= 2 {
-                    // Batch means estimate the spread of the run's rate; the test is on the
-                    // difference of the run means, whose spread is that of a batch mean / sqrt(n).
-                    let (xa, va) = mean_var(&ba);
-                    let (xb, vb) = mean_var(&bb);
-                    (Method::Intervals, welch_from((xa, va, ba.len() as f64), (xb, vb, bb.len() as f64)))
-                } else {
-                    (Method::NoSamples, None)
-                }
-            } else {
-                (Method::NoSamples, None)
-            };
-            let p = test.map(|w| w.p_value);
-            let significant = p.is_some_and(|p| p < alpha);
-            let (a_v, b_v) = (ma, mb);
-            let worse = significant
-                && match (a_v, b_v) {
-                    (Some(x), Some(y)) => {
-                        if fig.higher_is_better {
-                            y < x
-                        } else {
-                            y > x
-                        }
-                    }
-                    _ => false,
-                };
-            Some(FigureComparison {
-                name: fig.name,
-                a: a_v,
-                b: b_v,
-                change_percent: match (a_v, b_v) {
-                    (Some(x), Some(y)) if x != 0.0 => Some(100.0 * (y - x) / x),
-                    _ => None,
-                },
-                method,
-                p_value: p,
-                significant,
-                worse,
-            })
+            let intervals = fig.of_interval.map(|get| (interval_batches(a, get), interval_batches(b, get)));
+            judge(fig.name, fig.higher_is_better, &ia, &ib, intervals, alpha)
         })
         .collect();
+    figures.extend(profile_figures(a, b, alpha));
     Comparison {
         level,
         figures,
@@ -181,6 +138,92 @@ pub fn compare(a: &TestReport, b: &TestReport, level: f64) -> Comparison {
             .filter(|d| !d.contains(".hostname") && !d.contains(".kernel_version"))
             .collect(),
     }
+}
+
+/// One figure judged: Welch's test on the iterations when both runs have two or more, else
+/// on the interval batch means when the figure has them, else no verdict.
+fn judge(
+    name: &'static str,
+    higher_is_better: bool,
+    ia: &[f64],
+    ib: &[f64],
+    intervals: Option<(Vec<f64>, Vec<f64>)>,
+    alpha: f64,
+) -> Option<FigureComparison> {
+    if ia.is_empty() && ib.is_empty() {
+        return None;
+    }
+    let (ma, mb) = (mean(ia), mean(ib));
+    let (method, test) = if ia.len() >= 2 && ib.len() >= 2 {
+        (Method::Iterations, welch(ia, ib))
+    } else if let Some((ba, bb)) = intervals.filter(|(ba, bb)| ba.len() >= 2 && bb.len() >= 2) {
+        // Batch means estimate the spread of the run's rate; the test is on the
+        // difference of the run means, whose spread is that of a batch mean / sqrt(n).
+        let (xa, va) = mean_var(&ba);
+        let (xb, vb) = mean_var(&bb);
+        (Method::Intervals, welch_from((xa, va, ba.len() as f64), (xb, vb, bb.len() as f64)))
+    } else {
+        (Method::NoSamples, None)
+    };
+    let p = test.map(|w| w.p_value);
+    let significant = p.is_some_and(|p| p < alpha);
+    let worse = significant
+        && match (ma, mb) {
+            (Some(x), Some(y)) => {
+                if higher_is_better {
+                    y < x
+                } else {
+                    y > x
+                }
+            }
+            _ => false,
+        };
+    Some(FigureComparison {
+        name,
+        a: ma,
+        b: mb,
+        change_percent: match (ma, mb) {
+            (Some(x), Some(y)) if x != 0.0 => Some(100.0 * (y - x) / x),
+            _ => None,
+        },
+        method,
+        p_value: p,
+        significant,
+        worse,
+    })
+}
+
+/// Each profiled category's cost per unit of work on each side (`local_cost_tcp`, ...),
+/// lower is better: judged on the iterations when both runs have them (-i), else shown
+/// without a verdict.
+fn profile_figures(a: &TestReport, b: &TestReport, alpha: f64) -> Vec<FigureComparison> {
+    let rr = a.spec.workload.is_transactional();
+    let side = |r: &TestReport, local: bool| {
+        let s = if local { Some(&r.local) } else { r.remote.as_ref() };
+        s.and_then(|s| s.profile.clone()).filter(|p| p.unavailable.is_none())
+    };
+    let mut out = Vec::new();
+    for local in [true, false] {
+        let (Some(pa), Some(pb)) = (side(a, local), side(b, local)) else { continue };
+        let (ca, cb) = (pa.unit_costs(rr), pb.unit_costs(rr));
+        let mut cats: Vec<Category> = ca.iter().chain(&cb).map(|&(c, _)| c).collect();
+        cats.sort();
+        cats.dedup();
+        // An iteration without samples in a category spent nothing there.
+        let samples = |p: &ProfileReport, now: &[(Category, f64)], c: Category| -> Vec<f64> {
+            let of = |costs: &[(Category, f64)]| costs.iter().find(|x| x.0 == c).map_or(0.0, |x| x.1);
+            if p.iterations.len() >= 2 {
+                p.iterations.iter().map(|i| of(i)).collect()
+            } else {
+                vec![of(now)]
+            }
+        };
+        for c in cats {
+            let (ia, ib) = (samples(&pa, &ca, c), samples(&pb, &cb, c));
+            out.extend(judge(profile::diff_name(local, c), false, &ia, &ib, None, alpha));
+        }
+    }
+    out
 }
 
 fn mean(x: &[f64]) -> Option<f64> {

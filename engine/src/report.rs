@@ -324,6 +324,10 @@ pub struct SideReport {
     /// interrupts and counters, softnet, flow placement. Absent from older reports.
     #[serde(default)]
     pub kernel: Option<crate::measure::kernel::KernelCounters>,
+    /// The kernel cost profile of the window (absent with --no-profile and from reports of
+    /// versions before it existed).
+    #[serde(default)]
+    pub profile: Option<crate::measure::profile::ProfileReport>,
 }
 
 impl SideReport {

@@ -14,12 +14,13 @@ use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::cpu::ProcStat;
 use crate::measure::kernel::{DataSocketsAtEnd, KernelProbe, KernelSnapshot};
+use crate::measure::profile::{Profiler, Work as ProfileWork};
 use crate::measure::service_demand::{service_demand, tool_overhead_percent};
 use crate::measure::tcp_info::{TcpFlowInfo, TcpReport};
 use crate::merge;
 use crate::probe::IoUringProbe;
 use crate::report::{CpuUsage, FlowReport, IntervalSample, SideReport, SocketSizes, WorkerReport};
-use crate::spec::{RecvEngine, Role, SendEngine, SideSpec, TestSpec};
+use crate::spec::{ProfileSpec, RecvEngine, Role, SendEngine, SideSpec, TestSpec};
 use crate::worker::{CrrPlan, Worker, WorkerPlan};
 use crate::workload::Ending;
 
@@ -63,6 +64,10 @@ pub struct Side {
     /// snapshot taken as it opens.
     kernel: KernelProbe,
     kernel_before: Option<KernelSnapshot>,
+    /// What the window's kernel cost profile asks for, and its sampling while the window
+    /// is open.
+    profile: ProfileSpec,
+    profiler: Option<Profiler>,
 }
 
 impl Side {
@@ -201,6 +206,8 @@ impl Side {
             connector_socket,
             kernel,
             kernel_before: None,
+            profile: spec.profile,
+            profiler: None,
         })
     }
 
@@ -216,6 +223,7 @@ impl Side {
     /// Opens the measurement window now, for every worker at once.
     pub fn start(&mut self) -> Result<()> {
         self.kernel_before = Some(self.kernel.snapshot());
+        self.profiler = Profiler::start(&self.profile);
         let before = ProcStat::read()?;
         let start_ns = monotonic_ns();
         for w in &self.workers {
@@ -246,6 +254,7 @@ impl Side {
             outcomes.iter_mut().map(|o| std::mem::replace(&mut o.ending, Ok(Ending::Completed))).collect(),
         );
         let after = ProcStat::read()?;
+        let profiled = self.profiler.map(Profiler::stop);
         let (before, start_ns) = self.window.expect("finish() follows start()");
         let end_ns = outcomes.iter().map(|o| o.end_ns).max().unwrap_or(start_ns);
         let elapsed_ns = end_ns.saturating_sub(start_ns).max(1);
@@ -324,6 +333,9 @@ impl Side {
         let mut intervals = Vec::new();
         let crr = merge::crr(outcomes.iter().filter_map(|o| o.crr.as_ref()));
         let udp = merge::udp(outcomes.iter().map(|o| o.udp.as_ref()).collect(), self.nflows, system.busy_us);
+        let datagrams = udp.as_ref().map_or(0, |u| u.datagrams_sent + u.datagrams_received);
+        let work = ProfileWork { bytes: bytes_sent + bytes_received, transactions, segments, datagrams };
+        let profile = profiled.map(|p| p.report(system.busy_us, work, sd));
         for o in outcomes {
             sends.extend(o.send);
             recvs.extend(o.recv);
@@ -357,6 +369,7 @@ impl Side {
             crr,
             udp,
             kernel,
+            profile,
         };
         Ok(Finished { report, ending })
     }

@@ -323,6 +323,43 @@ pub struct TestSpec {
     /// UDP settings (ignored by TCP workloads).
     #[serde(default)]
     pub udp: UdpOptions,
+    /// The kernel cost profile of each side's window. A peer that predates it sends none
+    /// and gets none; left out when off, so --no-profile still runs against such a server.
+    #[serde(default, skip_serializing_if = "ProfileSpec::is_off")]
+    pub profile: ProfileSpec,
+}
+
+/// Whether a test samples its windows (`--profile`/`--no-profile`): the one switch to flip
+/// if the profile's measured cost says it should not be on by default.
+pub const PROFILE_BY_DEFAULT: bool = true;
+/// Samples per second per CPU (`--profile-hz`): an odd rate, so it does not beat with
+/// timers at round rates.
+pub const DEFAULT_PROFILE_HZ: u32 = 999;
+/// Above this, sampling costs more than it tells (and kernels throttle it).
+pub const MAX_PROFILE_HZ: u32 = 20_000;
+
+/// What each side's profile does.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct ProfileSpec {
+    pub enabled: bool,
+    pub hz: u32,
+    /// Carry folded stacks in the report (--profile-out).
+    pub folded: bool,
+}
+
+impl ProfileSpec {
+    /// Off, as a spec without the field means.
+    pub fn is_off(&self) -> bool {
+        *self == ProfileSpec::default()
+    }
+}
+
+impl Default for ProfileSpec {
+    /// What a peer that predates profiles means: none.
+    fn default() -> Self {
+        ProfileSpec { enabled: false, hz: DEFAULT_PROFILE_HZ, folded: false }
+    }
 }
 
 /// The longest test one spec may ask for; longer runs are iterations (`-i`).
@@ -389,6 +426,7 @@ impl TestSpec {
             ring: RingTuning::default(),
             crr: CrrOptions::default(),
             udp: UdpOptions::default(),
+            profile: ProfileSpec { enabled: PROFILE_BY_DEFAULT, ..ProfileSpec::default() },
         };
         spec.resolve(&Explicit::default());
         spec
@@ -467,6 +505,12 @@ impl TestSpec {
                 "test length of {} ms is out of range: use -l with 0.001 to {} seconds",
                 self.duration_ms,
                 MAX_DURATION_MS / 1000
+            )));
+        }
+        if self.profile.enabled && !(1..=MAX_PROFILE_HZ).contains(&self.profile.hz) {
+            return Err(Error::Usage(format!(
+                "--profile-hz {} is out of range: use 1 to {MAX_PROFILE_HZ}",
+                self.profile.hz
             )));
         }
         check_size("send size (-m)", u64::from(self.send_size))?;

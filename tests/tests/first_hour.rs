@@ -254,6 +254,17 @@ fn interrupted_sweep(tag: &str, extra: &[&str]) -> (Option<i32>, String, String,
     let mut cmd = ringperf!().command(&args);
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut sweep = ringperf_tests::ChildGuard::spawn(cmd);
+    // Read both pipes as the sweep writes them: a --json sweep's output is larger than a
+    // pipe's buffer, and a child blocked on a full pipe cannot exit.
+    let reader = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = r.read_to_string(&mut s);
+            s
+        })
+    };
+    let stdout = reader(Box::new(sweep.child_mut().stdout.take().expect("stdout")));
+    let stderr = reader(Box::new(sweep.child_mut().stderr.take().expect("stderr")));
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
         let done = std::fs::read_to_string(&out_file)
@@ -270,9 +281,8 @@ fn interrupted_sweep(tag: &str, extra: &[&str]) -> (Option<i32>, String, String,
     }
     sweep.signal(libc::SIGINT);
     let status = sweep.wait_timeout(Duration::from_secs(15)).expect("the sweep ran on after Ctrl-C");
-    let (mut out, mut err) = (String::new(), String::new());
-    sweep.child_mut().stdout.take().expect("stdout").read_to_string(&mut out).expect("stdout");
-    sweep.child_mut().stderr.take().expect("stderr").read_to_string(&mut err).expect("stderr");
+    let out = stdout.join().expect("stdout reader");
+    let err = stderr.join().expect("stderr reader");
     let file = std::fs::read_to_string(&out_file).expect("--output file");
     let _ = std::fs::remove_file(&out_file);
     (status.code(), out, err, file)

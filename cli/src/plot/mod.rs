@@ -3,6 +3,7 @@
 //! they share: the palette, the error mapping and `ringperf plot FILE.json`.
 
 pub mod cdf;
+pub mod flamegraph;
 pub mod report;
 pub mod sweep;
 pub mod timeseries;
@@ -58,15 +59,17 @@ pub fn write(path: &Path, svg: &str) -> Result<(), Error> {
 }
 
 /// `ringperf plot INPUT.json -o OUT.svg`: a single report gets the report charts, a sweep's
-/// array the sweep chart.
+/// array the sweep chart, folded stacks (`--profile-out`) a flame graph.
 pub fn from_file(a: &PlotCmdArgs) -> Result<i32, Error> {
     let text = std::fs::read_to_string(&a.input).map_err(|e| {
         Error::Usage(format!(
-            "cannot read '{}': {e}: give a --json report or a sweep's JSON",
+            "cannot read '{}': {e}: give a --json report, a sweep's JSON or a --profile-out .folded file",
             a.input.display()
         ))
     })?;
-    if text.trim_start().starts_with('[') {
+    if flamegraph::looks_folded(&text) {
+        write(&a.output, &flamegraph::render(&a.input, &text)?)?;
+    } else if text.trim_start().starts_with('[') {
         let entries: Vec<Entry> = serde_json::from_str(&text).map_err(|e| {
             Error::Usage(format!(
                 "'{}' is not a sweep's JSON ({e}): give the output of sweep --json",

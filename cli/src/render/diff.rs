@@ -22,6 +22,9 @@ fn shown(name: &str, v: f64, units: Units, transactional: bool) -> (String, &'st
         "local_sd" | "remote_sd" if transactional => (format!("{v:.3}"), "us/Tr"),
         "local_sd" | "remote_sd" => (format!("{v:.3}"), "us/KB"),
         "p50" | "p99" => (format!("{:.1}", v / 1e3), "us"),
+        // A profile category's cost per unit: service demand's unit.
+        cost if cost.contains("_cost_") && transactional => (format!("{v:.3}"), "us/Tr"),
+        cost if cost.contains("_cost_") => (format!("{v:.3}"), "us/KB"),
         _ => (format!("{v:.4}"), ""),
     }
 }
@@ -38,9 +41,11 @@ pub fn render(c: &Comparison, sides: &[Side; 2], units: Units) -> String {
     }
     o.push('\n');
     let transactional = sides[0].report.spec.workload.is_transactional();
+    // Wide enough for the profile's names (remote_cost_other_kernel) when there are any.
+    let w = c.figures.iter().map(|f| f.name.len()).max().unwrap_or(0).max(13);
     let _ = writeln!(
         o,
-        "{:<13} {:>14} {:>14} {:<10} {:>9} {:>10} {:>11}  verdict at {:.1} %",
+        "{:<w$} {:>14} {:>14} {:<10} {:>9} {:>10} {:>11}  verdict at {:.1} %",
         "figure",
         "A",
         "B",
@@ -71,7 +76,7 @@ pub fn render(c: &Comparison, sides: &[Side; 2], units: Units) -> String {
         };
         let _ = writeln!(
             o,
-            "{:<13} {:>14} {:>14} {:<10} {:>9} {:>10} {:>11}  {verdict}",
+            "{:<w$} {:>14} {:>14} {:<10} {:>9} {:>10} {:>11}  {verdict}",
             f.name,
             num(f.a),
             num(f.b),

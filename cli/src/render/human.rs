@@ -93,6 +93,7 @@ pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
     o.push('\n');
     let sides = sides(r);
     for &(name, s) in &sides {
+        super::profile::side_line(&mut o, name, s);
         side_lines(&mut o, name, s);
     }
     for &(name, s) in &sides {
@@ -116,6 +117,11 @@ pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
         latency_lines(&mut o, l);
         if opts.histogram {
             o.push_str(&super::histogram::render(l));
+        }
+    }
+    if opts.profile {
+        for &(name, s) in &sides {
+            super::profile::tables(&mut o, name, s);
         }
     }
     statistics_lines(&mut o, r, units);
@@ -157,13 +163,13 @@ fn render_table(o: &mut String, r: &TestReport, units: Units) {
     }
 }
 
-/// Tool overhead and ring activity of one side.
+/// Tool user-space overhead and ring activity of one side.
 fn side_lines(o: &mut String, name: &str, s: &SideReport) {
     {
         let c = &s.cpu;
         let _ = writeln!(
             o,
-            "{name}  tool overhead {:>5.2} % of busy CPU (tool user {} ms, sys {} ms; busy {:.0} ms over {} CPUs, steal {:.1} %)",
+            "{name}  tool user-space overhead {:>5.2} % of busy CPU (tool user {} ms, sys {} ms; busy {:.0} ms over {} CPUs, steal {:.1} %)",
             c.tool_overhead_percent,
             c.tool.user_us / 1000,
             c.tool.system_us / 1000,

@@ -2,6 +2,7 @@
 //! where netperf has one (README lists them all), side by side over one report.
 
 use ringperf_engine::measure::kernel::{KernelCounters, LinkStats};
+use ringperf_engine::measure::profile::ProfileReport;
 use ringperf_engine::report::{IterationFigures, LatencySummary, SideReport, UdpReport};
 use ringperf_engine::TestReport;
 
@@ -201,6 +202,34 @@ fn rx_cpus(k: &KernelCounters) -> String {
     cpus(&v)
 }
 
+/// Figures placed after every other field (settings included), so the columns before them
+/// keep their places in CSV files: the kernel cost profile's honest tool overhead (user
+/// space + io_uring, percent of busy CPU) and the network path's service demand (in
+/// SD_UNITS, and per segment in ns). Empty without a profile.
+const PROFILE_FIGURES: &[(&str, Extract)] = &[
+    ("LOCAL_TOOL_OVERHEAD_WITH_KERNEL", |c| profile(Some(&c.r.local), |p| f(p.tool_overhead_percent, 3))),
+    ("REMOTE_TOOL_OVERHEAD_WITH_KERNEL", |c| profile(c.r.remote.as_ref(), |p| f(p.tool_overhead_percent, 3))),
+    ("LOCAL_NETWORK_SD", |c| profile(Some(&c.r.local), |p| network_sd(c, p))),
+    ("REMOTE_NETWORK_SD", |c| profile(c.r.remote.as_ref(), |p| network_sd(c, p))),
+    ("LOCAL_NETWORK_SD_PER_SEGMENT", |c| {
+        profile(Some(&c.r.local), |p| opt(p.network_service_demand.ns_per_segment, 1))
+    }),
+    ("REMOTE_NETWORK_SD_PER_SEGMENT", |c| {
+        profile(c.r.remote.as_ref(), |p| opt(p.network_service_demand.ns_per_segment, 1))
+    }),
+];
+
+/// A figure of side `s`'s profile, empty when it has none (or the kernel refused one).
+fn profile(s: Option<&SideReport>, g: impl Fn(&ProfileReport) -> String) -> String {
+    s.and_then(|s| s.profile.as_ref()).filter(|p| p.unavailable.is_none()).map_or_else(String::new, g)
+}
+
+/// The network path's service demand in SD_UNITS.
+fn network_sd(c: &Row, p: &ProfileReport) -> String {
+    let sd = &p.network_service_demand;
+    opt(if c.rr { sd.us_per_transaction } else { sd.us_per_kb }, 3)
+}
+
 /// Where a field's value comes from.
 #[derive(Clone, Copy)]
 enum Value {
@@ -220,6 +249,7 @@ fn fields() -> Vec<(&'static str, Value)> {
         out.insert(at, (s.name, Value::Setting(s.value)));
     }
     out.extend(KERNEL_FIGURES.iter().map(|&(n, e)| (n, Value::Figure(e))));
+    out.extend(PROFILE_FIGURES.iter().map(|&(n, e)| (n, Value::Figure(e))));
     out
 }
 

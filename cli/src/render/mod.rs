@@ -8,6 +8,7 @@ pub mod json;
 pub mod kernel;
 pub mod keyval;
 pub mod probe;
+pub mod profile;
 pub mod sweep;
 
 use crate::args::TestArgs;
@@ -44,11 +45,18 @@ pub struct HumanOptions {
     pub histogram: bool,
     /// The kernel counters' full per-CPU tables.
     pub verbose: bool,
+    /// The kernel cost profile's whole tables (--profile).
+    pub profile: bool,
 }
 
 impl HumanOptions {
     pub fn of(t: &TestArgs) -> HumanOptions {
-        HumanOptions { banner: t.banner == 1, histogram: t.stats.histogram, verbose: t.stats.verbose }
+        HumanOptions {
+            banner: t.banner == 1,
+            histogram: t.stats.histogram,
+            verbose: t.stats.verbose,
+            profile: t.profile.show,
+        }
     }
 }
 

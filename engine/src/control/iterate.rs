@@ -44,6 +44,7 @@ pub fn run_iterations(
     let opts = RunOptions { level: Some(goal.level), ..opts.clone() };
     let mut figures = Vec::new();
     let mut latencies = Vec::new();
+    let mut profile_costs = Vec::new();
     let mut last;
     loop {
         let mut r = run_test_with(spec, target, &opts)?;
@@ -57,6 +58,7 @@ pub fn run_iterations(
         }
         figures.extend(r.iterations.iter().copied());
         latencies.extend(r.local.latency.clone());
+        profile_costs.push(crate::measure::profile::iteration_costs(&r));
         last = r;
         let n = figures.len() as u32;
         let met = goal.met(&estimates(&figures, goal.level));
@@ -82,5 +84,6 @@ pub fn run_iterations(
     last.confidence =
         Some(ConfidenceReport { target: goal, iterations: n, met: goal.met(&ests), estimates: ests });
     last.iterations = figures;
+    crate::measure::profile::keep_iterations(&mut last, profile_costs);
     Ok(last)
 }

@@ -44,7 +44,10 @@ const REPORT_PER_SAMPLE: usize = 512;
 /// validation bounds the samples, and so this.
 pub fn report_frame_cap(spec: &TestSpec) -> usize {
     let connections = spec.connections() as usize;
-    REPORT_BASE + connections * REPORT_PER_CONNECTION + spec.interval_samples() as usize * REPORT_PER_SAMPLE
+    REPORT_BASE
+        + connections * REPORT_PER_CONNECTION
+        + spec.interval_samples() as usize * REPORT_PER_SAMPLE
+        + crate::measure::profile::report_bytes(&spec.profile)
 }
 
 /// The largest frame the server reads before a client has authenticated: Hello and Auth

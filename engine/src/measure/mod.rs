@@ -6,5 +6,6 @@ pub mod cpu;
 pub mod intervals;
 pub mod kernel;
 pub mod latency;
+pub mod profile;
 pub mod service_demand;
 pub mod tcp_info;

@@ -1,0 +1,889 @@
+//! The category table: every profile sample lands in exactly one of these, by the function
+//! it was taken in (its leaf).
+//!
+//! Rules, in the order they apply:
+//! 1. A sample of this process in user mode is `tool-user`; a sample of another process in
+//!    user mode is `other-user`.
+//! 2. A sample of an io_uring helper thread (comm `iou-wrk-*` for io-wq, `iou-sqp-*` for
+//!    SQPOLL) is `io_uring`, whatever it ran: that thread exists only because the tool uses
+//!    io_uring, so all its time is the tool's.
+//! 3. Otherwise the kernel leaf decides: the first [`Category`] whose rules match it.
+//! 4. Generic leaves ([`GENERIC`]: uncontended lock and unlock, memcpy/memset, the slab
+//!    allocator, RCU and preemption bookkeeping, user-copy primitives) say what kind of
+//!    work it was but not whose: they are charged to the first caller up the stack that is
+//!    not generic. `rep_movs_alternative` under `skb_copy_datagram_iter` is a payload copy
+//!    (data copy); a `memcpy` under `io_submit_sqes` is io_uring's; a `kmem_cache_alloc`
+//!    under `__alloc_skb` is skb allocation. Only when the whole stack is generic does the
+//!    leaf's own fallback category apply. Contended locks (the slow paths) are not generic:
+//!    waiting for a lock is a cost of its own, and it is `locks`.
+//! 5. Nothing matched: `other-kernel`.
+
+use serde::{Deserialize, Serialize};
+
+/// One category: an id that JSON and keyval use, what the human report prints, and what it
+/// covers (README lists the same).
+/// The serde names are the table's ids.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum Category {
+    #[serde(rename = "tool-user")]
+    ToolUser,
+    #[serde(rename = "io_uring")]
+    IoUring,
+    #[serde(rename = "syscall")]
+    Syscall,
+    #[serde(rename = "socket")]
+    Socket,
+    #[serde(rename = "tcp")]
+    Tcp,
+    #[serde(rename = "udp")]
+    Udp,
+    #[serde(rename = "ip")]
+    Ip,
+    #[serde(rename = "alloc")]
+    SkbAlloc,
+    #[serde(rename = "copy")]
+    Copy,
+    #[serde(rename = "checksum")]
+    Checksum,
+    #[serde(rename = "device")]
+    Device,
+    #[serde(rename = "qdisc")]
+    Qdisc,
+    #[serde(rename = "scheduler")]
+    Scheduler,
+    #[serde(rename = "interrupts")]
+    Interrupts,
+    #[serde(rename = "locks")]
+    Locks,
+    #[serde(rename = "idle")]
+    Idle,
+    #[serde(rename = "other-user")]
+    OtherUser,
+    #[serde(rename = "other-kernel")]
+    OtherKernel,
+}
+
+/// A category's row of the table.
+pub struct CategoryInfo {
+    pub category: Category,
+    /// Its id in JSON and keyval names.
+    pub id: &'static str,
+    /// What the human report calls it.
+    pub label: &'static str,
+    /// What it covers.
+    pub covers: &'static str,
+    /// Kernel function names that fall into it: `"name"` exact, `"prefix*"`, `"*suffix"`.
+    pub functions: &'static [&'static str],
+}
+
+/// THE table. Order matters: a leaf goes to the first row with a matching rule, so narrow
+/// rules (`io_schedule`, `tcp4_gro_receive`) come before broad prefixes (`io_*`, `tcp_*`).
+pub const TABLE: &[CategoryInfo] = &[
+    CategoryInfo {
+        category: Category::Idle,
+        id: "idle",
+        label: "idle",
+        covers: "the idle loop and halt (not busy CPU: left out of every share)",
+        functions: &[
+            "default_idle*",
+            "cpu_idle*",
+            "do_idle",
+            "cpuidle_*",
+            "acpi_idle*",
+            "intel_idle*",
+            "mwait_idle*",
+            "native_safe_halt",
+            "pv_native_safe_halt",
+            "arch_cpu_idle*",
+            "poll_idle",
+            "cpu_startup_entry",
+            "default_enter_idle",
+            "tick_nohz_idle_*",
+            "hlt_play_dead",
+        ],
+    },
+    CategoryInfo {
+        category: Category::ToolUser,
+        id: "tool-user",
+        label: "tool user space",
+        covers: "this ringperf process running in user mode",
+        functions: &[],
+    },
+    CategoryInfo {
+        category: Category::Locks,
+        id: "locks",
+        label: "locks (contended)",
+        covers: "waiting for a contended spinlock, mutex, rwsem or socket lock",
+        functions: &[
+            "native_queued_spin_lock_slowpath",
+            "queued_spin_lock_slowpath",
+            "__pv_queued_spin_lock_slowpath",
+            "pv_queued_spin_lock_slowpath",
+            "__mutex_lock*",
+            "mutex_spin_on_owner",
+            "osq_lock",
+            "rwsem_down_*",
+            "__lock_sock",
+            "queued_read_lock_slowpath",
+            "queued_write_lock_slowpath",
+        ],
+    },
+    CategoryInfo {
+        category: Category::Scheduler,
+        id: "scheduler",
+        label: "scheduler and wakeups",
+        covers: "context switches, wakeups, run-queue and load accounting",
+        functions: &[
+            "io_schedule*",
+            "schedule*",
+            "__schedule",
+            "__cond_resched",
+            "try_to_wake_up",
+            "wake_up_*",
+            "__wake_up*",
+            "ttwu_*",
+            "enqueue_task*",
+            "dequeue_task*",
+            "enqueue_entity",
+            "dequeue_entity",
+            "__enqueue_entity",
+            "__dequeue_entity",
+            "pick_next_*",
+            "pick_eevdf",
+            "pick_task*",
+            "put_prev_*",
+            "set_next_*",
+            "update_curr*",
+            "update_load_avg",
+            "__update_load_avg*",
+            "update_cfs_group",
+            "update_rq_clock*",
+            "reweight_entity",
+            "place_entity",
+            "avg_vruntime*",
+            "switch_mm*",
+            "__switch_to*",
+            "finish_task_switch*",
+            "prepare_task_switch",
+            "context_switch",
+            "select_task_rq*",
+            "select_idle_*",
+            "autoremove_wake_function",
+            "default_wake_function",
+            "woken_wake_function",
+            "check_preempt*",
+            "wakeup_preempt*",
+            "resched_curr*",
+            "psi_*",
+            "sched_*",
+            "__sched_*",
+            "newidle_balance",
+            "sched_balance_*",
+            "load_balance",
+            "cpuacct_charge",
+            "prepare_to_wait*",
+            "finish_wait",
+            "wait_woken",
+            "schedule_hrtimeout*",
+            "raw_spin_rq_*",
+            "__raw_spin_lock_irqsave",
+            "*_fair",
+        ],
+    },
+    CategoryInfo {
+        category: Category::Qdisc,
+        id: "qdisc",
+        label: "qdisc",
+        covers: "queueing disciplines between the stack and the device",
+        functions: &[
+            "__qdisc_*",
+            "qdisc_*",
+            "sch_direct_xmit",
+            "dev_qdisc_*",
+            "__dev_xmit_skb",
+            "pfifo_*",
+            "fq_*",
+            "fq_codel_*",
+            "htb_*",
+            "tbf_*",
+            "mq_*",
+            "netem_*",
+        ],
+    },
+    CategoryInfo {
+        category: Category::Device,
+        id: "device",
+        label: "device, NAPI, softirq",
+        covers: "driver transmit and receive, NAPI polling, GRO, the backlog and softirq dispatch",
+        functions: &[
+            "net_rx_action",
+            "net_tx_action",
+            "__napi_poll",
+            "napi_*",
+            "__napi_*",
+            "process_backlog",
+            "enqueue_to_backlog",
+            "__netif_*",
+            "netif_*",
+            "dev_gro_receive",
+            "gro_*",
+            "__gro_*",
+            "skb_gro_*",
+            "inet_gro_*",
+            "ipv6_gro_*",
+            "tcp4_gro_*",
+            "tcp6_gro_*",
+            "tcp_gro_*",
+            "udp4_gro_*",
+            "udp_gro_*",
+            "__skb_gro_*",
+            "dev_hard_start_xmit",
+            "xmit_one",
+            "__dev_queue_xmit",
+            "dev_queue_xmit*",
+            "validate_xmit_*",
+            "netdev_core_pick_tx",
+            "netdev_pick_tx",
+            "eth_type_trans",
+            "loopback_*",
+            "veth_*",
+            "virtnet_*",
+            "virtqueue_*",
+            "vring_*",
+            "e1000*",
+            "igb_*",
+            "ixgbe_*",
+            "i40e_*",
+            "ice_*",
+            "mlx4_*",
+            "mlx5*",
+            "gve_*",
+            "ena_*",
+            "vmxnet3_*",
+            "bnxt_*",
+            "__do_softirq",
+            "handle_softirqs",
+            "do_softirq*",
+            "__irq_exit_rcu",
+            "run_ksoftirqd",
+            "skb_defer_free_flush",
+            "get_rps_cpu",
+            "rps_*",
+            "dev_*",
+            "__dev_*",
+        ],
+    },
+    CategoryInfo {
+        category: Category::Checksum,
+        id: "checksum",
+        label: "checksum",
+        covers: "software checksums (with or without the copy they ride on)",
+        functions: &[
+            "csum_*",
+            "__csum*",
+            "do_csum",
+            "skb_checksum*",
+            "__skb_checksum*",
+            "ip_compute_csum",
+            "ip_fast_csum",
+            "csum_partial*",
+        ],
+    },
+    CategoryInfo {
+        category: Category::Copy,
+        id: "copy",
+        label: "data copy",
+        covers: "moving payload between user memory and socket buffers",
+        functions: &[
+            "_copy_to_iter",
+            "_copy_from_iter*",
+            "copy_to_iter",
+            "copy_from_iter*",
+            "__copy_to_iter",
+            "__copy_from_iter*",
+            "copy_page_to_iter",
+            "copy_page_from_iter*",
+            "skb_copy_datagram_iter",
+            "__skb_datagram_iter",
+            "simple_copy_to_iter",
+            "skb_copy_datagram_from_iter",
+            "skb_copy_to_page_nocache",
+            "skb_do_copy_data_nocache",
+            "skb_copy_bits",
+            "skb_copy_and_csum_*",
+            "zerocopy_sg_from_iter",
+            "__zerocopy_sg_from_iter",
+        ],
+    },
+    CategoryInfo {
+        category: Category::SkbAlloc,
+        id: "alloc",
+        label: "skb and page alloc/free",
+        covers: "socket buffers and pages: allocation, cloning, freeing",
+        functions: &[
+            "__alloc_skb",
+            "alloc_skb*",
+            "__napi_alloc_skb",
+            "napi_alloc_skb",
+            "__build_skb*",
+            "build_skb*",
+            "kfree_skb*",
+            "__kfree_skb*",
+            "consume_skb",
+            "__consume_stateless_skb",
+            "skb_release_*",
+            "skb_free_head",
+            "kfree_skbmem",
+            "skb_attempt_defer_free",
+            "skb_clone",
+            "__skb_clone",
+            "__copy_skb_header",
+            "skb_put",
+            "skb_push",
+            "skb_pull",
+            "pskb_expand_head",
+            "page_frag_*",
+            "__page_frag_*",
+            "skb_page_frag_refill",
+            "sk_page_frag_refill",
+            "alloc_pages*",
+            "__alloc_pages*",
+            "__folio_alloc*",
+            "folio_alloc*",
+            "get_page_from_freelist",
+            "rmqueue*",
+            "__rmqueue*",
+            "free_unref_page*",
+            "free_unref_folios",
+            "__free_pages*",
+            "free_pages*",
+            "__put_page",
+            "__folio_put*",
+            "free_pcppages_bulk",
+            "napi_skb_cache_*",
+            "skb_splice_from_iter",
+            "skb_append_pagefrags",
+        ],
+    },
+    CategoryInfo {
+        category: Category::Udp,
+        id: "udp",
+        label: "UDP",
+        covers: "UDP send and receive, socket lookup, GSO segmentation",
+        functions: &["udp_*", "__udp*", "udp4_*", "udp6_*", "udpv6_*", "__skb_recv_udp", "skb_consume_udp"],
+    },
+    CategoryInfo {
+        category: Category::Tcp,
+        id: "tcp",
+        label: "TCP",
+        covers: "TCP send and receive, ACKs, timers, congestion control, demux",
+        functions: &[
+            "tcp_*",
+            "__tcp_*",
+            "tcp4_*",
+            "tcp6_*",
+            "tcp_v4_*",
+            "tcp_v6_*",
+            "inet_csk_*",
+            "__inet_lookup*",
+            "inet_lookup*",
+            "inet_ehashfn",
+            "inet6_ehashfn",
+            "bbr_*",
+            "cubictcp_*",
+            "bictcp_*",
+            "minmax_running_*",
+            "sk_stream_*",
+            "sk_forced_mem_schedule",
+            "__sk_mem_*",
+            "sk_mem_*",
+            "mptcp_*",
+        ],
+    },
+    CategoryInfo {
+        category: Category::Ip,
+        id: "ip",
+        label: "IP, routing, netfilter",
+        covers: "IPv4/IPv6 input and output, routing, neighbours, netfilter, ICMP",
+        functions: &[
+            "ip_*",
+            "__ip_*",
+            "ip6_*",
+            "__ip6_*",
+            "ipv6_*",
+            "ipv4_*",
+            "inet_gso_*",
+            "inet_gro_*",
+            "fib_*",
+            "__fib_*",
+            "fib6_*",
+            "dst_*",
+            "__dst_*",
+            "rt_*",
+            "ipv4_dst_*",
+            "neigh_*",
+            "__neigh_*",
+            "___neigh_*",
+            "arp_*",
+            "icmp_*",
+            "icmpv6_*",
+            "nf_*",
+            "__nf_*",
+            "nft_*",
+            "ipt_*",
+            "ip6t_*",
+            "raw_local_deliver",
+            "raw_v4_input",
+            "skb_gso_*",
+            "__skb_gso_*",
+            "skb_segment*",
+        ],
+    },
+    CategoryInfo {
+        category: Category::Socket,
+        id: "socket",
+        label: "socket layer",
+        covers: "the socket calls and their bookkeeping above TCP and UDP",
+        functions: &[
+            "sock_*",
+            "__sock_*",
+            "sk_*",
+            "__sk_*",
+            "lock_sock*",
+            "release_sock",
+            "inet_sendmsg",
+            "inet_recvmsg",
+            "inet6_sendmsg",
+            "inet6_recvmsg",
+            "inet_send_prepare",
+            "__sys_sendto",
+            "__sys_recvfrom",
+            "__sys_sendmsg",
+            "__sys_recvmsg",
+            "___sys_sendmsg",
+            "___sys_recvmsg",
+            "____sys_sendmsg",
+            "____sys_recvmsg",
+            "sockfd_lookup*",
+            "security_socket_*",
+            "apparmor_socket_*",
+            "selinux_socket_*",
+            "bpf_lsm_socket_*",
+            "move_addr_to_*",
+            "__skb_wait_for_more_packets",
+            "__skb_try_recv_*",
+            "__skb_recv_*",
+            "skb_recv_*",
+            "skb_free_datagram*",
+            "security_sk_*",
+            "bpf_skops_*",
+            "cgroup_bpf_*",
+            "__cgroup_bpf_*",
+            "mem_cgroup_charge_skmem",
+            "mem_cgroup_uncharge_skmem",
+        ],
+    },
+    CategoryInfo {
+        category: Category::IoUring,
+        id: "io_uring",
+        label: "io_uring machinery",
+        covers: "submission, completion, task work, poll arming, io-wq and SQPOLL threads",
+        functions: &[
+            "io_*",
+            "__io_*",
+            "io_uring_*",
+            "__io_uring_*",
+            "__x64_sys_io_uring_*",
+            "__arm64_sys_io_uring_*",
+            "__do_sys_io_uring_*",
+            "tctx_task_work*",
+            "task_work_run",
+            "io_wq_*",
+            "io_worker_*",
+            "create_io_thread",
+        ],
+    },
+    CategoryInfo {
+        category: Category::Interrupts,
+        id: "interrupts",
+        label: "interrupts",
+        covers: "hard interrupt entry, handlers, timers and IPIs, and the sampling interrupt itself",
+        functions: &[
+            "asm_sysvec_*",
+            "sysvec_*",
+            "__sysvec_*",
+            "asm_common_interrupt",
+            "common_interrupt",
+            "irq_*",
+            "__irq_*",
+            "handle_irq*",
+            "handle_edge_irq",
+            "handle_fasteoi_irq",
+            "__handle_irq*",
+            "irqentry_*",
+            "hrtimer_*",
+            "__hrtimer_*",
+            "tick_*",
+            "update_process_times",
+            "native_apic_*",
+            "x2apic_*",
+            "lapic_next_*",
+            "__smp_call_*",
+            "smp_call_*",
+            "generic_smp_call_*",
+            "flush_smp_call_function_queue",
+            "__flush_smp_call_function_queue",
+            "vp_interrupt",
+            "vp_vring_interrupt",
+            "perf_*",
+            "__perf_*",
+        ],
+    },
+    CategoryInfo {
+        category: Category::Syscall,
+        id: "syscall",
+        label: "syscall entry/exit",
+        covers: "the system call entry and return path, and the per-call lookups around it",
+        functions: &[
+            "entry_SYSCALL_64*",
+            "entry_SYSRETQ*",
+            "do_syscall_64",
+            "syscall_return_via_sysret",
+            "syscall_exit_to_user_mode*",
+            "syscall_enter_from_user_mode*",
+            "exit_to_user_mode*",
+            "__x64_sys_*",
+            "x64_sys_call",
+            "__x64_sys_call",
+            "__do_sys_*",
+            "__arm64_sys_*",
+            "el0_svc*",
+            "invoke_syscall",
+            "fdget*",
+            "__fdget*",
+            "fput",
+            "__fget*",
+            "fget*",
+            "syscall_trace_enter",
+            "arch_exit_to_user_mode_prepare",
+            "clear_bhb_loop",
+            "srso_*",
+            "__x86_return_thunk",
+            "__x86_indirect_thunk*",
+            "entry_ibpb",
+        ],
+    },
+    CategoryInfo {
+        category: Category::OtherUser,
+        id: "other-user",
+        label: "other user space",
+        covers: "other processes running in user mode",
+        functions: &[],
+    },
+    CategoryInfo {
+        category: Category::OtherKernel,
+        id: "other-kernel",
+        label: "other kernel",
+        covers: "kernel functions no rule above names",
+        functions: &[],
+    },
+];
+
+/// Leaves that say what kind of work ran but not for whom: charged to the first caller up
+/// the stack that is not one of them; the category is the fallback when every frame is.
+pub const GENERIC: &[(&str, Category)] = &[
+    ("_raw_spin_lock*", Category::Locks),
+    ("__raw_callee_save___pv_queued_spin_unlock*", Category::Locks),
+    ("__pv_queued_spin_unlock*", Category::Locks),
+    ("native_queued_spin_unlock", Category::Locks),
+    ("_raw_spin_unlock*", Category::Locks),
+    ("_raw_spin_trylock*", Category::Locks),
+    ("_raw_read_*", Category::Locks),
+    ("_raw_write_*", Category::Locks),
+    ("raw_spin_lock*", Category::Locks),
+    ("mutex_lock*", Category::Locks),
+    ("mutex_unlock", Category::Locks),
+    ("down_read*", Category::Locks),
+    ("up_read", Category::Locks),
+    ("down_write*", Category::Locks),
+    ("up_write", Category::Locks),
+    ("__rcu_read_lock", Category::OtherKernel),
+    ("__rcu_read_unlock", Category::OtherKernel),
+    ("rcu_read_unlock_*", Category::OtherKernel),
+    ("preempt_count_*", Category::OtherKernel),
+    ("check_preemption_disabled", Category::OtherKernel),
+    ("__local_bh_enable_ip", Category::OtherKernel),
+    ("__local_bh_disable_ip", Category::OtherKernel),
+    ("local_bh_enable", Category::OtherKernel),
+    ("migrate_disable", Category::OtherKernel),
+    ("migrate_enable", Category::OtherKernel),
+    ("memcpy*", Category::Copy),
+    ("__memcpy*", Category::Copy),
+    ("memmove*", Category::Copy),
+    ("__memmove*", Category::Copy),
+    ("memset*", Category::Copy),
+    ("__memset*", Category::Copy),
+    ("rep_movs_alternative", Category::Copy),
+    ("rep_stos_alternative", Category::Copy),
+    ("copy_user_*", Category::Copy),
+    ("__copy_user_*", Category::Copy),
+    ("_copy_to_user", Category::Copy),
+    ("_copy_from_user", Category::Copy),
+    ("copy_mc_*", Category::Copy),
+    ("kmem_cache_alloc*", Category::SkbAlloc),
+    ("kmem_cache_free*", Category::SkbAlloc),
+    ("__kmem_cache_*", Category::SkbAlloc),
+    ("__kmalloc*", Category::SkbAlloc),
+    ("kmalloc*", Category::SkbAlloc),
+    ("kfree", Category::SkbAlloc),
+    ("__kfree*", Category::SkbAlloc),
+    ("__slab_free", Category::SkbAlloc),
+    ("___slab_alloc", Category::SkbAlloc),
+    ("__slab_alloc*", Category::SkbAlloc),
+    ("slab_*", Category::SkbAlloc),
+    ("kmalloc_reserve", Category::SkbAlloc),
+    ("memcg_slab_*", Category::SkbAlloc),
+    ("__memcg_slab_*", Category::SkbAlloc),
+    ("obj_cgroup_*", Category::SkbAlloc),
+    ("refill_obj_stock", Category::SkbAlloc),
+    ("mod_objcg_state", Category::SkbAlloc),
+    ("__mod_memcg_*", Category::SkbAlloc),
+    ("__mod_lruvec_*", Category::SkbAlloc),
+    ("__get_random_u32_below", Category::OtherKernel),
+    ("ktime_get*", Category::OtherKernel),
+    ("__list_add_valid*", Category::OtherKernel),
+    ("__list_del_entry_valid*", Category::OtherKernel),
+    ("read_tsc", Category::OtherKernel),
+    ("native_sched_clock", Category::OtherKernel),
+    ("sched_clock*", Category::OtherKernel),
+];
+
+/// True when `name` matches `rule` (`"x"` exact, `"x*"` prefix, `"*x"` suffix).
+fn matches(rule: &str, name: &str) -> bool {
+    if let Some(prefix) = rule.strip_suffix('*') {
+        name.starts_with(prefix)
+    } else if let Some(suffix) = rule.strip_prefix('*') {
+        name.ends_with(suffix)
+    } else {
+        rule == name
+    }
+}
+
+/// The kernel's local-symbol suffixes (`.isra.0`, `.constprop.0`, `.cold`) say how the
+/// compiler split a function, not what it is.
+fn base_name(name: &str) -> &str {
+    name.split('.').next().unwrap_or(name)
+}
+
+/// The fallback category of a generic leaf, or `None` for a function that is not generic.
+pub fn generic(name: &str) -> Option<Category> {
+    let name = base_name(name);
+    GENERIC.iter().find(|(rule, _)| matches(rule, name)).map(|&(_, c)| c)
+}
+
+/// The category of one kernel function by the table alone (no stack).
+pub fn of_function(name: &str) -> Category {
+    let name = base_name(name);
+    TABLE
+        .iter()
+        .find(|row| row.functions.iter().any(|rule| matches(rule, name)))
+        .map_or(Category::OtherKernel, |row| row.category)
+}
+
+/// The category of a kernel stack, leaf first: the leaf's, or for a generic leaf the
+/// first non-generic caller's (rule 4 of the module comment).
+pub fn of_kernel_stack<'a>(frames: impl IntoIterator<Item = &'a str>) -> Category {
+    let mut fallback = None;
+    for name in frames {
+        match generic(name) {
+            Some(c) => {
+                fallback.get_or_insert(c);
+            }
+            None => return of_function(name),
+        }
+    }
+    fallback.unwrap_or(Category::OtherKernel)
+}
+
+/// Who ran when a sample was taken.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Runner {
+    /// This process.
+    Tool,
+    /// An io_uring helper thread (`iou-wrk-*`, `iou-sqp-*`).
+    IoUringHelper,
+    /// Any other task (other processes, kernel threads, the idle task).
+    Other,
+}
+
+impl Runner {
+    /// Who a task is, from its process id and its thread's comm.
+    pub fn of(pid: u32, comm: &str, own_pid: u32) -> Runner {
+        if comm.starts_with("iou-wrk-") || comm.starts_with("iou-sqp-") {
+            Runner::IoUringHelper
+        } else if pid == own_pid && pid != 0 {
+            Runner::Tool
+        } else {
+            Runner::Other
+        }
+    }
+}
+
+/// The category of one sample (rules 1 to 5): `kernel` is its kernel stack, leaf first,
+/// empty for a sample taken in user mode.
+pub fn of_sample<'a>(runner: Runner, user_mode: bool, kernel: impl IntoIterator<Item = &'a str>) -> Category {
+    match (runner, user_mode) {
+        (Runner::IoUringHelper, _) => Category::IoUring,
+        (Runner::Tool, true) => Category::ToolUser,
+        (Runner::Other, true) => Category::OtherUser,
+        (_, false) => of_kernel_stack(kernel),
+    }
+}
+
+impl Category {
+    /// Its row of [`TABLE`].
+    pub fn info(self) -> &'static CategoryInfo {
+        TABLE.iter().find(|r| r.category == self).unwrap_or(&TABLE[TABLE.len() - 1])
+    }
+    pub fn id(self) -> &'static str {
+        self.info().id
+    }
+    pub fn label(self) -> &'static str {
+        self.info().label
+    }
+    /// The categories that are the tool's own cost: its user space and io_uring.
+    pub fn is_tool(self) -> bool {
+        matches!(self, Category::ToolUser | Category::IoUring)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn known_kernel_functions_land_where_expected() {
+        let cases = [
+            ("tcp_sendmsg_locked", Category::Tcp),
+            ("tcp_ack", Category::Tcp),
+            ("tcp_v4_rcv", Category::Tcp),
+            ("__inet_lookup_established", Category::Tcp),
+            ("udp_sendmsg", Category::Udp),
+            ("__udp4_lib_rcv", Category::Udp),
+            ("ip_finish_output2", Category::Ip),
+            ("ip_rcv_core.isra.0", Category::Ip),
+            ("nf_hook_slow", Category::Ip),
+            ("fib_table_lookup", Category::Ip),
+            ("__alloc_skb", Category::SkbAlloc),
+            ("kfree_skb_reason", Category::SkbAlloc),
+            ("skb_release_data", Category::SkbAlloc),
+            ("_copy_to_iter", Category::Copy),
+            ("skb_copy_datagram_iter", Category::Copy),
+            ("csum_partial", Category::Checksum),
+            ("net_rx_action", Category::Device),
+            ("__netif_receive_skb_core.constprop.0", Category::Device),
+            ("loopback_xmit", Category::Device),
+            ("process_backlog", Category::Device),
+            ("dev_gro_receive", Category::Device),
+            ("tcp4_gro_receive", Category::Device),
+            ("__dev_queue_xmit", Category::Device),
+            ("__qdisc_run", Category::Qdisc),
+            ("pfifo_fast_dequeue", Category::Qdisc),
+            ("io_submit_sqes", Category::IoUring),
+            ("io_cqring_wait", Category::IoUring),
+            ("__io_run_local_work", Category::IoUring),
+            ("io_req_task_submit", Category::IoUring),
+            ("io_arm_poll_handler", Category::IoUring),
+            ("io_wq_worker", Category::IoUring),
+            ("io_schedule", Category::Scheduler),
+            ("__schedule", Category::Scheduler),
+            ("try_to_wake_up", Category::Scheduler),
+            ("enqueue_task_fair", Category::Scheduler),
+            ("entry_SYSCALL_64_after_hwframe", Category::Syscall),
+            ("do_syscall_64", Category::Syscall),
+            ("syscall_exit_to_user_mode", Category::Syscall),
+            ("sock_recvmsg", Category::Socket),
+            ("inet_recvmsg", Category::Socket),
+            ("release_sock", Category::Socket),
+            ("native_queued_spin_lock_slowpath", Category::Locks),
+            ("asm_sysvec_apic_timer_interrupt", Category::Interrupts),
+            ("hrtimer_interrupt", Category::Interrupts),
+            ("pv_native_safe_halt", Category::Idle),
+            ("default_idle", Category::Idle),
+            ("some_unknown_function", Category::OtherKernel),
+        ];
+        for (name, want) in cases {
+            assert_eq!(of_function(name), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn generic_leaves_take_the_callers_category() {
+        // A payload copy.
+        let rx = ["rep_movs_alternative", "_copy_to_iter", "simple_copy_to_iter", "__skb_datagram_iter"];
+        assert_eq!(of_kernel_stack(rx), Category::Copy);
+        // io_uring copying its own structures.
+        assert_eq!(of_kernel_stack(["memcpy", "io_submit_sqes"]), Category::IoUring);
+        // An uncontended unlock inside TCP is TCP's cost; a contended lock is not.
+        assert_eq!(of_kernel_stack(["_raw_spin_unlock_irqrestore", "tcp_sendmsg"]), Category::Tcp);
+        assert_eq!(
+            of_kernel_stack(["native_queued_spin_lock_slowpath", "_raw_spin_lock", "tcp_sendmsg"]),
+            Category::Locks
+        );
+        // Slab allocation for an skb is skb allocation; for io_uring, io_uring's.
+        assert_eq!(of_kernel_stack(["kmem_cache_alloc_node", "__alloc_skb"]), Category::SkbAlloc);
+        assert_eq!(of_kernel_stack(["__kmalloc", "io_alloc_async_data"]), Category::IoUring);
+        // All generic: the leaf's fallback.
+        assert_eq!(of_kernel_stack(["memcpy"]), Category::Copy);
+        assert_eq!(of_kernel_stack(Vec::<&str>::new()), Category::OtherKernel);
+    }
+
+    #[test]
+    fn who_ran_decides_before_the_leaf() {
+        let own = 4242;
+        assert_eq!(of_sample(Runner::of(own, "ringperf", own), true, []), Category::ToolUser);
+        assert_eq!(of_sample(Runner::of(17, "bash", own), true, []), Category::OtherUser);
+        let helper = Runner::of(own, "iou-wrk-4243", own);
+        assert_eq!(of_sample(helper, false, ["tcp_sendmsg_locked"]), Category::IoUring);
+        assert_eq!(Runner::of(own, "iou-sqp-4243", own), Runner::IoUringHelper);
+        assert_eq!(of_sample(Runner::of(own, "ringperf", own), false, ["tcp_ack"]), Category::Tcp);
+        assert_eq!(
+            of_sample(Runner::of(0, "swapper/0", own), false, ["pv_native_safe_halt"]),
+            Category::Idle
+        );
+    }
+
+    #[test]
+    fn the_table_names_every_category_once() {
+        let all = [
+            Category::ToolUser,
+            Category::IoUring,
+            Category::Syscall,
+            Category::Socket,
+            Category::Tcp,
+            Category::Udp,
+            Category::Ip,
+            Category::SkbAlloc,
+            Category::Copy,
+            Category::Checksum,
+            Category::Device,
+            Category::Qdisc,
+            Category::Scheduler,
+            Category::Interrupts,
+            Category::Locks,
+            Category::Idle,
+            Category::OtherUser,
+            Category::OtherKernel,
+        ];
+        for c in all {
+            assert_eq!(TABLE.iter().filter(|r| r.category == c).count(), 1, "{c:?}");
+        }
+        assert_eq!(TABLE.len(), all.len());
+        // The serde name is the table's id.
+        for c in all {
+            assert_eq!(serde_json::to_string(&c).unwrap(), format!("\"{}\"", c.id()));
+        }
+        let ids: std::collections::HashSet<_> = TABLE.iter().map(|r| r.id).collect();
+        assert_eq!(ids.len(), TABLE.len());
+    }
+}

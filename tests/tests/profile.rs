@@ -1,0 +1,302 @@
+//! The kernel cost profile over loopback: categories that add up, costs that add up to the
+//! busy time, a receive engine that copies less showing less copy, the tool's honest
+//! overhead and the network path's service demand, folded stacks, a run where the kernel
+//! refuses to sample, and (in a lab veth pair) TSO off raising the sender's stack cost.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use ringperf_tests::{
+    at, f64_at, have_program, is_root, lab_name, ringperf, run_with_timeout, skip, skip_unless, u64_at, Lab,
+    Server, LAB_PROGRAMS, RUN_TIMEOUT,
+};
+use serde_json::Value;
+
+/// The side's profile, or `None` (after saying SKIPPED) when the kernel refused one here.
+fn profile<'a>(r: &'a Value, side: &str, test: &str) -> Option<&'a Value> {
+    let p = at(r, &format!("{side}.profile"));
+    assert!(p.is_object(), "{side} has no profile: {p}");
+    if let Some(why) = p.get("unavailable").and_then(Value::as_str) {
+        skip(test, &format!("the kernel refused the profile here: {why}"));
+        return None;
+    }
+    Some(p)
+}
+
+fn category<'a>(p: &'a Value, id: &str) -> Option<&'a Value> {
+    p["categories"].as_array()?.iter().find(|c| c["category"] == id)
+}
+
+fn cost(p: &Value, id: &str, unit: &str) -> f64 {
+    category(p, id).and_then(|c| c[unit].as_f64()).unwrap_or(0.0)
+}
+
+fn share(p: &Value, id: &str) -> f64 {
+    category(p, id).and_then(|c| c["share_percent"].as_f64()).unwrap_or(0.0)
+}
+
+#[test]
+fn profile_categories_add_up_and_their_costs_are_the_busy_time() {
+    let test = "profile_categories_add_up_and_their_costs_are_the_busy_time";
+    let r = ringperf!().run_json(&["rr", "-l", "1"]);
+    for side in ["local", "remote"] {
+        let Some(p) = profile(&r, side, test) else { return };
+        let cats = p["categories"].as_array().expect("categories");
+        let samples: u64 = cats.iter().map(|c| c["samples"].as_u64().unwrap()).sum();
+        assert_eq!(samples, u64_at(p, "busy_samples"), "{side}: categories do not cover every busy sample");
+        assert_eq!(u64_at(p, "busy_samples") + u64_at(p, "idle_samples"), u64_at(p, "samples"));
+        assert!(u64_at(p, "samples") > 0, "{side}: no samples in a 1 s window");
+        let shares: f64 = cats.iter().map(|c| c["share_percent"].as_f64().unwrap()).sum();
+        assert!((shares - 100.0).abs() < 1e-6, "{side}: shares add up to {shares}");
+        // Per-unit cost times the work is the side's busy time, as service demand counts it.
+        let busy_us = f64_at(&r, &format!("{side}.cpu.system.busy_us"));
+        let transactions = u64_at(&r, &format!("{side}.transactions")) as f64;
+        let total: f64 = cats.iter().map(|c| c["us_per_transaction"].as_f64().unwrap() * transactions).sum();
+        assert!(
+            (total - busy_us).abs() <= 1e-6 * busy_us.max(1.0),
+            "{side}: costs add to {total} us, busy {busy_us}"
+        );
+        assert!(!p["top_functions"].as_array().unwrap().is_empty(), "{side}: no top functions");
+        assert!(p["top_functions"].as_array().unwrap().len() <= 15);
+        assert!(matches!(p["event"].as_str(), Some("cycles" | "cpu-clock")), "{}", p["event"]);
+        assert_eq!(u64_at(p, "hz"), 999);
+    }
+}
+
+#[test]
+fn tool_overhead_counts_io_uring_and_the_network_path_costs_less() {
+    let test = "tool_overhead_counts_io_uring_and_the_network_path_costs_less";
+    let r = ringperf!().run_json(&["rr", "-l", "1"]);
+    for side in ["local", "remote"] {
+        let Some(p) = profile(&r, side, test) else { return };
+        assert!(share(p, "io_uring") > 0.0, "{side}: no io_uring machinery in an io_uring run: {p}");
+        let honest = f64_at(p, "tool_overhead_percent");
+        let user_only = f64_at(&r, &format!("{side}.cpu.tool_overhead_percent"));
+        assert!(honest >= user_only, "{side}: tool overhead {honest} % is below the user-only {user_only} %");
+        assert!(
+            (honest - share(p, "tool-user") - share(p, "io_uring")).abs() < 1e-6,
+            "{side}: tool overhead is not user space + io_uring"
+        );
+        let plain = f64_at(&r, &format!("{side}.service_demand.us_per_transaction"));
+        let net = f64_at(p, "network_service_demand.us_per_transaction");
+        assert!(net < plain, "{side}: network path {net} us/Tr is not below plain {plain}");
+        // Below by exactly the tool's share.
+        let want = plain * (1.0 - honest / 100.0);
+        assert!((net - want).abs() <= 1e-9 * plain, "{side}: network path {net}, want {want}");
+    }
+    let human = ringperf!().run(&["rr", "-l", "0.5"]).success().stdout;
+    for side in ["local ", "remote"] {
+        for needle in [format!("{side}  tool overhead"), format!("{side}  tool user-space overhead")] {
+            assert!(human.contains(&needle), "no '{needle}' line:\n{human}");
+        }
+    }
+    assert!(human.contains("network path"), "{human}");
+}
+
+/// The receiving side's data-copy cost per KB, mean of `runs` 2 s streams with `engine`.
+fn receive_copy_per_kb(engine: &str, runs: usize, test: &str) -> Option<f64> {
+    let mut total = 0.0;
+    for _ in 0..runs {
+        let r = ringperf!().run_json(&["stream", "-l", "2", "--recv-engine", engine]);
+        // Client to server: the server receives.
+        let p = profile(&r, "remote", test)?;
+        total += cost(p, "copy", "us_per_kb");
+    }
+    Some(total / runs as f64)
+}
+
+#[test]
+fn trunc_receiver_copies_less_than_recv() {
+    let test = "trunc_receiver_copies_less_than_recv";
+    // Alternating runs, so a change in the machine's load hits both engines alike.
+    let (mut recv, mut trunc) = (0.0, 0.0);
+    for _ in 0..2 {
+        let Some(c) = receive_copy_per_kb("recv", 1, test) else { return };
+        recv += c;
+        let Some(c) = receive_copy_per_kb("trunc", 1, test) else { return };
+        trunc += c;
+    }
+    assert!(recv > 0.0, "recv copied nothing per KB");
+    // The sender still copies into socket buffers on the same CPUs; only the receive copy goes.
+    assert!(trunc < recv, "trunc's receive side copies {trunc} us/KB, recv's {recv} us/KB");
+}
+
+#[test]
+fn no_profile_takes_none() {
+    let r = ringperf!().run_json(&["rr", "-l", "0.3", "--no-profile"]);
+    assert!(at(&r, "local.profile").is_null(), "{}", at(&r, "local.profile"));
+    assert!(at(&r, "remote.profile").is_null());
+    // Left out of the spec when off (so it still runs against a server that predates it).
+    assert!(r["spec"].get("profile").is_none(), "{}", r["spec"]);
+    let out = ringperf!().run(&["rr", "-l", "0.3", "--no-profile"]).success().stdout;
+    assert!(out.contains("local   tool overhead: not profiled"), "{out}");
+    let bad = ringperf!().run(&["rr", "-l", "0.3", "--profile-hz", "0"]);
+    assert_eq!(bad.code(), 2, "{bad}");
+}
+
+#[test]
+fn profile_out_writes_folded_stacks_that_plot_draws() {
+    let test = "profile_out_writes_folded_stacks_that_plot_draws";
+    let dir = std::env::temp_dir().join(format!("ringperf-profile-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let prefix = dir.join("run");
+    let r = ringperf!().run_json(&["rr", "-l", "0.5", "--profile-out", prefix.to_str().unwrap()]);
+    let Some(_) = profile(&r, "local", test) else { return };
+    for side in ["local", "remote"] {
+        let path = PathBuf::from(format!("{}.{side}.folded", prefix.display()));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let mut total = 0u64;
+        for line in text.lines() {
+            let (stack, n) = line.rsplit_once(' ').unwrap_or_else(|| panic!("not folded: {line}"));
+            assert!(!stack.is_empty());
+            total += n.parse::<u64>().unwrap_or_else(|_| panic!("not a count: {line}"));
+        }
+        assert_eq!(total, u64_at(&r, &format!("{side}.profile.samples")), "{side}: folded counts");
+        assert!(text.contains("_[k]"), "{side}: no kernel frames");
+        let svg = dir.join(format!("{side}.svg"));
+        ringperf!().run(&["plot", path.to_str().unwrap(), "-o", svg.to_str().unwrap()]).success();
+        let drawn = std::fs::read_to_string(&svg).unwrap();
+        assert!(drawn.contains("<svg"), "{side}: not an SVG");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Puts kernel.perf_event_paranoid back however the test ends.
+struct Paranoid(String);
+
+impl Drop for Paranoid {
+    fn drop(&mut self) {
+        let _ = std::fs::write("/proc/sys/kernel/perf_event_paranoid", &self.0);
+    }
+}
+
+/// Root with CAP_PERFMON or CAP_SYS_ADMIN samples whatever perf_event_paranoid says (even
+/// 3), so the run drops every capability (setpriv) as well as raising it to 3: it is the
+/// capabilities that make perf_event_open fail here.
+#[test]
+fn a_refused_profile_still_completes_and_says_why() {
+    let test = "a_refused_profile_still_completes_and_says_why";
+    if !is_root() {
+        skip(test, "needs root to raise kernel.perf_event_paranoid and drop capabilities");
+        return;
+    }
+    if !have_program("setpriv") {
+        skip(test, "needs setpriv (util-linux) to drop capabilities: apt-get install util-linux");
+        return;
+    }
+    let Ok(old) = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid") else {
+        skip(test, "no /proc/sys/kernel/perf_event_paranoid: this kernel has no perf events");
+        return;
+    };
+    let _restore = Paranoid(old);
+    std::fs::write("/proc/sys/kernel/perf_event_paranoid", "3").expect("raising perf_event_paranoid");
+    let bin = ringperf!().path().to_path_buf();
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--inh-caps=-all", "--bounding-set=-all", "--"]).arg(&bin).args(["rr", "-l", "0.3", "--json"]);
+    let o = run_with_timeout(cmd, RUN_TIMEOUT).success();
+    let r = o.json();
+    for side in ["local", "remote"] {
+        let why = at(&r, &format!("{side}.profile.unavailable")).as_str().unwrap_or_else(|| {
+            panic!(
+                "{side}: the profile was taken without capabilities: {}",
+                at(&r, &format!("{side}.profile"))
+            )
+        });
+        assert!(why.contains("perf_event_paranoid") && why.contains("CAP_PERFMON"), "{why}");
+        assert!(!why.contains('\n'));
+    }
+    // The rest of the report is whole.
+    assert!(u64_at(&r, "local.transactions") > 0);
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--inh-caps=-all", "--bounding-set=-all", "--"]).arg(&bin).args(["rr", "-l", "0.3"]);
+    let human = run_with_timeout(cmd, RUN_TIMEOUT).success().stdout;
+    assert!(human.contains("local   tool overhead: profile unavailable: perf_event_open refused"), "{human}");
+}
+
+/// A server in its own process profiles its window and sends the profile in its report;
+/// keyval carries both sides' honest overhead and network-path service demand.
+#[test]
+fn a_separate_server_sends_its_profile_and_keyval_carries_both_sides() {
+    let test = "a_separate_server_sends_its_profile_and_keyval_carries_both_sides";
+    let rp = ringperf!();
+    let server = rp.serve();
+    let port = server.port_arg();
+    let r = rp.run_json(&["rr", "-H", "127.0.0.1", "-p", &port, "-l", "0.5"]);
+    let Some(remote) = profile(&r, "remote", test) else { return };
+    assert!(u64_at(remote, "samples") > 0);
+    assert!(share(remote, "io_uring") > 0.0, "the server's io_uring work is missing: {remote}");
+    let kv = rp.run(&["rr", "-H", "127.0.0.1", "-p", &port, "-l", "0.5", "--keyval"]).success().stdout;
+    for name in [
+        "LOCAL_TOOL_OVERHEAD_WITH_KERNEL",
+        "REMOTE_TOOL_OVERHEAD_WITH_KERNEL",
+        "LOCAL_NETWORK_SD",
+        "REMOTE_NETWORK_SD",
+        "LOCAL_NETWORK_SD_PER_SEGMENT",
+        "REMOTE_NETWORK_SD_PER_SEGMENT",
+    ] {
+        let value = kv
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{name}=")))
+            .unwrap_or_else(|| panic!("no {name} in:\n{kv}"));
+        let v: f64 = value.parse().unwrap_or_else(|_| panic!("{name}={value} is not a number"));
+        assert!(v > 0.0, "{name}={value}");
+    }
+    let kv = rp
+        .run(&["rr", "-H", "127.0.0.1", "-p", &port, "-l", "0.3", "--keyval", "--no-profile"])
+        .success()
+        .stdout;
+    assert!(
+        kv.lines().any(|l| l == "REMOTE_NETWORK_SD="),
+        "a run without a profile has no network SD:\n{kv}"
+    );
+}
+
+/// The sender's cost per KB in the TCP, IP and device categories, per iteration, of a
+/// 3-iteration stream from host a to host b of a lab brought up with `lab_args`.
+fn sender_stack_cost_per_kb(tag: &str, lab_args: &[&str], test: &str) -> Option<Vec<f64>> {
+    let rp = ringperf!();
+    let lab = Lab::up(&lab_name(tag), lab_args);
+    let mut server =
+        Server::start(lab.exec("b", rp.path(), &["serve", "--bind", "198.18.0.2", "--port", "0"]));
+    let port = server.port_arg();
+    let o = run_with_timeout(
+        lab.exec(
+            "a",
+            rp.path(),
+            &["stream", "-H", "198.18.0.2", "-p", &port, "-l", "1", "-i", "3,3", "--json"],
+        ),
+        RUN_TIMEOUT,
+    )
+    .success();
+    server.assert_running();
+    let r = o.json();
+    let p = profile(&r, "local", test)?;
+    let iterations = p["iterations"].as_array().expect("per-iteration costs with -i");
+    assert_eq!(iterations.len(), 3, "{}", p["iterations"]);
+    let stack = |costs: &Value| -> f64 {
+        costs
+            .as_array()
+            .expect("costs")
+            .iter()
+            .filter(|c| matches!(c[0].as_str(), Some("tcp" | "ip" | "device")))
+            .map(|c| c[1].as_f64().expect("cost"))
+            .sum()
+    };
+    Some(iterations.iter().map(stack).collect())
+}
+
+/// The seed experiment as a test: with TSO off on the sender's veth, the stack segments
+/// every 64 KiB send itself (GSO), so the sender pays more per KB in TCP, IP and the
+/// device path than with TSO on.
+#[test]
+fn tso_off_raises_the_senders_stack_cost_per_kb() {
+    let test = "tso_off_raises_the_senders_stack_cost_per_kb";
+    if skip_unless(test, true, LAB_PROGRAMS) {
+        return;
+    }
+    let Some(on) = sender_stack_cost_per_kb("tsoon", &[], test) else { return };
+    let Some(off) = sender_stack_cost_per_kb("tsooff", &["--tso", "a=off"], test) else { return };
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
+    assert!(mean(&on) > 0.0, "no TCP/IP/device cost with TSO on: {on:?}");
+    assert!(mean(&off) > mean(&on), "TSO off {off:?} us/KB is not above TSO on {on:?}");
+}
