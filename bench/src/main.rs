@@ -8,6 +8,7 @@
 //!   cargo run --release -p ringperf-bench -- all [--secs 10] [--runs 3]
 //!   cargo run --release -p ringperf-bench -- engines [--secs 10] [--runs 3] [--sizes 64K,1M]
 //!   cargo run --release -p ringperf-bench -- stats [--secs 10] [--runs 5]
+//!   cargo run --release -p ringperf-bench -- profile [--secs 10] [--runs 5]
 //!   cargo run --release -p ringperf-bench -- scale [--secs 10] [--runs 3] [--gso-rate 1G]
 
 mod all;
@@ -17,6 +18,7 @@ mod engines;
 mod error;
 mod peers;
 mod process;
+mod profile_cost;
 mod report;
 mod scale;
 mod stats;
@@ -58,6 +60,9 @@ enum Command {
     Engines(EnginesArgs),
     /// What ringperf's statistics cost: rr with latency histograms and intervals on vs off.
     Stats(StatsArgs),
+    /// What the kernel cost profile costs: rr on one CPU and a 64 KiB stream with the
+    /// profile and with --no-profile; its service demand ratio decides the default.
+    Profile(ProfileArgs),
     /// Many flows over two threads (stream 8 flows vs iperf3 -P 8, rr 100 flows vs iperf 2
     /// bounceback -P 100) and UDP (64-byte datagrams vs iperf3 -u, --gso vs plain).
     Scale(ScaleArgs),
@@ -162,6 +167,12 @@ struct StatsArgs {
     /// Request and response bytes (ringperf -r; its default is 1).
     #[arg(long, value_name = "BYTES", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1 << 20))]
     size: u32,
+}
+
+#[derive(Args, Debug)]
+struct ProfileArgs {
+    #[command(flatten)]
+    common: Common,
 }
 
 #[derive(Args, Debug)]
@@ -287,6 +298,18 @@ fn run(cli: Cli) -> error::Result<()> {
                 ringperf: c.ringperf,
                 baseline: None,
             })
+        }
+        Command::Profile(a) => {
+            let c = a.common;
+            no_baseline(&c, "profile")?;
+            let plans = profile_cost::configs(c.secs, c.cpus).map(|cfg| bench::Plan {
+                cfg,
+                runs: c.runs.unwrap_or(5),
+                pause: Duration::from_secs_f64(c.pause),
+                ringperf: c.ringperf.clone(),
+                baseline: None,
+            });
+            profile_cost::run(&plans)
         }
     }
 }

@@ -38,6 +38,8 @@ pub struct Expect {
     pub interval_ms: Option<u64>,
     /// spec.record_latency.
     pub record_latency: Option<bool>,
+    /// Whether the client side's report carries a kernel cost profile that was taken.
+    pub profile: Option<bool>,
 }
 
 /// What ringperf reported about itself in one run, beyond the work.
@@ -200,6 +202,21 @@ fn check_expect(r: &Value, want: &Expect) -> Result<()> {
         let got = r.pointer("/spec/interval_ms").and_then(Value::as_u64).unwrap_or(0);
         if got != ms {
             return wrong("an interval of", format!("{got} ms"), format!("{ms} ms"));
+        }
+    }
+    if let Some(on) = want.profile {
+        let p = r.pointer("/local/profile").filter(|v| !v.is_null());
+        let taken = p.is_some_and(|p| p.get("unavailable").is_none_or(Value::is_null));
+        if taken != on {
+            let why = p
+                .and_then(|p| p.pointer("/unavailable"))
+                .and_then(Value::as_str)
+                .map_or_else(String::new, |w| format!(" ({w})"));
+            return wrong(
+                "a kernel cost profile",
+                format!("{}{why}", if taken { "taken" } else { "not taken" }),
+                (if on { "taken" } else { "not taken" }).into(),
+            );
         }
     }
     if let Some(on) = want.record_latency {

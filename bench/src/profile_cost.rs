@@ -1,0 +1,169 @@
+//! `profile`: what the kernel cost profile costs. The same ringperf run with the profile
+//! (perf_event_open sampling of every CPU over the window, symbolised after it) and with
+//! `--no-profile`, taking turns, every run's CPU measured the same way from /proc/stat.
+//! Issue 16's rule: under 2 % of service demand, the profile is on by default
+//! (`PROFILE_BY_DEFAULT` in engine/src/spec.rs); otherwise it waits for `--profile`.
+//!
+//! Two workloads: 1-byte rr on one CPU (the most samples per unit of work: every
+//! sample's cost lands on the measured CPU) and a 64 KiB stream across two CPUs.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use crate::bench::{self, Plan};
+use crate::error::Result;
+use crate::peers::ringperf::{self, Expect, Ringperf};
+use crate::peers::{Config, RunResult, Tool, Workload};
+use crate::report;
+use crate::stats::{median, ratio, ratio_interval, RATIO_LEVEL};
+
+pub const ON: &str = "profile on";
+pub const OFF: &str = "profile off";
+/// The bound on the profile's cost in service demand under which it is on by default.
+pub const TARGET_PERCENT: f64 = 2.0;
+
+/// ringperf with the profile taken (and checked to be in the report).
+pub fn on(bin: PathBuf) -> Ringperf {
+    Ringperf {
+        label: ON,
+        extra: Vec::new(),
+        expect: Expect { profile: Some(true), ..Expect::default() },
+        ..Ringperf::new(bin)
+    }
+}
+
+/// ringperf with `--no-profile` (and checked to have none).
+pub fn off(bin: PathBuf) -> Ringperf {
+    Ringperf {
+        label: OFF,
+        extra: vec!["--no-profile".into()],
+        expect: Expect { profile: Some(false), ..Expect::default() },
+        ..Ringperf::new(bin)
+    }
+}
+
+/// The two workloads: rr with both sides on `cpus.0`, and a stream on `cpus`.
+pub fn configs(secs: u32, cpus: (usize, usize)) -> [Config; 2] {
+    [
+        Config::new(Workload::Rr, secs, (cpus.0, cpus.0), 1, Some("cubic".into())),
+        Config::new(Workload::Stream, secs, cpus, 64 * 1024, Some("cubic".into())),
+    ]
+}
+
+pub fn run(plans: &[Plan]) -> Result<()> {
+    for plan in plans {
+        let host = bench::check_host(&plan.cfg)?;
+        let bin = ringperf::locate(plan.ringperf.as_deref())?;
+        let (a, b) = (on(bin.clone()), off(bin));
+        let tools: [&dyn Tool; 2] = [&a, &b];
+        print!("{}", report::header(plan, &host, &tools));
+        let _ = std::io::stdout().flush();
+        let (results, failures) = bench::alternate_retrying(plan, &tools, 1)?;
+        print!("{}", report::runs_table(&plan.cfg, &results));
+        print!("{}", bench::failures_note(&failures));
+        print!("{}", report::summary(&plan.cfg, &host, &results, &tools));
+        print!("{}", verdict(&results));
+        println!();
+    }
+    Ok(())
+}
+
+/// The profile's cost in service demand, with its interval, against the default rule.
+/// The service demand judged is ringperf's own, over its measurement window: the bench's
+/// window also holds the symbolisation after it, which costs wall time but does not touch
+/// any figure (the summary above shows the bench's figure too).
+pub fn verdict(results: &[RunResult]) -> String {
+    let sds = |tool: &str| -> Vec<f64> {
+        results.iter().filter(|r| r.tool == tool).filter_map(|r| r.own_service_demand).collect()
+    };
+    let (a, b) = (sds(ON), sds(OFF));
+    let mut out = String::new();
+    let Some(q) = ratio(median(&a), median(&b)) else {
+        let _ = writeln!(out, "profile cost: not measured (no service demand from one of the settings)");
+        return out;
+    };
+    let cost = (q - 1.0) * 100.0;
+    let interval = ratio_interval(&a, &b, RATIO_LEVEL);
+    let judged = match interval {
+        // The whole interval under the bound: the cost is surely below it.
+        Some((_, hi)) if (hi - 1.0) * 100.0 < TARGET_PERCENT => "under the bound: on by default",
+        Some((lo, _)) if (lo - 1.0) * 100.0 >= TARGET_PERCENT => "over the bound: behind --profile",
+        Some(_) => "the interval straddles the bound: more runs are needed to decide",
+        None => "no interval (fewer than two runs a setting)",
+    };
+    let _ = writeln!(
+        out,
+        "profile cost: service demand in ringperf's window on/off {q:.3}x ({cost:+.2} %){}; bound {TARGET_PERCENT} %: {judged}",
+        interval.map_or_else(String::new, |(lo, hi)| format!(
+            ", {:.0} % interval {lo:.3}x-{hi:.3}x",
+            100.0 * RATIO_LEVEL
+        )),
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::CpuWindow;
+    use crate::peers::Work;
+    use ringperf_engine::measure::cpu::ProcStat;
+
+    /// A 1-second rr run of `tps` transactions at `busy` of 100 ticks on one of two CPUs.
+    fn run(tool: &'static str, tps: f64, busy: u64) -> RunResult {
+        let b = ProcStat::parse("cpu0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0\n").unwrap();
+        let a = ProcStat::parse(&format!("cpu0 {busy} 0 0 {} 0 0 0 0\ncpu1 0 0 0 100 0 0 0 0\n", 100 - busy))
+            .unwrap();
+        let mut r = RunResult::new(
+            tool,
+            CpuWindow::from_stats(&b, &a, 1_000_000_000),
+            Work::Rr {
+                transactions: tps as u64,
+                tps_by_count: tps,
+                tps_by_rtt: f64::NAN,
+                mean_rtt_us: f64::NAN,
+            },
+        );
+        // ringperf's own figure: busy CPU per transaction, here in ticks per 1000.
+        r.own_service_demand = Some(busy as f64);
+        r
+    }
+
+    #[test]
+    fn flags_and_expectations() {
+        let [rr, stream] = configs(3, (0, 1));
+        assert_eq!(on("rp".into()).describe(&rr), "rp rr -l 3 -r 1,1 -T 0,0 --cc cubic --json");
+        assert_eq!(off("rp".into()).describe(&rr), "rp rr -l 3 -r 1,1 -T 0,0 --cc cubic --no-profile --json");
+        assert!(off("rp".into()).describe(&stream).contains("-m 65536 -M 65536 -T 0,1"));
+    }
+
+    #[test]
+    fn a_cost_clearly_under_the_bound_turns_the_profile_on() {
+        // The same work for the same CPU in every run: a cost of 0 with a tight interval.
+        let rs = vec![run(ON, 1000.0, 50), run(OFF, 1000.0, 50), run(ON, 1000.0, 50), run(OFF, 1000.0, 50)];
+        let v = verdict(&rs);
+        assert!(v.contains("1.000x") && v.contains("on by default"), "{v}");
+    }
+
+    #[test]
+    fn a_cost_clearly_over_the_bound_keeps_it_behind_the_flag() {
+        let rs = vec![
+            run(ON, 1000.0, 60),
+            run(OFF, 1000.0, 50),
+            run(ON, 1000.0, 61),
+            run(OFF, 1000.0, 50),
+            run(ON, 1000.0, 60),
+            run(OFF, 1000.0, 51),
+        ];
+        let v = verdict(&rs);
+        assert!(v.contains("behind --profile"), "{v}");
+    }
+
+    #[test]
+    fn a_noisy_cost_asks_for_more_runs() {
+        let rs = vec![run(ON, 1000.0, 30), run(OFF, 1000.0, 50), run(ON, 1000.0, 70), run(OFF, 1000.0, 50)];
+        let v = verdict(&rs);
+        assert!(v.contains("more runs are needed"), "{v}");
+    }
+}
