@@ -386,12 +386,14 @@ flag_group! {
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Engines and ring tuning")]
 pub struct EngineArgs {
-    /// How the sending side puts payload on the socket (copy, zc, zc-msg, splice).
+    /// How the sending side puts payload on the socket (copy, zc, zc-msg, splice; syscall:
+    /// classic send(2) without a ring, the reference to compare with).
     #[arg(long, value_name = "ENGINE", default_value = SendEngine::default().name(), value_parser = parse_send_engine)]
     send_engine: SendEngine [sweep "send_engine", ',']
         [only "stream", "rr", "engines"; "sendfile always splices"]
         [keyval "SEND_ENGINE" after "CONFIDENCE_ITERATION" = |r| r.engine_pair().0.name().into()],
-    /// How the receiving side takes payload off the socket (recv, multishot, bundle, trunc).
+    /// How the receiving side takes payload off the socket (recv, multishot, bundle, trunc;
+    /// syscall: classic recv(2) without a ring).
     #[arg(long, value_name = "ENGINE", default_value = RecvEngine::default().name(), value_parser = parse_recv_engine)]
     recv_engine: RecvEngine [sweep "recv_engine", ',']
         [only "stream", "rr", "sendfile", "engines"; "crr and the UDP tests use their own operations"]

@@ -8,10 +8,21 @@ use crate::runner::{Progress, Runner};
 use crate::{explicit, print, render, requirements, stream_spec};
 
 /// The combinations to run: every send engine with the chosen receive engine, then the
-/// chosen send engine with every other receive engine; with --matrix, every pair.
+/// chosen send engine with every other receive engine; with --matrix, every pair. Without
+/// lists, the io_uring engines, with the classic pair (syscall on both sides) right after
+/// the default pair it is the counterpart of.
 pub fn combinations(a: &EnginesArgs) -> Vec<(SendEngine, RecvEngine)> {
-    let sends = if a.send_engines.is_empty() { SendEngine::ALL.to_vec() } else { a.send_engines.clone() };
-    let recvs = if a.recv_engines.is_empty() { RecvEngine::ALL.to_vec() } else { a.recv_engines.clone() };
+    let defaults = a.send_engines.is_empty() && a.recv_engines.is_empty() && !a.matrix;
+    let sends = if a.send_engines.is_empty() {
+        SendEngine::ALL.into_iter().filter(|e| !(defaults && e.is_classic())).collect()
+    } else {
+        a.send_engines.clone()
+    };
+    let recvs = if a.recv_engines.is_empty() {
+        RecvEngine::ALL.into_iter().filter(|e| !(defaults && e.is_classic())).collect()
+    } else {
+        a.recv_engines.clone()
+    };
     if a.matrix {
         return sends.iter().flat_map(|&s| recvs.iter().map(move |&r| (s, r))).collect();
     }
@@ -21,6 +32,10 @@ pub fn combinations(a: &EnginesArgs) -> Vec<(SendEngine, RecvEngine)> {
         if !out.contains(&(base.0, r)) {
             out.push((base.0, r));
         }
+    }
+    let classic = (SendEngine::Syscall, RecvEngine::Syscall);
+    if defaults && !out.contains(&classic) {
+        out.insert(1.min(out.len()), classic);
     }
     out
 }

@@ -4,8 +4,8 @@
 use crate::error::Result;
 use crate::measure::latency::{merge_summaries, LatencyRecorder};
 use crate::report::{
-    CrrReport, IntervalSample, RecvReport, RingCounters, SendReport, SpliceReport, ToolCpu, UdpFlowReport,
-    UdpReport, VerifyReport, ZeroCopyReport,
+    CrrReport, IntervalSample, RecvReport, RingCounters, SendReport, SpliceReport, SyscallCounters, ToolCpu,
+    UdpFlowReport, UdpReport, VerifyReport, ZeroCopyReport,
 };
 use crate::workload::Ending;
 
@@ -68,6 +68,15 @@ pub fn ring(all: &[RingCounters]) -> RingCounters {
         enters: a.enters + c.enters,
         sqes: a.sqes + c.sqes,
         cqes: a.cqes + c.cqes,
+        syscalls: match (a.syscalls, c.syscalls) {
+            (Some(x), Some(y)) => Some(SyscallCounters {
+                sends: x.sends + y.sends,
+                recvs: x.recvs + y.recvs,
+                epoll_waits: x.epoll_waits + y.epoll_waits,
+                other: x.other + y.other,
+            }),
+            (x, y) => x.or(y),
+        },
     })
 }
 

@@ -657,6 +657,30 @@ pub struct RingCounters {
     pub enters: u64,
     pub sqes: u64,
     pub cqes: u64,
+    /// A classic engine's worker has no ring (its enters, SQEs and CQEs stay 0): the
+    /// system calls it made instead. `None` for a ring.
+    #[serde(default)]
+    pub syscalls: Option<SyscallCounters>,
+}
+
+/// The system calls a classic (`syscall`) worker made on its data path.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SyscallCounters {
+    /// send(2)/sendto(2) calls, those that returned EAGAIN included.
+    pub sends: u64,
+    /// recv(2)/recvfrom(2) calls, those that returned EAGAIN included.
+    pub recvs: u64,
+    /// epoll_wait(2) calls (several flows per worker; 0 with blocking sockets).
+    pub epoll_waits: u64,
+    /// Other calls of the data path: crr's socket, connect, accept and close.
+    #[serde(default)]
+    pub other: u64,
+}
+
+impl SyscallCounters {
+    pub fn total(&self) -> u64 {
+        self.sends + self.recvs + self.epoll_waits + self.other
+    }
 }
 
 impl RingCounters {

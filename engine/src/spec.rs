@@ -92,11 +92,14 @@ pub enum SendEngine {
     ZcMsg,
     /// File (or memfd) -> pipe -> socket with IORING_OP_SPLICE.
     Splice,
+    /// Classic send(2), no ring: blocking with one flow per worker, non-blocking over epoll
+    /// with several (the reference the io_uring engines are measured against).
+    Syscall,
 }
 
 impl SendEngine {
-    pub const ALL: [SendEngine; 4] =
-        [SendEngine::Copy, SendEngine::Zc, SendEngine::ZcMsg, SendEngine::Splice];
+    pub const ALL: [SendEngine; 5] =
+        [SendEngine::Copy, SendEngine::Zc, SendEngine::ZcMsg, SendEngine::Splice, SendEngine::Syscall];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -104,7 +107,13 @@ impl SendEngine {
             SendEngine::Zc => "zc",
             SendEngine::ZcMsg => "zc-msg",
             SendEngine::Splice => "splice",
+            SendEngine::Syscall => "syscall",
         }
+    }
+
+    /// True for the classic engines that run without a ring.
+    pub fn is_classic(self) -> bool {
+        self == SendEngine::Syscall
     }
 
     /// True for the engines whose sends produce zero-copy notifications.
@@ -126,11 +135,14 @@ pub enum RecvEngine {
     Bundle,
     /// MSG_TRUNC: the kernel discards the payload without copying it.
     Trunc,
+    /// Classic recv(2), no ring: blocking with one flow per worker, non-blocking over epoll
+    /// with several.
+    Syscall,
 }
 
 impl RecvEngine {
-    pub const ALL: [RecvEngine; 4] =
-        [RecvEngine::Recv, RecvEngine::Multishot, RecvEngine::Bundle, RecvEngine::Trunc];
+    pub const ALL: [RecvEngine; 5] =
+        [RecvEngine::Recv, RecvEngine::Multishot, RecvEngine::Bundle, RecvEngine::Trunc, RecvEngine::Syscall];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -138,7 +150,13 @@ impl RecvEngine {
             RecvEngine::Multishot => "multishot",
             RecvEngine::Bundle => "bundle",
             RecvEngine::Trunc => "trunc",
+            RecvEngine::Syscall => "syscall",
         }
+    }
+
+    /// True for the classic engines that run without a ring.
+    pub fn is_classic(self) -> bool {
+        self == RecvEngine::Syscall
     }
 
     /// Engines that receive through a provided-buffer ring.
@@ -561,6 +579,7 @@ impl TestSpec {
             )));
         }
         self.validate_workload()?;
+        self.validate_classic()?;
         if self.remote.splice_file.is_some() {
             return Err(Error::Usage(
                 "a server never opens a file a client names: -F applies to the local sender only".into(),
@@ -682,6 +701,40 @@ impl TestSpec {
             return usage(format!("{name} runs client to server only"));
         }
         Ok(())
+    }
+
+    /// The classic engines replace a worker's ring with a loop of system calls: a side that
+    /// sends and receives on one socket (rr, crr, udp-rr) runs one such loop, so it takes
+    /// both classic engines or neither; and the loop sends as fast as it can (no pacing).
+    fn validate_classic(&self) -> Result<()> {
+        if self.workload.is_transactional() {
+            for s in [&self.local, &self.remote] {
+                if s.send_engine.is_classic() != s.recv_engine.is_classic() {
+                    return Err(Error::Usage(format!(
+                        "{} sends and receives in one loop on each side: give --send-engine syscall with --recv-engine syscall, or neither",
+                        self.command_name()
+                    )));
+                }
+            }
+        }
+        let classic_sender = [&self.local, &self.remote].iter().any(|s| s.send_engine.is_classic());
+        if classic_sender && self.pacing != Pacing::default() {
+            return Err(Error::Usage(
+                "-b and --flow-rate pace through the ring's timers, which the syscall engine has not: drop them or pick another send engine".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The ringperf command that runs this workload.
+    pub fn command_name(&self) -> &'static str {
+        match self.workload {
+            Workload::Stream => "stream",
+            Workload::Rr => "rr",
+            Workload::Crr => "crr",
+            Workload::UdpStream => "udp-stream",
+            Workload::UdpRr => "udp-rr",
+        }
     }
 
     /// The role the client ("local") side plays.

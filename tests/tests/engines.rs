@@ -101,6 +101,7 @@ matrix! {
     splice_multishot: "splice" / "multishot";
     splice_bundle: "splice" / "bundle";
     splice_trunc: "splice" / "trunc";
+    syscall_syscall: "syscall" / "syscall";
 }
 
 /// Loopback always copies, so --require-zc must fail the run with exit 1, say why, and
@@ -410,6 +411,7 @@ fn engines_runs_every_default_combination() {
         .collect();
     let want = [
         ("copy", "recv"),
+        ("syscall", "syscall"),
         ("zc", "recv"),
         ("zc-msg", "recv"),
         ("splice", "recv"),
@@ -425,6 +427,11 @@ fn engines_runs_every_default_combination() {
         check_stream_report(x, false);
         // Each engine runs with its own default chain, as it would on its own.
         let want = if str_at(x, "local.send_engine") == "splice" { 32 } else { 4 };
+        assert_eq!(
+            x["local"]["ring"]["syscalls"].is_null(),
+            str_at(x, "local.send_engine") != "syscall",
+            "a classic side counts system calls, a ring side enters"
+        );
         assert_eq!(u64_at(x, "spec.ring.send_depth"), want, "{}", str_at(x, "local.send_engine"));
     }
     let out = ringperf!().run(&["engines", "-l", "0.3"]).success();

@@ -4,7 +4,9 @@
 use std::fmt::Write;
 
 use ringperf_engine::env::NetworkEnvironment;
-use ringperf_engine::report::{LatencySummary, RingSetup, SideReport, UdpReport, ZeroCopyReport};
+use ringperf_engine::report::{
+    LatencySummary, RingSetup, SideReport, SyscallCounters, UdpReport, ZeroCopyReport,
+};
 use ringperf_engine::spec::{Role, Workload};
 use ringperf_engine::TestReport;
 
@@ -168,6 +170,10 @@ fn side_lines(o: &mut String, name: &str, s: &SideReport) {
             c.system.cpus,
             c.system.steal_percent
         );
+        if let Some(calls) = &s.ring.syscalls {
+            syscall_line(o, name, s, calls);
+            return;
+        }
         let mb = (s.bytes_sent + s.bytes_received) as f64 / 1e6;
         let per = match s.role {
             role if role.is_transactional() && s.transactions > 0 => {
@@ -185,6 +191,24 @@ fn side_lines(o: &mut String, name: &str, s: &SideReport) {
             ring_setup(&s.ring_setup)
         );
     }
+}
+
+/// A classic engine's worker has no ring: the system calls it made instead.
+fn syscall_line(o: &mut String, name: &str, s: &SideReport, c: &SyscallCounters) {
+    let mb = (s.bytes_sent + s.bytes_received) as f64 / 1e6;
+    let per = match s.role {
+        role if role.is_transactional() && s.transactions > 0 => {
+            format!(", {:.2} calls/transaction", c.total() as f64 / s.transactions as f64)
+        }
+        _ if mb > 0.0 => format!(", {:.1} calls/MB", c.total() as f64 / mb),
+        _ => String::new(),
+    };
+    let other = if c.other > 0 { format!(", {} other", c.other) } else { String::new() };
+    let _ = writeln!(
+        o,
+        "{name}  syscalls (no ring): {} send, {} recv, {} epoll_wait{other}{per}",
+        c.sends, c.recvs, c.epoll_waits
+    );
 }
 
 /// TCP_INFO sums and the per-segment cost.

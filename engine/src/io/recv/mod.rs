@@ -66,6 +66,7 @@ impl AnyRecv {
                 tuning.buf_size as usize,
                 verify.enabled(),
             )?),
+            RecvEngine::Syscall => return Err(crate::classic::not_a_ring_engine("receive", engine.name())),
         })
     }
 }

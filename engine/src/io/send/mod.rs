@@ -56,6 +56,7 @@ impl AnySend {
                 AnySend::Zc(ZcSend::new(kind, ring, s.fds, s.max_len, slots)?)
             }
             SendEngine::Splice => AnySend::Splice(SpliceSend::new(s.fds, s.max_len, s.depth, s.file)?),
+            SendEngine::Syscall => return Err(crate::classic::not_a_ring_engine("send", engine.name())),
         })
     }
 }

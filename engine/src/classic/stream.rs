@@ -1,0 +1,211 @@
+//! Bulk transfer over system calls: the sender sends `-m` bytes per call until the
+//! deadline, then half-closes; the receiver receives `-M` bytes per call until every flow
+//! reaches EOF (netperf's TCP_STREAM loop; over epoll with several flows, neper's).
+
+use crate::classic::sys::{self, Epoll, Io};
+use crate::classic::{Ctx, Loop, Pattern, ABORT, DEADLINE, GUARD};
+use crate::error::{Error, Result};
+use crate::report::{RecvReport, SendReport};
+use crate::spec::{RecvEngine, TestSpec};
+use crate::verify::Verifier;
+use crate::workload::driver::RoleReport;
+use crate::workload::{check_not_early, peer_not_reading, peer_stuck, shutdown_write, Ending};
+
+/// The epoll token of the watcher's wake-up eventfd (flows use their index).
+const WAKE: u64 = u64::MAX;
+/// Calls one ready flow gets before the loop serves the others: a flow that can always
+/// send (or always has data) does not starve the rest.
+const CALLS_PER_TURN: usize = 16;
+
+pub struct Sender {
+    pattern: Pattern,
+    size: usize,
+    offsets: Vec<u64>,
+    report: SendReport,
+}
+
+impl Sender {
+    pub fn new(spec: &TestSpec, flows: usize) -> Result<Sender> {
+        let size = spec.send_size as usize;
+        Ok(Sender {
+            pattern: Pattern::new(size),
+            size,
+            offsets: vec![0; flows],
+            report: SendReport::default(),
+        })
+    }
+
+    /// One send on flow `f`; `Ok(false)` when the socket has no room.
+    #[inline]
+    fn send_once(&mut self, cx: &mut Ctx, f: usize) -> Result<bool> {
+        cx.calls.sends += 1;
+        match sys::send(cx.fds[f], self.pattern.at(self.offsets[f], self.size)) {
+            Io::Done(n) => {
+                self.offsets[f] += n as u64;
+                self.report.sends += 1;
+                cx.counters[f].bytes_sent += n as u64;
+                Ok(true)
+            }
+            Io::Again | Io::Eof => Ok(false),
+            Io::Failed(e) => Err(Error::Peer(format!(
+                "a send on a data connection failed: {e}: did the receiver stop or close it?"
+            ))),
+        }
+    }
+
+    fn run_blocking(&mut self, cx: &mut Ctx) -> Result<()> {
+        while cx.events() & (DEADLINE | ABORT | GUARD) == 0 {
+            self.send_once(cx, 0)?;
+        }
+        Ok(())
+    }
+
+    fn run_epoll(&mut self, cx: &mut Ctx) -> Result<()> {
+        let mut ep = Epoll::new(cx.fds.len() + 1)?;
+        ep.add(cx.wake_fd, WAKE, libc::EPOLLIN as u32)?;
+        for (f, &fd) in cx.fds.iter().enumerate() {
+            ep.add(fd, f as u64, libc::EPOLLOUT as u32)?;
+        }
+        while cx.events() & (DEADLINE | ABORT | GUARD) == 0 {
+            let n = ep.wait()?;
+            cx.calls.epoll_waits += 1;
+            for i in 0..n {
+                let (token, _) = ep.event(i);
+                if token == WAKE {
+                    sys::drain(cx.wake_fd);
+                    continue;
+                }
+                for _ in 0..CALLS_PER_TURN {
+                    if !self.send_once(cx, token as usize)? {
+                        break;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Loop for Sender {
+    fn run(&mut self, cx: &mut Ctx) -> Result<Ending> {
+        let r = if cx.fds.len() > 1 { self.run_epoll(cx) } else { self.run_blocking(cx) };
+        // A stop or the guard shut the sockets down: that, not the send error, is the news.
+        if let Some(end) = cx.stopped(peer_not_reading) {
+            return end;
+        }
+        r?;
+        for &fd in cx.fds {
+            shutdown_write(fd);
+        }
+        Ok(Ending::Completed)
+    }
+
+    fn report(&self) -> RoleReport {
+        RoleReport { send: Some(self.report.clone()), ..RoleReport::default() }
+    }
+}
+
+pub struct Receiver {
+    buf: Vec<u8>,
+    verify: Verifier,
+    open: Vec<bool>,
+    report: RecvReport,
+}
+
+impl Receiver {
+    pub fn new(spec: &TestSpec, flows: usize) -> Result<Receiver> {
+        let size = spec.recv_size as usize;
+        Ok(Receiver {
+            buf: vec![0; size],
+            verify: Verifier::new(spec.verify, flows),
+            open: vec![true; flows],
+            report: RecvReport {
+                engine: RecvEngine::Syscall,
+                landing_bytes: size as u64,
+                ..RecvReport::default()
+            },
+        })
+    }
+
+    /// One receive on flow `f`: `Ok(true)` if it brought data, `Ok(false)` if nothing was
+    /// queued or the flow reached EOF (then marked closed).
+    #[inline]
+    fn recv_once(&mut self, cx: &mut Ctx, f: usize) -> Result<bool> {
+        cx.calls.recvs += 1;
+        self.report.arms += 1;
+        match sys::recv(cx.fds[f], &mut self.buf) {
+            Io::Done(n) => {
+                self.report.data_cqes += 1;
+                self.verify.check(f, &self.buf[..n]);
+                cx.counters[f].bytes_received += n as u64;
+                Ok(true)
+            }
+            Io::Again => Ok(false),
+            Io::Eof => {
+                if cx.stopped(peer_stuck).is_none() {
+                    check_not_early(cx.deadline_ns)?;
+                }
+                self.open[f] = false;
+                Ok(false)
+            }
+            Io::Failed(e) => {
+                Err(Error::Peer(format!("a receive on a data connection failed: {e}: did the sender stop?")))
+            }
+        }
+    }
+
+    fn run_blocking(&mut self, cx: &mut Ctx) -> Result<()> {
+        while self.open[0] {
+            self.recv_once(cx, 0)?;
+            if cx.events() & (ABORT | GUARD) != 0 {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    fn run_epoll(&mut self, cx: &mut Ctx) -> Result<()> {
+        let mut ep = Epoll::new(cx.fds.len() + 1)?;
+        ep.add(cx.wake_fd, WAKE, libc::EPOLLIN as u32)?;
+        for (f, &fd) in cx.fds.iter().enumerate() {
+            ep.add(fd, f as u64, libc::EPOLLIN as u32)?;
+        }
+        let mut open = cx.fds.len();
+        while open > 0 && cx.events() & (ABORT | GUARD) == 0 {
+            let n = ep.wait()?;
+            cx.calls.epoll_waits += 1;
+            for i in 0..n {
+                let (token, _) = ep.event(i);
+                if token == WAKE {
+                    sys::drain(cx.wake_fd);
+                    continue;
+                }
+                let f = token as usize;
+                for _ in 0..CALLS_PER_TURN {
+                    if !self.recv_once(cx, f)? {
+                        break;
+                    }
+                }
+                if !self.open[f] {
+                    ep.delete(cx.fds[f])?;
+                    open -= 1;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Loop for Receiver {
+    fn run(&mut self, cx: &mut Ctx) -> Result<Ending> {
+        let r = if cx.fds.len() > 1 { self.run_epoll(cx) } else { self.run_blocking(cx) };
+        if let Some(end) = cx.stopped(peer_stuck) {
+            return end;
+        }
+        r.map(|()| Ending::Completed)
+    }
+
+    fn report(&self) -> RoleReport {
+        RoleReport { recv: Some(self.report.clone()), verify: self.verify.report(), ..RoleReport::default() }
+    }
+}
