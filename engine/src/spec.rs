@@ -642,12 +642,16 @@ impl TestSpec {
             }
             return Ok(());
         }
-        let default_engines = [&self.local, &self.remote]
-            .iter()
-            .all(|s| s.send_engine == SendEngine::Copy && s.recv_engine == RecvEngine::Recv);
-        if !default_engines || self.verify || self.require_zero_copy {
+        // Their own io_uring operations, or the classic loop (syscall on both counts).
+        let own_or_classic = [&self.local, &self.remote].iter().all(|s| {
+            (s.send_engine == SendEngine::Copy && s.recv_engine == RecvEngine::Recv)
+                || (s.send_engine.is_classic()
+                    && s.recv_engine.is_classic()
+                    && self.classic_serves_workload())
+        });
+        if !own_or_classic || self.verify || self.require_zero_copy {
             return usage(format!(
-                "{name} uses its own send and receive operations: drop --send-engine, --recv-engine, --verify and --require-zc"
+                "{name} uses its own send and receive operations: drop --send-engine, --recv-engine, --verify and --require-zc, or give --send-engine syscall --recv-engine syscall for the classic loop"
             ));
         }
         if self.workload != Workload::Crr && self.crr != CrrOptions::default() {
@@ -724,6 +728,11 @@ impl TestSpec {
             ));
         }
         Ok(())
+    }
+
+    /// Workloads beyond stream and rr that the classic engines serve.
+    fn classic_serves_workload(&self) -> bool {
+        matches!(self.workload, Workload::UdpStream | Workload::UdpRr)
     }
 
     /// The ringperf command that runs this workload.

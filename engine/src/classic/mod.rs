@@ -8,6 +8,7 @@
 mod rr;
 mod stream;
 mod sys;
+mod udp;
 mod watch;
 
 use std::os::fd::RawFd;
@@ -20,7 +21,7 @@ use crate::measure::cpu::ThreadCpuSnapshot;
 use crate::measure::intervals::IntervalSampler;
 use crate::measure::tcp_info::{wait_until_sent, TcpFlowInfo};
 use crate::report::{RingCounters, RingSetup, SyscallCounters};
-use crate::spec::{Role, SideSpec};
+use crate::spec::{Role, SideSpec, TestSpec};
 use crate::verify::{fill, phase, PERIOD};
 use crate::worker::{WorkerOutcome, WorkerPlan, TCP_INFO_SETTLE};
 use crate::workload::driver::RoleReport;
@@ -38,6 +39,10 @@ pub enum ClassicRole {
     StreamReceiver,
     RrClient,
     RrServer,
+    UdpSender,
+    UdpReceiver,
+    UdpRrClient,
+    UdpRrServer,
 }
 
 impl ClassicRole {
@@ -51,15 +56,25 @@ impl ClassicRole {
             // The spec refuses a request/response side with one classic engine only.
             Role::RrClient if send && recv => Some(ClassicRole::RrClient),
             Role::RrServer if send && recv => Some(ClassicRole::RrServer),
+            // The spec refuses a crr or UDP side with one classic engine only.
+            Role::UdpSender if send => Some(ClassicRole::UdpSender),
+            Role::UdpReceiver if recv => Some(ClassicRole::UdpReceiver),
+            Role::UdpRrClient if send && recv => Some(ClassicRole::UdpRrClient),
+            Role::UdpRrServer if send && recv => Some(ClassicRole::UdpRrServer),
             _ => None,
         }
     }
 
-    /// (deadline, guard): which of the watcher's timers the loop needs.
-    fn timers(self) -> (bool, bool) {
+    /// Which of the watcher's timers the loop needs: the deadline, and the guard this long
+    /// after it (a peer that never finishes; for a UDP receiver, the longest drain).
+    fn timers(self, spec: &TestSpec) -> (bool, Option<u64>) {
         match self {
-            ClassicRole::StreamSender | ClassicRole::RrClient => (true, true),
-            ClassicRole::StreamReceiver | ClassicRole::RrServer => (false, true),
+            ClassicRole::StreamSender | ClassicRole::RrClient => (true, Some(PEER_GRACE_NS)),
+            ClassicRole::StreamReceiver | ClassicRole::RrServer => (false, Some(PEER_GRACE_NS)),
+            // UDP sends never wait for the peer, and a timeout bounds every udp-rr wait.
+            ClassicRole::UdpSender | ClassicRole::UdpRrClient => (true, None),
+            ClassicRole::UdpReceiver => (true, Some(udp::stream_drain().1)),
+            ClassicRole::UdpRrServer => (true, Some(udp::rr_server_drain(spec).1)),
         }
     }
 }
@@ -181,6 +196,10 @@ pub(crate) fn run(
         ClassicRole::StreamReceiver => Box::new(stream::Receiver::new(spec, nflows)?),
         ClassicRole::RrClient => Box::new(rr::Client::new(spec, nflows)?),
         ClassicRole::RrServer => Box::new(rr::Server::new(spec, nflows)?),
+        ClassicRole::UdpSender => Box::new(udp::Sender::new(spec, nflows)),
+        ClassicRole::UdpReceiver => Box::new(udp::Receiver::new(spec, nflows)),
+        ClassicRole::UdpRrClient => Box::new(udp::RrClient::new(spec, nflows)?),
+        ClassicRole::UdpRrServer => Box::new(udp::RrServer::new(spec, nflows)),
     };
     let _ = ready.send(());
     let Ok(window_start) = start.recv() else {
@@ -197,10 +216,10 @@ pub(crate) fn run(
         plan.live.take(),
     );
     sampler.open(window_start);
-    let (want_deadline, want_guard) = role.timers();
+    let (want_deadline, guard_after) = role.timers(spec);
     let watcher = watch::Watch::start(watch::WatchPlan {
         deadline_ns: want_deadline.then_some(deadline),
-        guard_ns: want_guard.then_some(deadline + PEER_GRACE_NS),
+        guard_ns: guard_after.map(|g| deadline + g),
         window_start_ns: window_start,
         interval_ns: sampler.interval_ns(),
         stop_fd: plan.watch_fd,
@@ -219,7 +238,9 @@ pub(crate) fn run(
     };
     let ending = lp.run(&mut cx);
     let calls = cx.calls;
-    let end_ns = monotonic_ns();
+    let role_report = lp.report();
+    // A role that ends its own window (a UDP receiver's drain) says when.
+    let end_ns = role_report.end_ns.unwrap_or_else(monotonic_ns);
     drop(watcher);
     let end_ns = if matches!(ending, Ok(Ending::Completed)) { end_ns } else { end_ns.min(deadline) };
     let tool = ThreadCpuSnapshot::now().since(&cpu_before);
@@ -229,7 +250,6 @@ pub(crate) fn run(
     }
     let tcp = plan.fds.iter().map(|&fd| TcpFlowInfo::read(fd).unwrap_or_default()).collect();
     let (intervals, latency) = sampler.finish(end_ns, &flows);
-    let role_report = lp.report();
     Ok(WorkerOutcome {
         flows,
         global_flows: false,

@@ -55,6 +55,60 @@ pub fn recv(fd: RawFd, buf: &mut [u8]) -> Io {
     classify(r)
 }
 
+/// SO_RCVTIMEO: a blocking receive on `fd` returns `Again` after `ns` without data (the
+/// kernel keeps the time; the loop reads no clock).
+pub fn set_recv_timeout(fd: RawFd, ns: u64) -> Result<()> {
+    let tv = libc::timeval { tv_sec: (ns / 1_000_000_000) as _, tv_usec: ((ns % 1_000_000_000) / 1000) as _ };
+    // SAFETY: `tv` is a valid timeval of the size given.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_RCVTIMEO,
+            (&tv as *const libc::timeval).cast(),
+            std::mem::size_of::<libc::timeval>() as libc::socklen_t,
+        )
+    };
+    if r != 0 {
+        return Err(Error::io("setting SO_RCVTIMEO on a data socket", io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+/// A non-blocking CLOCK_MONOTONIC timerfd that fires once per arming.
+pub struct OwnedTimer {
+    fd: OwnedFd,
+}
+
+impl OwnedTimer {
+    pub fn new() -> Result<OwnedTimer> {
+        // SAFETY: timerfd_create takes no memory; the result is checked.
+        let fd =
+            unsafe { libc::timerfd_create(libc::CLOCK_MONOTONIC, libc::TFD_CLOEXEC | libc::TFD_NONBLOCK) };
+        if fd < 0 {
+            return Err(Error::io("creating a timerfd", io::Error::last_os_error()));
+        }
+        // SAFETY: `fd` is a new descriptor nothing else owns.
+        Ok(OwnedTimer { fd: unsafe { OwnedFd::from_raw_fd(fd) } })
+    }
+
+    pub fn fd(&self) -> RawFd {
+        self.fd.as_raw_fd()
+    }
+
+    /// Fires once, `ns` (at least 1) from now; an expiry not yet read is forgotten.
+    pub fn arm(&self, ns: u64) -> Result<()> {
+        let ns = ns.max(1);
+        let ts = libc::timespec { tv_sec: (ns / 1_000_000_000) as _, tv_nsec: (ns % 1_000_000_000) as _ };
+        let spec = libc::itimerspec { it_interval: libc::timespec { tv_sec: 0, tv_nsec: 0 }, it_value: ts };
+        // SAFETY: `spec` is a valid itimerspec; the old value is not asked for.
+        if unsafe { libc::timerfd_settime(self.fd(), 0, &spec, std::ptr::null_mut()) } < 0 {
+            return Err(Error::io("arming a timerfd", io::Error::last_os_error()));
+        }
+        Ok(())
+    }
+}
+
 /// Puts `fd` in blocking or non-blocking mode.
 pub fn set_nonblocking(fd: RawFd, on: bool) -> Result<()> {
     // SAFETY: fcntl on a descriptor the worker holds; no memory is passed.
@@ -144,9 +198,19 @@ impl Epoll {
 
     /// Waits until something is ready; returns how many events [`Epoll::event`] holds.
     pub fn wait(&mut self) -> Result<usize> {
+        self.wait_ms(-1)
+    }
+
+    /// [`Epoll::wait`] for at most `timeout_ms` (-1: no limit); 0 events when it ran out.
+    pub fn wait_ms(&mut self, timeout_ms: i32) -> Result<usize> {
         // SAFETY: `events` has room for `len` entries for the whole call.
         let n = unsafe {
-            libc::epoll_wait(self.fd.as_raw_fd(), self.events.as_mut_ptr(), self.events.len() as i32, -1)
+            libc::epoll_wait(
+                self.fd.as_raw_fd(),
+                self.events.as_mut_ptr(),
+                self.events.len() as i32,
+                timeout_ms,
+            )
         };
         if n < 0 {
             let e = io::Error::last_os_error();
