@@ -390,13 +390,12 @@ pub struct EngineArgs {
     /// classic send(2) without a ring, the reference to compare with).
     #[arg(long, value_name = "ENGINE", default_value = SendEngine::default().name(), value_parser = parse_send_engine)]
     send_engine: SendEngine [sweep "send_engine", ',']
-        [only "stream", "rr", "udp-stream", "udp-rr", "engines"; "sendfile always splices; crr uses its own operations"]
+        [only "stream", "rr", "crr", "udp-stream", "udp-rr", "engines"; "sendfile always splices"]
         [keyval "SEND_ENGINE" after "CONFIDENCE_ITERATION" = |r| r.engine_pair().0.name().into()],
     /// How the receiving side takes payload off the socket (recv, multishot, bundle, trunc;
     /// syscall: classic recv(2) without a ring).
     #[arg(long, value_name = "ENGINE", default_value = RecvEngine::default().name(), value_parser = parse_recv_engine)]
     recv_engine: RecvEngine [sweep "recv_engine", ',']
-        [only "stream", "rr", "sendfile", "udp-stream", "udp-rr", "engines"; "crr uses its own operations"]
         [keyval "RECV_ENGINE" after "SEND_ENGINE" = |r| r.engine_pair().1.name().into()],
     /// Fill the payload with a pattern and check every received byte (its cost is reported).
     #[arg(long)]

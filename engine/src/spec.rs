@@ -732,7 +732,7 @@ impl TestSpec {
 
     /// Workloads beyond stream and rr that the classic engines serve.
     fn classic_serves_workload(&self) -> bool {
-        matches!(self.workload, Workload::UdpStream | Workload::UdpRr)
+        matches!(self.workload, Workload::Crr | Workload::UdpStream | Workload::UdpRr)
     }
 
     /// The ringperf command that runs this workload.

@@ -160,7 +160,7 @@ fn a_side_that_sends_and_receives_takes_both_classic_engines_or_neither() {
 /// Ctrl-C stops a classic run at once, blocked calls and all: partial report, exit 130.
 #[test]
 fn ctrl_c_stops_classic_loops_blocked_or_over_epoll() {
-    for extra in [&["rr"][..], &["stream", "--reverse"], &["stream", "--flows", "4"]] {
+    for extra in [&["rr"][..], &["stream", "--reverse"], &["stream", "--flows", "4"], &["crr"], &["udp-rr"]] {
         let mut args = extra.to_vec();
         args.extend(["-l", "20", "--json", "--send-engine", "syscall", "--recv-engine", "syscall"]);
         let mut cmd = ringperf!().command(&args);
@@ -202,5 +202,55 @@ fn udp_syscall_sides_against_ring_sides_agree() {
         assert!(t > 0, "{local:?} -> {remote:?}: no transaction");
         assert!(served >= t && served <= t + 1, "{local:?} -> {remote:?}: server {served}, client {t}");
         assert!(u64_at(&r, "local.udp.retransmissions") <= u64_at(&r, "local.udp.timeouts"));
+    }
+}
+
+/// Both sides of a crr report count the same connections, and every byte adds up.
+fn check_crr_counts(r: &Value, what: &str) {
+    let t = u64_at(r, "local.transactions");
+    assert!(t > 0, "{what}: no connection cycle completed");
+    assert_eq!(t, u64_at(r, "remote.transactions"), "{what}: client and server count different cycles");
+    assert_eq!(u64_at(r, "local.crr.connections"), t, "{what}");
+    assert_eq!(u64_at(r, "remote.crr.connections"), t, "{what}");
+    assert_eq!(u64_at(r, "remote.crr.rejected"), 0, "{what}: the server rejected a connection");
+    let (req, rsp) = (u64_at(r, "spec.request_size"), u64_at(r, "spec.response_size"));
+    assert_eq!(u64_at(r, "local.bytes_sent"), t * req, "{what}");
+    assert_eq!(u64_at(r, "remote.bytes_received"), t * req, "{what}");
+    assert_eq!(u64_at(r, "remote.bytes_sent"), t * rsp, "{what}");
+    assert_eq!(u64_at(r, "local.bytes_received"), t * rsp, "{what}");
+    assert_eq!(u64_at(r, "local.latency.count"), t, "{what}");
+}
+
+#[test]
+fn crr_syscall_on_both_sides_one_flow_and_64_flows() {
+    for flows in ["1", "64"] {
+        let args = [
+            "crr",
+            "-l",
+            "1",
+            "-r",
+            "100,3000",
+            "--flows",
+            flows,
+            "--send-engine",
+            "syscall",
+            "--recv-engine",
+            "syscall",
+        ];
+        let r = ringperf!().run_json(&args);
+        check_crr_counts(&r, &format!("{flows} flow(s)"));
+        let c = at(&r, "local.ring.syscalls");
+        // socket, connect and close (at least) per cycle are the client's other calls.
+        assert!(u64_at(c, "other") >= 3 * u64_at(&r, "local.transactions"), "{c}");
+        assert_eq!(u64_at(c, "epoll_waits") > 0, flows == "64", "{flows} flow(s): {c}");
+        assert_eq!(u64_at(&r, "local.ring.enters"), 0);
+    }
+}
+
+#[test]
+fn crr_syscall_client_against_a_ring_server_and_the_reverse() {
+    for (local, remote) in [(SYSCALL, RING), (RING, SYSCALL)] {
+        let r = run_mixed(Workload::Crr, local, remote);
+        check_crr_counts(&r, &format!("{local:?} -> {remote:?}"));
     }
 }

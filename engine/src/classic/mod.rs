@@ -5,6 +5,7 @@
 //! it has several. Time comes from a watcher thread ([`watch`]), never from a clock read
 //! per call.
 
+mod crr;
 mod rr;
 mod stream;
 mod sys;
@@ -43,6 +44,8 @@ pub enum ClassicRole {
     UdpReceiver,
     UdpRrClient,
     UdpRrServer,
+    CrrClient,
+    CrrServer,
 }
 
 impl ClassicRole {
@@ -61,6 +64,8 @@ impl ClassicRole {
             Role::UdpReceiver if recv => Some(ClassicRole::UdpReceiver),
             Role::UdpRrClient if send && recv => Some(ClassicRole::UdpRrClient),
             Role::UdpRrServer if send && recv => Some(ClassicRole::UdpRrServer),
+            Role::CrrClient if send && recv => Some(ClassicRole::CrrClient),
+            Role::CrrServer if send && recv => Some(ClassicRole::CrrServer),
             _ => None,
         }
     }
@@ -69,8 +74,12 @@ impl ClassicRole {
     /// after it (a peer that never finishes; for a UDP receiver, the longest drain).
     fn timers(self, spec: &TestSpec) -> (bool, Option<u64>) {
         match self {
-            ClassicRole::StreamSender | ClassicRole::RrClient => (true, Some(PEER_GRACE_NS)),
-            ClassicRole::StreamReceiver | ClassicRole::RrServer => (false, Some(PEER_GRACE_NS)),
+            ClassicRole::StreamSender | ClassicRole::RrClient | ClassicRole::CrrClient => {
+                (true, Some(PEER_GRACE_NS))
+            }
+            ClassicRole::StreamReceiver | ClassicRole::RrServer | ClassicRole::CrrServer => {
+                (false, Some(PEER_GRACE_NS))
+            }
             // UDP sends never wait for the peer, and a timeout bounds every udp-rr wait.
             ClassicRole::UdpSender | ClassicRole::UdpRrClient => (true, None),
             ClassicRole::UdpReceiver => (true, Some(udp::stream_drain().1)),
@@ -181,10 +190,23 @@ pub(crate) fn run(
     start: mpsc::Receiver<u64>,
 ) -> Result<WorkerOutcome> {
     let spec = &plan.spec;
-    let nflows = plan.fds.len();
-    let many = nflows > 1;
-    for &fd in &plan.fds {
-        sys::set_nonblocking(fd, many)?;
+    let crr_plan = || {
+        plan.crr
+            .clone()
+            .ok_or_else(|| Error::Protocol("a crr worker without its plan: this is a bug in ringperf".into()))
+    };
+    // Counter slots: one per flow; crr has no socket per flow (its client counts its own
+    // flows, its server every flow of the test, in global order).
+    let nflows = match role {
+        ClassicRole::CrrClient => plan.flow_ids.len(),
+        ClassicRole::CrrServer => spec.flows as usize,
+        _ => plan.fds.len(),
+    };
+    let crr = matches!(role, ClassicRole::CrrClient | ClassicRole::CrrServer);
+    if !crr {
+        for &fd in &plan.fds {
+            sys::set_nonblocking(fd, nflows > 1)?;
+        }
     }
     if role == ClassicRole::StreamReceiver && plan.police_bps.is_some() {
         return Err(Error::Usage(
@@ -200,6 +222,22 @@ pub(crate) fn run(
         ClassicRole::UdpReceiver => Box::new(udp::Receiver::new(spec, nflows)),
         ClassicRole::UdpRrClient => Box::new(udp::RrClient::new(spec, nflows)?),
         ClassicRole::UdpRrServer => Box::new(udp::RrServer::new(spec, nflows)),
+        ClassicRole::CrrClient => {
+            let c = crr_plan()?;
+            let peer =
+                c.peer.ok_or_else(|| Error::Protocol("a crr client without a peer: this is a bug".into()))?;
+            Box::new(crr::Client::new(spec, peer, c.cookie, &plan.flow_ids))
+        }
+        ClassicRole::CrrServer => {
+            let c = crr_plan()?;
+            let stop = c
+                .stop_fd
+                .ok_or_else(|| Error::Protocol("a crr server without a stop signal: this is a bug".into()))?;
+            let listener = *plan.fds.first().ok_or_else(|| {
+                Error::Protocol("a crr server without its listener: this is a bug in ringperf".into())
+            })?;
+            Box::new(crr::Server::new(spec, listener, c.cookie, stop))
+        }
     };
     let _ = ready.send(());
     let Ok(window_start) = start.recv() else {
@@ -222,8 +260,10 @@ pub(crate) fn run(
         guard_ns: guard_after.map(|g| deadline + g),
         window_start_ns: window_start,
         interval_ns: sampler.interval_ns(),
-        stop_fd: plan.watch_fd,
-        sockets: plan.fds.clone(),
+        // The crr server stops through its own eventfd: its control connection also carries
+        // the client's FlowsDone mid-run. Its listener serves the whole session.
+        stop_fd: plan.watch_fd.filter(|_| role != ClassicRole::CrrServer),
+        sockets: if crr { Vec::new() } else { plan.fds.clone() },
     })?;
     let mut flows = vec![FlowCounters::default(); nflows];
     let mut cx = Ctx {
@@ -252,7 +292,7 @@ pub(crate) fn run(
     let (intervals, latency) = sampler.finish(end_ns, &flows);
     Ok(WorkerOutcome {
         flows,
-        global_flows: false,
+        global_flows: role == ClassicRole::CrrServer,
         ending,
         ring: RingCounters { syscalls: Some(calls), ..RingCounters::default() },
         ring_setup: RingSetup::default(),
