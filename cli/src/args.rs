@@ -386,8 +386,8 @@ flag_group! {
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Engines and ring tuning")]
 pub struct EngineArgs {
-    /// How the sending side puts payload on the socket (copy, zc, zc-msg, splice; syscall:
-    /// classic send(2) without a ring, the reference to compare with).
+    /// How the sending side puts payload on the socket (copy, zc, zc-msg, splice; without a
+    /// ring, the classic references: syscall, send(2); msg-zerocopy, MSG_ZEROCOPY for stream).
     #[arg(long, value_name = "ENGINE", default_value = SendEngine::default().name(), value_parser = parse_send_engine)]
     send_engine: SendEngine [sweep "send_engine", ',']
         [only "stream", "rr", "crr", "udp-stream", "udp-rr", "engines"; "sendfile always splices"]

@@ -9,8 +9,8 @@ use crate::{explicit, print, render, requirements, stream_spec};
 
 /// The combinations to run: every send engine with the chosen receive engine, then the
 /// chosen send engine with every other receive engine; with --matrix, every pair. Without
-/// lists, the io_uring engines, with the classic pair (syscall on both sides) right after
-/// the default pair it is the counterpart of.
+/// lists, the io_uring engines, each classic engine right after the pair it is the
+/// counterpart of: syscall on both sides after copy/recv, msg-zerocopy after zc.
 pub fn combinations(a: &EnginesArgs) -> Vec<(SendEngine, RecvEngine)> {
     let defaults = a.send_engines.is_empty() && a.recv_engines.is_empty() && !a.matrix;
     let sends = if a.send_engines.is_empty() {
@@ -33,9 +33,16 @@ pub fn combinations(a: &EnginesArgs) -> Vec<(SendEngine, RecvEngine)> {
             out.push((base.0, r));
         }
     }
-    let classic = (SendEngine::Syscall, RecvEngine::Syscall);
-    if defaults && !out.contains(&classic) {
-        out.insert(1.min(out.len()), classic);
+    if defaults {
+        let counterparts = [
+            ((SendEngine::Copy, base.1), (SendEngine::Syscall, RecvEngine::Syscall)),
+            ((SendEngine::Zc, base.1), (SendEngine::MsgZerocopy, base.1)),
+        ];
+        for (ring, classic) in counterparts {
+            if let Some(at) = out.iter().position(|&p| p == ring).filter(|_| !out.contains(&classic)) {
+                out.insert(at + 1, classic);
+            }
+        }
     }
     out
 }

@@ -167,6 +167,7 @@ fn zero_copy(a: ZeroCopyReport, b: ZeroCopyReport) -> ZeroCopyReport {
         buffers_per_flow: a.buffers_per_flow.min(b.buffers_per_flow),
         buffer_waits: a.buffer_waits + b.buffer_waits,
         fixed_buffers: a.fixed_buffers && b.fixed_buffers,
+        completion_ranges: a.completion_ranges + b.completion_ranges,
     }
 }
 

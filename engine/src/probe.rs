@@ -132,7 +132,7 @@ impl IoUringProbe {
             }
             SendEngine::ZcMsg => need(self.has("SENDMSG_ZC"), "IORING_OP_SENDMSG_ZC (Linux 6.1)", "zc-msg")?,
             SendEngine::Splice => need(self.has("SPLICE"), "IORING_OP_SPLICE (Linux 5.7)", "splice")?,
-            SendEngine::Syscall => {}
+            SendEngine::Syscall | SendEngine::MsgZerocopy => {}
         }
         match recv {
             RecvEngine::Recv | RecvEngine::Trunc => {

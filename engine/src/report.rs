@@ -483,6 +483,10 @@ pub struct ZeroCopyReport {
     /// which go from plain memory so that the kernel can merge adjacent ones.
     #[serde(default)]
     pub fixed_buffers: bool,
+    /// msg-zerocopy: completions read from the error queue, each covering a range of sends
+    /// (`notifications` counts the sends they covered); 0 for zc and zc-msg.
+    #[serde(default)]
+    pub completion_ranges: u64,
 }
 
 impl ZeroCopyReport {

@@ -95,11 +95,20 @@ pub enum SendEngine {
     /// Classic send(2), no ring: blocking with one flow per worker, non-blocking over epoll
     /// with several (the reference the io_uring engines are measured against).
     Syscall,
+    /// Classic zero copy, no ring: SO_ZEROCOPY and send(MSG_ZEROCOPY), completions read
+    /// from the socket's error queue (stream only).
+    MsgZerocopy,
 }
 
 impl SendEngine {
-    pub const ALL: [SendEngine; 5] =
-        [SendEngine::Copy, SendEngine::Zc, SendEngine::ZcMsg, SendEngine::Splice, SendEngine::Syscall];
+    pub const ALL: [SendEngine; 6] = [
+        SendEngine::Copy,
+        SendEngine::Zc,
+        SendEngine::ZcMsg,
+        SendEngine::Splice,
+        SendEngine::Syscall,
+        SendEngine::MsgZerocopy,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -108,17 +117,18 @@ impl SendEngine {
             SendEngine::ZcMsg => "zc-msg",
             SendEngine::Splice => "splice",
             SendEngine::Syscall => "syscall",
+            SendEngine::MsgZerocopy => "msg-zerocopy",
         }
     }
 
     /// True for the classic engines that run without a ring.
     pub fn is_classic(self) -> bool {
-        self == SendEngine::Syscall
+        matches!(self, SendEngine::Syscall | SendEngine::MsgZerocopy)
     }
 
     /// True for the engines whose sends produce zero-copy notifications.
     pub fn is_zero_copy(self) -> bool {
-        matches!(self, SendEngine::Zc | SendEngine::ZcMsg)
+        matches!(self, SendEngine::Zc | SendEngine::ZcMsg | SendEngine::MsgZerocopy)
     }
 }
 
@@ -711,6 +721,13 @@ impl TestSpec {
     /// sends and receives on one socket (rr, crr, udp-rr) runs one such loop, so it takes
     /// both classic engines or neither; and the loop sends as fast as it can (no pacing).
     fn validate_classic(&self) -> Result<()> {
+        let msg_zc = [&self.local, &self.remote].iter().any(|s| s.send_engine == SendEngine::MsgZerocopy);
+        if msg_zc && self.workload != Workload::Stream {
+            return Err(Error::Usage(format!(
+                "--send-engine msg-zerocopy serves stream only, not {}: use syscall for the classic loop",
+                self.command_name()
+            )));
+        }
         if self.workload.is_transactional() {
             for s in [&self.local, &self.remote] {
                 if s.send_engine.is_classic() != s.recv_engine.is_classic() {

@@ -254,3 +254,41 @@ fn crr_syscall_client_against_a_ring_server_and_the_reverse() {
         check_crr_counts(&r, &format!("{local:?} -> {remote:?}"));
     }
 }
+
+/// msg-zerocopy: every zero-copy send gets its completion from the error queue, and on
+/// loopback the kernel copied every one, which the report says.
+#[test]
+fn msg_zerocopy_completions_match_sends_and_loopback_copies() {
+    for flows in ["1", "64"] {
+        let args =
+            ["stream", "-l", "1", "-m", "64K", "--flows", flows, "--verify", "--send-engine", "msg-zerocopy"];
+        let r = ringperf!().run_json(&args);
+        check_stream_report(&r, false);
+        check_verified(&r, "remote");
+        assert_eq!(str_at(&r, "local.send_engine"), "msg-zerocopy");
+        let zc = at(&r, "local.send.zero_copy");
+        assert!(u64_at(zc, "sends") > 0, "{flows}: {zc}");
+        assert_eq!(
+            u64_at(zc, "notifications"),
+            u64_at(zc, "sends"),
+            "{flows}: a completion is missing: {zc}"
+        );
+        assert!(
+            u64_at(zc, "completion_ranges") > 0 && u64_at(zc, "completion_ranges") <= u64_at(zc, "sends")
+        );
+        assert_eq!(
+            u64_at(zc, "bytes_copied") + u64_at(zc, "bytes_zero_copy"),
+            u64_at(&r, "local.bytes_sent"),
+            "{flows}: copied + zero-copied bytes differ from bytes sent: {zc}"
+        );
+        assert_eq!(u64_at(zc, "copied"), u64_at(zc, "notifications"), "loopback did not copy? {zc}");
+        assert!(at(&r, "local.ring.syscalls").is_object(), "msg-zerocopy has no ring");
+    }
+    let out = ringperf!().run(&["stream", "-l", "0.5", "--send-engine", "msg-zerocopy"]).success();
+    assert!(out.stdout.contains("msg-zerocopy") && out.stdout.contains("COPIED every send"), "{out}");
+    let out = ringperf!().run(&["stream", "-l", "0.5", "--send-engine", "msg-zerocopy", "--require-zc"]);
+    assert_eq!(out.code(), 1, "loopback copies, so --require-zc fails: {out}");
+    ringperf!()
+        .run(&["rr", "-l", "0.5", "--send-engine", "msg-zerocopy"])
+        .failure(2, &["msg-zerocopy", "stream only"]);
+}

@@ -376,7 +376,13 @@ fn zero_copy_line(engine: &str, z: &ZeroCopyReport) -> String {
     } else {
         String::new()
     };
-    let from = if z.fixed_buffers { "registered arena" } else { "plain memory, sends under a page" };
+    let from = if z.fixed_buffers {
+        "registered arena"
+    } else if z.completion_ranges > 0 {
+        "plain memory, completions from the error queue"
+    } else {
+        "plain memory, sends under a page"
+    };
     format!(
         "zero copy ({engine}, from {from}): {} sends, {} notifications, {} copied; {:.1} % of bytes sent without a copy: {verdict}{waits}",
         z.sends,

@@ -6,6 +6,7 @@
 //! per call.
 
 mod crr;
+mod msgzc;
 mod rr;
 mod stream;
 mod sys;
@@ -214,7 +215,7 @@ pub(crate) fn run(
         ));
     }
     let mut lp: Box<dyn Loop> = match role {
-        ClassicRole::StreamSender => Box::new(stream::Sender::new(spec, nflows)?),
+        ClassicRole::StreamSender => Box::new(stream::Sender::new(spec, &plan.fds, plan.side.send_engine)?),
         ClassicRole::StreamReceiver => Box::new(stream::Receiver::new(spec, nflows)?),
         ClassicRole::RrClient => Box::new(rr::Client::new(spec, nflows)?),
         ClassicRole::RrServer => Box::new(rr::Server::new(spec, nflows)?),

@@ -2,11 +2,14 @@
 //! deadline, then half-closes; the receiver receives `-M` bytes per call until every flow
 //! reaches EOF (netperf's TCP_STREAM loop; over epoll with several flows, neper's).
 
+use std::os::fd::RawFd;
+
+use crate::classic::msgzc::MsgZeroCopy;
 use crate::classic::sys::{self, Epoll, Io};
 use crate::classic::{Ctx, Loop, Pattern, ABORT, DEADLINE, GUARD};
 use crate::error::{Error, Result};
 use crate::report::{RecvReport, SendReport};
-use crate::spec::{RecvEngine, TestSpec};
+use crate::spec::{RecvEngine, SendEngine, TestSpec};
 use crate::verify::Verifier;
 use crate::workload::driver::RoleReport;
 use crate::workload::{check_not_early, peer_not_reading, peer_stuck, shutdown_write, Ending};
@@ -21,16 +24,20 @@ pub struct Sender {
     pattern: Pattern,
     size: usize,
     offsets: Vec<u64>,
+    /// msg-zerocopy: the sends are MSG_ZEROCOPY, and this accounts their completions.
+    zero_copy: Option<MsgZeroCopy>,
     report: SendReport,
 }
 
 impl Sender {
-    pub fn new(spec: &TestSpec, flows: usize) -> Result<Sender> {
+    pub fn new(spec: &TestSpec, fds: &[RawFd], engine: SendEngine) -> Result<Sender> {
         let size = spec.send_size as usize;
+        let zero_copy = (engine == SendEngine::MsgZerocopy).then(|| MsgZeroCopy::new(fds)).transpose()?;
         Ok(Sender {
             pattern: Pattern::new(size),
             size,
-            offsets: vec![0; flows],
+            offsets: vec![0; fds.len()],
+            zero_copy,
             report: SendReport::default(),
         })
     }
@@ -39,14 +46,26 @@ impl Sender {
     #[inline]
     fn send_once(&mut self, cx: &mut Ctx, f: usize) -> Result<bool> {
         cx.calls.sends += 1;
-        match sys::send(cx.fds[f], self.pattern.at(self.offsets[f], self.size)) {
+        let flags = if self.zero_copy.is_some() { MsgZeroCopy::FLAGS } else { 0 };
+        match sys::send_flags(cx.fds[f], self.pattern.at(self.offsets[f], self.size), flags) {
             Io::Done(n) => {
                 self.offsets[f] += n as u64;
                 self.report.sends += 1;
                 cx.counters[f].bytes_sent += n as u64;
+                if let Some(zc) = &mut self.zero_copy {
+                    zc.sent(f, n);
+                    zc.between_sends(cx, f)?;
+                }
                 Ok(true)
             }
             Io::Again | Io::Eof => Ok(false),
+            // Out of option memory for zero-copy sends: wait for completions, then go on.
+            Io::Failed(e) if e.raw_os_error() == Some(libc::ENOBUFS) && self.zero_copy.is_some() => {
+                if let Some(zc) = &mut self.zero_copy {
+                    zc.short_of_memory(cx, f)?;
+                }
+                Ok(true)
+            }
             Io::Failed(e) => Err(Error::Peer(format!(
                 "a send on a data connection failed: {e}: did the receiver stop or close it?"
             ))),
@@ -70,10 +89,14 @@ impl Sender {
             let n = ep.wait()?;
             cx.calls.epoll_waits += 1;
             for i in 0..n {
-                let (token, _) = ep.event(i);
+                let (token, ready) = ep.event(i);
                 if token == WAKE {
                     sys::drain(cx.wake_fd);
                     continue;
+                }
+                // EPOLLERR: zero-copy completions are waiting in the error queue.
+                if let Some(zc) = self.zero_copy.as_mut().filter(|_| ready & libc::EPOLLERR as u32 != 0) {
+                    zc.read(cx, token as usize)?;
                 }
                 for _ in 0..CALLS_PER_TURN {
                     if !self.send_once(cx, token as usize)? {
@@ -94,6 +117,13 @@ impl Loop for Sender {
             return end;
         }
         r?;
+        if let Some(zc) = &mut self.zero_copy {
+            // Every send's completion, before the stream ends.
+            zc.wait_all(cx)?;
+            if let Some(end) = cx.stopped(peer_not_reading) {
+                return end;
+            }
+        }
         for &fd in cx.fds {
             shutdown_write(fd);
         }
@@ -101,7 +131,9 @@ impl Loop for Sender {
     }
 
     fn report(&self) -> RoleReport {
-        RoleReport { send: Some(self.report.clone()), ..RoleReport::default() }
+        let mut send = self.report.clone();
+        send.zero_copy = self.zero_copy.as_ref().map(MsgZeroCopy::report);
+        RoleReport { send: Some(send), ..RoleReport::default() }
     }
 }
 

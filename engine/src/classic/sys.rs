@@ -35,11 +35,17 @@ fn classify(r: isize) -> Io {
 /// send(2) of `buf` on `fd`; never raises SIGPIPE. An empty `buf` reports `Done(0)`.
 #[inline]
 pub fn send(fd: RawFd, buf: &[u8]) -> Io {
+    send_flags(fd, buf, 0)
+}
+
+/// [`send`] with more flags (MSG_ZEROCOPY).
+#[inline]
+pub fn send_flags(fd: RawFd, buf: &[u8], flags: i32) -> Io {
     if buf.is_empty() {
         return Io::Done(0);
     }
     // SAFETY: `buf` is a live slice of `buf.len()` readable bytes for the whole call.
-    let r = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL) };
+    let r = unsafe { libc::send(fd, buf.as_ptr().cast(), buf.len(), libc::MSG_NOSIGNAL | flags) };
     match classify(r) {
         // A send of a non-empty buffer that returns 0 moved nothing: try again.
         Io::Eof => Io::Again,

@@ -211,7 +211,9 @@ pub fn payload_memory(spec: &TestSpec, role: Role, side: &SideSpec) -> u64 {
             }
             SendEngine::Copy => workers.saturating_mul(send_len),
             // One patterned buffer per worker, a pattern period longer than a send.
-            SendEngine::Syscall => workers.saturating_mul(send_len.saturating_add(251)),
+            SendEngine::Syscall | SendEngine::MsgZerocopy => {
+                workers.saturating_mul(send_len.saturating_add(251))
+            }
             // Every flow of a worker has the zero-copy buffers `zc_slots_per_flow` gives it
             // (a stream as if no memory lock limit shrank them); the busiest worker's
             // share, for every worker.

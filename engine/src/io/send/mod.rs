@@ -56,7 +56,9 @@ impl AnySend {
                 AnySend::Zc(ZcSend::new(kind, ring, s.fds, s.max_len, slots)?)
             }
             SendEngine::Splice => AnySend::Splice(SpliceSend::new(s.fds, s.max_len, s.depth, s.file)?),
-            SendEngine::Syscall => return Err(crate::classic::not_a_ring_engine("send", engine.name())),
+            SendEngine::Syscall | SendEngine::MsgZerocopy => {
+                return Err(crate::classic::not_a_ring_engine("send", engine.name()))
+            }
         })
     }
 }
