@@ -1162,7 +1162,7 @@ mod tests {
         assert!(hidden(&["udp-rr"], "send_depth") && !hidden(&["udp-stream"], "send_depth"));
         assert!(refusal(&["udp-stream", "--cc", "cubic"]).contains("it applies to the TCP tests"));
         assert!(refusal(&["sweep", "sendfile", "--send-engine", "zc"])
-            .contains("does not apply to sweep sendfile: it applies to stream, rr and engines (sendfile always splices)"));
+            .contains("does not apply to sweep sendfile: it applies to stream, rr, crr, udp-stream, udp-rr and engines (sendfile always splices)"));
         assert!(
             hidden(&["sweep", "sendfile"], "send_engine") && !hidden(&["sweep", "stream"], "send_engine")
         );
