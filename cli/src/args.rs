@@ -393,7 +393,7 @@ pub struct EngineArgs {
         [only "stream", "rr", "crr", "udp-stream", "udp-rr", "engines"; "sendfile always splices"]
         [keyval "SEND_ENGINE" after "CONFIDENCE_ITERATION" = |r| r.engine_pair().0.name().into()],
     /// How the receiving side takes payload off the socket (recv, multishot, bundle, trunc;
-    /// syscall: classic recv(2) without a ring).
+    /// without a ring: syscall, recv(2); zerocopy-receive, TCP_ZEROCOPY_RECEIVE for stream).
     #[arg(long, value_name = "ENGINE", default_value = RecvEngine::default().name(), value_parser = parse_recv_engine)]
     recv_engine: RecvEngine [sweep "recv_engine", ',']
         [keyval "RECV_ENGINE" after "SEND_ENGINE" = |r| r.engine_pair().1.name().into()],

@@ -10,7 +10,8 @@ use crate::{explicit, print, render, requirements, stream_spec};
 /// The combinations to run: every send engine with the chosen receive engine, then the
 /// chosen send engine with every other receive engine; with --matrix, every pair. Without
 /// lists, the io_uring engines, each classic engine right after the pair it is the
-/// counterpart of: syscall on both sides after copy/recv, msg-zerocopy after zc.
+/// counterpart of: syscall on both sides after copy/recv, msg-zerocopy after zc, and
+/// zerocopy-receive after the ring's receive engines.
 pub fn combinations(a: &EnginesArgs) -> Vec<(SendEngine, RecvEngine)> {
     let defaults = a.send_engines.is_empty() && a.recv_engines.is_empty() && !a.matrix;
     let sends = if a.send_engines.is_empty() {
@@ -42,6 +43,10 @@ pub fn combinations(a: &EnginesArgs) -> Vec<(SendEngine, RecvEngine)> {
             if let Some(at) = out.iter().position(|&p| p == ring).filter(|_| !out.contains(&classic)) {
                 out.insert(at + 1, classic);
             }
+        }
+        let zero_copy_receive = (base.0, RecvEngine::ZerocopyReceive);
+        if !out.contains(&zero_copy_receive) {
+            out.push(zero_copy_receive);
         }
     }
     out

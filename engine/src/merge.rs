@@ -5,7 +5,7 @@ use crate::error::Result;
 use crate::measure::latency::{merge_summaries, LatencyRecorder};
 use crate::report::{
     CrrReport, IntervalSample, RecvReport, RingCounters, SendReport, SpliceReport, SyscallCounters, ToolCpu,
-    UdpFlowReport, UdpReport, VerifyReport, ZeroCopyReport,
+    UdpFlowReport, UdpReport, VerifyReport, ZeroCopyRecvReport, ZeroCopyReport,
 };
 use crate::workload::Ending;
 
@@ -179,6 +179,15 @@ pub fn recv(all: Vec<RecvReport>) -> Option<RecvReport> {
         out.data_cqes += r.data_cqes;
         out.enobufs += r.enobufs;
         out.rearms += r.rearms;
+        out.zero_copy = match (out.zero_copy.take(), r.zero_copy) {
+            (Some(a), Some(b)) => Some(ZeroCopyRecvReport {
+                receives: a.receives + b.receives,
+                bytes_mapped: a.bytes_mapped + b.bytes_mapped,
+                bytes_copied: a.bytes_copied + b.bytes_copied,
+                bytes_read: a.bytes_read + b.bytes_read,
+            }),
+            (a, b) => a.or(b),
+        };
         if out.buffers_per_cqe.len() < r.buffers_per_cqe.len() {
             out.buffers_per_cqe.resize(r.buffers_per_cqe.len(), 0);
         }

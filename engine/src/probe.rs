@@ -146,7 +146,7 @@ impl IoUringProbe {
                 "IORING_FEAT_RECVSEND_BUNDLE (Linux 6.10)",
                 "bundle",
             ),
-            RecvEngine::Syscall => Ok(()),
+            RecvEngine::Syscall | RecvEngine::ZerocopyReceive => Ok(()),
         }
     }
 }

@@ -560,6 +560,34 @@ pub struct RecvReport {
     /// receive (recv) or provided buffer (multishot, bundle) shares one buffer's worth.
     #[serde(default)]
     pub landing_bytes: u64,
+    /// zerocopy-receive: where the received bytes came from.
+    #[serde(default)]
+    pub zero_copy: Option<ZeroCopyRecvReport>,
+}
+
+/// What TCP_ZEROCOPY_RECEIVE did: mapped + copied + read == the bytes received.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct ZeroCopyRecvReport {
+    /// getsockopt(TCP_ZEROCOPY_RECEIVE) calls.
+    pub receives: u64,
+    /// Bytes the kernel mapped into the receiver's window: no copy.
+    pub bytes_mapped: u64,
+    /// Bytes the kernel copied into the copy buffer (the short remainder of a receive).
+    pub bytes_copied: u64,
+    /// Bytes read with recv(2): what a receive could neither map nor copy (recv_skip_hint).
+    pub bytes_read: u64,
+}
+
+impl ZeroCopyRecvReport {
+    /// Share of the received bytes that were mapped, 0..=1.
+    pub fn mapped_fraction(&self) -> f64 {
+        let all = self.bytes_mapped + self.bytes_copied + self.bytes_read;
+        if all == 0 {
+            0.0
+        } else {
+            self.bytes_mapped as f64 / all as f64
+        }
+    }
 }
 
 /// The payload check of --verify.

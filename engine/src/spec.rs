@@ -148,11 +148,20 @@ pub enum RecvEngine {
     /// Classic recv(2), no ring: blocking with one flow per worker, non-blocking over epoll
     /// with several.
     Syscall,
+    /// Classic zero-copy receive, no ring: TCP_ZEROCOPY_RECEIVE into an mmap'd window of the
+    /// socket (stream only).
+    ZerocopyReceive,
 }
 
 impl RecvEngine {
-    pub const ALL: [RecvEngine; 5] =
-        [RecvEngine::Recv, RecvEngine::Multishot, RecvEngine::Bundle, RecvEngine::Trunc, RecvEngine::Syscall];
+    pub const ALL: [RecvEngine; 6] = [
+        RecvEngine::Recv,
+        RecvEngine::Multishot,
+        RecvEngine::Bundle,
+        RecvEngine::Trunc,
+        RecvEngine::Syscall,
+        RecvEngine::ZerocopyReceive,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -161,12 +170,13 @@ impl RecvEngine {
             RecvEngine::Bundle => "bundle",
             RecvEngine::Trunc => "trunc",
             RecvEngine::Syscall => "syscall",
+            RecvEngine::ZerocopyReceive => "zerocopy-receive",
         }
     }
 
     /// True for the classic engines that run without a ring.
     pub fn is_classic(self) -> bool {
-        self == RecvEngine::Syscall
+        matches!(self, RecvEngine::Syscall | RecvEngine::ZerocopyReceive)
     }
 
     /// Engines that receive through a provided-buffer ring.
@@ -721,12 +731,22 @@ impl TestSpec {
     /// sends and receives on one socket (rr, crr, udp-rr) runs one such loop, so it takes
     /// both classic engines or neither; and the loop sends as fast as it can (no pacing).
     fn validate_classic(&self) -> Result<()> {
-        let msg_zc = [&self.local, &self.remote].iter().any(|s| s.send_engine == SendEngine::MsgZerocopy);
-        if msg_zc && self.workload != Workload::Stream {
-            return Err(Error::Usage(format!(
-                "--send-engine msg-zerocopy serves stream only, not {}: use syscall for the classic loop",
-                self.command_name()
-            )));
+        for (flag, stream_only) in [
+            (
+                "--send-engine msg-zerocopy",
+                [&self.local, &self.remote].iter().any(|s| s.send_engine == SendEngine::MsgZerocopy),
+            ),
+            (
+                "--recv-engine zerocopy-receive",
+                [&self.local, &self.remote].iter().any(|s| s.recv_engine == RecvEngine::ZerocopyReceive),
+            ),
+        ] {
+            if stream_only && self.workload != Workload::Stream {
+                return Err(Error::Usage(format!(
+                    "{flag} serves stream only, not {}: use syscall for the classic loop",
+                    self.command_name()
+                )));
+            }
         }
         if self.workload.is_transactional() {
             for s in [&self.local, &self.remote] {

@@ -292,3 +292,31 @@ fn msg_zerocopy_completions_match_sends_and_loopback_copies() {
         .run(&["rr", "-l", "0.5", "--send-engine", "msg-zerocopy"])
         .failure(2, &["msg-zerocopy", "stream only"]);
 }
+
+/// zerocopy-receive: mapped + copied + read adds up to what arrived, the pattern holds in
+/// all three, and on loopback the report says the kernel copied.
+#[test]
+fn zerocopy_receive_accounts_every_byte_and_says_loopback_copies() {
+    for extra in [&["--flows", "1"][..], &["--flows", "64", "-M", "16K"], &["-m", "1K", "-M", "1K"]] {
+        let mut args = vec!["stream", "-l", "1", "--verify", "--recv-engine", "zerocopy-receive"];
+        args.extend(extra);
+        let r = ringperf!().run_json(&args);
+        check_stream_report(&r, false);
+        check_verified(&r, "remote");
+        let z = at(&r, "remote.recv.zero_copy");
+        assert_eq!(str_at(&r, "remote.recv.engine"), "zerocopy-receive");
+        assert!(u64_at(z, "receives") > 0, "{extra:?}: {z}");
+        assert_eq!(
+            u64_at(z, "bytes_mapped") + u64_at(z, "bytes_copied") + u64_at(z, "bytes_read"),
+            u64_at(&r, "remote.bytes_received"),
+            "{extra:?}: mapped + copied + read != received: {z}"
+        );
+        // Loopback payload is never in whole pages: mostly copies.
+        assert!(u64_at(z, "bytes_mapped") * 2 < u64_at(&r, "remote.bytes_received"), "{extra:?}: {z}");
+    }
+    let out = ringperf!().run(&["stream", "-l", "0.5", "--recv-engine", "zerocopy-receive"]).success();
+    assert!(out.stdout.contains("zerocopy receive:") && out.stdout.contains("copied"), "{out}");
+    ringperf!()
+        .run(&["rr", "-l", "0.5", "--send-engine", "syscall", "--recv-engine", "zerocopy-receive"])
+        .failure(2, &["zerocopy-receive", "stream only"]);
+}

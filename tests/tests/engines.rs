@@ -419,6 +419,7 @@ fn engines_runs_every_default_combination() {
         ("copy", "multishot"),
         ("copy", "bundle"),
         ("copy", "trunc"),
+        ("copy", "zerocopy-receive"),
     ];
     assert_eq!(combos.len(), want.len(), "{combos:?}");
     for (got, want) in combos.iter().zip(want) {
@@ -428,6 +429,11 @@ fn engines_runs_every_default_combination() {
         check_stream_report(x, false);
         // Each engine runs with its own default chain, as it would on its own.
         let want = if str_at(x, "local.send_engine") == "splice" { 32 } else { 4 };
+        assert_eq!(
+            x["remote"]["ring"]["syscalls"].is_null(),
+            !["syscall", "zerocopy-receive"].contains(&str_at(x, "remote.recv_engine")),
+            "a classic receiver counts system calls"
+        );
         assert_eq!(
             x["local"]["ring"]["syscalls"].is_null(),
             !["syscall", "msg-zerocopy"].contains(&str_at(x, "local.send_engine")),

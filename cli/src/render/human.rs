@@ -423,6 +423,24 @@ fn engine_lines(o: &mut String, name: &str, s: &SideReport) {
         }
     }
     if let Some(rv) = &s.recv {
+        if let Some(z) = &rv.zero_copy {
+            let verdict = if z.bytes_mapped == 0 {
+                "the kernel mapped nothing: every byte was copied (on loopback the payload is never in whole pages)"
+            } else if z.mapped_fraction() < 0.5 {
+                "mostly copied"
+            } else {
+                "mostly mapped"
+            };
+            let _ = writeln!(
+                o,
+                "{name}  zerocopy receive: {} receives, {:.1} % of bytes mapped ({} B), {} B copied to the copy buffer, {} B read with recv: {verdict}",
+                z.receives,
+                100.0 * z.mapped_fraction(),
+                z.bytes_mapped,
+                z.bytes_copied,
+                z.bytes_read
+            );
+        }
         if rv.engine.uses_buffer_ring() {
             let mut line = format!(
                 "{name}  receive ({}): {} data CQEs, {} ENOBUFS, {} re-arms",

@@ -12,6 +12,7 @@ mod stream;
 mod sys;
 mod udp;
 mod watch;
+mod zcrecv;
 
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -216,7 +217,9 @@ pub(crate) fn run(
     }
     let mut lp: Box<dyn Loop> = match role {
         ClassicRole::StreamSender => Box::new(stream::Sender::new(spec, &plan.fds, plan.side.send_engine)?),
-        ClassicRole::StreamReceiver => Box::new(stream::Receiver::new(spec, nflows)?),
+        ClassicRole::StreamReceiver => {
+            Box::new(stream::Receiver::new(spec, &plan.fds, plan.side.recv_engine)?)
+        }
         ClassicRole::RrClient => Box::new(rr::Client::new(spec, nflows)?),
         ClassicRole::RrServer => Box::new(rr::Server::new(spec, nflows)?),
         ClassicRole::UdpSender => Box::new(udp::Sender::new(spec, nflows)),

@@ -6,6 +6,7 @@ use std::os::fd::RawFd;
 
 use crate::classic::msgzc::MsgZeroCopy;
 use crate::classic::sys::{self, Epoll, Io};
+use crate::classic::zcrecv::{wait_readable, ZeroCopyRecv};
 use crate::classic::{Ctx, Loop, Pattern, ABORT, DEADLINE, GUARD};
 use crate::error::{Error, Result};
 use crate::report::{RecvReport, SendReport};
@@ -141,28 +142,81 @@ pub struct Receiver {
     buf: Vec<u8>,
     verify: Verifier,
     open: Vec<bool>,
+    /// zerocopy-receive: each flow's mapped window and the accounting.
+    zero_copy: Option<ZeroCopyRecv>,
     report: RecvReport,
 }
 
 impl Receiver {
-    pub fn new(spec: &TestSpec, flows: usize) -> Result<Receiver> {
+    pub fn new(spec: &TestSpec, fds: &[RawFd], engine: RecvEngine) -> Result<Receiver> {
         let size = spec.recv_size as usize;
+        let zero_copy =
+            (engine == RecvEngine::ZerocopyReceive).then(|| ZeroCopyRecv::new(fds, size)).transpose()?;
         Ok(Receiver {
             buf: vec![0; size],
-            verify: Verifier::new(spec.verify, flows),
-            open: vec![true; flows],
-            report: RecvReport {
-                engine: RecvEngine::Syscall,
-                landing_bytes: size as u64,
-                ..RecvReport::default()
-            },
+            verify: Verifier::new(spec.verify, fds.len()),
+            open: vec![true; fds.len()],
+            zero_copy,
+            report: RecvReport { engine, landing_bytes: size as u64, ..RecvReport::default() },
         })
+    }
+
+    /// One zero-copy receive on flow `f` (waiting for data first when `blocking`), and a
+    /// recv(2) for what it could neither map nor copy, or to tell EOF from nothing queued.
+    fn zero_copy_once(&mut self, cx: &mut Ctx, f: usize, blocking: bool) -> Result<bool> {
+        let Receiver { buf, verify, zero_copy: Some(zc), report, .. } = self else { return Ok(false) };
+        if blocking {
+            wait_readable(cx, cx.fds[f]);
+        }
+        report.arms += 1;
+        let got = zc.receive(cx, f)?;
+        let (mapped, copied) = zc.landed(f, got);
+        let n = mapped.len() + copied.len();
+        if n > 0 {
+            report.data_cqes += 1;
+            verify.check(f, mapped);
+            verify.check(f, copied);
+            cx.counters[f].bytes_received += n as u64;
+        }
+        if n > 0 && got.skip == 0 {
+            return Ok(true);
+        }
+        let want = if got.skip > 0 { got.skip.min(buf.len()) } else { buf.len() };
+        cx.calls.recvs += 1;
+        match sys::recv(cx.fds[f], &mut buf[..want]) {
+            Io::Done(m) => {
+                verify.check(f, &buf[..m]);
+                cx.counters[f].bytes_received += m as u64;
+                zc.read_by_recv(m);
+                Ok(true)
+            }
+            Io::Again => Ok(n > 0),
+            Io::Eof => {
+                self.ended(cx, f)?;
+                Ok(false)
+            }
+            Io::Failed(e) => {
+                Err(Error::Peer(format!("a receive on a data connection failed: {e}: did the sender stop?")))
+            }
+        }
+    }
+
+    /// Flow `f` reached EOF: too early is the peer's failure, unless the run was stopped.
+    fn ended(&mut self, cx: &mut Ctx, f: usize) -> Result<()> {
+        if cx.stopped(peer_stuck).is_none() {
+            check_not_early(cx.deadline_ns)?;
+        }
+        self.open[f] = false;
+        Ok(())
     }
 
     /// One receive on flow `f`: `Ok(true)` if it brought data, `Ok(false)` if nothing was
     /// queued or the flow reached EOF (then marked closed).
     #[inline]
     fn recv_once(&mut self, cx: &mut Ctx, f: usize) -> Result<bool> {
+        if self.zero_copy.is_some() {
+            return self.zero_copy_once(cx, f, cx.fds.len() == 1);
+        }
         cx.calls.recvs += 1;
         self.report.arms += 1;
         match sys::recv(cx.fds[f], &mut self.buf) {
@@ -174,10 +228,7 @@ impl Receiver {
             }
             Io::Again => Ok(false),
             Io::Eof => {
-                if cx.stopped(peer_stuck).is_none() {
-                    check_not_early(cx.deadline_ns)?;
-                }
-                self.open[f] = false;
+                self.ended(cx, f)?;
                 Ok(false)
             }
             Io::Failed(e) => {
@@ -238,6 +289,8 @@ impl Loop for Receiver {
     }
 
     fn report(&self) -> RoleReport {
-        RoleReport { recv: Some(self.report.clone()), verify: self.verify.report(), ..RoleReport::default() }
+        let mut recv = self.report.clone();
+        recv.zero_copy = self.zero_copy.as_ref().map(ZeroCopyRecv::report);
+        RoleReport { recv: Some(recv), verify: self.verify.report(), ..RoleReport::default() }
     }
 }

@@ -243,6 +243,9 @@ pub fn payload_memory(spec: &TestSpec, role: Role, side: &SideSpec) -> u64 {
                 flows.saturating_mul(depth).saturating_mul(recv_len)
             }
             RecvEngine::Recv | RecvEngine::Trunc | RecvEngine::Syscall => workers.saturating_mul(recv_len),
+            // A receive buffer and a 16 KiB copy buffer per worker; the windows map the
+            // socket's own pages.
+            RecvEngine::ZerocopyReceive => workers.saturating_mul(recv_len.saturating_add(16 << 10)),
             // Unchecked provided buffers share one landing area (see `buf::BufRing`).
             RecvEngine::Multishot | RecvEngine::Bundle => {
                 let count = if spec.verify { u64::from(spec.ring.buf_count) } else { 1 };

@@ -66,7 +66,9 @@ impl AnyRecv {
                 tuning.buf_size as usize,
                 verify.enabled(),
             )?),
-            RecvEngine::Syscall => return Err(crate::classic::not_a_ring_engine("receive", engine.name())),
+            RecvEngine::Syscall | RecvEngine::ZerocopyReceive => {
+                return Err(crate::classic::not_a_ring_engine("receive", engine.name()))
+            }
         })
     }
 }
