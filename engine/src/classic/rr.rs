@@ -303,6 +303,8 @@ impl Server {
     fn run_blocking(&mut self, cx: &mut Ctx) -> Result<()> {
         let e = &mut self.ends;
         loop {
+            // The server ends at the client's EOF; this samples the interval ticks.
+            cx.events();
             match e.recv_from(cx, 0, 0)? {
                 Some(got) if got == e.recv_len => {}
                 // EOF between requests or mid-request: the client has gone (a torn
