@@ -320,3 +320,23 @@ fn zerocopy_receive_accounts_every_byte_and_says_loopback_copies() {
         .run(&["rr", "-l", "0.5", "--send-engine", "syscall", "--recv-engine", "zerocopy-receive"])
         .failure(2, &["zerocopy-receive", "stream only"]);
 }
+
+/// Interval samples (-D) come from the watcher's tick on every classic loop, both sides,
+/// and add up to the totals.
+#[test]
+fn classic_loops_take_interval_samples_on_both_sides() {
+    for w in ["rr", "crr", "stream", "udp-rr"] {
+        let args = [w, "-l", "1", "-D", "0.2", "--send-engine", "syscall", "--recv-engine", "syscall"];
+        let r = ringperf!().run_json(&args);
+        for side in ["local", "remote"] {
+            let iv = at(&r, &format!("{side}.intervals")).as_array().expect("intervals");
+            // At least one tick and the closing remainder (a loop blocked across several
+            // ticks, on a loaded machine, samples once when it comes back).
+            assert!(iv.len() >= 2, "{w} {side}: {} interval samples over 1 s at 0.2 s", iv.len());
+            let key = if w == "stream" && side == "remote" { "bytes_received" } else { "bytes_sent" };
+            let key = if w == "stream" { key } else { "transactions" };
+            let sum: u64 = iv.iter().map(|i| i[key].as_u64().expect("a count")).sum();
+            assert_eq!(sum, u64_at(&r, &format!("{side}.{key}")), "{w} {side}: intervals do not add up");
+        }
+    }
+}
