@@ -395,10 +395,11 @@ fn each_help_lists_only_its_own_flags_and_the_others_are_refused() {
         ),
         (
             &["crr"],
-            &["--histogram", "--linger0"],
-            &["--send-engine", "--verify", "--buf-count", "--rcvlowat"],
+            // The engine flags take the classic loop (syscall) there.
+            &["--histogram", "--linger0", "--send-engine", "--recv-engine"],
+            &["--verify", "--buf-count", "--rcvlowat"],
         ),
-        (&["udp-stream"], &["--gso", "--send-depth"], &["--nodelay", "--cc", "--send-engine", "--histogram"]),
+        (&["udp-stream"], &["--gso", "--send-depth", "--send-engine"], &["--nodelay", "--cc", "--histogram"]),
         (&["udp-rr"], &["--timeout-us", "--histogram"], &["--nodelay", "--mss", "--verify", "--send-depth"]),
         (&["sendfile"], &["-F", "--recv-engine"], &["--send-engine", "--histogram"]),
     ];
