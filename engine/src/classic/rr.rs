@@ -188,7 +188,8 @@ impl Client {
         Ok(())
     }
 
-    /// Starts flow `f`'s next transaction at `now`; returns whether its request is out whole.
+    /// Starts flow `f`'s next transaction at `now`: its request, or as much as fits (the
+    /// rest goes when the socket is writable).
     fn start(&mut self, cx: &mut Ctx, ep: &Epoll, f: usize, now: u64) -> Result<()> {
         let e = &mut self.ends;
         e.flows[f].started = now;
