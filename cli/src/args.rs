@@ -480,18 +480,19 @@ flag_group! {
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Engines and ring tuning")]
 pub struct EngineArgs {
-    /// How the sending side puts payload on the socket (copy, zc, zc-msg, splice); crr sends
-    /// each request and response this way on the connection it is for.
+    /// How the sending side puts payload on the socket (copy, zc, zc-msg, splice; without a
+    /// ring, the classic references: syscall, send(2); msg-zerocopy, MSG_ZEROCOPY for stream);
+    /// crr sends each request and response this way on the connection it is for.
     #[arg(long, value_name = "ENGINE", default_value = SendEngine::default().name(), value_parser = parse_send_engine)]
     send_engine: SendEngine => with { |spec, engine| (spec.local.send_engine, spec.remote.send_engine) = (*engine, *engine) }
         [sweep "send_engine", ',']
-        [only "stream", "rr", "crr", "engines"; "sendfile always splices"]
+        [only "stream", "rr", "crr", "udp-stream", "udp-rr", "engines"; "sendfile always splices"]
         [keyval "SEND_ENGINE" after "CONFIDENCE_ITERATION" = |r| r.engine_pair().0.name().into()],
-    /// How the receiving side takes payload off the socket (recv, multishot, bundle, trunc).
+    /// How the receiving side takes payload off the socket (recv, multishot, bundle, trunc;
+    /// without a ring: syscall, recv(2); zerocopy-receive, TCP_ZEROCOPY_RECEIVE for stream).
     #[arg(long, value_name = "ENGINE", default_value = RecvEngine::default().name(), value_parser = parse_recv_engine)]
     recv_engine: RecvEngine => with { |spec, engine| (spec.local.recv_engine, spec.remote.recv_engine) = (*engine, *engine) }
         [sweep "recv_engine", ',']
-        [only "stream", "rr", "crr", "sendfile", "engines"; "the UDP tests use their own operations"]
         [keyval "RECV_ENGINE" after "SEND_ENGINE" = |r| r.engine_pair().1.name().into()],
     /// Fill the payload with a pattern and check every received byte (its cost is reported).
     #[arg(long)]
@@ -1283,7 +1284,7 @@ mod tests {
         assert!(hidden(&["udp-rr"], "send_depth") && !hidden(&["udp-stream"], "send_depth"));
         assert!(refusal(&["udp-stream", "--cc", "cubic"]).contains("it applies to the TCP tests"));
         assert!(refusal(&["sweep", "sendfile", "--send-engine", "zc"])
-            .contains("does not apply to sweep sendfile: it applies to stream, rr, crr and engines (sendfile always splices)"));
+            .contains("does not apply to sweep sendfile: it applies to stream, rr, crr, udp-stream, udp-rr and engines (sendfile always splices)"));
         assert!(
             hidden(&["sweep", "sendfile"], "send_engine") && !hidden(&["sweep", "stream"], "send_engine")
         );

@@ -8,10 +8,22 @@ use crate::runner::{Progress, Runner};
 use crate::{explicit, print, render, requirements, stream_spec};
 
 /// The combinations to run: every send engine with the chosen receive engine, then the
-/// chosen send engine with every other receive engine; with --matrix, every pair.
+/// chosen send engine with every other receive engine; with --matrix, every pair. Without
+/// lists, the io_uring engines, each classic engine right after the pair it is the
+/// counterpart of: syscall on both sides after copy/recv, msg-zerocopy after zc, and
+/// zerocopy-receive after the ring's receive engines.
 pub fn combinations(a: &EnginesArgs) -> Vec<(SendEngine, RecvEngine)> {
-    let sends = if a.send_engines.is_empty() { SendEngine::ALL.to_vec() } else { a.send_engines.clone() };
-    let recvs = if a.recv_engines.is_empty() { RecvEngine::ALL.to_vec() } else { a.recv_engines.clone() };
+    let defaults = a.send_engines.is_empty() && a.recv_engines.is_empty() && !a.matrix;
+    let sends = if a.send_engines.is_empty() {
+        SendEngine::ALL.into_iter().filter(|e| !(defaults && e.is_classic())).collect()
+    } else {
+        a.send_engines.clone()
+    };
+    let recvs = if a.recv_engines.is_empty() {
+        RecvEngine::ALL.into_iter().filter(|e| !(defaults && e.is_classic())).collect()
+    } else {
+        a.recv_engines.clone()
+    };
     if a.matrix {
         return sends.iter().flat_map(|&s| recvs.iter().map(move |&r| (s, r))).collect();
     }
@@ -20,6 +32,21 @@ pub fn combinations(a: &EnginesArgs) -> Vec<(SendEngine, RecvEngine)> {
     for r in recvs {
         if !out.contains(&(base.0, r)) {
             out.push((base.0, r));
+        }
+    }
+    if defaults {
+        let counterparts = [
+            ((SendEngine::Copy, base.1), (SendEngine::Syscall, RecvEngine::Syscall)),
+            ((SendEngine::Zc, base.1), (SendEngine::MsgZerocopy, base.1)),
+        ];
+        for (ring, classic) in counterparts {
+            if let Some(at) = out.iter().position(|&p| p == ring).filter(|_| !out.contains(&classic)) {
+                out.insert(at + 1, classic);
+            }
+        }
+        let zero_copy_receive = (base.0, RecvEngine::ZerocopyReceive);
+        if !out.contains(&zero_copy_receive) {
+            out.push(zero_copy_receive);
         }
     }
     out

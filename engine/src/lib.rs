@@ -2,6 +2,7 @@
 //! prints. The CLI renders the [`report::TestReport`] it returns.
 
 pub mod buf;
+pub mod classic;
 pub mod compare;
 pub mod control;
 pub mod env;

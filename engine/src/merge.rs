@@ -4,8 +4,8 @@
 use crate::error::Result;
 use crate::measure::latency::{merge_summaries, LatencyRecorder};
 use crate::report::{
-    CrrReport, IntervalSample, RecvReport, RingCounters, SendReport, SpliceReport, ToolCpu, UdpFlowReport,
-    UdpReport, VerifyReport, ZeroCopyReport,
+    CrrReport, IntervalSample, RecvReport, RingCounters, SendReport, SpliceReport, SyscallCounters, ToolCpu,
+    UdpFlowReport, UdpReport, VerifyReport, ZeroCopyRecvReport, ZeroCopyReport,
 };
 use crate::workload::Ending;
 
@@ -68,6 +68,15 @@ pub fn ring(all: &[RingCounters]) -> RingCounters {
         enters: a.enters + c.enters,
         sqes: a.sqes + c.sqes,
         cqes: a.cqes + c.cqes,
+        syscalls: match (a.syscalls, c.syscalls) {
+            (Some(x), Some(y)) => Some(SyscallCounters {
+                sends: x.sends + y.sends,
+                recvs: x.recvs + y.recvs,
+                epoll_waits: x.epoll_waits + y.epoll_waits,
+                other: x.other + y.other,
+            }),
+            (x, y) => x.or(y),
+        },
     })
 }
 
@@ -158,6 +167,7 @@ fn zero_copy(a: ZeroCopyReport, b: ZeroCopyReport) -> ZeroCopyReport {
         buffers_per_flow: a.buffers_per_flow.min(b.buffers_per_flow),
         buffer_waits: a.buffer_waits + b.buffer_waits,
         fixed_buffers: a.fixed_buffers && b.fixed_buffers,
+        completion_ranges: a.completion_ranges + b.completion_ranges,
     }
 }
 
@@ -169,6 +179,15 @@ pub fn recv(all: Vec<RecvReport>) -> Option<RecvReport> {
         out.data_cqes += r.data_cqes;
         out.enobufs += r.enobufs;
         out.rearms += r.rearms;
+        out.zero_copy = match (out.zero_copy.take(), r.zero_copy) {
+            (Some(a), Some(b)) => Some(ZeroCopyRecvReport {
+                receives: a.receives + b.receives,
+                bytes_mapped: a.bytes_mapped + b.bytes_mapped,
+                bytes_copied: a.bytes_copied + b.bytes_copied,
+                bytes_read: a.bytes_read + b.bytes_read,
+            }),
+            (a, b) => a.or(b),
+        };
         if out.buffers_per_cqe.len() < r.buffers_per_cqe.len() {
             out.buffers_per_cqe.resize(r.buffers_per_cqe.len(), 0);
         }

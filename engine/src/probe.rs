@@ -105,6 +105,10 @@ impl IoUringProbe {
                 )))
             }
         };
+        // A side whose engines are both classic makes no ring.
+        if send.is_classic() && recv.is_classic() {
+            return Ok(());
+        }
         if !self.available {
             return Err(Error::Usage(format!(
                 "io_uring is not usable here ({}): check /proc/sys/kernel/io_uring_disabled and any seccomp policy",
@@ -128,6 +132,7 @@ impl IoUringProbe {
             }
             SendEngine::ZcMsg => need(self.has("SENDMSG_ZC"), "IORING_OP_SENDMSG_ZC (Linux 6.1)", "zc-msg")?,
             SendEngine::Splice => need(self.has("SPLICE"), "IORING_OP_SPLICE (Linux 5.7)", "splice")?,
+            SendEngine::Syscall | SendEngine::MsgZerocopy => {}
         }
         match recv {
             RecvEngine::Recv | RecvEngine::Trunc => {
@@ -141,6 +146,7 @@ impl IoUringProbe {
                 "IORING_FEAT_RECVSEND_BUNDLE (Linux 6.10)",
                 "bundle",
             ),
+            RecvEngine::Syscall | RecvEngine::ZerocopyReceive => Ok(()),
         }
     }
 }

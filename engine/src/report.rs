@@ -511,6 +511,10 @@ pub struct ZeroCopyReport {
     /// which go from plain memory so that the kernel can merge adjacent ones.
     #[serde(default)]
     pub fixed_buffers: bool,
+    /// msg-zerocopy: completions read from the error queue, each covering a range of sends
+    /// (`notifications` counts the sends they covered); 0 for zc and zc-msg.
+    #[serde(default)]
+    pub completion_ranges: u64,
 }
 
 impl ZeroCopyReport {
@@ -584,6 +588,34 @@ pub struct RecvReport {
     /// receive (recv) or provided buffer (multishot, bundle) shares one buffer's worth.
     #[serde(default)]
     pub landing_bytes: u64,
+    /// zerocopy-receive: where the received bytes came from.
+    #[serde(default)]
+    pub zero_copy: Option<ZeroCopyRecvReport>,
+}
+
+/// What TCP_ZEROCOPY_RECEIVE did: mapped + copied + read == the bytes received.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+pub struct ZeroCopyRecvReport {
+    /// getsockopt(TCP_ZEROCOPY_RECEIVE) calls.
+    pub receives: u64,
+    /// Bytes the kernel mapped into the receiver's window: no copy.
+    pub bytes_mapped: u64,
+    /// Bytes the kernel copied into the copy buffer (the short remainder of a receive).
+    pub bytes_copied: u64,
+    /// Bytes read with recv(2): what a receive could neither map nor copy (recv_skip_hint).
+    pub bytes_read: u64,
+}
+
+impl ZeroCopyRecvReport {
+    /// Share of the received bytes that were mapped, 0..=1.
+    pub fn mapped_fraction(&self) -> f64 {
+        let all = self.bytes_mapped + self.bytes_copied + self.bytes_read;
+        if all == 0 {
+            0.0
+        } else {
+            self.bytes_mapped as f64 / all as f64
+        }
+    }
 }
 
 /// The payload check of --verify.
@@ -685,6 +717,30 @@ pub struct RingCounters {
     pub enters: u64,
     pub sqes: u64,
     pub cqes: u64,
+    /// A classic engine's worker has no ring (its enters, SQEs and CQEs stay 0): the
+    /// system calls it made instead. `None` for a ring.
+    #[serde(default)]
+    pub syscalls: Option<SyscallCounters>,
+}
+
+/// The system calls a classic (`syscall`) worker made on its data path.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SyscallCounters {
+    /// send(2)/sendto(2) calls, those that returned EAGAIN included.
+    pub sends: u64,
+    /// recv(2)/recvfrom(2) calls, those that returned EAGAIN included.
+    pub recvs: u64,
+    /// epoll_wait(2) calls (several flows per worker; 0 with blocking sockets).
+    pub epoll_waits: u64,
+    /// Other calls of the data path: crr's socket, connect, accept and close.
+    #[serde(default)]
+    pub other: u64,
+}
+
+impl SyscallCounters {
+    pub fn total(&self) -> u64 {
+        self.sends + self.recvs + self.epoll_waits + self.other
+    }
 }
 
 impl RingCounters {

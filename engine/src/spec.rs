@@ -92,11 +92,23 @@ pub enum SendEngine {
     ZcMsg,
     /// File (or memfd) -> pipe -> socket with IORING_OP_SPLICE.
     Splice,
+    /// Classic send(2), no ring: blocking with one flow per worker, non-blocking over epoll
+    /// with several (the reference the io_uring engines are measured against).
+    Syscall,
+    /// Classic zero copy, no ring: SO_ZEROCOPY and send(MSG_ZEROCOPY), completions read
+    /// from the socket's error queue (stream only).
+    MsgZerocopy,
 }
 
 impl SendEngine {
-    pub const ALL: [SendEngine; 4] =
-        [SendEngine::Copy, SendEngine::Zc, SendEngine::ZcMsg, SendEngine::Splice];
+    pub const ALL: [SendEngine; 6] = [
+        SendEngine::Copy,
+        SendEngine::Zc,
+        SendEngine::ZcMsg,
+        SendEngine::Splice,
+        SendEngine::Syscall,
+        SendEngine::MsgZerocopy,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -104,12 +116,19 @@ impl SendEngine {
             SendEngine::Zc => "zc",
             SendEngine::ZcMsg => "zc-msg",
             SendEngine::Splice => "splice",
+            SendEngine::Syscall => "syscall",
+            SendEngine::MsgZerocopy => "msg-zerocopy",
         }
+    }
+
+    /// True for the classic engines that run without a ring.
+    pub fn is_classic(self) -> bool {
+        matches!(self, SendEngine::Syscall | SendEngine::MsgZerocopy)
     }
 
     /// True for the engines whose sends produce zero-copy notifications.
     pub fn is_zero_copy(self) -> bool {
-        matches!(self, SendEngine::Zc | SendEngine::ZcMsg)
+        matches!(self, SendEngine::Zc | SendEngine::ZcMsg | SendEngine::MsgZerocopy)
     }
 }
 
@@ -126,11 +145,23 @@ pub enum RecvEngine {
     Bundle,
     /// MSG_TRUNC: the kernel discards the payload without copying it.
     Trunc,
+    /// Classic recv(2), no ring: blocking with one flow per worker, non-blocking over epoll
+    /// with several.
+    Syscall,
+    /// Classic zero-copy receive, no ring: TCP_ZEROCOPY_RECEIVE into an mmap'd window of the
+    /// socket (stream only).
+    ZerocopyReceive,
 }
 
 impl RecvEngine {
-    pub const ALL: [RecvEngine; 4] =
-        [RecvEngine::Recv, RecvEngine::Multishot, RecvEngine::Bundle, RecvEngine::Trunc];
+    pub const ALL: [RecvEngine; 6] = [
+        RecvEngine::Recv,
+        RecvEngine::Multishot,
+        RecvEngine::Bundle,
+        RecvEngine::Trunc,
+        RecvEngine::Syscall,
+        RecvEngine::ZerocopyReceive,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -138,7 +169,14 @@ impl RecvEngine {
             RecvEngine::Multishot => "multishot",
             RecvEngine::Bundle => "bundle",
             RecvEngine::Trunc => "trunc",
+            RecvEngine::Syscall => "syscall",
+            RecvEngine::ZerocopyReceive => "zerocopy-receive",
         }
+    }
+
+    /// True for the classic engines that run without a ring.
+    pub fn is_classic(self) -> bool {
+        matches!(self, RecvEngine::Syscall | RecvEngine::ZerocopyReceive)
     }
 
     /// Engines that receive through a provided-buffer ring.
@@ -605,6 +643,7 @@ impl TestSpec {
             )));
         }
         self.validate_workload()?;
+        self.validate_classic()?;
         if self.remote.splice_file.is_some() {
             return Err(Error::Usage(
                 "a server never opens a file a client names: -F applies to the local sender only".into(),
@@ -667,13 +706,18 @@ impl TestSpec {
             }
             return Ok(());
         }
-        let default_engines = [&self.local, &self.remote]
-            .iter()
-            .all(|s| s.send_engine == SendEngine::Copy && s.recv_engine == RecvEngine::Recv);
-        // crr moves its payload through the send and receive paths; UDP has its own.
-        if self.workload.is_udp() && (!default_engines || self.verify || self.require_zero_copy) {
+        // crr moves its payload through the send and receive paths, so it takes any engine;
+        // the UDP tests use their own io_uring operations, or the classic loop (syscall on
+        // both counts).
+        let own_or_classic = [&self.local, &self.remote].iter().all(|s| {
+            (s.send_engine == SendEngine::Copy && s.recv_engine == RecvEngine::Recv)
+                || (s.send_engine.is_classic()
+                    && s.recv_engine.is_classic()
+                    && self.classic_serves_workload())
+        });
+        if self.workload.is_udp() && (!own_or_classic || self.verify || self.require_zero_copy) {
             return usage(format!(
-                "{name} uses its own send and receive operations: drop --send-engine, --recv-engine, --verify and --require-zc"
+                "{name} uses its own send and receive operations: drop --send-engine, --recv-engine, --verify and --require-zc, or give --send-engine syscall --recv-engine syscall for the classic loop"
             ));
         }
         if self.workload != Workload::Crr && self.crr != CrrOptions::default() {
@@ -727,6 +771,62 @@ impl TestSpec {
             return usage(format!("{name} runs client to server only"));
         }
         Ok(())
+    }
+
+    /// The classic engines replace a worker's ring with a loop of system calls: a side that
+    /// sends and receives on one socket (rr, crr, udp-rr) runs one such loop, so it takes
+    /// both classic engines or neither; and the loop sends as fast as it can (no pacing).
+    fn validate_classic(&self) -> Result<()> {
+        for (flag, stream_only) in [
+            (
+                "--send-engine msg-zerocopy",
+                [&self.local, &self.remote].iter().any(|s| s.send_engine == SendEngine::MsgZerocopy),
+            ),
+            (
+                "--recv-engine zerocopy-receive",
+                [&self.local, &self.remote].iter().any(|s| s.recv_engine == RecvEngine::ZerocopyReceive),
+            ),
+        ] {
+            if stream_only && self.workload != Workload::Stream {
+                return Err(Error::Usage(format!(
+                    "{flag} serves stream only, not {}: use syscall for the classic loop",
+                    self.command_name()
+                )));
+            }
+        }
+        if self.workload.is_transactional() {
+            for s in [&self.local, &self.remote] {
+                if s.send_engine.is_classic() != s.recv_engine.is_classic() {
+                    return Err(Error::Usage(format!(
+                        "{} sends and receives in one loop on each side: give --send-engine syscall with --recv-engine syscall, or neither",
+                        self.command_name()
+                    )));
+                }
+            }
+        }
+        let classic_sender = [&self.local, &self.remote].iter().any(|s| s.send_engine.is_classic());
+        if classic_sender && self.pacing != Pacing::default() {
+            return Err(Error::Usage(
+                "-b and --flow-rate pace through the ring's timers, which the syscall engine has not: drop them or pick another send engine".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Workloads beyond stream and rr that the classic engines serve.
+    fn classic_serves_workload(&self) -> bool {
+        matches!(self.workload, Workload::Crr | Workload::UdpStream | Workload::UdpRr)
+    }
+
+    /// The ringperf command that runs this workload.
+    pub fn command_name(&self) -> &'static str {
+        match self.workload {
+            Workload::Stream => "stream",
+            Workload::Rr => "rr",
+            Workload::Crr => "crr",
+            Workload::UdpStream => "udp-stream",
+            Workload::UdpRr => "udp-rr",
+        }
     }
 
     /// The role the client ("local") side plays.

@@ -9,6 +9,7 @@ use std::sync::mpsc;
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
+use crate::classic::ClassicRole;
 use crate::error::{Error, Result};
 use crate::io::recv::DatagramRecv;
 use crate::io::send::{zc_slots_per_flow, zc_stream_unnotified_bytes, DatagramSend, SendSetup};
@@ -36,7 +37,7 @@ use crate::workload::{Ending, FlowCounters};
 
 /// How long a stream sender waits after its window for its sockets to transmit what is
 /// still queued, before it reads TCP_INFO.
-const TCP_INFO_SETTLE: Duration = Duration::from_secs(1);
+pub(crate) const TCP_INFO_SETTLE: Duration = Duration::from_secs(1);
 
 /// What a worker is asked to do.
 pub struct WorkerPlan {
@@ -118,8 +119,17 @@ struct RoleSetup {
 
 type RoleBuild = Box<dyn FnOnce(&mut Ring, &[FlowFd]) -> Result<Box<dyn Workload>>>;
 
+/// What a worker runs: a ring and its driver, or a classic engine's loop of system calls.
+enum Shape {
+    Ring(RoleSetup),
+    Classic(ClassicRole),
+}
+
 /// The one place that maps a role to its shape and its constructor.
-fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<RoleSetup> {
+fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
+    if let Some(classic) = ClassicRole::of(plan.role, &plan.side) {
+        return Ok(Shape::Classic(classic));
+    }
     let spec = plan.spec.clone();
     let tuning = &spec.ring;
     let nflows = plan.fds.len();
@@ -312,7 +322,7 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<RoleSetup>
             ))
         }
     }
-    Ok(setup)
+    Ok(Shape::Ring(setup))
 }
 
 fn unreachable_role() -> Result<Box<dyn Workload>> {
@@ -377,7 +387,10 @@ fn run(mut plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>
         }
     }
     let splice_file = plan.splice_file.take();
-    let setup = role_setup(&plan, splice_file)?;
+    let setup = match role_setup(&plan, splice_file)? {
+        Shape::Ring(setup) => setup,
+        Shape::Classic(role) => return crate::classic::run(role, plan, ready, start),
+    };
     let spec = &plan.spec;
     let tuning = &spec.ring;
     let sched_batch = setup.sched_batch && set_sched_batch();

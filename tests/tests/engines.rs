@@ -101,6 +101,7 @@ matrix! {
     splice_multishot: "splice" / "multishot";
     splice_bundle: "splice" / "bundle";
     splice_trunc: "splice" / "trunc";
+    syscall_syscall: "syscall" / "syscall";
 }
 
 /// Loopback always copies, so --require-zc must fail the run with exit 1, say why, and
@@ -410,12 +411,15 @@ fn engines_runs_every_default_combination() {
         .collect();
     let want = [
         ("copy", "recv"),
+        ("syscall", "syscall"),
         ("zc", "recv"),
+        ("msg-zerocopy", "recv"),
         ("zc-msg", "recv"),
         ("splice", "recv"),
         ("copy", "multishot"),
         ("copy", "bundle"),
         ("copy", "trunc"),
+        ("copy", "zerocopy-receive"),
     ];
     assert_eq!(combos.len(), want.len(), "{combos:?}");
     for (got, want) in combos.iter().zip(want) {
@@ -425,6 +429,16 @@ fn engines_runs_every_default_combination() {
         check_stream_report(x, false);
         // Each engine runs with its own default chain, as it would on its own.
         let want = if str_at(x, "local.send_engine") == "splice" { 32 } else { 4 };
+        assert_eq!(
+            x["remote"]["ring"]["syscalls"].is_null(),
+            !["syscall", "zerocopy-receive"].contains(&str_at(x, "remote.recv_engine")),
+            "a classic receiver counts system calls"
+        );
+        assert_eq!(
+            x["local"]["ring"]["syscalls"].is_null(),
+            !["syscall", "msg-zerocopy"].contains(&str_at(x, "local.send_engine")),
+            "a classic side counts system calls, a ring side enters"
+        );
         assert_eq!(u64_at(x, "spec.ring.send_depth"), want, "{}", str_at(x, "local.send_engine"));
     }
     let out = ringperf!().run(&["engines", "-l", "0.3"]).success();

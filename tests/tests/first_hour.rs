@@ -405,10 +405,10 @@ fn each_help_lists_only_its_own_flags_and_the_others_are_refused() {
         ),
         (
             &["crr"],
-            &["--histogram", "--linger0", "--send-engine", "--verify", "--buf-count"],
+            &["--histogram", "--linger0", "--send-engine", "--recv-engine", "--verify", "--buf-count"],
             &["--rcvlowat", "--send-depth", "--recv-depth"],
         ),
-        (&["udp-stream"], &["--gso", "--send-depth"], &["--nodelay", "--cc", "--send-engine", "--histogram"]),
+        (&["udp-stream"], &["--gso", "--send-depth", "--send-engine"], &["--nodelay", "--cc", "--histogram"]),
         (&["udp-rr"], &["--timeout-us", "--histogram"], &["--nodelay", "--mss", "--verify", "--send-depth"]),
         (&["sendfile"], &["-F", "--recv-engine"], &["--send-engine", "--histogram"]),
     ];

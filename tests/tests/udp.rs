@@ -198,3 +198,63 @@ fn udp_rr_survives_loss_with_timeouts_and_retransmissions() {
     assert_eq!(u64_at(&r, "local.latency.count"), t);
     assert!(u64_at(&r, "remote.transactions") >= t, "the server answered fewer requests than completed");
 }
+
+/// The classic engines (syscall on both sides) keep the same sequence accounting: one flow
+/// on blocking sockets, 64 flows per worker over epoll, and with GSO/GRO.
+#[test]
+fn udp_stream_with_the_syscall_engines_accounts_every_datagram() {
+    let classic = ["--send-engine", "syscall", "--recv-engine", "syscall"];
+    for extra in [&["--flows", "1"][..], &["--flows", "64"], &["--gso", "1000", "--gro"]] {
+        let mut args = vec!["udp-stream", "-l", "1", "-m", "1000"];
+        args.extend(extra);
+        args.extend(classic);
+        let r = ringperf!().run_json(&args);
+        check_udp_stream(&r, 1000);
+        for side in ["local", "remote"] {
+            let calls = at(&r, &format!("{side}.ring.syscalls"));
+            assert_eq!(
+                calls["epoll_waits"].as_u64() > Some(0),
+                extra[1] == "64",
+                "{extra:?} {side}: {calls}"
+            );
+        }
+        assert_eq!(u64_at(&r, "local.ring.syscalls.sends"), u64_at(&r, "local.udp.sends"), "{extra:?}");
+    }
+}
+
+#[test]
+fn udp_rr_with_the_syscall_engines_counts_transactions_on_both_sides() {
+    for flows in ["1", "64"] {
+        let args = [
+            "udp-rr",
+            "-l",
+            "1",
+            "--flows",
+            flows,
+            "-r",
+            "64,1000",
+            "--send-engine",
+            "syscall",
+            "--recv-engine",
+            "syscall",
+        ];
+        let r = ringperf!().run_json(&args);
+        let t = u64_at(&r, "local.transactions");
+        assert!(t > 0, "no transaction completed");
+        assert_eq!(u64_at(&r, "local.latency.count"), t);
+        assert_eq!(u64_at(&r, "local.bytes_sent"), t * 64);
+        assert_eq!(u64_at(&r, "local.bytes_received"), t * 1000);
+        // As with the ring: each flow's last request may be answered after the client gave
+        // up on it at the deadline.
+        let served = u64_at(&r, "remote.transactions");
+        let nflows: u64 = flows.parse().expect("a number");
+        assert!(
+            served >= t && served <= t + nflows,
+            "the server counted {served} transactions, the client {t}"
+        );
+        assert!(u64_at(&r, "local.udp.retransmissions") <= u64_at(&r, "local.udp.timeouts"));
+        for side in ["local", "remote"] {
+            check_side_common(&r, side);
+        }
+    }
+}

@@ -4,7 +4,9 @@
 use std::fmt::Write;
 
 use ringperf_engine::env::NetworkEnvironment;
-use ringperf_engine::report::{LatencySummary, RingSetup, SideReport, UdpReport, ZeroCopyReport};
+use ringperf_engine::report::{
+    LatencySummary, RingSetup, SideReport, SyscallCounters, UdpReport, ZeroCopyReport,
+};
 use ringperf_engine::spec::{Role, Workload};
 use ringperf_engine::TestReport;
 
@@ -177,6 +179,10 @@ fn side_lines(o: &mut String, name: &str, s: &SideReport) {
             c.system.cpus,
             c.system.steal_percent
         );
+        if let Some(calls) = &s.ring.syscalls {
+            syscall_line(o, name, s, calls);
+            return;
+        }
         let mb = (s.bytes_sent + s.bytes_received) as f64 / 1e6;
         let per = match s.role {
             role if role.is_transactional() && s.transactions > 0 => {
@@ -194,6 +200,24 @@ fn side_lines(o: &mut String, name: &str, s: &SideReport) {
             ring_setup(&s.ring_setup)
         );
     }
+}
+
+/// A classic engine's worker has no ring: the system calls it made instead.
+fn syscall_line(o: &mut String, name: &str, s: &SideReport, c: &SyscallCounters) {
+    let mb = (s.bytes_sent + s.bytes_received) as f64 / 1e6;
+    let per = match s.role {
+        role if role.is_transactional() && s.transactions > 0 => {
+            format!(", {:.2} calls/transaction", c.total() as f64 / s.transactions as f64)
+        }
+        _ if mb > 0.0 => format!(", {:.1} calls/MB", c.total() as f64 / mb),
+        _ => String::new(),
+    };
+    let other = if c.other > 0 { format!(", {} other", c.other) } else { String::new() };
+    let _ = writeln!(
+        o,
+        "{name}  syscalls (no ring): {} send, {} recv, {} epoll_wait{other}{per}",
+        c.sends, c.recvs, c.epoll_waits
+    );
 }
 
 /// TCP_INFO sums and the per-segment cost.
@@ -361,7 +385,13 @@ fn zero_copy_line(engine: &str, z: &ZeroCopyReport) -> String {
     } else {
         String::new()
     };
-    let from = if z.fixed_buffers { "registered arena" } else { "plain memory, sends under a page" };
+    let from = if z.fixed_buffers {
+        "registered arena"
+    } else if z.completion_ranges > 0 {
+        "plain memory, completions from the error queue"
+    } else {
+        "plain memory, sends under a page"
+    };
     format!(
         "zero copy ({engine}, from {from}): {} sends, {} notifications, {} copied; {:.1} % of bytes sent without a copy: {verdict}{waits}",
         z.sends,
@@ -402,6 +432,24 @@ fn engine_lines(o: &mut String, name: &str, s: &SideReport) {
         }
     }
     if let Some(rv) = &s.recv {
+        if let Some(z) = &rv.zero_copy {
+            let verdict = if z.bytes_mapped == 0 {
+                "the kernel mapped nothing: every byte was copied (on loopback the payload is never in whole pages)"
+            } else if z.mapped_fraction() < 0.5 {
+                "mostly copied"
+            } else {
+                "mostly mapped"
+            };
+            let _ = writeln!(
+                o,
+                "{name}  zerocopy receive: {} receives, {:.1} % of bytes mapped ({} B), {} B copied to the copy buffer, {} B read with recv: {verdict}",
+                z.receives,
+                100.0 * z.mapped_fraction(),
+                z.bytes_mapped,
+                z.bytes_copied,
+                z.bytes_read
+            );
+        }
         if rv.engine.uses_buffer_ring() {
             let mut line = format!(
                 "{name}  receive ({}): {} data CQEs, {} ENOBUFS, {} re-arms",

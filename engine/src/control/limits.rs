@@ -137,6 +137,11 @@ impl Limits {
                     "this server holds what it receives to {max} bit/s (--max-rate), which a multishot receive cannot do: use --recv-engine recv or trunc"
                 ));
             }
+            if roles.contains(&Role::StreamReceiver) && spec.remote.recv_engine.is_classic() {
+                return refuse(format!(
+                    "this server holds what it receives to {max} bit/s (--max-rate) with ring timers, which the syscall receive engine has not: use --recv-engine recv or trunc"
+                ));
+            }
             // What the client's pacing (-b, --flow-rate) adds up to over its flows.
             match spec.pacing.effective_total_bps(spec.flows) {
                 Some(r) if r <= max => {}
@@ -205,6 +210,10 @@ pub fn payload_memory(spec: &TestSpec, role: Role, side: &SideSpec) -> u64 {
                 flows.saturating_mul(depth).saturating_mul(send_len)
             }
             SendEngine::Copy => workers.saturating_mul(send_len),
+            // One patterned buffer per worker, a pattern period longer than a send.
+            SendEngine::Syscall | SendEngine::MsgZerocopy => {
+                workers.saturating_mul(send_len.saturating_add(251))
+            }
             // Every flow of a worker has the zero-copy buffers `zc_slots_per_flow` gives it
             // (a stream as if no memory lock limit shrank them); the busiest worker's
             // share, for every worker.
@@ -233,7 +242,10 @@ pub fn payload_memory(spec: &TestSpec, role: Role, side: &SideSpec) -> u64 {
                 let depth = if role == Role::StreamReceiver { u64::from(spec.ring.recv_depth) } else { 1 };
                 flows.saturating_mul(depth).saturating_mul(recv_len)
             }
-            RecvEngine::Recv | RecvEngine::Trunc => workers.saturating_mul(recv_len),
+            RecvEngine::Recv | RecvEngine::Trunc | RecvEngine::Syscall => workers.saturating_mul(recv_len),
+            // A receive buffer and a 16 KiB copy buffer per worker; the windows map the
+            // socket's own pages.
+            RecvEngine::ZerocopyReceive => workers.saturating_mul(recv_len.saturating_add(16 << 10)),
             // Unchecked provided buffers share one landing area (see `buf::BufRing`).
             RecvEngine::Multishot | RecvEngine::Bundle => {
                 let count = if spec.verify { u64::from(spec.ring.buf_count) } else { 1 };

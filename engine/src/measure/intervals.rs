@@ -69,13 +69,10 @@ impl IntervalSampler {
 
     /// Opens the first interval and arms the repeating tick on `ring`.
     pub fn start(&mut self, ring: &mut Ring, window_start: u64) -> Result<()> {
-        self.window_start = window_start;
-        self.last_ns = window_start;
+        self.open(window_start);
         if self.interval_ns == 0 {
             return Ok(());
         }
-        self.last_stat = ProcStat::read().ok();
-        self.last_retrans = self.retrans();
         let e = opcode::Timeout::new(&*self.ts)
             .count(0)
             .flags(types::TimeoutFlags::MULTISHOT)
@@ -83,6 +80,22 @@ impl IntervalSampler {
             .user_data(token(op::INTERVAL, 0));
         // SAFETY: the timespec is boxed in self and outlives the ring's use of it.
         unsafe { ring.push(&e) }
+    }
+
+    /// Opens the first interval without a ring: the caller ticks every
+    /// [`IntervalSampler::interval_ns`] (a classic worker's timer).
+    pub fn open(&mut self, window_start: u64) {
+        self.window_start = window_start;
+        self.last_ns = window_start;
+        if self.interval_ns > 0 {
+            self.last_stat = ProcStat::read().ok();
+            self.last_retrans = self.retrans();
+        }
+    }
+
+    /// The tick period; 0 when interval sampling is off.
+    pub fn interval_ns(&self) -> u64 {
+        self.interval_ns
     }
 
     /// One round trip, nanoseconds.

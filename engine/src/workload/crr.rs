@@ -50,7 +50,7 @@ use crate::workload::driver::{RoleReport, Run, Timers, Workload};
 use crate::workload::Ending;
 
 /// One socket option, with its value already encoded, so applying it allocates nothing.
-struct SockOpt {
+pub(crate) struct SockOpt {
     level: i32,
     name: i32,
     value: Vec<u8>,
@@ -62,7 +62,7 @@ impl SockOpt {
         SockOpt { level, name, value: v.to_ne_bytes().to_vec(), what }
     }
 
-    fn apply(&self, fd: RawFd) -> Result<()> {
+    pub(crate) fn apply(&self, fd: RawFd) -> Result<()> {
         // SAFETY: the value buffer is valid for its length during the call.
         let r = unsafe {
             libc::setsockopt(
@@ -84,7 +84,7 @@ impl SockOpt {
 }
 
 /// The spec's options for every client socket, encoded once.
-fn client_options(spec: &TestSpec, v6: bool) -> Vec<SockOpt> {
+pub(crate) fn client_options(spec: &TestSpec, v6: bool) -> Vec<SockOpt> {
     let mut out = Vec::new();
     let s = &spec.socket;
     let b = &spec.local.socket_buffers;
@@ -152,7 +152,7 @@ pub fn client_socket(spec: &TestSpec, peer: SocketAddr) -> Result<Socket> {
 }
 
 /// The 12-byte header every crr connection starts with, like a stream's data connection.
-fn header(cookie: u64, flow: u32) -> [u8; FLOW_HEADER_LEN] {
+pub(crate) fn header(cookie: u64, flow: u32) -> [u8; FLOW_HEADER_LEN] {
     let mut h = [0u8; FLOW_HEADER_LEN];
     h[..8].copy_from_slice(&cookie.to_le_bytes());
     h[8..].copy_from_slice(&flow.to_le_bytes());
@@ -685,7 +685,7 @@ impl Workload for CrrClient {
     }
 }
 
-fn set_port(addr: &mut SockAddr, port: u16) {
+pub(crate) fn set_port(addr: &mut SockAddr, port: u16) {
     let p = port.to_be();
     // SAFETY: the storage holds a sockaddr_in or sockaddr_in6 as its family says; the port
     // field sits at the same offset in both.

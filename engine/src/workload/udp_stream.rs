@@ -26,9 +26,9 @@ use crate::workload::sequence::SeqTracker;
 use crate::workload::FlowCounters;
 
 /// How often the receiver looks whether datagrams still arrive after its deadline.
-const DRAIN_TICK_NS: u64 = 20_000_000;
+pub(crate) const DRAIN_TICK_NS: u64 = 20_000_000;
 /// The longest the receiver drains after its deadline.
-const DRAIN_MAX_NS: u64 = 200_000_000;
+pub(crate) const DRAIN_MAX_NS: u64 = 200_000_000;
 
 /// Provided buffers of a receiver's multishot ring.
 const UDP_RING_BUFFERS: u16 = 1024;

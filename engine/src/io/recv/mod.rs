@@ -66,6 +66,9 @@ impl AnyRecv {
                 tuning.buf_size as usize,
                 verify.enabled(),
             )?),
+            RecvEngine::Syscall | RecvEngine::ZerocopyReceive => {
+                return Err(crate::classic::not_a_ring_engine("receive", engine.name()))
+            }
         })
     }
 }
@@ -101,6 +104,9 @@ impl AnyRecv {
                 tuning.buf_size as usize,
                 read,
             )?),
+            RecvEngine::Syscall | RecvEngine::ZerocopyReceive => {
+                return Err(crate::classic::not_a_ring_engine("receive", engine.name()))
+            }
         })
     }
 }

@@ -56,6 +56,9 @@ impl AnySend {
                 AnySend::Zc(ZcSend::new(kind, ring, s.fds, s.max_len, slots)?)
             }
             SendEngine::Splice => AnySend::Splice(SpliceSend::new(s.fds, s.max_len, s.depth, s.file)?),
+            SendEngine::Syscall | SendEngine::MsgZerocopy => {
+                return Err(crate::classic::not_a_ring_engine("send", engine.name()))
+            }
         })
     }
 }
@@ -80,6 +83,9 @@ impl AnySend {
                 AnySend::Zc(ZcSend::per_op(kind, ring, owners, headers, body_len, 2)?)
             }
             SendEngine::Splice => AnySend::Splice(SpliceSend::per_op(owners, headers, body_len)?),
+            SendEngine::Syscall | SendEngine::MsgZerocopy => {
+                return Err(crate::classic::not_a_ring_engine("send", engine.name()))
+            }
         })
     }
 }

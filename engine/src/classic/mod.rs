@@ -1,0 +1,314 @@
+//! Classic reference engines (`--send-engine syscall`, `--recv-engine syscall`): the paths
+//! netperf and neper take, measured by the same report as the io_uring engines. A worker
+//! whose side chose them runs one of these loops instead of the ring driver: send(2) and
+//! recv(2) on blocking sockets when it has one flow, non-blocking sockets over epoll when
+//! it has several. Time comes from a watcher thread ([`watch`]), never from a clock read
+//! per call.
+
+mod crr;
+mod msgzc;
+mod rr;
+mod stream;
+mod sys;
+mod udp;
+mod watch;
+mod zcrecv;
+
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::mpsc;
+
+use crate::error::{Error, Result};
+use crate::measure::clock::monotonic_ns;
+use crate::measure::cpu::ThreadCpuSnapshot;
+use crate::measure::intervals::IntervalSampler;
+use crate::measure::tcp_info::{wait_until_sent, TcpFlowInfo};
+use crate::report::{RingCounters, RingSetup, SyscallCounters};
+use crate::spec::{Role, SideSpec, TestSpec};
+use crate::verify::{fill, phase, PERIOD};
+use crate::worker::{WorkerOutcome, WorkerPlan, TCP_INFO_SETTLE};
+use crate::workload::driver::RoleReport;
+use crate::workload::{Ending, FlowCounters, PEER_GRACE_NS};
+
+/// The error for a classic engine asked to build an io_uring path.
+pub(crate) fn not_a_ring_engine(what: &str, name: &str) -> Error {
+    Error::Protocol(format!("the {what} engine {name} has no ring path: this is a bug in ringperf"))
+}
+
+/// The classic loop a worker runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClassicRole {
+    StreamSender,
+    StreamReceiver,
+    RrClient,
+    RrServer,
+    UdpSender,
+    UdpReceiver,
+    UdpRrClient,
+    UdpRrServer,
+    CrrClient,
+    CrrServer,
+}
+
+impl ClassicRole {
+    /// The classic loop for `role` when its side chose a classic engine for what the role
+    /// does; `None` runs the ring.
+    pub fn of(role: Role, side: &SideSpec) -> Option<ClassicRole> {
+        let (send, recv) = (side.send_engine.is_classic(), side.recv_engine.is_classic());
+        match role {
+            Role::StreamSender if send => Some(ClassicRole::StreamSender),
+            Role::StreamReceiver if recv => Some(ClassicRole::StreamReceiver),
+            // The spec refuses a request/response side with one classic engine only.
+            Role::RrClient if send && recv => Some(ClassicRole::RrClient),
+            Role::RrServer if send && recv => Some(ClassicRole::RrServer),
+            // The spec refuses a crr or UDP side with one classic engine only.
+            Role::UdpSender if send => Some(ClassicRole::UdpSender),
+            Role::UdpReceiver if recv => Some(ClassicRole::UdpReceiver),
+            Role::UdpRrClient if send && recv => Some(ClassicRole::UdpRrClient),
+            Role::UdpRrServer if send && recv => Some(ClassicRole::UdpRrServer),
+            Role::CrrClient if send && recv => Some(ClassicRole::CrrClient),
+            Role::CrrServer if send && recv => Some(ClassicRole::CrrServer),
+            _ => None,
+        }
+    }
+
+    /// Which of the watcher's timers the loop needs: the deadline, and the guard this long
+    /// after it (a peer that never finishes; for a UDP receiver, the longest drain).
+    fn timers(self, spec: &TestSpec) -> (bool, Option<u64>) {
+        match self {
+            ClassicRole::StreamSender | ClassicRole::RrClient | ClassicRole::CrrClient => {
+                (true, Some(PEER_GRACE_NS))
+            }
+            ClassicRole::StreamReceiver | ClassicRole::RrServer | ClassicRole::CrrServer => {
+                (false, Some(PEER_GRACE_NS))
+            }
+            // UDP sends never wait for the peer, and a timeout bounds every udp-rr wait.
+            ClassicRole::UdpSender | ClassicRole::UdpRrClient => (true, None),
+            ClassicRole::UdpReceiver => (true, Some(udp::stream_drain().1)),
+            ClassicRole::UdpRrServer => (true, Some(udp::rr_server_drain(spec).1)),
+        }
+    }
+}
+
+/// What a loop shares with its worker while it runs.
+pub(crate) struct Ctx<'a> {
+    pub fds: &'a [RawFd],
+    pub flags: &'a AtomicU32,
+    /// Readable when a flag was raised (epoll loops add it to their set).
+    pub wake_fd: RawFd,
+    pub counters: &'a mut [FlowCounters],
+    pub sampler: &'a mut IntervalSampler,
+    pub deadline_ns: u64,
+    pub record_latency: bool,
+    pub calls: SyscallCounters,
+}
+
+impl Ctx<'_> {
+    /// The flags raised so far; an interval tick is sampled here and cleared. One relaxed
+    /// load when nothing happened.
+    #[inline]
+    pub fn events(&mut self) -> u32 {
+        let f = self.flags.load(Ordering::Relaxed);
+        if f & watch::TICK != 0 {
+            self.flags.fetch_and(!watch::TICK, Ordering::Relaxed);
+            self.sampler.tick(self.counters);
+        }
+        f
+    }
+
+    /// A run that must end at once (a stop, or the guard with `on_guard`'s error); `None`
+    /// if neither flag is up.
+    pub fn stopped(&mut self, on_guard: fn() -> Error) -> Option<Result<Ending>> {
+        let f = self.events();
+        if f & watch::ABORT != 0 {
+            Some(Ok(Ending::Aborted))
+        } else if f & watch::GUARD != 0 {
+            Some(Err(on_guard()))
+        } else {
+            None
+        }
+    }
+
+    /// The round trip of a transaction started at `started`; returns the clock it read
+    /// (0 when latency is not recorded, which saves the read).
+    #[inline]
+    pub fn record(&mut self, started: u64) -> u64 {
+        if !self.record_latency {
+            return 0;
+        }
+        let now = monotonic_ns();
+        self.sampler.record(now.saturating_sub(started));
+        now
+    }
+
+    /// The clock for a transaction's start (0 when latency is not recorded).
+    #[inline]
+    pub fn start_clock(&self) -> u64 {
+        if self.record_latency {
+            monotonic_ns()
+        } else {
+            0
+        }
+    }
+}
+
+/// A flag bit the loops test.
+pub(crate) use watch::{ABORT, DEADLINE, GUARD};
+
+/// The patterned bytes a loop sends: byte `o` of every flow's stream is the pattern's
+/// byte `o`, so one buffer a period longer than the longest send serves every offset.
+pub(crate) struct Pattern {
+    bytes: Vec<u8>,
+}
+
+impl Pattern {
+    pub fn new(max_len: usize) -> Pattern {
+        let mut bytes = vec![0u8; max_len + PERIOD];
+        fill(&mut bytes);
+        Pattern { bytes }
+    }
+
+    /// `len` bytes of the stream from `offset`.
+    #[inline]
+    pub fn at(&self, offset: u64, len: usize) -> &[u8] {
+        let p = phase(offset);
+        &self.bytes[p..p + len]
+    }
+}
+
+/// One classic loop over a worker's flows.
+pub(crate) trait Loop {
+    fn run(&mut self, cx: &mut Ctx) -> Result<Ending>;
+    fn report(&self) -> RoleReport;
+}
+
+/// Runs a classic worker: the same steps as a ring worker (ready, wait for the window,
+/// measure the thread's CPU, sample intervals, read TCP_INFO), with a loop of system
+/// calls where the ring would be. The caller has pinned the thread.
+pub(crate) fn run(
+    role: ClassicRole,
+    mut plan: WorkerPlan,
+    ready: mpsc::Sender<()>,
+    start: mpsc::Receiver<u64>,
+) -> Result<WorkerOutcome> {
+    let spec = &plan.spec;
+    let crr_plan = || {
+        plan.crr
+            .clone()
+            .ok_or_else(|| Error::Protocol("a crr worker without its plan: this is a bug in ringperf".into()))
+    };
+    // Counter slots: one per flow; crr has no socket per flow (its client counts its own
+    // flows, its server every flow of the test, in global order).
+    let nflows = match role {
+        ClassicRole::CrrClient => plan.flow_ids.len(),
+        ClassicRole::CrrServer => spec.flows as usize,
+        _ => plan.fds.len(),
+    };
+    let crr = matches!(role, ClassicRole::CrrClient | ClassicRole::CrrServer);
+    if !crr {
+        for &fd in &plan.fds {
+            sys::set_nonblocking(fd, nflows > 1)?;
+        }
+    }
+    if role == ClassicRole::StreamReceiver && plan.police_bps.is_some() {
+        return Err(Error::Usage(
+            "the syscall receive engine cannot hold a stream to this server's --max-rate: use --recv-engine recv".into(),
+        ));
+    }
+    let mut lp: Box<dyn Loop> = match role {
+        ClassicRole::StreamSender => Box::new(stream::Sender::new(spec, &plan.fds, plan.side.send_engine)?),
+        ClassicRole::StreamReceiver => {
+            Box::new(stream::Receiver::new(spec, &plan.fds, plan.side.recv_engine)?)
+        }
+        ClassicRole::RrClient => Box::new(rr::Client::new(spec, nflows)?),
+        ClassicRole::RrServer => Box::new(rr::Server::new(spec, nflows)?),
+        ClassicRole::UdpSender => Box::new(udp::Sender::new(spec, nflows)),
+        ClassicRole::UdpReceiver => Box::new(udp::Receiver::new(spec, nflows)),
+        ClassicRole::UdpRrClient => Box::new(udp::RrClient::new(spec, nflows)?),
+        ClassicRole::UdpRrServer => Box::new(udp::RrServer::new(spec, nflows)),
+        ClassicRole::CrrClient => {
+            let c = crr_plan()?;
+            let peer =
+                c.peer.ok_or_else(|| Error::Protocol("a crr client without a peer: this is a bug".into()))?;
+            Box::new(crr::Client::new(spec, peer, c.cookie, &plan.flow_ids))
+        }
+        ClassicRole::CrrServer => {
+            let c = crr_plan()?;
+            let stop = c
+                .stop_fd
+                .ok_or_else(|| Error::Protocol("a crr server without a stop signal: this is a bug".into()))?;
+            let listener = *plan.fds.first().ok_or_else(|| {
+                Error::Protocol("a crr server without its listener: this is a bug in ringperf".into())
+            })?;
+            Box::new(crr::Server::new(spec, listener, c.cookie, stop))
+        }
+    };
+    let _ = ready.send(());
+    let Ok(window_start) = start.recv() else {
+        return Err(Error::Peer("the test was abandoned before it started".into()));
+    };
+    let cpu_before = ThreadCpuSnapshot::now();
+    let duration_ns = spec.duration_ms * 1_000_000;
+    let deadline = window_start + duration_ns;
+    let mut sampler = IntervalSampler::new(
+        spec.interval_ms * 1_000_000,
+        duration_ns,
+        &plan.fds,
+        spec.record_latency,
+        plan.live.take(),
+    );
+    sampler.open(window_start);
+    let (want_deadline, guard_after) = role.timers(spec);
+    let watcher = watch::Watch::start(watch::WatchPlan {
+        deadline_ns: want_deadline.then_some(deadline),
+        guard_ns: guard_after.map(|g| deadline + g),
+        window_start_ns: window_start,
+        interval_ns: sampler.interval_ns(),
+        // The crr server stops through its own eventfd: its control connection also carries
+        // the client's FlowsDone mid-run. Its listener serves the whole session.
+        stop_fd: plan.watch_fd.filter(|_| role != ClassicRole::CrrServer),
+        sockets: if crr { Vec::new() } else { plan.fds.clone() },
+    })?;
+    let mut flows = vec![FlowCounters::default(); nflows];
+    let mut cx = Ctx {
+        fds: &plan.fds,
+        flags: watcher.flags(),
+        wake_fd: watcher.wake_fd(),
+        counters: &mut flows,
+        sampler: &mut sampler,
+        deadline_ns: deadline,
+        record_latency: spec.record_latency,
+        calls: SyscallCounters::default(),
+    };
+    let ending = lp.run(&mut cx);
+    let calls = cx.calls;
+    let role_report = lp.report();
+    // A role that ends its own window (a UDP receiver's drain) says when.
+    let end_ns = role_report.end_ns.unwrap_or_else(monotonic_ns);
+    drop(watcher);
+    let end_ns = if matches!(ending, Ok(Ending::Completed)) { end_ns } else { end_ns.min(deadline) };
+    let tool = ThreadCpuSnapshot::now().since(&cpu_before);
+    if role == ClassicRole::StreamSender && matches!(ending, Ok(Ending::Completed)) {
+        // After the window (end_ns is taken): TCP_INFO then counts every segment sent.
+        wait_until_sent(&plan.fds, TCP_INFO_SETTLE);
+    }
+    let tcp = plan.fds.iter().map(|&fd| TcpFlowInfo::read(fd).unwrap_or_default()).collect();
+    let (intervals, latency) = sampler.finish(end_ns, &flows);
+    Ok(WorkerOutcome {
+        flows,
+        global_flows: role == ClassicRole::CrrServer,
+        ending,
+        ring: RingCounters { syscalls: Some(calls), ..RingCounters::default() },
+        ring_setup: RingSetup::default(),
+        tool,
+        end_ns,
+        latency,
+        intervals,
+        tcp,
+        send: role_report.send,
+        recv: role_report.recv,
+        verify: role_report.verify,
+        crr: role_report.crr,
+        udp: role_report.udp,
+    })
+}

@@ -1,0 +1,342 @@
+//! The classic reference engines (`--send-engine syscall`, `--recv-engine syscall`): every
+//! workload they serve, on one flow (blocking sockets) and on 64 flows per worker (epoll),
+//! on both sides and against io_uring peers, with --verify. They count system calls, not
+//! ring enters, and keep the same accounting as the ring engines.
+
+use std::process::Stdio;
+use std::thread;
+use std::time::Duration;
+
+use ringperf_engine::spec::{Explicit, RecvEngine, SendEngine, SideSpec, Workload};
+use ringperf_engine::{run_test, Target, TestSpec};
+use ringperf_tests::{
+    at, bool_at, check_rr_report, check_stream_report, ringperf, str_at, u64_at, ChildGuard,
+};
+use serde_json::Value;
+
+const SYSCALL: (SendEngine, RecvEngine) = (SendEngine::Syscall, RecvEngine::Syscall);
+const RING: (SendEngine, RecvEngine) = (SendEngine::Copy, RecvEngine::Recv);
+
+/// The payload check came out clean on `side`, over every byte it received.
+fn check_verified(r: &Value, side: &str) {
+    let v = at(r, &format!("{side}.verify"));
+    assert_eq!(u64_at(v, "mismatches"), 0, "{side}: payload corrupted: {v}");
+    assert_eq!(u64_at(v, "bytes_checked"), u64_at(r, &format!("{side}.bytes_received")), "{side}: {v}");
+}
+
+/// A classic side counts its calls (sends and receives where it moved payload), has no
+/// ring, and with `flows_per_worker` > 1 waited in epoll.
+fn check_classic_side(r: &Value, side: &str, sends: bool, receives: bool, flows_per_worker: u64) {
+    let c = at(r, &format!("{side}.ring.syscalls"));
+    assert!(c.is_object(), "{side}: no system call counts: {}", at(r, &format!("{side}.ring")));
+    assert_eq!(u64_at(r, &format!("{side}.ring.enters")), 0, "{side}: a classic side reports ring enters");
+    if sends {
+        assert_eq!(str_at(r, &format!("{side}.send_engine")), "syscall");
+        assert!(u64_at(c, "sends") > 0, "{side}: {c}");
+        assert!(u64_at(r, &format!("{side}.send.sends")) > 0, "{side}: no sends in the send report");
+        assert!(at(r, &format!("{side}.send.zero_copy")).is_null());
+    }
+    if receives {
+        assert_eq!(str_at(r, &format!("{side}.recv.engine")), "syscall");
+        assert!(u64_at(c, "recvs") > 0, "{side}: {c}");
+    }
+    if flows_per_worker > 1 {
+        assert!(u64_at(c, "epoll_waits") > 0, "{side}: {flows_per_worker} flows and no epoll_wait: {c}");
+    } else {
+        assert_eq!(u64_at(c, "epoll_waits"), 0, "{side}: one blocking flow waited in epoll: {c}");
+    }
+}
+
+fn run_cli(args: &[&str]) -> Value {
+    let mut all = args.to_vec();
+    all.extend(["-l", "1", "--verify", "--send-engine", "syscall", "--recv-engine", "syscall"]);
+    ringperf!().run_json(&all)
+}
+
+/// A test run in this process against an embedded server, each side with its own engines
+/// (the CLI gives both sides the same ones): the server gets its engines over the control
+/// protocol, as any remote server would.
+fn run_mixed(workload: Workload, local: (SendEngine, RecvEngine), remote: (SendEngine, RecvEngine)) -> Value {
+    let mut spec = TestSpec::for_workload(workload);
+    spec.duration_ms = 1000;
+    // crr and the UDP tests check their own framing (cookies, sequence numbers) instead.
+    spec.verify = matches!(workload, Workload::Stream | Workload::Rr);
+    spec.local = SideSpec { send_engine: local.0, recv_engine: local.1, ..SideSpec::default() };
+    spec.remote = SideSpec { send_engine: remote.0, recv_engine: remote.1, ..SideSpec::default() };
+    spec.resolve(&Explicit::default());
+    let report =
+        run_test(&spec, &Target::Embedded).unwrap_or_else(|e| panic!("{workload:?} run failed: {e}"));
+    assert!(!report.partial, "{:?}", report.partial_reason);
+    serde_json::to_value(&report).expect("a report serializes")
+}
+
+#[test]
+fn rr_syscall_on_both_sides_one_flow_blocking() {
+    let r = run_cli(&["rr", "-r", "100,3000"]);
+    check_rr_report(&r);
+    for side in ["local", "remote"] {
+        check_verified(&r, side);
+        check_classic_side(&r, side, true, true, 1);
+    }
+}
+
+#[test]
+fn rr_syscall_on_both_sides_64_flows_per_worker_over_epoll() {
+    let r = run_cli(&["rr", "--flows", "64", "-r", "100,3000"]);
+    check_rr_report(&r);
+    for side in ["local", "remote"] {
+        check_verified(&r, side);
+        check_classic_side(&r, side, true, true, 64);
+    }
+    // Every flow did work: none starved behind the others.
+    let flows = at(&r, "local.flows").as_array().expect("flows");
+    assert_eq!(flows.len(), 64);
+    assert!(flows.iter().all(|f| u64_at(f, "transactions") > 0), "a flow completed nothing");
+}
+
+#[test]
+fn stream_syscall_on_both_sides_one_flow_and_reversed() {
+    let r = run_cli(&["stream"]);
+    check_stream_report(&r, false);
+    check_verified(&r, "remote");
+    check_classic_side(&r, "local", true, false, 1);
+    check_classic_side(&r, "remote", false, true, 1);
+    let r = run_cli(&["stream", "--reverse"]);
+    check_stream_report(&r, true);
+    check_verified(&r, "local");
+    check_classic_side(&r, "remote", true, false, 1);
+    check_classic_side(&r, "local", false, true, 1);
+}
+
+#[test]
+fn stream_syscall_on_both_sides_64_flows_per_worker_over_epoll() {
+    let r = run_cli(&["stream", "--flows", "64", "-m", "16K", "-M", "16K"]);
+    check_stream_report(&r, false);
+    check_verified(&r, "remote");
+    check_classic_side(&r, "local", true, false, 64);
+    check_classic_side(&r, "remote", false, true, 64);
+}
+
+#[test]
+fn rr_syscall_client_against_a_ring_server_and_the_reverse() {
+    for (local, remote) in [(SYSCALL, RING), (RING, SYSCALL)] {
+        let r = run_mixed(Workload::Rr, local, remote);
+        check_rr_report(&r);
+        for side in ["local", "remote"] {
+            check_verified(&r, side);
+        }
+        let classic = if local == SYSCALL { "local" } else { "remote" };
+        let ring = if local == SYSCALL { "remote" } else { "local" };
+        check_classic_side(&r, classic, true, true, 1);
+        assert!(at(&r, &format!("{ring}.ring.syscalls")).is_null(), "{ring}: a ring side counted syscalls");
+    }
+}
+
+#[test]
+fn stream_syscall_sender_against_a_ring_receiver_and_the_reverse() {
+    let r = run_mixed(Workload::Stream, SYSCALL, RING);
+    check_stream_report(&r, false);
+    check_verified(&r, "remote");
+    check_classic_side(&r, "local", true, false, 1);
+    let r = run_mixed(Workload::Stream, RING, SYSCALL);
+    check_stream_report(&r, false);
+    check_verified(&r, "remote");
+    check_classic_side(&r, "remote", false, true, 1);
+}
+
+#[test]
+fn a_side_that_sends_and_receives_takes_both_classic_engines_or_neither() {
+    let rp = ringperf!();
+    for (send, recv) in [("syscall", "multishot"), ("copy", "syscall")] {
+        let out = rp.run(&["rr", "-l", "1", "--send-engine", send, "--recv-engine", recv]);
+        out.failure(2, &["--send-engine syscall with --recv-engine syscall"]);
+    }
+    // A stream side only sends or only receives: any pairing runs.
+    let r = rp.run_json(&["stream", "-l", "0.5", "--send-engine", "syscall", "--recv-engine", "multishot"]);
+    check_stream_report(&r, false);
+    rp.run(&["stream", "-l", "1", "--send-engine", "syscall", "-b", "10M"]).failure(2, &["-b", "syscall"]);
+}
+
+/// Ctrl-C stops a classic run at once, blocked calls and all: partial report, exit 130.
+#[test]
+fn ctrl_c_stops_classic_loops_blocked_or_over_epoll() {
+    for extra in [&["rr"][..], &["stream", "--reverse"], &["stream", "--flows", "4"], &["crr"], &["udp-rr"]] {
+        let mut args = extra.to_vec();
+        args.extend(["-l", "20", "--json", "--send-engine", "syscall", "--recv-engine", "syscall"]);
+        let mut cmd = ringperf!().command(&args);
+        cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut client = ChildGuard::spawn(cmd);
+        thread::sleep(Duration::from_millis(1500));
+        client.signal(libc::SIGINT);
+        let status =
+            client.wait_timeout(Duration::from_secs(10)).expect("the client ignored Ctrl-C for 10 s");
+        assert_eq!(status.code(), Some(130), "{extra:?}: {status}");
+        let mut out = String::new();
+        use std::io::Read;
+        client.child_mut().stdout.take().expect("stdout").read_to_string(&mut out).expect("stdout");
+        let r: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("no JSON report ({e}): {out}"));
+        assert!(bool_at(&r, "partial"), "{extra:?}");
+        assert!(r["remote"].is_object(), "{extra:?}: the server's partial side is missing");
+        assert!(u64_at(&r, "local.elapsed_ns") < 10_000_000_000, "{extra:?}: ran on after Ctrl-C");
+    }
+}
+
+/// A classic UDP side talks to a ring side: same datagram numbering, same accounting.
+#[test]
+fn udp_syscall_sides_against_ring_sides_agree() {
+    for (local, remote) in [(SYSCALL, RING), (RING, SYSCALL)] {
+        let r = run_mixed(Workload::UdpStream, local, remote);
+        let (tx, rx) = (at(&r, "local.udp"), at(&r, "remote.udp"));
+        let sent = u64_at(tx, "datagrams_sent");
+        let received = u64_at(rx, "datagrams_received");
+        assert!(sent > 0 && received > 0, "{local:?} -> {remote:?}: sent {sent}, received {received}");
+        assert_eq!(received + u64_at(rx, "lost"), u64_at(rx, "sequence_span"), "{local:?} -> {remote:?}");
+        assert!(u64_at(rx, "sequence_span") <= sent + u64_at(tx, "send_errors"));
+        // A datagram numbered otherwise than the peer numbers them would be stray or lost.
+        assert!(u64_at(rx, "stray") <= 2, "{local:?} -> {remote:?}: {rx}");
+        assert!(u64_at(rx, "lost") < sent, "{local:?} -> {remote:?}: {rx}");
+
+        let r = run_mixed(Workload::UdpRr, local, remote);
+        let t = u64_at(&r, "local.transactions");
+        let served = u64_at(&r, "remote.transactions");
+        assert!(t > 0, "{local:?} -> {remote:?}: no transaction");
+        assert!(served >= t && served <= t + 1, "{local:?} -> {remote:?}: server {served}, client {t}");
+        assert!(u64_at(&r, "local.udp.retransmissions") <= u64_at(&r, "local.udp.timeouts"));
+    }
+}
+
+/// Both sides of a crr report count the same connections, and every byte adds up.
+fn check_crr_counts(r: &Value, what: &str) {
+    let t = u64_at(r, "local.transactions");
+    assert!(t > 0, "{what}: no connection cycle completed");
+    assert_eq!(t, u64_at(r, "remote.transactions"), "{what}: client and server count different cycles");
+    assert_eq!(u64_at(r, "local.crr.connections"), t, "{what}");
+    assert_eq!(u64_at(r, "remote.crr.connections"), t, "{what}");
+    assert_eq!(u64_at(r, "remote.crr.rejected"), 0, "{what}: the server rejected a connection");
+    let (req, rsp) = (u64_at(r, "spec.request_size"), u64_at(r, "spec.response_size"));
+    assert_eq!(u64_at(r, "local.bytes_sent"), t * req, "{what}");
+    assert_eq!(u64_at(r, "remote.bytes_received"), t * req, "{what}");
+    assert_eq!(u64_at(r, "remote.bytes_sent"), t * rsp, "{what}");
+    assert_eq!(u64_at(r, "local.bytes_received"), t * rsp, "{what}");
+    assert_eq!(u64_at(r, "local.latency.count"), t, "{what}");
+}
+
+#[test]
+fn crr_syscall_on_both_sides_one_flow_and_64_flows() {
+    for flows in ["1", "64"] {
+        let args = [
+            "crr",
+            "-l",
+            "1",
+            "-r",
+            "100,3000",
+            "--flows",
+            flows,
+            "--send-engine",
+            "syscall",
+            "--recv-engine",
+            "syscall",
+        ];
+        let r = ringperf!().run_json(&args);
+        check_crr_counts(&r, &format!("{flows} flow(s)"));
+        let c = at(&r, "local.ring.syscalls");
+        // socket, connect and close (at least) per cycle are the client's other calls.
+        assert!(u64_at(c, "other") >= 3 * u64_at(&r, "local.transactions"), "{c}");
+        assert_eq!(u64_at(c, "epoll_waits") > 0, flows == "64", "{flows} flow(s): {c}");
+        assert_eq!(u64_at(&r, "local.ring.enters"), 0);
+    }
+}
+
+#[test]
+fn crr_syscall_client_against_a_ring_server_and_the_reverse() {
+    for (local, remote) in [(SYSCALL, RING), (RING, SYSCALL)] {
+        let r = run_mixed(Workload::Crr, local, remote);
+        check_crr_counts(&r, &format!("{local:?} -> {remote:?}"));
+    }
+}
+
+/// msg-zerocopy: every zero-copy send gets its completion from the error queue, and on
+/// loopback the kernel copied every one, which the report says.
+#[test]
+fn msg_zerocopy_completions_match_sends_and_loopback_copies() {
+    for flows in ["1", "64"] {
+        let args =
+            ["stream", "-l", "1", "-m", "64K", "--flows", flows, "--verify", "--send-engine", "msg-zerocopy"];
+        let r = ringperf!().run_json(&args);
+        check_stream_report(&r, false);
+        check_verified(&r, "remote");
+        assert_eq!(str_at(&r, "local.send_engine"), "msg-zerocopy");
+        let zc = at(&r, "local.send.zero_copy");
+        assert!(u64_at(zc, "sends") > 0, "{flows}: {zc}");
+        assert_eq!(
+            u64_at(zc, "notifications"),
+            u64_at(zc, "sends"),
+            "{flows}: a completion is missing: {zc}"
+        );
+        assert!(
+            u64_at(zc, "completion_ranges") > 0 && u64_at(zc, "completion_ranges") <= u64_at(zc, "sends")
+        );
+        assert_eq!(
+            u64_at(zc, "bytes_copied") + u64_at(zc, "bytes_zero_copy"),
+            u64_at(&r, "local.bytes_sent"),
+            "{flows}: copied + zero-copied bytes differ from bytes sent: {zc}"
+        );
+        assert_eq!(u64_at(zc, "copied"), u64_at(zc, "notifications"), "loopback did not copy? {zc}");
+        assert!(at(&r, "local.ring.syscalls").is_object(), "msg-zerocopy has no ring");
+    }
+    let out = ringperf!().run(&["stream", "-l", "0.5", "--send-engine", "msg-zerocopy"]).success();
+    assert!(out.stdout.contains("msg-zerocopy") && out.stdout.contains("COPIED every send"), "{out}");
+    let out = ringperf!().run(&["stream", "-l", "0.5", "--send-engine", "msg-zerocopy", "--require-zc"]);
+    assert_eq!(out.code(), 1, "loopback copies, so --require-zc fails: {out}");
+    ringperf!()
+        .run(&["rr", "-l", "0.5", "--send-engine", "msg-zerocopy"])
+        .failure(2, &["msg-zerocopy", "stream only"]);
+}
+
+/// zerocopy-receive: mapped + copied + read adds up to what arrived, the pattern holds in
+/// all three, and on loopback the report says the kernel copied.
+#[test]
+fn zerocopy_receive_accounts_every_byte_and_says_loopback_copies() {
+    for extra in [&["--flows", "1"][..], &["--flows", "64", "-M", "16K"], &["-m", "1K", "-M", "1K"]] {
+        let mut args = vec!["stream", "-l", "1", "--verify", "--recv-engine", "zerocopy-receive"];
+        args.extend(extra);
+        let r = ringperf!().run_json(&args);
+        check_stream_report(&r, false);
+        check_verified(&r, "remote");
+        let z = at(&r, "remote.recv.zero_copy");
+        assert_eq!(str_at(&r, "remote.recv.engine"), "zerocopy-receive");
+        assert!(u64_at(z, "receives") > 0, "{extra:?}: {z}");
+        assert_eq!(
+            u64_at(z, "bytes_mapped") + u64_at(z, "bytes_copied") + u64_at(z, "bytes_read"),
+            u64_at(&r, "remote.bytes_received"),
+            "{extra:?}: mapped + copied + read != received: {z}"
+        );
+        // Loopback payload is never in whole pages: mostly copies.
+        assert!(u64_at(z, "bytes_mapped") * 2 < u64_at(&r, "remote.bytes_received"), "{extra:?}: {z}");
+    }
+    let out = ringperf!().run(&["stream", "-l", "0.5", "--recv-engine", "zerocopy-receive"]).success();
+    assert!(out.stdout.contains("zerocopy receive:") && out.stdout.contains("copied"), "{out}");
+    ringperf!()
+        .run(&["rr", "-l", "0.5", "--send-engine", "syscall", "--recv-engine", "zerocopy-receive"])
+        .failure(2, &["zerocopy-receive", "stream only"]);
+}
+
+/// Interval samples (-D) come from the watcher's tick on every classic loop, both sides,
+/// and add up to the totals.
+#[test]
+fn classic_loops_take_interval_samples_on_both_sides() {
+    for w in ["rr", "crr", "stream", "udp-rr"] {
+        let args = [w, "-l", "1", "-D", "0.2", "--send-engine", "syscall", "--recv-engine", "syscall"];
+        let r = ringperf!().run_json(&args);
+        for side in ["local", "remote"] {
+            let iv = at(&r, &format!("{side}.intervals")).as_array().expect("intervals");
+            // At least one tick and the closing remainder (a loop blocked across several
+            // ticks, on a loaded machine, samples once when it comes back).
+            assert!(iv.len() >= 2, "{w} {side}: {} interval samples over 1 s at 0.2 s", iv.len());
+            let key = if w == "stream" && side == "remote" { "bytes_received" } else { "bytes_sent" };
+            let key = if w == "stream" { key } else { "transactions" };
+            let sum: u64 = iv.iter().map(|i| i[key].as_u64().expect("a count")).sum();
+            assert_eq!(sum, u64_at(&r, &format!("{side}.{key}")), "{w} {side}: intervals do not add up");
+        }
+    }
+}
