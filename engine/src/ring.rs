@@ -141,6 +141,9 @@ pub struct Ring {
     enter_flags: u32,
     sq_batch: u32,
     queued: u32,
+    /// Entries at the SQ's tail that belong to a linked chain whose last entry has not been
+    /// pushed yet: an enter leaves them in the queue, so it never cuts the chain.
+    open_chain: u32,
     cq_batch: u32,
     cq_wait_us: u32,
     /// The kernel has min-wait (IORING_FEAT_MIN_TIMEOUT).
@@ -230,6 +233,7 @@ impl Ring {
             enter_flags,
             sq_batch: tuning.sq_batch,
             queued: 0,
+            open_chain: 0,
             cq_batch: tuning.cq_batch,
             cq_wait_us: tuning.cq_wait_us,
             min_wait,
@@ -300,10 +304,18 @@ impl Ring {
             if unsafe { self.ring.submission().push(entry) }.is_ok() {
                 self.counters.sqes += 1;
                 self.queued += 1;
+                self.open_chain = if links { self.open_chain + 1 } else { 0 };
                 if self.queued >= self.sq_batch && !links {
                     self.enter(0)?;
                 }
                 return Ok(());
+            }
+            // The queue is full: submit what comes before the open chain, if anything does.
+            if self.ring.submission().len() as u32 <= self.open_chain {
+                return Err(Error::Usage(format!(
+                    "a linked chain of more than {} entries does not fit the submission queue: raise --sq-entries",
+                    self.open_chain
+                )));
             }
             self.enter(0)?;
         }
@@ -394,8 +406,9 @@ impl Ring {
     }
 
     fn enter_with(&mut self, want: u32, min_wait_us: u32) -> Result<()> {
-        let to_submit = self.ring.submission().len() as u32;
-        self.queued = 0;
+        // An open chain stays queued until its last entry is pushed (see `push`).
+        let to_submit = (self.ring.submission().len() as u32).saturating_sub(self.open_chain);
+        self.queued = self.open_chain;
         let mut flags = self.enter_flags;
         if self.setup.sqpoll {
             if self.ring.submission().need_wakeup() {
@@ -518,6 +531,59 @@ mod tests {
         assert_eq!(c.op(), 7);
         assert_eq!(c.flow(), 123_456);
         assert_eq!(c.slot(), 99);
+    }
+
+    /// A chain pushed into an almost full queue is submitted whole: a failing first step
+    /// still cancels every later one. Cut in two, the second half would run on its own
+    /// (on a TCP socket, reordering the stream).
+    #[test]
+    fn a_chain_that_meets_a_full_queue_is_not_cut() {
+        let tuning = RingTuning { sq_entries: 8, sq_batch: 8, ..RingTuning::default() };
+        let mut ring = Ring::new(&tuning, 16).unwrap();
+        let nop = |k: u64| opcode::Nop::new().build().user_data(token(3, k as usize));
+        for k in 0..6 {
+            // SAFETY: a NOP points at no memory.
+            unsafe { ring.push(&nop(k)) }.unwrap();
+        }
+        // A read of a descriptor that is not open fails, and cancels what is linked to it.
+        let failing =
+            opcode::Read::new(types::Fd(-1), std::ptr::null_mut(), 0).build().user_data(token(4, 0));
+        // SAFETY: the read names no buffer (length 0) and fails before it looks at one.
+        unsafe { ring.push(&failing.flags(squeue::Flags::IO_LINK)) }.unwrap();
+        for k in 0..3 {
+            let e = nop(100 + k);
+            let e = if k < 2 { e.flags(squeue::Flags::IO_LINK) } else { e };
+            // SAFETY: as above.
+            unsafe { ring.push(&e) }.unwrap();
+        }
+        let mut all = Vec::new();
+        let mut out = Vec::with_capacity(ring.cq_entries());
+        while all.len() < 10 {
+            ring.submit_and_wait().unwrap();
+            ring.reap(&mut out);
+            all.extend(out.iter().copied());
+        }
+        let chained: Vec<i32> =
+            all.iter().filter(|c| c.op() == 3 && c.flow() >= 100).map(|c| c.result).collect();
+        assert_eq!(chained, vec![-libc::ECANCELED; 3], "the chain's later steps ran on their own: {all:?}");
+        assert_eq!(all.iter().filter(|c| c.op() == 3 && c.flow() < 100 && c.result == 0).count(), 6);
+    }
+
+    #[test]
+    fn a_chain_longer_than_the_queue_is_refused_not_cut() {
+        let tuning = RingTuning { sq_entries: 8, sq_batch: 8, ..RingTuning::default() };
+        let mut ring = Ring::new(&tuning, 16).unwrap();
+        let link = opcode::Nop::new().build().flags(squeue::Flags::IO_LINK);
+        let mut refused = None;
+        for _ in 0..9 {
+            // SAFETY: a NOP points at no memory.
+            if let Err(e) = unsafe { ring.push(&link) } {
+                refused = Some(e.to_string());
+                break;
+            }
+        }
+        let msg = refused.expect("a ninth linked entry cannot fit an 8-entry queue");
+        assert!(msg.contains("raise --sq-entries"), "{msg}");
     }
 
     fn deadline_fires(tuning: RingTuning) {
