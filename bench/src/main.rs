@@ -173,6 +173,10 @@ struct StatsArgs {
 struct ProfileArgs {
     #[command(flatten)]
     common: Common,
+    /// Samples per second per CPU of the profiled runs (ringperf --profile-hz); its default
+    /// rate if not given.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=20000))]
+    hz: Option<u32>,
 }
 
 #[derive(Args, Debug)]
@@ -309,7 +313,7 @@ fn run(cli: Cli) -> error::Result<()> {
                 ringperf: c.ringperf.clone(),
                 baseline: None,
             });
-            profile_cost::run(&plans)
+            profile_cost::run(&plans, a.hz)
         }
     }
 }

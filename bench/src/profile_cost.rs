@@ -23,11 +23,14 @@ pub const OFF: &str = "profile off";
 /// The bound on the profile's cost in service demand under which it is on by default.
 pub const TARGET_PERCENT: f64 = 2.0;
 
-/// ringperf with the profile taken (and checked to be in the report).
-pub fn on(bin: PathBuf) -> Ringperf {
+/// ringperf with the profile taken at `hz` (ringperf's default rate if `None`), checked
+/// to be in the report.
+pub fn on(bin: PathBuf, hz: Option<u32>) -> Ringperf {
+    let mut extra = vec!["--profile".to_string()];
+    extra.extend(hz.map(|hz| format!("--profile-hz={hz}")));
     Ringperf {
         label: ON,
-        extra: Vec::new(),
+        extra,
         expect: Expect { profile: Some(true), ..Expect::default() },
         ..Ringperf::new(bin)
     }
@@ -51,11 +54,11 @@ pub fn configs(secs: u32, cpus: (usize, usize)) -> [Config; 2] {
     ]
 }
 
-pub fn run(plans: &[Plan]) -> Result<()> {
+pub fn run(plans: &[Plan], hz: Option<u32>) -> Result<()> {
     for plan in plans {
         let host = bench::check_host(&plan.cfg)?;
         let bin = ringperf::locate(plan.ringperf.as_deref())?;
-        let (a, b) = (on(bin.clone()), off(bin));
+        let (a, b) = (on(bin.clone(), hz), off(bin));
         let tools: [&dyn Tool; 2] = [&a, &b];
         print!("{}", report::header(plan, &host, &tools));
         let _ = std::io::stdout().flush();
@@ -133,7 +136,14 @@ mod tests {
     #[test]
     fn flags_and_expectations() {
         let [rr, stream] = configs(3, (0, 1));
-        assert_eq!(on("rp".into()).describe(&rr), "rp rr -l 3 -r 1,1 -T 0,0 --cc cubic --json");
+        assert_eq!(
+            on("rp".into(), None).describe(&rr),
+            "rp rr -l 3 -r 1,1 -T 0,0 --cc cubic --profile --json"
+        );
+        assert_eq!(
+            on("rp".into(), Some(99)).describe(&rr),
+            "rp rr -l 3 -r 1,1 -T 0,0 --cc cubic --profile --profile-hz=99 --json"
+        );
         assert_eq!(off("rp".into()).describe(&rr), "rp rr -l 3 -r 1,1 -T 0,0 --cc cubic --no-profile --json");
         assert!(off("rp".into()).describe(&stream).contains("-m 65536 -M 65536 -T 0,1"));
     }

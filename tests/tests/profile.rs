@@ -38,7 +38,7 @@ fn share(p: &Value, id: &str) -> f64 {
 #[test]
 fn profile_categories_add_up_and_their_costs_are_the_busy_time() {
     let test = "profile_categories_add_up_and_their_costs_are_the_busy_time";
-    let r = ringperf!().run_json(&["rr", "-l", "1"]);
+    let r = ringperf!().run_json(&["rr", "-l", "1", "--profile"]);
     for side in ["local", "remote"] {
         let Some(p) = profile(&r, side, test) else { return };
         let cats = p["categories"].as_array().expect("categories");
@@ -66,7 +66,7 @@ fn profile_categories_add_up_and_their_costs_are_the_busy_time() {
 #[test]
 fn tool_overhead_counts_io_uring_and_the_network_path_costs_less() {
     let test = "tool_overhead_counts_io_uring_and_the_network_path_costs_less";
-    let r = ringperf!().run_json(&["rr", "-l", "1"]);
+    let r = ringperf!().run_json(&["rr", "-l", "1", "--profile"]);
     for side in ["local", "remote"] {
         let Some(p) = profile(&r, side, test) else { return };
         assert!(share(p, "io_uring") > 0.0, "{side}: no io_uring machinery in an io_uring run: {p}");
@@ -84,7 +84,7 @@ fn tool_overhead_counts_io_uring_and_the_network_path_costs_less() {
         let want = plain * (1.0 - honest / 100.0);
         assert!((net - want).abs() <= 1e-9 * plain, "{side}: network path {net}, want {want}");
     }
-    let human = ringperf!().run(&["rr", "-l", "0.5"]).success().stdout;
+    let human = ringperf!().run(&["rr", "-l", "0.5", "--profile"]).success().stdout;
     for side in ["local ", "remote"] {
         for needle in [format!("{side}  tool overhead"), format!("{side}  tool user-space overhead")] {
             assert!(human.contains(&needle), "no '{needle}' line:\n{human}");
@@ -97,7 +97,7 @@ fn tool_overhead_counts_io_uring_and_the_network_path_costs_less() {
 fn receive_copy_per_kb(engine: &str, runs: usize, test: &str) -> Option<f64> {
     let mut total = 0.0;
     for _ in 0..runs {
-        let r = ringperf!().run_json(&["stream", "-l", "2", "--recv-engine", engine]);
+        let r = ringperf!().run_json(&["stream", "-l", "2", "--profile", "--recv-engine", engine]);
         // Client to server: the server receives.
         let p = profile(&r, "remote", test)?;
         total += cost(p, "copy", "us_per_kb");
@@ -129,7 +129,11 @@ fn no_profile_takes_none() {
     // Left out of the spec when off (so it still runs against a server that predates it).
     assert!(r["spec"].get("profile").is_none(), "{}", r["spec"]);
     let out = ringperf!().run(&["rr", "-l", "0.3", "--no-profile"]).success().stdout;
-    assert!(out.contains("local   tool overhead: not profiled"), "{out}");
+    assert!(out.contains("local   tool overhead with its kernel share: not profiled"), "{out}");
+    // Without either flag, the one default decides.
+    let d = ringperf!().run_json(&["rr", "-l", "0.3"]);
+    let profiled = !at(&d, "local.profile").is_null();
+    assert_eq!(profiled, ringperf_engine::spec::PROFILE_BY_DEFAULT, "{}", at(&d, "local.profile"));
     let bad = ringperf!().run(&["rr", "-l", "0.3", "--profile-hz", "0"]);
     assert_eq!(bad.code(), 2, "{bad}");
 }
@@ -192,7 +196,7 @@ fn a_refused_profile_still_completes_and_says_why() {
     std::fs::write("/proc/sys/kernel/perf_event_paranoid", "3").expect("raising perf_event_paranoid");
     let bin = ringperf!().path().to_path_buf();
     let mut cmd = Command::new("setpriv");
-    cmd.args(["--inh-caps=-all", "--bounding-set=-all", "--"]).arg(&bin).args(["rr", "-l", "0.3", "--json"]);
+    cmd.args(["--inh-caps=-all", "--bounding-set=-all", "--"]).arg(&bin).args(["rr", "-l", "0.3", "--profile", "--json"]);
     let o = run_with_timeout(cmd, RUN_TIMEOUT).success();
     let r = o.json();
     for side in ["local", "remote"] {
@@ -208,7 +212,7 @@ fn a_refused_profile_still_completes_and_says_why() {
     // The rest of the report is whole.
     assert!(u64_at(&r, "local.transactions") > 0);
     let mut cmd = Command::new("setpriv");
-    cmd.args(["--inh-caps=-all", "--bounding-set=-all", "--"]).arg(&bin).args(["rr", "-l", "0.3"]);
+    cmd.args(["--inh-caps=-all", "--bounding-set=-all", "--"]).arg(&bin).args(["rr", "-l", "0.3", "--profile"]);
     let human = run_with_timeout(cmd, RUN_TIMEOUT).success().stdout;
     assert!(human.contains("local   tool overhead: profile unavailable: perf_event_open refused"), "{human}");
 }
@@ -221,11 +225,11 @@ fn a_separate_server_sends_its_profile_and_keyval_carries_both_sides() {
     let rp = ringperf!();
     let server = rp.serve();
     let port = server.port_arg();
-    let r = rp.run_json(&["rr", "-H", "127.0.0.1", "-p", &port, "-l", "0.5"]);
+    let r = rp.run_json(&["rr", "-H", "127.0.0.1", "-p", &port, "-l", "0.5", "--profile"]);
     let Some(remote) = profile(&r, "remote", test) else { return };
     assert!(u64_at(remote, "samples") > 0);
     assert!(share(remote, "io_uring") > 0.0, "the server's io_uring work is missing: {remote}");
-    let kv = rp.run(&["rr", "-H", "127.0.0.1", "-p", &port, "-l", "0.5", "--keyval"]).success().stdout;
+    let kv = rp.run(&["rr", "-H", "127.0.0.1", "-p", &port, "-l", "0.5", "--keyval", "--profile"]).success().stdout;
     for name in [
         "LOCAL_TOOL_OVERHEAD_WITH_KERNEL",
         "REMOTE_TOOL_OVERHEAD_WITH_KERNEL",
@@ -263,7 +267,7 @@ fn sender_stack_cost_per_kb(tag: &str, lab_args: &[&str], test: &str) -> Option<
         lab.exec(
             "a",
             rp.path(),
-            &["stream", "-H", "198.18.0.2", "-p", &port, "-l", "1", "-i", "3,3", "--json"],
+            &["stream", "-H", "198.18.0.2", "-p", &port, "-l", "1", "-i", "3,3", "--profile", "--json"],
         ),
         RUN_TIMEOUT,
     )

@@ -43,7 +43,7 @@ pub fn side_line(o: &mut String, name: &str, s: &SideReport) {
     let Some(p) = &s.profile else {
         let _ = writeln!(
             o,
-            "{name}  tool overhead: not profiled (--no-profile, or a server older than profiles)"
+            "{name}  tool overhead with its kernel share: not profiled (--profile samples the window; below, user space only)"
         );
         return;
     };
