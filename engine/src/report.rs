@@ -9,7 +9,10 @@ use crate::spec::{RecvEngine, Role, SendEngine, TestSpec};
 
 /// Bumped whenever a field changes meaning or disappears (adding fields does not bump it).
 /// 2: `remote` may be null (a partial run whose server never reported), `partial` added.
-pub const SCHEMA_VERSION: u32 = 2;
+/// 3: a side's `ring` may describe no ring at all (the classic engines: `enters` 0 and the
+/// system calls in `ring.syscalls`), and sides carry `profile` and `kernel`; readers of
+/// version 2 that divide by `enters` or assume an io_uring side must check the engines.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// A whole test: what was asked, what each side measured, and where it ran.
 #[derive(Serialize, Deserialize, Clone, Debug)]
