@@ -729,9 +729,12 @@ pub struct PlotArgs {
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Sweep chart")]
 pub struct ChartArgs {
-    /// The figure on the y axis: throughput, transactions, local_cpu, remote_cpu, local_sd,
-    /// remote_sd, local_ns_per_segment, remote_ns_per_segment, p50, p99 (default: the
-    /// workload's rate).
+    /// The figure on the y axis, and under `sweep` a column of the table: throughput,
+    /// transactions, local_cpu, remote_cpu, local_sd, remote_sd, local_ns_per_segment,
+    /// remote_ns_per_segment, local_softirq, local_packets_per_net_rx, p50, p99, ...; with
+    /// --profile also local_tool_overhead_with_kernel, local_network_sd and each category's
+    /// cost per unit, local_cost_tcp, remote_cost_copy, ... (remote_ for the server's side;
+    /// an unknown name lists them all). Default: the workload's rate.
     #[arg(long, value_name = "NAME", value_parser = parse_chart_figure)]
     pub figure: Option<String>,
     /// The swept parameter on the x axis (e.g. send_size); the other varied parameters get

@@ -224,6 +224,13 @@ fn run(points: &[Parsed]) -> Result<i32, Error> {
     let (test, out) = (&first.test, &first.out);
     let units = render::Units::parse(&test.units);
     let human = !test.json && test.banner == 1;
+    let figure = out.chart.figure.as_deref().and_then(crate::figure::by_name);
+    if let Some(f) = figure.filter(|f| f.needs_profile() && !first.spec.profile.enabled) {
+        return Err(Error::Usage(format!(
+            "--figure {} comes from the kernel cost profile, which is off by default: add --profile",
+            f.name
+        )));
+    }
     let runner = Runner::new(test)?;
     let mut entries: Vec<Entry> = Vec::with_capacity(points.len());
     let mut failure: Option<Error> = None;
@@ -276,7 +283,7 @@ fn run(points: &[Parsed]) -> Result<i32, Error> {
     if test.json {
         print(&json(&entries, stopped.as_deref()));
     } else {
-        print(&render::sweep::render(&entries, units, test.banner == 1));
+        print(&render::sweep::render(&entries, units, test.banner == 1, figure));
         if let Some(why) = &stopped {
             print(&format!("PARTIAL SWEEP: {why}.\n"));
         }

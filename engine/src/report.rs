@@ -103,6 +103,10 @@ impl TestReport {
         fig.remote_softirq_percent = mean(&|i| i.remote_softirq_percent);
         fig.local_packets_per_net_rx = mean(&|i| i.local_packets_per_net_rx);
         fig.remote_packets_per_net_rx = mean(&|i| i.remote_packets_per_net_rx);
+        fig.local_tool_overhead_percent = mean(&|i| i.local_tool_overhead_percent);
+        fig.remote_tool_overhead_percent = mean(&|i| i.remote_tool_overhead_percent);
+        fig.local_network_sd_us = mean(&|i| i.local_network_sd_us);
+        fig.remote_network_sd_us = mean(&|i| i.remote_network_sd_us);
         if let Some(l) = &self.local.latency {
             fig.p50_latency_ns = Some(l.p50_ns);
             fig.p99_latency_ns = Some(l.p99_ns);
@@ -206,19 +210,30 @@ pub struct IterationFigures {
     pub local_packets_per_net_rx: Option<f64>,
     #[serde(default)]
     pub remote_packets_per_net_rx: Option<f64>,
+    /// From the kernel cost profile (with --profile), so a sweep can plot them: the honest
+    /// tool overhead (user space + io_uring machinery, percent of busy CPU) and the network
+    /// path's service demand (us/KB, us/Tr for rr). `None` without a profile.
+    #[serde(default)]
+    pub local_tool_overhead_percent: Option<f64>,
+    #[serde(default)]
+    pub remote_tool_overhead_percent: Option<f64>,
+    #[serde(default)]
+    pub local_network_sd_us: Option<f64>,
+    #[serde(default)]
+    pub remote_network_sd_us: Option<f64>,
 }
 
 impl IterationFigures {
     /// The figures of one run.
     pub fn of(summary: &Summary, local: &SideReport, remote: Option<&SideReport>) -> IterationFigures {
         let rr = summary.transactions_per_sec.is_some();
-        let sd = |s: &SideReport| {
-            if rr {
-                s.service_demand.us_per_transaction
-            } else {
-                s.service_demand.us_per_kb
-            }
-        };
+        let unit = |sd: &ServiceDemand| if rr { sd.us_per_transaction } else { sd.us_per_kb };
+        let sd = |s: &SideReport| unit(&s.service_demand);
+        // A profile the kernel refused has no figures.
+        fn profile(s: Option<&SideReport>) -> Option<&crate::measure::profile::ProfileReport> {
+            s.and_then(|s| s.profile.as_ref()).filter(|p| p.unavailable.is_none())
+        }
+        let (lp, rp) = (profile(Some(local)), profile(remote));
         IterationFigures {
             throughput_bits_per_sec: summary.throughput_bits_per_sec,
             transactions: local.transactions,
@@ -237,6 +252,10 @@ impl IterationFigures {
             remote_packets_per_net_rx: remote
                 .and_then(|r| r.kernel.as_ref())
                 .and_then(|k| k.packets_per_net_rx),
+            local_tool_overhead_percent: lp.map(|p| p.tool_overhead_percent),
+            remote_tool_overhead_percent: rp.map(|p| p.tool_overhead_percent),
+            local_network_sd_us: lp.and_then(|p| unit(&p.network_service_demand)),
+            remote_network_sd_us: rp.and_then(|p| unit(&p.network_service_demand)),
         }
     }
 }

@@ -9,8 +9,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use ringperf_tests::{
-    check_stream_report, lab_name, netns_list, ringperf, run_with_timeout, skip_unless, str_at, LAB_PROGRAMS,
-    PYTHON3,
+    check_stream_report, lab_name, netns_list, ringperf, run_with_timeout, skip, skip_unless, str_at,
+    LAB_PROGRAMS, PYTHON3,
 };
 use serde_json::Value;
 
@@ -143,6 +143,66 @@ fn sweep_usage_errors_exit_2_before_running() {
     let out = ringperf!().run(&["sweep", "stream", "--send-engine", "copy,warp"]);
     assert_eq!(out.code(), 2, "{out}");
     assert!(out.stderr.contains("unknown send engine 'warp'"), "{out}");
+}
+
+#[test]
+fn a_profile_category_is_a_sweep_figure_with_a_value_per_point() {
+    let test = "a_profile_category_is_a_sweep_figure_with_a_value_per_point";
+    let dir = scratch("costcopy");
+    let json = dir.join("s.json");
+    let out = ringperf!()
+        .run(&[
+            "sweep",
+            "stream",
+            "-l",
+            "0.5",
+            "-m",
+            "1K,64K",
+            "--profile",
+            "--figure",
+            "local_cost_copy",
+            "--output",
+            json.to_str().unwrap(),
+        ])
+        .success();
+    let v: Value = serde_json::from_str(&fs::read_to_string(&json).unwrap()).expect("valid JSON");
+    let entries = v.as_array().expect("an array");
+    assert_eq!(entries.len(), 2, "{out}");
+    if let Some(why) = entries[0]["report"]["local"]["profile"]["unavailable"].as_str() {
+        skip(test, &format!("the kernel refused the profile here: {why}"));
+        return;
+    }
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "a header and two rows: {out}");
+    assert!(lines[0].contains(" local_cost_copy  confidence"), "the figure has its column: {out}");
+    for (line, e) in lines[1..].iter().zip(entries) {
+        // The column before "confidence" (which is "-" without -i) is the figure.
+        let cells: Vec<&str> = line.split_whitespace().collect();
+        let shown: f64 = cells[cells.len() - 2].parse().unwrap_or_else(|_| panic!("a number: {line}"));
+        // A stream on loopback copies every byte it sends and receives.
+        let copy = e["report"]["local"]["profile"]["categories"]
+            .as_array()
+            .expect("categories")
+            .iter()
+            .find(|c| c["category"] == "copy")
+            .unwrap_or_else(|| panic!("a copy category: {e}"));
+        let per_kb = copy["us_per_kb"].as_f64().expect("us_per_kb");
+        assert!(per_kb > 0.0, "{copy}");
+        assert_eq!(format!("{shown:.4}"), format!("{per_kb:.4}"), "the row shows the report's cost: {line}");
+    }
+    let _ = fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_profile_figure_without_profile_is_a_usage_error() {
+    let out =
+        ringperf!().run(&["sweep", "stream", "-l", "0.3", "-m", "1K,64K", "--figure", "remote_cost_tcp"]);
+    assert_eq!(out.code(), 2, "{out}");
+    assert!(out.stderr.contains("add --profile"), "{out}");
+    assert!(!out.stderr.contains("point 1 of 2"), "refused before running: {out}");
+    let out = ringperf!().run(&["sweep", "stream", "-m", "1K,64K", "--figure", "local_cost_warp"]);
+    assert_eq!(out.code(), 2, "{out}");
+    assert!(out.stderr.contains("local_cost_copy"), "the names are listed: {out}");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::figure::by_name;
+use crate::figure::{by_name, Figure};
 use crate::sweep::Entry;
 
 use super::Units;
@@ -24,7 +24,23 @@ fn confidence(e: &Entry) -> String {
     format!("{} ({} it{width})", if c.met { "yes" } else { "no" }, c.iterations)
 }
 
-pub fn render(entries: &[Entry], units: Units, banner: bool) -> String {
+/// The figures the table always has a column for; a --figure among them adds none.
+const COLUMNS: [&str; 8] = [
+    "throughput",
+    "transactions",
+    "local_cpu",
+    "remote_cpu",
+    "local_sd",
+    "remote_sd",
+    "local_ns_per_segment",
+    "remote_ns_per_segment",
+];
+
+/// The table; `figure` (the sweep's --figure) gets a column of its own, headed by its
+/// name, when the fixed columns do not already show it.
+pub fn render(entries: &[Entry], units: Units, banner: bool, figure: Option<&Figure>) -> String {
+    let extra = figure.filter(|f| !COLUMNS.contains(&f.name));
+    let extra_width = extra.map_or(0, |f| f.name.len().max(9));
     let mut o = String::new();
     let Some(first) = entries.first() else { return o };
     let names: Vec<&str> = first.point.0.iter().map(|(n, _)| n.as_str()).collect();
@@ -44,13 +60,14 @@ pub fn render(entries: &[Entry], units: Units, banner: bool) -> String {
         }
         let _ = writeln!(
             o,
-            "{head}{rate:>12} {:>8} {:>8} {:>9} {:>9} {:>9} {:>9}  confidence",
+            "{head}{rate:>12} {:>8} {:>8} {:>9} {:>9} {:>9} {:>9}{}  confidence",
             "CPU% loc",
             "CPU% rem",
             &format!("{sd} loc"),
             &format!("{sd} rem"),
             "ns/seg l",
-            "ns/seg r"
+            "ns/seg r",
+            extra.map_or(String::new(), |f| format!(" {:>extra_width$}", f.name))
         );
     }
     for e in entries {
@@ -66,7 +83,7 @@ pub fn render(entries: &[Entry], units: Units, banner: bool) -> String {
             if rr { mean(e, "transactions") } else { mean(e, "throughput").map(|m| units.convert(m * 1e6)) };
         let _ = writeln!(
             o,
-            "{row}{:>12} {:>8} {:>8} {:>9} {:>9} {:>9} {:>9}  {}",
+            "{row}{:>12} {:>8} {:>8} {:>9} {:>9} {:>9} {:>9}{}  {}",
             cell(rate_v, 2),
             cell(mean(e, "local_cpu"), 2),
             cell(mean(e, "remote_cpu"), 2),
@@ -74,6 +91,7 @@ pub fn render(entries: &[Entry], units: Units, banner: bool) -> String {
             cell(mean(e, "remote_sd"), 3),
             cell(mean(e, "local_ns_per_segment"), 0),
             cell(mean(e, "remote_ns_per_segment"), 0),
+            extra.map_or(String::new(), |f| format!(" {:>extra_width$}", cell(mean(e, f.name), 4))),
             confidence(e)
         );
         if e.report.as_ref().is_some_and(|r| r.partial) {
