@@ -259,6 +259,32 @@ fn tso_study_quick_runs_end_to_end() {
     assert!(rows[0].contains("tso on gso on"), "{table}");
     assert!(rows[1].contains("tso off gso on"), "{table}");
     assert!(rows[2].contains("tso off gso off"), "{table}");
+    // The sender's cost by category: the rows add up to the whole service demand per segment
+    // (each cell rounded to 1 ns), for every configuration.
+    let by_category =
+        table.split("## The sender's cost by category").nth(1).expect("the by-category section");
+    if !by_category.contains("No kernel cost profile") {
+        let cells = |l: &str| -> Vec<String> { l.split('|').map(|c| c.trim().to_string()).collect() };
+        let body: Vec<Vec<String>> = by_category
+            .lines()
+            .skip_while(|l| !l.starts_with("| category"))
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .map(cells)
+            .collect();
+        let (total, cats) = body.split_last().expect("a table");
+        assert_eq!(total[1], "all busy CPU", "{by_category}");
+        assert!(cats.iter().any(|r| r[1] == "tcp") && cats.iter().any(|r| r[1] == "copy"), "{by_category}");
+        // Columns: category, then ns/seg and us/KB per configuration.
+        for col in [2, 4, 6] {
+            let sum: f64 = cats.iter().map(|r| r[col].parse::<f64>().expect("a number")).sum();
+            let whole: f64 = total[col].parse().expect("a number");
+            assert!(
+                (sum - whole).abs() <= cats.len() as f64 * 0.5 + whole * 0.01,
+                "column {col}: categories add to {sum}, the whole is {whole}\n{by_category}"
+            );
+        }
+    }
     for svg in ["stream.svg", "rr.svg"] {
         let s = fs::read_to_string(dir.join(svg)).expect(svg);
         check_svg(&s);

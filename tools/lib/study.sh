@@ -93,11 +93,13 @@ study_serve() {
 }
 
 # study_run FILE WORKLOAD [flags]: one ringperf test from host a to host b, JSON to FILE.
+# Every run takes the kernel cost profile (--profile), which the tables' per-category costs
+# come from; a kernel that refuses it still gives the rest of the report.
 study_run() {
     local file="$1"
     shift
     # shellcheck disable=SC2046 # study_stats is a list of flags
-    study_lab exec a "$bin" "$@" -H 198.18.0.2 --cc cubic -l "$secs" $(study_stats) --json >"$file"
+    study_lab exec a "$bin" "$@" -H 198.18.0.2 --cc cubic -l "$secs" $(study_stats) --profile --json >"$file"
 }
 
 # study_run_udp FILE WORKLOAD [flags]: the same for UDP, which has no congestion control.
@@ -105,5 +107,5 @@ study_run_udp() {
     local file="$1"
     shift
     # shellcheck disable=SC2046 # study_stats is a list of flags
-    study_lab exec a "$bin" "$@" -H 198.18.0.2 -l "$secs" $(study_stats) --json >"$file"
+    study_lab exec a "$bin" "$@" -H 198.18.0.2 -l "$secs" $(study_stats) --profile --json >"$file"
 }
