@@ -73,7 +73,12 @@ pub fn draw(entries: &[Entry], chart_args: &ChartArgs, path: &Path) -> Result<()
         }
     }
     if series.is_empty() {
-        return Err(Error::Usage(format!("--plot: no point has the figure '{}' (use --figure)", fig.name)));
+        let what = if fig.needs_profile() {
+            "it comes from the kernel cost profile: run the sweep with --profile"
+        } else {
+            "use --figure"
+        };
+        return Err(Error::Usage(format!("--plot: no point has the figure '{}' ({what})", fig.name)));
     }
     let top = series
         .iter()
