@@ -196,7 +196,13 @@ fn a_refused_profile_still_completes_and_says_why() {
     std::fs::write("/proc/sys/kernel/perf_event_paranoid", "3").expect("raising perf_event_paranoid");
     let bin = ringperf!().path().to_path_buf();
     let mut cmd = Command::new("setpriv");
-    cmd.args(["--inh-caps=-all", "--bounding-set=-all", "--"]).arg(&bin).args(["rr", "-l", "0.3", "--profile", "--json"]);
+    cmd.args(["--inh-caps=-all", "--bounding-set=-all", "--"]).arg(&bin).args([
+        "rr",
+        "-l",
+        "0.3",
+        "--profile",
+        "--json",
+    ]);
     let o = run_with_timeout(cmd, RUN_TIMEOUT).success();
     let r = o.json();
     for side in ["local", "remote"] {
@@ -212,7 +218,12 @@ fn a_refused_profile_still_completes_and_says_why() {
     // The rest of the report is whole.
     assert!(u64_at(&r, "local.transactions") > 0);
     let mut cmd = Command::new("setpriv");
-    cmd.args(["--inh-caps=-all", "--bounding-set=-all", "--"]).arg(&bin).args(["rr", "-l", "0.3", "--profile"]);
+    cmd.args(["--inh-caps=-all", "--bounding-set=-all", "--"]).arg(&bin).args([
+        "rr",
+        "-l",
+        "0.3",
+        "--profile",
+    ]);
     let human = run_with_timeout(cmd, RUN_TIMEOUT).success().stdout;
     assert!(human.contains("local   tool overhead: profile unavailable: perf_event_open refused"), "{human}");
 }
@@ -229,7 +240,10 @@ fn a_separate_server_sends_its_profile_and_keyval_carries_both_sides() {
     let Some(remote) = profile(&r, "remote", test) else { return };
     assert!(u64_at(remote, "samples") > 0);
     assert!(share(remote, "io_uring") > 0.0, "the server's io_uring work is missing: {remote}");
-    let kv = rp.run(&["rr", "-H", "127.0.0.1", "-p", &port, "-l", "0.5", "--keyval", "--profile"]).success().stdout;
+    let kv = rp
+        .run(&["rr", "-H", "127.0.0.1", "-p", &port, "-l", "0.5", "--keyval", "--profile"])
+        .success()
+        .stdout;
     for name in [
         "LOCAL_TOOL_OVERHEAD_WITH_KERNEL",
         "REMOTE_TOOL_OVERHEAD_WITH_KERNEL",
