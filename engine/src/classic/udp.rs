@@ -17,7 +17,7 @@ use crate::report::{UdpFlowReport, UdpReport};
 use crate::spec::{TestSpec, UDP_SEQ_LEN};
 use crate::verify::fill;
 use crate::workload::driver::RoleReport;
-use crate::workload::sequence::SeqTracker;
+use crate::workload::sequence::{add_sequences, SeqTracker};
 use crate::workload::udp_stream::{DRAIN_MAX_NS, DRAIN_TICK_NS};
 use crate::workload::Ending;
 
@@ -301,19 +301,7 @@ impl Loop for Receiver {
 
     fn report(&self) -> RoleReport {
         let mut r = self.report.clone();
-        for (f, t) in self.seq.iter().enumerate() {
-            let fr = &mut r.flows[f];
-            fr.datagrams_received = t.unique;
-            fr.lost = t.lost();
-            fr.reordered = t.reordered;
-            fr.duplicated = t.duplicated;
-            r.datagrams_received += t.unique;
-            r.lost += t.lost();
-            r.reordered += t.reordered;
-            r.duplicated += t.duplicated;
-            r.late += t.late;
-            r.sequence_span += t.span();
-        }
+        add_sequences(&mut r, &self.seq);
         RoleReport { udp: Some(r), end_ns: self.end_ns, ..RoleReport::default() }
     }
 }

@@ -27,6 +27,24 @@ impl Default for SeqTracker {
     }
 }
 
+/// Puts each flow's sequence tally (`trackers[f]` for flow `f`) into a receiver's report,
+/// per flow and summed.
+pub fn add_sequences(r: &mut crate::report::UdpReport, trackers: &[SeqTracker]) {
+    for (f, t) in trackers.iter().enumerate() {
+        let fr = &mut r.flows[f];
+        fr.datagrams_received = t.unique;
+        fr.lost = t.lost();
+        fr.reordered = t.reordered;
+        fr.duplicated = t.duplicated;
+        r.datagrams_received += t.unique;
+        r.lost += t.lost();
+        r.reordered += t.reordered;
+        r.duplicated += t.duplicated;
+        r.late += t.late;
+        r.sequence_span += t.span();
+    }
+}
+
 impl SeqTracker {
     #[inline]
     fn bit(s: u64) -> (usize, u64) {

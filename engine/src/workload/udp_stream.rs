@@ -22,7 +22,7 @@ use crate::verify::Verifier;
 use crate::workload::drain::Drain;
 use crate::workload::driver::{RoleReport, Run, Timers, Wait, Workload};
 use crate::workload::pacer::Pacer;
-use crate::workload::sequence::SeqTracker;
+use crate::workload::sequence::{add_sequences, SeqTracker};
 use crate::workload::FlowCounters;
 
 /// How often the receiver looks whether datagrams still arrive after its deadline.
@@ -241,19 +241,7 @@ impl<R: RecvPath> UdpReceiver<R> {
     fn udp_report(&self) -> UdpReport {
         let mut r = self.report.clone();
         r.no_buffers = self.path.report().enobufs;
-        for (f, t) in self.seq.iter().enumerate() {
-            let fr = &mut r.flows[f];
-            fr.datagrams_received = t.unique;
-            fr.lost = t.lost();
-            fr.reordered = t.reordered;
-            fr.duplicated = t.duplicated;
-            r.datagrams_received += t.unique;
-            r.lost += t.lost();
-            r.reordered += t.reordered;
-            r.duplicated += t.duplicated;
-            r.late += t.late;
-            r.sequence_span += t.span();
-        }
+        add_sequences(&mut r, &self.seq);
         r
     }
 
