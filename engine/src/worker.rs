@@ -403,40 +403,21 @@ fn run(mut plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>
     };
     let role = (setup.build)(&mut ring, &fds)?;
     let mut engine = Engine { ring, role };
-    let tid = gettid();
-    let helpers_before = helper_threads_ns(tid);
-    let _ = ready.send(());
-    let Ok(window_start) = start.recv() else {
-        return Err(Error::Peer("the test was abandoned before it started".into()));
-    };
-    let cpu_before = ThreadCpuSnapshot::now();
-    let duration_ns = spec.duration_ms * 1_000_000;
-    let deadline = window_start + duration_ns;
-    let mut sampler = IntervalSampler::new(
-        spec.interval_ms * 1_000_000,
-        duration_ns,
-        &plan.fds,
-        spec.record_latency,
-        plan.live.take(),
-    );
-    sampler.start(&mut engine.ring, window_start)?;
+    let settle_tcp = setup.settle_tcp;
+    let mut window = WorkerWindow::open(&mut plan, &ready, &start, Some(gettid()))?;
+    window.sampler.start(&mut engine.ring, window.start_ns)?;
     let mut flows = vec![FlowCounters::default(); setup.counted];
-    let mut run = Run { counters: &mut flows, sampler: &mut sampler, deadline_ns: deadline, stopping: false };
+    let mut run = Run {
+        counters: &mut flows,
+        sampler: &mut window.sampler,
+        deadline_ns: window.deadline_ns,
+        stopping: false,
+    };
     let ending = drive(&mut engine.ring, engine.role.as_mut(), &mut run, plan.watch_fd);
     let role_report = engine.role.report();
     let end_ns = role_report.end_ns.unwrap_or_else(monotonic_ns);
-    // A run that did not complete may have ended long after its deadline: a hung peer is
-    // caught by the guard PEER_GRACE_NS later, and nothing was measured in that wait but
-    // the wait itself. Its window closes at the deadline at the latest.
-    let end_ns = if matches!(ending, Ok(Ending::Completed)) { end_ns } else { end_ns.min(deadline) };
-    let mut tool = ThreadCpuSnapshot::now().since(&cpu_before);
-    tool.helper_ns = helper_threads_ns(tid).saturating_sub(helpers_before);
-    if setup.settle_tcp && matches!(ending, Ok(Ending::Completed)) {
-        // After the window (end_ns is taken): TCP_INFO then counts every segment sent.
-        wait_until_sent(&plan.fds, TCP_INFO_SETTLE);
-    }
-    let tcp = plan.fds.iter().map(|&fd| TcpFlowInfo::read(fd).unwrap_or_default()).collect();
-    let (intervals, latency) = sampler.finish(end_ns, &flows);
+    let ClosedWindow { end_ns, tool, tcp, intervals, latency } =
+        window.close(&ending, end_ns, &flows, &plan.fds, settle_tcp);
     let mut send = role_report.send;
     if let Some(sp) = send.as_mut().and_then(|r| r.splice.as_mut()) {
         sp.sched_batch = sched_batch;
@@ -458,6 +439,84 @@ fn run(mut plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>
         recv: role_report.recv,
         verify: role_report.verify,
     })
+}
+
+/// A worker's measurement window, the same for a ring role and a classic loop: opened
+/// when the side says go, closed once the role has finished.
+pub(crate) struct WorkerWindow {
+    pub start_ns: u64,
+    pub deadline_ns: u64,
+    pub sampler: IntervalSampler,
+    cpu_before: ThreadCpuSnapshot,
+    /// The thread whose io_uring helpers (io-wq, SQPOLL) are counted, and their CPU so far.
+    helpers: Option<(i32, u64)>,
+}
+
+/// What a closed window measured.
+pub(crate) struct ClosedWindow {
+    pub end_ns: u64,
+    pub tool: ToolCpu,
+    pub tcp: Vec<TcpFlowInfo>,
+    pub intervals: Vec<IntervalSample>,
+    pub latency: LatencyRecorder,
+}
+
+impl WorkerWindow {
+    /// Tells the side this worker is ready, waits for its go and opens the window; the
+    /// caller starts the sampler's ticks its own way (ring timeouts or the watcher).
+    /// `helper_tid`: the thread whose io_uring helper threads count as the tool's.
+    pub fn open(
+        plan: &mut WorkerPlan,
+        ready: &mpsc::Sender<()>,
+        start: &mpsc::Receiver<u64>,
+        helper_tid: Option<i32>,
+    ) -> Result<WorkerWindow> {
+        let helpers = helper_tid.map(|tid| (tid, helper_threads_ns(tid)));
+        let _ = ready.send(());
+        let Ok(start_ns) = start.recv() else {
+            return Err(Error::Peer("the test was abandoned before it started".into()));
+        };
+        let cpu_before = ThreadCpuSnapshot::now();
+        let spec = &plan.spec;
+        let duration_ns = spec.duration_ms * 1_000_000;
+        let sampler = IntervalSampler::new(
+            spec.interval_ms * 1_000_000,
+            duration_ns,
+            &plan.fds,
+            spec.record_latency,
+            plan.live.take(),
+        );
+        Ok(WorkerWindow { start_ns, deadline_ns: start_ns + duration_ns, sampler, cpu_before, helpers })
+    }
+
+    /// Closes the window at `end_ns` (when the role finished): the thread's CPU, TCP_INFO
+    /// (with `settle`, after the sockets sent what they queued), the interval series and
+    /// the latency histogram.
+    pub fn close(
+        self,
+        ending: &Result<Ending>,
+        end_ns: u64,
+        flows: &[FlowCounters],
+        fds: &[RawFd],
+        settle: bool,
+    ) -> ClosedWindow {
+        let completed = matches!(ending, Ok(Ending::Completed));
+        // A run that did not complete may have ended long after its deadline: a hung peer
+        // is caught by the guard PEER_GRACE_NS later, and nothing was measured in that wait
+        // but the wait itself. Its window closes at the deadline at the latest.
+        let end_ns = if completed { end_ns } else { end_ns.min(self.deadline_ns) };
+        let mut tool = ThreadCpuSnapshot::now().since(&self.cpu_before);
+        if let Some((tid, before)) = self.helpers {
+            tool.helper_ns = helper_threads_ns(tid).saturating_sub(before);
+        }
+        if settle && completed {
+            // After the window (end_ns is taken): TCP_INFO then counts every segment sent.
+            wait_until_sent(fds, TCP_INFO_SETTLE);
+        }
+        let tcp = fds.iter().map(|&fd| TcpFlowInfo::read(fd).unwrap_or_default()).collect();
+        let (intervals, latency) = self.sampler.finish(end_ns, flows);
+        ClosedWindow { end_ns, tool, tcp, intervals, latency }
+    }
 }
 
 fn gettid() -> i32 {

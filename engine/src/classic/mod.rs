@@ -20,13 +20,11 @@ use std::sync::mpsc;
 
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
-use crate::measure::cpu::ThreadCpuSnapshot;
 use crate::measure::intervals::IntervalSampler;
-use crate::measure::tcp_info::{wait_until_sent, TcpFlowInfo};
 use crate::report::{RingCounters, RingSetup, SyscallCounters};
 use crate::spec::{Role, SideSpec, TestSpec};
 use crate::verify::{fill, phase, PERIOD};
-use crate::worker::{WorkerOutcome, WorkerPlan, TCP_INFO_SETTLE};
+use crate::worker::{ClosedWindow, WorkerOutcome, WorkerPlan, WorkerWindow};
 use crate::workload::driver::RoleReport;
 use crate::workload::{Ending, FlowCounters, PEER_GRACE_NS};
 
@@ -243,27 +241,16 @@ pub(crate) fn run(
             Box::new(crr::Server::new(spec, listener, c.cookie, stop))
         }
     };
-    let _ = ready.send(());
-    let Ok(window_start) = start.recv() else {
-        return Err(Error::Peer("the test was abandoned before it started".into()));
-    };
-    let cpu_before = ThreadCpuSnapshot::now();
-    let duration_ns = spec.duration_ms * 1_000_000;
-    let deadline = window_start + duration_ns;
-    let mut sampler = IntervalSampler::new(
-        spec.interval_ms * 1_000_000,
-        duration_ns,
-        &plan.fds,
-        spec.record_latency,
-        plan.live.take(),
-    );
-    sampler.open(window_start);
+    let mut window = WorkerWindow::open(&mut plan, &ready, &start, None)?;
+    let (window_start, deadline) = (window.start_ns, window.deadline_ns);
+    window.sampler.open(window_start);
+    let spec = &plan.spec;
     let (want_deadline, guard_after) = role.timers(spec);
     let watcher = watch::Watch::start(watch::WatchPlan {
         deadline_ns: want_deadline.then_some(deadline),
         guard_ns: guard_after.map(|g| deadline + g),
         window_start_ns: window_start,
-        interval_ns: sampler.interval_ns(),
+        interval_ns: window.sampler.interval_ns(),
         // The crr server stops through its own eventfd: its control connection also carries
         // the client's FlowsDone mid-run. Its listener serves the whole session.
         stop_fd: plan.watch_fd.filter(|_| role != ClassicRole::CrrServer),
@@ -275,7 +262,7 @@ pub(crate) fn run(
         flags: watcher.flags(),
         wake_fd: watcher.wake_fd(),
         counters: &mut flows,
-        sampler: &mut sampler,
+        sampler: &mut window.sampler,
         deadline_ns: deadline,
         record_latency: spec.record_latency,
         calls: SyscallCounters::default(),
@@ -286,14 +273,9 @@ pub(crate) fn run(
     // A role that ends its own window (a UDP receiver's drain) says when.
     let end_ns = role_report.end_ns.unwrap_or_else(monotonic_ns);
     drop(watcher);
-    let end_ns = if matches!(ending, Ok(Ending::Completed)) { end_ns } else { end_ns.min(deadline) };
-    let tool = ThreadCpuSnapshot::now().since(&cpu_before);
-    if role == ClassicRole::StreamSender && matches!(ending, Ok(Ending::Completed)) {
-        // After the window (end_ns is taken): TCP_INFO then counts every segment sent.
-        wait_until_sent(&plan.fds, TCP_INFO_SETTLE);
-    }
-    let tcp = plan.fds.iter().map(|&fd| TcpFlowInfo::read(fd).unwrap_or_default()).collect();
-    let (intervals, latency) = sampler.finish(end_ns, &flows);
+    let settle = role == ClassicRole::StreamSender;
+    let ClosedWindow { end_ns, tool, tcp, intervals, latency } =
+        window.close(&ending, end_ns, &flows, &plan.fds, settle);
     Ok(WorkerOutcome {
         flows,
         global_flows: role == ClassicRole::CrrServer,
