@@ -489,9 +489,20 @@ pub struct EngineArgs {
         [only "stream", "rr", "crr", "udp-stream", "udp-rr", "engines"; "sendfile always splices"]
         [keyval "SEND_ENGINE" after "CONFIDENCE_ITERATION" = |r| r.engine_pair().0.name().into()],
     /// How the receiving side takes payload off the socket (recv, multishot, bundle, trunc;
-    /// without a ring: syscall, recv(2); zerocopy-receive, TCP_ZEROCOPY_RECEIVE for stream).
-    #[arg(long, value_name = "ENGINE", default_value = RecvEngine::default().name(), value_parser = parse_recv_engine)]
-    recv_engine: RecvEngine => with { |spec, engine| (spec.local.recv_engine, spec.remote.recv_engine) = (*engine, *engine) }
+    /// without a ring: syscall, recv(2); zerocopy-receive, TCP_ZEROCOPY_RECEIVE for stream)
+    /// [default: syscall with a classic --send-engine; multishot for rr, whose standing
+    /// receive is never re-armed; recv otherwise].
+    #[arg(long, value_name = "ENGINE", value_parser = parse_recv_engine)]
+    recv_engine: Option<RecvEngine> => with { |spec, engine| {
+        let chosen = match *engine {
+            Some(e) => Some(e),
+            None if spec.local.send_engine.is_classic() => Some(RecvEngine::Syscall),
+            None => None,
+        };
+        if let Some(e) = chosen {
+            (spec.local.recv_engine, spec.remote.recv_engine) = (e, e);
+        }
+    } }
         [sweep "recv_engine", ',']
         [keyval "RECV_ENGINE" after "SEND_ENGINE" = |r| r.engine_pair().1.name().into()],
     /// Fill the payload with a pattern and check every received byte (its cost is reported).

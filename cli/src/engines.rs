@@ -1,6 +1,6 @@
 //! `ringperf engines`: the same stream once per engine combination, one table.
 
-use ringperf_engine::spec::{RecvEngine, SendEngine};
+use ringperf_engine::spec::{RecvEngine, SendEngine, Workload};
 use ringperf_engine::{Error, TestReport};
 
 use crate::args::EnginesArgs;
@@ -27,7 +27,11 @@ pub fn combinations(a: &EnginesArgs) -> Vec<(SendEngine, RecvEngine)> {
     if a.matrix {
         return sends.iter().flat_map(|&s| recvs.iter().map(move |&r| (s, r))).collect();
     }
-    let base = (a.test.engine.send_engine, a.test.engine.recv_engine);
+    // `engines` runs streams, so an unnamed receive engine is the stream's.
+    let base = (
+        a.test.engine.send_engine,
+        a.test.engine.recv_engine.unwrap_or(RecvEngine::default_for(Workload::Stream)),
+    );
     let mut out: Vec<(SendEngine, RecvEngine)> = sends.iter().map(|&s| (s, base.1)).collect();
     for r in recvs {
         if !out.contains(&(base.0, r)) {

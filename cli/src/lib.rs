@@ -323,6 +323,26 @@ mod tests {
         spec_from_args(&v).unwrap()
     }
 
+    /// An unnamed receive engine is the workload's own default, or the classic loop's when
+    /// the send engine is classic; a named one wins on both sides.
+    #[test]
+    fn the_receive_engine_defaults_per_workload_and_follows_a_classic_sender() {
+        let recv = |args: &str| {
+            let s = spec(args);
+            assert_eq!(s.local.recv_engine, s.remote.recv_engine, "{args}: both sides get one engine");
+            s.local.recv_engine
+        };
+        assert_eq!(recv("rr"), RecvEngine::Multishot);
+        assert_eq!(recv("-t TCP_RR"), RecvEngine::Multishot, "the netperf form runs the same test");
+        assert_eq!(recv("rr --recv-engine recv"), RecvEngine::Recv);
+        assert_eq!(recv("stream"), RecvEngine::Recv);
+        assert_eq!(recv("crr"), RecvEngine::Recv);
+        assert_eq!(recv("rr --send-engine syscall"), RecvEngine::Syscall);
+        assert_eq!(recv("stream --send-engine msg-zerocopy"), RecvEngine::Syscall);
+        assert_eq!(recv("stream --send-engine msg-zerocopy --recv-engine multishot"), RecvEngine::Multishot);
+        assert_eq!(recv("rr --send-engine zc"), RecvEngine::Multishot);
+    }
+
     /// Every flag that is not a plain spec field reaches the spec through the setter its
     /// declaration carries: both sides, negations, pairs, each command's own flags.
     #[test]
