@@ -7,7 +7,7 @@ use ringperf_engine::control::access::Cidr;
 use ringperf_engine::control::limits::{
     DEFAULT_MAX_HANDSHAKES, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_HOST,
 };
-use ringperf_engine::spec::{Direction, RecvEngine, SendEngine, SocketBuffers};
+use ringperf_engine::spec::{Direction, RecvEngine, SendEngine, SocketBuffers, TaskRun};
 use ringperf_engine::units::{check_size, parse_pair, parse_size};
 use ringperf_engine::{Error, DEFAULT_PORT};
 use ringperf_engine::{TestReport, TestSpec};
@@ -547,6 +547,12 @@ pub struct EngineArgs {
     /// (--sqpoll=1).
     #[arg(long, value_name = "CPU", num_args = 0..=1, require_equals = true, default_missing_value = "any")]
     sqpoll: Option<String>,
+    /// When the kernel runs the rings' task work (receive and poll completions): deferred
+    /// (DEFER_TASKRUN: only while the worker waits, in one batch) or cooperative
+    /// (COOP_TASKRUN: at the worker's next kernel entry) [default: deferred; cooperative for
+    /// a splice stream, whose steps run on io-wq].
+    #[arg(long, value_name = "MODE", value_parser = parse_task_run, conflicts_with = "sqpoll")]
+    task_run: Option<TaskRun> => spec.ring.task_run,
     /// NAPI busy polling per wait, in microseconds.
     #[arg(long, value_name = "US")]
     napi_busy_poll_us: Option<u32> => spec.ring.napi_busy_poll_us,
@@ -1102,6 +1108,13 @@ fn parse_send_engine(s: &str) -> Result<SendEngine, String> {
     SendEngine::ALL.into_iter().find(|e| e.name() == s).ok_or_else(|| {
         let names: Vec<_> = SendEngine::ALL.iter().map(|e| e.name()).collect();
         format!("unknown send engine '{s}': use one of {}", names.join(", "))
+    })
+}
+
+fn parse_task_run(s: &str) -> Result<TaskRun, String> {
+    TaskRun::ALL.into_iter().find(|t| t.name() == s).ok_or_else(|| {
+        let names: Vec<&str> = TaskRun::ALL.iter().map(|t| t.name()).collect();
+        format!("unknown task-run mode '{s}': use one of {}", names.join(", "))
     })
 }
 

@@ -343,6 +343,17 @@ mod tests {
         assert_eq!(recv("rr --send-engine zc"), RecvEngine::Multishot);
     }
 
+    #[test]
+    fn the_task_run_mode_is_left_to_the_roles_unless_given() {
+        use ringperf_engine::spec::TaskRun;
+        assert_eq!(spec("rr").ring.task_run, None);
+        assert_eq!(spec("rr --task-run cooperative").ring.task_run, Some(TaskRun::Cooperative));
+        assert_eq!(spec("stream --task-run deferred").ring.task_run, Some(TaskRun::Deferred));
+        let mut v = vec!["ringperf"];
+        v.extend("rr --task-run cooperative --sqpoll".split_whitespace());
+        assert!(spec_from_args(&v).is_err(), "the kernel refuses task-run modes with SQPOLL");
+    }
+
     /// Every flag that is not a plain spec field reaches the spec through the setter its
     /// declaration carries: both sides, negations, pairs, each command's own flags.
     #[test]

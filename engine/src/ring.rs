@@ -13,6 +13,7 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 use crate::error::{Error, Result};
 use crate::report::{RingCounters, RingSetup};
 use crate::spec::RingTuning;
+pub use crate::spec::TaskRun;
 
 /// Kernel uapi values the crate does not export (see shared/notes/io_uring.md).
 pub mod uapi {
@@ -115,18 +116,6 @@ fn links_next(entry: &squeue::Entry) -> bool {
     // SAFETY: Entry is repr(C) around struct io_uring_sqe, whose second byte is `flags`.
     let flags = unsafe { *(entry as *const squeue::Entry).cast::<u8>().add(1) };
     flags & LINKS != 0
-}
-
-/// When the kernel runs a ring's task work (the completion steps that need the owner).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TaskRun {
-    /// DEFER_TASKRUN: only while the owner waits, so socket completions wake it lazily,
-    /// once as many are pending as it waits for.
-    Deferred,
-    /// COOP_TASKRUN: at the owner's next kernel entry. io-wq then posts CQEs itself and a
-    /// completion that skips its CQE wakes nobody; under DEFER_TASKRUN every io-wq
-    /// completion (splice) is task work that wakes a waiting owner.
-    Cooperative,
 }
 
 /// A ring owned by the thread that created it: SINGLE_ISSUER, and DEFER_TASKRUN unless

@@ -298,10 +298,39 @@ pub struct RingTuning {
     pub buf_count: u32,
     /// Bytes per provided buffer.
     pub buf_size: u32,
+    /// When the kernel runs the rings' task work; `None` lets each role choose (deferred,
+    /// cooperative for a splice stream, whose work runs on io-wq). A peer that predates the
+    /// field sends none.
+    #[serde(default)]
+    pub task_run: Option<TaskRun>,
 }
 
 fn one() -> u32 {
     1
+}
+
+/// When the kernel runs a ring's task work (the completion steps that need the owner).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum TaskRun {
+    /// DEFER_TASKRUN: only while the owner waits, so socket completions wake it lazily,
+    /// once as many are pending as it waits for.
+    Deferred,
+    /// COOP_TASKRUN: at the owner's next kernel entry. io-wq then posts CQEs itself and a
+    /// completion that skips its CQE wakes nobody; under DEFER_TASKRUN every io-wq
+    /// completion (splice) is task work that wakes a waiting owner.
+    Cooperative,
+}
+
+impl TaskRun {
+    pub const ALL: [TaskRun; 2] = [TaskRun::Deferred, TaskRun::Cooperative];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TaskRun::Deferred => "deferred",
+            TaskRun::Cooperative => "cooperative",
+        }
+    }
 }
 
 /// SQPOLL settings.
@@ -327,6 +356,7 @@ impl Default for RingTuning {
             recv_depth: 1,
             buf_count: 256,
             buf_size: 64 * 1024,
+            task_run: None,
         }
     }
 }
@@ -919,6 +949,12 @@ impl RingTuning {
             return usage(format!(
                 "--cq-batch {} needs --cq-wait-us: without a min-wait the last completions of a run could wait forever",
                 self.cq_batch
+            ));
+        }
+        if let (Some(t), Some(_)) = (self.task_run, self.sqpoll) {
+            return usage(format!(
+                "--task-run {} and --sqpoll exclude each other (the kernel refuses task-run modes with an SQ thread): drop one",
+                t.name()
             ));
         }
         if self.cq_wait_us > 1_000_000 {

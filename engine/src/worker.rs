@@ -394,7 +394,8 @@ fn run(mut plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>
     let spec = &plan.spec;
     let tuning = &spec.ring;
     let sched_batch = setup.sched_batch && set_sched_batch();
-    let mut ring = Ring::with_task_run(tuning, (setup.max_cqes + 8) as u32, setup.task_run)?;
+    let task_run = tuning.task_run.unwrap_or(setup.task_run);
+    let mut ring = Ring::with_task_run(tuning, (setup.max_cqes + 8) as u32, task_run)?;
     let fds: Vec<FlowFd> = if tuning.fixed_files && !plan.fds.is_empty() {
         ring.register_files(&plan.fds)?;
         (0..plan.fds.len() as u32).map(FlowFd::Fixed).collect()
