@@ -61,6 +61,7 @@ pub fn run(
     pause: Duration,
     ringperf: Option<PathBuf>,
     baseline: Option<PathBuf>,
+    classic: bool,
 ) -> Result<()> {
     let mut outcomes = Vec::new();
     for (i, case) in cases.iter().enumerate() {
@@ -75,6 +76,7 @@ pub fn run(
             pause,
             ringperf: ringperf.clone(),
             baseline: baseline.clone(),
+            classic,
         };
         outcomes.push(match bench::run_collect(&plan) {
             Ok(rows) => Outcome::Ratios(rows),

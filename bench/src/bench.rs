@@ -29,6 +29,8 @@ pub struct Plan {
     pub ringperf: Option<PathBuf>,
     /// Another ringperf binary (an older build) run as one more peer.
     pub baseline: Option<PathBuf>,
+    /// Run ringperf's classic syscall engines as one more peer ("ringperf syscall").
+    pub classic: bool,
 }
 
 /// What the host looks like, for the report header.
@@ -59,6 +61,29 @@ impl Host {
 /// The label of `--baseline`'s ringperf.
 pub const BASELINE: &str = "ringperf baseline";
 
+/// The label of `--classic`'s ringperf: the same build on its syscall engines.
+pub const CLASSIC: &str = "ringperf syscall";
+
+/// `--classic`'s member: ringperf's send(2)/recv(2) loop on both sides, the counterpart
+/// its io_uring default must at least match. None where the workload has no classic loop
+/// (sendfile always splices).
+fn classic_member(plan: &Plan, bin: &std::path::Path) -> Option<Ringperf> {
+    if !plan.classic || plan.cfg.stream.sendfile.is_some() {
+        return None;
+    }
+    let engines = ["--send-engine", "syscall", "--recv-engine", "syscall"];
+    Some(Ringperf {
+        label: CLASSIC,
+        extra: engines.iter().map(|s| s.to_string()).collect(),
+        expect: ringperf::Expect {
+            send_engine: Some("syscall"),
+            recv_engine: Some("syscall"),
+            ..ringperf::Expect::default()
+        },
+        ..Ringperf::new(bin.to_path_buf())
+    })
+}
+
 /// Checks the plan against the host, finds the tools, runs them in turn and prints the report.
 pub fn run(plan: &Plan) -> Result<()> {
     run_collect(plan).map(|_| ())
@@ -72,8 +97,10 @@ pub fn run_collect(plan: &Plan) -> Result<Vec<report::RatioRow>> {
     let peers = find_peers(cfg)?;
     let ringperf = Ringperf::new(ringperf::locate(plan.ringperf.as_deref())?);
     let baseline = plan.baseline.clone().map(|bin| Ringperf { label: BASELINE, ..Ringperf::new(bin) });
+    let classic = classic_member(plan, &ringperf.bin);
     let tools: Vec<&dyn Tool> = std::iter::once(&ringperf as &dyn Tool)
         .chain(baseline.as_ref().map(|b| b as &dyn Tool))
+        .chain(classic.as_ref().map(|c| c as &dyn Tool))
         .chain(peers.iter().map(|p| p.as_ref()))
         .collect();
 
@@ -327,6 +354,7 @@ mod tests {
             pause: Duration::ZERO,
             ringperf: None,
             baseline: None,
+            classic: false,
         }
     }
 
@@ -338,6 +366,22 @@ mod tests {
         assert_eq!(failures.len(), 2);
         assert_eq!(failures_note(&failures).lines().nth(1), Some("- round 1 flaky: boom / detail"));
         assert!(failures_note(&[]).is_empty());
+    }
+
+    #[test]
+    fn classic_adds_the_syscall_engines_except_where_there_are_none() {
+        let bin = std::path::Path::new("/bin/ringperf");
+        assert!(classic_member(&plan(), bin).is_none(), "not asked for");
+        let asked = Plan { classic: true, ..plan() };
+        let m = classic_member(&asked, bin).expect("a plain stream has a classic loop");
+        assert_eq!(m.label, CLASSIC);
+        let args = m.args(&asked.cfg);
+        assert!(args.windows(2).any(|w| w == ["--send-engine", "syscall"]), "{args:?}");
+        assert!(args.windows(2).any(|w| w == ["--recv-engine", "syscall"]), "{args:?}");
+        assert_eq!((m.expect.send_engine, m.expect.recv_engine), (Some("syscall"), Some("syscall")));
+        let mut sendfile = asked.clone();
+        sendfile.cfg.stream.sendfile = Some("/tmp/f".into());
+        assert!(classic_member(&sendfile, bin).is_none(), "sendfile always splices");
     }
 
     #[test]

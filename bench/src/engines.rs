@@ -391,7 +391,7 @@ pub fn plan(
     sizes: Vec<u32>,
     extra: Vec<Pair>,
 ) -> EnginesPlan {
-    EnginesPlan { base: Plan { cfg, runs, pause, ringperf, baseline: None }, sizes, extra }
+    EnginesPlan { base: Plan { cfg, runs, pause, ringperf, baseline: None, classic: false }, sizes, extra }
 }
 
 #[cfg(test)]

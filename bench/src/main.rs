@@ -90,6 +90,11 @@ struct Common {
     /// udp-rr, all).
     #[arg(long, value_name = "PATH")]
     baseline: Option<PathBuf>,
+    /// Also run this ringperf on its classic engines (`--send-engine syscall --recv-engine
+    /// syscall`) as one more peer ("ringperf syscall"): whether the io_uring default is at
+    /// least its syscall counterpart (stream, rr, crr, udp-rr, all; sendfile has none).
+    #[arg(long)]
+    classic: bool,
 }
 
 #[derive(Args, Debug)]
@@ -233,6 +238,9 @@ fn no_baseline(c: &Common, command: &str) -> error::Result<()> {
         Some(_) => Err(error::BenchError::Usage(format!(
             "--baseline works with stream, rr, crr, udp-rr and all, not {command}: compare two builds with `ringperf-bench all --baseline OLD`"
         ))),
+        None if c.classic => Err(error::BenchError::Usage(format!(
+            "--classic works with stream, rr, crr, udp-rr and all, not {command}: `ringperf-bench all --classic` compares every workload's engines"
+        ))),
         None => Ok(()),
     }
 }
@@ -250,6 +258,7 @@ fn plan(common: Common, workload: Workload, size: u32, cc: Option<String>) -> be
         pause: Duration::from_secs_f64(common.pause),
         ringperf: common.ringperf,
         baseline: common.baseline,
+        classic: common.classic,
     }
 }
 
@@ -269,7 +278,14 @@ fn run(cli: Cli) -> error::Result<()> {
             let c = a.common;
             let file = PayloadFile::create()?;
             let cases = all::cases(c.secs, c.cpus, cc_arg(a.cc).as_deref(), &file.path);
-            all::run(&cases, c.runs.unwrap_or(3), Duration::from_secs_f64(c.pause), c.ringperf, c.baseline)
+            all::run(
+                &cases,
+                c.runs.unwrap_or(3),
+                Duration::from_secs_f64(c.pause),
+                c.ringperf,
+                c.baseline,
+                c.classic,
+            )
         }
         Command::Engines(a) => {
             let c = a.common;
@@ -301,6 +317,7 @@ fn run(cli: Cli) -> error::Result<()> {
                 pause: Duration::from_secs_f64(c.pause),
                 ringperf: c.ringperf,
                 baseline: None,
+                classic: false,
             })
         }
         Command::Profile(a) => {
@@ -312,6 +329,7 @@ fn run(cli: Cli) -> error::Result<()> {
                 pause: Duration::from_secs_f64(c.pause),
                 ringperf: c.ringperf.clone(),
                 baseline: None,
+                classic: false,
             });
             profile_cost::run(&plans, a.hz)
         }

@@ -65,7 +65,7 @@ impl Ringperf {
         Ringperf { bin, label: NAME, sendfile: false, extra: Vec::new(), expect: Expect::default() }
     }
 
-    fn args(&self, cfg: &Config) -> Vec<String> {
+    pub(crate) fn args(&self, cfg: &Config) -> Vec<String> {
         let secs = cfg.secs.to_string();
         let size = cfg.size.to_string();
         let mut a: Vec<String> = vec![cfg.workload.ringperf_command().into(), "-l".into(), secs];
