@@ -202,7 +202,7 @@ pub struct Cli {
 pub enum Command {
     /// TCP bulk transfer, client to server (netperf TCP_STREAM); --reverse for TCP_MAERTS.
     Stream(StreamArgs),
-    /// TCP request/response, one transaction in flight (netperf TCP_RR).
+    /// TCP request/response, one transaction in flight per flow or --burst N (netperf TCP_RR).
     Rr(RrArgs),
     /// TCP connect, request, response, close, repeated (netperf TCP_CRR).
     Crr(CrrArgs),
@@ -386,6 +386,15 @@ pub struct TestArgs {
         // What each side's data sockets really used, so the system default shows too.
         [keyval "LOCAL_CONG_CONTROL" = |r| r.local.socket.congestion_control.clone()]
         [keyval "REMOTE_CONG_CONTROL" = |r| r.remote.as_ref().map_or_else(String::new, |s| s.socket.congestion_control.clone())],
+    /// Transactions in flight per flow: the client sends the first N at once and each
+    /// response makes the next one due; a round trip counts from when it came due. netperf's
+    /// -b counts those beyond the first (-b 3 is --burst 4).
+    #[arg(long, value_name = "N", default_value_t = TestSpec::default().burst,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_engine::spec::MAX_BURST)))]
+    burst: u32 => spec.burst [sweep "burst", ','] [only "rr"; "udp-rr does not burst yet"]
+        // netperf's meaning: requests beyond the first (0 without a burst). Declared after
+        // --cc and with no `after`, so it follows the settings before it in CSV columns.
+        [keyval "BURST_SIZE" = |r| rr_only(r, r.spec.burst.saturating_sub(1))],
     /// Accepted for netperf compatibility: local CPU is always measured.
     #[arg(short = 'c')]
     local_cpu: bool,
@@ -809,7 +818,8 @@ pub fn sweep_lists() -> Vec<SweepList> {
 }
 
 const SWEEP_HELP: &str = "Lists (the grid is their cartesian product, the first list varying slowest):
-  -m, -M, --send-engine, --recv-engine, --cc   comma lists: -m 1K,16K,64K --send-engine copy,zc
+  -m, -M, --send-engine, --recv-engine,       comma lists: -m 1K,16K,64K --send-engine copy,zc
+  --cc, --burst
   -r, -s, -S                                   pairs separated by ':': -r 1,1:64,64:1K,1K
 Every other flag applies to each point; -i/-I iterate each point to its own confidence.
 --json prints [{\"point\": {...}, \"report\": {...}}, ...]; a failed point has \"error\" instead of
@@ -1251,6 +1261,7 @@ mod tests {
             sweep_lists().into_iter().map(|l| (l.flag, l.name, l.separator)).collect();
         got.sort();
         let mut want = vec![
+            ("--burst".to_string(), "burst", ','),
             ("-m".to_string(), "send_size", ','),
             ("-M".to_string(), "recv_size", ','),
             ("-r".to_string(), "req_rsp", ':'),

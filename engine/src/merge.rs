@@ -4,8 +4,8 @@
 use crate::error::Result;
 use crate::measure::latency::{merge_summaries, LatencyRecorder};
 use crate::report::{
-    CrrReport, IntervalSample, RecvReport, RingCounters, SendReport, SpliceReport, SyscallCounters, ToolCpu,
-    UdpFlowReport, UdpReport, VerifyReport, ZeroCopyRecvReport, ZeroCopyReport,
+    CrrReport, IntervalSample, RecvReport, RingCounters, RrReport, SendReport, SpliceReport, SyscallCounters,
+    ToolCpu, UdpFlowReport, UdpReport, VerifyReport, ZeroCopyRecvReport, ZeroCopyReport,
 };
 use crate::workload::Ending;
 
@@ -19,6 +19,14 @@ pub fn crr<'a>(all: impl Iterator<Item = &'a CrrReport>) -> Option<CrrReport> {
             rejected: a.rejected + c.rejected,
             linger0: a.linger0 || c.linger0,
         })
+    })
+}
+
+/// rr depths over workers: the deepest any flow went; `None` when no worker ran rr.
+pub fn rr<'a>(all: impl Iterator<Item = &'a RrReport>) -> Option<RrReport> {
+    all.fold(None, |acc: Option<RrReport>, r| {
+        let a = acc.unwrap_or_default();
+        Some(RrReport { burst: a.burst.max(r.burst), max_in_flight: a.max_in_flight.max(r.max_in_flight) })
     })
 }
 

@@ -342,6 +342,9 @@ pub struct SideReport {
     /// Datagram accounting (udp-stream and udp-rr only).
     #[serde(default)]
     pub udp: Option<UdpReport>,
+    /// Transactions in flight (rr only). Absent from reports of versions before it existed.
+    #[serde(default)]
+    pub rr: Option<RrReport>,
     /// Kernel counters over the window: CPU split, network softirqs, the device's
     /// interrupts and counters, softnet, flow placement. Absent from older reports.
     #[serde(default)]
@@ -381,6 +384,17 @@ pub struct CrrReport {
     pub rejected: u64,
     /// Client sockets closed with SO_LINGER 0 (RST, no TIME_WAIT).
     pub linger0: bool,
+}
+
+/// rr: how deep each side saw the flows' transactions go.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RrReport {
+    /// Transactions each flow keeps in flight (`--burst`).
+    pub burst: u32,
+    /// Client: the most transactions one flow had sent and not yet seen answered at once.
+    /// Server: the most whole requests one flow had waiting for their responses to be
+    /// handed to the kernel at once (its view of the depth; at most `burst`).
+    pub max_in_flight: u32,
 }
 
 /// Datagram accounting of one side of a UDP test. The sender fills the send half, the

@@ -332,6 +332,7 @@ impl Side {
         let mut latencies = Vec::new();
         let mut intervals = Vec::new();
         let crr = merge::crr(outcomes.iter().filter_map(|o| o.crr.as_ref()));
+        let rr = merge::rr(outcomes.iter().filter_map(|o| o.rr.as_ref()));
         let udp = merge::udp(outcomes.iter().map(|o| o.udp.as_ref()).collect(), self.nflows, system.busy_us);
         let datagrams = udp.as_ref().map_or(0, |u| u.datagrams_sent + u.datagrams_received);
         let work = ProfileWork { bytes: bytes_sent + bytes_received, transactions, segments, datagrams };
@@ -368,6 +369,7 @@ impl Side {
             network: self.network,
             crr,
             udp,
+            rr,
             kernel,
             profile,
         };

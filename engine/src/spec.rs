@@ -13,7 +13,7 @@ use crate::units::{check_size, MAX_SIZE};
 pub enum Workload {
     /// Bulk TCP transfer (netperf TCP_STREAM, or TCP_MAERTS when reversed).
     Stream,
-    /// TCP request/response, one transaction in flight per flow (netperf TCP_RR).
+    /// TCP request/response, `burst` transactions in flight per flow (netperf TCP_RR).
     Rr,
     /// TCP connect, request, response, close, repeated (netperf TCP_CRR).
     Crr,
@@ -309,6 +309,14 @@ fn one() -> u32 {
     1
 }
 
+fn is_one(n: &u32) -> bool {
+    *n == 1
+}
+
+/// Most transactions one rr flow may keep in flight: the client keeps a timestamp per
+/// transaction, and a deeper burst only queues more in the socket buffers.
+pub const MAX_BURST: u32 = 4096;
+
 /// When the kernel runs a ring's task work (the completion steps that need the owner).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
@@ -376,6 +384,10 @@ pub struct TestSpec {
     /// Request and response sizes of an rr test (netperf `-r`).
     pub request_size: u32,
     pub response_size: u32,
+    /// rr: transactions in flight per flow (netperf `-b`, which counts those beyond the
+    /// first). Left out at 1, so a default spec still runs against a server that predates it.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub burst: u32,
     /// Data connections, dealt round-robin over the workers.
     pub flows: u32,
     /// Worker threads per side, each with its own ring (at most one per flow).
@@ -493,6 +505,7 @@ impl TestSpec {
             recv_size: send_size,
             request_size,
             response_size: request_size,
+            burst: 1,
             flows: 1,
             threads: 1,
             bidir: false,
@@ -686,6 +699,7 @@ impl TestSpec {
                 shortest as f64 / 1000.0
             )));
         }
+        self.validate_burst()?;
         self.validate_workload()?;
         self.validate_classic()?;
         if self.remote.splice_file.is_some() {
@@ -852,6 +866,32 @@ impl TestSpec {
         if classic_sender && self.pacing != Pacing::default() {
             return Err(Error::Usage(
                 "-b and --flow-rate pace through the ring's timers, which the syscall engine has not: drop them or pick another send engine".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// --burst: rr over the ring engines only, within [`MAX_BURST`].
+    fn validate_burst(&self) -> Result<()> {
+        if !(1..=MAX_BURST).contains(&self.burst) {
+            return Err(Error::Usage(format!(
+                "--burst {} is out of range: use 1 to {MAX_BURST} transactions in flight per flow",
+                self.burst
+            )));
+        }
+        if self.burst == 1 {
+            return Ok(());
+        }
+        if self.workload != Workload::Rr {
+            return Err(Error::Usage(format!(
+                "--burst applies to rr only, not {}: drop --burst",
+                self.command_name()
+            )));
+        }
+        let classic = [&self.local, &self.remote].iter().any(|s| s.send_engine.is_classic());
+        if classic {
+            return Err(Error::Usage(
+                "the syscall engine runs one transaction at a time: drop --burst, or drop --send-engine syscall to burst through the ring".into(),
             ));
         }
         Ok(())
@@ -1052,6 +1092,40 @@ mod tests {
         ];
         for s in bad {
             assert!(matches!(s.validate(), Err(Error::Usage(_))), "{s:?} was accepted");
+        }
+    }
+
+    /// A burst is rr's, through the ring, within its bound; a default spec leaves it out of
+    /// the wire message, so a server that predates it still takes the spec.
+    #[test]
+    fn a_burst_is_rrs_through_the_ring_and_absent_from_a_default_spec() {
+        let rr = TestSpec::for_workload(Workload::Rr);
+        assert!(!serde_json::to_string(&rr).expect("json").contains("burst"));
+        let back: TestSpec = serde_json::from_str(&serde_json::to_string(&rr).expect("json")).expect("parse");
+        assert_eq!(back.burst, 1);
+        assert!(TestSpec { burst: 16, ..rr.clone() }.validate().is_ok());
+        assert!(serde_json::to_string(&TestSpec { burst: 16, ..rr.clone() })
+            .expect("json")
+            .contains("\"burst\":16"));
+        let classic = SideSpec {
+            send_engine: SendEngine::Syscall,
+            recv_engine: RecvEngine::Syscall,
+            ..SideSpec::default()
+        };
+        let bad = [
+            TestSpec { burst: 0, ..rr.clone() },
+            TestSpec { burst: MAX_BURST + 1, ..rr.clone() },
+            TestSpec { burst: 2, ..TestSpec::for_workload(Workload::UdpRr) },
+            TestSpec { burst: 2, ..TestSpec::for_workload(Workload::Stream) },
+            TestSpec { burst: 2, local: classic.clone(), remote: classic, ..rr },
+        ];
+        for s in bad {
+            assert!(
+                matches!(s.validate(), Err(Error::Usage(_))),
+                "burst {} of {:?} was accepted",
+                s.burst,
+                s.workload
+            );
         }
     }
 }

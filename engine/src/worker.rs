@@ -20,7 +20,7 @@ use crate::measure::intervals::IntervalSampler;
 use crate::measure::latency::LatencyRecorder;
 use crate::measure::tcp_info::{wait_until_sent, TcpFlowInfo};
 use crate::report::{
-    CrrReport, IntervalSample, RecvReport, RingCounters, RingSetup, SendReport, ToolCpu, UdpReport,
+    CrrReport, IntervalSample, RecvReport, RingCounters, RingSetup, RrReport, SendReport, ToolCpu, UdpReport,
     VerifyReport,
 };
 use crate::ring::{FlowFd, Ring, TaskRun};
@@ -98,6 +98,7 @@ pub struct WorkerOutcome {
     pub verify: Option<VerifyReport>,
     pub crr: Option<CrrReport>,
     pub udp: Option<UdpReport>,
+    pub rr: Option<RrReport>,
 }
 
 /// How a worker is built for its role: sized before the ring exists, built once it does.
@@ -159,7 +160,7 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
     let socks = plan.fds.clone();
     let police_bps = plan.police_bps;
     let verify_on = spec.verify;
-    let tx = Transaction { request: spec.request_size, response: spec.response_size };
+    let tx = Transaction { request: spec.request_size, response: spec.response_size, burst: spec.burst };
     let crr = || {
         plan.crr
             .clone()
@@ -212,9 +213,11 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
             setup.max_cqes = paths_cqes(0);
             let client = plan.role == Role::RrClient;
             setup.build = Box::new(move |ring, fds| {
-                // Buffers are sized for what this role moves, not for every size in the spec.
+                // Buffers are sized for what this role moves, not for every size in the spec:
+                // with a burst, for the messages one send carries and one receive may take.
                 let (send_len, recv_len) =
                     if client { (tx.request, tx.response) } else { (tx.response, tx.request) };
+                let (send_len, recv_len) = (send_len * tx.per_send(send_len), tx.recv_len(recv_len));
                 let mut verify = Verifier::new(verify_on, fds.len());
                 let send_setup = SendSetup {
                     fds,
@@ -428,6 +431,7 @@ fn run(mut plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>
         global_flows: setup.global_flows,
         crr: role_report.crr,
         udp: role_report.udp,
+        rr: role_report.rr,
         ending,
         intervals,
         tcp,

@@ -1,7 +1,8 @@
-//! Request/response against the embedded server: both sides count the same transactions,
-//! the latency histogram covers all of them, and its percentiles are ordered.
+//! Request/response against the embedded server: both sides count the same transactions
+//! (one in flight, or a --burst of them), the latency histogram covers all of them, and its
+//! percentiles are ordered.
 
-use ringperf_tests::{bool_at, check_rr_report, ringperf, str_at, u64_at};
+use ringperf_tests::{at, bool_at, check_rr_report, f64_at, ringperf, str_at, u64_at};
 
 #[test]
 fn rr_sides_agree_and_latency_is_ordered() {
@@ -54,4 +55,119 @@ fn rr_runs_under_either_task_run_mode() {
             assert_eq!(bool_at(&r, &format!("{side}.ring_setup.defer_taskrun")), deferred, "{mode} {side}");
         }
     }
+}
+
+/// --burst N: the client sends the first N requests at once, so the server finds all N
+/// waiting together (its own view of the depth); both sides count the same transactions
+/// and the latency histogram still holds every one of them.
+#[test]
+fn burst_depth_is_what_the_server_sees_waiting() {
+    let r = ringperf!().run_json(&["rr", "-l", "1", "--burst", "8"]);
+    check_rr_report(&r);
+    assert_eq!(u64_at(&r, "spec.burst"), 8);
+    for side in ["local", "remote"] {
+        assert_eq!(u64_at(&r, &format!("{side}.rr.burst")), 8, "{side}");
+    }
+    assert_eq!(u64_at(&r, "remote.rr.max_in_flight"), 8, "the server never saw the whole burst waiting");
+    assert_eq!(u64_at(&r, "local.rr.max_in_flight"), 8, "the client never had the whole burst out");
+}
+
+/// Without --burst the spec carries no burst (so an older server still takes it) and each
+/// side saw one transaction at a time.
+#[test]
+fn without_a_burst_each_side_sees_one_transaction_at_a_time() {
+    let r = ringperf!().run_json(&["rr", "-l", "0.5"]);
+    check_rr_report(&r);
+    assert!(at(&r, "spec").get("burst").is_none(), "a default spec names a burst: {}", at(&r, "spec"));
+    for side in ["local", "remote"] {
+        assert_eq!(u64_at(&r, &format!("{side}.rr.burst")), 1, "{side}");
+        assert_eq!(u64_at(&r, &format!("{side}.rr.max_in_flight")), 1, "{side}");
+    }
+}
+
+/// More transactions in flight per flow keep the loopback path busier than one ping-pong:
+/// the rate with 16 in flight is above the rate with one (a ratio, not a threshold).
+#[test]
+fn transactions_per_second_rise_with_the_burst() {
+    let rate = |burst: &str| {
+        let r = ringperf!().run_json(&["rr", "-l", "1", "--burst", burst]);
+        check_rr_report(&r);
+        f64_at(&r, "summary.transactions_per_sec")
+    };
+    let (one, sixteen) = (rate("1"), rate("16"));
+    assert!(sixteen > one, "16 in flight ran {sixteen:.0} trans/s, one in flight {one:.0}");
+}
+
+/// Large responses with a burst fill the send buffers, where two sends in flight on one
+/// socket would reorder the stream: --verify checks every byte on both sides.
+#[test]
+fn a_burst_of_large_responses_keeps_both_streams_intact() {
+    for recv in ["recv", "multishot"] {
+        let r = ringperf!().run_json(&[
+            "rr",
+            "-l",
+            "1",
+            "--burst",
+            "8",
+            "-r",
+            "1000,50000",
+            "--verify",
+            "--recv-engine",
+            recv,
+        ]);
+        check_rr_report(&r);
+        for side in ["local", "remote"] {
+            assert_eq!(u64_at(&r, &format!("{side}.verify.mismatches")), 0, "{recv} {side}");
+            assert!(u64_at(&r, &format!("{side}.verify.bytes_checked")) > 0, "{recv} {side}");
+        }
+        let t = u64_at(&r, "local.transactions");
+        assert_eq!(u64_at(&r, "local.verify.bytes_checked"), t * 50_000, "{recv}: client checked");
+        assert_eq!(u64_at(&r, "remote.verify.bytes_checked"), t * 1000, "{recv}: server checked");
+    }
+}
+
+/// Every send engine with every receive engine keeps a burst of 4 counted alike on both
+/// sides.
+#[test]
+fn every_engine_pair_counts_a_burst_alike() {
+    for send in ["copy", "zc", "zc-msg", "splice"] {
+        for recv in ["recv", "multishot", "bundle"] {
+            let r = ringperf!().run_json(&[
+                "rr",
+                "-l",
+                "0.3",
+                "--burst",
+                "4",
+                "--send-engine",
+                send,
+                "--recv-engine",
+                recv,
+            ]);
+            check_rr_report(&r);
+            assert_eq!(str_at(&r, "local.send_engine"), send);
+            assert_eq!(str_at(&r, "local.recv_engine"), recv);
+            assert_eq!(u64_at(&r, "remote.rr.max_in_flight"), 4, "{send}/{recv}");
+        }
+    }
+}
+
+/// Where --burst does not apply it is refused, saying what to drop.
+#[test]
+fn burst_is_refused_where_it_does_not_apply() {
+    let out = ringperf!().run(&["udp-rr", "-l", "0.2", "--burst", "2"]);
+    out.failure(2, &["--burst", "udp-rr"]);
+    let out = ringperf!().run(&[
+        "rr",
+        "-l",
+        "0.2",
+        "--burst",
+        "2",
+        "--send-engine",
+        "syscall",
+        "--recv-engine",
+        "syscall",
+    ]);
+    out.failure(2, &["drop --burst"]);
+    let out = ringperf!().run(&["rr", "-l", "0.2", "--burst", "0"]);
+    out.failure(2, &["--burst"]);
 }

@@ -102,6 +102,7 @@ pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
         engine_lines(&mut o, name, s);
         tcp_line(&mut o, name, s);
         crr_line(&mut o, name, s);
+        burst_line(&mut o, name, s);
         udp_lines(&mut o, name, s);
     }
     let retrans: Vec<String> =
@@ -139,9 +140,15 @@ fn render_table(o: &mut String, r: &TestReport, units: Units) {
         Some(s) => s.pinned_cpu,
         None => r.spec.remote.cpus.first().copied(),
     };
+    // One transaction in flight is what rr means without --burst: said only when deeper.
+    let burst = if r.spec.burst > 1 {
+        format!(", {} transactions in flight per flow", r.spec.burst)
+    } else {
+        String::new()
+    };
     let _ = writeln!(
         o,
-        "ringperf {} to {where_}: {} s, {} flow(s), send engine {}, receive engine {}, pinned local {} remote {}",
+        "ringperf {} to {where_}: {} s, {} flow(s){burst}, send engine {}, receive engine {}, pinned local {} remote {}",
         r.test,
         fmt_secs(r.spec.duration_ms as f64 / 1e3),
         r.spec.flows,
@@ -245,6 +252,22 @@ fn crr_line(o: &mut String, name: &str, s: &SideReport) {
         o,
         "{name}  crr: {} connections ({rate:.0}/s), {close}, {} busy client ports skipped, {} connections rejected",
         c.connections, c.port_busy, c.rejected
+    );
+}
+
+/// How deep an rr side saw its flows' transactions go, when the client kept more than one
+/// in flight.
+fn burst_line(o: &mut String, name: &str, s: &SideReport) {
+    let Some(rr) = s.rr.filter(|rr| rr.burst > 1) else { return };
+    let seen = if s.role == Role::RrServer {
+        "most whole requests one flow had waiting for an answer at once"
+    } else {
+        "most one flow had sent and not seen answered at once"
+    };
+    let _ = writeln!(
+        o,
+        "{name}  burst: {} transactions in flight per flow; {seen}: {}",
+        rr.burst, rr.max_in_flight
     );
 }
 

@@ -292,5 +292,6 @@ pub(crate) fn run(
         verify: role_report.verify,
         crr: role_report.crr,
         udp: role_report.udp,
+        rr: role_report.rr,
     })
 }

@@ -12,7 +12,7 @@ use std::os::fd::RawFd;
 use crate::error::Result;
 use crate::io::op;
 use crate::measure::intervals::IntervalSampler;
-use crate::report::{CrrReport, RecvReport, SendReport, UdpReport, VerifyReport};
+use crate::report::{CrrReport, RecvReport, RrReport, SendReport, UdpReport, VerifyReport};
 use crate::ring::{token, Completion, Ring};
 use crate::workload::{peer_stuck, unexpected, Ending, FlowCounters, PEER_GRACE_NS};
 
@@ -63,6 +63,7 @@ pub struct RoleReport {
     pub verify: Option<VerifyReport>,
     pub crr: Option<CrrReport>,
     pub udp: Option<UdpReport>,
+    pub rr: Option<RrReport>,
     /// A role that ends its own window (a UDP receiver's drain) says when.
     pub end_ns: Option<u64>,
 }

@@ -1,58 +1,204 @@
-//! Request/response: one transaction in flight per flow.
+//! Request/response: `burst` transactions in flight per flow (one by default).
 //!
-//! With a one-shot receive engine each transaction is one linked chain (client: send ->
-//! receive; server: receive -> send), so a copy-engine transaction costs one CQE and one
-//! io_uring_enter per side. Otherwise (a multishot engine, or a send engine that cannot be
-//! chained) a receive stays armed on its own and the workload counts bytes until a whole
-//! message has arrived.
+//! With one in flight and a one-shot receive engine each transaction is one linked chain
+//! (client: send -> receive; server: receive -> send), so a copy-engine transaction costs
+//! one CQE and one io_uring_enter per side. Otherwise (a multishot engine, a send engine
+//! that cannot be chained, or a burst) a receive stays armed on its own and the workload
+//! counts bytes until a whole message has arrived.
+//!
+//! With a burst, each side keeps at most one send in flight per flow: two sends in flight
+//! on one TCP socket are not ordered once one waits for send-buffer space, so the requests
+//! (responses) that come due meanwhile wait and leave together in the next send.
 
 use io_uring::squeue::Flags;
 
 use crate::error::{Error, Result};
 use crate::io::{op, RecvEvent, RecvPath, SendEvent, SendPath};
 use crate::measure::clock::monotonic_ns;
+use crate::report::RrReport;
 use crate::ring::{Completion, Ring};
 use crate::verify::Verifier;
 use crate::workload::driver::{RoleReport, Run, Timers, Workload};
 use crate::workload::{check_not_early, datagram_on_tcp, FlowCounters};
 
-/// Request and response sizes of one transaction.
+/// Request and response sizes of one transaction, and how many each flow keeps in flight.
 #[derive(Clone, Copy, Debug)]
 pub struct Transaction {
     pub request: u32,
     pub response: u32,
+    /// Transactions in flight per flow (`--burst`).
+    pub burst: u32,
+}
+
+/// Most bytes of due messages one burst send carries (always at least one message): the
+/// send paths size their buffers for it, and a zero-copy arena counts against the memory
+/// lock limit.
+pub const BURST_SEND_BYTES: u32 = 64 * 1024;
+
+impl Transaction {
+    /// Messages of `len` bytes one send carries: one without a burst, else as many of the
+    /// due ones as fit [`BURST_SEND_BYTES`].
+    pub fn per_send(&self, len: u32) -> u32 {
+        if self.burst <= 1 {
+            1
+        } else {
+            (BURST_SEND_BYTES / len.max(1)).clamp(1, self.burst)
+        }
+    }
+
+    /// The longest receive a side arms for messages of `len` bytes: one message without a
+    /// burst, else as many as a burst send carries, so one receive can take several.
+    pub fn recv_len(&self, len: u32) -> u32 {
+        self.per_send(len).saturating_mul(len)
+    }
 }
 
 struct ClientFlow {
-    started: u64,
     send_offset: u64,
     got: u32,
-    /// A request is out and its response not yet complete.
+    /// One in flight: a request is out and its response not yet complete.
     active: bool,
-    /// The next request waits for a send buffer to come back.
+    /// One in flight: the next request waits for a send buffer to come back.
     want_send: bool,
+    /// Burst: the oldest of this flow's slots in `RrClient::due`, and how many are taken
+    /// (transactions due, sent or not).
+    head: u32,
+    len: u32,
+    /// Burst: the newest `queued` of them are due and not yet sent.
+    queued: u32,
+    /// Burst: a send is in flight; the next waits for its completion.
+    sending: bool,
 }
 
 /// The client: send a request, receive the whole response, record the round trip, repeat
 /// until the deadline; transactions in flight at the deadline are completed and counted.
-/// A stop ends it at once; transactions in flight then are not counted.
+/// A stop ends it at once; transactions in flight then are not counted. With a burst each
+/// whole response completes the flow's oldest transaction, whose round trip counts from
+/// when it came due (waiting for the previous send is part of it), and makes the next due.
 pub struct RrClient<S, R> {
     send: S,
     recv: R,
     verify: Verifier,
     tx: Transaction,
     chained: bool,
+    /// Requests one burst send carries at most.
+    per_send: u32,
+    /// The receive length a re-armed one-shot receive asks for.
+    recv_len: u32,
     flows: Vec<ClientFlow>,
+    /// `burst` slots per flow, a ring of when each of its transactions came due (one in
+    /// flight: slot f is when flow f's request went out).
+    due: Vec<u64>,
+    /// Transactions sent and not yet answered, over all flows.
     active: usize,
+    /// Burst: flows with a send in flight.
+    sending: usize,
+    max_in_flight: u32,
 }
 
 impl<S: SendPath, R: RecvPath> RrClient<S, R> {
     pub fn new(send: S, recv: R, verify: Verifier, tx: Transaction, flows: usize) -> RrClient<S, R> {
-        let chained = !recv.multishot() && send.can_chain();
+        let burst = tx.burst.max(1);
+        let tx = Transaction { burst, ..tx };
+        let chained = burst == 1 && !recv.multishot() && send.can_chain();
+        let due = vec![0; flows * burst as usize];
         let flows = (0..flows)
-            .map(|_| ClientFlow { started: 0, send_offset: 0, got: 0, active: false, want_send: false })
+            .map(|_| ClientFlow {
+                send_offset: 0,
+                got: 0,
+                active: false,
+                want_send: false,
+                head: 0,
+                len: 0,
+                queued: 0,
+                sending: false,
+            })
             .collect();
-        RrClient { send, recv, verify, tx, chained, flows, active: 0 }
+        RrClient {
+            send,
+            recv,
+            verify,
+            tx,
+            chained,
+            per_send: tx.per_send(tx.request),
+            recv_len: tx.recv_len(tx.response),
+            flows,
+            due,
+            active: 0,
+            sending: 0,
+            max_in_flight: 0,
+        }
+    }
+
+    fn bursting(&self) -> bool {
+        self.tx.burst > 1
+    }
+
+    /// Burst: sends as many of `f`'s due requests as one send carries, unless a send of the
+    /// flow is in flight or its buffers are all with the kernel (the send's or the buffer's
+    /// completion calls this again). The send keeps its CQE: the next one waits for it.
+    fn send_due(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
+        let fl = &self.flows[f];
+        if fl.sending || fl.queued == 0 {
+            return Ok(());
+        }
+        if self.send.available(f) == 0 {
+            self.send.short_of_buffers(f);
+            return Ok(());
+        }
+        let k = fl.queued.min(self.per_send);
+        let off = fl.send_offset;
+        let sent = self.send.push(ring, f, off, k * self.tx.request, Flags::empty())?;
+        let fl = &mut self.flows[f];
+        fl.send_offset += u64::from(sent);
+        fl.queued -= k;
+        fl.sending = true;
+        self.sending += 1;
+        self.active += k as usize;
+        self.max_in_flight = self.max_in_flight.max(fl.len - fl.queued);
+        Ok(())
+    }
+
+    /// Burst: the whole responses `f` has received complete its oldest transactions, each
+    /// making the next one due (until the deadline).
+    fn complete_responses(&mut self, ring: &mut Ring, f: usize, run: &mut Run) -> Result<()> {
+        let tx = self.tx;
+        let burst = tx.burst;
+        let base = f * burst as usize;
+        let mut now = 0;
+        loop {
+            let fl = &mut self.flows[f];
+            let sent = fl.len - fl.queued;
+            if fl.got > 0 && sent == 0 {
+                return Err(Error::Protocol(format!(
+                    "the server sent {} bytes with no request of this flow waiting for them",
+                    fl.got
+                )));
+            }
+            if fl.got < tx.response {
+                break;
+            }
+            fl.got -= tx.response;
+            if now == 0 {
+                now = monotonic_ns();
+            }
+            let started = self.due[base + fl.head as usize];
+            fl.head = if fl.head + 1 == burst { 0 } else { fl.head + 1 };
+            fl.len -= 1;
+            self.active -= 1;
+            if !run.stopping {
+                let slot = (fl.head + fl.len) % burst;
+                self.due[base + slot as usize] = now;
+                fl.len += 1;
+                fl.queued += 1;
+            }
+            run.sampler.record(now - started);
+            let k = &mut run.counters[f];
+            k.transactions += 1;
+            k.bytes_sent += u64::from(tx.request);
+            k.bytes_received += u64::from(tx.response);
+        }
+        self.send_due(ring, f)
     }
 
     fn start_tx(&mut self, ring: &mut Ring, f: usize, now: u64) -> Result<()> {
@@ -68,8 +214,9 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
         if self.chained {
             self.recv.arm(ring, f, self.tx.response, true, Flags::empty())?;
         }
+        self.due[f] = now;
+        self.max_in_flight = 1;
         let fl = &mut self.flows[f];
-        fl.started = now;
         fl.want_send = false;
         fl.active = true;
         self.active += 1;
@@ -83,6 +230,12 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
                 return Err(Error::Peer("a request send was cancelled mid-chain".into()))
             }
             SendEvent::Dropped { .. } => return Err(datagram_on_tcp()),
+            SendEvent::Sent { flow, .. } | SendEvent::Chain { flow, .. } if self.bursting() => {
+                self.flows[flow].sending = false;
+                self.sending -= 1;
+                self.send_due(ring, flow)?;
+            }
+            SendEvent::Released { flow } if self.bursting() => self.send_due(ring, flow)?,
             // A send path may free its buffer with the send's own CQE (splice) or with a
             // later notification (zc); the response may have come first.
             SendEvent::Sent { flow, .. } | SendEvent::Chain { flow, .. } | SendEvent::Released { flow } => {
@@ -99,10 +252,13 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
         match self.recv.complete(ring, c, &mut self.verify)? {
             RecvEvent::Data { flow, bytes } => {
                 if !self.chained && !self.recv.multishot() {
-                    self.recv.arm(ring, flow, tx.response, false, Flags::empty())?;
+                    self.recv.arm(ring, flow, self.recv_len, false, Flags::empty())?;
                 }
                 let fl = &mut self.flows[flow];
                 fl.got += bytes;
+                if tx.burst > 1 {
+                    return self.complete_responses(ring, flow, run);
+                }
                 if fl.got < tx.response {
                     if self.chained {
                         return Err(torn("response", fl.got, tx.response));
@@ -119,7 +275,7 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
                 fl.active = false;
                 self.active -= 1;
                 let now = monotonic_ns();
-                run.sampler.record(now - fl.started);
+                run.sampler.record(now - self.due[flow]);
                 let k = &mut run.counters[flow];
                 k.transactions += 1;
                 k.bytes_sent += u64::from(tx.request);
@@ -145,18 +301,37 @@ impl<S: SendPath, R: RecvPath> Workload for RrClient<S, R> {
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
         if !self.chained {
             for f in 0..self.flows.len() {
-                self.recv.arm(ring, f, self.tx.response, false, Flags::empty())?;
+                self.recv.arm(ring, f, self.recv_len, false, Flags::empty())?;
             }
         }
         let now = monotonic_ns();
         for f in 0..self.flows.len() {
-            self.start_tx(ring, f, now)?;
+            if self.bursting() {
+                // The whole burst is due at once, and leaves in as few sends as fit.
+                let burst = self.tx.burst;
+                self.due[f * burst as usize..][..burst as usize].fill(now);
+                let fl = &mut self.flows[f];
+                (fl.len, fl.queued) = (burst, burst);
+                self.send_due(ring, f)?;
+            } else {
+                self.start_tx(ring, f, now)?;
+            }
         }
         Ok(())
     }
 
     fn done(&self, run: &Run) -> bool {
-        run.stopping && self.active == 0 && self.send.outstanding() == 0
+        run.stopping && self.active == 0 && self.sending == 0 && self.send.outstanding() == 0
+    }
+
+    /// The deadline: nothing new comes due, and what is due but not yet sent never goes.
+    fn on_deadline(&mut self, _ring: &mut Ring, run: &mut Run) -> Result<()> {
+        run.stopping = true;
+        for fl in &mut self.flows {
+            fl.len -= fl.queued;
+            fl.queued = 0;
+        }
+        Ok(())
     }
 
     fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
@@ -173,10 +348,12 @@ impl<S: SendPath, R: RecvPath> Workload for RrClient<S, R> {
     }
 
     fn report(&self) -> RoleReport {
+        let max_in_flight = self.max_in_flight;
         RoleReport {
             send: Some(self.send.report()),
             recv: Some(self.recv.report()),
             verify: self.verify.report(),
+            rr: Some(RrReport { burst: self.tx.burst, max_in_flight }),
             ..RoleReport::default()
         }
     }
@@ -189,10 +366,12 @@ fn torn(what: &str, got: u32, want: u32) -> Error {
 struct ServerFlow {
     send_offset: u64,
     got: u32,
-    /// Responses owed but waiting for a send buffer.
+    /// Responses owed but waiting for a send buffer (burst: or for the send in flight).
     owed: u32,
     /// Chained mode: the next chain waits for a send buffer.
     waiting: bool,
+    /// Burst: a send is in flight; the next waits for its completion.
+    sending: bool,
 }
 
 /// The server: receive a whole request, answer with a response, until the client closes.
@@ -203,19 +382,65 @@ pub struct RrServer<S, R> {
     verify: Verifier,
     tx: Transaction,
     chained: bool,
+    /// Responses one burst send carries at most.
+    per_send: u32,
+    /// The receive length a re-armed one-shot receive asks for.
+    recv_len: u32,
     flows: Vec<ServerFlow>,
     open: usize,
     /// Chained mode: the response linked to a flow's final (EOF) receive is cancelled, and
     /// that cancellation is the flow's last CQE.
     cancels_due: usize,
+    /// Burst: flows with a send in flight.
+    sending: usize,
+    /// The most whole requests one flow had waiting for an answer at once.
+    max_waiting: u32,
 }
 
 impl<S: SendPath, R: RecvPath> RrServer<S, R> {
     pub fn new(send: S, recv: R, verify: Verifier, tx: Transaction, flows: usize) -> RrServer<S, R> {
-        let chained = !recv.multishot() && send.can_chain();
-        let flows =
-            (0..flows).map(|_| ServerFlow { send_offset: 0, got: 0, owed: 0, waiting: false }).collect();
-        RrServer { send, recv, verify, tx, chained, flows, open: 0, cancels_due: 0 }
+        let tx = Transaction { burst: tx.burst.max(1), ..tx };
+        let chained = tx.burst == 1 && !recv.multishot() && send.can_chain();
+        let flows = (0..flows)
+            .map(|_| ServerFlow { send_offset: 0, got: 0, owed: 0, waiting: false, sending: false })
+            .collect();
+        RrServer {
+            send,
+            recv,
+            verify,
+            tx,
+            chained,
+            per_send: tx.per_send(tx.response),
+            recv_len: tx.recv_len(tx.request),
+            flows,
+            open: 0,
+            cancels_due: 0,
+            sending: 0,
+            max_waiting: 0,
+        }
+    }
+
+    /// Burst: answers as many owed requests of `f` as one send carries, unless a send of
+    /// the flow is in flight or its buffers are all with the kernel (their completions
+    /// call this again). The send keeps its CQE: the next one waits for it.
+    fn answer_one_send(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
+        let fl = &self.flows[f];
+        if fl.sending || fl.owed == 0 {
+            return Ok(());
+        }
+        if self.send.available(f) == 0 {
+            self.send.short_of_buffers(f);
+            return Ok(());
+        }
+        let k = fl.owed.min(self.per_send);
+        let off = fl.send_offset;
+        let sent = self.send.push(ring, f, off, k * self.tx.response, Flags::empty())?;
+        let fl = &mut self.flows[f];
+        fl.send_offset += u64::from(sent);
+        fl.owed -= k;
+        fl.sending = true;
+        self.sending += 1;
+        Ok(())
     }
 
     /// Chained mode: receive a whole request, then (linked) send the response.
@@ -233,8 +458,12 @@ impl<S: SendPath, R: RecvPath> RrServer<S, R> {
         Ok(())
     }
 
-    /// Multishot mode: answer every whole request that arrived, as buffers allow.
+    /// Multishot mode: answer every whole request that arrived, as buffers allow. With one
+    /// transaction in flight at most one response is ever owed, so sends cannot overlap.
     fn answer(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
+        if self.tx.burst > 1 {
+            return self.answer_one_send(ring, f);
+        }
         let skip = if self.send.can_skip_success() { Flags::SKIP_SUCCESS } else { Flags::empty() };
         while self.flows[f].owed > 0 && self.send.available(f) > 0 {
             let off = self.flows[f].send_offset;
@@ -254,6 +483,11 @@ impl<S: SendPath, R: RecvPath> RrServer<S, R> {
                 self.cancels_due = self.cancels_due.saturating_sub(1)
             }
             SendEvent::Dropped { .. } => return Err(datagram_on_tcp()),
+            SendEvent::Sent { flow, .. } | SendEvent::Chain { flow, .. } if self.tx.burst > 1 => {
+                self.flows[flow].sending = false;
+                self.sending -= 1;
+                self.answer_one_send(ring, flow)?;
+            }
             SendEvent::Sent { flow, .. } | SendEvent::Chain { flow, .. } | SendEvent::Released { flow } => {
                 if self.chained && self.flows[flow].waiting {
                     self.arm_chain(ring, flow)?;
@@ -277,13 +511,14 @@ impl<S: SendPath, R: RecvPath> RrServer<S, R> {
                     return Ok(());
                 }
                 count(&mut run.counters[flow], tx);
+                self.max_waiting = 1;
                 // The client sends its next request only after this response arrived
                 // whole, so arming the next chain now cannot reorder anything.
                 self.arm_chain(ring, flow)?;
             }
             RecvEvent::Data { flow, bytes } => {
                 if !self.recv.multishot() {
-                    self.recv.arm(ring, flow, tx.request, false, Flags::empty())?;
+                    self.recv.arm(ring, flow, self.recv_len, false, Flags::empty())?;
                 }
                 let fl = &mut self.flows[flow];
                 fl.got += bytes;
@@ -292,6 +527,7 @@ impl<S: SendPath, R: RecvPath> RrServer<S, R> {
                     fl.owed += 1;
                     count(&mut run.counters[flow], tx);
                 }
+                self.max_waiting = self.max_waiting.max(fl.owed);
                 self.answer(ring, flow)?;
             }
             RecvEvent::Eof { .. } => {
@@ -318,14 +554,14 @@ impl<S: SendPath, R: RecvPath> Workload for RrServer<S, R> {
             if self.chained {
                 self.arm_chain(ring, f)?;
             } else {
-                self.recv.arm(ring, f, self.tx.request, false, Flags::empty())?;
+                self.recv.arm(ring, f, self.recv_len, false, Flags::empty())?;
             }
         }
         Ok(())
     }
 
     fn done(&self, _run: &Run) -> bool {
-        self.open == 0 && self.cancels_due == 0 && self.send.outstanding() == 0
+        self.open == 0 && self.cancels_due == 0 && self.sending == 0 && self.send.outstanding() == 0
     }
 
     fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
@@ -346,6 +582,7 @@ impl<S: SendPath, R: RecvPath> Workload for RrServer<S, R> {
             send: Some(self.send.report()),
             recv: Some(self.recv.report()),
             verify: self.verify.report(),
+            rr: Some(RrReport { burst: self.tx.burst, max_in_flight: self.max_waiting }),
             ..RoleReport::default()
         }
     }
@@ -355,4 +592,24 @@ fn count(k: &mut FlowCounters, tx: Transaction) {
     k.transactions += 1;
     k.bytes_received += u64::from(tx.request);
     k.bytes_sent += u64::from(tx.response);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_burst_send_carries_what_fits_and_always_one_message() {
+        let tx = |burst| Transaction { request: 1, response: 1, burst };
+        // One in flight: one message per send and per receive, as without a burst.
+        assert_eq!((tx(1).per_send(1), tx(1).recv_len(50_000)), (1, 50_000));
+        // Small messages: the whole burst in one send.
+        assert_eq!(tx(16).per_send(1), 16);
+        assert_eq!(tx(16).recv_len(1000), 16_000);
+        // Large ones: as many as fit the send's bytes, and never none.
+        assert_eq!(tx(8).per_send(50_000), 1);
+        assert_eq!(tx(8).per_send(10_000), 6);
+        assert_eq!(tx(4096).per_send(1), 4096);
+        assert_eq!(tx(8).recv_len(1 << 30), 1 << 30);
+    }
 }
