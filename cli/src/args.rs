@@ -404,6 +404,10 @@ pub struct TestArgs {
     /// Print the whole report as JSON instead of the table.
     #[arg(long, conflicts_with_all = ["keyval", "csv"])]
     json: bool,
+    /// Print one JSON object per line as the test runs: an interval object per interval
+    /// (every -D, or the default interval), then the whole --json report on the last line.
+    #[arg(long, conflicts_with_all = ["json", "keyval", "csv", "no_intervals"])]
+    json_stream: bool [only "stream", "rr", "crr", "udp-stream", "udp-rr", "sendfile"; "engines and sweep print several reports"],
     /// Print NAME=value lines with netperf's omni names (see the README).
     #[arg(long, conflicts_with = "csv")]
     keyval: bool,

@@ -284,6 +284,7 @@ fn run_and_render(spec: &TestSpec, t: &TestArgs, plot: &PlotArgs) -> Result<i32,
     let report = runner.run(spec, t, confidence, runner::Progress::Test(format, t), &mut each)?;
     let out = match format {
         render::Format::Json => render::json::render(&report),
+        render::Format::JsonStream => render::json::line(&report),
         render::Format::Keyval => render::keyval::render(&report, units),
         render::Format::Csv => render::keyval::render_csv(&report, units, t.banner == 1),
         render::Format::Human => render::human::render(&report, units, &render::HumanOptions::of(t)),

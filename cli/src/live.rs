@@ -50,13 +50,13 @@ fn collect(
 }
 
 impl Printer {
-    /// Starts printing if -D was given, or by default for runs over 10 s on a terminal.
-    /// JSON and CSV carry the series in the report instead.
+    /// Starts printing if -D or --json-stream was given, or by default for runs over 10 s
+    /// on a terminal. JSON and CSV carry the series in the report instead.
     pub fn start(t: &TestArgs, spec: &TestSpec, format: Format, units: Units) -> Option<Printer> {
         if spec.interval_ms == 0 || matches!(format, Format::Json | Format::Csv) {
             return None;
         }
-        let asked = t.stats.interval.is_some();
+        let asked = t.stats.interval.is_some() || format == Format::JsonStream;
         let by_default = spec.duration_ms > 10_000 && std::io::stdout().is_terminal();
         if !(asked || by_default) {
             return None;
@@ -65,8 +65,11 @@ impl Printer {
         let mut out = std::io::stdout();
         let mut printed = 0usize;
         let (tx, handle) = collect(spec, move |s| {
-            let line =
-                if format == Format::Keyval { keyval(printed, &s, rr, units) } else { human(&s, rr, units) };
+            let line = match format {
+                Format::Keyval => keyval(printed, &s, rr, units),
+                Format::JsonStream => crate::render::json::interval_line(&s, rr),
+                _ => human(&s, rr, units),
+            };
             printed += 1;
             let _ = out.write_all(line.as_bytes());
             let _ = out.flush();

@@ -222,6 +222,11 @@ pub fn main(argv: Vec<String>) -> i32 {
 fn run(points: &[Parsed]) -> Result<i32, Error> {
     let Some(first) = points.first() else { return Ok(0) };
     let (test, out) = (&first.test, &first.out);
+    if test.json_stream {
+        return Err(Error::Usage(
+            "--json-stream follows one test, and a sweep runs many: give --json for the array of every point's report".into(),
+        ));
+    }
     let units = render::Units::parse(&test.units);
     let human = !test.json && test.banner == 1;
     let figure = out.chart.figure.as_deref().and_then(crate::figure::by_name);

@@ -18,6 +18,8 @@ use crate::args::TestArgs;
 pub enum Format {
     Human,
     Json,
+    /// `--json-stream`: interval lines while the test runs, then the report on one line.
+    JsonStream,
     Keyval,
     Csv,
 }
@@ -26,6 +28,8 @@ impl Format {
     pub fn of(t: &TestArgs) -> Format {
         if t.json {
             Format::Json
+        } else if t.json_stream {
+            Format::JsonStream
         } else if t.keyval {
             Format::Keyval
         } else if t.csv {
