@@ -348,12 +348,11 @@ impl<S: SendPath, R: RecvPath> Workload for RrClient<S, R> {
     }
 
     fn report(&self) -> RoleReport {
-        let max_in_flight = self.max_in_flight;
         RoleReport {
             send: Some(self.send.report()),
             recv: Some(self.recv.report()),
             verify: self.verify.report(),
-            rr: Some(RrReport { burst: self.tx.burst, max_in_flight }),
+            rr: Some(RrReport { burst: self.tx.burst, max_in_flight: self.max_in_flight }),
             ..RoleReport::default()
         }
     }
