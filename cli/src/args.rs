@@ -108,7 +108,8 @@ fn set_sizes(spec: &mut TestSpec, (request, response): (Option<u32>, Option<u32>
 /// A setting echoed as a `--keyval`/`--csv` field, declared on its flag.
 pub struct KeyvalSetting {
     pub name: &'static str,
-    /// The field it comes right after; `None`: after every other field.
+    /// The field it comes right after (it may come later in the list: a kernel or profile
+    /// figure); `None`: after the figures and settings, before the kernel counters.
     pub after: Option<&'static str>,
     pub value: fn(&TestReport) -> String,
 }
@@ -392,9 +393,9 @@ pub struct TestArgs {
     #[arg(long, value_name = "N", default_value_t = TestSpec::default().burst,
           value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_engine::spec::MAX_BURST)))]
     burst: u32 => spec.burst [sweep "burst", ','] [only "rr"; "udp-rr does not burst yet"]
-        // netperf's meaning: requests beyond the first (0 without a burst). Declared after
-        // --cc and with no `after`, so it follows the settings before it in CSV columns.
-        [keyval "BURST_SIZE" = |r| rr_only(r, r.spec.burst.saturating_sub(1))],
+        // netperf's meaning: requests beyond the first (0 without a burst). After the
+        // profile's last figure: it came later, and CSV columns before it keep their places.
+        [keyval "BURST_SIZE" after "REMOTE_NETWORK_SD_PER_SEGMENT" = |r| rr_only(r, r.spec.burst.saturating_sub(1))],
     /// Accepted for netperf compatibility: local CPU is always measured.
     #[arg(short = 'c')]
     local_cpu: bool,

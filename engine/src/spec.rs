@@ -317,6 +317,10 @@ fn is_one(n: &u32) -> bool {
 /// transaction, and a deeper burst only queues more in the socket buffers.
 pub const MAX_BURST: u32 = 4096;
 
+/// Most transactions in flight over all flows: 8 bytes of timestamp each, so the client's
+/// FIFOs stay within 8 MiB however --flows and --burst combine.
+pub const MAX_IN_FLIGHT: u64 = 1 << 20;
+
 /// When the kernel runs a ring's task work (the completion steps that need the owner).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
@@ -882,6 +886,13 @@ impl TestSpec {
         if self.burst == 1 {
             return Ok(());
         }
+        let in_flight = u64::from(self.burst) * u64::from(self.flows);
+        if in_flight > MAX_IN_FLIGHT {
+            return Err(Error::Usage(format!(
+                "--burst {} over {} flows is {in_flight} transactions in flight, more than {MAX_IN_FLIGHT}: lower --burst or --flows",
+                self.burst, self.flows
+            )));
+        }
         if self.workload != Workload::Rr {
             return Err(Error::Usage(format!(
                 "--burst applies to rr only, not {}: drop --burst",
@@ -1104,6 +1115,8 @@ mod tests {
         let back: TestSpec = serde_json::from_str(&serde_json::to_string(&rr).expect("json")).expect("parse");
         assert_eq!(back.burst, 1);
         assert!(TestSpec { burst: 16, ..rr.clone() }.validate().is_ok());
+        let many = TestSpec { burst: MAX_BURST, flows: 4096, ..rr.clone() };
+        assert!(many.validate().unwrap_err().to_string().contains("lower --burst or --flows"));
         assert!(serde_json::to_string(&TestSpec { burst: 16, ..rr.clone() })
             .expect("json")
             .contains("\"burst\":16"));

@@ -240,16 +240,39 @@ enum Value {
 }
 
 /// Every field in output order: the figures, each setting right after the field its
-/// declaration names, or at the end when it names none (or one that does not exist).
+/// declaration names, or, naming none, after the figures and settings before the kernel
+/// counters. A setting may name a field that comes later (another setting declared after
+/// it, a kernel or profile figure): a setting added since those columns existed names the
+/// last one, so every older CSV column keeps its place.
 fn fields() -> Vec<(&'static str, Value)> {
     let mut out: Vec<(&'static str, Value)> = FIGURES.iter().map(|&(n, e)| (n, Value::Figure(e))).collect();
+    let mut later = Vec::new();
+    let place = |out: &mut Vec<(&'static str, Value)>, s: &args::KeyvalSetting| match s.after {
+        None => {
+            out.push((s.name, Value::Setting(s.value)));
+            true
+        }
+        Some(prev) => match out.iter().position(|(n, _)| *n == prev) {
+            Some(i) => {
+                out.insert(i + 1, (s.name, Value::Setting(s.value)));
+                true
+            }
+            None => false,
+        },
+    };
     for s in args::keyval_settings() {
+        if !place(&mut out, &s) {
+            later.push(s);
+        }
+    }
+    later.retain(|s| !place(&mut out, s));
+    out.extend(KERNEL_FIGURES.iter().map(|&(n, e)| (n, Value::Figure(e))));
+    out.extend(PROFILE_FIGURES.iter().map(|&(n, e)| (n, Value::Figure(e))));
+    for s in later {
         let at =
             s.after.and_then(|prev| out.iter().position(|(n, _)| *n == prev)).map_or(out.len(), |i| i + 1);
         out.insert(at, (s.name, Value::Setting(s.value)));
     }
-    out.extend(KERNEL_FIGURES.iter().map(|&(n, e)| (n, Value::Figure(e))));
-    out.extend(PROFILE_FIGURES.iter().map(|&(n, e)| (n, Value::Figure(e))));
     out
 }
 
@@ -355,5 +378,8 @@ mod tests {
         assert_eq!(column("RESPONSE_SIZE"), Some(9));
         assert_eq!(column("SEND_ENGINE"), Some(38));
         assert_eq!(column("RCVLOWAT"), Some(58));
+        assert_eq!(column("REMOTE_CONG_CONTROL"), Some(60));
+        assert_eq!(column("REMOTE_NETWORK_SD_PER_SEGMENT"), Some(98));
+        assert_eq!(all.last(), Some(&"BURST_SIZE"), "a setting added later goes after every older column");
     }
 }
