@@ -76,6 +76,15 @@ pub fn rewrite(args: Vec<String>) -> Result<Vec<String>, String> {
             continue;
         }
         let (flag, attached) = split_attached(a);
+        if flag == "-b" {
+            // netperf counts the requests beyond the first: -b 3 keeps 4 in flight.
+            let v = attached.or_else(|| it.next().cloned()).ok_or("-b needs a value")?;
+            let extra: u32 =
+                v.parse().map_err(|_| format!("-b {v}: give the extra requests in flight, like -b 3"))?;
+            out.push("--burst".into());
+            out.push(extra.saturating_add(1).to_string());
+            continue;
+        }
         let Some((_, ours, takes)) = TEST_OPTIONS.iter().find(|(n, _, _)| *n == flag) else {
             return Err(format!(
                 "netperf test option {a} is not supported by ringperf: see 'ringperf {} --help'",
@@ -130,7 +139,7 @@ mod tests {
     #[test]
     fn netperf_invocations_parse_to_the_native_spec() {
         use crate::spec_from_args;
-        let pairs: [(&[&str], &[&str]); 4] = [
+        let pairs: [(&[&str], &[&str]); 6] = [
             (
                 &[
                     "ringperf",
@@ -156,6 +165,11 @@ mod tests {
                 &["ringperf", "rr", "-i", "10,3", "-I", "99,5", "-r", "64,1K", "--nodelay"],
             ),
             (&["ringperf", "-t", "TCP_SENDFILE", "--", "-m", "1M"], &["ringperf", "sendfile", "-m", "1M"]),
+            (
+                &["ringperf", "-t", "TCP_RR", "--", "-b", "3", "-D"],
+                &["ringperf", "rr", "--burst", "4", "--nodelay"],
+            ),
+            (&["ringperf", "-t", "TCP_RR", "--", "-b0"], &["ringperf", "rr"]),
         ];
         for (np, native) in pairs {
             let a = spec_from_args(np).unwrap();

@@ -261,7 +261,7 @@ fn fields() -> Vec<(&'static str, Value)> {
         },
     };
     for s in args::keyval_settings() {
-        if !place(&mut out, &s) {
+        if !place(&mut out, s) {
             later.push(s);
         }
     }
