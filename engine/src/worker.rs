@@ -301,14 +301,14 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
         Role::UdpRrClient | Role::UdpRrServer => {
             setup.max_cqes = paths_cqes(0);
             let client = plan.role == Role::UdpRrClient;
-            setup.build = Box::new(move |_, fds| {
+            setup.build = Box::new(move |ring, fds| {
                 let (size, recv_size) = if client {
                     (spec.request_size, spec.response_size)
                 } else {
                     (spec.response_size, spec.request_size)
                 };
                 let path = DatagramSend::new(fds, size as usize, 1, 1);
-                let recv = DatagramRecv::one_shot(fds, recv_size as usize)?;
+                let recv = DatagramRecv::new(ring, fds, udp_rr_recv_buffers(fds.len()), recv_size as usize)?;
                 Ok(if client {
                     Box::new(UdpRrClient::new(&spec, fds, path, recv)) as Box<dyn Workload>
                 } else {
@@ -323,6 +323,12 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
         }
     }
     Ok(Shape::Ring(setup))
+}
+
+/// Provided buffers of a udp-rr side's standing receives: one datagram is in flight per
+/// flow (two around a retransmission), and a buffer comes back at the end of its batch.
+fn udp_rr_recv_buffers(flows: usize) -> u16 {
+    (flows * 4).clamp(64, 32_768).next_power_of_two() as u16
 }
 
 fn unreachable_role() -> Result<Box<dyn Workload>> {
