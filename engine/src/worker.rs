@@ -31,7 +31,7 @@ use crate::workload::driver::{drive, Run, Workload};
 use crate::workload::pacer::Pacer;
 use crate::workload::rr::{RrClient, RrServer, Transaction};
 use crate::workload::stream::{StreamReceiver, StreamSender};
-use crate::workload::udp_rr::{UdpRrClient, UdpRrServer};
+use crate::workload::udp_rr::{udp_rr_recv_buffers, UdpRrClient, UdpRrServer};
 use crate::workload::udp_stream::{udp_recv_buffers, udp_send_depth, UdpReceiver, UdpSender};
 use crate::workload::{Ending, FlowCounters};
 
@@ -323,12 +323,6 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
         }
     }
     Ok(Shape::Ring(setup))
-}
-
-/// Provided buffers of a udp-rr side's standing receives: one datagram is in flight per
-/// flow (two around a retransmission), and a buffer comes back at the end of its batch.
-fn udp_rr_recv_buffers(flows: usize) -> u16 {
-    (flows * 4).clamp(64, 32_768).next_power_of_two() as u16
 }
 
 fn unreachable_role() -> Result<Box<dyn Workload>> {

@@ -51,6 +51,13 @@ struct ClientFlow {
     active: bool,
 }
 
+/// Provided buffers of a udp-rr side's standing receives on a worker with `flows` flows:
+/// one datagram is in flight per flow (two around a retransmission), and a buffer comes
+/// back at the end of its batch.
+pub fn udp_rr_recv_buffers(flows: usize) -> u16 {
+    (flows.saturating_mul(2)).clamp(64, 32_768).next_power_of_two() as u16
+}
+
 /// The retransmission check runs this many times per --timeout-us: a lost datagram is
 /// noticed between one and 1.25 timeouts after its send.
 const TIMEOUT_TICKS: u64 = 4;
