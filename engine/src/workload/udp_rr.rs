@@ -2,8 +2,8 @@
 //! number and the response echoes it.
 //!
 //! Both sides move their datagrams through a datagram send path and a standing multishot
-//! datagram receive per flow (armed once, not per transaction: a transaction costs one
-//! send SQE and one receive CQE); the workload reads each datagram's number through
+//! datagram receive per flow (armed once, not per transaction: a transaction costs each
+//! side one send SQE and no receive SQE); the workload reads each datagram's number through
 //! `payload`, and arms a receive again only when the kernel ended it (no F_MORE).
 //!
 //! Client, per transaction: a Send of the request, queued from the completion of the
