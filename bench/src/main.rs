@@ -9,7 +9,7 @@
 //!   cargo run --release -p ringperf-bench -- engines [--secs 10] [--runs 3] [--sizes 64K,1M]
 //!   cargo run --release -p ringperf-bench -- stats [--secs 10] [--runs 5]
 //!   cargo run --release -p ringperf-bench -- profile [--secs 10] [--runs 5]
-//!   cargo run --release -p ringperf-bench -- scale [--secs 10] [--runs 3] [--gso-rate 1G]
+//!   cargo run --release -p ringperf-bench -- scale [--secs 10] [--runs 3] [--gso-rate 1G] [--parts udp64,gso]
 
 mod all;
 mod bench;
@@ -199,6 +199,10 @@ struct ScaleArgs {
     /// this 2-vCPU VM); 0 runs both unpaced.
     #[arg(long, value_name = "RATE", default_value = "1G")]
     gso_rate: String,
+    /// The parts to run (comma-separated): stream (8 flows), rr (100 flows), udp64 (64-byte
+    /// datagrams against iperf3 -u), gso (--gso 1400 against -m 1400).
+    #[arg(long, value_name = "PART,...", value_delimiter = ',', default_value = "stream,rr,udp64,gso")]
+    parts: Vec<scale::Part>,
 }
 
 fn parse_cpus(s: &str) -> Result<(usize, usize), String> {
@@ -306,6 +310,7 @@ fn run(cli: Cli) -> error::Result<()> {
                 cc: a.cc,
                 gso_rate: (a.gso_rate != "0").then_some(a.gso_rate),
                 ringperf: c.ringperf,
+                parts: a.parts,
             })
         }
         Command::Stats(a) => {

@@ -31,7 +31,7 @@ use crate::workload::driver::{drive, Run, Workload};
 use crate::workload::pacer::Pacer;
 use crate::workload::rr::{RrClient, RrServer, Transaction};
 use crate::workload::stream::{StreamReceiver, StreamSender};
-use crate::workload::udp_rr::{UdpRrClient, UdpRrServer};
+use crate::workload::udp_rr::{udp_rr_recv_buffers, UdpRrClient, UdpRrServer};
 use crate::workload::udp_stream::{udp_recv_buffers, udp_send_depth, UdpReceiver, UdpSender};
 use crate::workload::{Ending, FlowCounters};
 
@@ -304,14 +304,14 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
         Role::UdpRrClient | Role::UdpRrServer => {
             setup.max_cqes = paths_cqes(0);
             let client = plan.role == Role::UdpRrClient;
-            setup.build = Box::new(move |_, fds| {
+            setup.build = Box::new(move |ring, fds| {
                 let (size, recv_size) = if client {
                     (spec.request_size, spec.response_size)
                 } else {
                     (spec.response_size, spec.request_size)
                 };
                 let path = DatagramSend::new(fds, size as usize, 1, 1);
-                let recv = DatagramRecv::one_shot(fds, recv_size as usize)?;
+                let recv = DatagramRecv::new(ring, fds, udp_rr_recv_buffers(fds.len()), recv_size as usize)?;
                 Ok(if client {
                     Box::new(UdpRrClient::new(&spec, fds, path, recv)) as Box<dyn Workload>
                 } else {

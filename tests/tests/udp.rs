@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use ringperf_tests::{
-    at, check_side_common, f64_at, lab_name, ringperf, run_with_timeout, skip, skip_unless, str_at, u64_at,
-    Lab, Server, LAB_PROGRAMS, NFT,
+    at, bool_at, check_side_common, f64_at, lab_name, ringperf, run_with_timeout, skip, skip_unless, str_at,
+    u64_at, Lab, Server, LAB_PROGRAMS, NFT,
 };
 use serde_json::Value;
 
@@ -72,6 +72,32 @@ fn udp_stream_gso_sends_many_datagrams_per_sqe_and_gro_coalesces() {
     let per_recv =
         (u64_at(rx, "datagrams_received") + u64_at(rx, "duplicated")) as f64 / u64_at(rx, "receives") as f64;
     assert!(per_recv > 1.0, "GRO delivered {per_recv} datagrams per receive");
+}
+
+/// The batched path for small datagrams (`--gso 64 --gro`): 64-byte datagrams, 64 per
+/// send, coalesced by UDP_GRO into one receive, and still every datagram's number
+/// accounted: what was sent is what was received plus what the receiver counted lost, and
+/// a coalesced receive is never counted as one datagram.
+#[test]
+fn udp_stream_gso_gro_at_64_bytes_conserves_every_datagram() {
+    // Paced, with room in the receive buffer: loopback then loses nothing at the tail,
+    // where a loss would be invisible to the receiver's sequence.
+    let r =
+        ringperf!().run_json(&["udp-stream", "-l", "1", "--gso", "64", "--gro", "-b", "100M", "-S", "4M"]);
+    let (sent, received) = check_udp_stream(&r, 64);
+    let tx = at(&r, "local.udp");
+    let rx = at(&r, "remote.udp");
+    let lost = u64_at(rx, "lost");
+    assert_eq!(
+        sent + u64_at(tx, "send_errors"),
+        received + lost,
+        "sent != received + lost ({sent} sent, {received} received, {lost} lost)"
+    );
+    assert_eq!(u64_at(tx, "sends") * 64, sent, "every GSO send carries 64 datagrams");
+    let receives = u64_at(rx, "receives");
+    assert!(receives * 2 <= received, "GRO: {receives} receives for {received} datagrams");
+    assert!(bool_at(rx, "gro"));
+    assert_eq!(u64_at(tx, "gso_segment"), 64);
 }
 
 #[test]
@@ -168,6 +194,40 @@ fn udp_rr_on_loopback_counts_transactions_on_both_sides() {
     let served = u64_at(&r, "remote.transactions");
     assert!(served >= t && served <= t + 2, "the server counted {served} transactions, the client {t}");
     assert!(u64_at(&r, "local.udp.retransmissions") <= u64_at(&r, "local.udp.timeouts"));
+    for side in ["local", "remote"] {
+        check_side_common(&r, side);
+    }
+}
+
+/// udp-rr's standing receive: one request SQE per transaction on the client (the receive
+/// is not armed per transaction), and with a timeout short enough to fire on loopback the
+/// retransmissions, stale answers and duplicates still add up on both sides.
+#[test]
+fn udp_rr_standing_receive_counts_agree_through_timeouts() {
+    let flows = 2u64;
+    let r = ringperf!().run_json(&["udp-rr", "-l", "1", "--flows", "2", "--timeout-us", "100"]);
+    let t = u64_at(&r, "local.transactions");
+    assert!(t > 0, "no transaction completed");
+    assert_eq!(u64_at(&r, "local.latency.count"), t);
+    let served = u64_at(&r, "remote.transactions");
+    assert!(served >= t && served <= t + flows, "the server counted {served} transactions, the client {t}");
+    let tx = at(&r, "local.udp");
+    let rx = at(&r, "remote.udp");
+    let (sent, timeouts, retrans) =
+        (u64_at(tx, "datagrams_sent"), u64_at(tx, "timeouts"), u64_at(tx, "retransmissions"));
+    eprintln!("udp-rr --timeout-us 100: {t} transactions, {timeouts} timeouts, {retrans} retransmissions");
+    assert!(retrans <= timeouts && timeouts <= retrans + flows);
+    // Every request sent is a transaction begun or a retransmission.
+    assert!(
+        sent >= t + retrans && sent <= t + retrans + flows,
+        "{sent} requests for {t} transactions and {retrans} retransmissions"
+    );
+    // Loopback loses nothing: the server got every request, a retransmitted one as a duplicate.
+    assert_eq!(u64_at(rx, "datagrams_received") + u64_at(rx, "duplicated"), sent);
+    assert_eq!(u64_at(rx, "datagrams_received"), served);
+    // Requests, a few arms and the retransmission tick: not a receive per transaction.
+    let sqes = u64_at(&r, "local.ring.sqes");
+    assert!(sqes <= sent + 8 * flows + 8, "{sqes} SQEs for {sent} requests: receives armed per transaction?");
     for side in ["local", "remote"] {
         check_side_common(&r, side);
     }

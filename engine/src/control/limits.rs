@@ -237,6 +237,14 @@ pub fn payload_memory(spec: &TestSpec, role: Role, side: &SideSpec) -> u64 {
     }
     if recv_len > 0 {
         total = total.saturating_add(match side.recv_engine {
+            // udp-rr's standing receives land in a provided-buffer ring per worker.
+            RecvEngine::Recv if matches!(role, Role::UdpRrClient | Role::UdpRrServer) => {
+                let per_worker = flows.div_ceil(workers.max(1));
+                let count = crate::workload::udp_rr::udp_rr_recv_buffers(
+                    usize::try_from(per_worker).unwrap_or(usize::MAX),
+                );
+                workers.saturating_mul(u64::from(count)).saturating_mul(recv_len)
+            }
             // A checked chain lands each of its receives in a buffer of its own.
             RecvEngine::Recv if spec.verify => {
                 let depth = if role == Role::StreamReceiver { u64::from(spec.ring.recv_depth) } else { 1 };
@@ -334,6 +342,20 @@ mod tests {
             payload_memory(&udp, Role::UdpSender, &udp.local),
             2 * 32 * 64,
             "a buffer per send in flight"
+        );
+        // udp-rr lands its responses in a provided-buffer ring per worker: two buffers per
+        // flow, at least 64.
+        let udp_rr = TestSpec {
+            workload: Workload::UdpRr,
+            flows: 1000,
+            request_size: 8,
+            response_size: 100,
+            ..TestSpec::default()
+        };
+        assert_eq!(
+            payload_memory(&udp_rr, Role::UdpRrClient, &udp_rr.local),
+            8 + 2048 * 100,
+            "a request buffer and the response ring"
         );
         // A zero-copy stream sender's region covers 4 MiB of unnotified sends per worker,
         // and one send more.

@@ -1,20 +1,25 @@
 //! UDP_RR: one transaction in flight per flow; the request carries the flow's sequence
 //! number and the response echoes it.
 //!
-//! Both sides move their datagrams through a datagram send path and a one-shot datagram
-//! receive path; the workload reads each datagram's number through `payload`.
+//! Both sides move their datagrams through a datagram send path and a standing multishot
+//! datagram receive per flow (armed once, not per transaction: a transaction costs each
+//! side one send SQE and no receive SQE); the workload reads each datagram's number through
+//! `payload`, and arms a receive again only when the kernel ended it (no F_MORE).
 //!
-//! Client, per transaction: a Send of the request, and a Recv linked to a LinkTimeout of
-//! --timeout-us. A response in time completes the transaction (one clock read at each
-//! edge). If the timeout fires the receive is cancelled, the timeout is counted and the
-//! same request (same number) is sent again, so a lost datagram costs one timeout, not the
-//! run. A response with an older number (the answer to a request already answered, or to
-//! the first copy of a retransmitted one) is stale: counted and ignored. After the
-//! deadline a timeout ends the flow's last transaction instead of retrying it.
+//! Client, per transaction: a Send of the request, queued from the completion of the
+//! previous response, so it goes out in the same enter. A response completes the
+//! transaction (one clock read at each edge). One multishot Timeout per worker ticks every
+//! quarter of --timeout-us (one clock read per tick, none per transaction): a request
+//! without its response for --timeout-us by then is counted as a timeout and sent again
+//! with the same number, so a lost datagram costs one timeout, not the run. A response
+//! with another number (the answer to a request already answered, or to the first copy of
+//! a retransmitted one) is stale: counted and ignored. After the deadline a timeout ends
+//! the flow's last transaction instead of retrying it.
 //!
-//! Server: a Recv always armed per flow; every request is answered with its number. A
-//! number seen before is a retransmission (answered again, counted once). It ends like the
-//! UDP stream receiver: after its deadline, once no request arrived for a quiet period.
+//! Server: every request is answered with its number. A number seen before is a
+//! retransmission (answered again, counted once). It ends like the UDP stream receiver:
+//! after its deadline, once no request arrived for a quiet period, it cancels its
+//! receives.
 
 use io_uring::squeue::Flags;
 use io_uring::{opcode, types};
@@ -39,9 +44,23 @@ fn seq_of(buf: &[u8]) -> u64 {
 
 struct ClientFlow {
     seq: u64,
+    /// When the transaction began (its latency counts from here, retransmissions included).
     started: u64,
+    /// When its request was last sent (the timeout counts from here).
+    sent_at: u64,
     active: bool,
 }
+
+/// Provided buffers of a udp-rr side's standing receives on a worker with `flows` flows:
+/// one datagram is in flight per flow (two around a retransmission), and a buffer comes
+/// back at the end of its batch.
+pub fn udp_rr_recv_buffers(flows: usize) -> u16 {
+    (flows.saturating_mul(2)).clamp(64, 32_768).next_power_of_two() as u16
+}
+
+/// The retransmission check runs this many times per --timeout-us: a lost datagram is
+/// noticed between one and 1.25 timeouts after its send.
+const TIMEOUT_TICKS: u64 = 4;
 
 /// The client side of one worker.
 pub struct UdpRrClient<S, R> {
@@ -49,12 +68,13 @@ pub struct UdpRrClient<S, R> {
     /// Sends each request with its flow's number (a datagram send path).
     path: S,
     req: usize,
-    /// Receives each response, one at a time per flow (a one-shot datagram receive path).
+    /// Receives the responses (a standing multishot receive per flow).
     recv: R,
     /// udp-rr does not check payload; the receive path's signature wants one.
     verify: Verifier,
-    rsp: usize,
-    timeout: Box<types::Timespec>,
+    timeout_ns: u64,
+    /// The period of the retransmission check (boxed: the kernel reads it).
+    tick: Box<types::Timespec>,
     flows: Vec<ClientFlow>,
     /// Flows with a transaction under way.
     active: usize,
@@ -63,16 +83,16 @@ pub struct UdpRrClient<S, R> {
 
 impl<S: SendPath, R: RecvPath> UdpRrClient<S, R> {
     pub fn new(spec: &TestSpec, fds: &[FlowFd], path: S, recv: R) -> UdpRrClient<S, R> {
-        let (req, rsp) = (spec.request_size as usize, spec.response_size as usize);
+        let timeout_ns = u64::from(spec.udp.timeout_us) * 1000;
         UdpRrClient {
             flows_n: fds.len(),
             path,
-            req,
+            req: spec.request_size as usize,
             recv,
             verify: Verifier::new(false, 0),
-            rsp,
-            timeout: timespec(u64::from(spec.udp.timeout_us) * 1000),
-            flows: fds.iter().map(|_| ClientFlow { seq: 0, started: 0, active: false }).collect(),
+            timeout_ns,
+            tick: timespec(timeout_ns / TIMEOUT_TICKS),
+            flows: fds.iter().map(|_| ClientFlow { seq: 0, started: 0, sent_at: 0, active: false }).collect(),
             active: 0,
             report: UdpReport {
                 datagram_size: spec.request_size,
@@ -82,29 +102,59 @@ impl<S: SendPath, R: RecvPath> UdpRrClient<S, R> {
         }
     }
 
-    /// Sends flow `f`'s current request and arms its response receive with the timeout.
-    fn send(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
+    /// Sends flow `f`'s current request, at `now`.
+    fn send(&mut self, ring: &mut Ring, f: usize, now: u64) -> Result<()> {
         // No CQE unless it fails. The path's buffer is rewritten only for the next
         // transaction or a retransmission, after this copy send has been issued.
         self.path.push(ring, f, self.flows[f].seq, self.req as u32, Flags::SKIP_SUCCESS)?;
+        self.flows[f].sent_at = now;
         self.report.sends += 1;
         self.report.datagrams_sent += 1;
         self.report.flows[f].datagrams_sent += 1;
-        self.arm(ring, f)
+        Ok(())
     }
 
     fn arm(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
-        self.recv.arm(ring, f, self.rsp as u32, false, Flags::IO_LINK)?;
-        let timeout = opcode::LinkTimeout::new(&*self.timeout).build().user_data(token(op::TX_TIMEOUT, f));
-        // SAFETY: the timespec lives in self, dropped after the ring.
-        unsafe { ring.push(&timeout) }
+        self.recv.arm(ring, f, 0, false, Flags::empty())
     }
 
     fn begin(&mut self, ring: &mut Ring, f: usize, now: u64) -> Result<()> {
         let fl = &mut self.flows[f];
         fl.started = now;
         fl.active = true;
-        self.send(ring, f)
+        self.send(ring, f, now)
+    }
+
+    fn push_tick(&mut self, ring: &mut Ring) -> Result<()> {
+        let e = opcode::Timeout::new(&*self.tick)
+            .count(0)
+            .flags(types::TimeoutFlags::MULTISHOT)
+            .build()
+            .user_data(token(op::TX_TIMEOUT, 0));
+        // SAFETY: the timespec is boxed in self, which outlives the ring's use of it.
+        unsafe { ring.push(&e) }
+    }
+
+    /// The retransmission check: every flow whose request has waited --timeout-us is
+    /// counted as a timeout and sent again, or after the deadline retired.
+    fn on_tick(&mut self, ring: &mut Ring, stopping: bool) -> Result<()> {
+        let now = monotonic_ns();
+        for f in 0..self.flows_n {
+            let fl = &self.flows[f];
+            if !fl.active || now.saturating_sub(fl.sent_at) < self.timeout_ns {
+                continue;
+            }
+            self.report.timeouts += 1;
+            self.report.flows[f].timeouts += 1;
+            if stopping {
+                self.retire(f);
+            } else {
+                self.report.retransmissions += 1;
+                self.report.flows[f].retransmissions += 1;
+                self.send(ring, f, now)?;
+            }
+        }
+        Ok(())
     }
 
     /// Ends flow `f`'s last transaction (after the deadline).
@@ -122,6 +172,10 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrClient<S, R> {
     }
 
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
+        for f in 0..self.flows_n {
+            self.arm(ring, f)?;
+        }
+        self.push_tick(ring)?;
         let now = monotonic_ns();
         for f in 0..self.flows_n {
             self.begin(ring, f, now)?;
@@ -136,9 +190,14 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrClient<S, R> {
 
     fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
         match c.op() {
-            // The timer's own CQE: -ETIME when it fired (its receive then comes back
-            // -ECANCELED), -ECANCELED when the response beat it.
-            op::TX_TIMEOUT => {}
+            // The retransmission check's tick (-ETIME). A multishot timeout that ended
+            // (no F_MORE) is armed again.
+            op::TX_TIMEOUT => {
+                self.on_tick(ring, run.stopping)?;
+                if !c.more() && self.active > 0 {
+                    self.push_tick(ring)?;
+                }
+            }
             op::SEND => match self.path.complete(ring, c)? {
                 // Only failures have a CQE. A refused datagram is one more loss the
                 // timeout recovers from; anything else is an error.
@@ -148,33 +207,20 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrClient<S, R> {
             op::RECV => {
                 let f = c.flow();
                 match self.recv.complete(ring, c, &mut self.verify)? {
-                    RecvEvent::Cancelled { .. } => {
-                        // The timeout fired: the request or its response was lost.
-                        self.report.timeouts += 1;
-                        self.report.flows[f].timeouts += 1;
-                        if run.stopping {
-                            self.retire(f);
-                        } else {
-                            self.report.retransmissions += 1;
-                            self.report.flows[f].retransmissions += 1;
-                            self.send(ring, f)?;
-                        }
-                    }
-                    // ICMP port unreachable from an earlier send (Nothing), or a short
-                    // datagram: wait on.
-                    RecvEvent::Nothing | RecvEvent::Eof { .. } => {
-                        self.report.stray += 1;
-                        self.arm(ring, f)?;
-                    }
-                    RecvEvent::Data { bytes, .. } if (bytes as usize) < 8 => {
-                        self.report.stray += 1;
-                        self.arm(ring, f)?;
-                    }
+                    // Nothing cancels the client's receives: one that ended is armed
+                    // again below.
+                    RecvEvent::Cancelled { .. } => {}
+                    // ICMP port unreachable from an earlier send or no buffer (Nothing),
+                    // or a short datagram: wait on.
+                    RecvEvent::Nothing | RecvEvent::Eof { .. } => self.report.stray += 1,
+                    RecvEvent::Data { bytes, .. } if (bytes as usize) < 8 => self.report.stray += 1,
                     RecvEvent::Data { bytes, .. } => {
                         let seq = seq_of(self.recv.payload(c));
-                        if seq != self.flows[f].seq {
+                        if !self.flows[f].active || seq != self.flows[f].seq {
                             self.report.stale_responses += 1;
-                            self.arm(ring, f)?;
+                            if !c.more() {
+                                self.arm(ring, f)?;
+                            }
                             return Ok(true);
                         }
                         let now = monotonic_ns();
@@ -194,6 +240,9 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrClient<S, R> {
                         }
                     }
                 }
+                if !c.more() {
+                    self.arm(ring, f)?;
+                }
             }
             _ => return Ok(false),
         }
@@ -212,11 +261,10 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrClient<S, R> {
 /// The server side of one worker.
 pub struct UdpRrServer<S, R> {
     flows_n: usize,
-    /// Receives each request, one at a time per flow (a one-shot datagram receive path).
+    /// Receives the requests (a standing multishot receive per flow).
     recv: R,
     /// udp-rr does not check payload; the receive path's signature wants one.
     verify: Verifier,
-    req: usize,
     /// Sends each response with the number of its request (a datagram send path).
     path: S,
     rsp: usize,
@@ -233,16 +281,14 @@ pub struct UdpRrServer<S, R> {
 
 impl<S: SendPath, R: RecvPath> UdpRrServer<S, R> {
     pub fn new(spec: &TestSpec, fds: &[FlowFd], path: S, recv: R) -> UdpRrServer<S, R> {
-        let (req, rsp) = (spec.request_size as usize, spec.response_size as usize);
         // Quiet for two client timeouts: a retransmission would have come by then.
         let quiet_ns = (2 * u64::from(spec.udp.timeout_us) * 1000).max(20_000_000);
         UdpRrServer {
             flows_n: fds.len(),
             recv,
             verify: Verifier::new(false, 0),
-            req,
             path,
-            rsp,
+            rsp: spec.response_size as usize,
             next: vec![0; fds.len()],
             sending: vec![false; fds.len()],
             owed: vec![None; fds.len()],
@@ -259,7 +305,7 @@ impl<S: SendPath, R: RecvPath> UdpRrServer<S, R> {
     }
 
     fn arm(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
-        self.recv.arm(ring, f, self.req as u32, false, Flags::empty())
+        self.recv.arm(ring, f, 0, false, Flags::empty())
     }
 
     fn answer(&mut self, ring: &mut Ring, f: usize, seq: u64) -> Result<()> {
@@ -352,10 +398,14 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrServer<S, R> {
                         self.answer(ring, f, seq)?;
                     }
                 }
-                if self.drain.cancelled() {
-                    self.armed -= 1;
-                } else {
-                    self.arm(ring, f)?;
+                // The kernel ended the standing receive (no F_MORE): arm it again unless
+                // the drain cancelled it.
+                if !c.more() {
+                    if self.drain.cancelled() {
+                        self.armed -= 1;
+                    } else {
+                        self.arm(ring, f)?;
+                    }
                 }
             }
             _ => return Ok(false),

@@ -1,17 +1,13 @@
 //! `datagram`: a standing multishot receive per UDP flow into a provided-buffer ring, one
 //! CQE per datagram (several datagrams back to back with GRO). The workload reads each
 //! completion's bytes through [`RecvPath::payload`] (a UDP receiver tracks every
-//! datagram's number), and decides itself when a receive that ended is armed again: a
-//! UDP side ends by cancelling its receives, not at EOF.
-//!
-//! In its one-shot mode ([`DatagramRecv::one_shot`]) every arm is one plain receive of one
-//! datagram into the flow's own buffer, which a request/response side needs: the arm can
-//! be linked (to a LinkTimeout), and the datagram stays readable through `payload` until
-//! that flow is armed again.
+//! datagram's number, udp-rr matches a response to its request), and decides itself when
+//! a receive that ended is armed again: a UDP side ends by cancelling its receives, not at
+//! EOF. A datagram longer than a buffer is cut to it.
 
 use io_uring::{cqueue, opcode, squeue};
 
-use crate::buf::{BufRing, Mapping, CACHE_LINE};
+use crate::buf::BufRing;
 use crate::error::{Error, Result};
 use crate::io::{op, push_cancel, RecvEvent, RecvPath};
 use crate::report::RecvReport;
@@ -23,23 +19,14 @@ use crate::with_fd;
 /// The buffer group of a datagram receiver's ring.
 const BGID: u16 = 1;
 
-/// Where a datagram lands.
-enum Landing {
-    /// Multishot: a provided-buffer ring shared by the worker's flows.
-    Provided {
-        bufs: BufRing,
-        /// Buffers handed back since the last publish.
-        staged: bool,
-    },
-    /// One-shot: one buffer of `stride` bytes per flow, `len` of them received into.
-    PerFlow { bufs: Mapping, stride: usize, len: u32 },
-}
-
 pub struct DatagramRecv {
     fds: Vec<FlowFd>,
     /// Per flow: a receive is armed and its last CQE has not come.
     live: Vec<bool>,
-    landing: Landing,
+    /// The provided-buffer ring shared by the worker's flows.
+    bufs: BufRing,
+    /// Buffers handed back since the last publish.
+    staged: bool,
     report: RecvReport,
 }
 
@@ -51,30 +38,16 @@ impl DatagramRecv {
         Ok(DatagramRecv {
             fds: fds.to_vec(),
             live: vec![false; fds.len()],
-            landing: Landing::Provided { bufs, staged: false },
+            bufs,
+            staged: false,
             report: RecvReport { engine: RecvEngine::Multishot, landing_bytes, ..RecvReport::default() },
-        })
-    }
-
-    /// One-shot receives of datagrams up to `size` bytes (longer ones are truncated), each
-    /// flow into its own buffer.
-    pub fn one_shot(fds: &[FlowFd], size: usize) -> Result<DatagramRecv> {
-        // A buffer per flow starts on a cache line, as the stream copy path's do.
-        let stride = size.max(1).next_multiple_of(CACHE_LINE);
-        let bufs = Mapping::new(stride * fds.len().max(1))?;
-        let landing_bytes = bufs.len() as u64;
-        Ok(DatagramRecv {
-            fds: fds.to_vec(),
-            live: vec![false; fds.len()],
-            landing: Landing::PerFlow { bufs, stride, len: size as u32 },
-            report: RecvReport { engine: RecvEngine::Recv, landing_bytes, ..RecvReport::default() },
         })
     }
 }
 
 impl RecvPath for DatagramRecv {
     fn multishot(&self) -> bool {
-        matches!(self.landing, Landing::Provided { .. })
+        true
     }
 
     fn arm(
@@ -88,8 +61,8 @@ impl RecvPath for DatagramRecv {
         self.arm_on(ring, self.fds[flow], flow, len, wait_all, flags)
     }
 
-    /// A datagram receive on `sock` (a connected UDP socket the workload made), landing
-    /// in `owner`'s buffer (one-shot) or the shared ring (multishot).
+    /// A standing receive on `sock` (a connected UDP socket the workload made) into the
+    /// shared ring.
     fn arm_on(
         &mut self,
         ring: &mut Ring,
@@ -99,29 +72,16 @@ impl RecvPath for DatagramRecv {
         _wait_all: bool,
         flags: squeue::Flags,
     ) -> Result<()> {
-        let e = match &mut self.landing {
-            Landing::Provided { bufs, .. } => {
-                if flags.contains(squeue::Flags::IO_LINK) {
-                    return Err(Error::Protocol(
-                        "a multishot receive cannot be linked: this is a bug in ringperf".into(),
-                    ));
-                }
-                let bgid = bufs.bgid();
-                with_fd!(sock, |t| opcode::RecvMulti::new(t, bgid).build().user_data(token(op::RECV, flow)))
-            }
-            Landing::PerFlow { bufs, stride, len } => {
-                // SAFETY: flow < the flows the mapping was sized for, `stride` bytes each.
-                let ptr = unsafe { bufs.as_ptr().add(flow * *stride) };
-                with_fd!(sock, |t| opcode::Recv::new(t, ptr, *len)
-                    .build()
-                    .user_data(token(op::RECV, flow))
-                    .flags(flags))
-            }
-        };
+        if flags.contains(squeue::Flags::IO_LINK) {
+            return Err(Error::Protocol(
+                "a multishot receive cannot be linked: this is a bug in ringperf".into(),
+            ));
+        }
+        let bgid = self.bufs.bgid();
+        let e = with_fd!(sock, |t| opcode::RecvMulti::new(t, bgid).build().user_data(token(op::RECV, flow)));
         self.report.arms += 1;
         self.live[flow] = true;
-        // SAFETY: the buffer ring or the flow's buffer lives in this path, which its owner
-        // drops after the ring; a flow's buffer is armed once at a time.
+        // SAFETY: the buffer ring lives in this path, which its owner drops after the ring.
         unsafe { ring.push(&e) }
     }
 
@@ -140,8 +100,7 @@ impl RecvPath for DatagramRecv {
 
     /// Data (also an empty datagram: `bytes` 0), Cancelled (the workload cancelled the
     /// receive, or its linked timeout fired), or Nothing (the buffers ran out, which the
-    /// report counts, or an ICMP error of an earlier send). A one-shot receive has ended
-    /// whatever came back.
+    /// report counts, or an ICMP error of an earlier send).
     #[inline]
     fn complete(&mut self, _ring: &mut Ring, c: &Completion, _verify: &mut Verifier) -> Result<RecvEvent> {
         let flow = c.flow();
@@ -150,15 +109,13 @@ impl RecvPath for DatagramRecv {
         }
         match c.result {
             r if r > 0 => {
-                if let Landing::Provided { bufs, staged } = &mut self.landing {
-                    let Some(bid) = cqueue::buffer_select(c.flags) else {
-                        return Err(Error::Protocol("a multishot UDP receive came without a buffer".into()));
-                    };
-                    // Staged only: the kernel cannot fill it again before `after_batch`
-                    // publishes it, so `payload` still reads this datagram until then.
-                    bufs.recycle(bid);
-                    *staged = true;
-                }
+                let Some(bid) = cqueue::buffer_select(c.flags) else {
+                    return Err(Error::Protocol("a multishot UDP receive came without a buffer".into()));
+                };
+                // Staged only: the kernel cannot fill it again before `after_batch`
+                // publishes it, so `payload` still reads this datagram until then.
+                self.bufs.recycle(bid);
+                self.staged = true;
                 self.report.data_cqes += 1;
                 Ok(RecvEvent::Data { flow, bytes: r as u32 })
             }
@@ -180,23 +137,17 @@ impl RecvPath for DatagramRecv {
         if c.result <= 0 {
             return &[];
         }
-        match &self.landing {
-            Landing::Provided { bufs, .. } => match cqueue::buffer_select(c.flags) {
-                Some(bid) => bufs.data(bid, c.result as usize),
-                None => &[],
-            },
-            Landing::PerFlow { bufs, stride, len } => {
-                let n = (c.result as u32).min(*len) as usize;
-                bufs.slice(c.flow() * *stride, n)
-            }
+        match cqueue::buffer_select(c.flags) {
+            Some(bid) => self.bufs.data(bid, c.result as usize),
+            None => &[],
         }
     }
 
     #[inline]
     fn after_batch(&mut self) {
-        if let Landing::Provided { bufs, staged: staged @ true } = &mut self.landing {
-            bufs.publish();
-            *staged = false;
+        if self.staged {
+            self.bufs.publish();
+            self.staged = false;
         }
     }
 
@@ -242,64 +193,6 @@ mod tests {
             path.after_batch();
         }
         assert_eq!(got, [b"first datagram".to_vec(), b"second".to_vec()]);
-        assert_eq!(path.report().data_cqes, 2);
-    }
-
-    #[test]
-    fn one_shot_keeps_each_flows_datagram_and_links_to_a_timeout() {
-        let rx: Vec<UdpSocket> =
-            (0..2).map(|_| UdpSocket::bind("127.0.0.1:0").expect("a loopback socket")).collect();
-        let tx = UdpSocket::bind("127.0.0.1:0").expect("a loopback socket");
-        let fds: Vec<FlowFd> = rx.iter().map(|s| FlowFd::Raw(s.as_raw_fd())).collect();
-        let mut ring = Ring::new(&RingTuning::default(), 16).expect("a ring");
-        let mut path = DatagramRecv::one_shot(&fds, 8).expect("a path");
-        assert!(!path.multishot());
-        let mut verify = Verifier::new(false, 0);
-        let mut out = Vec::with_capacity(ring.cq_entries());
-
-        // Flow 1 waits behind a linked timeout that fires: its receive comes back cancelled.
-        path.arm(&mut ring, 1, 8, false, squeue::Flags::IO_LINK).expect("arm");
-        let soon = io_uring::types::Timespec::new().nsec(1_000_000);
-        let timeout = opcode::LinkTimeout::new(&soon).build().user_data(token(op::TX_TIMEOUT, 1));
-        // SAFETY: `soon` outlives the wait below, which reaps the timeout's CQE.
-        unsafe { ring.push(&timeout).expect("push") };
-        let mut cancelled = false;
-        let mut timed_out = false;
-        while !(cancelled && timed_out) {
-            ring.submit_and_wait().expect("enter");
-            ring.reap(&mut out);
-            for c in &out {
-                if c.op() == op::TX_TIMEOUT {
-                    timed_out = true;
-                } else {
-                    let e = path.complete(&mut ring, c, &mut verify).expect("a completion");
-                    assert_eq!(e, RecvEvent::Cancelled { flow: 1 });
-                    cancelled = true;
-                }
-            }
-        }
-
-        // Both flows armed; each datagram lands in its own flow's buffer, cut to 8 bytes.
-        path.arm(&mut ring, 0, 8, false, squeue::Flags::empty()).expect("arm");
-        path.arm(&mut ring, 1, 8, false, squeue::Flags::empty()).expect("arm");
-        tx.send_to(b"flow zero!", rx[0].local_addr().expect("an address")).expect("send");
-        tx.send_to(b"one", rx[1].local_addr().expect("an address")).expect("send");
-        let mut got = [Vec::new(), Vec::new()];
-        while got.iter().any(Vec::is_empty) {
-            ring.submit_and_wait().expect("enter");
-            ring.reap(&mut out);
-            for c in &out {
-                match path.complete(&mut ring, c, &mut verify).expect("a datagram") {
-                    RecvEvent::Data { flow, bytes } => {
-                        assert_eq!(path.payload(c).len(), bytes as usize);
-                        got[flow] = path.payload(c).to_vec();
-                    }
-                    other => panic!("unexpected {other:?}"),
-                }
-            }
-        }
-        assert_eq!(got, [b"flow zer".to_vec(), b"one".to_vec()]);
-        assert_eq!(path.report().arms, 3);
         assert_eq!(path.report().data_cqes, 2);
     }
 }
