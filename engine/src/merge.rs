@@ -18,8 +18,6 @@ pub fn crr<'a>(all: impl Iterator<Item = &'a CrrReport>) -> Option<CrrReport> {
             port_busy: a.port_busy + c.port_busy,
             rejected: a.rejected + c.rejected,
             linger0: a.linger0 || c.linger0,
-            // Every worker of a side takes the same path.
-            sockets: if a.sockets.is_empty() { c.sockets.clone() } else { a.sockets },
         })
     })
 }

@@ -35,12 +35,6 @@ pub struct IoUringProbe {
     pub send_zc_copied_on_loopback: Option<bool>,
     /// A provided-buffer ring could be registered (multishot receive).
     pub buffer_rings: bool,
-    /// A Socket op into a fixed-file slot, linked to a socket option set through
-    /// IORING_OP_URING_CMD (SOCKET_URING_OP_SETSOCKOPT, Linux 6.7) on that slot, both
-    /// succeeded: crr's client can run its whole cycle as one linked chain (None: the
-    /// probe could not run).
-    #[serde(default)]
-    pub direct_socket_setsockopt: Option<bool>,
 }
 
 /// Setup flags a ring could be created with.
@@ -87,8 +81,6 @@ const OPCODES: &[(&str, u8)] = &[
     ("WRITE_FIXED", opcode::WriteFixed::CODE),
     ("PROVIDE_BUFFERS", opcode::ProvideBuffers::CODE),
     ("MSG_RING", opcode::MsgRingData::CODE),
-    ("URING_CMD", opcode::UringCmd16::CODE),
-    ("BIND", opcode::Bind::CODE),
 ];
 
 impl IoUringProbe {
@@ -98,7 +90,7 @@ impl IoUringProbe {
         PROBE.get_or_init(run_probe)
     }
 
-    pub(crate) fn has(&self, name: &str) -> bool {
+    fn has(&self, name: &str) -> bool {
         self.opcodes.iter().any(|o| o == name)
     }
 
@@ -214,9 +206,6 @@ fn run_probe() -> IoUringProbe {
         }),
     };
     out.buffer_rings = probe_buffer_ring(&ring);
-    if out.has("SOCKET") && out.has("URING_CMD") {
-        out.direct_socket_setsockopt = probe_direct_socket_setsockopt().ok();
-    }
     if out.has("SEND_ZC") {
         match probe_send_zc() {
             Ok((reports, copied)) => {
@@ -237,44 +226,6 @@ fn probe_buffer_ring(ring: &IoUring) -> bool {
         let _ = ring.submitter().unregister_buf_ring(7);
     }
     ok
-}
-
-/// Makes a TCP socket straight into fixed-file slot 0 and sets SO_KEEPALIVE on it through
-/// a linked SOCKET_URING_OP_SETSOCKOPT, as crr's client chain does.
-fn probe_direct_socket_setsockopt() -> std::io::Result<bool> {
-    let mut ring: IoUring = IoUring::new(8)?;
-    ring.submitter().register_files_sparse(1)?;
-    let slot =
-        types::DestinationSlot::try_from_slot_target(0).map_err(|_| std::io::Error::other("slot 0"))?;
-    let socket = opcode::Socket::new(libc::AF_INET, libc::SOCK_STREAM, libc::IPPROTO_TCP)
-        .file_index(Some(slot))
-        .build()
-        .flags(io_uring::squeue::Flags::IO_LINK)
-        .user_data(1);
-    let on: i32 = 1;
-    let opt = opcode::SetSockOpt::new(
-        types::Fixed(0),
-        libc::SOL_SOCKET as u32,
-        libc::SO_KEEPALIVE as u32,
-        (&on as *const i32).cast(),
-        4,
-    )
-    .build()
-    .user_data(2);
-    // SAFETY: `on` outlives the ring's use of it: both completions are waited for below.
-    unsafe {
-        let mut sq = ring.submission();
-        sq.push(&socket).map_err(|_| std::io::Error::other("SQ full"))?;
-        sq.push(&opt).map_err(|_| std::io::Error::other("SQ full"))?;
-    }
-    ring.submit_and_wait(2)?;
-    let mut ok = 0;
-    for c in ring.completion() {
-        if c.result() >= 0 {
-            ok += 1;
-        }
-    }
-    Ok(ok == 2)
 }
 
 /// Sends 4 KiB with SendZc + REPORT_USAGE over a loopback TCP pair and reads the notification.
@@ -333,9 +284,6 @@ mod tests {
         assert_eq!(p.send_zc_reports_usage, Some(true));
         // Loopback always copies (shared/notes/io_uring.md gotcha 3).
         assert_eq!(p.send_zc_copied_on_loopback, Some(true));
-        // crr's client chains its whole cycle on a direct descriptor (Linux 6.7+).
-        assert_eq!(p.direct_socket_setsockopt, Some(true));
-        assert!(p.has("BIND"), "IORING_OP_BIND (Linux 6.11)");
     }
 
     #[test]

@@ -381,10 +381,6 @@ pub struct CrrReport {
     pub rejected: u64,
     /// Client sockets closed with SO_LINGER 0 (RST, no TIME_WAIT).
     pub linger0: bool,
-    /// Where the side kept its connections' sockets: "direct" (io_uring's fixed-file
-    /// table) or "plain descriptors", with the reason the direct path was not taken.
-    #[serde(default)]
-    pub sockets: String,
 }
 
 /// Datagram accounting of one side of a UDP test. The sender fills the send half, the

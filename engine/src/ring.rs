@@ -252,13 +252,6 @@ impl Ring {
         Ok(())
     }
 
-    /// Registers `fds` as fixed files 0..n followed by `room` empty slots, which ops that
-    /// make a descriptor (Socket, Accept) fill directly.
-    pub fn register_files_with_room(&mut self, fds: &[RawFd], room: usize) -> Result<()> {
-        let table: Vec<RawFd> = fds.iter().copied().chain(std::iter::repeat_n(-1, room)).collect();
-        self.register_files(&table)
-    }
-
     /// Registers one buffer as fixed buffer 0 (for zero-copy sends).
     ///
     /// # Safety

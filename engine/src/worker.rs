@@ -19,7 +19,6 @@ use crate::measure::cpu::{helper_threads_ns, ThreadCpuSnapshot};
 use crate::measure::intervals::IntervalSampler;
 use crate::measure::latency::LatencyRecorder;
 use crate::measure::tcp_info::{wait_until_sent, TcpFlowInfo};
-use crate::probe::IoUringProbe;
 use crate::report::{
     CrrReport, IntervalSample, RecvReport, RingCounters, RingSetup, SendReport, ToolCpu, UdpReport,
     VerifyReport,
@@ -27,9 +26,7 @@ use crate::report::{
 use crate::ring::{FlowFd, Ring, TaskRun};
 use crate::spec::{RecvEngine, Role, SendEngine, SideSpec, TestSpec};
 use crate::verify::Verifier;
-use crate::workload::crr::{
-    client_sockets, flow_headers as crr_flow_headers, ClientSockets, CrrClient, CrrServer,
-};
+use crate::workload::crr::{flow_headers as crr_flow_headers, CrrClient, CrrServer};
 use crate::workload::driver::{drive, Run, Workload};
 use crate::workload::pacer::Pacer;
 use crate::workload::rr::{RrClient, RrServer, Transaction};
@@ -114,9 +111,6 @@ struct RoleSetup {
     counted: usize,
     /// The counters cover every flow of the test in global order (crr server).
     global_flows: bool,
-    /// Empty fixed-file slots after the data sockets', for descriptors ops make directly
-    /// (crr: a client slot per flow, the server's accepted connections).
-    direct_files: usize,
     /// After its window the role waits for its sockets to send what is queued, so that
     /// TCP_INFO counts every segment (a stream sender).
     settle_tcp: bool,
@@ -159,7 +153,6 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
         sched_batch: false,
         counted: nflows,
         global_flows: false,
-        direct_files: 0,
         settle_tcp: false,
         build: Box::new(|_, _| unreachable_role()),
     };
@@ -253,10 +246,6 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
             setup.max_cqes = per_flow * local_flows + 16;
             // crr holds no socket per flow: its client counts its own flows.
             setup.counted = local_flows;
-            let sockets = client_sockets(IoUringProbe::get(), &spec, send_engine, recv_engine);
-            if sockets == ClientSockets::Direct {
-                setup.direct_files = local_flows;
-            }
             let flow_ids = plan.flow_ids.clone();
             setup.build = Box::new(move |ring, _| {
                 let headers = crr_flow_headers(c.cookie, &flow_ids);
@@ -266,7 +255,7 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
                 let recv_len = spec.response_size as usize;
                 let recv =
                     AnyRecv::per_op(recv_engine, ring, flows, recv_len, false, &spec.ring, &mut verify)?;
-                Ok(Box::new(CrrClient::new(&spec, peer, &flow_ids, send, recv, verify, sockets)))
+                Ok(Box::new(CrrClient::new(&spec, peer, &flow_ids, send, recv, verify)))
             });
         }
         Role::CrrServer => {
@@ -277,10 +266,6 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
             setup.max_cqes = CrrServer::max_cqes(&spec);
             setup.counted = spec.flows as usize;
             setup.global_flows = true;
-            // Accepted connections go straight into the fixed-file table, after the listener.
-            if tuning.fixed_files {
-                setup.direct_files = CrrServer::direct_files(&spec);
-            }
             setup.build = Box::new(move |ring, fds| {
                 let listener = *fds.first().ok_or_else(|| {
                     Error::Protocol("a crr server without its listener: this is a bug in ringperf".into())
@@ -410,8 +395,8 @@ fn run(mut plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>
     let tuning = &spec.ring;
     let sched_batch = setup.sched_batch && set_sched_batch();
     let mut ring = Ring::with_task_run(tuning, (setup.max_cqes + 8) as u32, setup.task_run)?;
-    let fds: Vec<FlowFd> = if (tuning.fixed_files && !plan.fds.is_empty()) || setup.direct_files > 0 {
-        ring.register_files_with_room(&plan.fds, setup.direct_files)?;
+    let fds: Vec<FlowFd> = if tuning.fixed_files && !plan.fds.is_empty() {
+        ring.register_files(&plan.fds)?;
         (0..plan.fds.len() as u32).map(FlowFd::Fixed).collect()
     } else {
         plan.fds.iter().map(|&fd| FlowFd::Raw(fd)).collect()

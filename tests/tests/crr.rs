@@ -1,12 +1,7 @@
 //! TCP_CRR against the embedded server: both sides count the same connections, every
 //! connection is one transaction with one latency sample, per flow and in total.
 
-use std::path::Path;
-use std::time::Duration;
-
-use ringperf_tests::{
-    at, check_side_common, ringperf, run_with_timeout, skip, skip_unless, str_at, u64_at, Netns, IP,
-};
+use ringperf_tests::{at, check_side_common, ringperf, str_at, u64_at};
 use serde_json::json;
 use serde_json::Value;
 
@@ -231,107 +226,5 @@ fn crr_mixes_send_and_receive_engines() {
         check_crr(&r, 2);
         check_engines(&r, send, recv);
         check_verified(&r, recv);
-    }
-}
-
-/// Local ports of the TIME_WAIT sockets in a /proc/net/tcp table (state 06).
-fn time_wait_ports(table: &str) -> Vec<u16> {
-    table
-        .lines()
-        .skip(1)
-        .filter_map(|l| {
-            let f: Vec<&str> = l.split_whitespace().collect();
-            let port = f.get(1)?.rsplit(':').next()?;
-            (f.get(3) == Some(&"06")).then(|| u16::from_str_radix(port, 16).ok()).flatten()
-        })
-        .collect()
-}
-
-/// Tcp OutRsts from a /proc/net/snmp table.
-fn out_resets(snmp: &str) -> u64 {
-    let mut tcp = snmp.lines().filter(|l| l.starts_with("Tcp:"));
-    let (names, values) = (tcp.next().expect("Tcp: names"), tcp.next().expect("Tcp: values"));
-    let i = names.split_whitespace().position(|n| n == "OutRsts").expect("OutRsts");
-    values.split_whitespace().nth(i).and_then(|v| v.parse().ok()).expect("an OutRsts value")
-}
-
-/// The client's cycles run on direct descriptors by default, both sides say so, and the
-/// counts and bytes agree; --no-fixed-files takes plain descriptors with the same result.
-#[test]
-fn crr_direct_and_plain_sockets_count_the_same() {
-    let rp = ringperf!();
-    for (extra, client, server) in [
-        (None, "direct (one linked chain per cycle)", "direct (multishot accept into the fixed-file table)"),
-        (
-            Some("--no-fixed-files"),
-            "plain descriptors (--no-fixed-files)",
-            "plain descriptors (--no-fixed-files)",
-        ),
-    ] {
-        let mut args = vec!["crr", "-l", "0.5", "--flows", "3", "-r", "100,3000", "--verify"];
-        args.extend(extra);
-        let r = rp.run_json(&args);
-        check_crr(&r, 3);
-        check_verified(&r, "recv");
-        assert_eq!(str_at(&r, "local.crr.sockets"), client, "{extra:?}");
-        assert_eq!(str_at(&r, "remote.crr.sockets"), server, "{extra:?}");
-    }
-    // Engines that cannot chain a whole cycle keep plain descriptors on the client.
-    let r = rp.run_json(&["crr", "-l", "0.3", "--send-engine", "splice"]);
-    check_crr(&r, 1);
-    assert!(
-        str_at(&r, "local.crr.sockets").starts_with("plain descriptors (splice"),
-        "{}",
-        r["local"]["crr"]
-    );
-}
-
-/// On a direct descriptor the socket options go through io_uring's setsockopt command and
-/// --client-ports through IORING_OP_BIND. In a network namespace of its own (no other
-/// program's TIME_WAIT, no full TIME_WAIT table): with --linger0 every close is a reset
-/// and leaves no TIME_WAIT; normal closes leave TIME_WAIT, on the range's ports only.
-#[test]
-fn crr_direct_client_applies_linger_and_binds_its_ports() {
-    const TEST: &str = "crr_direct_client_applies_linger_and_binds_its_ports";
-    if skip_unless(TEST, true, &[IP]) {
-        return;
-    }
-    let rp = ringperf!();
-    let in_ns = |ns: &Netns, program: &str, args: &[&str]| {
-        let o = run_with_timeout(ns.exec(Path::new(program), args), Duration::from_secs(30));
-        assert!(o.status.success(), "{program} {args:?} in {}: {}", ns.name(), o.stderr);
-        o.stdout
-    };
-    for (linger0, range) in [(true, (61300u16, 61399u16)), (false, (61400, 61499))] {
-        let ns = match Netns::create(&format!("rpt-crr-{}-{linger0}", std::process::id())) {
-            Ok(ns) => ns,
-            Err(why) => return skip(TEST, &why),
-        };
-        in_ns(&ns, "ip", &["link", "set", "lo", "up"]);
-        let ports = format!("{}-{}", range.0, range.1);
-        let mut args = vec!["crr", "-l", "0.3", "--client-ports", &ports, "--json"];
-        if linger0 {
-            args.push("--linger0");
-        }
-        let before = out_resets(&in_ns(&ns, "cat", &["/proc/net/snmp"]));
-        let r: Value = serde_json::from_str(&in_ns(&ns, rp.path().to_str().expect("a UTF-8 path"), &args))
-            .expect("a JSON report");
-        check_crr(&r, 1);
-        assert_eq!(str_at(&r, "local.crr.sockets"), "direct (one linked chain per cycle)");
-        let resets = out_resets(&in_ns(&ns, "cat", &["/proc/net/snmp"])) - before;
-        // The control connection's own TIME_WAIT is on an ephemeral port, outside the range.
-        let waiting: Vec<u16> = time_wait_ports(&in_ns(&ns, "cat", &["/proc/net/tcp"]))
-            .into_iter()
-            .filter(|p| (range.0..=range.1).contains(p))
-            .collect();
-        let t = u64_at(&r, "local.transactions");
-        if linger0 {
-            assert!(resets >= t, "--linger0: {resets} resets for {t} connections");
-            assert!(waiting.is_empty(), "--linger0 left {} TIME_WAIT sockets on {ports}", waiting.len());
-        } else {
-            // Each of the range's ports holds at most one TIME_WAIT toward the one server
-            // port, so the count is the ports used (all of them after 100 connections).
-            assert_eq!(waiting.len() as u64, t.min(100), "TIME_WAIT on --client-ports {ports}");
-        }
     }
 }

@@ -241,10 +241,9 @@ fn crr_line(o: &mut String, name: &str, s: &SideReport) {
     let Some(c) = &s.crr else { return };
     let rate = c.connections as f64 / (s.elapsed_ns.max(1) as f64 / 1e9);
     let close = if c.linger0 { "RST close (SO_LINGER 0)" } else { "normal close" };
-    let sockets = if c.sockets.is_empty() { String::new() } else { format!(", sockets: {}", c.sockets) };
     let _ = writeln!(
         o,
-        "{name}  crr: {} connections ({rate:.0}/s), {close}, {} busy client ports skipped, {} connections rejected{sockets}",
+        "{name}  crr: {} connections ({rate:.0}/s), {close}, {} busy client ports skipped, {} connections rejected",
         c.connections, c.port_busy, c.rejected
     );
 }

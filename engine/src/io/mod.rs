@@ -52,14 +52,6 @@ pub mod op {
     /// crr server: the receive of a connection's header when the receive engine discards
     /// what it receives (trunc).
     pub const CRR_HEADER: u8 = 18;
-    /// crr client, direct descriptors: a socket option set on the cycle's slot (its CQE
-    /// only appears on failure).
-    pub const CRR_SOCKOPT: u8 = 19;
-    /// crr client, direct descriptors: the bind to a --client-ports port (CQE on failure).
-    pub const CRR_BIND: u8 = 20;
-    /// crr, direct descriptors: a Close of a slot whose cycle's own Close never ran (CQE
-    /// only on failure, which changes nothing).
-    pub const CRR_DROP: u8 = 21;
 }
 
 /// What a send-side completion meant for the workload.

@@ -5,40 +5,34 @@
 //! server connection slot), on the socket each op names ([`SendPath::push_on`],
 //! [`RecvPath::arm_on`]); socket, connect, accept and close are crr's own ops.
 //!
-//! Client, per cycle, with a one-shot receive and a send that can be linked (copy, zc,
-//! zc-msg) and fixed files on (the default): ONE linked chain in one enter, on the flow's
-//! own slot of the ring's fixed-file table (a direct descriptor): Socket (into the slot)
-//! -> the socket options (SOCKET_URING_OP_SETSOCKOPT: buffers, --cc, SO_LINGER for
-//! --linger0, ...) -> Bind to a --client-ports port (IORING_OP_BIND) -> Connect -> Send
-//! (cookie, flow, request) -> Recv (response, MSG_WAITALL) -> Close. Every op before the
-//! Close skips its CQE on success (a zero-copy send cannot, so then its connect does
-//! not either; with --verify the receive posts, to be checked), so a good cycle costs
-//! one CQE: the close's. A failed op posts its CQE and
-//! the kernel skips the rest's; a bind that found its port busy counts as a busy port and
-//! the next cycle takes the next port. [`client_sockets`] picks this path and names why
-//! not when it cannot: a kernel without socket options on a direct descriptor (6.7) or,
-//! for --client-ports, without IORING_OP_BIND (6.11), --no-fixed-files, or engines that
-//! do not chain. Then a cycle takes a plain descriptor: a Socket op, whose CQE gives the
-//! descriptor; the options and the bind are syscalls on it; then the chain Connect ->
-//! Send -> Recv -> Close as above, two CQEs and two enters per cycle. Splice (a receive
-//! linked behind splices stalls) and the multishot engines (a standing receive is never
-//! linked) connect first, then send and receive: a one-shot Recv linked to the Close, or
-//! a standing multishot receive, cancelled once the response is whole, then the Close. A
-//! cycle is over once every op that owes a CQE has posted it; a zero-copy flow starts its
-//! next cycle only when a buffer is back. Nothing is allocated per cycle. Like netperf's
-//! TCP_CRR, every cycle makes a new socket and closes it the same way (a FIN, or a RST
-//! with --linger0).
+//! Client, per cycle: an io_uring Socket op, then with a one-shot receive and a send that
+//! can be linked (copy, zc, zc-msg) one linked chain Connect -> Send (cookie, flow,
+//! request) -> Recv (response, MSG_WAITALL) -> Close. With copy, Connect, Send and Recv
+//! skip their CQE on success, so a good cycle costs two CQEs: the socket's and the
+//! close's. A zero-copy send posts its CQE (the kernel refuses to skip it) and later a
+//! notification, so its connect posts one too. Splice (a receive linked behind splices
+//! stalls) and the multishot engines (a standing receive is never linked) connect first,
+//! then send and receive: a one-shot Recv linked to the Close, or a standing multishot
+//! receive, cancelled once the response is whole, then the Close. A cycle is over once
+//! every op that owes a CQE has posted it; a zero-copy flow starts its next cycle only
+//! when a buffer is back. The socket's options (buffers, --cc, SO_LINGER for --linger0)
+//! and the --client-ports bind are syscalls on the socket the Socket op made; nothing is
+//! allocated per cycle. The chain could start with the Socket op on a direct
+//! (fixed-table) descriptor, the options and bind going in as linked
+//! SOCKET_URING_OP_SETSOCKOPT (Linux 6.7) and IORING_OP_BIND (6.11) ops: one enter and one
+//! CQE per cycle instead of two. Measured on 6.18 (2 vCPUs, loopback) it cost the client
+//! 6-8 % more CPU per connection for no gain in rate, so cycles keep a plain descriptor
+//! (git history: the commit that tried it, and its revert).
 //!
 //! Server: one multishot Accept per worker on the session's listener (every worker shares
-//! it), straight into the ring's fixed-file table when fixed files are on (no descriptor
-//! is made, no op looks one up); per connection a Recv of the header and request (trunc:
-//! a Recv of the header of crr's own, linked to the path's receive of the request;
-//! multishot and bundle: a standing receive until the client closes), tried at once
-//! rather than after a poll, as the request has usually arrived by the accept. Once the
-//! header carries the session's cookie, the response, linked (when it can be) to a Recv
-//! that completes when the client closes, then Close. A connection counts when the client
-//! closed after a whole response, the same moment the client counts it. The client tells
-//! the session when all its cycles are done (after its deadline); the session then
+//! it; accepting into the fixed-file table instead measured no cheaper); per connection a
+//! Recv of the header and request (trunc: a Recv of the header of crr's own, linked to the
+//! path's receive of the request; multishot and bundle: a standing receive until the
+//! client closes), then the response, linked (when it can be) to a Recv that completes
+//! when the client closes, then Close. The response waits for the header's cookie check,
+//! so it is never linked behind the request's receive. A connection counts when the
+//! client closed after a whole response, the same moment the client counts it. The client
+//! tells the session when all its cycles are done (after its deadline); the session then
 //! signals every server worker through an eventfd that each ring polls.
 
 use std::net::SocketAddr;
@@ -52,10 +46,9 @@ use crate::error::{Error, Result};
 use crate::io::{op, AnyRecv, AnySend, RecvEvent, RecvPath, SendEvent, SendPath};
 use crate::measure::clock::monotonic_ns;
 use crate::net::FLOW_HEADER_LEN;
-use crate::probe::IoUringProbe;
 use crate::report::CrrReport;
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
-use crate::spec::{CrrOptions, RecvEngine, SendEngine, TestSpec};
+use crate::spec::{CrrOptions, RecvEngine, TestSpec};
 use crate::verify::Verifier;
 use crate::with_fd;
 use crate::workload::driver::{RoleReport, Run, Timers, Workload};
@@ -171,55 +164,6 @@ pub(crate) fn header(cookie: u64, flow: u32) -> [u8; FLOW_HEADER_LEN] {
     h
 }
 
-/// Where a crr client's cycles keep their socket.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ClientSockets {
-    /// A fixed-file slot per flow: Socket, its options (and bind), Connect, Send, Recv and
-    /// Close go in as one linked chain, one enter per cycle.
-    Direct,
-    /// A descriptor per cycle from the Socket op's CQE, set up with plain syscalls; why
-    /// the direct path was not taken.
-    Plain(&'static str),
-}
-
-impl ClientSockets {
-    /// What the report says about it.
-    pub fn describe(self) -> String {
-        match self {
-            ClientSockets::Direct => "direct (one linked chain per cycle)".into(),
-            ClientSockets::Plain(why) => format!("plain descriptors ({why})"),
-        }
-    }
-}
-
-/// Picks the client's sockets: direct when the engines chain a whole cycle, fixed files are
-/// on, and the kernel can set socket options (and bind, for --client-ports) on a direct
-/// descriptor; otherwise plain descriptors, with the reason.
-pub fn client_sockets(
-    probe: &IoUringProbe,
-    spec: &TestSpec,
-    send: SendEngine,
-    recv: RecvEngine,
-) -> ClientSockets {
-    if !spec.ring.fixed_files {
-        return ClientSockets::Plain("--no-fixed-files");
-    }
-    if send == SendEngine::Splice || matches!(recv, RecvEngine::Multishot | RecvEngine::Bundle) {
-        return ClientSockets::Plain("splice, multishot and bundle do not chain a whole cycle");
-    }
-    if probe.direct_socket_setsockopt != Some(true) {
-        return ClientSockets::Plain(
-            "this kernel cannot set socket options on a direct descriptor: SOCKET_URING_OP_SETSOCKOPT, Linux 6.7",
-        );
-    }
-    if spec.crr.client_ports.is_some() && !probe.has("BIND") {
-        return ClientSockets::Plain(
-            "--client-ports on a direct descriptor needs IORING_OP_BIND, Linux 6.11",
-        );
-    }
-    ClientSockets::Direct
-}
-
 /// A cycle's failure that is not an errno: the response ended early.
 const TORN: i32 = -libc::EPROTO;
 
@@ -332,14 +276,6 @@ pub struct CrrClient {
     options: Vec<SockOpt>,
     ports: Option<(u16, u16)>,
     next_port: u32,
-    /// Direct descriptors: flow f's cycles use fixed-file slot f (see [`ClientSockets`]).
-    direct: bool,
-    /// Direct descriptors with --client-ports: per flow, the address its Bind op names
-    /// (the kernel reads it when the op runs, so each flow keeps its own).
-    binds: Vec<SockAddr>,
-    /// Direct descriptors with --client-ports: cycles in a row that found their port
-    /// busy; a whole range of them means no port is free.
-    busy_run: u32,
     cycles: Vec<Cycle>,
     /// Cycles under way (after the deadline or a stop, none starts).
     active: usize,
@@ -356,8 +292,7 @@ pub fn flow_headers(cookie: u64, flow_ids: &[u32]) -> Vec<[u8; FLOW_HEADER_LEN]>
 impl CrrClient {
     /// `flow_ids`: the global flow numbers of this worker's flows (they go in the header);
     /// `send` and `recv`: per-operation paths with one owner per flow, `send`'s messages
-    /// made from [`flow_headers`]; `sockets`: from [`client_sockets`] (direct: the ring
-    /// has a fixed-file slot per flow).
+    /// made from [`flow_headers`].
     pub fn new(
         spec: &TestSpec,
         peer: SocketAddr,
@@ -365,7 +300,6 @@ impl CrrClient {
         send: AnySend,
         recv: AnyRecv,
         verify: Verifier,
-        sockets: ClientSockets,
     ) -> CrrClient {
         let request_len = FLOW_HEADER_LEN + spec.request_size as usize;
         let response_len = spec.response_size as usize;
@@ -373,23 +307,13 @@ impl CrrClient {
         // Each worker starts at its own place in the port range, so workers rarely collide.
         let next_port = flow_ids.first().copied().unwrap_or(0);
         let shape = if send.can_chain() && !recv.multishot() { Shape::Chained } else { Shape::Connected };
-        let sockets = match sockets {
-            ClientSockets::Direct if shape != Shape::Chained => {
-                ClientSockets::Plain("the engines do not chain a whole cycle")
-            }
-            s => s,
-        };
-        let direct = sockets == ClientSockets::Direct;
         let skip_send = send.can_skip_success();
-        let local = SockAddr::from(match peer {
-            SocketAddr::V4(_) => SocketAddr::from(([0u8; 4], 0)),
-            SocketAddr::V6(_) => SocketAddr::from(([0u16; 8], 0)),
-        });
-        let binds =
-            if direct && client_ports.is_some() { vec![local.clone(); flow_ids.len()] } else { Vec::new() };
         CrrClient {
             peer: Box::new(SockAddr::from(peer)),
-            local,
+            local: SockAddr::from(match peer {
+                SocketAddr::V4(_) => SocketAddr::from(([0u8; 4], 0)),
+                SocketAddr::V6(_) => SocketAddr::from(([0u16; 8], 0)),
+            }),
             domain: if peer.is_ipv6() { libc::AF_INET6 } else { libc::AF_INET },
             // A connect linked before a send that posts its CQE must post its own, or a
             // failed connect would leave that send's CQE (and its buffer) in doubt.
@@ -406,13 +330,10 @@ impl CrrClient {
             options: client_options(spec, peer.is_ipv6()),
             ports: client_ports,
             next_port,
-            direct,
-            binds,
-            busy_run: 0,
             cycles: flow_ids.iter().map(|_| Cycle::idle()).collect(),
             active: 0,
             aborting: false,
-            report: CrrReport { linger0, sockets: sockets.describe(), ..CrrReport::default() },
+            report: CrrReport { linger0, ..CrrReport::default() },
         }
     }
 
@@ -427,9 +348,6 @@ impl CrrClient {
         }
         c.started = now;
         self.active += 1;
-        if self.direct {
-            return self.begin_direct(ring, f);
-        }
         let e = opcode::Socket::new(self.domain, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, libc::IPPROTO_TCP)
             .build()
             .user_data(token(op::SOCKET, f));
@@ -437,68 +355,13 @@ impl CrrClient {
         unsafe { ring.push(&e) }
     }
 
-    /// Queues flow `f`'s whole cycle on its fixed-file slot as one linked chain: the
-    /// Socket op into the slot, the socket options, the bind (--client-ports), then the
-    /// chain of [`CrrClient::push_cycle`]. Every op up to the Close skips its CQE on
-    /// success; one that fails posts its own and the kernel skips the rest's.
-    fn begin_direct(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
-        let slot = f as u32;
-        let dest = types::DestinationSlot::try_from_slot_target(slot)
-            .map_err(|_| Error::Protocol(format!("crr flow {f} has no fixed-file slot: this is a bug")))?;
-        self.cycles[f].fd = slot as RawFd;
-        let link = Flags::IO_LINK | Flags::SKIP_SUCCESS;
-        // No SOCK_CLOEXEC: a direct descriptor is not in the process's table (the kernel
-        // refuses the flag on one).
-        let e = opcode::Socket::new(self.domain, libc::SOCK_STREAM, libc::IPPROTO_TCP)
-            .file_index(Some(dest))
-            .build()
-            .user_data(token(op::SOCKET, f))
-            .flags(link);
-        // SAFETY: the Socket op points at no memory.
-        unsafe { ring.push(&e)? };
-        for o in &self.options {
-            let e = opcode::SetSockOpt::new(
-                types::Fixed(slot),
-                o.level as u32,
-                o.name as u32,
-                o.value.as_ptr().cast(),
-                o.value.len() as u32,
-            )
-            .build()
-            .user_data(token(op::CRR_SOCKOPT, f))
-            .flags(link);
-            // SAFETY: the option's value lives in self, which the worker drops after the ring.
-            unsafe { ring.push(&e)? };
-        }
-        if let Some((lo, hi)) = self.ports {
-            let port = self.take_port(lo, hi);
-            let addr = &mut self.binds[f];
-            set_port(addr, port);
-            let e = opcode::Bind::new(types::Fixed(slot), addr.as_ptr().cast(), addr.len())
-                .build()
-                .user_data(token(op::CRR_BIND, f))
-                .flags(link);
-            // SAFETY: flow f's address lives in self and changes only when its next cycle
-            // starts, after this one's ops are done.
-            unsafe { ring.push(&e)? };
-        }
-        self.push_cycle(ring, f, FlowFd::Fixed(slot))
-    }
-
-    /// The next port of --client-ports LO-HI, round-robin.
-    fn take_port(&mut self, lo: u16, hi: u16) -> u16 {
-        let span = u32::from(hi - lo) + 1;
-        let port = lo + (self.next_port % span) as u16;
-        self.next_port = self.next_port.wrapping_add(1);
-        port
-    }
-
     /// Binds `fd` to the next free port of --client-ports.
     fn bind_port(&mut self, fd: RawFd, lo: u16, hi: u16) -> Result<()> {
         let span = u32::from(hi - lo) + 1;
         let mut local = self.local.clone();
         for _ in 0..span {
-            let port = self.take_port(lo, hi);
+            let port = lo + (self.next_port % span) as u16;
+            self.next_port = self.next_port.wrapping_add(1);
             set_port(&mut local, port);
             // SAFETY: `local` is a valid socket address of the length it states.
             let r = unsafe { libc::bind(fd, local.as_ptr().cast(), local.len()) };
@@ -511,7 +374,9 @@ impl CrrClient {
             }
             self.report.port_busy += 1;
         }
-        Err(every_port_busy(lo, hi))
+        Err(Error::Usage(format!(
+            "every port of --client-ports {lo}-{hi} is in use: widen the range, use fewer flows or --linger0"
+        )))
     }
 
     fn flags(skip: bool) -> Flags {
@@ -531,41 +396,26 @@ impl CrrClient {
         if let Some((lo, hi)) = self.ports {
             self.bind_port(fd, lo, hi)?;
         }
-        self.push_cycle(ring, f, FlowFd::Raw(fd))
-    }
-
-    /// Queues the Connect on `sock` and, when the shape chains, the rest of the cycle
-    /// linked behind it.
-    fn push_cycle(&mut self, ring: &mut Ring, f: usize, sock: FlowFd) -> Result<()> {
         let chained = self.shape == Shape::Chained;
         let flags = if chained { Flags::IO_LINK | Self::flags(self.skip_connect) } else { Flags::empty() };
-        let connect = with_fd!(sock, |t| opcode::Connect::new(t, self.peer.as_ptr().cast(), self.peer.len())
+        let connect = opcode::Connect::new(types::Fd(fd), self.peer.as_ptr().cast(), self.peer.len())
             .build()
             .user_data(token(op::CONNECT, f))
-            .flags(flags));
+            .flags(flags);
         // SAFETY: the peer's address lives in self, which the worker drops after the ring.
         unsafe { ring.push(&connect)? };
         self.cycles[f].connect_due = !(chained && self.skip_connect);
         if chained {
             // The paths push straight after it, so the chain's SQEs stay in order.
-            self.exchange(ring, f, sock, Flags::IO_LINK)?;
+            self.exchange(ring, f, Flags::IO_LINK)?;
         }
         Ok(())
     }
 
-    /// The cycle's socket as the ring names it.
-    fn sock_of(&self, f: usize) -> FlowFd {
-        let fd = self.cycles[f].fd;
-        if self.direct {
-            FlowFd::Fixed(fd as u32)
-        } else {
-            FlowFd::Raw(fd)
-        }
-    }
-
     /// Queues the request and the response's receive on the connected (or connecting,
-    /// when `link` links them behind the connect) socket `sock` of flow `f`.
-    fn exchange(&mut self, ring: &mut Ring, f: usize, sock: FlowFd, link: Flags) -> Result<()> {
+    /// when `link` links them behind the connect) socket of flow `f`.
+    fn exchange(&mut self, ring: &mut Ring, f: usize, link: Flags) -> Result<()> {
+        let sock = FlowFd::Raw(self.cycles[f].fd);
         let send_flags = link | Self::flags(self.skip_send);
         self.send.push_on(ring, sock, f, 0, self.request_len as u32, send_flags)?;
         self.verify.restart(f, 0);
@@ -579,11 +429,11 @@ impl CrrClient {
         let recv_flags = Flags::IO_LINK | Self::flags(self.skip_recv);
         self.recv.arm_on(ring, sock, f, self.response_len as u32, true, recv_flags)?;
         c.recv_due = !self.skip_recv;
-        Self::queue_close(ring, c, sock, f)
+        Self::queue_close(ring, c, f)
     }
 
-    fn queue_close(ring: &mut Ring, c: &mut Cycle, sock: FlowFd, f: usize) -> Result<()> {
-        let close = with_fd!(sock, |t| opcode::Close::new(t).build().user_data(token(op::CLOSE, f)));
+    fn queue_close(ring: &mut Ring, c: &mut Cycle, f: usize) -> Result<()> {
+        let close = opcode::Close::new(types::Fd(c.fd)).build().user_data(token(op::CLOSE, f));
         c.close_queued = true;
         c.close_due = true;
         // SAFETY: Close points at no memory.
@@ -594,11 +444,10 @@ impl CrrClient {
     /// CQEs of its ops that failed or won.
     fn cancel_cycles(&self, ring: &mut Ring) -> Result<()> {
         let open = |c: &&Cycle| c.fd >= 0 && !c.closed;
-        for (f, _) in self.cycles.iter().enumerate().filter(|(_, c)| open(c)) {
-            let e =
-                with_fd!(self.sock_of(f), |t| opcode::AsyncCancel2::new(types::CancelBuilder::fd(t).all())
-                    .build()
-                    .user_data(token(op::CANCEL, f)));
+        for (f, c) in self.cycles.iter().enumerate().filter(|(_, c)| open(c)) {
+            let e = opcode::AsyncCancel2::new(types::CancelBuilder::fd(types::Fd(c.fd)).all())
+                .build()
+                .user_data(token(op::CANCEL, f));
             // SAFETY: AsyncCancel points at no memory.
             unsafe { ring.push(&e)? };
         }
@@ -623,7 +472,7 @@ impl CrrClient {
                 // Stopped while connecting: the cycle ends here, uncounted.
                 cy.fail(-libc::ECANCELED);
             } else {
-                self.exchange(ring, f, self.sock_of(f), Flags::empty())?;
+                self.exchange(ring, f, Flags::empty())?;
             }
         }
         Ok(())
@@ -667,7 +516,6 @@ impl CrrClient {
 
     fn on_recv(&mut self, ring: &mut Ring, c: &Completion) -> Result<usize> {
         let f = c.flow();
-        let sock = self.sock_of(f);
         let event = match self.recv.complete(ring, c, &mut self.verify) {
             Ok(e) => e,
             // A receive's own error ends its cycle, which says what went wrong.
@@ -687,7 +535,7 @@ impl CrrClient {
                 }
                 if cy.got == want && !cy.close_queued {
                     self.recv.cancel_on(ring, f)?;
-                    Self::queue_close(ring, cy, sock, f)?;
+                    Self::queue_close(ring, cy, f)?;
                 }
             }
             if !self.recv.live_on(f) {
@@ -695,7 +543,7 @@ impl CrrClient {
                 if !cy.close_queued {
                     // The receive ended before the whole response.
                     cy.fail(if c.result < 0 { c.result } else { TORN });
-                    Self::queue_close(ring, cy, sock, f)?;
+                    Self::queue_close(ring, cy, f)?;
                 }
             }
             return Ok(f);
@@ -717,15 +565,7 @@ impl CrrClient {
         if cy.owes() || cy.fd < 0 {
             return Ok(());
         }
-        if !cy.closed && self.direct {
-            // Pushed before the flow's next Socket op into the same slot, so it runs first.
-            let e = opcode::Close::new(types::Fixed(cy.fd as u32))
-                .build()
-                .user_data(token(op::CRR_DROP, f))
-                .flags(Flags::SKIP_SUCCESS);
-            // SAFETY: Close points at no memory.
-            unsafe { ring.push(&e)? };
-        } else if !cy.closed {
+        if !cy.closed {
             // SAFETY: the descriptor belongs to this cycle and no op uses it now.
             unsafe { libc::close(cy.fd) };
         }
@@ -734,7 +574,6 @@ impl CrrClient {
         let failed = cy.failed;
         let now = monotonic_ns();
         if failed == 0 {
-            self.busy_run = 0;
             run.sampler.record(now - cy.started);
             let k = &mut run.counters[f];
             k.transactions += 1;
@@ -743,12 +582,8 @@ impl CrrClient {
             self.report.connections += 1;
         } else if self.aborting {
             // Cancelled by the stop (or failed meanwhile): not an error.
-        } else if let (Some((lo, hi)), libc::EADDRNOTAVAIL | libc::EADDRINUSE) = (self.ports, -failed) {
+        } else if self.ports.is_some() && matches!(-failed, libc::EADDRNOTAVAIL | libc::EADDRINUSE) {
             self.report.port_busy += 1;
-            self.busy_run += 1;
-            if self.direct && self.busy_run > u32::from(hi - lo) {
-                return Err(every_port_busy(lo, hi));
-            }
         } else {
             return Err(cycle_error(failed, self.ports.is_some()));
         }
@@ -797,20 +632,7 @@ impl Workload for CrrClient {
 
     fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
         let f = match c.op() {
-            op::CANCEL | op::CRR_DROP => return Ok(true),
-            op::SOCKET | op::CRR_SOCKOPT | op::CRR_BIND if self.direct => {
-                // Only a failure posts: the ops linked after it post nothing.
-                if c.result >= 0 {
-                    return Ok(true);
-                }
-                let cy = &mut self.cycles[c.flow()];
-                cy.fail(c.result);
-                cy.connect_due = false;
-                cy.send_due = false;
-                cy.recv_due = false;
-                cy.close_due = false;
-                c.flow()
-            }
+            op::CANCEL => return Ok(true),
             op::SOCKET if self.aborting => {
                 // The cycle was only starting: its socket is not used.
                 if c.result >= 0 {
@@ -876,12 +698,6 @@ pub(crate) fn set_port(addr: &mut SockAddr, port: u16) {
         let sa = addr.as_ptr() as *mut libc::sockaddr_in;
         (*sa).sin_port = p;
     }
-}
-
-fn every_port_busy(lo: u16, hi: u16) -> Error {
-    Error::Usage(format!(
-        "every port of --client-ports {lo}-{hi} is in use: widen the range, use fewer flows or --linger0"
-    ))
 }
 
 fn cycle_error(res: i32, ports: bool) -> Error {
@@ -975,9 +791,6 @@ pub struct CrrServer {
     active: usize,
     /// The multishot accept is still armed.
     accepting: bool,
-    /// Accepted connections go straight into the ring's fixed-file table (a Conn's `fd`
-    /// is then its slot there), so no op looks a descriptor up and no descriptor is made.
-    direct: bool,
     report: CrrReport,
 }
 
@@ -999,28 +812,18 @@ impl CrrServer {
         }
     }
 
-    /// Fixed-file slots the ring needs after the listener's for direct accepts: one per
-    /// connection slot, plus room for strangers and closes still under way.
-    pub fn direct_files(spec: &TestSpec) -> usize {
-        Self::slots(spec) + 16
-    }
-
     /// `stop`: an eventfd the session writes when the client has finished its cycles;
-    /// `send` and `recv`: per-operation paths with [`CrrServer::slots`] owners. With fixed
-    /// files on, the ring has [`CrrServer::direct_files`] empty slots after the listener's.
+    /// `send` and `recv`: per-operation paths with [`CrrServer::slots`] owners.
     pub fn new(
         spec: &TestSpec,
         listener: FlowFd,
         cookie: u64,
         stop: RawFd,
         send: AnySend,
-        mut recv: AnyRecv,
+        recv: AnyRecv,
         verify: Verifier,
     ) -> CrrServer {
         let slots = Self::slots(spec);
-        let direct = spec.ring.fixed_files && matches!(listener, FlowFd::Fixed(_));
-        // The request follows the connect at once: it has usually arrived by the accept.
-        recv.expect_waiting_data();
         CrrServer {
             listener,
             cookie,
@@ -1038,25 +841,7 @@ impl CrrServer {
             stop,
             active: 0,
             accepting: false,
-            direct,
-            report: CrrReport {
-                linger0: spec.crr.linger0,
-                sockets: if direct {
-                    "direct (multishot accept into the fixed-file table)".into()
-                } else {
-                    "plain descriptors (--no-fixed-files)".into()
-                },
-                ..CrrReport::default()
-            },
-        }
-    }
-
-    /// An accepted connection as the ring names it.
-    fn sock(&self, fd: RawFd) -> FlowFd {
-        if self.direct {
-            FlowFd::Fixed(fd as u32)
-        } else {
-            FlowFd::Raw(fd)
+            report: CrrReport { linger0: spec.crr.linger0, ..CrrReport::default() },
         }
     }
 
@@ -1067,19 +852,17 @@ impl CrrServer {
     }
 
     fn arm_accept(&mut self, ring: &mut Ring) -> Result<()> {
-        let e = with_fd!(self.listener, |t| opcode::AcceptMulti::new(t)
-            .allocate_file_index(self.direct)
-            .build()
-            .user_data(token(op::ACCEPT, 0)));
+        let e =
+            with_fd!(self.listener, |t| opcode::AcceptMulti::new(t).build().user_data(token(op::ACCEPT, 0)));
         // SAFETY: AcceptMulti without an address points at no memory.
         unsafe { ring.push(&e) }
     }
 
-    fn close(ring: &mut Ring, sock: FlowFd) -> Result<()> {
-        let e = with_fd!(sock, |t| opcode::Close::new(t)
+    fn close(ring: &mut Ring, fd: RawFd) -> Result<()> {
+        let e = opcode::Close::new(types::Fd(fd))
             .build()
             .user_data(token(op::CLOSE, 0))
-            .flags(Flags::SKIP_SUCCESS));
+            .flags(Flags::SKIP_SUCCESS);
         // SAFETY: Close points at no memory.
         unsafe { ring.push(&e) }
     }
@@ -1087,11 +870,11 @@ impl CrrServer {
     fn accepted(&mut self, ring: &mut Ring, fd: RawFd, stopping: bool) -> Result<bool> {
         let Some(slot) = (!stopping).then(|| self.free.pop()).flatten() else {
             self.report.rejected += 1;
-            Self::close(ring, self.sock(fd))?;
+            Self::close(ring, fd)?;
             return Ok(false);
         };
         let slot = slot as usize;
-        let sock = self.sock(fd);
+        let sock = FlowFd::Raw(fd);
         let conn = &mut self.conns[slot];
         *conn = Conn::new(fd);
         conn.recv_due = true;
@@ -1105,11 +888,11 @@ impl CrrServer {
             // The path discards what it receives: the header comes first, through a
             // receive of crr's own; if it fails, the request's receive never runs.
             let head = conn.head.as_mut_ptr();
-            let e = with_fd!(sock, |t| opcode::Recv::new(t, head, FLOW_HEADER_LEN as u32)
+            let e = opcode::Recv::new(types::Fd(fd), head, FLOW_HEADER_LEN as u32)
                 .flags(libc::MSG_WAITALL)
                 .build()
                 .user_data(token(op::CRR_HEADER, slot))
-                .flags(Flags::IO_LINK | Flags::SKIP_SUCCESS));
+                .flags(Flags::IO_LINK | Flags::SKIP_SUCCESS);
             // SAFETY: the slot's header lives in self (never reallocated), dropped only
             // after the ring.
             unsafe { ring.push(&e)? };
@@ -1182,10 +965,9 @@ impl CrrServer {
         }
         conn.owed = false;
         let fd = conn.fd;
-        let sock = self.sock(fd);
         let skip = if self.skip_send { Flags::SKIP_SUCCESS } else { Flags::empty() };
         let link = if self.chained { Flags::IO_LINK } else { Flags::empty() };
-        self.send.push_on(ring, sock, slot, 0, self.response_len as u32, link | skip)?;
+        self.send.push_on(ring, FlowFd::Raw(fd), slot, 0, self.response_len as u32, link | skip)?;
         let conn = &mut self.conns[slot];
         conn.send_due = !self.skip_send;
         // A skip-success send posts only when it fails (`on_send` then says so).
@@ -1194,9 +976,9 @@ impl CrrServer {
             // The standing receive sees the client's close.
             return Ok(());
         }
-        let wait = with_fd!(sock, |t| opcode::Recv::new(t, self.eof[slot..].as_mut_ptr(), 1)
+        let wait = opcode::Recv::new(types::Fd(fd), self.eof[slot..].as_mut_ptr(), 1)
             .build()
-            .user_data(token(op::PEER_CLOSE, slot)));
+            .user_data(token(op::PEER_CLOSE, slot));
         conn.wait_due = true;
         // SAFETY: the slot's byte lives in self, dropped only after the ring.
         unsafe { ring.push(&wait) }
@@ -1257,7 +1039,7 @@ impl CrrServer {
         let fd = std::mem::replace(&mut self.conns[slot].fd, -1);
         self.free.push(slot as u32);
         self.active -= 1;
-        Self::close(ring, self.sock(fd))
+        Self::close(ring, fd)
     }
 }
 
@@ -1303,10 +1085,6 @@ impl Workload for CrrServer {
             op::ACCEPT => {
                 if c.result >= 0 && self.accepted(ring, c.result, run.stopping)? {
                     self.active += 1;
-                } else if c.result == -libc::ENFILE && self.direct {
-                    // The fixed-file table is full (strangers, closes under way): the
-                    // kernel closed the connection.
-                    self.report.rejected += 1;
                 } else if c.result < 0
                     && !matches!(-c.result, libc::ECANCELED | libc::ECONNABORTED | libc::EINTR)
                 {
@@ -1365,76 +1143,5 @@ impl Workload for CrrServer {
             verify: self.verify.report(),
             ..RoleReport::default()
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn probe_with_everything() -> IoUringProbe {
-        let mut p = IoUringProbe::get().clone();
-        p.direct_socket_setsockopt = Some(true);
-        for op in ["SOCKET", "URING_CMD", "BIND"] {
-            if !p.has(op) {
-                p.opcodes.push(op.into());
-            }
-        }
-        p
-    }
-
-    fn plain_reason(s: ClientSockets) -> &'static str {
-        match s {
-            ClientSockets::Plain(why) => why,
-            ClientSockets::Direct => panic!("expected plain descriptors, got direct"),
-        }
-    }
-
-    #[test]
-    fn the_client_chains_its_whole_cycle_when_engines_and_kernel_allow() {
-        let p = probe_with_everything();
-        let mut spec = TestSpec::default();
-        for send in [SendEngine::Copy, SendEngine::Zc, SendEngine::ZcMsg] {
-            for recv in [RecvEngine::Recv, RecvEngine::Trunc] {
-                assert_eq!(client_sockets(&p, &spec, send, recv), ClientSockets::Direct, "{send:?}/{recv:?}");
-            }
-        }
-        spec.crr.client_ports = Some((40000, 40100));
-        spec.crr.linger0 = true;
-        assert_eq!(client_sockets(&p, &spec, SendEngine::Copy, RecvEngine::Recv), ClientSockets::Direct);
-    }
-
-    #[test]
-    fn the_client_names_why_it_keeps_plain_descriptors() {
-        let full = probe_with_everything();
-        let mut spec = TestSpec::default();
-        let copy_recv =
-            |p: &IoUringProbe, s: &TestSpec| client_sockets(p, s, SendEngine::Copy, RecvEngine::Recv);
-        // A kernel before 6.7: no socket options on a direct descriptor.
-        let mut old = full.clone();
-        old.direct_socket_setsockopt = Some(false);
-        assert!(plain_reason(copy_recv(&old, &spec)).contains("Linux 6.7"));
-        old.direct_socket_setsockopt = None;
-        assert!(plain_reason(copy_recv(&old, &spec)).contains("SOCKET_URING_OP_SETSOCKOPT"));
-        // A kernel before 6.11: direct unless --client-ports needs a bind.
-        let mut no_bind = full.clone();
-        no_bind.opcodes.retain(|o| o != "BIND");
-        assert_eq!(copy_recv(&no_bind, &spec), ClientSockets::Direct);
-        spec.crr.client_ports = Some((40000, 40100));
-        assert!(plain_reason(copy_recv(&no_bind, &spec)).contains("IORING_OP_BIND"));
-        spec.crr.client_ports = None;
-        // Engines that cannot chain a cycle, and --no-fixed-files.
-        for (send, recv) in [
-            (SendEngine::Splice, RecvEngine::Recv),
-            (SendEngine::Copy, RecvEngine::Multishot),
-            (SendEngine::Zc, RecvEngine::Bundle),
-        ] {
-            assert!(
-                plain_reason(client_sockets(&full, &spec, send, recv)).contains("chain"),
-                "{send:?}/{recv:?}"
-            );
-        }
-        spec.ring.fixed_files = false;
-        assert_eq!(plain_reason(copy_recv(&full, &spec)), "--no-fixed-files");
     }
 }

@@ -34,9 +34,6 @@ pub struct CopyRecv {
     /// Per owner: receives armed that will post a CQE (not skip-success) and have not.
     live: Vec<u32>,
     trunc: bool,
-    /// Whole-message receives go straight to poll (see `arm_on`); off where the message
-    /// has usually arrived by the time it is armed.
-    poll_first: bool,
     report: RecvReport,
 }
 
@@ -82,7 +79,6 @@ impl CopyRecv {
             landed_at: vec![0; owners],
             live: vec![0; owners],
             trunc,
-            poll_first: true,
             report: RecvReport {
                 engine: if trunc { RecvEngine::Trunc } else { RecvEngine::Recv },
                 landing_bytes,
@@ -106,14 +102,6 @@ impl CopyRecv {
     pub fn landed(&self, owner: usize, len: usize) -> &[u8] {
         debug_assert!(self.per_flow && self.depth == 1);
         self.bufs.slice(self.buf_start(owner, 0), len.min(self.stride))
-    }
-
-    /// Whole-message receives try the socket first: for a side whose message has usually
-    /// arrived when it arms the receive (crr's server, armed once the connection is
-    /// accepted, which the client's request follows at once), going to poll first would
-    /// cost a poll arm that fires at once and a task-work round trip.
-    pub fn expect_waiting_data(&mut self) {
-        self.poll_first = false;
     }
 
     /// The next place in `flow`'s chain after `at`.
@@ -175,7 +163,7 @@ impl RecvPath for CopyRecv {
         // A whole-message receive (request/response) is armed before its message can have
         // arrived: POLL_FIRST skips the first, futile attempt and goes straight to poll.
         // An empty one completes at once, readable or not, so it does not wait on poll.
-        let ioprio = if self.poll_first && wait_all && len > 0 { IORING_RECVSEND_POLL_FIRST } else { 0 };
+        let ioprio = if wait_all && len > 0 { IORING_RECVSEND_POLL_FIRST } else { 0 };
         let e = with_fd!(sock, |t| opcode::Recv::new(t, ptr, len)
             .ioprio(ioprio)
             .flags(msg)

@@ -111,16 +111,6 @@ impl AnyRecv {
     }
 }
 
-impl AnyRecv {
-    /// Whole-message receives try the socket before going to poll (see
-    /// [`CopyRecv::expect_waiting_data`]); the provided-buffer paths always do.
-    pub fn expect_waiting_data(&mut self) {
-        if let AnyRecv::Copy(p) = self {
-            p.expect_waiting_data()
-        }
-    }
-}
-
 macro_rules! dispatch_recv {
     ($self:ident, $p:ident => $e:expr) => {
         match $self {
