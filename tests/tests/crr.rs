@@ -1,7 +1,12 @@
 //! TCP_CRR against the embedded server: both sides count the same connections, every
 //! connection is one transaction with one latency sample, per flow and in total.
 
-use ringperf_tests::{at, check_side_common, ringperf, str_at, u64_at};
+use std::path::Path;
+use std::time::Duration;
+
+use ringperf_tests::{
+    at, check_side_common, ringperf, run_with_timeout, skip, skip_unless, str_at, u64_at, Netns, IP,
+};
 use serde_json::json;
 use serde_json::Value;
 
@@ -226,5 +231,74 @@ fn crr_mixes_send_and_receive_engines() {
         check_crr(&r, 2);
         check_engines(&r, send, recv);
         check_verified(&r, recv);
+    }
+}
+
+/// Local ports of the TIME_WAIT sockets in a /proc/net/tcp table (state 06).
+fn time_wait_ports(table: &str) -> Vec<u16> {
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split_whitespace().collect();
+            let port = f.get(1)?.rsplit(':').next()?;
+            (f.get(3) == Some(&"06")).then(|| u16::from_str_radix(port, 16).ok()).flatten()
+        })
+        .collect()
+}
+
+/// Tcp OutRsts from a /proc/net/snmp table.
+fn out_resets(snmp: &str) -> u64 {
+    let mut tcp = snmp.lines().filter(|l| l.starts_with("Tcp:"));
+    let (names, values) = (tcp.next().expect("Tcp: names"), tcp.next().expect("Tcp: values"));
+    let i = names.split_whitespace().position(|n| n == "OutRsts").expect("OutRsts");
+    values.split_whitespace().nth(i).and_then(|v| v.parse().ok()).expect("an OutRsts value")
+}
+
+/// --linger0 and --client-ports reach every cycle's socket. In a network namespace of its
+/// own (no other program's TIME_WAIT, no full TIME_WAIT table): with --linger0 every close
+/// is a reset and leaves no TIME_WAIT on the range; normal closes leave one TIME_WAIT per
+/// port of the range used, and none of the client's connections is outside it.
+#[test]
+fn crr_linger0_and_client_ports_reach_every_cycle() {
+    const TEST: &str = "crr_linger0_and_client_ports_reach_every_cycle";
+    if skip_unless(TEST, true, &[IP]) {
+        return;
+    }
+    let rp = ringperf!();
+    let in_ns = |ns: &Netns, program: &str, args: &[&str]| {
+        let o = run_with_timeout(ns.exec(Path::new(program), args), Duration::from_secs(30));
+        assert!(o.status.success(), "{program} {args:?} in {}: {}", ns.name(), o.stderr);
+        o.stdout
+    };
+    for (linger0, range) in [(true, (61300u16, 61399u16)), (false, (61400, 61499))] {
+        let ns = match Netns::create(&format!("rpt-crr-{}-{linger0}", std::process::id())) {
+            Ok(ns) => ns,
+            Err(why) => return skip(TEST, &why),
+        };
+        in_ns(&ns, "ip", &["link", "set", "lo", "up"]);
+        let ports = format!("{}-{}", range.0, range.1);
+        let mut args = vec!["crr", "-l", "0.3", "--client-ports", &ports, "--json"];
+        if linger0 {
+            args.push("--linger0");
+        }
+        let before = out_resets(&in_ns(&ns, "cat", &["/proc/net/snmp"]));
+        let r: Value = serde_json::from_str(&in_ns(&ns, rp.path().to_str().expect("a UTF-8 path"), &args))
+            .expect("a JSON report");
+        check_crr(&r, 1);
+        let resets = out_resets(&in_ns(&ns, "cat", &["/proc/net/snmp"])) - before;
+        let all = time_wait_ports(&in_ns(&ns, "cat", &["/proc/net/tcp"]));
+        let in_range: Vec<u16> = all.iter().copied().filter(|p| (range.0..=range.1).contains(p)).collect();
+        let t = u64_at(&r, "local.transactions");
+        if linger0 {
+            assert!(resets >= t, "--linger0: {resets} resets for {t} connections");
+            assert!(in_range.is_empty(), "--linger0 left {} TIME_WAIT sockets on {ports}", in_range.len());
+        } else {
+            // Each port holds at most one TIME_WAIT toward the one server port (a new
+            // connect reuses it), so the count is the ports used: all after 100 cycles.
+            assert_eq!(in_range.len() as u64, t.min(100), "TIME_WAIT on --client-ports {ports}");
+        }
+        // The rest is the control connection's, on an ephemeral port: never a cycle's.
+        assert!(all.len() - in_range.len() <= 2, "TIME_WAIT outside {ports}: {all:?}");
     }
 }
