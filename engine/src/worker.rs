@@ -230,8 +230,10 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
                 let recv_setup = RecvSetup { fds, max_len: recv_len as usize, depth: 1 };
                 let recv = AnyRecv::new(recv_engine, ring, recv_setup, &spec.ring, &mut verify)?;
                 Ok(if client {
-                    let schedule =
-                        spec.open_loop.map(|o| Schedule::new(o.interval_ns(spec.flows), fds.len()));
+                    let window_ns = spec.duration_ms * 1_000_000;
+                    let schedule = spec
+                        .open_loop
+                        .map(|o| Schedule::new(o.interval_ns(spec.flows), fds.len(), window_ns));
                     Box::new(RrClient::new(send, recv, verify, tx, fds.len(), schedule)) as Box<dyn Workload>
                 } else {
                     Box::new(RrServer::new(send, recv, verify, tx, fds.len()))

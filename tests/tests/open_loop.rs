@@ -36,6 +36,8 @@ fn open_loop_sends_at_its_target_rate() {
     assert_eq!(u64_at(&r, "spec.open_loop.rate"), 2000);
     assert_eq!(f64_at(&r, "local.rr.open_loop.target_rate"), 2000.0);
     assert_eq!(u64_at(&r, "local.rr.open_loop.dropped"), 0);
+    // The schedule covers the window exactly, however late a wakeup came at its end.
+    assert_eq!(u64_at(&r, "local.rr.open_loop.scheduled"), 4000);
     let rate = achieved(&r);
     assert!((1800.0..=2200.0).contains(&rate), "achieved {rate:.1} requests/s of a 2000/s schedule");
     assert_eq!(u64_at(&r, "local.latency.count"), u64_at(&r, "local.transactions"));
@@ -49,6 +51,7 @@ fn rate_total_is_split_over_the_flows() {
     check_schedule_accounts_for_every_request(&r);
     let target = f64_at(&r, "local.rr.open_loop.target_rate");
     assert!((target - 2000.0).abs() < 1.0, "target {target} over 4 flows of 500/s");
+    assert_eq!(u64_at(&r, "local.rr.open_loop.scheduled"), 2000);
     let rate = achieved(&r);
     assert!((1800.0..=2200.0).contains(&rate), "achieved {rate:.1} requests/s of a 2000/s schedule");
 }

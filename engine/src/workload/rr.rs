@@ -70,6 +70,8 @@ const SLIP_ALLOWANCE_NS: (u64, u64) = (100_000, 10_000_000);
 /// outstanding). The clock is read once per wakeup; requests carry their intended time.
 pub struct Schedule {
     interval_ns: u64,
+    /// The window's length: the schedule starts when the window opens.
+    window_ns: u64,
     allowance_ns: u64,
     /// Per flow: the intended send time of its next request.
     next: Vec<u64>,
@@ -83,12 +85,14 @@ pub struct Schedule {
 }
 
 impl Schedule {
-    /// `interval_ns` between two requests of a flow, for `flows` flows.
-    pub fn new(interval_ns: u64, flows: usize) -> Schedule {
+    /// `interval_ns` between two requests of a flow, for `flows` flows, over a window of
+    /// `window_ns`.
+    pub fn new(interval_ns: u64, flows: usize, window_ns: u64) -> Schedule {
         let interval_ns = interval_ns.max(1);
         let allowance_ns = interval_ns.clamp(SLIP_ALLOWANCE_NS.0, SLIP_ALLOWANCE_NS.1);
         Schedule {
             interval_ns,
+            window_ns,
             allowance_ns,
             next: vec![0; flows],
             late_upto: vec![0; flows],
@@ -101,7 +105,8 @@ impl Schedule {
         }
     }
 
-    /// Starts the schedule at `t0`, the flows spread evenly over the first interval so that
+    /// Starts the schedule at `t0` (the window's opening, which may be a little ahead of or
+    /// behind the worker's start), the flows spread evenly over the first interval so that
     /// they do not all send at once.
     fn start(&mut self, t0: u64) {
         let flows = self.next.len() as u64;
@@ -110,9 +115,10 @@ impl Schedule {
         }
     }
 
-    /// Arms the wakeup for the earliest next request.
-    fn arm(&mut self, ring: &mut Ring) -> Result<()> {
-        let Some(&at) = self.next.iter().min() else { return Ok(()) };
+    /// Arms the wakeup for the earliest next request, if it falls inside the window that
+    /// ends at `deadline_ns`.
+    fn arm(&mut self, ring: &mut Ring, deadline_ns: u64) -> Result<()> {
+        let Some(&at) = self.next.iter().min().filter(|&&at| at < deadline_ns) else { return Ok(()) };
         *self.ts = types::Timespec::new().sec(at / 1_000_000_000).nsec((at % 1_000_000_000) as u32);
         let e = opcode::Timeout::new(&*self.ts)
             .flags(types::TimeoutFlags::ABS)
@@ -217,20 +223,22 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
         self.tx.burst > 1 || self.schedule.is_some()
     }
 
-    /// Open loop: every request whose time has come by `now` joins its flow's FIFO, or is
+    /// Open loop: every request whose time has come by `now` (and before the deadline: a
+    /// late wakeup must not add requests beyond the window) joins its flow's FIFO, or is
     /// dropped if the flow has its backlog outstanding; then each flow sends what it can
     /// and the wakeup is armed for the next request.
-    fn release_due(&mut self, ring: &mut Ring, now: u64) -> Result<()> {
+    fn release_due(&mut self, ring: &mut Ring, now: u64, deadline_ns: u64) -> Result<()> {
         let burst = self.tx.burst;
+        let until = now.min(deadline_ns.saturating_sub(1));
         for f in 0..self.flows.len() {
             let Some(s) = &mut self.schedule else { return Ok(()) };
             let fl = &mut self.flows[f];
             let base = f * burst as usize;
-            while s.next[f] <= now {
+            while s.next[f] <= until {
                 if fl.len == burst {
                     // Full: every request due by now is dropped, counted without a loop
                     // (a long stall at a high rate would make that loop long).
-                    let missed = (now - s.next[f]) / s.interval_ns + 1;
+                    let missed = (until - s.next[f]) / s.interval_ns + 1;
                     s.report.dropped += missed;
                     s.report.scheduled += missed;
                     s.next[f] += missed * s.interval_ns;
@@ -247,7 +255,7 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
             self.send_due(ring, f)?;
         }
         match &mut self.schedule {
-            Some(s) => s.arm(ring),
+            Some(s) => s.arm(ring, deadline_ns),
             None => Ok(()),
         }
     }
@@ -444,7 +452,7 @@ impl<S: SendPath, R: RecvPath> Workload for RrClient<S, R> {
         Timers { deadline: true, guard: false }
     }
 
-    fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
+    fn start(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()> {
         if !self.chained {
             for f in 0..self.flows.len() {
                 self.recv.arm(ring, f, self.recv_len, false, Flags::empty())?;
@@ -452,8 +460,8 @@ impl<S: SendPath, R: RecvPath> Workload for RrClient<S, R> {
         }
         let now = monotonic_ns();
         if let Some(s) = &mut self.schedule {
-            s.start(now);
-            return self.release_due(ring, now);
+            s.start(run.deadline_ns.saturating_sub(s.window_ns));
+            return self.release_due(ring, now, run.deadline_ns);
         }
         for f in 0..self.flows.len() {
             if self.bursting() {
@@ -495,7 +503,7 @@ impl<S: SendPath, R: RecvPath> Workload for RrClient<S, R> {
         if run.stopping {
             return Ok(());
         }
-        self.release_due(ring, monotonic_ns())
+        self.release_due(ring, monotonic_ns(), run.deadline_ns)
     }
 
     fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
@@ -764,6 +772,18 @@ fn count(k: &mut FlowCounters, tx: Transaction) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_schedule_spreads_its_flows_and_bounds_its_slip_allowance() {
+        let mut s = Schedule::new(1_000_000, 4, 3_000_000_000);
+        s.start(10_000);
+        assert_eq!(s.next, [10_000, 260_000, 510_000, 760_000]);
+        assert_eq!((s.allowance_ns, s.report.target_rate), (1_000_000, 4000.0));
+        // One interval, but not below a timer's wakeup lateness nor above 10 ms.
+        assert_eq!(Schedule::new(10_000, 1, 1).allowance_ns, 100_000);
+        assert_eq!(Schedule::new(1_000_000_000, 1, 1).allowance_ns, 10_000_000);
+        assert_eq!(Schedule::new(0, 1, 1).interval_ns, 1, "never a zero interval");
+    }
 
     #[test]
     fn a_burst_send_carries_what_fits_and_always_one_message() {
