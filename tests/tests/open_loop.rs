@@ -141,3 +141,56 @@ fn open_loop_is_refused_where_it_does_not_apply() {
         .run(&["rr", "-l", "0.2", "--rate", "100", "--send-engine", "syscall", "--recv-engine", "syscall"])
         .failure(2, &["drop --rate"]);
 }
+
+/// Every send engine with every receive engine keeps the schedule's books alike on both
+/// sides, and requests that pile up behind a send in flight leave intact (--verify).
+#[test]
+fn every_engine_pair_keeps_an_open_loop_intact() {
+    for send in ["copy", "zc", "zc-msg", "splice"] {
+        for recv in ["recv", "multishot", "bundle"] {
+            let r = ringperf!().run_json(&[
+                "rr",
+                "-l",
+                "0.3",
+                "--rate",
+                "2000",
+                "-r",
+                "100,3000",
+                "--verify",
+                "--send-engine",
+                send,
+                "--recv-engine",
+                recv,
+            ]);
+            check_schedule_accounts_for_every_request(&r);
+            for side in ["local", "remote"] {
+                assert_eq!(u64_at(&r, &format!("{side}.verify.mismatches")), 0, "{send}/{recv} {side}");
+            }
+            let t = u64_at(&r, "local.transactions");
+            assert_eq!(u64_at(&r, "local.verify.bytes_checked"), t * 3000, "{send}/{recv}");
+        }
+    }
+}
+
+/// A backlog of one is one request outstanding per flow: the client never has two out,
+/// and what comes due meanwhile is dropped and counted, not queued.
+#[test]
+fn a_backlog_of_one_keeps_one_request_outstanding() {
+    for recv in ["recv", "multishot"] {
+        let r = ringperf!().run_json(&[
+            "rr",
+            "-l",
+            "0.5",
+            "--rate",
+            "2000",
+            "--backlog",
+            "1",
+            "--recv-engine",
+            recv,
+        ]);
+        check_schedule_accounts_for_every_request(&r);
+        assert_eq!(u64_at(&r, "local.rr.burst"), 1, "{recv}");
+        assert_eq!(u64_at(&r, "local.rr.max_in_flight"), 1, "{recv}");
+        assert_eq!(u64_at(&r, "remote.rr.max_in_flight"), 1, "{recv}");
+    }
+}
