@@ -7,7 +7,10 @@ use ringperf_engine::control::access::Cidr;
 use ringperf_engine::control::limits::{
     DEFAULT_MAX_HANDSHAKES, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_HOST,
 };
-use ringperf_engine::spec::{Direction, RecvEngine, SendEngine, SocketBuffers, TaskRun};
+use ringperf_engine::report::OpenLoopReport;
+use ringperf_engine::spec::{
+    Direction, OpenLoop, RecvEngine, SendEngine, SocketBuffers, TaskRun, DEFAULT_BACKLOG,
+};
 use ringperf_engine::units::{check_size, parse_pair, parse_size};
 use ringperf_engine::{Error, DEFAULT_PORT};
 use ringperf_engine::{TestReport, TestSpec};
@@ -396,6 +399,33 @@ pub struct TestArgs {
         // netperf's meaning: requests beyond the first (0 without a burst). After the
         // profile's last figure: it came later, and CSV columns before it keep their places.
         [keyval "BURST_SIZE" after "REMOTE_NETWORK_SD_PER_SEGMENT" = |r| rr_only(r, r.spec.burst.saturating_sub(1))],
+    /// Open loop: each flow sends R requests per second on a fixed schedule (k/m suffixes),
+    /// whatever the responses do, with requests still unanswered kept in flight; a round
+    /// trip counts from the request's intended send time, so a stall shows in every request
+    /// it delayed. Not -b, which paces a stream in bits/s [default: closed loop].
+    #[arg(long = "rate", value_name = "R", value_parser = parse_tx_rate, group = "open_loop")]
+    tx_rate: Option<u64> => with { |spec, rate| if let Some(rate) = *rate {
+        spec.open_loop = Some(OpenLoop { rate, total: false, backlog: DEFAULT_BACKLOG });
+    } } [only "rr"; "udp-rr's open loop comes later"]
+        // After BURST_SIZE, the last column before them, so no older CSV column moves.
+        [keyval "OPEN_LOOP_TARGET_RATE" after "BURST_SIZE" = |r| open_loop_field(r, |o, _| format!("{:.1}", o.target_rate))]
+        [keyval "OPEN_LOOP_ACHIEVED_RATE" after "OPEN_LOOP_TARGET_RATE" = |r| open_loop_field(r, |o, ns| format!("{:.1}", o.achieved_rate(ns)))]
+        [keyval "OPEN_LOOP_SLIPS" after "OPEN_LOOP_ACHIEVED_RATE" = |r| open_loop_field(r, |o, _| o.slipped.to_string())]
+        [keyval "OPEN_LOOP_SLIP_PERCENT" after "OPEN_LOOP_SLIPS" = |r| open_loop_field(r, |o, _| format!("{:.3}", 100.0 * o.slip_share()))]
+        [keyval "OPEN_LOOP_DROPPED" after "OPEN_LOOP_SLIP_PERCENT" = |r| open_loop_field(r, |o, _| o.dropped.to_string())],
+    /// Open loop at R requests per second over all flows, split evenly between them.
+    #[arg(long, value_name = "R", value_parser = parse_tx_rate, group = "open_loop")]
+    rate_total: Option<u64> => with { |spec, rate| if let Some(rate) = *rate {
+        spec.open_loop = Some(OpenLoop { rate, total: true, backlog: DEFAULT_BACKLOG });
+    } } [only "rr"; "udp-rr's open loop comes later"],
+    /// Open loop: the most requests one flow keeps outstanding (due and not yet answered);
+    /// a request that comes due beyond it is dropped from the schedule and counted [default:
+    /// 1024].
+    #[arg(long, value_name = "N", requires = "open_loop",
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_engine::spec::MAX_BURST)))]
+    backlog: Option<u32> => with { |spec, backlog| if let (Some(o), Some(b)) = (spec.open_loop.as_mut(), *backlog) {
+        o.backlog = b;
+    } } [only "rr"; "udp-rr's open loop comes later"],
     /// Accepted for netperf compatibility: local CPU is always measured.
     #[arg(short = 'c')]
     local_cpu: bool,
@@ -1138,6 +1168,29 @@ fn parse_recv_engine(s: &str) -> Result<RecvEngine, String> {
         let names: Vec<_> = RecvEngine::ALL.iter().map(|e| e.name()).collect();
         format!("unknown receive engine '{s}': use one of {}", names.join(", "))
     })
+}
+
+/// Requests per second: a whole number with an optional k or m suffix (powers of 10).
+fn parse_tx_rate(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.chars().last().map(|c| c.to_ascii_lowercase()) {
+        Some('k') => (&t[..t.len() - 1], 1e3),
+        Some('m') => (&t[..t.len() - 1], 1e6),
+        _ => (t, 1.0),
+    };
+    let rate = num.parse::<f64>().map(|v| v * mult).unwrap_or(f64::NAN);
+    if !(1.0..=1e9).contains(&rate) {
+        return Err(format!("invalid rate '{s}': use requests per second from 1 to 1000m, like 2000 or 50k"));
+    }
+    Ok(rate.round() as u64)
+}
+
+/// An open-loop figure of the client's side, empty for a closed-loop run.
+fn open_loop_field(r: &TestReport, value: impl Fn(&OpenLoopReport, u64) -> String) -> String {
+    match r.local.rr.and_then(|rr| rr.open_loop) {
+        Some(o) => value(&o, r.local.elapsed_ns),
+        None => String::new(),
+    }
 }
 
 fn parse_rate_arg(s: &str) -> Result<u64, String> {

@@ -4,8 +4,8 @@
 use crate::error::Result;
 use crate::measure::latency::{merge_summaries, LatencyRecorder};
 use crate::report::{
-    CrrReport, IntervalSample, RecvReport, RingCounters, RrReport, SendReport, SpliceReport, SyscallCounters,
-    ToolCpu, UdpFlowReport, UdpReport, VerifyReport, ZeroCopyRecvReport, ZeroCopyReport,
+    CrrReport, IntervalSample, OpenLoopReport, RecvReport, RingCounters, RrReport, SendReport, SpliceReport,
+    SyscallCounters, ToolCpu, UdpFlowReport, UdpReport, VerifyReport, ZeroCopyRecvReport, ZeroCopyReport,
 };
 use crate::workload::Ending;
 
@@ -26,7 +26,23 @@ pub fn crr<'a>(all: impl Iterator<Item = &'a CrrReport>) -> Option<CrrReport> {
 pub fn rr<'a>(all: impl Iterator<Item = &'a RrReport>) -> Option<RrReport> {
     all.fold(None, |acc: Option<RrReport>, r| {
         let a = acc.unwrap_or_default();
-        Some(RrReport { burst: a.burst.max(r.burst), max_in_flight: a.max_in_flight.max(r.max_in_flight) })
+        let open_loop = match (a.open_loop, r.open_loop) {
+            (Some(x), Some(y)) => Some(OpenLoopReport {
+                target_rate: x.target_rate + y.target_rate,
+                scheduled: x.scheduled + y.scheduled,
+                sent: x.sent + y.sent,
+                slipped: x.slipped + y.slipped,
+                dropped: x.dropped + y.dropped,
+                unsent_at_end: x.unsent_at_end + y.unsent_at_end,
+                slip_allowance_ns: x.slip_allowance_ns.max(y.slip_allowance_ns),
+            }),
+            (x, y) => x.or(y),
+        };
+        Some(RrReport {
+            burst: a.burst.max(r.burst),
+            max_in_flight: a.max_in_flight.max(r.max_in_flight),
+            open_loop,
+        })
     })
 }
 

@@ -387,7 +387,7 @@ pub struct CrrReport {
 }
 
 /// rr: how deep each side saw the flows' transactions go.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq)]
 pub struct RrReport {
     /// Transactions each flow keeps in flight (`--burst`).
     pub burst: u32,
@@ -395,6 +395,49 @@ pub struct RrReport {
     /// Server: the most whole requests one flow had waiting for their responses to be
     /// handed to the kernel at once (its view of the depth; at most `burst`).
     pub max_in_flight: u32,
+    /// The client's schedule, open loop only (`--rate`). Absent from closed-loop reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<OpenLoopReport>,
+}
+
+/// How an open-loop rr client kept its schedule, summed over its flows.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq)]
+pub struct OpenLoopReport {
+    /// The schedule's rate over all of this side's flows, requests per second.
+    pub target_rate: f64,
+    /// Requests whose intended send time fell inside the window.
+    pub scheduled: u64,
+    /// Requests handed to the kernel (each is answered, or the run failed).
+    pub sent: u64,
+    /// Requests sent more than the slip allowance after their intended time.
+    pub slipped: u64,
+    /// Requests dropped from the schedule because their flow already had `backlog`
+    /// outstanding.
+    pub dropped: u64,
+    /// Requests due but not yet sent when the window closed (never sent).
+    pub unsent_at_end: u64,
+    /// How late a request may leave before it counts as slipped, ns.
+    pub slip_allowance_ns: u64,
+}
+
+impl OpenLoopReport {
+    /// Requests sent per second of a window of `elapsed_ns`.
+    pub fn achieved_rate(&self, elapsed_ns: u64) -> f64 {
+        if elapsed_ns == 0 {
+            0.0
+        } else {
+            self.sent as f64 * 1e9 / elapsed_ns as f64
+        }
+    }
+
+    /// Slipped requests as a share of those sent (0 when none were).
+    pub fn slip_share(&self) -> f64 {
+        if self.sent == 0 {
+            0.0
+        } else {
+            self.slipped as f64 / self.sent as f64
+        }
+    }
 }
 
 /// Datagram accounting of one side of a UDP test. The sender fills the send half, the

@@ -321,6 +321,31 @@ pub const MAX_BURST: u32 = 4096;
 /// FIFOs stay within 8 MiB however --flows and --burst combine.
 pub const MAX_IN_FLIGHT: u64 = 1 << 20;
 
+/// Requests one open-loop rr flow keeps outstanding (due and not yet answered) unless
+/// `--backlog` says otherwise: a 1 s stall at 1000 requests/s still fits.
+pub const DEFAULT_BACKLOG: u32 = 1024;
+
+/// rr open loop: each flow's requests come due on a fixed schedule, whatever the responses
+/// do, and a round trip counts from when its request was due.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct OpenLoop {
+    /// Requests per second: per flow, or over all flows when `total`.
+    pub rate: u64,
+    pub total: bool,
+    /// Most requests one flow keeps outstanding (due, sent or not, and not yet answered);
+    /// a request that comes due beyond it is dropped from the schedule and counted.
+    pub backlog: u32,
+}
+
+impl OpenLoop {
+    /// Nanoseconds between two requests of one flow of `flows` (at least 1).
+    pub fn interval_ns(&self, flows: u32) -> u64 {
+        let per_flow = if self.total { self.rate as f64 / f64::from(flows.max(1)) } else { self.rate as f64 };
+        (1e9 / per_flow.max(1e-9)).round().max(1.0) as u64
+    }
+}
+
 /// When the kernel runs a ring's task work (the completion steps that need the owner).
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "kebab-case")]
@@ -392,6 +417,10 @@ pub struct TestSpec {
     /// first). Left out at 1, so a default spec still runs against a server that predates it.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub burst: u32,
+    /// rr open loop (`--rate`, `--rate-total`): requests leave on a schedule instead of
+    /// after each response. Left out when closed loop; a server that predates it refuses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<OpenLoop>,
     /// Data connections, dealt round-robin over the workers.
     pub flows: u32,
     /// Worker threads per side, each with its own ring (at most one per flow).
@@ -510,6 +539,7 @@ impl TestSpec {
             request_size,
             response_size: request_size,
             burst: 1,
+            open_loop: None,
             flows: 1,
             threads: 1,
             bidir: false,
@@ -704,6 +734,7 @@ impl TestSpec {
             )));
         }
         self.validate_burst()?;
+        self.validate_open_loop()?;
         self.validate_workload()?;
         self.validate_classic()?;
         if self.remote.splice_file.is_some() {
@@ -908,6 +939,52 @@ impl TestSpec {
         Ok(())
     }
 
+    /// --rate/--rate-total: rr through the ring (its timers keep the schedule), a depth
+    /// of its own (--backlog, not --burst), within the bounds a burst has.
+    fn validate_open_loop(&self) -> Result<()> {
+        let Some(o) = self.open_loop else { return Ok(()) };
+        let usage = |m: String| Err(Error::Usage(m));
+        if self.workload != Workload::Rr {
+            return usage(format!(
+                "--rate and --rate-total apply to rr only, not {}: drop them",
+                self.command_name()
+            ));
+        }
+        if o.rate == 0 {
+            return usage("--rate 0 sends nothing: give at least 1 request per second".into());
+        }
+        if self.burst > 1 {
+            return usage(
+                "--burst keeps N in flight closed loop; with --rate the schedule sets the depth: drop --burst (--backlog bounds it)".into(),
+            );
+        }
+        if !(1..=MAX_BURST).contains(&o.backlog) {
+            return usage(format!(
+                "--backlog {} is out of range: use 1 to {MAX_BURST} requests outstanding per flow",
+                o.backlog
+            ));
+        }
+        let outstanding = u64::from(o.backlog) * u64::from(self.flows);
+        if outstanding > MAX_IN_FLIGHT {
+            return usage(format!(
+                "--backlog {} over {} flows is {outstanding} requests outstanding, more than {MAX_IN_FLIGHT}: lower --backlog or --flows",
+                o.backlog, self.flows
+            ));
+        }
+        if [&self.local, &self.remote].iter().any(|s| s.send_engine.is_classic()) {
+            return usage(
+                "the syscall engine has no ring timers to keep a schedule: drop --rate, or drop --send-engine syscall".into(),
+            );
+        }
+        Ok(())
+    }
+
+    /// How many transactions one rr flow may have outstanding: the burst closed loop, the
+    /// backlog open loop. Both sides size their buffers and FIFOs for it.
+    pub fn rr_depth(&self) -> u32 {
+        self.open_loop.map_or(self.burst, |o| o.backlog)
+    }
+
     /// Workloads beyond stream and rr that the classic engines serve.
     fn classic_serves_workload(&self) -> bool {
         matches!(self.workload, Workload::Crr | Workload::UdpStream | Workload::UdpRr)
@@ -1103,6 +1180,52 @@ mod tests {
         ];
         for s in bad {
             assert!(matches!(s.validate(), Err(Error::Usage(_))), "{s:?} was accepted");
+        }
+    }
+
+    /// Open loop is rr's, through the ring, with a backlog of its own within a burst's
+    /// bounds; closed-loop specs leave it out of the wire message.
+    #[test]
+    fn open_loop_is_rrs_and_its_interval_spreads_a_total_over_the_flows() {
+        let rr = TestSpec::for_workload(Workload::Rr);
+        assert!(!serde_json::to_string(&rr).expect("json").contains("open_loop"));
+        let per_flow = OpenLoop { rate: 2000, total: false, backlog: DEFAULT_BACKLOG };
+        let open = TestSpec { open_loop: Some(per_flow), flows: 4, ..rr.clone() };
+        assert!(open.validate().is_ok());
+        assert_eq!(open.rr_depth(), DEFAULT_BACKLOG);
+        assert_eq!(per_flow.interval_ns(4), 500_000);
+        assert_eq!(OpenLoop { total: true, ..per_flow }.interval_ns(4), 2_000_000);
+        assert_eq!(OpenLoop { rate: 3, total: true, ..per_flow }.interval_ns(4), 1_333_333_333);
+        let back: TestSpec =
+            serde_json::from_str(&serde_json::to_string(&open).expect("json")).expect("parse");
+        assert_eq!(back, open);
+        let classic = SideSpec {
+            send_engine: SendEngine::Syscall,
+            recv_engine: RecvEngine::Syscall,
+            ..SideSpec::default()
+        };
+        for (s, says) in [
+            (TestSpec { open_loop: Some(per_flow), ..TestSpec::for_workload(Workload::UdpRr) }, "rr only"),
+            (TestSpec { open_loop: Some(OpenLoop { rate: 0, ..per_flow }), ..rr.clone() }, "--rate 0"),
+            (TestSpec { open_loop: Some(per_flow), burst: 4, ..rr.clone() }, "drop --burst"),
+            (TestSpec { open_loop: Some(OpenLoop { backlog: 0, ..per_flow }), ..rr.clone() }, "--backlog 0"),
+            (
+                TestSpec {
+                    open_loop: Some(OpenLoop { backlog: MAX_BURST, ..per_flow }),
+                    flows: 4096,
+                    ..rr.clone()
+                },
+                "lower --backlog or --flows",
+            ),
+            (
+                TestSpec { open_loop: Some(per_flow), local: classic.clone(), remote: classic, ..rr.clone() },
+                "syscall engine",
+            ),
+        ] {
+            match s.validate() {
+                Err(Error::Usage(m)) => assert!(m.contains(says), "{m}"),
+                other => panic!("{s:?}: expected a usage error saying {says:?}, got {other:?}"),
+            }
         }
     }
 

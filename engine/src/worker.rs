@@ -29,7 +29,7 @@ use crate::verify::Verifier;
 use crate::workload::crr::{flow_headers as crr_flow_headers, CrrClient, CrrServer};
 use crate::workload::driver::{drive, Run, Workload};
 use crate::workload::pacer::Pacer;
-use crate::workload::rr::{RrClient, RrServer, Transaction};
+use crate::workload::rr::{RrClient, RrServer, Schedule, Transaction};
 use crate::workload::stream::{StreamReceiver, StreamSender};
 use crate::workload::udp_rr::{udp_rr_recv_buffers, UdpRrClient, UdpRrServer};
 use crate::workload::udp_stream::{udp_recv_buffers, udp_send_depth, UdpReceiver, UdpSender};
@@ -160,7 +160,7 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
     let socks = plan.fds.clone();
     let police_bps = plan.police_bps;
     let verify_on = spec.verify;
-    let tx = Transaction { request: spec.request_size, response: spec.response_size, burst: spec.burst };
+    let tx = Transaction { request: spec.request_size, response: spec.response_size, burst: spec.rr_depth() };
     let crr = || {
         plan.crr
             .clone()
@@ -230,7 +230,11 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
                 let recv_setup = RecvSetup { fds, max_len: recv_len as usize, depth: 1 };
                 let recv = AnyRecv::new(recv_engine, ring, recv_setup, &spec.ring, &mut verify)?;
                 Ok(if client {
-                    Box::new(RrClient::new(send, recv, verify, tx, fds.len())) as Box<dyn Workload>
+                    let window_ns = spec.duration_ms * 1_000_000;
+                    let schedule = spec
+                        .open_loop
+                        .map(|o| Schedule::new(o.interval_ns(spec.flows), fds.len(), window_ns));
+                    Box::new(RrClient::new(send, recv, verify, tx, fds.len(), schedule)) as Box<dyn Workload>
                 } else {
                     Box::new(RrServer::new(send, recv, verify, tx, fds.len()))
                 })

@@ -102,7 +102,7 @@ pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
         engine_lines(&mut o, name, s);
         tcp_line(&mut o, name, s);
         crr_line(&mut o, name, s);
-        burst_line(&mut o, name, s);
+        burst_line(&mut o, name, s, r.spec.open_loop.is_some());
         udp_lines(&mut o, name, s);
     }
     let retrans: Vec<String> =
@@ -141,10 +141,14 @@ fn render_table(o: &mut String, r: &TestReport, units: Units) {
         None => r.spec.remote.cpus.first().copied(),
     };
     // One transaction in flight is what rr means without --burst: said only when deeper.
-    let burst = if r.spec.burst > 1 {
-        format!(", {} transactions in flight per flow", r.spec.burst)
-    } else {
-        String::new()
+    let burst = match r.spec.open_loop {
+        Some(o) => format!(
+            ", open loop at {} requests/s {}",
+            o.rate,
+            if o.total { "over all flows" } else { "per flow" }
+        ),
+        None if r.spec.burst > 1 => format!(", {} transactions in flight per flow", r.spec.burst),
+        None => String::new(),
     };
     let _ = writeln!(
         o,
@@ -256,8 +260,11 @@ fn crr_line(o: &mut String, name: &str, s: &SideReport) {
 }
 
 /// How deep an rr side saw its flows' transactions go, when the client kept more than one
-/// in flight.
-fn burst_line(o: &mut String, name: &str, s: &SideReport) {
+/// in flight; open loop, how the client kept its schedule.
+fn burst_line(o: &mut String, name: &str, s: &SideReport, open: bool) {
+    if open {
+        return open_loop_line(o, name, s);
+    }
     let Some(rr) = s.rr.filter(|rr| rr.burst > 1) else { return };
     let seen = if s.role == Role::RrServer {
         "most whole requests one flow had waiting for an answer at once"
@@ -268,6 +275,33 @@ fn burst_line(o: &mut String, name: &str, s: &SideReport) {
         o,
         "{name}  burst: {} transactions in flight per flow; {seen}: {}",
         rr.burst, rr.max_in_flight
+    );
+}
+
+/// Open loop: the client's target and achieved rate, slips and drops; the server's depth.
+fn open_loop_line(o: &mut String, name: &str, s: &SideReport) {
+    let Some(rr) = s.rr else { return };
+    let Some(ol) = rr.open_loop else {
+        let _ = writeln!(
+            o,
+            "{name}  open loop: most whole requests one flow had waiting for an answer at once: {}",
+            rr.max_in_flight
+        );
+        return;
+    };
+    let _ = writeln!(
+        o,
+        "{name}  open loop: target {:.1} requests/s, achieved {:.1}/s; {} of {} sent more than {} us late ({:.2} %); {} dropped with {} outstanding on their flow; {} due but unsent at the end; most outstanding on one flow: {}",
+        ol.target_rate,
+        ol.achieved_rate(s.elapsed_ns),
+        ol.slipped,
+        ol.sent,
+        ol.slip_allowance_ns / 1000,
+        100.0 * ol.slip_share(),
+        ol.dropped,
+        rr.burst,
+        ol.unsent_at_end,
+        rr.max_in_flight
     );
 }
 

@@ -9,14 +9,20 @@
 //! With a burst, each side keeps at most one send in flight per flow: two sends in flight
 //! on one TCP socket are not ordered once one waits for send-buffer space, so the requests
 //! (responses) that come due meanwhile wait and leave together in the next send.
+//!
+//! Open loop (`--rate`) uses the burst's FIFO with the backlog as its depth, but requests
+//! come due on a [`Schedule`] instead of with responses: an absolute timeout on the ring
+//! wakes the client when the next request is due, and a round trip counts from the
+//! request's intended send time, so a stall shows in every request it delayed.
 
 use io_uring::squeue::Flags;
+use io_uring::{opcode, types};
 
 use crate::error::{Error, Result};
 use crate::io::{op, RecvEvent, RecvPath, SendEvent, SendPath};
 use crate::measure::clock::monotonic_ns;
-use crate::report::RrReport;
-use crate::ring::{Completion, Ring};
+use crate::report::{OpenLoopReport, RrReport};
+use crate::ring::{token, Completion, Ring};
 use crate::verify::Verifier;
 use crate::workload::driver::{RoleReport, Run, Timers, Workload};
 use crate::workload::{check_not_early, datagram_on_tcp, FlowCounters};
@@ -50,6 +56,77 @@ impl Transaction {
     /// burst, else as many as a burst send carries, so one receive can take several.
     pub fn recv_len(&self, len: u32) -> u32 {
         self.per_send(len).saturating_mul(len)
+    }
+}
+
+/// The least and most a request may leave after its intended time before it counts as
+/// slipped: one request interval, but never under a timer wakeup's usual lateness on a
+/// busy VM, nor so long that a slow schedule hides a late request.
+const SLIP_ALLOWANCE_NS: (u64, u64) = (100_000, 10_000_000);
+
+/// Open loop: when each flow's requests come due. One absolute timeout on the ring is
+/// armed at a time, for the earliest next request; when it fires, every request whose
+/// time has come joins its flow's FIFO (or is dropped, if the flow has its backlog
+/// outstanding). The clock is read once per wakeup; requests carry their intended time.
+pub struct Schedule {
+    interval_ns: u64,
+    /// The window's length: the schedule starts when the window opens.
+    window_ns: u64,
+    allowance_ns: u64,
+    /// Per flow: the intended send time of its next request.
+    next: Vec<u64>,
+    /// Per flow: the intended time of the newest request counted as slipped; requests due
+    /// up to it are not counted again.
+    late_upto: Vec<u64>,
+    /// The pending wakeup's time (boxed: the kernel reads it when the timeout is submitted,
+    /// and only one is pending at a time, so rewriting it for the next is safe).
+    ts: Box<types::Timespec>,
+    report: OpenLoopReport,
+}
+
+impl Schedule {
+    /// `interval_ns` between two requests of a flow, for `flows` flows, over a window of
+    /// `window_ns`.
+    pub fn new(interval_ns: u64, flows: usize, window_ns: u64) -> Schedule {
+        let interval_ns = interval_ns.max(1);
+        let allowance_ns = interval_ns.clamp(SLIP_ALLOWANCE_NS.0, SLIP_ALLOWANCE_NS.1);
+        Schedule {
+            interval_ns,
+            window_ns,
+            allowance_ns,
+            next: vec![0; flows],
+            late_upto: vec![0; flows],
+            ts: Box::new(types::Timespec::new()),
+            report: OpenLoopReport {
+                target_rate: flows as f64 * 1e9 / interval_ns as f64,
+                slip_allowance_ns: allowance_ns,
+                ..OpenLoopReport::default()
+            },
+        }
+    }
+
+    /// Starts the schedule at `t0` (the window's opening, which may be a little ahead of or
+    /// behind the worker's start), the flows spread evenly over the first interval so that
+    /// they do not all send at once.
+    fn start(&mut self, t0: u64) {
+        let flows = self.next.len() as u64;
+        for (f, next) in self.next.iter_mut().enumerate() {
+            *next = t0 + self.interval_ns * f as u64 / flows.max(1);
+        }
+    }
+
+    /// Arms the wakeup for the earliest next request, if it falls inside the window that
+    /// ends at `deadline_ns`.
+    fn arm(&mut self, ring: &mut Ring, deadline_ns: u64) -> Result<()> {
+        let Some(&at) = self.next.iter().min().filter(|&&at| at < deadline_ns) else { return Ok(()) };
+        *self.ts = types::Timespec::new().sec(at / 1_000_000_000).nsec((at % 1_000_000_000) as u32);
+        let e = opcode::Timeout::new(&*self.ts)
+            .flags(types::TimeoutFlags::ABS)
+            .build()
+            .user_data(token(op::PACE, 0));
+        // SAFETY: the timespec is boxed in self, which outlives the submission that reads it,
+        // and it is rewritten only after this timeout has completed.
+        unsafe { ring.push(&e) }
     }
 }
 
@@ -94,13 +171,23 @@ pub struct RrClient<S, R> {
     /// Burst: flows with a send in flight.
     sending: usize,
     max_in_flight: u32,
+    /// Open loop: the schedule requests come due on (`tx.burst` is then the backlog).
+    schedule: Option<Schedule>,
 }
 
 impl<S: SendPath, R: RecvPath> RrClient<S, R> {
-    pub fn new(send: S, recv: R, verify: Verifier, tx: Transaction, flows: usize) -> RrClient<S, R> {
+    /// `schedule`: open loop, with `tx.burst` the backlog; `None`: closed loop.
+    pub fn new(
+        send: S,
+        recv: R,
+        verify: Verifier,
+        tx: Transaction,
+        flows: usize,
+        schedule: Option<Schedule>,
+    ) -> RrClient<S, R> {
         let burst = tx.burst.max(1);
         let tx = Transaction { burst, ..tx };
-        let chained = burst == 1 && !recv.multishot() && send.can_chain();
+        let chained = burst == 1 && schedule.is_none() && !recv.multishot() && send.can_chain();
         let due = vec![0; flows * burst as usize];
         let flows = (0..flows)
             .map(|_| ClientFlow {
@@ -127,11 +214,70 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
             active: 0,
             sending: 0,
             max_in_flight: 0,
+            schedule,
         }
     }
 
+    /// Whether requests go through the per-flow FIFO: a burst, or open loop.
     fn bursting(&self) -> bool {
-        self.tx.burst > 1
+        self.tx.burst > 1 || self.schedule.is_some()
+    }
+
+    /// Open loop: every request whose time has come by `now` (and before the deadline: a
+    /// late wakeup must not add requests beyond the window) joins its flow's FIFO, or is
+    /// dropped if the flow has its backlog outstanding; then each flow sends what it can
+    /// and the wakeup is armed for the next request.
+    fn release_due(&mut self, ring: &mut Ring, now: u64, deadline_ns: u64) -> Result<()> {
+        let burst = self.tx.burst;
+        let until = now.min(deadline_ns.saturating_sub(1));
+        for f in 0..self.flows.len() {
+            let Some(s) = &mut self.schedule else { return Ok(()) };
+            let fl = &mut self.flows[f];
+            let base = f * burst as usize;
+            while s.next[f] <= until {
+                if fl.len == burst {
+                    // Full: every request due by now is dropped, counted without a loop
+                    // (a long stall at a high rate would make that loop long).
+                    let missed = (until - s.next[f]) / s.interval_ns + 1;
+                    s.report.dropped += missed;
+                    s.report.scheduled += missed;
+                    s.next[f] += missed * s.interval_ns;
+                    break;
+                }
+                let slot = (fl.head + fl.len) % burst;
+                self.due[base + slot as usize] = s.next[f];
+                fl.len += 1;
+                fl.queued += 1;
+                s.report.scheduled += 1;
+                s.next[f] += s.interval_ns;
+            }
+            self.note_slips(f, now);
+            self.send_due(ring, f)?;
+        }
+        match &mut self.schedule {
+            Some(s) => s.arm(ring, deadline_ns),
+            None => Ok(()),
+        }
+    }
+
+    /// Open loop: counts `f`'s requests still waiting to be sent that are already later
+    /// than the allowance at `now` (each once).
+    fn note_slips(&mut self, f: usize, now: u64) {
+        let Some(s) = &mut self.schedule else { return };
+        let fl = &self.flows[f];
+        let burst = self.tx.burst;
+        let base = f * burst as usize;
+        for i in fl.len - fl.queued..fl.len {
+            let due = self.due[base + ((fl.head + i) % burst) as usize];
+            if due <= s.late_upto[f] {
+                continue;
+            }
+            if due.saturating_add(s.allowance_ns) >= now {
+                break; // The later ones are less late.
+            }
+            s.report.slipped += 1;
+            s.late_upto[f] = due;
+        }
     }
 
     /// Burst: sends as many of `f`'s due requests as one send carries, unless a send of the
@@ -155,15 +301,19 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
         fl.sending = true;
         self.sending += 1;
         self.active += k as usize;
+        if let Some(s) = &mut self.schedule {
+            s.report.sent += u64::from(k);
+        }
         self.max_in_flight = self.max_in_flight.max(fl.len - fl.queued);
         Ok(())
     }
 
     /// Burst: the whole responses `f` has received complete its oldest transactions, each
-    /// making the next one due (until the deadline).
+    /// making the next one due (until the deadline). Open loop: the schedule makes them due.
     fn complete_responses(&mut self, ring: &mut Ring, f: usize, run: &mut Run) -> Result<()> {
         let tx = self.tx;
         let burst = tx.burst;
+        let closed = self.schedule.is_none();
         let base = f * burst as usize;
         let mut now = 0;
         loop {
@@ -186,7 +336,7 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
             fl.head = if fl.head + 1 == burst { 0 } else { fl.head + 1 };
             fl.len -= 1;
             self.active -= 1;
-            if !run.stopping {
+            if closed && !run.stopping {
                 let slot = (fl.head + fl.len) % burst;
                 self.due[base + slot as usize] = now;
                 fl.len += 1;
@@ -197,6 +347,9 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
             k.transactions += 1;
             k.bytes_sent += u64::from(tx.request);
             k.bytes_received += u64::from(tx.response);
+        }
+        if now != 0 {
+            self.note_slips(f, now);
         }
         self.send_due(ring, f)
     }
@@ -254,9 +407,10 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
                 if !self.chained && !self.recv.multishot() {
                     self.recv.arm(ring, flow, self.recv_len, false, Flags::empty())?;
                 }
+                let bursting = self.bursting();
                 let fl = &mut self.flows[flow];
                 fl.got += bytes;
-                if tx.burst > 1 {
+                if bursting {
                     return self.complete_responses(ring, flow, run);
                 }
                 if fl.got < tx.response {
@@ -298,13 +452,17 @@ impl<S: SendPath, R: RecvPath> Workload for RrClient<S, R> {
         Timers { deadline: true, guard: false }
     }
 
-    fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
+    fn start(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()> {
         if !self.chained {
             for f in 0..self.flows.len() {
                 self.recv.arm(ring, f, self.recv_len, false, Flags::empty())?;
             }
         }
         let now = monotonic_ns();
+        if let Some(s) = &mut self.schedule {
+            s.start(run.deadline_ns.saturating_sub(s.window_ns));
+            return self.release_due(ring, now, run.deadline_ns);
+        }
         for f in 0..self.flows.len() {
             if self.bursting() {
                 // The whole burst is due at once, and leaves in as few sends as fit.
@@ -328,10 +486,24 @@ impl<S: SendPath, R: RecvPath> Workload for RrClient<S, R> {
     fn on_deadline(&mut self, _ring: &mut Ring, run: &mut Run) -> Result<()> {
         run.stopping = true;
         for fl in &mut self.flows {
+            if let Some(s) = &mut self.schedule {
+                s.report.unsent_at_end += u64::from(fl.queued);
+            }
             fl.len -= fl.queued;
             fl.queued = 0;
         }
         Ok(())
+    }
+
+    /// Open loop: the wakeup for the next due request.
+    fn on_pace(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()> {
+        if self.schedule.is_none() {
+            return Err(crate::workload::unexpected(op::PACE));
+        }
+        if run.stopping {
+            return Ok(());
+        }
+        self.release_due(ring, monotonic_ns(), run.deadline_ns)
     }
 
     fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
@@ -352,7 +524,11 @@ impl<S: SendPath, R: RecvPath> Workload for RrClient<S, R> {
             send: Some(self.send.report()),
             recv: Some(self.recv.report()),
             verify: self.verify.report(),
-            rr: Some(RrReport { burst: self.tx.burst, max_in_flight: self.max_in_flight }),
+            rr: Some(RrReport {
+                burst: self.tx.burst,
+                max_in_flight: self.max_in_flight,
+                open_loop: self.schedule.as_ref().map(|s| s.report),
+            }),
             ..RoleReport::default()
         }
     }
@@ -581,7 +757,7 @@ impl<S: SendPath, R: RecvPath> Workload for RrServer<S, R> {
             send: Some(self.send.report()),
             recv: Some(self.recv.report()),
             verify: self.verify.report(),
-            rr: Some(RrReport { burst: self.tx.burst, max_in_flight: self.max_waiting }),
+            rr: Some(RrReport { burst: self.tx.burst, max_in_flight: self.max_waiting, open_loop: None }),
             ..RoleReport::default()
         }
     }
@@ -596,6 +772,18 @@ fn count(k: &mut FlowCounters, tx: Transaction) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_schedule_spreads_its_flows_and_bounds_its_slip_allowance() {
+        let mut s = Schedule::new(1_000_000, 4, 3_000_000_000);
+        s.start(10_000);
+        assert_eq!(s.next, [10_000, 260_000, 510_000, 760_000]);
+        assert_eq!((s.allowance_ns, s.report.target_rate), (1_000_000, 4000.0));
+        // One interval, but not below a timer's wakeup lateness nor above 10 ms.
+        assert_eq!(Schedule::new(10_000, 1, 1).allowance_ns, 100_000);
+        assert_eq!(Schedule::new(1_000_000_000, 1, 1).allowance_ns, 10_000_000);
+        assert_eq!(Schedule::new(0, 1, 1).interval_ns, 1, "never a zero interval");
+    }
 
     #[test]
     fn a_burst_send_carries_what_fits_and_always_one_message() {
