@@ -101,16 +101,14 @@ pub fn render(cfg: &Config, columns: &[Column]) -> String {
             continue;
         }
         let mut row = vec![cat.label().to_string()];
-        row.extend(columns.iter().map(|col| sd(cost(col, cat))));
+        row.extend(columns.iter().map(|col| cell(cost(col, cat))));
         t.row(row);
     }
     let mut total = vec![format!("total = service demand")];
     total.extend(columns.iter().map(|col| sd(col.total)));
     t.row(total);
-    let mut out = format!("## Cost per transaction by category ({unit}, median over runs)\n\n");
-    if cfg.workload == Workload::Stream {
-        out = format!("## Cost per KB by category ({unit}, median over runs)\n\n");
-    }
+    let per = if cfg.workload.is_transactional() { "transaction" } else { "KB" };
+    let mut out = format!("\n## Cost per {per} by category ({unit}, median over runs)\n\n");
     out.push_str(&t.render());
     let _ = writeln!(
         out,
@@ -118,13 +116,22 @@ pub fn render(cfg: &Config, columns: &[Column]) -> String {
          service demand as this bench measured it, so a column adds up to its total; every CPU was sampled over each run's \
          window; ringperf's figures are its own profile of its local side (the embedded server's is the same samples), a peer's \
          are the bench's with the client and server processes it started counted as the tool: their user-mode samples are \
-         tool user space; '-': no profile)"
+         tool user space, and the bench's own threads (its sampler's included) are other processes; ringperf's client and \
+         embedded server each run a sampler, so its runs carry two samplers' cost where a peer's carry one; '-': no profile)"
     );
     for c in columns.iter().filter(|c| c.costs.is_none()) {
         let _ = writeln!(out, "  {}: no profile: {}", c.tool, c.missing.as_deref().unwrap_or("none"));
     }
     out.push('\n');
     out
+}
+
+/// A category's cost: "0" for none at all, so it reads apart from a small one.
+fn cell(v: Option<f64>) -> String {
+    match v {
+        Some(0.0) => "0".to_string(),
+        other => sd(other),
+    }
 }
 
 /// The table for `tools` out of the comparison's runs.
