@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use std::thread;
 use std::time::Duration;
 
+use crate::cost_table;
 use crate::cpu;
 use crate::error::{BenchError, Result};
 use crate::peers::iperf3::Iperf3;
@@ -109,6 +110,10 @@ pub fn run_collect(plan: &Plan) -> Result<Vec<report::RatioRow>> {
     let results = alternate(plan, &tools)?;
     print!("{}", report::runs_table(cfg, &results));
     print!("{}", report::summary(cfg, &host, &results, &tools));
+    if cfg.profile {
+        let names: Vec<&'static str> = tools.iter().map(|t| t.name()).collect();
+        print!("{}", cost_table::table(cfg, &results, &names));
+    }
     let sums: Vec<report::ToolSummary> =
         tools.iter().map(|t| report::summarize(t.name(), &results)).collect();
     Ok(report::ratio_rows(&results, &sums))
@@ -343,6 +348,7 @@ mod tests {
                 own_service_demand: None,
                 process_cpu_us: None,
                 ringperf: None,
+                profile: None,
             })
         }
     }

@@ -5,6 +5,7 @@
 //!   cargo run --release -p ringperf-bench -- stream [--secs 10] [--runs 3] [--cc cubic]
 //!   cargo run --release -p ringperf-bench -- rr [--secs 10] [--runs 3] [--size 1] [--cc cubic]
 //!   cargo run --release -p ringperf-bench -- crr|udp-rr [--secs 10] [--runs 3]
+//!   cargo run --release -p ringperf-bench -- rr|crr|udp-rr|stream --profile [...]
 //!   cargo run --release -p ringperf-bench -- all [--secs 10] [--runs 3]
 //!   cargo run --release -p ringperf-bench -- engines [--secs 10] [--runs 3] [--sizes 64K,1M]
 //!   cargo run --release -p ringperf-bench -- stats [--secs 10] [--runs 5]
@@ -13,6 +14,7 @@
 
 mod all;
 mod bench;
+mod cost_table;
 mod cpu;
 mod engines;
 mod error;
@@ -114,6 +116,17 @@ struct StreamArgs {
     /// Send a 16 MiB file: ringperf sendfile -F, netperf TCP_SENDFILE -F, iperf3 -Z.
     #[arg(long)]
     sendfile: bool,
+    #[command(flatten)]
+    profile: ProfileFlag,
+}
+
+#[derive(Args, Debug)]
+struct ProfileFlag {
+    /// Profile every run's window (every CPU sampled at ringperf's default --profile-hz;
+    /// ringperf with its own --profile, a peer with its client and server processes counted
+    /// as the tool) and add a table of each tool's cost per unit of work by category.
+    #[arg(long)]
+    profile: bool,
 }
 
 #[derive(Args, Debug)]
@@ -128,6 +141,8 @@ struct RrArgs {
     /// --congestion-control); `system` leaves the system default on every tool.
     #[arg(long, value_name = "NAME", default_value = "cubic")]
     cc: String,
+    #[command(flatten)]
+    profile: ProfileFlag,
 }
 
 #[derive(Args, Debug)]
@@ -138,6 +153,8 @@ struct UdpRrArgs {
     /// sequence number, so 8 is the smallest).
     #[arg(long, value_name = "BYTES", default_value_t = 8, value_parser = clap::value_parser!(u32).range(8..=65507))]
     size: u32,
+    #[command(flatten)]
+    profile: ProfileFlag,
 }
 
 #[derive(Args, Debug)]
@@ -266,6 +283,12 @@ fn plan(common: Common, workload: Workload, size: u32, cc: Option<String>) -> be
     }
 }
 
+/// The plan with `--profile` as asked.
+fn profiled(mut p: bench::Plan, flag: ProfileFlag) -> bench::Plan {
+    p.cfg.profile = flag.profile;
+    p
+}
+
 fn run(cli: Cli) -> error::Result<()> {
     match cli.command {
         Command::Stream(a) => {
@@ -273,11 +296,16 @@ fn run(cli: Cli) -> error::Result<()> {
             let mut p = plan(a.common, Workload::Stream, a.size, cc_arg(a.cc));
             p.cfg.stream =
                 StreamOptions { reverse: a.reverse, sendfile: file.as_ref().map(|f| f.path.clone()) };
+            p.cfg.profile = a.profile.profile;
             bench::run(&p)
         }
-        Command::Rr(a) => bench::run(&plan(a.common, Workload::Rr, a.size, cc_arg(a.cc))),
-        Command::Crr(a) => bench::run(&plan(a.common, Workload::Crr, a.size, cc_arg(a.cc))),
-        Command::UdpRr(a) => bench::run(&plan(a.common, Workload::UdpRr, a.size, None)),
+        Command::Rr(a) => {
+            bench::run(&profiled(plan(a.common, Workload::Rr, a.size, cc_arg(a.cc)), a.profile))
+        }
+        Command::Crr(a) => {
+            bench::run(&profiled(plan(a.common, Workload::Crr, a.size, cc_arg(a.cc)), a.profile))
+        }
+        Command::UdpRr(a) => bench::run(&profiled(plan(a.common, Workload::UdpRr, a.size, None), a.profile)),
         Command::All(a) => {
             let c = a.common;
             let file = PayloadFile::create()?;

@@ -12,6 +12,9 @@ use std::sync::{mpsc, Arc};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use ringperf_engine::measure::profile::{Profiler, Stopped};
+use ringperf_engine::spec::{ProfileSpec, DEFAULT_PROFILE_HZ};
+
 use crate::cpu::{CpuWindow, Sample};
 use crate::error::{BenchError, Result};
 use crate::peers::{LISTEN_TIMEOUT, PORT_ATTEMPTS};
@@ -138,12 +141,26 @@ fn wait_exited_unreaped(pid: u32) -> Result<()> {
 }
 
 /// What one measured client run produced.
-#[derive(Debug)]
 pub struct Measured {
     pub stdout: String,
     pub stderr: String,
     pub status: ExitStatus,
     pub cpu: CpuWindow,
+    /// The client's process id (reaped by now: only for telling its samples apart).
+    pub pid: u32,
+    /// The kernel cost profile of the window, not yet symbolized, when one was asked for.
+    pub profile: Option<Stopped>,
+}
+
+impl std::fmt::Debug for Measured {
+    /// The samples are left out: they are many, and say nothing until symbolized.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Measured")
+            .field("status", &self.status)
+            .field("pid", &self.pid)
+            .field("profiled", &self.profile.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl Measured {
@@ -173,8 +190,30 @@ pub fn run_measured(
     timeout: Duration,
     window_opens_at: Option<&str>,
 ) -> Result<Measured> {
+    run_measured_profiled(name, cmd, timeout, window_opens_at, false)
+}
+
+/// What `--profile` samples a peer's window with: ringperf's own default rate, so both
+/// sides of a comparison pay the same sampling cost and get as many samples.
+pub const PEER_PROFILE: ProfileSpec = ProfileSpec { enabled: true, hz: DEFAULT_PROFILE_HZ, folded: false };
+
+/// [`run_measured`], and with `profile` every CPU sampled over the same window (the
+/// engine's profiler, started just before the first /proc/stat sample and stopped just
+/// after the last, as ringperf does around its own window).
+pub fn run_measured_profiled(
+    name: &str,
+    cmd: &mut Command,
+    timeout: Duration,
+    window_opens_at: Option<&str>,
+    profile: bool,
+) -> Result<Measured> {
+    let spec = if profile { PEER_PROFILE } else { ProfileSpec::default() };
+    let mut profiler = None;
     let mut before = match window_opens_at {
-        None => Some(Sample::now()?),
+        None => {
+            profiler = Profiler::start(&spec);
+            Some(Sample::now()?)
+        }
         Some(_) => None,
     };
     let mut child = spawn(name, cmd)?;
@@ -204,6 +243,7 @@ pub fn run_measured(
                 Ok(_) => {
                     let text = String::from_utf8_lossy(&line);
                     if before.is_none() && window_opens_at.is_some_and(|m| text.contains(m)) {
+                        profiler = Profiler::start(&spec);
                         before = Some(Sample::now()?);
                     }
                     stdout.push_str(&text);
@@ -213,6 +253,7 @@ pub fn run_measured(
     }
     let exited = wait_exited_unreaped(pid);
     let after = Sample::now();
+    let profile = profiler.map(Profiler::stop);
     // Stop the watchdog before reaping, so it can never signal a recycled PID.
     drop(cancel);
     let _ = watchdog.join();
@@ -234,7 +275,7 @@ pub fn run_measured(
             excerpt(&format!("{stdout}{stderr}"))
         )));
     };
-    Ok(Measured { stdout, stderr, status, cpu: CpuWindow::between(&before, &after) })
+    Ok(Measured { stdout, stderr, status, cpu: CpuWindow::between(&before, &after), pid, profile })
 }
 
 /// A server process this bench started. Dropping it stops and reaps it.
@@ -262,6 +303,11 @@ impl ServerExit {
 }
 
 impl Server {
+    /// The server's process id while it runs (it is not reaped before `stop` or `wait`).
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     pub fn spawn(name: &str, cmd: &mut Command) -> Result<Server> {
         let mut child = spawn(name, cmd)?;
         let stdout = Some(drain(child.stdout.take()));

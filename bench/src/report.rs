@@ -505,6 +505,7 @@ mod tests {
             own_service_demand: None,
             process_cpu_us: Some(250_000.0),
             ringperf: None,
+            profile: None,
         }
     }
 

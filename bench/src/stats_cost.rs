@@ -261,6 +261,7 @@ mod tests {
                 remote_overhead_percent: ovh / 2.0,
                 ..Figures::default()
             }),
+            profile: None,
         }
     }
 

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::error::{BenchError, Result};
 use crate::peers::{json_f64, json_u64, Config, RunResult, Tool, Work, Workload};
-use crate::process::{require, run_measured, start_listening, within_cpu_set, Server};
+use crate::process::{require, run_measured_profiled, start_listening, within_cpu_set, Server};
 
 pub const NAME: &str = "iperf3";
 /// iperf3 in its sendfile mode (-Z), the peer of ringperf's splice engine.
@@ -108,12 +108,14 @@ impl Tool for Iperf3 {
             return Err(BenchError::Usage("iperf3 is a stream and UDP stream peer only".into()));
         }
         let (mut server, port) = self.start_server(cfg)?;
+        let server_pid = server.pid();
         let mut client = within_cpu_set(cfg, &self.bin);
         client.args(self.client_args(cfg, port));
-        let measured = run_measured(NAME, &mut client, cfg.run_timeout(), None);
+        let measured = run_measured_profiled(NAME, &mut client, cfg.run_timeout(), None, cfg.profile);
         // The one-shot server exits after its client; stop it if it does not.
         let server_exit = server.wait(Duration::from_secs(5));
-        let m = measured?;
+        let mut m = measured?;
+        let stopped = m.profile.take();
         let report: Value = serde_json::from_str(&m.stdout).map_err(|e| {
             BenchError::Tool(format!(
                 "iperf3 -J printed no JSON ({e}), exit {}:\n{}\n{}",
@@ -132,7 +134,8 @@ impl Tool for Iperf3 {
             Workload::UdpStream => parse_udp(&report, cfg)?,
             _ => parse(&report, cfg)?,
         };
-        Ok(RunResult::new(self.name(), m.cpu, work))
+        let tool_pids: Vec<u32> = std::iter::once(m.pid).chain(server_pid).collect();
+        Ok(RunResult::new(self.name(), m.cpu, work).with_profile(stopped, &tool_pids))
     }
 }
 

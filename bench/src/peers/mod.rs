@@ -13,6 +13,8 @@ pub mod sockperf;
 use std::collections::HashMap;
 use std::time::Duration;
 
+use ringperf_engine::measure::profile::{self, ProfileReport, Stopped};
+use ringperf_engine::report::ServiceDemand;
 use serde_json::Value;
 
 use crate::cpu::CpuWindow;
@@ -95,6 +97,9 @@ pub struct Config {
     pub udp: UdpOptions,
     /// TCP stream settings: direction and sendfile.
     pub stream: StreamOptions,
+    /// Sample every CPU over each run's window and sort the samples into the engine's
+    /// categories (ringperf: its own `--profile`; a peer: the bench's profiler).
+    pub profile: bool,
 }
 
 /// Which TCP stream: netperf's TCP_STREAM, TCP_MAERTS or TCP_SENDFILE.
@@ -148,6 +153,7 @@ impl Config {
             nodelay: false,
             udp: UdpOptions::default(),
             stream: StreamOptions::default(),
+            profile: false,
         }
     }
 
@@ -219,12 +225,51 @@ pub struct RunResult {
     pub process_cpu_us: Option<f64>,
     /// What ringperf said about itself (ringperf runs only).
     pub ringperf: Option<ringperf::Figures>,
+    /// The kernel cost profile of the window, with `--profile`: ringperf's own (its local
+    /// side), or the bench's of a peer's processes.
+    pub profile: Option<ProfileReport>,
 }
 
 impl RunResult {
     /// A peer's run: its work in the bench's CPU window, nothing it says about itself.
     pub fn new(tool: &'static str, cpu: CpuWindow, work: Work) -> RunResult {
-        RunResult { tool, cpu, work, own_service_demand: None, process_cpu_us: None, ringperf: None }
+        RunResult {
+            tool,
+            cpu,
+            work,
+            own_service_demand: None,
+            process_cpu_us: None,
+            ringperf: None,
+            profile: None,
+        }
+    }
+
+    /// A peer's run with the profile of its window, if one was taken: `tool_pids` are the
+    /// processes the bench started for it (client and server), whose user-mode samples are
+    /// the tool's user space, as ringperf's own are in its report.
+    pub fn with_profile(mut self, stopped: Option<Stopped>, tool_pids: &[u32]) -> RunResult {
+        let Some(stopped) = stopped else { return self };
+        let sd = self.service_demand();
+        let (work, service_demand) = match self.work {
+            Work::Stream { bytes, .. } => (
+                profile::Work { bytes, ..profile::Work::default() },
+                ServiceDemand { us_per_kb: sd, ..ServiceDemand::default() },
+            ),
+            Work::Rr { transactions, .. } => (
+                profile::Work { transactions, ..profile::Work::default() },
+                ServiceDemand { us_per_transaction: sd, ..ServiceDemand::default() },
+            ),
+            Work::Udp { received, datagram_bytes, .. } => (
+                profile::Work {
+                    datagrams: received,
+                    bytes: received * u64::from(datagram_bytes),
+                    ..profile::Work::default()
+                },
+                ServiceDemand { us_per_kb: self.service_demand_per_kb(), ..ServiceDemand::default() },
+            ),
+        };
+        self.profile = Some(stopped.report_for(tool_pids, self.cpu.busy_us(), work, service_demand));
+        self
     }
 
     /// Throughput in bits/s (stream) or transactions per second (rr), the headline figure:

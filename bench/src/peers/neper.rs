@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::error::{BenchError, Result};
 use crate::peers::{anchors, key_values, kv_f64, Config, RunResult, StreamOptions, Tool, Work, Workload};
-use crate::process::{free_port, require, run_measured, start_listening, Server};
+use crate::process::{free_port, require, run_measured_profiled, start_listening, Server};
 
 pub const NAME: &str = "neper";
 
@@ -137,12 +137,15 @@ impl Tool for Neper {
     fn run(&self, cfg: &Config) -> Result<RunResult> {
         self.program(cfg)?;
         let (mut server, ports) = self.start_server(cfg)?;
+        // taskset execs neper in place: these are neper's own processes.
+        let server_pid = server.pid();
         let mut client = Command::new(&self.taskset);
         client.args(self.client_args(cfg, ports)?);
-        let measured = run_measured(NAME, &mut client, cfg.run_timeout(), None);
+        let measured = run_measured_profiled(NAME, &mut client, cfg.run_timeout(), None, cfg.profile);
         // neper's server ends by itself once its client is done.
         let server_exit = server.wait(Duration::from_secs(5));
-        let m = measured?;
+        let mut m = measured?;
+        let stopped = m.profile.take();
         let failed = |e: BenchError| {
             BenchError::Tool(format!(
                 "{e}\nneper ({}):\n{}\n{}",
@@ -155,7 +158,8 @@ impl Tool for Neper {
             return Err(failed(BenchError::Tool("neper exited with an error".into())));
         }
         let work = parse_output(&m.stdout, cfg).map_err(failed)?;
-        Ok(RunResult::new(NAME, m.cpu, work))
+        let tool_pids: Vec<u32> = std::iter::once(m.pid).chain(server_pid).collect();
+        Ok(RunResult::new(NAME, m.cpu, work).with_profile(stopped, &tool_pids))
     }
 }
 

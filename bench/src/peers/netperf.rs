@@ -11,7 +11,7 @@ use std::process::Command;
 
 use crate::error::{BenchError, Result};
 use crate::peers::{anchors, key_values, kv_f64, Config, RunResult, Tool, Work, Workload};
-use crate::process::{run_measured, start_listening, Server};
+use crate::process::{run_measured_profiled, start_listening, Server};
 
 pub const NAME: &str = "netperf";
 
@@ -132,11 +132,14 @@ impl Tool for Netperf {
             ));
         }
         let (mut server, port) = self.start_server()?;
+        // -f: netserver serves the test itself, so its one process is the whole server side.
+        let server_pid = server.pid();
         let mut client = Command::new(&self.netperf);
         client.args(Self::client_args(cfg, port));
-        let measured = run_measured(NAME, &mut client, cfg.run_timeout(), None);
+        let measured = run_measured_profiled(NAME, &mut client, cfg.run_timeout(), None, cfg.profile);
         let server_exit = server.stop();
-        let m = measured?;
+        let mut m = measured?;
+        let stopped = m.profile.take();
         let failed = |e: BenchError| {
             BenchError::Tool(format!(
                 "{e}\nnetperf ({}):\n{}\n{}",
@@ -149,7 +152,9 @@ impl Tool for Netperf {
             return Err(failed(BenchError::Tool("netperf exited with an error".into())));
         }
         let (work, own) = parse_output(&m.stdout, cfg).map_err(failed)?;
-        Ok(RunResult { own_service_demand: Some(own), ..RunResult::new(NAME, m.cpu, work) })
+        let tool_pids: Vec<u32> = std::iter::once(m.pid).chain(server_pid).collect();
+        Ok(RunResult { own_service_demand: Some(own), ..RunResult::new(NAME, m.cpu, work) }
+            .with_profile(stopped, &tool_pids))
     }
 }
 

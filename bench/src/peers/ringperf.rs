@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::SystemTime;
 
+use ringperf_engine::measure::profile::ProfileReport;
 use serde_json::Value;
 
 use crate::error::{BenchError, Result};
@@ -109,6 +110,10 @@ impl Ringperf {
                 a.push("--reverse".into());
             }
         }
+        // The bench's --profile, unless this member sets the profile itself (`profile`'s on/off).
+        if cfg.profile && !self.extra.iter().any(|x| x.starts_with("--profile") || x == "--no-profile") {
+            a.push("--profile".into());
+        }
         a.extend(self.extra.iter().cloned());
         a.push("--json".into());
         a
@@ -148,8 +153,18 @@ impl Tool for Ringperf {
             own_service_demand: own,
             process_cpu_us: None,
             ringperf: Some(figures),
+            profile: cfg.profile.then(|| profile(&report)).flatten(),
         })
     }
+}
+
+/// The profile ringperf took of its run: the local side's. Both sides sample every CPU over
+/// their own window, so against the embedded server (one process, the same CPUs, nearly the
+/// same window) the remote side's profile is the same samples again, with the same process
+/// as the tool: adding it would count every sample twice.
+pub fn profile(r: &Value) -> Option<ProfileReport> {
+    let p = r.pointer("/local/profile").filter(|v| !v.is_null())?;
+    serde_json::from_value(p.clone()).ok()
 }
 
 /// Tool overheads, the server's service demand, the zero-copy fraction and the statistics
@@ -453,6 +468,38 @@ mod tests {
             Workload::UdpStream => (64, None),
         };
         Config::new(workload, 5, (0, 1), size, cc)
+    }
+
+    #[test]
+    fn the_bench_profile_asks_ringperf_for_its_own_unless_the_member_decides() {
+        let mut c = cfg(Workload::Rr);
+        assert!(!Ringperf::new("rp".into()).args(&c).contains(&"--profile".to_string()));
+        c.profile = true;
+        let a = Ringperf::new("rp".into()).args(&c);
+        assert_eq!(a.iter().filter(|x| *x == "--profile").count(), 1, "{a:?}");
+        // `ringperf-bench profile`'s members set it themselves, on or off.
+        let off = Ringperf { extra: vec!["--no-profile".into()], ..Ringperf::new("rp".into()) };
+        assert!(!off.args(&c).contains(&"--profile".to_string()));
+        let on = Ringperf {
+            extra: vec!["--profile".into(), "--profile-hz=99".into()],
+            ..Ringperf::new("rp".into())
+        };
+        assert_eq!(on.args(&c).iter().filter(|x| *x == "--profile").count(), 1);
+    }
+
+    #[test]
+    fn the_profile_taken_is_the_local_sides_only() {
+        let r = json!({
+            "local": {"profile": {"busy_samples": 900, "categories": [
+                {"category": "tcp", "samples": 900, "share_percent": 100.0,
+                 "us_per_kb": null, "us_per_transaction": 2.0, "ns_per_segment": null, "ns_per_datagram": null}]}},
+            "remote": {"profile": {"busy_samples": 900}},
+        });
+        let p = profile(&r).expect("local.profile parses");
+        assert_eq!(p.busy_samples, 900);
+        assert_eq!(p.share(ringperf_engine::measure::profile::Category::Tcp), 100.0);
+        assert!(profile(&json!({"local": {"profile": null}})).is_none());
+        assert!(profile(&json!({"local": {}})).is_none());
     }
 
     #[test]

@@ -18,7 +18,7 @@ use std::process::Command;
 
 use crate::error::{BenchError, Result};
 use crate::peers::{Config, RunResult, Tool, Work, Workload};
-use crate::process::{require, run_measured, start_listening, strip_ansi, Server};
+use crate::process::{require, run_measured_profiled, start_listening, strip_ansi, Server};
 
 pub const NAME: &str = "sockperf";
 pub const INSTALL_HINT: &str = "install sockperf (apt-get install -y sockperf)";
@@ -94,11 +94,14 @@ impl Tool for Sockperf {
             return Err(BenchError::Usage("sockperf is the rr peer only".into()));
         }
         let (mut server, port) = self.start_server(cfg)?;
+        let server_pid = server.pid();
         let mut client = Command::new(&self.taskset);
         client.args(self.client_args(cfg, port));
-        let measured = run_measured(NAME, &mut client, cfg.run_timeout(), Some(TEST_STARTS));
+        let measured =
+            run_measured_profiled(NAME, &mut client, cfg.run_timeout(), Some(TEST_STARTS), cfg.profile);
         let server_exit = server.stop();
-        let m = measured?;
+        let mut m = measured?;
+        let stopped = m.profile.take();
         let pp = parse_output(&m.stdout).map_err(|e| {
             BenchError::Tool(format!(
                 "{e}\nclient ({}):\n{}\n{}",
@@ -115,7 +118,8 @@ impl Tool for Sockperf {
             tps_by_rtt: 1e6 / pp.mean_rtt_us,
             mean_rtt_us: pp.mean_rtt_us,
         };
-        Ok(RunResult::new(NAME, m.cpu, work))
+        let tool_pids: Vec<u32> = std::iter::once(m.pid).chain(server_pid).collect();
+        Ok(RunResult::new(NAME, m.cpu, work).with_profile(stopped, &tool_pids))
     }
 }
 

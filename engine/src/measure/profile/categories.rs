@@ -719,9 +719,15 @@ pub enum Runner {
 impl Runner {
     /// Who a task is, from its process id and its thread's comm.
     pub fn of(pid: u32, comm: &str, own_pid: u32) -> Runner {
+        Runner::among(pid, comm, &[own_pid])
+    }
+
+    /// Who a task is when the tool is several processes (a peer's client and server,
+    /// profiled by ringperf-bench): any of `tool_pids` is the tool.
+    pub fn among(pid: u32, comm: &str, tool_pids: &[u32]) -> Runner {
         if comm.starts_with("iou-wrk-") || comm.starts_with("iou-sqp-") {
             Runner::IoUringHelper
-        } else if pid == own_pid && pid != 0 {
+        } else if pid != 0 && tool_pids.contains(&pid) {
             Runner::Tool
         } else {
             Runner::Other
@@ -851,6 +857,22 @@ mod tests {
             of_sample(Runner::of(0, "swapper/0", own), false, ["pv_native_safe_halt"]),
             Category::Idle
         );
+    }
+
+    #[test]
+    fn every_listed_process_is_the_tool_and_no_other() {
+        // A peer profiled by ringperf-bench: its client and its server.
+        let peer = [3100, 3200];
+        assert_eq!(Runner::among(3100, "netperf", &peer), Runner::Tool);
+        assert_eq!(of_sample(Runner::among(3200, "netserver", &peer), true, []), Category::ToolUser);
+        assert_eq!(of_sample(Runner::among(3300, "bash", &peer), true, []), Category::OtherUser);
+        // In the kernel, a listed process's sample goes by its stack like anyone's.
+        assert_eq!(of_sample(Runner::among(3200, "netserver", &peer), false, ["tcp_ack"]), Category::Tcp);
+        // The idle task is never the tool, even if a caller lists pid 0.
+        assert_eq!(Runner::among(0, "swapper/0", &[0, 3100]), Runner::Other);
+        assert_eq!(Runner::among(3100, "netperf", &[]), Runner::Other);
+        // `of` is `among` with this process alone.
+        assert_eq!(Runner::of(3100, "netperf", 3100), Runner::among(3100, "netperf", &[3100]));
     }
 
     #[test]

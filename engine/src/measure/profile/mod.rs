@@ -66,6 +66,19 @@ impl Profiler {
 impl Stopped {
     /// The report, given the window's busy CPU time, its work and its service demand.
     pub fn report(self, busy_us: f64, work: Work, service_demand: ServiceDemand) -> ProfileReport {
+        self.report_for(&[std::process::id()], busy_us, work, service_demand)
+    }
+
+    /// The report with `tool_pids` as the tool instead of this process: ringperf-bench
+    /// profiles a peer's client and server this way. Only this process's user frames can be
+    /// named in folded stacks; other processes' show as `[user]`.
+    pub fn report_for(
+        self,
+        tool_pids: &[u32],
+        busy_us: f64,
+        work: Work,
+        service_demand: ServiceDemand,
+    ) -> ProfileReport {
         let (event, raw) = match self.sampled {
             Ok(s) => s,
             Err(reason) => return ProfileReport::unavailable(reason),
@@ -89,7 +102,7 @@ impl Stopped {
             busy_us,
             work,
             service_demand,
-            own_pid,
+            tool_pids,
             folded: self.spec.folded,
         };
         report::build(&raw, &kernel, user.as_ref(), symbol_error, &inputs)

@@ -154,7 +154,9 @@ pub struct Inputs<'a> {
     pub busy_us: f64,
     pub work: Work,
     pub service_demand: ServiceDemand,
-    pub own_pid: u32,
+    /// The tool's processes: their user-mode samples are its user space (ringperf: its own
+    /// process; a peer profiled by ringperf-bench: its client and server).
+    pub tool_pids: &'a [u32],
     /// Produce folded stacks.
     pub folded: bool,
 }
@@ -166,9 +168,9 @@ struct Resolved<'a> {
     category: Category,
 }
 
-fn resolve<'a>(stack: &RawStack, raw: &'a RawProfile, kernel: &Names, own_pid: u32) -> Resolved<'a> {
+fn resolve<'a>(stack: &RawStack, raw: &'a RawProfile, kernel: &Names, tool_pids: &[u32]) -> Resolved<'a> {
     let comm = raw.comms.get(&stack.tid).map_or("", String::as_str);
-    let runner = Runner::of(stack.pid, comm, own_pid);
+    let runner = Runner::among(stack.pid, comm, tool_pids);
     let category =
         categories::of_sample(runner, stack.user_mode, stack.kernel.iter().map(|&a| kernel.get(a)));
     Resolved { runner, comm, category }
@@ -187,7 +189,7 @@ pub fn build(
     let mut per_function: HashMap<&str, (Category, u64)> = HashMap::new();
     let mut folded: HashMap<String, u64> = HashMap::new();
     for (stack, &n) in &raw.stacks {
-        let r = resolve(stack, raw, kernel, inputs.own_pid);
+        let r = resolve(stack, raw, kernel, inputs.tool_pids);
         *per_category.entry(r.category).or_insert(0) += n;
         if r.category != Category::Idle {
             if let Some(&leaf) = stack.kernel.first().filter(|_| !stack.user_mode) {
@@ -295,7 +297,8 @@ fn fold(stack: &RawStack, r: &Resolved, kernel: &Names, user: Option<&Names>) ->
         Runner::Other => "[other-process]".to_string(),
     });
     match (r.runner, user) {
-        (Runner::Tool, Some(names)) => {
+        // Only this process's addresses were symbolized (a listed peer's are not ours).
+        (Runner::Tool, Some(names)) if stack.pid == std::process::id() => {
             frames.extend(stack.user.iter().rev().map(|&a| names.get(a).to_string()))
         }
         _ if !stack.user.is_empty() => frames.push("[user]".to_string()),
@@ -371,7 +374,7 @@ mod tests {
                 us_per_transaction: Some(250.0),
                 ns_per_segment: Some(125_000.0),
             },
-            own_pid: OWN,
+            tool_pids: &[OWN],
             folded,
         }
     }
@@ -422,6 +425,24 @@ mod tests {
         // 100 busy samples is few.
         assert!(r.note.as_deref().unwrap_or("").contains("busy samples"));
         assert!(r.folded.is_none());
+    }
+
+    #[test]
+    fn a_peers_listed_processes_are_the_tool_user_space() {
+        // ringperf-bench profiling a peer: the client (OWN) and its server (OWN + 50); the
+        // shell (7) is still someone else.
+        let (mut raw, names) = sample_profile();
+        raw.comms.insert(OWN + 50, "netserver".into());
+        raw.stacks.insert(stack(OWN + 50, OWN + 50, true, &[]), 40);
+        let tool = [OWN, OWN + 50];
+        let r = build(&raw, &names, None, None, &Inputs { tool_pids: &tool, ..inputs(false) });
+        assert_eq!(r.busy_samples, 140);
+        assert_eq!(r.category(Category::ToolUser).map(|c| c.samples), Some(50));
+        assert_eq!(r.category(Category::OtherUser).map(|c| c.samples), Some(20));
+        // The same samples with only this process listed: the server's are someone else's.
+        let alone = build(&raw, &names, None, None, &inputs(false));
+        assert_eq!(alone.category(Category::ToolUser).map(|c| c.samples), Some(10));
+        assert_eq!(alone.category(Category::OtherUser).map(|c| c.samples), Some(60));
     }
 
     #[test]
