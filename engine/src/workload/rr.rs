@@ -133,8 +133,57 @@ impl Schedule {
     }
 }
 
+/// Where a flow's next send starts in its byte stream, and whether a burst's send of the
+/// flow is in flight: a burst keeps at most one, because two sends in flight on one TCP
+/// socket are not ordered once one waits for send-buffer space.
+#[derive(Default)]
+struct SendSlot {
+    offset: u64,
+    in_flight: bool,
+}
+
+impl SendSlot {
+    /// Burst: puts up to `per_send` of `due` messages of `len` bytes in one send on flow
+    /// `f`, unless a send of the flow is in flight or its buffers are all with the kernel
+    /// (that send's or buffer's completion comes back here); returns how many it sent. The
+    /// send keeps its CQE: the next one waits for it.
+    fn send_due<S: SendPath>(
+        &mut self,
+        send: &mut S,
+        ring: &mut Ring,
+        f: usize,
+        due: u32,
+        (per_send, len): (u32, u32),
+    ) -> Result<u32> {
+        if self.in_flight || due == 0 {
+            return Ok(0);
+        }
+        if send.available(f) == 0 {
+            send.short_of_buffers(f);
+            return Ok(0);
+        }
+        let k = due.min(per_send);
+        self.offset += u64::from(send.push(ring, f, self.offset, k * len, Flags::empty())?);
+        self.in_flight = true;
+        Ok(k)
+    }
+
+    /// One message of `len` bytes with `flags`, outside a burst.
+    fn send_one<S: SendPath>(
+        &mut self,
+        send: &mut S,
+        ring: &mut Ring,
+        f: usize,
+        len: u32,
+        flags: Flags,
+    ) -> Result<()> {
+        self.offset += u64::from(send.push(ring, f, self.offset, len, flags)?);
+        Ok(())
+    }
+}
+
 struct ClientFlow {
-    send_offset: u64,
+    slot: SendSlot,
     got: u32,
     /// One in flight: a request is out and its response not yet complete.
     active: bool,
@@ -146,8 +195,6 @@ struct ClientFlow {
     len: u32,
     /// Burst: the newest `queued` of them are due and not yet sent.
     queued: u32,
-    /// Burst: a send is in flight; the next waits for its completion.
-    sending: bool,
 }
 
 /// The client: send a request, receive the whole response, record the round trip, repeat
@@ -194,14 +241,13 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
         let due = vec![0; flows * burst as usize];
         let flows = (0..flows)
             .map(|_| ClientFlow {
-                send_offset: 0,
+                slot: SendSlot::default(),
                 got: 0,
                 active: false,
                 want_send: false,
                 head: 0,
                 len: 0,
                 queued: 0,
-                sending: false,
             })
             .collect();
         RrClient {
@@ -287,21 +333,12 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
     /// flow is in flight or its buffers are all with the kernel (the send's or the buffer's
     /// completion calls this again). The send keeps its CQE: the next one waits for it.
     fn send_due(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
-        let fl = &self.flows[f];
-        if fl.sending || fl.queued == 0 {
-            return Ok(());
-        }
-        if self.send.available(f) == 0 {
-            self.send.short_of_buffers(f);
-            return Ok(());
-        }
-        let k = fl.queued.min(self.per_send);
-        let off = fl.send_offset;
-        let sent = self.send.push(ring, f, off, k * self.tx.request, Flags::empty())?;
         let fl = &mut self.flows[f];
-        fl.send_offset += u64::from(sent);
+        let k = fl.slot.send_due(&mut self.send, ring, f, fl.queued, (self.per_send, self.tx.request))?;
+        if k == 0 {
+            return Ok(());
+        }
         fl.queued -= k;
-        fl.sending = true;
         self.sending += 1;
         self.active += k as usize;
         if let Some(s) = &mut self.schedule {
@@ -365,8 +402,7 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
         }
         let skip = if self.send.can_skip_success() { Flags::SKIP_SUCCESS } else { Flags::empty() };
         let flags = if self.chained { Flags::IO_LINK | skip } else { skip };
-        let off = self.flows[f].send_offset;
-        self.flows[f].send_offset += u64::from(self.send.push(ring, f, off, self.tx.request, flags)?);
+        self.flows[f].slot.send_one(&mut self.send, ring, f, self.tx.request, flags)?;
         if self.chained {
             self.recv.arm(ring, f, self.tx.response, true, Flags::empty())?;
         }
@@ -387,7 +423,7 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
             }
             SendEvent::Dropped { .. } => return Err(datagram_on_tcp()),
             SendEvent::Sent { flow, .. } | SendEvent::Chain { flow, .. } if self.bursting() => {
-                self.flows[flow].sending = false;
+                self.flows[flow].slot.in_flight = false;
                 self.sending -= 1;
                 self.send_due(ring, flow)?;
             }
@@ -542,14 +578,12 @@ fn torn(what: &str, got: u32, want: u32) -> Error {
 }
 
 struct ServerFlow {
-    send_offset: u64,
+    slot: SendSlot,
     got: u32,
     /// Responses owed but waiting for a send buffer (burst: or for the send in flight).
     owed: u32,
     /// Chained mode: the next chain waits for a send buffer.
     waiting: bool,
-    /// Burst: a send is in flight; the next waits for its completion.
-    sending: bool,
 }
 
 /// The server: receive a whole request, answer with a response, until the client closes.
@@ -580,7 +614,7 @@ impl<S: SendPath, R: RecvPath> RrServer<S, R> {
         let tx = Transaction { burst: tx.burst.max(1), ..tx };
         let chained = tx.burst == 1 && !recv.multishot() && send.can_chain();
         let flows = (0..flows)
-            .map(|_| ServerFlow { send_offset: 0, got: 0, owed: 0, waiting: false, sending: false })
+            .map(|_| ServerFlow { slot: SendSlot::default(), got: 0, owed: 0, waiting: false })
             .collect();
         RrServer {
             send,
@@ -602,22 +636,12 @@ impl<S: SendPath, R: RecvPath> RrServer<S, R> {
     /// the flow is in flight or its buffers are all with the kernel (their completions
     /// call this again). The send keeps its CQE: the next one waits for it.
     fn answer_one_send(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
-        let fl = &self.flows[f];
-        if fl.sending || fl.owed == 0 {
-            return Ok(());
-        }
-        if self.send.available(f) == 0 {
-            self.send.short_of_buffers(f);
-            return Ok(());
-        }
-        let k = fl.owed.min(self.per_send);
-        let off = fl.send_offset;
-        let sent = self.send.push(ring, f, off, k * self.tx.response, Flags::empty())?;
         let fl = &mut self.flows[f];
-        fl.send_offset += u64::from(sent);
-        fl.owed -= k;
-        fl.sending = true;
-        self.sending += 1;
+        let k = fl.slot.send_due(&mut self.send, ring, f, fl.owed, (self.per_send, self.tx.response))?;
+        if k > 0 {
+            fl.owed -= k;
+            self.sending += 1;
+        }
         Ok(())
     }
 
@@ -631,8 +655,7 @@ impl<S: SendPath, R: RecvPath> RrServer<S, R> {
         self.flows[f].waiting = false;
         self.recv.arm(ring, f, self.tx.request, true, Flags::IO_LINK)?;
         let skip = if self.send.can_skip_success() { Flags::SKIP_SUCCESS } else { Flags::empty() };
-        let off = self.flows[f].send_offset;
-        self.flows[f].send_offset += u64::from(self.send.push(ring, f, off, self.tx.response, skip)?);
+        self.flows[f].slot.send_one(&mut self.send, ring, f, self.tx.response, skip)?;
         Ok(())
     }
 
@@ -644,8 +667,7 @@ impl<S: SendPath, R: RecvPath> RrServer<S, R> {
         }
         let skip = if self.send.can_skip_success() { Flags::SKIP_SUCCESS } else { Flags::empty() };
         while self.flows[f].owed > 0 && self.send.available(f) > 0 {
-            let off = self.flows[f].send_offset;
-            self.flows[f].send_offset += u64::from(self.send.push(ring, f, off, self.tx.response, skip)?);
+            self.flows[f].slot.send_one(&mut self.send, ring, f, self.tx.response, skip)?;
             self.flows[f].owed -= 1;
         }
         if self.flows[f].owed > 0 {
@@ -662,7 +684,7 @@ impl<S: SendPath, R: RecvPath> RrServer<S, R> {
             }
             SendEvent::Dropped { .. } => return Err(datagram_on_tcp()),
             SendEvent::Sent { flow, .. } | SendEvent::Chain { flow, .. } if self.tx.burst > 1 => {
-                self.flows[flow].sending = false;
+                self.flows[flow].slot.in_flight = false;
                 self.sending -= 1;
                 self.answer_one_send(ring, flow)?;
             }
