@@ -65,6 +65,20 @@ pub const BASELINE: &str = "ringperf baseline";
 /// The label of `--classic`'s ringperf: the same build on its syscall engines.
 pub const CLASSIC: &str = "ringperf syscall";
 
+/// The label of crr's second ringperf member: the server waits for the client's close.
+pub const CLIENT_FIRST: &str = "ringperf client-first";
+
+/// crr's member that closes in neper's order (`--close-first client`: the server waits for
+/// the client's close), so neper is compared with a ringperf that does what it does;
+/// ringperf's default closes as netperf's netserver does (the server first).
+fn client_first_member(plan: &Plan, bin: &std::path::Path) -> Option<Ringperf> {
+    (plan.cfg.workload == Workload::Crr).then(|| Ringperf {
+        label: CLIENT_FIRST,
+        extra: vec!["--close-first".into(), "client".into()],
+        ..Ringperf::new(bin.to_path_buf())
+    })
+}
+
 /// `--classic`'s member: ringperf's send(2)/recv(2) loop on both sides, the counterpart
 /// its io_uring default must at least match. None where the workload has no classic loop
 /// (sendfile always splices).
@@ -99,8 +113,10 @@ pub fn run_collect(plan: &Plan) -> Result<Vec<report::RatioRow>> {
     let ringperf = Ringperf::new(ringperf::locate(plan.ringperf.as_deref())?);
     let baseline = plan.baseline.clone().map(|bin| Ringperf { label: BASELINE, ..Ringperf::new(bin) });
     let classic = classic_member(plan, &ringperf.bin);
+    let client_first = client_first_member(plan, &ringperf.bin);
     let tools: Vec<&dyn Tool> = std::iter::once(&ringperf as &dyn Tool)
         .chain(baseline.as_ref().map(|b| b as &dyn Tool))
+        .chain(client_first.as_ref().map(|c| c as &dyn Tool))
         .chain(classic.as_ref().map(|c| c as &dyn Tool))
         .chain(peers.iter().map(|p| p.as_ref()))
         .collect();
@@ -116,7 +132,9 @@ pub fn run_collect(plan: &Plan) -> Result<Vec<report::RatioRow>> {
     }
     let sums: Vec<report::ToolSummary> =
         tools.iter().map(|t| report::summarize(t.name(), &results)).collect();
-    Ok(report::ratio_rows(&results, &sums))
+    let mut rows = report::ratio_rows(&results, &sums);
+    rows.extend(report::matched_rows(&results, &sums).into_iter().map(|(_, _, row)| row));
+    Ok(rows)
 }
 
 /// Every peer of the workload that is installed: netperf and neper always (the tools the
@@ -388,6 +406,19 @@ mod tests {
         let mut sendfile = asked.clone();
         sendfile.cfg.stream.sendfile = Some("/tmp/f".into());
         assert!(classic_member(&sendfile, bin).is_none(), "sendfile always splices");
+    }
+
+    #[test]
+    fn crr_adds_a_member_that_closes_in_nepers_order() {
+        let bin = std::path::Path::new("/bin/ringperf");
+        assert!(client_first_member(&plan(), bin).is_none(), "a stream has no close order");
+        let mut crr = plan();
+        crr.cfg.workload = Workload::Crr;
+        let m = client_first_member(&crr, bin).expect("crr");
+        assert_eq!(m.label, CLIENT_FIRST);
+        let args = m.args(&crr.cfg);
+        assert_eq!(args[0], "crr");
+        assert!(args.windows(2).any(|w| w == ["--close-first", "client"]), "{args:?}");
     }
 
     #[test]

@@ -383,6 +383,28 @@ pub fn ratio_rows(results: &[RunResult], sums: &[ToolSummary]) -> Vec<RatioRow> 
         .collect()
 }
 
+/// Members that run ringperf the way one peer does, compared with that peer directly:
+/// (member, peer, the label of the row in `all`'s table).
+const MATCHED: [(&str, &str, &str); 1] =
+    [(crate::bench::CLIENT_FIRST, "neper", "neper (vs ringperf --close-first client)")];
+
+/// Each matched member against its peer, where both ran: the member's and the peer's
+/// names, and the row (labelled for `all`'s table).
+pub fn matched_rows(
+    results: &[RunResult],
+    sums: &[ToolSummary],
+) -> Vec<(&'static str, &'static str, RatioRow)> {
+    MATCHED
+        .iter()
+        .filter_map(|&(member, peer, label)| {
+            let find = |name: &str| sums.iter().find(|s| s.tool == name).cloned();
+            let pair = [find(member)?, find(peer)?];
+            let row = ratio_rows(results, &pair).into_iter().next()?;
+            Some((member, peer, RatioRow { peer: label, ..row }))
+        })
+        .collect()
+}
+
 /// The medians of every tool, one row each.
 pub fn medians_table(cfg: &Config, host: &Host, sums: &[ToolSummary]) -> String {
     let unit = sd_unit(cfg);
@@ -470,6 +492,16 @@ pub fn summary(cfg: &Config, host: &Host, results: &[RunResult], tools: &[&dyn T
                 x(ratio(ours.process_service_demand, peer.process_service_demand))
             );
         }
+    }
+    for (member, peer, row) in matched_rows(results, &sums) {
+        let _ = writeln!(
+            out,
+            "{member}/{peer} (the same close order): {what} {}{}, service demand {}{}",
+            x(row.rate),
+            row.rate_interval.map(|t| format!(" ({t})")).unwrap_or_default(),
+            x(row.service_demand),
+            row.sd_interval.map(|t| format!(" ({t})")).unwrap_or_default(),
+        );
     }
     let _ = writeln!(
         out,
@@ -559,6 +591,32 @@ mod tests {
         assert!((s.process_service_demand.unwrap() - 250.0).abs() < 1e-9);
         let runs = runs_table(&cfg, &results);
         assert_eq!(runs.lines().filter(|l| l.starts_with("| ")).count(), 7, "{runs}");
+    }
+
+    /// A member that runs ringperf as one peer does is compared with that peer on a row of
+    /// its own; without the member there is no such row.
+    #[test]
+    fn a_matched_member_is_compared_with_its_peer() {
+        let client_first = crate::bench::CLIENT_FIRST;
+        let results = vec![
+            stream("ringperf", 40.0, 50),
+            stream(client_first, 30.0, 50),
+            stream("neper", 20.0, 100),
+            stream("ringperf", 40.0, 50),
+            stream(client_first, 30.0, 50),
+            stream("neper", 20.0, 100),
+        ];
+        let sums: Vec<ToolSummary> =
+            ["ringperf", client_first, "neper"].iter().map(|t| summarize(t, &results)).collect();
+        let rows = matched_rows(&results, &sums);
+        assert_eq!(rows.len(), 1);
+        let (member, peer, row) = &rows[0];
+        assert_eq!((*member, *peer), (client_first, "neper"));
+        assert_eq!(row.rate, Some(1.5), "30 against 20");
+        assert_eq!(row.service_demand, Some(0.5), "half the busy CPU per KB: {row:?}");
+        assert!(row.peer.contains("--close-first client"), "{}", row.peer);
+        let without: Vec<ToolSummary> = vec![sums[0].clone(), sums[2].clone()];
+        assert!(matched_rows(&results, &without).is_empty());
     }
 
     #[test]

@@ -9,7 +9,7 @@ use ringperf_engine::control::limits::{
 };
 use ringperf_engine::report::OpenLoopReport;
 use ringperf_engine::spec::{
-    Direction, OpenLoop, RecvEngine, SendEngine, SocketBuffers, TaskRun, DEFAULT_BACKLOG,
+    CloseFirst, Direction, OpenLoop, RecvEngine, SendEngine, SocketBuffers, TaskRun, DEFAULT_BACKLOG,
 };
 use ringperf_engine::units::{check_size, parse_pair, parse_size};
 use ringperf_engine::{Error, DEFAULT_PORT};
@@ -665,6 +665,11 @@ pub struct CrrArgs {
     /// ephemeral choice (a busy port is skipped and counted).
     #[arg(long, value_name = "LO-HI", value_parser = parse_port_range)]
     client_ports: Option<(u16, u16)> => spec.crr.client_ports,
+    /// Which side closes each connection once the response is out: server (netperf's
+    /// TCP_CRR, the server ends in TIME_WAIT) or client (neper's tcp_crr: the server waits
+    /// for the client's close).
+    #[arg(long, value_name = "SIDE", default_value = "server", value_parser = parse_close_first)]
+    close_first: CloseFirst => spec.crr.close_first,
 }
 }
 
@@ -1153,6 +1158,13 @@ fn parse_send_engine(s: &str) -> Result<SendEngine, String> {
     SendEngine::ALL.into_iter().find(|e| e.name() == s).ok_or_else(|| {
         let names: Vec<_> = SendEngine::ALL.iter().map(|e| e.name()).collect();
         format!("unknown send engine '{s}': use one of {}", names.join(", "))
+    })
+}
+
+fn parse_close_first(s: &str) -> Result<CloseFirst, String> {
+    CloseFirst::ALL.into_iter().find(|c| c.name() == s).ok_or_else(|| {
+        let names: Vec<&str> = CloseFirst::ALL.iter().map(|c| c.name()).collect();
+        format!("unknown side '{s}' for --close-first: use one of {}", names.join(", "))
     })
 }
 

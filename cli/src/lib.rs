@@ -316,7 +316,7 @@ pub(crate) fn print(s: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ringperf_engine::spec::{CrrOptions, Direction, RecvEngine};
+    use ringperf_engine::spec::{CloseFirst, CrrOptions, Direction, RecvEngine};
 
     fn spec(args: &str) -> TestSpec {
         let mut v = vec!["ringperf"];
@@ -360,11 +360,15 @@ mod tests {
     #[test]
     fn each_flag_lands_where_its_declaration_says() {
         let s = spec(
-            "crr -r 100,200 --linger0 --client-ports 4000-4100 -s 64K,96K -S ,32K -T 0,1 \
+            "crr -r 100,200 --linger0 --client-ports 4000-4100 --close-first client -s 64K,96K -S ,32K -T 0,1 \
              --send-engine zc --recv-engine bundle --no-latency --no-fixed-files --no-registered-ring",
         );
         assert_eq!((s.request_size, s.response_size), (100, 200));
-        assert_eq!(s.crr, CrrOptions { linger0: true, client_ports: Some((4000, 4100)) });
+        assert_eq!(
+            s.crr,
+            CrrOptions { linger0: true, client_ports: Some((4000, 4100)), close_first: CloseFirst::Client }
+        );
+        assert_eq!(spec("crr").crr.close_first, CloseFirst::Server, "netperf's order by default");
         assert_eq!(
             (s.local.socket_buffers.send, s.local.socket_buffers.recv),
             (Some(64 << 10), Some(96 << 10))

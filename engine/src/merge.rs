@@ -18,6 +18,7 @@ pub fn crr<'a>(all: impl Iterator<Item = &'a CrrReport>) -> Option<CrrReport> {
             port_busy: a.port_busy + c.port_busy,
             rejected: a.rejected + c.rejected,
             linger0: a.linger0 || c.linger0,
+            server_closed_first: a.server_closed_first || c.server_closed_first,
         })
     })
 }

@@ -384,6 +384,10 @@ pub struct CrrReport {
     pub rejected: u64,
     /// Client sockets closed with SO_LINGER 0 (RST, no TIME_WAIT).
     pub linger0: bool,
+    /// Server: it closed each connection once its response was out, without waiting for
+    /// the client's close (`--close-first server`). False from a server that predates it.
+    #[serde(default)]
+    pub server_closed_first: bool,
 }
 
 /// rr: how deep each side saw the flows' transactions go.

@@ -44,6 +44,38 @@ pub struct CrrOptions {
     /// Bind client sockets to ports from this inclusive range, round-robin, instead of
     /// the kernel's ephemeral choice.
     pub client_ports: Option<(u16, u16)>,
+    /// Which side closes each connection first. Left out of the spec when it is the
+    /// server (netperf's order), so an older server still takes the default.
+    #[serde(default, skip_serializing_if = "CloseFirst::is_server")]
+    pub close_first: CloseFirst,
+}
+
+/// Which end of a crr connection closes first, once the response is out. netperf's
+/// netserver closes right after sending its response (HTTP/1.0's order: the server ends
+/// in TIME_WAIT); neper's server waits for the client's close (the client does).
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum CloseFirst {
+    /// The server closes once its response is sent (netperf TCP_CRR).
+    #[default]
+    Server,
+    /// The server waits for the client's close (neper tcp_crr).
+    Client,
+}
+
+impl CloseFirst {
+    pub const ALL: [CloseFirst; 2] = [CloseFirst::Server, CloseFirst::Client];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CloseFirst::Server => "server",
+            CloseFirst::Client => "client",
+        }
+    }
+
+    fn is_server(&self) -> bool {
+        *self == CloseFirst::Server
+    }
 }
 
 /// UDP settings of udp-stream and udp-rr.

@@ -208,6 +208,50 @@ fn crr_receives_through_every_receive_engine() {
     }
 }
 
+/// The server waits for the client's close with `--close-first client` (neper's order) and
+/// closes first without it (netperf's), on every receive engine, with a send that cannot be
+/// linked, and on the classic loop: the sides count the same cycles either way.
+#[test]
+fn crr_either_side_closes_first_through_every_engine() {
+    let rp = ringperf!();
+    let pairs = [
+        ("copy", "recv"),
+        ("copy", "trunc"),
+        ("copy", "multishot"),
+        ("zc", "bundle"),
+        ("syscall", "syscall"),
+    ];
+    for first in ["client", "server"] {
+        for (send, recv) in pairs {
+            let r = rp.run_json(&[
+                "crr",
+                "-l",
+                "0.4",
+                "--flows",
+                "2",
+                "--close-first",
+                first,
+                "--send-engine",
+                send,
+                "--recv-engine",
+                recv,
+            ]);
+            check_crr(&r, 2);
+            if send == "syscall" {
+                // The classic loop reports no io_uring send and receive paths.
+                assert_eq!(str_at(&r, "remote.send_engine"), "syscall");
+            } else {
+                check_engines(&r, send, recv);
+            }
+            assert_eq!(
+                r["remote"]["crr"]["server_closed_first"].as_bool(),
+                Some(first == "server"),
+                "--close-first {first} with {send}/{recv}"
+            );
+        }
+    }
+}
+
 /// Engines that cannot skip their send's CQE or link it to the receive (zero copy,
 /// splice) meet multishot and bundle receives: the cycle changes shape, not its count.
 #[test]
@@ -234,15 +278,15 @@ fn crr_mixes_send_and_receive_engines() {
     }
 }
 
-/// Local ports of the TIME_WAIT sockets in a /proc/net/tcp table (state 06).
-fn time_wait_ports(table: &str) -> Vec<u16> {
+/// (local, remote) ports of the TIME_WAIT sockets in a /proc/net/tcp table (state 06).
+fn time_wait_ports(table: &str) -> Vec<(u16, u16)> {
+    let port = |a: &str| u16::from_str_radix(a.rsplit(':').next()?, 16).ok();
     table
         .lines()
         .skip(1)
         .filter_map(|l| {
             let f: Vec<&str> = l.split_whitespace().collect();
-            let port = f.get(1)?.rsplit(':').next()?;
-            (f.get(3) == Some(&"06")).then(|| u16::from_str_radix(port, 16).ok()).flatten()
+            (f.get(3) == Some(&"06")).then(|| Some((port(f.get(1)?)?, port(f.get(2)?)?))).flatten()
         })
         .collect()
 }
@@ -255,13 +299,16 @@ fn out_resets(snmp: &str) -> u64 {
     values.split_whitespace().nth(i).and_then(|v| v.parse().ok()).expect("an OutRsts value")
 }
 
-/// --linger0 and --client-ports reach every cycle's socket. In a network namespace of its
-/// own (no other program's TIME_WAIT, no full TIME_WAIT table): with --linger0 every close
-/// is a reset and leaves no TIME_WAIT on the range; normal closes leave one TIME_WAIT per
-/// port of the range used, and none of the client's connections is outside it.
+/// --linger0, --client-ports and --close-first reach every cycle's socket. In a network
+/// namespace of its own (no other program's TIME_WAIT, no full TIME_WAIT table), TIME_WAIT
+/// is left by the side that closed first: with the client closing first, --linger0 makes
+/// every close a reset and leaves no TIME_WAIT on the range, and normal closes leave one
+/// TIME_WAIT per port of the range used, none of the client's connections outside it;
+/// with the server closing first (the default), every cycle's TIME_WAIT is the server's,
+/// toward a port of the range, and the client leaves none.
 #[test]
-fn crr_linger0_and_client_ports_reach_every_cycle() {
-    const TEST: &str = "crr_linger0_and_client_ports_reach_every_cycle";
+fn crr_linger0_client_ports_and_close_order_reach_every_cycle() {
+    const TEST: &str = "crr_linger0_client_ports_and_close_order_reach_every_cycle";
     if skip_unless(TEST, true, &[IP]) {
         return;
     }
@@ -271,14 +318,19 @@ fn crr_linger0_and_client_ports_reach_every_cycle() {
         assert!(o.status.success(), "{program} {args:?} in {}: {}", ns.name(), o.stderr);
         o.stdout
     };
-    for (linger0, range) in [(true, (61300u16, 61399u16)), (false, (61400, 61499))] {
-        let ns = match Netns::create(&format!("rpt-crr-{}-{linger0}", std::process::id())) {
+    let cases = [
+        ("client", true, (61300u16, 61399u16)),
+        ("client", false, (61400, 61499)),
+        ("server", false, (61500, 61599)),
+    ];
+    for (first, linger0, range) in cases {
+        let ns = match Netns::create(&format!("rpt-crr-{}-{first}-{linger0}", std::process::id())) {
             Ok(ns) => ns,
             Err(why) => return skip(TEST, &why),
         };
         in_ns(&ns, "ip", &["link", "set", "lo", "up"]);
         let ports = format!("{}-{}", range.0, range.1);
-        let mut args = vec!["crr", "-l", "0.3", "--client-ports", &ports, "--json"];
+        let mut args = vec!["crr", "-l", "0.3", "--client-ports", &ports, "--close-first", first, "--json"];
         if linger0 {
             args.push("--linger0");
         }
@@ -286,10 +338,20 @@ fn crr_linger0_and_client_ports_reach_every_cycle() {
         let r: Value = serde_json::from_str(&in_ns(&ns, rp.path().to_str().expect("a UTF-8 path"), &args))
             .expect("a JSON report");
         check_crr(&r, 1);
+        assert_eq!(r["remote"]["crr"]["server_closed_first"].as_bool(), Some(first == "server"));
         let resets = out_resets(&in_ns(&ns, "cat", &["/proc/net/snmp"])) - before;
         let all = time_wait_ports(&in_ns(&ns, "cat", &["/proc/net/tcp"]));
-        let in_range: Vec<u16> = all.iter().copied().filter(|p| (range.0..=range.1).contains(p)).collect();
+        let ours = |p: &u16| (range.0..=range.1).contains(p);
+        let in_range: Vec<u16> = all.iter().map(|&(l, _)| l).filter(ours).collect();
         let t = u64_at(&r, "local.transactions");
+        if first == "server" {
+            assert!(in_range.is_empty(), "the server closed first, yet the client left TIME_WAIT: {all:?}");
+            // One per client port used, reused by the next SYN to it (after 100 cycles: all).
+            let servers = all.iter().filter(|(_, remote)| ours(remote)).count();
+            assert_eq!(servers as u64, t.min(100), "the server's TIME_WAIT toward {ports}: {all:?}");
+            assert!(all.len() - servers <= 2, "TIME_WAIT not toward {ports}: {all:?}");
+            continue;
+        }
         if linger0 {
             assert!(resets >= t, "--linger0: {resets} resets for {t} connections");
             assert!(in_range.is_empty(), "--linger0 left {} TIME_WAIT sockets on {ports}", in_range.len());

@@ -251,7 +251,14 @@ fn tcp_line(o: &mut String, name: &str, s: &SideReport) {
 fn crr_line(o: &mut String, name: &str, s: &SideReport) {
     let Some(c) = &s.crr else { return };
     let rate = c.connections as f64 / (s.elapsed_ns.max(1) as f64 / 1e9);
-    let close = if c.linger0 { "RST close (SO_LINGER 0)" } else { "normal close" };
+    // Each side says how it closed: the client whether with a reset, the server whether
+    // it waited for the client's close.
+    let close = match (s.role, c.linger0, c.server_closed_first) {
+        (Role::CrrServer, _, true) => "closes first (before the client)",
+        (Role::CrrServer, _, false) => "waits for the client's close",
+        (_, true, _) => "RST close (SO_LINGER 0)",
+        (_, false, _) => "normal close",
+    };
     let _ = writeln!(
         o,
         "{name}  crr: {} connections ({rate:.0}/s), {close}, {} busy client ports skipped, {} connections rejected",

@@ -19,7 +19,7 @@ use crate::classic::{Ctx, Loop, ABORT, DEADLINE, GUARD};
 use crate::error::{Error, Result};
 use crate::net::FLOW_HEADER_LEN;
 use crate::report::CrrReport;
-use crate::spec::TestSpec;
+use crate::spec::{CloseFirst, TestSpec};
 use crate::verify::fill;
 use crate::workload::crr::{client_options, header, set_port, SockOpt};
 use crate::workload::driver::RoleReport;
@@ -466,6 +466,8 @@ pub struct Server {
     /// Per slot: its header and request as they come in.
     requests: Vec<u8>,
     response: Vec<u8>,
+    /// `--close-first server`: close once the response is out, not after the client's close.
+    closes_first: bool,
     conns: Vec<Conn>,
     free: Vec<usize>,
     report: CrrReport,
@@ -487,10 +489,25 @@ impl Server {
             request_len,
             requests: vec![0; slots * request_len],
             response,
+            closes_first: spec.crr.close_first == CloseFirst::Server,
             conns: vec![Conn { fd: -1, flow: 0, phase: ConnPhase::AwaitClose }; slots],
             free: (0..slots).rev().collect(),
-            report: CrrReport { linger0: spec.crr.linger0, ..CrrReport::default() },
+            report: CrrReport {
+                linger0: spec.crr.linger0,
+                server_closed_first: spec.crr.close_first == CloseFirst::Server,
+                ..CrrReport::default()
+            },
         }
+    }
+
+    /// A connection answered in full (and, unless the server closes first, closed by the
+    /// client after it): counted as the client counts it.
+    fn count(&mut self, cx: &mut Ctx, slot: usize) {
+        let k = &mut cx.counters[self.conns[slot].flow as usize];
+        k.transactions += 1;
+        k.bytes_received += (self.request_len - FLOW_HEADER_LEN) as u64;
+        k.bytes_sent += self.response.len() as u64;
+        self.report.connections += 1;
     }
 
     fn release(&mut self, cx: &mut Ctx, slot: usize) {
@@ -580,11 +597,7 @@ impl Server {
                     Io::Done(_) => false,
                 };
                 if closed {
-                    let k = &mut cx.counters[self.conns[slot].flow as usize];
-                    k.transactions += 1;
-                    k.bytes_received += (self.request_len - FLOW_HEADER_LEN) as u64;
-                    k.bytes_sent += self.response.len() as u64;
-                    self.report.connections += 1;
+                    self.count(cx, slot);
                 } else {
                     self.report.rejected += 1;
                 }
@@ -616,6 +629,11 @@ impl Server {
             }
             self.conns[slot].phase = ConnPhase::Responding(sent);
             return Ok(false);
+        }
+        if self.closes_first {
+            self.count(cx, slot);
+            self.release(cx, slot);
+            return Ok(true);
         }
         if matches!(was, ConnPhase::Responding(_)) {
             cx.calls.other += 1;

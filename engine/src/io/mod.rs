@@ -52,6 +52,8 @@ pub mod op {
     /// crr server: the receive of a connection's header when the receive engine discards
     /// what it receives (trunc).
     pub const CRR_HEADER: u8 = 18;
+    /// crr server: the close linked behind a response when the server closes first.
+    pub const SERVER_CLOSE: u8 = 19;
 }
 
 /// What a send-side completion meant for the workload.

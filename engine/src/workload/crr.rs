@@ -27,11 +27,15 @@
 //! Server: one multishot Accept per worker on the session's listener (every worker shares
 //! it; accepting into the fixed-file table instead measured no cheaper); per connection a
 //! Recv of the header and request (trunc: a Recv of the header of crr's own, linked to the
-//! path's receive of the request; multishot and bundle: a standing receive until the
-//! client closes), then the response, linked (when it can be) to a Recv that completes
-//! when the client closes, then Close. The response waits for the header's cookie check,
-//! so it is never linked behind the request's receive. A connection counts when the
-//! client closed after a whole response, the same moment the client counts it. The client
+//! path's receive of the request; multishot and bundle: a standing receive, cancelled
+//! once the request is whole when the server closes first, else kept until the client
+//! closes), then the response. By default the server closes first, as netperf's
+//! netserver does: the response linked (when it can be) to the Close, so the client's
+//! close never has to wake the server. With `--close-first client` (neper's order) the
+//! response is linked to a Recv that completes when the client closes, then Close. The
+//! response waits for the header's cookie check, so it is never linked behind the
+//! request's receive. A connection counts when its whole response went out (and, when the
+//! client closes first, the client closed after it), as the client counts it. The client
 //! tells the session when all its cycles are done (after its deadline); the session then
 //! signals every server worker through an eventfd that each ring polls.
 
@@ -48,7 +52,7 @@ use crate::measure::clock::monotonic_ns;
 use crate::net::FLOW_HEADER_LEN;
 use crate::report::CrrReport;
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
-use crate::spec::{CrrOptions, RecvEngine, TestSpec};
+use crate::spec::{CloseFirst, CrrOptions, RecvEngine, TestSpec};
 use crate::verify::Verifier;
 use crate::with_fd;
 use crate::workload::driver::{RoleReport, Run, Timers, Workload};
@@ -303,7 +307,7 @@ impl CrrClient {
     ) -> CrrClient {
         let request_len = FLOW_HEADER_LEN + spec.request_size as usize;
         let response_len = spec.response_size as usize;
-        let CrrOptions { linger0, client_ports } = spec.crr;
+        let CrrOptions { linger0, client_ports, .. } = spec.crr;
         // Each worker starts at its own place in the port range, so workers rarely collide.
         let next_port = flow_ids.first().copied().unwrap_or(0);
         let shape = if send.can_chain() && !recv.multishot() { Shape::Chained } else { Shape::Connected };
@@ -738,6 +742,8 @@ struct Conn {
     sent: bool,
     /// The client closed (EOF, or a reset with --linger0).
     peer_closed: bool,
+    /// The close linked behind the response ran: the descriptor is gone.
+    closed: bool,
     /// Not a good cycle of the client's: a torn or foreign request, a failed response.
     bad: bool,
 }
@@ -757,6 +763,7 @@ impl Conn {
             answered: false,
             sent: false,
             peer_closed: false,
+            closed: false,
             bad: false,
         }
     }
@@ -779,8 +786,12 @@ pub struct CrrServer {
     /// Sends every response (the pattern).
     send: AnySend,
     response_len: usize,
-    /// The response is linked to the close wait (one-shot receive, a send that can be linked).
+    /// The response is linked to what follows it (the close wait, or the close when the
+    /// server closes first): a one-shot receive and a send that can be linked.
     chained: bool,
+    /// `--close-first server`: close once the response is out (netperf's netserver), not
+    /// after the client's close.
+    closes_first: bool,
     skip_send: bool,
     /// Per slot: one byte the client's close completes (it never carries data).
     eof: Vec<u8>,
@@ -829,6 +840,7 @@ impl CrrServer {
             cookie,
             flows: spec.flows as usize,
             chained: send.can_chain() && !recv.multishot(),
+            closes_first: spec.crr.close_first == CloseFirst::Server,
             skip_send: send.can_skip_success(),
             recv,
             verify,
@@ -841,7 +853,11 @@ impl CrrServer {
             stop,
             active: 0,
             accepting: false,
-            report: CrrReport { linger0: spec.crr.linger0, ..CrrReport::default() },
+            report: CrrReport {
+                linger0: spec.crr.linger0,
+                server_closed_first: spec.crr.close_first == CloseFirst::Server,
+                ..CrrReport::default()
+            },
         }
     }
 
@@ -930,6 +946,8 @@ impl CrrServer {
             match event {
                 RecvEvent::Eof { .. } => conn.peer_closed = true,
                 RecvEvent::Cancelled { .. } if c.result == -libc::ECONNRESET => conn.peer_closed = true,
+                // Ours: a server that closes first stops its receive once it answered.
+                RecvEvent::Cancelled { .. } if self.closes_first && conn.answered => {}
                 RecvEvent::Cancelled { .. } => conn.bad = true,
                 _ => {}
             }
@@ -948,6 +966,10 @@ impl CrrServer {
             } else {
                 conn.flow = flow;
                 conn.answered = true;
+                if multishot && self.closes_first && conn.recv_due {
+                    // Nothing more is read: the close must not wait for the client's.
+                    self.recv.cancel_on(ring, slot)?;
+                }
                 self.respond(ring, slot)?;
             }
         }
@@ -972,6 +994,18 @@ impl CrrServer {
         conn.send_due = !self.skip_send;
         // A skip-success send posts only when it fails (`on_send` then says so).
         conn.sent = self.skip_send;
+        if self.closes_first {
+            if self.chained {
+                let close =
+                    opcode::Close::new(types::Fd(fd)).build().user_data(token(op::SERVER_CLOSE, slot));
+                conn.wait_due = true;
+                // SAFETY: Close points at no memory.
+                unsafe { ring.push(&close)? };
+            }
+            // Otherwise `settle` closes it once the response (and a standing receive's
+            // cancellation) have posted.
+            return Ok(());
+        }
         if self.recv.multishot() {
             // The standing receive sees the client's close.
             return Ok(());
@@ -1020,14 +1054,15 @@ impl CrrServer {
         Ok(Some(slot))
     }
 
-    /// Once a connection has all its CQEs: counts it (the client closed after a whole
-    /// response, the same moment the client counts it) and closes it.
+    /// Once a connection has all its CQEs: counts it (its whole response went out, and
+    /// unless the server closes first the client closed after it, the moment the client
+    /// counts it) and closes it, unless its linked close already did.
     fn settle(&mut self, ring: &mut Ring, slot: usize, run: &mut Run) -> Result<()> {
         let conn = &self.conns[slot];
         if conn.owes() || conn.fd < 0 {
             return Ok(());
         }
-        if conn.peer_closed && conn.sent && !conn.bad {
+        if (conn.peer_closed || self.closes_first) && conn.sent && !conn.bad {
             let k = &mut run.counters[conn.flow as usize];
             k.transactions += 1;
             k.bytes_received += self.request_len as u64 - FLOW_HEADER_LEN as u64;
@@ -1036,9 +1071,13 @@ impl CrrServer {
         } else {
             self.report.rejected += 1;
         }
+        let closed = self.conns[slot].closed;
         let fd = std::mem::replace(&mut self.conns[slot].fd, -1);
         self.free.push(slot as u32);
         self.active -= 1;
+        if closed {
+            return Ok(());
+        }
         Self::close(ring, fd)
     }
 }
@@ -1113,6 +1152,17 @@ impl Workload for CrrServer {
                 Some(slot) => slot,
                 None => return Ok(true),
             },
+            op::SERVER_CLOSE => {
+                let conn = &mut self.conns[c.flow()];
+                conn.wait_due = false;
+                // -ECANCELED: the response failed first, and the descriptor is still open.
+                if c.result >= 0 {
+                    conn.closed = true;
+                } else if c.result != -libc::ECANCELED {
+                    return Err(cqe_error("closing a crr connection", c.result));
+                }
+                c.flow()
+            }
             op::PEER_CLOSE => {
                 let conn = &mut self.conns[c.flow()];
                 conn.wait_due = false;
