@@ -148,6 +148,20 @@ impl TestReport {
         fig
     }
 
+    /// The one-way delay of the client's datagrams at the server (`request`; udp-stream's
+    /// only direction) or of udp-rr's responses at the client; `None` where the direction
+    /// was not stamped or its side did not report.
+    pub fn one_way(&self, request: bool) -> Option<&OneWayReport> {
+        let side = match (self.spec.workload, request) {
+            (crate::spec::Workload::UdpStream | crate::spec::Workload::UdpRr, true) => {
+                self.remote.as_ref()?
+            }
+            (crate::spec::Workload::UdpRr, false) => &self.local,
+            _ => return None,
+        };
+        side.udp.as_ref()?.one_way.as_ref()
+    }
+
     /// The zero-copy share of the sender's bytes, when it sent with a zero-copy engine.
     pub fn zero_copy_fraction(&self) -> Option<f64> {
         let sender = self.sender_and_receiver().0?;
