@@ -89,8 +89,9 @@ pub fn udp(all: Vec<Option<&UdpReport>>, nflows: usize, busy_us: f64) -> Option<
     out
 }
 
-/// Two workers' one-way delays: the histograms merged exactly, the counts summed.
-fn one_way(a: Option<OneWayReport>, b: Option<&OneWayReport>) -> Option<OneWayReport> {
+/// Two workers' (or iterations') one-way delays: the histograms merged exactly, the counts
+/// summed, the larger uncertainty kept (the client labels the result again).
+pub fn one_way(a: Option<OneWayReport>, b: Option<&OneWayReport>) -> Option<OneWayReport> {
     let Some(b) = b else { return a };
     let Some(a) = a else { return Some(b.clone()) };
     let delays: Vec<&LatencySummary> = a.delay.iter().chain(b.delay.iter()).collect();

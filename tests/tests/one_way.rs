@@ -162,3 +162,22 @@ fn a_peer_in_another_namespace_gets_the_offset_applied_and_labelled() {
         );
     }
 }
+
+/// With iterations (-i) the one-way histograms merge over every iteration, as the round
+/// trips do: each transaction adds one round trip, one response delay and (loopback loses
+/// nothing) one request delay.
+#[test]
+fn one_way_delays_merge_over_iterations_like_the_round_trips() {
+    let r = ringperf!().run_json(&["udp-rr", "-l", "0.3", "-r", "64", "-i", "3,3"]);
+    assert_eq!(at(&r, "iterations").as_array().map(Vec::len), Some(3));
+    let rtts = u64_at(&r, "local.latency.count");
+    assert!(rtts > u64_at(&r, "local.transactions"), "the round trips did not merge over iterations");
+    assert_eq!(
+        u64_at(one_way(&r, "local"), "delay.count"),
+        rtts,
+        "response delays not merged like round trips"
+    );
+    let request = one_way(&r, "remote");
+    assert!(u64_at(request, "delay.count") >= rtts, "request delays not merged over iterations");
+    assert!(bool_at(request, "trusted"));
+}
