@@ -94,7 +94,7 @@ impl OneWayRecorder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::Workload;
+    use crate::spec::{RecvEngine, SendEngine, Workload};
 
     fn datagram(seq: u64, stamp: u64, len: usize) -> Vec<u8> {
         let mut d = vec![0u8; len];
@@ -133,6 +133,28 @@ mod tests {
         assert!(r.batch_arrival() >= arrival);
     }
 
+    /// A figure whose clock uncertainty is over half its p50 cannot be trusted; one host's
+    /// (uncertainty 0) always can.
+    #[test]
+    fn the_label_distrusts_an_uncertainty_over_half_the_p50() {
+        let spec = TestSpec::for_workload(Workload::UdpStream);
+        let mut r = OneWayRecorder::for_direction(&spec, true).expect("stamped");
+        for _ in 0..100 {
+            r.record_at(20_000, &datagram(1, 10_000, 64));
+        }
+        let mut rep = r.report();
+        let p50 = rep.delay.as_ref().expect("recorded").p50_ns;
+        rep.label(0);
+        assert_eq!((rep.uncertainty_ns, rep.trusted), (Some(0), Some(true)));
+        rep.label(p50 / 2);
+        assert_eq!(rep.trusted, Some(true), "exactly half the p50 is still trusted");
+        rep.label(p50 / 2 + 10);
+        assert_eq!(rep.trusted, Some(false));
+        let mut nothing = OneWayRecorder::for_direction(&spec, true).expect("stamped").report();
+        nothing.label(5);
+        assert_eq!(nothing.trusted, None, "no figure, no verdict");
+    }
+
     #[test]
     fn small_or_classic_datagrams_are_not_measured_and_say_why() {
         let rr = TestSpec::for_workload(Workload::UdpRr);
@@ -141,5 +163,12 @@ mod tests {
         let rr = TestSpec { request_size: 64, ..rr };
         assert!(rr.one_way_unmeasured(true).is_none());
         assert!(rr.one_way_unmeasured(false).is_some(), "the 8-byte responses are not");
+        let mut classic = TestSpec::for_workload(Workload::UdpStream);
+        classic.remote.send_engine = SendEngine::Syscall;
+        classic.remote.recv_engine = RecvEngine::Syscall;
+        assert_eq!(
+            classic.one_way_unmeasured(true).as_deref(),
+            Some("the syscall engine does not stamp datagrams")
+        );
     }
 }
