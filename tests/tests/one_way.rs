@@ -161,6 +161,12 @@ fn a_peer_in_another_namespace_gets_the_offset_applied_and_labelled() {
             "{side}: trusted must say whether ±{uncertainty} ns is under half the p50"
         );
     }
+    // The human report labels each direction with the offset and its uncertainty.
+    let human = run_with_timeout(lab.exec("a", rp.path(), &args[..args.len() - 1]), Duration::from_secs(60));
+    assert!(human.status.success(), "{human}");
+    for line in human.stdout.lines().filter(|l| l.starts_with("one-way ")) {
+        assert!(line.contains("clock offset ") && line.contains("uncertainty +/-"), "unlabelled: {line}");
+    }
 }
 
 /// With iterations (-i) the one-way histograms merge over every iteration, as the round
