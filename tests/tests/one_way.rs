@@ -164,7 +164,9 @@ fn a_peer_in_another_namespace_gets_the_offset_applied_and_labelled() {
     // The human report labels each direction with the offset and its uncertainty.
     let human = run_with_timeout(lab.exec("a", rp.path(), &args[..args.len() - 1]), Duration::from_secs(60));
     assert!(human.status.success(), "{human}");
-    for line in human.stdout.lines().filter(|l| l.starts_with("one-way ")) {
+    let lines: Vec<&str> = human.stdout.lines().filter(|l| l.starts_with("one-way ")).collect();
+    assert_eq!(lines.len(), 2, "one line per direction: {human}");
+    for line in lines {
         assert!(line.contains("clock offset ") && line.contains("uncertainty +/-"), "unlabelled: {line}");
     }
 }
