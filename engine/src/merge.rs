@@ -4,8 +4,9 @@
 use crate::error::Result;
 use crate::measure::latency::{merge_summaries, LatencyRecorder};
 use crate::report::{
-    CrrReport, IntervalSample, OpenLoopReport, RecvReport, RingCounters, RrReport, SendReport, SpliceReport,
-    SyscallCounters, ToolCpu, UdpFlowReport, UdpReport, VerifyReport, ZeroCopyRecvReport, ZeroCopyReport,
+    CrrReport, IntervalSample, LatencySummary, OneWayReport, OpenLoopReport, RecvReport, RingCounters,
+    RrReport, SendReport, SpliceReport, SyscallCounters, ToolCpu, UdpFlowReport, UdpReport, VerifyReport,
+    ZeroCopyRecvReport, ZeroCopyReport,
 };
 use crate::workload::Ending;
 
@@ -75,6 +76,7 @@ pub fn udp(all: Vec<Option<&UdpReport>>, nflows: usize, busy_us: f64) -> Option<
         o.timeouts += r.timeouts;
         o.retransmissions += r.retransmissions;
         o.stale_responses += r.stale_responses;
+        o.one_way = one_way(o.one_way.take(), r.one_way.as_ref());
         for (l, f) in r.flows.iter().enumerate() {
             if let Some(g) = o.flows.get_mut(global_flow(w, l, workers)) {
                 *g = *f;
@@ -86,6 +88,20 @@ pub fn udp(all: Vec<Option<&UdpReport>>, nflows: usize, busy_us: f64) -> Option<
         o.us_per_datagram = (datagrams > 0).then(|| busy_us / datagrams as f64);
     }
     out
+}
+
+/// Two workers' (or iterations') one-way delays: the histograms merged exactly, the counts
+/// summed, the larger uncertainty kept (the client labels the result again).
+pub fn one_way(a: Option<OneWayReport>, b: Option<&OneWayReport>) -> Option<OneWayReport> {
+    let Some(b) = b else { return a };
+    let Some(a) = a else { return Some(b.clone()) };
+    let delays: Vec<&LatencySummary> = a.delay.iter().chain(b.delay.iter()).collect();
+    Some(OneWayReport {
+        delay: if delays.is_empty() { None } else { merge_summaries(&delays) },
+        not_after_send: a.not_after_send + b.not_after_send,
+        uncertainty_ns: a.uncertainty_ns.max(b.uncertainty_ns),
+        trusted: None,
+    })
 }
 
 pub fn ring(all: &[RingCounters]) -> RingCounters {

@@ -41,6 +41,40 @@ pub struct TestReport {
     /// The server side, as it reported itself; `None` when a partial run's server never did.
     pub remote: Option<SideReport>,
     pub environment: Environments,
+    /// The server's clock against the client's, for one-way delays (UDP tests that stamp
+    /// their datagrams); absent otherwise and from reports of versions before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clock: Option<ClockReport>,
+}
+
+/// How the client put the server's clock on its own for one-way delays: the offset
+/// (server CLOCK_MONOTONIC minus client's) from round trips on the control connection,
+/// keeping the probe with the shortest round trip: the server read its clock somewhere
+/// within it, so the offset is known to half of it.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq)]
+pub struct ClockReport {
+    /// Both ends run on one kernel (the embedded server, or a loopback peer): one clock, so
+    /// no correction is applied and the one-way figures are exact.
+    pub same_host: bool,
+    /// Round trips measured.
+    pub probes: u32,
+    /// The estimate: server minus client, ns.
+    pub offset_ns: i64,
+    /// How far the true offset may be from the estimate (half the best round trip), ns.
+    pub uncertainty_ns: u64,
+    /// The offset the server's stamps and arrivals were corrected by (0 on one host).
+    pub applied_offset_ns: i64,
+}
+
+impl ClockReport {
+    /// The uncertainty of a one-way figure corrected by this offset (0 on one host).
+    pub fn one_way_uncertainty_ns(&self) -> u64 {
+        if self.same_host {
+            0
+        } else {
+            self.uncertainty_ns
+        }
+    }
 }
 
 impl TestReport {
@@ -112,6 +146,20 @@ impl TestReport {
             fig.p99_latency_ns = Some(l.p99_ns);
         }
         fig
+    }
+
+    /// The one-way delay of the client's datagrams at the server (`request`; udp-stream's
+    /// only direction) or of udp-rr's responses at the client; `None` where the direction
+    /// was not stamped or its side did not report.
+    pub fn one_way(&self, request: bool) -> Option<&OneWayReport> {
+        let side = match (self.spec.workload, request) {
+            (crate::spec::Workload::UdpStream | crate::spec::Workload::UdpRr, true) => {
+                self.remote.as_ref()?
+            }
+            (crate::spec::Workload::UdpRr, false) => &self.local,
+            _ => return None,
+        };
+        side.udp.as_ref()?.one_way.as_ref()
     }
 
     /// The zero-copy share of the sender's bytes, when it sent with a zero-copy engine.
@@ -491,6 +539,37 @@ pub struct UdpReport {
     pub us_per_datagram: Option<f64>,
     /// Every flow, in flow order.
     pub flows: Vec<UdpFlowReport>,
+    /// The one-way delay of the stamped datagrams this side received (udp-stream's
+    /// receiver; udp-rr: the server's requests, the client's responses); absent where
+    /// they were not stamped (`TestSpec::one_way_unmeasured` says why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub one_way: Option<OneWayReport>,
+}
+
+/// One-way delays of one direction's datagrams: arrival minus send stamp on the client's
+/// clock (see README "What the figures mean").
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct OneWayReport {
+    /// The delays; `None` when no stamped datagram arrived.
+    pub delay: Option<LatencySummary>,
+    /// Stamped datagrams that did not arrive after their send stamp on the corrected clock
+    /// (the offset estimate is off by more than their delay): recorded as 1 ns.
+    pub not_after_send: u64,
+    /// The clock offset's uncertainty the figure carries (0: same host, exact), as the
+    /// client labelled it; `None` before the client merged both sides.
+    #[serde(default)]
+    pub uncertainty_ns: Option<u64>,
+    /// False when the uncertainty is over half the p50 delay: the figure cannot be trusted.
+    #[serde(default)]
+    pub trusted: Option<bool>,
+}
+
+impl OneWayReport {
+    /// Labels the figure with the clock's uncertainty and whether it can be trusted.
+    pub fn label(&mut self, uncertainty_ns: u64) {
+        self.uncertainty_ns = Some(uncertainty_ns);
+        self.trusted = self.delay.as_ref().map(|d| uncertainty_ns.saturating_mul(2) <= d.p50_ns);
+    }
 }
 
 impl UdpReport {
@@ -844,7 +923,7 @@ fn ratio(a: u64, b: u64) -> f64 {
 }
 
 /// Latency percentiles plus the full histogram, so runs and hosts can be merged later.
-#[derive(Serialize, Deserialize, Clone, Debug)]
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
 pub struct LatencySummary {
     pub count: u64,
     pub min_ns: u64,

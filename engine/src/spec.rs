@@ -98,6 +98,10 @@ impl Default for UdpOptions {
 
 /// Bytes of the sequence number at the start of every UDP datagram.
 pub const UDP_SEQ_LEN: u32 = 8;
+/// Bytes a UDP datagram needs to carry its sender's send stamp (8 bytes, little endian,
+/// CLOCK_MONOTONIC ns on the client's clock) after its sequence number: smaller datagrams
+/// go unstamped, and their direction's one-way delay is not measured.
+pub const UDP_STAMPED_LEN: u32 = UDP_SEQ_LEN + 8;
 /// The largest UDP payload (IPv4: 65535 - 20 - 8).
 pub const MAX_UDP_PAYLOAD: u32 = 65_507;
 /// The kernel sends at most this many segments in one UDP_SEGMENT send (UDP_MAX_SEGMENTS).
@@ -484,6 +488,12 @@ pub struct TestSpec {
     /// and gets none; left out when off, so --no-profile still runs against such a server.
     #[serde(default, skip_serializing_if = "ProfileSpec::is_off")]
     pub profile: ProfileSpec,
+    /// This side's CLOCK_MONOTONIC minus the client's, as the client estimated it before
+    /// the test (0 on the client, and on one host). A UDP side subtracts it from every
+    /// one-way stamp and arrival time it takes, so both ends' times are on the client's
+    /// clock. Not part of the spec on the wire: the Test message carries it beside.
+    #[serde(skip)]
+    pub clock_offset_ns: i64,
 }
 
 /// Whether a test samples its windows without `--profile`: off, because `ringperf-bench
@@ -588,6 +598,7 @@ impl TestSpec {
             crr: CrrOptions::default(),
             udp: UdpOptions::default(),
             profile: ProfileSpec { enabled: PROFILE_BY_DEFAULT, ..ProfileSpec::default() },
+            clock_offset_ns: 0,
         };
         spec.resolve(&Explicit::default());
         spec
@@ -1078,6 +1089,32 @@ impl TestSpec {
             (Workload::UdpStream, _) => "UDP_STREAM",
             (Workload::UdpRr, _) => "UDP_RR",
         }
+    }
+
+    /// Why the one-way delay of a UDP test's datagrams in one direction (`request`: client
+    /// to server, the only one of udp-stream; else udp-rr's responses) is not measured, or
+    /// `None` when it is: stamps need both sides on the ring engines and room in the
+    /// datagram.
+    pub fn one_way_unmeasured(&self, request: bool) -> Option<String> {
+        let size = match (self.workload, request) {
+            (Workload::UdpStream, true) => self.send_size,
+            (Workload::UdpRr, true) => self.request_size,
+            (Workload::UdpRr, false) => self.response_size,
+            _ => return Some("only udp-stream and udp-rr stamp their datagrams".into()),
+        };
+        if [&self.local, &self.remote]
+            .iter()
+            .any(|s| s.send_engine.is_classic() || s.recv_engine.is_classic())
+        {
+            return Some("the syscall engine does not stamp datagrams".into());
+        }
+        (size < UDP_STAMPED_LEN).then(|| format!("datagrams smaller than {UDP_STAMPED_LEN} B"))
+    }
+
+    /// This side's CLOCK_MONOTONIC `ns` on the client's clock (see `clock_offset_ns`).
+    #[inline]
+    pub fn on_client_clock(&self, ns: u64) -> u64 {
+        (ns as i64).wrapping_sub(self.clock_offset_ns) as u64
     }
 
     /// Datagrams per UDP send: one, or with GSO as many segments as one send may carry.

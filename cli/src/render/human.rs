@@ -122,6 +122,7 @@ pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
             o.push_str(&super::histogram::render(l));
         }
     }
+    one_way_lines(&mut o, r);
     if opts.profile {
         for &(name, s) in &sides {
             super::profile::tables(&mut o, name, s);
@@ -720,6 +721,67 @@ fn latency_lines(o: &mut String, l: &LatencySummary) {
         us(l.p9999_ns),
         us(l.max_ns)
     );
+}
+
+/// udp-stream's and udp-rr's one-way delays, each direction with how far its clock can be
+/// trusted, or why it was not measured.
+fn one_way_lines(o: &mut String, r: &TestReport) {
+    let directions: &[(bool, &str)] = match r.spec.workload {
+        Workload::UdpStream => &[(true, "client->server")],
+        Workload::UdpRr => &[(true, "client->server"), (false, "server->client")],
+        _ => return,
+    };
+    let us = |ns: u64| ns as f64 / 1e3;
+    for &(request, name) in directions {
+        if let Some(why) = r.spec.one_way_unmeasured(request) {
+            let _ = writeln!(o, "one-way {name}: not measured ({why})");
+            continue;
+        }
+        let Some(w) = r.one_way(request) else {
+            let _ = writeln!(o, "one-way {name}: {NOT_REPORTED} (the side that received it did not report)");
+            continue;
+        };
+        let Some(d) = &w.delay else {
+            let _ = writeln!(o, "one-way {name}: no stamped datagram arrived");
+            continue;
+        };
+        let clock = match &r.clock {
+            Some(k) if k.same_host => "same host: one clock, exact".to_string(),
+            Some(k) => format!(
+                "clock offset {:+.1} us from {} probes, uncertainty +/-{:.1} us",
+                k.offset_ns as f64 / 1e3,
+                k.probes,
+                us(k.uncertainty_ns)
+            ),
+            None => "clock offset unknown".to_string(),
+        };
+        let _ = writeln!(
+            o,
+            "one-way {name} (us, {} datagrams; {clock}): min {:.1} mean {:.1} p50 {:.1} p90 {:.1} p99 {:.1} p99.9 {:.1} max {:.1}",
+            d.count,
+            us(d.min_ns),
+            d.mean_ns / 1e3,
+            us(d.p50_ns),
+            us(d.p90_ns),
+            us(d.p99_ns),
+            us(d.p999_ns),
+            us(d.max_ns)
+        );
+        if w.trusted == Some(false) {
+            let _ = writeln!(
+                o,
+                "!!! one-way {name} cannot be trusted: the clock offset's uncertainty (+/-{:.1} us) is over half its p50; synchronise the hosts' clocks or use a shorter control path",
+                us(w.uncertainty_ns.unwrap_or(0))
+            );
+        }
+        if w.not_after_send > 0 {
+            let _ = writeln!(
+                o,
+                "!!! one-way {name}: {} datagrams arrived no later than their send stamp on the corrected clock (counted as 1 ns): the offset estimate is off by more than their delay",
+                w.not_after_send
+            );
+        }
+    }
 }
 
 fn ring_setup(r: &RingSetup) -> String {

@@ -219,6 +219,20 @@ const PROFILE_FIGURES: &[(&str, Extract)] = &[
     }),
 ];
 
+/// One-way delays (udp-stream, udp-rr; µs): after every older column, settings included.
+const ONE_WAY_FIGURES: &[(&str, Extract)] = &[
+    ("ONE_WAY_C2S_P50_LATENCY", |c| us(one_way(c, true).map(|d| d.p50_ns))),
+    ("ONE_WAY_C2S_P99_LATENCY", |c| us(one_way(c, true).map(|d| d.p99_ns))),
+    ("ONE_WAY_S2C_P50_LATENCY", |c| us(one_way(c, false).map(|d| d.p50_ns))),
+    ("ONE_WAY_S2C_P99_LATENCY", |c| us(one_way(c, false).map(|d| d.p99_ns))),
+    ("ONE_WAY_CLOCK_UNCERTAINTY", |c| us(c.r.clock.map(|k| k.one_way_uncertainty_ns()))),
+];
+
+/// The one-way delay of the client's datagrams (`request`) or of udp-rr's responses.
+fn one_way<'a>(c: &Row<'a>, request: bool) -> Option<&'a LatencySummary> {
+    c.r.one_way(request)?.delay.as_ref()
+}
+
 /// A figure of side `s`'s profile, empty when it has none (or the kernel refused one).
 fn profile(s: Option<&SideReport>, g: impl Fn(&ProfileReport) -> String) -> String {
     s.and_then(|s| s.profile.as_ref()).filter(|p| p.unavailable.is_none()).map_or_else(String::new, g)
@@ -273,6 +287,7 @@ fn fields() -> Vec<(&'static str, Value)> {
             s.after.and_then(|prev| out.iter().position(|(n, _)| *n == prev)).map_or(out.len(), |i| i + 1);
         out.insert(at, (s.name, Value::Setting(s.value)));
     }
+    out.extend(ONE_WAY_FIGURES.iter().map(|&(n, e)| (n, Value::Figure(e))));
     out
 }
 
@@ -380,11 +395,12 @@ mod tests {
         assert_eq!(column("RCVLOWAT"), Some(58));
         assert_eq!(column("REMOTE_CONG_CONTROL"), Some(60));
         assert_eq!(column("REMOTE_NETWORK_SD_PER_SEGMENT"), Some(98));
-        assert_eq!(column("BURST_SIZE"), Some(all.len() - 6));
+        assert_eq!(column("BURST_SIZE"), Some(all.len() - 6 - ONE_WAY_FIGURES.len()));
+        assert_eq!(column("OPEN_LOOP_DROPPED"), Some(all.len() - 1 - ONE_WAY_FIGURES.len()));
         assert_eq!(
             all.last(),
-            Some(&"OPEN_LOOP_DROPPED"),
-            "a setting added later goes after every older column"
+            Some(&"ONE_WAY_CLOCK_UNCERTAINTY"),
+            "a column added later goes after every older column"
         );
     }
 }

@@ -19,10 +19,12 @@ use crate::control::protocol::{
 use crate::control::server::{check_cpu, Server, CONTROL_TIMEOUT};
 use crate::env::Environment;
 use crate::error::{Error, Result};
+use crate::measure::clock::monotonic_ns;
 use crate::measure::confidence::{batch_means, estimate, Estimate};
 use crate::net::connect_flows;
 use crate::report::{
-    Environments, IntervalSample, IterationFigures, SideReport, Summary, TestReport, SCHEMA_VERSION,
+    ClockReport, Environments, IntervalSample, IterationFigures, SideReport, Summary, TestReport,
+    SCHEMA_VERSION,
 };
 use crate::side::{DataSockets, Side};
 use crate::spec::{Role, TestSpec, Workload};
@@ -198,7 +200,14 @@ fn run_on(
         }
         other => return Err(unexpected("welcome", &other)),
     };
-    c.send(&ClientMessage::Test { spec: Box::new(spec.clone()) })?;
+    let clock = if measures_one_way(spec) {
+        let same_host = embedded || peer_ip.is_loopback() || peer_ip.to_canonical().is_loopback();
+        Some(estimate_clock(&mut c, same_host)?)
+    } else {
+        None
+    };
+    let clock_offset_ns = clock.map_or(0, |k| k.applied_offset_ns);
+    c.send(&ClientMessage::Test { spec: Box::new(spec.clone()), clock_offset_ns })?;
     let (port, cookie, udp_ports) = match c.expect("the server to get ready", CONTROL_TIMEOUT)? {
         ServerMessage::Ready { data_port, cookie, udp_ports } => (data_port, cookie, udp_ports),
         other => return Err(unexpected("ready", &other)),
@@ -264,6 +273,14 @@ fn run_on(
             (None, Some(e))
         }
     };
+    let (mut local, mut remote) = (local, remote);
+    if let Some(k) = &clock {
+        for side in std::iter::once(&mut local).chain(remote.as_mut()) {
+            if let Some(w) = side.udp.as_mut().and_then(|u| u.one_way.as_mut()) {
+                w.label(k.one_way_uncertainty_ns());
+            }
+        }
+    }
     let summary = summarize(&local, remote.as_ref(), opts.level.unwrap_or(DEFAULT_LEVEL));
     let figures = IterationFigures::of(&summary, &local, remote.as_ref());
     Ok(TestReport {
@@ -281,6 +298,47 @@ fn run_on(
         local,
         remote,
         environment: Environments { local: Environment::capture(), remote: remote_env },
+        clock,
+    })
+}
+
+/// Clock probes the client sends before a test that measures one-way delay.
+const CLOCK_PROBES: u32 = 8;
+
+/// Whether either direction of the test carries send stamps.
+fn measures_one_way(spec: &TestSpec) -> bool {
+    spec.one_way_unmeasured(true).is_none()
+        || (spec.workload == Workload::UdpRr && spec.one_way_unmeasured(false).is_none())
+}
+
+/// The server's clock against this one from [`CLOCK_PROBES`] round trips: each probe's
+/// offset is the server's reading minus the midpoint of the probe's send and its reply,
+/// wrong by at most half the round trip; the probe with the shortest round trip wins. On
+/// one host the estimate is reported but not applied: both ends read the same clock.
+fn estimate_clock(c: &mut Control<'_>, same_host: bool) -> Result<ClockReport> {
+    let mut best: Option<(u64, i64)> = None;
+    for _ in 0..CLOCK_PROBES {
+        let sent = monotonic_ns();
+        c.send(&ClientMessage::ClockProbe {})?;
+        let server_ns = match c.expect("the server's clock reply", CONTROL_TIMEOUT)? {
+            ServerMessage::ClockReply { server_ns } => server_ns,
+            other => return Err(unexpected("clock_reply", &other)),
+        };
+        let back = monotonic_ns();
+        let rtt = back.saturating_sub(sent);
+        let midpoint = sent + rtt / 2;
+        let offset = (server_ns as i64).wrapping_sub(midpoint as i64);
+        if best.is_none_or(|(r, _)| rtt < r) {
+            best = Some((rtt, offset));
+        }
+    }
+    let (rtt, offset_ns) = best.unwrap_or_default();
+    Ok(ClockReport {
+        same_host,
+        probes: CLOCK_PROBES,
+        offset_ns,
+        uncertainty_ns: rtt.div_ceil(2),
+        applied_offset_ns: if same_host { 0 } else { offset_ns },
     })
 }
 
@@ -363,6 +421,7 @@ fn refused_at_hello(e: Error, server: &str) -> Error {
 fn unexpected(expected: &str, got: &ServerMessage) -> Error {
     let name = match got {
         ServerMessage::Challenge { .. } => "challenge",
+        ServerMessage::ClockReply { .. } => "clock_reply",
         ServerMessage::Welcome { .. } => "welcome",
         ServerMessage::Ready { .. } => "ready",
         ServerMessage::Armed {} => "armed",

@@ -226,6 +226,7 @@ pub fn name(m: &ClientMessage) -> &'static str {
     match m {
         ClientMessage::Hello { .. } => "hello",
         ClientMessage::Auth { .. } => "auth",
+        ClientMessage::ClockProbe {} => "clock_probe",
         ClientMessage::Test { .. } => "test",
         ClientMessage::Go {} => "go",
         ClientMessage::Abort {} => "abort",

@@ -6,7 +6,7 @@ use crate::control::client::{run_test_with, RunOptions, Target};
 use crate::error::Result;
 use crate::measure::confidence::{estimate, ConfidenceReport, ConfidenceTarget, Estimate};
 use crate::measure::latency::merge_summaries;
-use crate::report::{IterationFigures, TestReport};
+use crate::report::{IterationFigures, OneWayReport, TestReport};
 use crate::spec::TestSpec;
 
 /// The estimates iteration stops on, from the iterations so far.
@@ -45,6 +45,8 @@ pub fn run_iterations(
     let mut figures = Vec::new();
     let mut latencies = Vec::new();
     let mut profile_costs = Vec::new();
+    // Per iteration, the one-way delays the client's and the server's side received.
+    let mut one_ways: Vec<[Option<OneWayReport>; 2]> = Vec::new();
     let mut last;
     loop {
         let mut r = run_test_with(spec, target, &opts)?;
@@ -58,6 +60,7 @@ pub fn run_iterations(
         }
         figures.extend(r.iterations.iter().copied());
         latencies.extend(r.local.latency.clone());
+        one_ways.push([Some(&r.local), r.remote.as_ref()].map(|s| s?.udp.as_ref()?.one_way.clone()));
         profile_costs.push(crate::measure::profile::iteration_costs(&r));
         last = r;
         let n = figures.len() as u32;
@@ -79,6 +82,17 @@ pub fn run_iterations(
         if let Some(merged) = merge_summaries(&all) {
             last.summary.mean_latency_ns = Some(merged.mean_ns);
             last.local.latency = Some(merged);
+        }
+    }
+    if one_ways.len() > 1 {
+        // Merged like the round trips: every iteration's histogram, labelled with the
+        // largest uncertainty any iteration's clock estimate had.
+        for (k, side) in [Some(&mut last.local), last.remote.as_mut()].into_iter().enumerate() {
+            let merged = one_ways.iter().fold(None, |acc, w| crate::merge::one_way(acc, w[k].as_ref()));
+            if let (Some(u), Some(mut m)) = (side.and_then(|s| s.udp.as_mut()), merged) {
+                m.label(m.uncertainty_ns.unwrap_or(0));
+                u.one_way = Some(m);
+            }
         }
     }
     last.confidence =

@@ -2,8 +2,8 @@
 //! Frames are capped, every read has a deadline that covers the whole frame (a peer that
 //! trickles bytes cannot stretch it), and anything malformed is an error, never a panic.
 //!
-//! A session: Hello -> Challenge -> Auth -> Welcome -> Test -> Ready -> Go -> Report,
-//! and the client may send Abort during the run. Hello is kept to two fields forever,
+//! A session: Hello -> Challenge -> Auth -> Welcome -> (ClockProbe -> ClockReply)* -> Test
+//! -> Ready -> Go -> Report, and the client may send Abort during the run. Hello is kept to two fields forever,
 //! so a server of any version can tell a client of another version what is wrong.
 
 use std::io::{self, Read, Write};
@@ -22,7 +22,11 @@ use crate::spec::TestSpec;
 
 /// Bumped on any incompatible change; both ends must speak the same version.
 /// 2: challenge-response authentication, Abort, partial reports.
-pub const PROTOCOL_VERSION: u32 = 2;
+/// 3: ClockProbe/ClockReply and Test's clock offset; UDP datagrams carry send stamps.
+pub const PROTOCOL_VERSION: u32 = 3;
+
+/// The most clock probes a server answers in one session.
+pub const MAX_CLOCK_PROBES: u32 = 64;
 
 /// The largest frame either end accepts, except the server's report. A spec is a few KiB,
 /// the welcome's environment tens; latency histograms are deflated.
@@ -85,8 +89,16 @@ pub enum ClientMessage {
     /// The answer to the server's challenge: the client's own nonce (hex) and, when the
     /// server asked for a key, the client's proof (hex HMAC-SHA256, see `auth`).
     Auth { client_nonce: String, proof: Option<String> },
-    /// The test to run.
-    Test { spec: Box<TestSpec> },
+    /// Asks for the server's CLOCK_MONOTONIC now (before Test; at most
+    /// [`MAX_CLOCK_PROBES`]), for the one-way delay's clock offset.
+    ClockProbe {},
+    /// The test to run, and the server's clock minus the client's that the server's
+    /// one-way stamps and arrivals are corrected by (0 on one host or without probes).
+    Test {
+        spec: Box<TestSpec>,
+        #[serde(default)]
+        clock_offset_ns: i64,
+    },
     /// Open the measurement window now.
     Go {},
     /// crr: every client cycle has finished, so the server's workers may stop.
@@ -102,6 +114,8 @@ pub enum ClientMessage {
 pub enum ServerMessage {
     /// The answer to Hello: a fresh nonce for this session, and whether a key is required.
     Challenge { protocol: u32, server_nonce: String, auth_required: bool },
+    /// The answer to ClockProbe: the server's CLOCK_MONOTONIC when it read the probe, ns.
+    ClockReply { server_ns: u64 },
     Welcome {
         protocol: u32,
         tool_version: String,
@@ -583,7 +597,9 @@ mod fuzz {
                 .prop_map(|(protocol, tool_version)| ClientMessage::Hello { protocol, tool_version }),
             ("[0-9a-f]{0,128}", proptest::option::of("[0-9a-zA-Z]{0,80}"))
                 .prop_map(|(client_nonce, proof)| ClientMessage::Auth { client_nonce, proof }),
-            spec_strategy().prop_map(|s| ClientMessage::Test { spec: Box::new(s) }),
+            (spec_strategy(), any::<i64>())
+                .prop_map(|(s, clock_offset_ns)| ClientMessage::Test { spec: Box::new(s), clock_offset_ns }),
+            Just(ClientMessage::ClockProbe {}),
             Just(ClientMessage::Go {}),
             Just(ClientMessage::Abort {}),
         ]

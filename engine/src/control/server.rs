@@ -21,10 +21,11 @@ use crate::control::handshake::{self, Authenticated, Pending, Step};
 use crate::control::limits::{session_memory, Limits};
 use crate::control::protocol::{
     read_frame_by, report_frame_cap, write_frame, write_frame_capped, ClientMessage, ErrorKind,
-    ServerMessage, MAX_CLIENT_FRAME, PROTOCOL_VERSION,
+    ServerMessage, MAX_CLIENT_FRAME, MAX_CLOCK_PROBES, PROTOCOL_VERSION,
 };
 use crate::env::{allowed_cpus, Environment};
 use crate::error::{Error, Result};
+use crate::measure::clock::monotonic_ns;
 use crate::net::{accept_flows, listen, random_cookie, udp};
 use crate::side::{DataSockets, Side};
 use crate::spec::{TestSpec, Workload};
@@ -516,16 +517,31 @@ fn session(
     )?;
 
     let spec_by = Instant::now() + SPEC_TIMEOUT;
-    let spec = match read_frame_by(stream, "the test spec", spec_by, MAX_CLIENT_FRAME, None) {
-        Ok(ClientMessage::Test { spec }) => spec,
-        Ok(other) => return Err(out_of_order("test", &other)),
-        Err(Error::Peer(_)) if Instant::now() >= spec_by => {
-            return Err(Error::Peer(format!(
-                "no test spec within {} s of the welcome: a logged-in client must send its test at once",
-                SPEC_TIMEOUT.as_secs()
-            )))
+    let mut probes = 0;
+    let spec = loop {
+        match read_frame_by(stream, "the test spec", spec_by, MAX_CLIENT_FRAME, None) {
+            Ok(ClientMessage::Test { mut spec, clock_offset_ns }) => {
+                spec.clock_offset_ns = clock_offset_ns;
+                break spec;
+            }
+            Ok(ClientMessage::ClockProbe {}) if probes < MAX_CLOCK_PROBES => {
+                probes += 1;
+                write_frame(&mut w, &ServerMessage::ClockReply { server_ns: monotonic_ns() })?;
+            }
+            Ok(ClientMessage::ClockProbe {}) => {
+                return Err(Error::Protocol(format!(
+                    "more than {MAX_CLOCK_PROBES} clock probes in one session: send the test"
+                )))
+            }
+            Ok(other) => return Err(out_of_order("test", &other)),
+            Err(Error::Peer(_)) if Instant::now() >= spec_by => {
+                return Err(Error::Peer(format!(
+                    "no test spec within {} s of the welcome: a logged-in client must send its test at once",
+                    SPEC_TIMEOUT.as_secs()
+                )))
+            }
+            Err(e) => return Err(e),
         }
-        Err(e) => return Err(e),
     };
     let _reservation = accept(&spec, cfg, slot, a.peer, events)?;
 

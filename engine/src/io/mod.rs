@@ -123,6 +123,10 @@ pub trait SendPath {
     /// ringperf's own buffers says so.
     #[inline]
     fn short_of_buffers(&mut self, _flow: usize) {}
+    /// The send stamp (CLOCK_MONOTONIC ns on the client's clock) the datagrams of the next
+    /// sends carry: a path that does not number datagrams ignores it.
+    #[inline]
+    fn set_stamp(&mut self, _ns: u64) {}
     fn report(&self) -> crate::report::SendReport;
 }
 

@@ -6,6 +6,7 @@ pub mod cpu;
 pub mod intervals;
 pub mod kernel;
 pub mod latency;
+pub mod one_way;
 pub mod profile;
 pub mod service_demand;
 pub mod tcp_info;

@@ -16,6 +16,11 @@
 //! a retransmitted one) is stale: counted and ignored. After the deadline a timeout ends
 //! the flow's last transaction instead of retrying it.
 //!
+//! One-way delay (requests and responses with room for a send stamp): the client stamps a
+//! request with its transaction edge's clock read and records a response's delay at the
+//! read that ends the transaction; the server reads its clock once per completion batch,
+//! records each request's delay against it and stamps the responses with it.
+//!
 //! Server: every request is answered with its number. A number seen before is a
 //! retransmission (answered again, counted once). It ends like the UDP stream receiver:
 //! after its deadline, once no request arrived for a quiet period, it cancels its
@@ -27,6 +32,7 @@ use io_uring::{opcode, types};
 use crate::error::Result;
 use crate::io::{op, RecvEvent, RecvPath, SendEvent, SendPath};
 use crate::measure::clock::monotonic_ns;
+use crate::measure::one_way::OneWayRecorder;
 use crate::report::{UdpFlowReport, UdpReport};
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
 use crate::spec::TestSpec;
@@ -79,6 +85,9 @@ pub struct UdpRrClient<S, R> {
     /// Flows with a transaction under way.
     active: usize,
     report: UdpReport,
+    /// The responses' one-way delays; `Some` also means requests carry a send stamp.
+    one_way: Option<OneWayRecorder>,
+    stamp_requests: bool,
 }
 
 impl<S: SendPath, R: RecvPath> UdpRrClient<S, R> {
@@ -99,11 +108,16 @@ impl<S: SendPath, R: RecvPath> UdpRrClient<S, R> {
                 flows: vec![UdpFlowReport::default(); fds.len()],
                 ..UdpReport::default()
             },
+            one_way: OneWayRecorder::for_direction(spec, false),
+            stamp_requests: spec.one_way_unmeasured(true).is_none(),
         }
     }
 
     /// Sends flow `f`'s current request, at `now`.
     fn send(&mut self, ring: &mut Ring, f: usize, now: u64) -> Result<()> {
+        if self.stamp_requests {
+            self.path.set_stamp(now);
+        }
         // No CQE unless it fails. The path's buffer is rewritten only for the next
         // transaction or a retransmission, after this copy send has been issued.
         self.path.push(ring, f, self.flows[f].seq, self.req as u32, Flags::SKIP_SUCCESS)?;
@@ -224,6 +238,9 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrClient<S, R> {
                             return Ok(true);
                         }
                         let now = monotonic_ns();
+                        if let Some(w) = &mut self.one_way {
+                            w.record_at(now, self.recv.payload(c));
+                        }
                         run.sampler.record(now - self.flows[f].started);
                         self.report.receives += 1;
                         self.report.datagrams_received += 1;
@@ -254,7 +271,9 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrClient<S, R> {
     }
 
     fn report(&self) -> RoleReport {
-        RoleReport { udp: Some(self.report.clone()), ..RoleReport::default() }
+        let udp =
+            UdpReport { one_way: self.one_way.as_ref().map(OneWayRecorder::report), ..self.report.clone() };
+        RoleReport { udp: Some(udp), ..RoleReport::default() }
     }
 }
 
@@ -277,6 +296,13 @@ pub struct UdpRrServer<S, R> {
     /// Receives still standing, responses in flight.
     armed: usize,
     in_flight: usize,
+    /// The requests' one-way delays (`None`: they carry no stamp).
+    one_way: Option<OneWayRecorder>,
+    /// Responses carry a send stamp: the batch's clock read, on the client's clock.
+    stamp_responses: bool,
+    clock_offset_ns: i64,
+    /// This completion batch's clock read for the response stamps, 0 until taken.
+    batch_stamp: u64,
 }
 
 impl<S: SendPath, R: RecvPath> UdpRrServer<S, R> {
@@ -301,6 +327,10 @@ impl<S: SendPath, R: RecvPath> UdpRrServer<S, R> {
             },
             armed: 0,
             in_flight: 0,
+            one_way: OneWayRecorder::for_direction(spec, true),
+            stamp_responses: spec.one_way_unmeasured(false).is_none(),
+            clock_offset_ns: spec.clock_offset_ns,
+            batch_stamp: 0,
         }
     }
 
@@ -378,6 +408,16 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrServer<S, R> {
                     RecvEvent::Data { bytes, .. } if (bytes as usize) < 8 => self.report.stray += 1,
                     RecvEvent::Data { bytes, .. } => {
                         let seq = seq_of(self.recv.payload(c));
+                        // One clock read per completion batch: the requests' arrival
+                        // and the responses' stamp.
+                        if let Some(w) = &mut self.one_way {
+                            w.record(self.recv.payload(c));
+                            self.batch_stamp = w.batch_arrival();
+                        } else if self.stamp_responses && self.batch_stamp == 0 {
+                            self.batch_stamp =
+                                (monotonic_ns() as i64).wrapping_sub(self.clock_offset_ns) as u64;
+                        }
+                        self.path.set_stamp(self.batch_stamp);
                         self.report.receives += 1;
                         self.drain.saw_data();
                         if seq >= self.next[f] {
@@ -415,9 +455,15 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrServer<S, R> {
 
     fn after_batch(&mut self) {
         self.recv.after_batch();
+        self.batch_stamp = 0;
+        if let Some(w) = &mut self.one_way {
+            w.end_batch();
+        }
     }
 
     fn report(&self) -> RoleReport {
-        RoleReport { udp: Some(self.report.clone()), end_ns: self.drain.end_ns(), ..RoleReport::default() }
+        let udp =
+            UdpReport { one_way: self.one_way.as_ref().map(OneWayRecorder::report), ..self.report.clone() };
+        RoleReport { udp: Some(udp), end_ns: self.drain.end_ns(), ..RoleReport::default() }
     }
 }

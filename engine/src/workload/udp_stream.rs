@@ -6,6 +6,10 @@
 //! rewritten while its send is in flight: each in-flight send of a flow has its own buffer
 //! (copy sends complete once the kernel has copied, so the buffer is free again then).
 //!
+//! A datagram with room for it carries the sender's send stamp after its number, read once
+//! per chain (every datagram of the chain carries it); the receiver takes one arrival time
+//! per completion batch and records the one-way delay of each stamped datagram.
+//!
 //! UDP has no EOF, so the receiver ends on its own clock: at its deadline it keeps
 //! receiving while datagrams still arrive, checking every DRAIN_TICK, for at most
 //! DRAIN_MAX; its elapsed time ends at the last tick that saw data.
@@ -15,6 +19,7 @@ use io_uring::squeue::Flags;
 use crate::error::{Error, Result};
 use crate::io::{op, RecvEvent, RecvPath, SendEvent, SendPath};
 use crate::measure::clock::monotonic_ns;
+use crate::measure::one_way::OneWayRecorder;
 use crate::net::udp::HELLO_BIT;
 use crate::report::{UdpFlowReport, UdpReport};
 use crate::ring::{Completion, Ring};
@@ -56,6 +61,9 @@ pub struct UdpSender<S> {
     in_flight: Vec<usize>,
     total: usize,
     report: UdpReport,
+    /// The receiver records one-way delays: stamp each chain (one clock read per chain),
+    /// shifting this side's clock by this offset onto the client's.
+    stamp_offset: Option<i64>,
 }
 
 impl<S: SendPath> UdpSender<S> {
@@ -86,6 +94,7 @@ impl<S: SendPath> UdpSender<S> {
                 flows: vec![UdpFlowReport::default(); flows],
                 ..UdpReport::default()
             },
+            stamp_offset: spec.one_way_unmeasured(true).is_none().then_some(spec.clock_offset_ns),
         }
     }
 
@@ -101,6 +110,9 @@ impl<S: SendPath> UdpSender<S> {
         let mut k = 0;
         while k < room && self.pacer.allow(f, bytes) {
             k += 1;
+        }
+        if let (Some(offset), true) = (self.stamp_offset, k > 0) {
+            self.path.set_stamp((monotonic_ns() as i64).wrapping_sub(offset) as u64);
         }
         for i in 1..=k {
             let flags = if i < k { Flags::IO_LINK } else { Flags::empty() };
@@ -223,6 +235,8 @@ pub struct UdpReceiver<R> {
     armed: usize,
     /// Off: the sequence tracker checks what a datagram receiver gets.
     verify: Verifier,
+    /// The one-way delays of stamped datagrams (`None`: the spec does not stamp them).
+    one_way: Option<OneWayRecorder>,
 }
 
 /// Buffers of `size` bytes a UDP receiver's path needs: one datagram each, or a GRO batch.
@@ -247,11 +261,13 @@ impl<R: RecvPath> UdpReceiver<R> {
             },
             armed: 0,
             verify: Verifier::new(false, 0),
+            one_way: OneWayRecorder::for_direction(spec, true),
         }
     }
 
     fn udp_report(&self) -> UdpReport {
         let mut r = self.report.clone();
+        r.one_way = self.one_way.as_ref().map(OneWayRecorder::report);
         r.no_buffers = self.path.report().enobufs;
         add_sequences(&mut r, &self.seq);
         r
@@ -273,6 +289,9 @@ impl<R: RecvPath> UdpReceiver<R> {
                 continue;
             }
             self.seq[f].on(seq);
+            if let Some(w) = &mut self.one_way {
+                w.record(d);
+            }
             counters[f].bytes_received += d.len() as u64;
         }
     }
@@ -341,6 +360,9 @@ impl<R: RecvPath> Workload for UdpReceiver<R> {
 
     fn after_batch(&mut self) {
         self.path.after_batch();
+        if let Some(w) = &mut self.one_way {
+            w.end_batch();
+        }
     }
 
     fn report(&self) -> RoleReport {

@@ -2,7 +2,9 @@
 //! (several with GSO), each starting with its number in its flow (8 bytes, little endian);
 //! the path writes the numbers, so every workload that sends datagrams numbers them the
 //! same way. Each send a flow has in flight owns a buffer: the kernel copies a datagram
-//! when the send runs, so the buffer is free again at the send's CQE.
+//! when the send runs, so the buffer is free again at the send's CQE. A datagram with room
+//! for it also carries the stamp the workload last set (bytes 8 to 16; 0 until it sets
+//! one), so every datagram of a send, or of a chain stamped once, carries the same time.
 
 use io_uring::{opcode, squeue};
 
@@ -10,7 +12,7 @@ use crate::error::Result;
 use crate::io::{op, SendEvent, SendPath};
 use crate::report::SendReport;
 use crate::ring::{cqe_error, slot_token, Completion, FlowFd, Ring};
-use crate::spec::UDP_SEQ_LEN;
+use crate::spec::{UDP_SEQ_LEN, UDP_STAMPED_LEN};
 use crate::with_fd;
 
 /// The slot of a send that skips its success CQE: it holds no buffer past its issue.
@@ -26,6 +28,8 @@ pub struct DatagramSend {
     /// Per flow: the buffer its next send takes, and its sends in flight.
     next_slot: Vec<usize>,
     in_flight: Vec<usize>,
+    /// The send stamp of the datagrams pushed next (0: unstamped).
+    stamp: u64,
     report: SendReport,
 }
 
@@ -43,6 +47,7 @@ impl DatagramSend {
             depth,
             next_slot: vec![0; fds.len()],
             in_flight: vec![0; fds.len()],
+            stamp: 0,
             report: SendReport::default(),
         }
     }
@@ -93,6 +98,9 @@ impl SendPath for DatagramSend {
             if d.len() >= UDP_SEQ_LEN as usize {
                 d[..UDP_SEQ_LEN as usize].copy_from_slice(&(first + k as u64).to_le_bytes());
             }
+            if d.len() >= UDP_STAMPED_LEN as usize {
+                d[UDP_SEQ_LEN as usize..UDP_STAMPED_LEN as usize].copy_from_slice(&self.stamp.to_le_bytes());
+            }
         }
         let tracked = !flags.contains(squeue::Flags::SKIP_SUCCESS);
         let token_slot = if tracked {
@@ -133,6 +141,11 @@ impl SendPath for DatagramSend {
         0
     }
 
+    #[inline]
+    fn set_stamp(&mut self, ns: u64) {
+        self.stamp = ns;
+    }
+
     fn report(&self) -> SendReport {
         self.report.clone()
     }
@@ -155,6 +168,7 @@ mod tests {
         let (size, per_send) = (16usize, 3usize);
         let mut path = DatagramSend::new(&[FlowFd::Raw(tx.as_raw_fd())], size, per_send, 2);
         assert_eq!(path.available(0), 2);
+        path.set_stamp(1234);
         let sent =
             path.push(&mut ring, 0, 7, (size * per_send) as u32, squeue::Flags::empty()).expect("push");
         assert_eq!(sent as usize, size * per_send);
@@ -167,6 +181,11 @@ mod tests {
             .map(|d| u64::from_le_bytes(d[..8].try_into().expect("8 bytes")))
             .collect();
         assert_eq!(numbers, [7, 8, 9]);
+        let stamps: Vec<u64> = path.bufs[..size * per_send]
+            .chunks(size)
+            .map(|d| u64::from_le_bytes(d[8..16].try_into().expect("8 bytes")))
+            .collect();
+        assert_eq!(stamps, [1234; 3], "every datagram of the send carries the stamp");
         let mut out = Vec::with_capacity(ring.cq_entries());
         while out.is_empty() {
             ring.submit_and_wait().expect("enter");
