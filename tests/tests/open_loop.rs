@@ -130,7 +130,7 @@ fn a_rate_beyond_the_backlog_reports_dropped_requests() {
 /// Where the open loop does not apply it is refused, saying why.
 #[test]
 fn open_loop_is_refused_where_it_does_not_apply() {
-    ringperf!().run(&["udp-rr", "-l", "0.2", "--rate", "100"]).failure(2, &["--rate", "udp-rr"]);
+    ringperf!().run(&["crr", "-l", "0.2", "--rate", "100"]).failure(2, &["--rate", "crr", "rr and udp-rr"]);
     ringperf!().run(&["rr", "-l", "0.2", "--rate", "100", "--burst", "4"]).failure(2, &["drop --burst"]);
     ringperf!().run(&["rr", "-l", "0.2", "--backlog", "4"]).failure(2, &["--rate"]);
     ringperf!()
