@@ -395,7 +395,7 @@ pub struct TestArgs {
     /// -b counts those beyond the first (-b 3 is --burst 4).
     #[arg(long, value_name = "N", default_value_t = TestSpec::default().burst,
           value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_engine::spec::MAX_BURST)))]
-    burst: u32 => spec.burst [sweep "burst", ','] [only "rr"; "udp-rr does not burst yet"]
+    burst: u32 => spec.burst [sweep "burst", ','] [only "rr", "udp-rr"]
         // netperf's meaning: requests beyond the first (0 without a burst). After the
         // profile's last figure: it came later, and CSV columns before it keep their places.
         [keyval "BURST_SIZE" after "REMOTE_NETWORK_SD_PER_SEGMENT" = |r| rr_only(r, r.spec.burst.saturating_sub(1))],
@@ -406,7 +406,7 @@ pub struct TestArgs {
     #[arg(long = "rate", value_name = "R", value_parser = parse_tx_rate, group = "open_loop")]
     tx_rate: Option<u64> => with { |spec, rate| if let Some(rate) = *rate {
         spec.open_loop = Some(OpenLoop { rate, total: false, backlog: DEFAULT_BACKLOG });
-    } } [only "rr"; "udp-rr's open loop comes later"]
+    } } [only "rr", "udp-rr"]
         // After BURST_SIZE, the last column before them, so no older CSV column moves.
         [keyval "OPEN_LOOP_TARGET_RATE" after "BURST_SIZE" = |r| open_loop_field(r, |o, _| format!("{:.1}", o.target_rate))]
         [keyval "OPEN_LOOP_ACHIEVED_RATE" after "OPEN_LOOP_TARGET_RATE" = |r| open_loop_field(r, |o, ns| format!("{:.1}", o.achieved_rate(ns)))]
@@ -417,7 +417,7 @@ pub struct TestArgs {
     #[arg(long, value_name = "R", value_parser = parse_tx_rate, group = "open_loop")]
     rate_total: Option<u64> => with { |spec, rate| if let Some(rate) = *rate {
         spec.open_loop = Some(OpenLoop { rate, total: true, backlog: DEFAULT_BACKLOG });
-    } } [only "rr"; "udp-rr's open loop comes later"],
+    } } [only "rr", "udp-rr"],
     /// Open loop: the most requests one flow keeps outstanding (due and not yet answered);
     /// a request that comes due beyond it is dropped from the schedule and counted [default:
     /// 1024].
@@ -425,7 +425,7 @@ pub struct TestArgs {
           value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_engine::spec::MAX_BURST)))]
     backlog: Option<u32> => with { |spec, backlog| if let (Some(o), Some(b)) = (spec.open_loop.as_mut(), *backlog) {
         o.backlog = b;
-    } } [only "rr"; "udp-rr's open loop comes later"],
+    } } [only "rr", "udp-rr"],
     /// Accepted for netperf compatibility: local CPU is always measured.
     #[arg(short = 'c')]
     local_cpu: bool,

@@ -449,11 +449,11 @@ pub struct TestSpec {
     /// Request and response sizes of an rr test (netperf `-r`).
     pub request_size: u32,
     pub response_size: u32,
-    /// rr: transactions in flight per flow (netperf `-b`, which counts those beyond the
+    /// rr, udp-rr: transactions in flight per flow (netperf `-b`, which counts those beyond the
     /// first). Left out at 1, so a default spec still runs against a server that predates it.
     #[serde(default = "one", skip_serializing_if = "is_one")]
     pub burst: u32,
-    /// rr open loop (`--rate`, `--rate-total`): requests leave on a schedule instead of
+    /// rr and udp-rr open loop (`--rate`, `--rate-total`): requests leave on a schedule instead of
     /// after each response. Left out when closed loop; a server that predates it refuses it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_loop: Option<OpenLoop>,
@@ -949,7 +949,7 @@ impl TestSpec {
         Ok(())
     }
 
-    /// --burst: rr over the ring engines only, within [`MAX_BURST`].
+    /// --burst: rr and udp-rr over the ring engines only, within [`MAX_BURST`].
     fn validate_burst(&self) -> Result<()> {
         if !(1..=MAX_BURST).contains(&self.burst) {
             return Err(Error::Usage(format!(
@@ -967,9 +967,9 @@ impl TestSpec {
                 self.burst, self.flows
             )));
         }
-        if self.workload != Workload::Rr {
+        if !matches!(self.workload, Workload::Rr | Workload::UdpRr) {
             return Err(Error::Usage(format!(
-                "--burst applies to rr only, not {}: drop --burst",
+                "--burst applies to rr and udp-rr only, not {}: drop --burst",
                 self.command_name()
             )));
         }
@@ -982,14 +982,14 @@ impl TestSpec {
         Ok(())
     }
 
-    /// --rate/--rate-total: rr through the ring (its timers keep the schedule), a depth
+    /// --rate/--rate-total: rr and udp-rr through the ring (its timers keep the schedule), a depth
     /// of its own (--backlog, not --burst), within the bounds a burst has.
     fn validate_open_loop(&self) -> Result<()> {
         let Some(o) = self.open_loop else { return Ok(()) };
         let usage = |m: String| Err(Error::Usage(m));
-        if self.workload != Workload::Rr {
+        if !matches!(self.workload, Workload::Rr | Workload::UdpRr) {
             return usage(format!(
-                "--rate and --rate-total apply to rr only, not {}: drop them",
+                "--rate and --rate-total apply to rr and udp-rr only, not {}: drop them",
                 self.command_name()
             ));
         }
@@ -1262,6 +1262,8 @@ mod tests {
         let open = TestSpec { open_loop: Some(per_flow), flows: 4, ..rr.clone() };
         assert!(open.validate().is_ok());
         assert_eq!(open.rr_depth(), DEFAULT_BACKLOG);
+        let udp_open = TestSpec { open_loop: Some(per_flow), ..TestSpec::for_workload(Workload::UdpRr) };
+        assert!(udp_open.validate().is_ok(), "udp-rr keeps a schedule too");
         assert_eq!(per_flow.interval_ns(4), 500_000);
         assert_eq!(OpenLoop { total: true, ..per_flow }.interval_ns(4), 2_000_000);
         assert_eq!(OpenLoop { rate: 3, total: true, ..per_flow }.interval_ns(4), 1_333_333_333);
@@ -1274,7 +1276,7 @@ mod tests {
             ..SideSpec::default()
         };
         for (s, says) in [
-            (TestSpec { open_loop: Some(per_flow), ..TestSpec::for_workload(Workload::UdpRr) }, "rr only"),
+            (TestSpec { open_loop: Some(per_flow), ..TestSpec::for_workload(Workload::Crr) }, "udp-rr only"),
             (TestSpec { open_loop: Some(OpenLoop { rate: 0, ..per_flow }), ..rr.clone() }, "--rate 0"),
             (TestSpec { open_loop: Some(per_flow), burst: 4, ..rr.clone() }, "drop --burst"),
             (TestSpec { open_loop: Some(OpenLoop { backlog: 0, ..per_flow }), ..rr.clone() }, "--backlog 0"),
@@ -1287,9 +1289,15 @@ mod tests {
                 "lower --backlog or --flows",
             ),
             (
-                TestSpec { open_loop: Some(per_flow), local: classic.clone(), remote: classic, ..rr.clone() },
+                TestSpec {
+                    open_loop: Some(per_flow),
+                    local: classic.clone(),
+                    remote: classic.clone(),
+                    ..rr.clone()
+                },
                 "syscall engine",
             ),
+            (TestSpec { local: classic.clone(), remote: classic, ..udp_open }, "drop --rate"),
         ] {
             match s.validate() {
                 Err(Error::Usage(m)) => assert!(m.contains(says), "{m}"),
@@ -1307,6 +1315,8 @@ mod tests {
         let back: TestSpec = serde_json::from_str(&serde_json::to_string(&rr).expect("json")).expect("parse");
         assert_eq!(back.burst, 1);
         assert!(TestSpec { burst: 16, ..rr.clone() }.validate().is_ok());
+        let udp_rr = TestSpec::for_workload(Workload::UdpRr);
+        assert!(TestSpec { burst: 16, ..udp_rr.clone() }.validate().is_ok(), "udp-rr bursts too");
         let many = TestSpec { burst: MAX_BURST, flows: 4096, ..rr.clone() };
         assert!(many.validate().unwrap_err().to_string().contains("lower --burst or --flows"));
         assert!(serde_json::to_string(&TestSpec { burst: 16, ..rr.clone() })
@@ -1320,9 +1330,10 @@ mod tests {
         let bad = [
             TestSpec { burst: 0, ..rr.clone() },
             TestSpec { burst: MAX_BURST + 1, ..rr.clone() },
-            TestSpec { burst: 2, ..TestSpec::for_workload(Workload::UdpRr) },
+            TestSpec { burst: 2, ..TestSpec::for_workload(Workload::Crr) },
             TestSpec { burst: 2, ..TestSpec::for_workload(Workload::Stream) },
-            TestSpec { burst: 2, local: classic.clone(), remote: classic, ..rr },
+            TestSpec { burst: 2, local: classic.clone(), remote: classic.clone(), ..rr },
+            TestSpec { burst: 2, local: classic.clone(), remote: classic, ..udp_rr },
         ];
         for s in bad {
             assert!(

@@ -29,9 +29,10 @@ use crate::verify::Verifier;
 use crate::workload::crr::{flow_headers as crr_flow_headers, CrrClient, CrrServer};
 use crate::workload::driver::{drive, Run, Workload};
 use crate::workload::pacer::Pacer;
-use crate::workload::rr::{RrClient, RrServer, Schedule, Transaction};
+use crate::workload::rr::{RrClient, RrServer, Transaction};
+use crate::workload::schedule::Schedule;
 use crate::workload::stream::{StreamReceiver, StreamSender};
-use crate::workload::udp_rr::{udp_rr_recv_buffers, UdpRrClient, UdpRrServer};
+use crate::workload::udp_rr::{udp_rr_recv_buffers, udp_rr_send_depth, UdpRrClient, UdpRrServer};
 use crate::workload::udp_stream::{udp_recv_buffers, udp_send_depth, UdpReceiver, UdpSender};
 use crate::workload::{Ending, FlowCounters};
 
@@ -314,10 +315,16 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
                 } else {
                     (spec.response_size, spec.request_size)
                 };
-                let path = DatagramSend::new(fds, size as usize, 1, 1);
-                let recv = DatagramRecv::new(ring, fds, udp_rr_recv_buffers(fds.len()), recv_size as usize)?;
+                let depth = spec.rr_depth();
+                let path = DatagramSend::new(fds, size as usize, 1, udp_rr_send_depth(depth));
+                let buffers = udp_rr_recv_buffers(fds.len(), depth);
+                let recv = DatagramRecv::new(ring, fds, buffers, recv_size as usize)?;
                 Ok(if client {
-                    Box::new(UdpRrClient::new(&spec, fds, path, recv)) as Box<dyn Workload>
+                    let window_ns = spec.duration_ms * 1_000_000;
+                    let schedule = spec
+                        .open_loop
+                        .map(|o| Schedule::new(o.interval_ns(spec.flows), fds.len(), window_ns));
+                    Box::new(UdpRrClient::new(&spec, fds, path, recv, schedule)) as Box<dyn Workload>
                 } else {
                     Box::new(UdpRrServer::new(&spec, fds, path, recv))
                 })

@@ -1138,6 +1138,37 @@ pub fn check_rr_report(r: &Value) {
     assert!(elapsed >= want_ns, "the client stopped after {elapsed} ns, before the {want_ns} ns test length");
 }
 
+/// Runs a test (`args`: the command and its flags, with `-l` and `-D` so that the first
+/// interval comes well before the end) against a separate `ringperf serve`, stopping the
+/// server with SIGSTOP for 200 ms once the client's first interval line shows its window is
+/// open, then resuming it; returns the client's final report. The open-loop tests of rr and
+/// udp-rr share it to show a stall in the percentiles.
+pub fn run_with_a_stalled_server(rp: &Ringperf, args: &[&str]) -> Value {
+    let mut server = rp.serve();
+    let port = server.port_arg();
+    let mut all = args.to_vec();
+    all.extend_from_slice(&["-H", "127.0.0.1", "-p", &port, "--json-stream"]);
+    let mut cmd = rp.command(&all);
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
+    let mut client = ChildGuard::spawn(cmd);
+    let stdout = client.child_mut().stdout.take().expect("piped stdout");
+    let mut lines = BufReader::new(stdout).lines();
+    // The first interval: the data window is open and both sides are moving.
+    let first = lines.next().and_then(Result::ok);
+    assert!(first.is_some(), "the client {args:?} printed no interval: {:?}", server.log());
+    let pid = server.pid() as libc::pid_t;
+    // SAFETY: signals only the server process this test started (its PID, still our child).
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0, "cannot stop the server");
+    thread::sleep(Duration::from_millis(200));
+    // SAFETY: as above; resumes the process stopped just before.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0, "cannot resume the server");
+    let last = lines.map_while(Result::ok).last().unwrap_or_default();
+    let status = client.wait_timeout(Duration::from_secs(60));
+    assert!(status.is_some_and(|s| s.success()), "the client {args:?} failed: {status:?}");
+    server.assert_running();
+    serde_json::from_str(&last).unwrap_or_else(|e| panic!("the last line is no report ({e}): {last}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

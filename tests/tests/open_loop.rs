@@ -2,12 +2,7 @@
 //! request's intended send time (no coordinated omission), and the report accounts for
 //! every request the schedule made: sent, dropped at the backlog, or due at the end.
 
-use std::io::{BufRead, BufReader};
-use std::process::Stdio;
-use std::thread;
-use std::time::Duration;
-
-use ringperf_tests::{at, check_rr_report, f64_at, ringperf, u64_at, ChildGuard};
+use ringperf_tests::{at, check_rr_report, f64_at, ringperf, run_with_a_stalled_server, u64_at};
 use serde_json::Value;
 
 /// Every request the client's schedule made is sent, dropped or left unsent at the end,
@@ -56,33 +51,11 @@ fn rate_total_is_split_over_the_flows() {
     assert!((1800.0..=2200.0).contains(&rate), "achieved {rate:.1} requests/s of a 2000/s schedule");
 }
 
-/// Runs `rr` against a separate server, stopping the server for 200 ms once the client's
-/// first interval line shows its window is open; returns the final report.
+/// Runs `rr` for 3 s against a server stalled for 200 ms once its window is open.
 fn rr_with_a_stalled_server(extra: &[&str]) -> Value {
-    let rp = ringperf!();
-    let mut server = rp.serve();
-    let port = server.port_arg();
-    let mut args = vec!["rr", "-H", "127.0.0.1", "-p", &port, "-l", "3", "-D", "0.5", "--json-stream"];
+    let mut args = vec!["rr", "-l", "3", "-D", "0.5"];
     args.extend_from_slice(extra);
-    let mut cmd = rp.command(&args);
-    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::null());
-    let mut client = ChildGuard::spawn(cmd);
-    let stdout = client.child_mut().stdout.take().expect("piped stdout");
-    let mut lines = BufReader::new(stdout).lines();
-    // The first interval: the data window is open and both sides are moving.
-    let first = lines.next().and_then(Result::ok);
-    assert!(first.is_some(), "the client {extra:?} printed no interval: {:?}", server.log());
-    let pid = server.pid() as libc::pid_t;
-    // SAFETY: signals only the server process this test started (its PID, still our child).
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0, "cannot stop the server");
-    thread::sleep(Duration::from_millis(200));
-    // SAFETY: as above; resumes the process stopped just before.
-    assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0, "cannot resume the server");
-    let last = lines.map_while(Result::ok).last().unwrap_or_default();
-    let status = client.wait_timeout(Duration::from_secs(60));
-    assert!(status.is_some_and(|s| s.success()), "the client {extra:?} failed: {status:?}");
-    server.assert_running();
-    serde_json::from_str(&last).unwrap_or_else(|e| panic!("the last line is no report ({e}): {last}"))
+    run_with_a_stalled_server(&ringperf!(), &args)
 }
 
 /// The stall test: a server stopped for 200 ms delays every request the schedule
@@ -130,7 +103,7 @@ fn a_rate_beyond_the_backlog_reports_dropped_requests() {
 /// Where the open loop does not apply it is refused, saying why.
 #[test]
 fn open_loop_is_refused_where_it_does_not_apply() {
-    ringperf!().run(&["udp-rr", "-l", "0.2", "--rate", "100"]).failure(2, &["--rate", "udp-rr"]);
+    ringperf!().run(&["crr", "-l", "0.2", "--rate", "100"]).failure(2, &["--rate", "crr", "rr and udp-rr"]);
     ringperf!().run(&["rr", "-l", "0.2", "--rate", "100", "--burst", "4"]).failure(2, &["drop --burst"]);
     ringperf!().run(&["rr", "-l", "0.2", "--backlog", "4"]).failure(2, &["--rate"]);
     ringperf!()

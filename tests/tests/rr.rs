@@ -154,8 +154,8 @@ fn every_engine_pair_counts_a_burst_alike() {
 /// Where --burst does not apply it is refused, saying what to drop.
 #[test]
 fn burst_is_refused_where_it_does_not_apply() {
-    let out = ringperf!().run(&["udp-rr", "-l", "0.2", "--burst", "2"]);
-    out.failure(2, &["--burst", "udp-rr"]);
+    let out = ringperf!().run(&["crr", "-l", "0.2", "--burst", "2"]);
+    out.failure(2, &["--burst", "crr", "rr and udp-rr"]);
     let out = ringperf!().run(&[
         "rr",
         "-l",

@@ -274,11 +274,7 @@ fn burst_line(o: &mut String, name: &str, s: &SideReport, open: bool) {
         return open_loop_line(o, name, s);
     }
     let Some(rr) = s.rr.filter(|rr| rr.burst > 1) else { return };
-    let seen = if s.role == Role::RrServer {
-        "most whole requests one flow had waiting for an answer at once"
-    } else {
-        "most one flow had sent and not seen answered at once"
-    };
+    let seen = server_depth(s.role).unwrap_or("most one flow had sent and not seen answered at once");
     let _ = writeln!(
         o,
         "{name}  burst: {} transactions in flight per flow; {seen}: {}",
@@ -286,15 +282,25 @@ fn burst_line(o: &mut String, name: &str, s: &SideReport, open: bool) {
     );
 }
 
+/// What a server's `max_in_flight` counts (`None` for a client): a TCP server sees whole
+/// requests queue behind its answers, a UDP server new requests that arrive together.
+fn server_depth(role: Role) -> Option<&'static str> {
+    match role {
+        Role::RrServer => Some("most whole requests one flow had waiting for an answer at once"),
+        Role::UdpRrServer => {
+            Some("most new requests of one flow that arrived together, before any was answered")
+        }
+        _ => None,
+    }
+}
+
 /// Open loop: the client's target and achieved rate, slips and drops; the server's depth.
 fn open_loop_line(o: &mut String, name: &str, s: &SideReport) {
     let Some(rr) = s.rr else { return };
     let Some(ol) = rr.open_loop else {
-        let _ = writeln!(
-            o,
-            "{name}  open loop: most whole requests one flow had waiting for an answer at once: {}",
-            rr.max_in_flight
-        );
+        if let Some(seen) = server_depth(s.role) {
+            let _ = writeln!(o, "{name}  open loop: {seen}: {}", rr.max_in_flight);
+        }
         return;
     };
     let _ = writeln!(

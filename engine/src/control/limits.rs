@@ -209,6 +209,12 @@ pub fn payload_memory(spec: &TestSpec, role: Role, side: &SideSpec) -> u64 {
             SendEngine::Copy if role == Role::UdpSender => {
                 flows.saturating_mul(depth).saturating_mul(send_len)
             }
+            // udp-rr: a buffer per send a flow keeps in flight (several with a burst or
+            // a backlog).
+            SendEngine::Copy if matches!(role, Role::UdpRrClient | Role::UdpRrServer) => {
+                let sends = crate::workload::udp_rr::udp_rr_send_depth(spec.rr_depth()) as u64;
+                flows.saturating_mul(sends).saturating_mul(send_len)
+            }
             SendEngine::Copy => workers.saturating_mul(send_len),
             // One patterned buffer per worker, a pattern period longer than a send.
             SendEngine::Syscall | SendEngine::MsgZerocopy => {
@@ -242,6 +248,7 @@ pub fn payload_memory(spec: &TestSpec, role: Role, side: &SideSpec) -> u64 {
                 let per_worker = flows.div_ceil(workers.max(1));
                 let count = crate::workload::udp_rr::udp_rr_recv_buffers(
                     usize::try_from(per_worker).unwrap_or(usize::MAX),
+                    spec.rr_depth(),
                 );
                 workers.saturating_mul(u64::from(count)).saturating_mul(recv_len)
             }
@@ -354,9 +361,15 @@ mod tests {
         };
         assert_eq!(
             payload_memory(&udp_rr, Role::UdpRrClient, &udp_rr.local),
-            8 + 2048 * 100,
-            "a request buffer and the response ring"
+            1000 * 8 + 2048 * 100,
+            "a request buffer per flow and the response ring"
         );
+        // With 16 outstanding per flow: 8 sends in flight per flow, and two receive
+        // buffers per request outstanding, up to the ring's 32768.
+        let burst = TestSpec { burst: 16, flows: 4, ..udp_rr.clone() };
+        assert_eq!(payload_memory(&burst, Role::UdpRrServer, &burst.remote), 4 * 8 * 100 + 128 * 8);
+        let deep = TestSpec { burst: 4096, flows: 8, ..udp_rr.clone() };
+        assert_eq!(payload_memory(&deep, Role::UdpRrClient, &deep.local), 8 * 8 * 8 + 32_768 * 100);
         // A zero-copy stream sender's region covers 4 MiB of unnotified sends per worker,
         // and one send more.
         let mut zc = TestSpec { send_size: 1024, ..TestSpec::default() };

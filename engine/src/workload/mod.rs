@@ -5,6 +5,7 @@ pub mod drain;
 pub mod driver;
 pub mod pacer;
 pub mod rr;
+pub mod schedule;
 pub mod sequence;
 pub mod stream;
 pub mod udp_rr;

@@ -19,15 +19,15 @@
 //! request's intended send time, so a stall shows in every request it delayed.
 
 use io_uring::squeue::Flags;
-use io_uring::{opcode, types};
 
 use crate::error::{Error, Result};
 use crate::io::{op, RecvEvent, RecvPath, SendEvent, SendPath};
 use crate::measure::clock::monotonic_ns;
-use crate::report::{OpenLoopReport, RrReport};
-use crate::ring::{token, Completion, Ring};
+use crate::report::RrReport;
+use crate::ring::{Completion, Ring};
 use crate::verify::Verifier;
 use crate::workload::driver::{RoleReport, Run, Timers, Workload};
+use crate::workload::schedule::Schedule;
 use crate::workload::{check_not_early, datagram_on_tcp, FlowCounters};
 
 /// Request and response sizes of one transaction, and how many each flow keeps in flight.
@@ -59,77 +59,6 @@ impl Transaction {
     /// burst, else as many as a burst send carries, so one receive can take several.
     pub fn recv_len(&self, len: u32) -> u32 {
         self.per_send(len).saturating_mul(len)
-    }
-}
-
-/// The least and most a request may leave after its intended time before it counts as
-/// slipped: one request interval, but never under a timer wakeup's usual lateness on a
-/// busy VM, nor so long that a slow schedule hides a late request.
-const SLIP_ALLOWANCE_NS: (u64, u64) = (100_000, 10_000_000);
-
-/// Open loop: when each flow's requests come due. One absolute timeout on the ring is
-/// armed at a time, for the earliest next request; when it fires, every request whose
-/// time has come joins its flow's FIFO (or is dropped, if the flow has its backlog
-/// outstanding). The clock is read once per wakeup; requests carry their intended time.
-pub struct Schedule {
-    interval_ns: u64,
-    /// The window's length: the schedule starts when the window opens.
-    window_ns: u64,
-    allowance_ns: u64,
-    /// Per flow: the intended send time of its next request.
-    next: Vec<u64>,
-    /// Per flow: the intended time of the newest request counted as slipped; requests due
-    /// up to it are not counted again.
-    late_upto: Vec<u64>,
-    /// The pending wakeup's time (boxed: the kernel reads it when the timeout is submitted,
-    /// and only one is pending at a time, so rewriting it for the next is safe).
-    ts: Box<types::Timespec>,
-    report: OpenLoopReport,
-}
-
-impl Schedule {
-    /// `interval_ns` between two requests of a flow, for `flows` flows, over a window of
-    /// `window_ns`.
-    pub fn new(interval_ns: u64, flows: usize, window_ns: u64) -> Schedule {
-        let interval_ns = interval_ns.max(1);
-        let allowance_ns = interval_ns.clamp(SLIP_ALLOWANCE_NS.0, SLIP_ALLOWANCE_NS.1);
-        Schedule {
-            interval_ns,
-            window_ns,
-            allowance_ns,
-            next: vec![0; flows],
-            late_upto: vec![0; flows],
-            ts: Box::new(types::Timespec::new()),
-            report: OpenLoopReport {
-                target_rate: flows as f64 * 1e9 / interval_ns as f64,
-                slip_allowance_ns: allowance_ns,
-                ..OpenLoopReport::default()
-            },
-        }
-    }
-
-    /// Starts the schedule at `t0` (the window's opening, which may be a little ahead of or
-    /// behind the worker's start), the flows spread evenly over the first interval so that
-    /// they do not all send at once.
-    fn start(&mut self, t0: u64) {
-        let flows = self.next.len() as u64;
-        for (f, next) in self.next.iter_mut().enumerate() {
-            *next = t0 + self.interval_ns * f as u64 / flows.max(1);
-        }
-    }
-
-    /// Arms the wakeup for the earliest next request, if it falls inside the window that
-    /// ends at `deadline_ns`.
-    fn arm(&mut self, ring: &mut Ring, deadline_ns: u64) -> Result<()> {
-        let Some(&at) = self.next.iter().min().filter(|&&at| at < deadline_ns) else { return Ok(()) };
-        *self.ts = types::Timespec::new().sec(at / 1_000_000_000).nsec((at % 1_000_000_000) as u32);
-        let e = opcode::Timeout::new(&*self.ts)
-            .flags(types::TimeoutFlags::ABS)
-            .build()
-            .user_data(token(op::PACE, 0));
-        // SAFETY: the timespec is boxed in self, which outlives the submission that reads it,
-        // and it is rewritten only after this timeout has completed.
-        unsafe { ring.push(&e) }
     }
 }
 
@@ -283,22 +212,12 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
             let Some(s) = &mut self.schedule else { return Ok(()) };
             let fl = &mut self.flows[f];
             let base = f * burst as usize;
-            while s.next[f] <= until {
-                if fl.len == burst {
-                    // Full: every request due by now is dropped, counted without a loop
-                    // (a long stall at a high rate would make that loop long).
-                    let missed = (until - s.next[f]) / s.interval_ns + 1;
-                    s.report.dropped += missed;
-                    s.report.scheduled += missed;
-                    s.next[f] += missed * s.interval_ns;
-                    break;
-                }
+            let due = s.take_due(f, until, burst - fl.len);
+            for i in 0..due.count {
                 let slot = (fl.head + fl.len) % burst;
-                self.due[base + slot as usize] = s.next[f];
+                self.due[base + slot as usize] = due.first + u64::from(i) * s.interval_ns();
                 fl.len += 1;
                 fl.queued += 1;
-                s.report.scheduled += 1;
-                s.next[f] += s.interval_ns;
             }
             self.note_slips(f, now);
             self.send_due(ring, f)?;
@@ -318,14 +237,9 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
         let base = f * burst as usize;
         for i in fl.len - fl.queued..fl.len {
             let due = self.due[base + ((fl.head + i) % burst) as usize];
-            if due <= s.late_upto[f] {
-                continue;
-            }
-            if due.saturating_add(s.allowance_ns) >= now {
+            if !s.note_slip(f, due, now) {
                 break; // The later ones are less late.
             }
-            s.report.slipped += 1;
-            s.late_upto[f] = due;
         }
     }
 
@@ -797,18 +711,6 @@ fn count(k: &mut FlowCounters, tx: Transaction) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_schedule_spreads_its_flows_and_bounds_its_slip_allowance() {
-        let mut s = Schedule::new(1_000_000, 4, 3_000_000_000);
-        s.start(10_000);
-        assert_eq!(s.next, [10_000, 260_000, 510_000, 760_000]);
-        assert_eq!((s.allowance_ns, s.report.target_rate), (1_000_000, 4000.0));
-        // One interval, but not below a timer's wakeup lateness nor above 10 ms.
-        assert_eq!(Schedule::new(10_000, 1, 1).allowance_ns, 100_000);
-        assert_eq!(Schedule::new(1_000_000_000, 1, 1).allowance_ns, 10_000_000);
-        assert_eq!(Schedule::new(0, 1, 1).interval_ns, 1, "never a zero interval");
-    }
 
     #[test]
     fn a_burst_send_carries_what_fits_and_always_one_message() {

@@ -1,4 +1,5 @@
-//! UDP_RR: one transaction in flight per flow; the request carries the flow's sequence
+//! UDP_RR: `--burst N` transactions in flight per flow (one by default), or open loop
+//! (`--rate`) with up to `--backlog` outstanding; each request carries its own sequence
 //! number and the response echoes it.
 //!
 //! Both sides move their datagrams through a datagram send path and a standing multishot
@@ -6,15 +7,22 @@
 //! side one send SQE and no receive SQE); the workload reads each datagram's number through
 //! `payload`, and arms a receive again only when the kernel ended it (no F_MORE).
 //!
-//! Client, per transaction: a Send of the request, queued from the completion of the
-//! previous response, so it goes out in the same enter. A response completes the
-//! transaction (one clock read at each edge). One multishot Timeout per worker ticks every
-//! quarter of --timeout-us (one clock read per tick, none per transaction): a request
-//! without its response for --timeout-us by then is counted as a timeout and sent again
-//! with the same number, so a lost datagram costs one timeout, not the run. A response
-//! with another number (the answer to a request already answered, or to the first copy of
-//! a retransmitted one) is stale: counted and ignored. After the deadline a timeout ends
-//! the flow's last transaction instead of retrying it.
+//! Client: each flow keeps its outstanding requests in a small table indexed by number
+//! modulo the depth, because responses may come back in any order or not at all; a number
+//! whose slot is still taken (a lost request being retried) is skipped. Closed loop the
+//! whole burst is due at the start and each response makes the next request due, sent in
+//! the same enter; open loop the shared [`Schedule`] makes requests due, each counting its
+//! round trip from its intended send time. With one outstanding a send skips its CQE;
+//! deeper, each send keeps its buffer until its CQE, a flow keeps at most
+//! [`udp_rr_send_depth`] in flight, and requests beyond wait for a buffer. A response
+//! completes its request (one clock read at each edge). One multishot Timeout per worker
+//! ticks every quarter of --timeout-us (one clock read per tick, none per transaction): a
+//! request without its response for --timeout-us by then is counted as a timeout and sent
+//! again with the same number, so a lost datagram costs one timeout, not the run. A
+//! response for a number not outstanding (answered already, or the answer to the first
+//! copy of a retransmitted one) is stale: counted and ignored. After the deadline a timeout
+//! ends a request instead of retrying it, and a request still waiting for a buffer is not
+//! sent.
 //!
 //! One-way delay (requests and responses with room for a send stamp): the client stamps a
 //! request with its transaction edge's clock read and records a response's delay at the
@@ -22,9 +30,9 @@
 //! records each request's delay against it and stamps the responses with it.
 //!
 //! Server: every request is answered with its number. A number seen before is a
-//! retransmission (answered again, counted once). It ends like the UDP stream receiver:
-//! after its deadline, once no request arrived for a quiet period, it cancels its
-//! receives.
+//! retransmission (answered again, counted once): the server keeps the newest number seen
+//! per slot of the client's table. It ends like the UDP stream receiver: after its
+//! deadline, once no request arrived for a quiet period, it cancels its receives.
 
 use io_uring::squeue::Flags;
 use io_uring::{opcode, types};
@@ -33,12 +41,13 @@ use crate::error::Result;
 use crate::io::{op, RecvEvent, RecvPath, SendEvent, SendPath};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::one_way::OneWayRecorder;
-use crate::report::{UdpFlowReport, UdpReport};
+use crate::report::{RrReport, UdpFlowReport, UdpReport};
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
 use crate::spec::TestSpec;
 use crate::verify::Verifier;
 use crate::workload::drain::Drain;
 use crate::workload::driver::{RoleReport, Run, Timers, Workload};
+use crate::workload::schedule::Schedule;
 
 fn timespec(ns: u64) -> Box<types::Timespec> {
     Box::new(types::Timespec::new().sec(ns / 1_000_000_000).nsec((ns % 1_000_000_000) as u32))
@@ -48,20 +57,54 @@ fn seq_of(buf: &[u8]) -> u64 {
     u64::from_le_bytes(buf[..8].try_into().expect("8 bytes"))
 }
 
-struct ClientFlow {
+/// A request's number when its slot of the flow's table is free.
+const FREE: u64 = u64::MAX;
+/// A request's last send time while it waits for a send buffer.
+const UNSENT: u64 = u64::MAX;
+
+/// One request a flow has outstanding, in the flow's table at its number modulo the depth:
+/// responses may come back in any order or not at all, so they are matched by number.
+#[derive(Clone, Copy)]
+struct Request {
+    /// Its number, or [`FREE`].
     seq: u64,
-    /// When the transaction began (its latency counts from here, retransmissions included).
+    /// When it came due, its latency counts from here (retransmissions included): when it
+    /// was made, closed loop; its intended send time, open loop.
     started: u64,
-    /// When its request was last sent (the timeout counts from here).
+    /// When it was last sent (the timeout counts from here), or [`UNSENT`].
     sent_at: u64,
-    active: bool,
 }
 
-/// Provided buffers of a udp-rr side's standing receives on a worker with `flows` flows:
-/// one datagram is in flight per flow (two around a retransmission), and a buffer comes
-/// back at the end of its batch.
-pub fn udp_rr_recv_buffers(flows: usize) -> u16 {
-    (flows.saturating_mul(2)).clamp(64, 32_768).next_power_of_two() as u16
+const NO_REQUEST: Request = Request { seq: FREE, started: 0, sent_at: UNSENT };
+
+#[derive(Clone, Copy, Default)]
+struct ClientFlow {
+    /// The number the flow's next request takes, unless its slot is still taken.
+    next_seq: u64,
+    /// Requests in its table: due, sent or not, and not yet answered.
+    outstanding: u32,
+    /// Requests made but waiting for a send buffer, oldest first: `unsent` numbers of a
+    /// ring of `depth` from `unsent_head`.
+    unsent_head: u32,
+    unsent: u32,
+}
+
+/// Provided buffers of a udp-rr side's standing receives on a worker with `flows` flows of
+/// `depth` requests outstanding each: a datagram per request in flight (two around a
+/// retransmission), and a buffer comes back at the end of its batch.
+pub fn udp_rr_recv_buffers(flows: usize, depth: u32) -> u16 {
+    (flows.saturating_mul(depth.max(1) as usize).saturating_mul(2)).clamp(64, 32_768).next_power_of_two()
+        as u16
+}
+
+/// The most sends one flow keeps in flight when it has more than one request outstanding:
+/// each holds a buffer of its own until its completion, so this bounds the buffers and the
+/// SQEs a deep burst or backlog costs; requests beyond it wait for a buffer.
+const MAX_SENDS_PER_FLOW: u32 = 8;
+
+/// Send buffers (sends in flight) per flow for `depth` requests outstanding.
+pub fn udp_rr_send_depth(depth: u32) -> usize {
+    depth.clamp(1, MAX_SENDS_PER_FLOW) as usize
 }
 
 /// The retransmission check runs this many times per --timeout-us: a lost datagram is
@@ -81,9 +124,24 @@ pub struct UdpRrClient<S, R> {
     timeout_ns: u64,
     /// The period of the retransmission check (boxed: the kernel reads it).
     tick: Box<types::Timespec>,
+    /// Requests each flow keeps outstanding: the burst closed loop, the backlog open loop.
+    depth: u32,
+    /// With one outstanding a flow's one buffer is rewritten only for its next request or a
+    /// retransmission, so its sends skip their CQE; deeper, each send keeps its buffer until
+    /// its CQE (`sends` counts them).
+    tracked: bool,
     flows: Vec<ClientFlow>,
-    /// Flows with a transaction under way.
+    /// `depth` slots per flow.
+    table: Vec<Request>,
+    /// `depth` numbers per flow: the rings of requests waiting for a send buffer.
+    unsent: Vec<u64>,
+    /// Requests outstanding over all flows.
     active: usize,
+    /// Tracked sends in flight over all flows.
+    sends: usize,
+    max_in_flight: u32,
+    /// Open loop: the schedule requests come due on (`depth` is then the backlog).
+    schedule: Option<Schedule>,
     report: UdpReport,
     /// The responses' one-way delays; `Some` also means requests carry a send stamp.
     one_way: Option<OneWayRecorder>,
@@ -91,8 +149,16 @@ pub struct UdpRrClient<S, R> {
 }
 
 impl<S: SendPath, R: RecvPath> UdpRrClient<S, R> {
-    pub fn new(spec: &TestSpec, fds: &[FlowFd], path: S, recv: R) -> UdpRrClient<S, R> {
+    pub fn new(
+        spec: &TestSpec,
+        fds: &[FlowFd],
+        path: S,
+        recv: R,
+        schedule: Option<Schedule>,
+    ) -> UdpRrClient<S, R> {
         let timeout_ns = u64::from(spec.udp.timeout_us) * 1000;
+        let depth = spec.rr_depth().max(1);
+        let slots = fds.len() * depth as usize;
         UdpRrClient {
             flows_n: fds.len(),
             path,
@@ -101,8 +167,15 @@ impl<S: SendPath, R: RecvPath> UdpRrClient<S, R> {
             verify: Verifier::new(false, 0),
             timeout_ns,
             tick: timespec(timeout_ns / TIMEOUT_TICKS),
-            flows: fds.iter().map(|_| ClientFlow { seq: 0, started: 0, sent_at: 0, active: false }).collect(),
+            depth,
+            tracked: depth > 1,
+            flows: vec![ClientFlow::default(); fds.len()],
+            table: vec![NO_REQUEST; slots],
+            unsent: vec![0; if depth > 1 { slots } else { 0 }],
             active: 0,
+            sends: 0,
+            max_in_flight: 0,
+            schedule,
             report: UdpReport {
                 datagram_size: spec.request_size,
                 flows: vec![UdpFlowReport::default(); fds.len()],
@@ -113,30 +186,102 @@ impl<S: SendPath, R: RecvPath> UdpRrClient<S, R> {
         }
     }
 
-    /// Sends flow `f`'s current request, at `now`.
-    fn send(&mut self, ring: &mut Ring, f: usize, now: u64) -> Result<()> {
+    fn slot(&self, f: usize, seq: u64) -> usize {
+        f * self.depth as usize + (seq % u64::from(self.depth)) as usize
+    }
+
+    /// Sends the request in table slot `i` of flow `f`, at `now`.
+    fn send(&mut self, ring: &mut Ring, f: usize, i: usize, now: u64) -> Result<()> {
         if self.stamp_requests {
             self.path.set_stamp(now);
         }
-        // No CQE unless it fails. The path's buffer is rewritten only for the next
-        // transaction or a retransmission, after this copy send has been issued.
-        self.path.push(ring, f, self.flows[f].seq, self.req as u32, Flags::SKIP_SUCCESS)?;
-        self.flows[f].sent_at = now;
+        // One outstanding: no CQE unless it fails. The path's buffer is rewritten only for
+        // the next transaction or a retransmission, after this copy send has been issued.
+        let flags = if self.tracked { Flags::empty() } else { Flags::SKIP_SUCCESS };
+        self.path.push(ring, f, self.table[i].seq, self.req as u32, flags)?;
+        if self.tracked {
+            self.sends += 1;
+        }
+        self.table[i].sent_at = now;
         self.report.sends += 1;
         self.report.datagrams_sent += 1;
         self.report.flows[f].datagrams_sent += 1;
         Ok(())
     }
 
-    fn arm(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
-        self.recv.arm(ring, f, 0, false, Flags::empty())
+    /// A request's first send: open loop, it may have slipped.
+    fn send_first(&mut self, ring: &mut Ring, f: usize, i: usize, now: u64) -> Result<()> {
+        self.send(ring, f, i, now)?;
+        if let Some(s) = &mut self.schedule {
+            s.report.sent += 1;
+            s.note_slip(f, self.table[i].started, now);
+        }
+        let fl = &self.flows[f];
+        self.max_in_flight = self.max_in_flight.max(fl.outstanding - fl.unsent);
+        Ok(())
     }
 
-    fn begin(&mut self, ring: &mut Ring, f: usize, now: u64) -> Result<()> {
+    /// Makes flow `f`'s next request, due at `due` (the flow has room for it), and sends it
+    /// at `now` unless its sends are all in flight: then it waits for a buffer.
+    fn issue(&mut self, ring: &mut Ring, f: usize, due: u64, now: u64) -> Result<()> {
+        // A lost request keeps its slot: the next number whose slot is free goes next.
+        let mut seq = self.flows[f].next_seq;
+        while self.table[self.slot(f, seq)].seq != FREE {
+            seq += 1;
+        }
+        let i = self.slot(f, seq);
+        self.table[i] = Request { seq, started: due, sent_at: UNSENT };
         let fl = &mut self.flows[f];
-        fl.started = now;
-        fl.active = true;
-        self.send(ring, f, now)
+        fl.next_seq = seq + 1;
+        fl.outstanding += 1;
+        self.active += 1;
+        if fl.unsent == 0 && self.path.available(f) > 0 {
+            return self.send_first(ring, f, i, now);
+        }
+        let at = f * self.depth as usize + ((fl.unsent_head + fl.unsent) % self.depth) as usize;
+        self.unsent[at] = seq;
+        fl.unsent += 1;
+        Ok(())
+    }
+
+    /// Sends flow `f`'s requests that wait for a buffer, as buffers allow.
+    fn send_unsent(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
+        let mut now = 0;
+        while self.flows[f].unsent > 0 && self.path.available(f) > 0 {
+            if now == 0 {
+                now = monotonic_ns();
+            }
+            let fl = &mut self.flows[f];
+            let seq = self.unsent[f * self.depth as usize + fl.unsent_head as usize];
+            fl.unsent_head = (fl.unsent_head + 1) % self.depth;
+            fl.unsent -= 1;
+            let i = self.slot(f, seq);
+            self.send_first(ring, f, i, now)?;
+        }
+        Ok(())
+    }
+
+    /// Open loop: every request whose time has come by `now` (and before the deadline: a
+    /// late wakeup must not add requests beyond the window) is made and sent, or dropped
+    /// if its flow has its backlog outstanding; then the wakeup is armed for the next one.
+    fn release_due(&mut self, ring: &mut Ring, now: u64, deadline_ns: u64) -> Result<()> {
+        let until = now.min(deadline_ns.saturating_sub(1));
+        for f in 0..self.flows_n {
+            let room = self.depth - self.flows[f].outstanding;
+            let Some(s) = &mut self.schedule else { return Ok(()) };
+            let (due, interval) = (s.take_due(f, until, room), s.interval_ns());
+            for k in 0..due.count {
+                self.issue(ring, f, due.first + u64::from(k) * interval, now)?;
+            }
+        }
+        match &mut self.schedule {
+            Some(s) => s.arm(ring, deadline_ns),
+            None => Ok(()),
+        }
+    }
+
+    fn arm(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
+        self.recv.arm(ring, f, 0, false, Flags::empty())
     }
 
     fn push_tick(&mut self, ring: &mut Ring) -> Result<()> {
@@ -149,31 +294,44 @@ impl<S: SendPath, R: RecvPath> UdpRrClient<S, R> {
         unsafe { ring.push(&e) }
     }
 
-    /// The retransmission check: every flow whose request has waited --timeout-us is
-    /// counted as a timeout and sent again, or after the deadline retired.
+    /// The retransmission check: every request that has waited --timeout-us since its last
+    /// send is counted as a timeout and sent again, or after the deadline retired. A flow
+    /// whose send buffers are all in flight retransmits at a later check.
     fn on_tick(&mut self, ring: &mut Ring, stopping: bool) -> Result<()> {
         let now = monotonic_ns();
+        let depth = self.depth as usize;
         for f in 0..self.flows_n {
-            let fl = &self.flows[f];
-            if !fl.active || now.saturating_sub(fl.sent_at) < self.timeout_ns {
-                continue;
-            }
-            self.report.timeouts += 1;
-            self.report.flows[f].timeouts += 1;
-            if stopping {
-                self.retire(f);
-            } else {
-                self.report.retransmissions += 1;
-                self.report.flows[f].retransmissions += 1;
-                self.send(ring, f, now)?;
+            let mut left = self.flows[f].outstanding - self.flows[f].unsent;
+            let mut i = f * depth;
+            while left > 0 && i < (f + 1) * depth {
+                let r = self.table[i];
+                if r.seq != FREE && r.sent_at != UNSENT {
+                    left -= 1;
+                    if now.saturating_sub(r.sent_at) >= self.timeout_ns {
+                        if stopping {
+                            self.report.timeouts += 1;
+                            self.report.flows[f].timeouts += 1;
+                            self.free(f, i);
+                        } else if self.path.available(f) > 0 {
+                            self.report.timeouts += 1;
+                            self.report.flows[f].timeouts += 1;
+                            self.report.retransmissions += 1;
+                            self.report.flows[f].retransmissions += 1;
+                            self.send(ring, f, i, now)?;
+                        }
+                    }
+                }
+                i += 1;
             }
         }
         Ok(())
     }
 
-    /// Ends flow `f`'s last transaction (after the deadline).
-    fn retire(&mut self, f: usize) {
-        self.flows[f].active = false;
+    /// Frees table slot `i` of flow `f`: its request was answered, or given up after the
+    /// deadline.
+    fn free(&mut self, f: usize, i: usize) {
+        self.table[i] = NO_REQUEST;
+        self.flows[f].outstanding -= 1;
         self.active -= 1;
     }
 }
@@ -185,21 +343,59 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrClient<S, R> {
         Timers { deadline: true, guard: false }
     }
 
-    fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
+    fn start(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()> {
         for f in 0..self.flows_n {
             self.arm(ring, f)?;
         }
         self.push_tick(ring)?;
         let now = monotonic_ns();
-        for f in 0..self.flows_n {
-            self.begin(ring, f, now)?;
+        if let Some(s) = &mut self.schedule {
+            s.start(run.deadline_ns.saturating_sub(s.window_ns));
+            return self.release_due(ring, now, run.deadline_ns);
         }
-        self.active = self.flows_n;
+        // Closed loop: the whole burst is due at once.
+        for f in 0..self.flows_n {
+            for _ in 0..self.depth {
+                self.issue(ring, f, now, now)?;
+            }
+        }
         Ok(())
     }
 
-    fn done(&self, _run: &Run) -> bool {
-        self.active == 0
+    /// Open loop, a flow may have nothing outstanding between two requests: only after
+    /// the deadline does that mean the end.
+    fn done(&self, run: &Run) -> bool {
+        run.stopping && self.active == 0 && self.sends == 0
+    }
+
+    /// The deadline: nothing new comes due, and a request still waiting for a buffer never
+    /// goes.
+    fn on_deadline(&mut self, _ring: &mut Ring, run: &mut Run) -> Result<()> {
+        run.stopping = true;
+        for f in 0..self.flows_n {
+            let fl = self.flows[f];
+            for k in 0..fl.unsent {
+                let seq = self.unsent[f * self.depth as usize + ((fl.unsent_head + k) % self.depth) as usize];
+                let i = self.slot(f, seq);
+                self.free(f, i);
+            }
+            if let Some(s) = &mut self.schedule {
+                s.report.unsent_at_end += u64::from(fl.unsent);
+            }
+            self.flows[f].unsent = 0;
+        }
+        Ok(())
+    }
+
+    /// Open loop: the wakeup for the next due request.
+    fn on_pace(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()> {
+        if self.schedule.is_none() {
+            return Err(crate::workload::unexpected(op::PACE));
+        }
+        if run.stopping {
+            return Ok(());
+        }
+        self.release_due(ring, monotonic_ns(), run.deadline_ns)
     }
 
     fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
@@ -208,16 +404,26 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrClient<S, R> {
             // (no F_MORE) is armed again.
             op::TX_TIMEOUT => {
                 self.on_tick(ring, run.stopping)?;
-                if !c.more() && self.active > 0 {
+                if !c.more() && (self.active > 0 || !run.stopping) {
                     self.push_tick(ring)?;
                 }
             }
-            op::SEND => match self.path.complete(ring, c)? {
-                // Only failures have a CQE. A refused datagram is one more loss the
-                // timeout recovers from; anything else is an error.
-                SendEvent::Dropped { .. } => self.report.send_errors += 1,
-                _ => return Err(cqe_error("a UDP request send", c.result)),
-            },
+            op::SEND => {
+                if self.tracked {
+                    self.sends -= 1;
+                }
+                match self.path.complete(ring, c)? {
+                    // One outstanding, only failures have a CQE. A refused datagram is one
+                    // more loss the timeout recovers from; anything else is an error.
+                    SendEvent::Dropped { .. } => self.report.send_errors += 1,
+                    SendEvent::Sent { .. } if self.tracked => {}
+                    _ => return Err(cqe_error("a UDP request send", c.result)),
+                }
+                // A buffer came back: a request that waits for one goes now.
+                if self.tracked && !run.stopping {
+                    self.send_unsent(ring, c.flow())?;
+                }
+            }
             op::RECV => {
                 let f = c.flow();
                 match self.recv.complete(ring, c, &mut self.verify)? {
@@ -230,7 +436,10 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrClient<S, R> {
                     RecvEvent::Data { bytes, .. } if (bytes as usize) < 8 => self.report.stray += 1,
                     RecvEvent::Data { bytes, .. } => {
                         let seq = seq_of(self.recv.payload(c));
-                        if !self.flows[f].active || seq != self.flows[f].seq {
+                        let i = self.slot(f, seq);
+                        let r = self.table[i];
+                        // Not outstanding: answered already, retired, or never sent.
+                        if seq == FREE || r.seq != seq || r.sent_at == UNSENT {
                             self.report.stale_responses += 1;
                             if !c.more() {
                                 self.arm(ring, f)?;
@@ -241,7 +450,7 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrClient<S, R> {
                         if let Some(w) = &mut self.one_way {
                             w.record_at(now, self.recv.payload(c));
                         }
-                        run.sampler.record(now - self.flows[f].started);
+                        run.sampler.record(now.saturating_sub(r.started));
                         self.report.receives += 1;
                         self.report.datagrams_received += 1;
                         self.report.flows[f].datagrams_received += 1;
@@ -249,11 +458,10 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrClient<S, R> {
                         k.transactions += 1;
                         k.bytes_sent += self.req as u64;
                         k.bytes_received += u64::from(bytes);
-                        self.flows[f].seq += 1;
-                        if run.stopping {
-                            self.retire(f);
-                        } else {
-                            self.begin(ring, f, now)?;
+                        self.free(f, i);
+                        // Closed loop: each response makes the flow's next request due.
+                        if !run.stopping && self.schedule.is_none() {
+                            self.issue(ring, f, now, now)?;
                         }
                     }
                 }
@@ -273,7 +481,15 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrClient<S, R> {
     fn report(&self) -> RoleReport {
         let udp =
             UdpReport { one_way: self.one_way.as_ref().map(OneWayRecorder::report), ..self.report.clone() };
-        RoleReport { udp: Some(udp), ..RoleReport::default() }
+        RoleReport {
+            udp: Some(udp),
+            rr: Some(RrReport {
+                burst: self.depth,
+                max_in_flight: self.max_in_flight,
+                open_loop: self.schedule.as_ref().map(|s| s.report),
+            }),
+            ..RoleReport::default()
+        }
     }
 }
 
@@ -287,10 +503,24 @@ pub struct UdpRrServer<S, R> {
     /// Sends each response with the number of its request (a datagram send path).
     path: S,
     rsp: usize,
-    /// Per flow: the next new request number, a send in flight, an answer owed meanwhile.
-    next: Vec<u64>,
-    sending: Vec<bool>,
-    owed: Vec<Option<u64>>,
+    /// Requests a client flow keeps outstanding.
+    depth: u32,
+    /// `depth` slots per flow: one more than the newest request number seen at the number
+    /// modulo the depth. The client reuses a slot only once its request was answered, so a
+    /// number at or below its slot's is one seen before.
+    seen: Vec<u64>,
+    /// `depth` numbers per flow: rings of answers owed while the flow's sends are all in
+    /// flight, `owed[f]` of them from `owed_head[f]`.
+    owed_seqs: Vec<u64>,
+    owed_head: Vec<u32>,
+    owed: Vec<u32>,
+    /// The batch of completions being handled, and per flow the batch its last new request
+    /// came in and how many came in it: new requests that arrived together, before any of
+    /// them was answered, are the server's view of the depth.
+    batch: u64,
+    batch_of: Vec<u64>,
+    together: Vec<u32>,
+    max_together: u32,
     drain: Drain,
     report: UdpReport,
     /// Receives still standing, responses in flight.
@@ -309,15 +539,22 @@ impl<S: SendPath, R: RecvPath> UdpRrServer<S, R> {
     pub fn new(spec: &TestSpec, fds: &[FlowFd], path: S, recv: R) -> UdpRrServer<S, R> {
         // Quiet for two client timeouts: a retransmission would have come by then.
         let quiet_ns = (2 * u64::from(spec.udp.timeout_us) * 1000).max(20_000_000);
+        let depth = spec.rr_depth().max(1);
         UdpRrServer {
             flows_n: fds.len(),
             recv,
             verify: Verifier::new(false, 0),
             path,
             rsp: spec.response_size as usize,
-            next: vec![0; fds.len()],
-            sending: vec![false; fds.len()],
-            owed: vec![None; fds.len()],
+            depth,
+            seen: vec![0; fds.len() * depth as usize],
+            owed_seqs: vec![0; fds.len() * depth as usize],
+            owed_head: vec![0; fds.len()],
+            owed: vec![0; fds.len()],
+            batch: 1,
+            batch_of: vec![0; fds.len()],
+            together: vec![0; fds.len()],
+            max_together: 0,
             // Up to 200 ms of requests still coming, then one quiet period.
             drain: Drain::new(quiet_ns, 200_000_000 + quiet_ns),
             report: UdpReport {
@@ -339,15 +576,37 @@ impl<S: SendPath, R: RecvPath> UdpRrServer<S, R> {
     }
 
     fn answer(&mut self, ring: &mut Ring, f: usize, seq: u64) -> Result<()> {
-        if self.sending[f] {
-            // The buffer is in use: answer when its send is done.
-            self.owed[f] = Some(seq);
+        if self.path.available(f) == 0 {
+            // The buffers are in use: answer when a send is done. With more owed than the
+            // client keeps outstanding (retransmissions), the newest owed answer gives way:
+            // the client sends that request again.
+            let depth = self.depth;
+            let (head, n) = (self.owed_head[f], self.owed[f]);
+            let at = if n == depth { (head + n - 1) % depth } else { (head + n) % depth };
+            self.owed_seqs[f * depth as usize + at as usize] = seq;
+            self.owed[f] = (n + 1).min(depth);
             return Ok(());
         }
-        self.sending[f] = true;
         self.path.push(ring, f, seq, self.rsp as u32, Flags::empty())?;
+        self.in_flight += 1;
         self.report.sends += 1;
         Ok(())
+    }
+
+    /// Whether request `seq` of flow `f` is new (and from now on seen).
+    fn first_seen(&mut self, f: usize, seq: u64) -> bool {
+        let i = f * self.depth as usize + (seq % u64::from(self.depth)) as usize;
+        if seq < self.seen[i] {
+            return false;
+        }
+        self.seen[i] = seq.saturating_add(1);
+        if self.batch_of[f] != self.batch {
+            self.batch_of[f] = self.batch;
+            self.together[f] = 0;
+        }
+        self.together[f] += 1;
+        self.max_together = self.max_together.max(self.together[f]);
+        true
     }
 }
 
@@ -380,7 +639,6 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrServer<S, R> {
             op::DRAIN => self.drain.on_tick(ring, run.deadline_ns, self.flows_n)?,
             op::SEND => {
                 let f = c.flow();
-                self.sending[f] = false;
                 self.in_flight -= 1;
                 match self.path.complete(ring, c)? {
                     SendEvent::Sent { .. } => {
@@ -390,8 +648,11 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrServer<S, R> {
                     SendEvent::Dropped { .. } => self.report.send_errors += 1,
                     _ => return Err(cqe_error("a UDP response send", c.result)),
                 }
-                if let Some(seq) = self.owed[f].take() {
-                    self.in_flight += 1;
+                if self.owed[f] > 0 {
+                    let depth = self.depth;
+                    let seq = self.owed_seqs[f * depth as usize + self.owed_head[f] as usize];
+                    self.owed_head[f] = (self.owed_head[f] + 1) % depth;
+                    self.owed[f] -= 1;
                     self.answer(ring, f, seq)?;
                 }
             }
@@ -420,8 +681,7 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrServer<S, R> {
                         self.path.set_stamp(self.batch_stamp);
                         self.report.receives += 1;
                         self.drain.saw_data();
-                        if seq >= self.next[f] {
-                            self.next[f] = seq + 1;
+                        if self.first_seen(f, seq) {
                             self.report.datagrams_received += 1;
                             self.report.flows[f].datagrams_received += 1;
                             let k = &mut run.counters[f];
@@ -431,9 +691,6 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrServer<S, R> {
                         } else {
                             self.report.duplicated += 1;
                             self.report.flows[f].duplicated += 1;
-                        }
-                        if !self.sending[f] {
-                            self.in_flight += 1;
                         }
                         self.answer(ring, f, seq)?;
                     }
@@ -459,11 +716,17 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrServer<S, R> {
         if let Some(w) = &mut self.one_way {
             w.end_batch();
         }
+        self.batch += 1;
     }
 
     fn report(&self) -> RoleReport {
         let udp =
             UdpReport { one_way: self.one_way.as_ref().map(OneWayRecorder::report), ..self.report.clone() };
-        RoleReport { udp: Some(udp), end_ns: self.drain.end_ns(), ..RoleReport::default() }
+        RoleReport {
+            udp: Some(udp),
+            rr: Some(RrReport { burst: self.depth, max_in_flight: self.max_together, open_loop: None }),
+            end_ns: self.drain.end_ns(),
+            ..RoleReport::default()
+        }
     }
 }
