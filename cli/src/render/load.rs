@@ -52,7 +52,10 @@ pub fn human(r: &LoadReport, units: Units) -> String {
         Some(l) if r.load == ringperf_engine::load::LoadKind::Udp => {
             format!("a UDP flood up ({}, {} B datagrams)", flows(l.spec.flows), l.spec.send_size)
         }
-        Some(l) => format!("TCP streams {} ({} each way)", r.load.name(), flows(l.spec.flows)),
+        Some(l) if r.load == ringperf_engine::load::LoadKind::Both => {
+            format!("TCP streams both ways ({} each way)", flows(l.spec.flows))
+        }
+        Some(l) => format!("TCP streams {} ({})", r.load.name(), flows(l.spec.flows)),
         None => format!("load {}", r.load.name()),
     };
     let _ = writeln!(
