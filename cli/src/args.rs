@@ -847,6 +847,10 @@ pub struct LoadArgs {
     /// Throughput units: k/m/g are 10^3/10^6/10^9 bits/s, K/M/G are KiB/MiB/GiB per second.
     #[arg(short = 'f', value_name = "UNIT", default_value = "m", value_parser = ["k", "m", "g", "K", "M", "G"])]
     pub units: String,
+    /// Take the kernel cost profile over the probe's window, which spans the whole run (both
+    /// phases, probes and load): where the busy CPU went, by category.
+    #[arg(long)]
+    pub profile: bool,
     /// Print the whole run as one JSON object (the probe's and each load test's full
     /// reports inside).
     #[arg(long)]

@@ -106,6 +106,7 @@ pub fn probe_spec(a: &LoadArgs) -> Result<(TestSpec, Option<String>), Error> {
         None
     };
     spec.latency_split_ms = Some(a.idle_ms);
+    spec.profile.enabled = a.profile;
     spec.resolve(&Explicit { interval_ms: Some(a.interval_ms), ..Explicit::default() });
     spec.validate()?;
     Ok((spec, closed))
@@ -194,8 +195,9 @@ pub fn run(a: &LoadArgs) -> Result<i32, Error> {
     probe_report.server = render::socket_addr(&probe_report.server);
     let load_error_code = load_results.iter().find_map(|(_, r)| r.as_ref().err().map(Error::exit_code));
     let parts = load_results.into_iter().map(|(d, r)| (d, r.map_err(|e| e.to_string()))).collect();
-    let report =
+    let mut report =
         LoadReport::assemble(a.load, a.idle_ms, a.length_ms, probe_report, parts, closed_loop_reason);
+    report.embedded_server = a.host.is_none();
     let units = render::Units::parse(&a.units);
     let out = if a.json { render::load::json(&report) } else { render::load::human(&report, units) };
     print(&out);

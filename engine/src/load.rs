@@ -171,6 +171,10 @@ pub struct LoadReport {
     pub probe_test: String,
     pub idle_ms: u64,
     pub loaded_ms: u64,
+    /// True when the tests ran against a server embedded in the client's process (shared by
+    /// all of them): its CPU is then the same host's.
+    #[serde(default)]
+    pub embedded_server: bool,
     /// Where the probe's latency phases split, offset from its window start.
     pub split_ns: Option<u64>,
     /// Where the first load test's window opened, offset from the probe's window start.
@@ -261,6 +265,7 @@ impl LoadReport {
             probe_test: probe.test.clone(),
             idle_ms,
             loaded_ms,
+            embedded_server: false,
             split_ns: phases.map(|p| p.split_ns),
             load_start_ns,
             idle,

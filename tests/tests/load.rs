@@ -235,3 +235,28 @@ fn load_refuses_bad_flags_with_what_to_do() {
         rp.run(args).failure(2, needles);
     }
 }
+
+/// Ctrl-C in the loaded phase: the probes' figures (and the load's so far) are printed,
+/// marked partial, exit 130, and the phases still account for every probe that completed.
+#[test]
+fn ctrl_c_under_load_prints_the_probes_partial() {
+    let out = std::env::temp_dir().join(format!("ringperf-load-ctrl-c-{}.json", std::process::id()));
+    let file = std::fs::File::create(&out).expect("a scratch file");
+    let mut cmd = ringperf!().command(&["load", "--idle", "0.6", "-l", "30", "--load", "up", "--json"]);
+    cmd.stdin(std::process::Stdio::null()).stdout(file).stderr(std::process::Stdio::piped());
+    let mut client = ringperf_tests::ChildGuard::spawn(cmd);
+    // Past the idle phase and the load's set-up; a slower start still stops a partial run.
+    thread::sleep(Duration::from_secs(2));
+    client.signal(libc::SIGINT);
+    let status = client.wait_timeout(Duration::from_secs(20)).expect("ringperf load stopped after Ctrl-C");
+    let text = std::fs::read_to_string(&out).expect("the report");
+    let _ = std::fs::remove_file(&out);
+    assert_eq!(status.code(), Some(130), "stdout: {text}");
+    let r: Value = serde_json::from_str(&text).expect("the partial report is JSON");
+    assert!(bool_at(&r, "partial"));
+    assert!(str_at(&r, "partial_reason").contains("Ctrl-C"), "{}", at(&r, "partial_reason"));
+    assert!(u64_at(&r, "probe.local.transactions") > 0);
+    if !at(&r, "split_ns").is_null() {
+        check_phases(&r);
+    }
+}

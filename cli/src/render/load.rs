@@ -58,12 +58,13 @@ pub fn human(r: &LoadReport, units: Units) -> String {
         Some(l) => format!("TCP streams {} ({})", r.load.name(), flows(l.spec.flows)),
         None => format!("load {}", r.load.name()),
     };
+    let server =
+        if r.embedded_server { format!("a server embedded on {}", p.server) } else { p.server.clone() };
     let _ = writeln!(
         o,
-        "ringperf load: {} probes ({}, {schedule}) to {}, then {load}",
+        "ringperf load: {} probes ({}, {schedule}) to {server}, then {load}",
         r.probe_test,
         flows(p.spec.flows),
-        p.server
     );
     let _ = writeln!(
         o,
@@ -129,6 +130,11 @@ pub fn human(r: &LoadReport, units: Units) -> String {
             None => o.push('\n'),
         }
     }
+    for (name, side) in [("local", Some(&p.local)), ("remote", p.remote.as_ref())] {
+        if let Some(line) = side.and_then(profile_line) {
+            let _ = writeln!(o, "{name} profile over the whole run: {line}");
+        }
+    }
     if !r.series.is_empty() {
         let _ =
             writeln!(o, "\n{:>8} {:>8} {:>10} {:>10} {:>12}", "t (s)", "probes", "p50 us", "p99 us", "load");
@@ -158,4 +164,23 @@ fn sent_received(d: LoadDirection, r: &ringperf_engine::TestReport) -> (u64, u64
         }
         LoadDirection::Down => (remote.map_or(0, |s| s.bytes_sent), r.local.bytes_received),
     }
+}
+
+/// The profile's tool overhead and its largest categories, as shares of busy CPU (the
+/// costs per unit of the probe's report are per probe transaction: not shown here).
+fn profile_line(s: &ringperf_engine::report::SideReport) -> Option<String> {
+    let p = s.profile.as_ref()?;
+    if let Some(why) = &p.unavailable {
+        return Some(format!("unavailable: {}", why.replace(|c: char| c.is_control(), "?")));
+    }
+    let mut top: Vec<_> = p.categories.iter().collect();
+    top.sort_by(|a, b| b.share_percent.total_cmp(&a.share_percent));
+    let shares: Vec<String> =
+        top.iter().take(5).map(|c| format!("{} {:.1} %", c.category.label(), c.share_percent)).collect();
+    Some(format!(
+        "tool overhead {:.2} % of busy CPU; busy CPU by category: {} [{} samples]",
+        p.tool_overhead_percent,
+        shares.join(", "),
+        p.samples
+    ))
 }
