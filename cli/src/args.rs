@@ -838,8 +838,9 @@ pub struct LoadArgs {
     pub load_cpus: Option<CpuList>,
     /// TCP congestion control of every TCP data socket, probes' and load's [default: the
     /// system's].
+    // Not `congestion_control`: that id is the test commands' --cc, whose mark limits it.
     #[arg(long = "cc", value_name = "NAME")]
-    pub congestion_control: Option<String>,
+    pub cc: Option<String>,
     /// Interval of the time series in seconds: probe percentiles and load throughput per
     /// interval; the idle phase ends on the interval tick nearest --idle.
     #[arg(short = 'D', value_name = "SECS", default_value = "0.2", value_parser = parse_interval)]

@@ -92,7 +92,7 @@ pub fn probe_spec(a: &LoadArgs) -> Result<(TestSpec, Option<String>), Error> {
         spec.response_size = response.unwrap_or(spec.response_size);
     }
     let cpus = a.probe_cpus.as_ref().map(|c| c.0.as_slice());
-    place(&mut spec, a.probe_send_engine, a.probe_recv_engine, cpus, a.congestion_control.as_ref());
+    place(&mut spec, a.probe_send_engine, a.probe_recv_engine, cpus, a.cc.as_ref());
     let closed = if udp {
         Some(
             "udp-rr has no open loop yet: its probes run closed loop, one transaction in flight per flow"
@@ -128,7 +128,7 @@ pub fn load_spec(a: &LoadArgs, d: LoadDirection) -> Result<TestSpec, Error> {
     }
     spec.pacing.total_bps = a.load_rate;
     let cpus = a.load_cpus.as_ref().map(|c| c.0.as_slice());
-    place(&mut spec, a.load_send_engine, a.load_recv_engine, cpus, a.congestion_control.as_ref());
+    place(&mut spec, a.load_send_engine, a.load_recv_engine, cpus, a.cc.as_ref());
     spec.resolve(&Explicit { interval_ms: Some(a.interval_ms), ..Explicit::default() });
     spec.validate()?;
     Ok(spec)

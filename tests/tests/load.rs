@@ -140,11 +140,13 @@ fn check_series(r: &Value) {
 fn latency_under_load_has_an_idle_phase_without_load_and_a_loaded_phase_with_it() {
     let svg = std::env::temp_dir().join(format!("ringperf-load-{}.svg", std::process::id()));
     let svg_path = svg.to_string_lossy().into_owned();
-    let mut args: Vec<&str> = "load --idle 1 -l 2 --load both --load-flows 4 --json".split(' ').collect();
+    let mut args: Vec<&str> =
+        "load --idle 1 -l 2 --load both --load-flows 4 --cc cubic --json".split(' ').collect();
     args.extend(["--plot", &svg_path]);
     let r = ringperf!().run(&args).success().json();
     assert_eq!(str_at(&r, "test"), "LOAD");
     assert_eq!(str_at(&r, "probe_test"), "TCP_RR");
+    assert_eq!(str_at(&r, "probe.local.socket.congestion_control"), "cubic", "--cc reaches the probes");
     assert!(!bool_at(&r, "partial"), "{}", at(&r, "partial_reason"));
     let (idle, loaded) = check_phases(&r);
     check_series(&r);
@@ -155,6 +157,7 @@ fn latency_under_load_has_an_idle_phase_without_load_and_a_loaded_phase_with_it(
         let t = at(l, "report");
         check_stream_report(t, str_at(l, "direction") == "down");
         assert_eq!(u64_at(t, "spec.flows"), 4);
+        assert_eq!(str_at(t, "local.socket.congestion_control"), "cubic", "--cc reaches the load");
         let (sent, received) = match str_at(l, "direction") {
             "up" => (u64_at(t, "local.bytes_sent"), u64_at(t, "remote.bytes_received")),
             _ => (u64_at(t, "remote.bytes_sent"), u64_at(t, "local.bytes_received")),
