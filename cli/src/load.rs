@@ -105,6 +105,9 @@ pub fn probe_spec(a: &LoadArgs) -> Result<(TestSpec, Option<String>), Error> {
         spec.open_loop = Some(OpenLoop { rate, total: false, backlog: DEFAULT_BACKLOG });
         None
     };
+    // Open-loop requests overlap when the path is slow: without TCP_NODELAY, Nagle would
+    // hold each behind the previous one's ACK and add up to a round trip to the figure.
+    spec.socket.nodelay = !udp;
     spec.latency_split_ms = Some(a.idle_ms);
     spec.profile.enabled = a.profile;
     spec.resolve(&Explicit { interval_ms: Some(a.interval_ms), ..Explicit::default() });

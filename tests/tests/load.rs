@@ -147,6 +147,7 @@ fn latency_under_load_has_an_idle_phase_without_load_and_a_loaded_phase_with_it(
     assert_eq!(str_at(&r, "test"), "LOAD");
     assert_eq!(str_at(&r, "probe_test"), "TCP_RR");
     assert_eq!(str_at(&r, "probe.local.socket.congestion_control"), "cubic", "--cc reaches the probes");
+    assert!(bool_at(&r, "probe.local.socket.nodelay"), "the probes' requests do not wait for Nagle");
     assert!(!bool_at(&r, "partial"), "{}", at(&r, "partial_reason"));
     let (idle, loaded) = check_phases(&r);
     check_series(&r);
