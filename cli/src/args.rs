@@ -854,8 +854,14 @@ pub struct LoadArgs {
     pub profile: bool,
     /// Print the whole run as one JSON object (the probe's and each load test's full
     /// reports inside).
-    #[arg(long)]
+    #[arg(long, conflicts_with_all = ["keyval", "csv"])]
     pub json: bool,
+    /// Print NAME=value lines of the run's figures (latencies in us, throughput in -f units).
+    #[arg(long, conflicts_with = "csv")]
+    pub keyval: bool,
+    /// Print a CSV header of the --keyval names and one row.
+    #[arg(long)]
+    pub csv: bool,
     /// Draw an SVG: load throughput (left axis) and probe round trip p50/p99 (right, log
     /// axis) over time, the load's start marked.
     #[arg(long, value_name = "FILE.svg")]

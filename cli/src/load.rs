@@ -202,7 +202,15 @@ pub fn run(a: &LoadArgs) -> Result<i32, Error> {
         LoadReport::assemble(a.load, a.idle_ms, a.length_ms, probe_report, parts, closed_loop_reason);
     report.embedded_server = a.host.is_none();
     let units = render::Units::parse(&a.units);
-    let out = if a.json { render::load::json(&report) } else { render::load::human(&report, units) };
+    let out = if a.json {
+        render::load::json(&report)
+    } else if a.keyval {
+        render::load::keyval(&report, units)
+    } else if a.csv {
+        render::load::csv(&report, units)
+    } else {
+        render::load::human(&report, units)
+    };
     print(&out);
     if let Some(path) = &a.plot {
         plot::load::draw(&report, path)?;

@@ -264,3 +264,33 @@ fn ctrl_c_under_load_prints_the_probes_partial() {
         check_phases(&r);
     }
 }
+
+/// --keyval and --csv give the same names; the phases' counts add up to the probe's
+/// transactions there too, and the load's direction has a throughput, the others none.
+#[test]
+fn load_keyval_and_csv_carry_the_phases() {
+    let rp = ringperf!();
+    let run = |format: &str| {
+        let args = format!("load --idle 0.4 -l 0.6 --load up --load-flows 1 {format}");
+        rp.run(&args.split(' ').collect::<Vec<_>>()).success().stdout
+    };
+    let keyval: Vec<(String, String)> = run("--keyval")
+        .lines()
+        .map(|l| l.split_once('=').map(|(n, v)| (n.to_string(), v.to_string())).expect("NAME=value"))
+        .collect();
+    let get = |name: &str| {
+        keyval.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone()).unwrap_or_else(|| panic!("no {name}"))
+    };
+    let count = |name: &str| get(name).parse::<u64>().unwrap_or_else(|_| panic!("{name} is not a count"));
+    assert_eq!(count("IDLE_COUNT") + count("LOADED_COUNT"), count("PROBE_TRANSACTIONS"));
+    assert!(get("LOAD_UP_THROUGHPUT").parse::<f64>().expect("a rate") > 0.0);
+    assert_eq!(get("LOAD_DOWN_THROUGHPUT"), "", "no load down: no figure, not 0");
+    assert_eq!(get("PARTIAL"), "0");
+    let csv = run("--csv");
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 2, "a header and one row: {csv}");
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let names: Vec<&str> = keyval.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(header, names);
+    assert_eq!(lines[1].split(',').count(), header.len());
+}

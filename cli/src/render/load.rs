@@ -16,6 +16,74 @@ pub fn json(r: &LoadReport) -> String {
     s
 }
 
+/// The run's figures as (NAME, value) pairs, netperf keyval style; a figure that was not
+/// measured is an empty value, never 0.
+fn fields(r: &LoadReport, units: Units) -> Vec<(&'static str, String)> {
+    let num = |v: Option<f64>, digits: usize| v.map_or_else(String::new, |v| format!("{v:.digits$}"));
+    let lat = |l: Option<&LatencySummary>, pick: fn(&LatencySummary) -> u64| num(l.map(|l| us(pick(l))), 1);
+    let (idle, loaded) = (r.idle.as_ref(), r.loaded.as_ref());
+    let rate = |d| num(r.throughput(d).map(|t| units.convert(t)), 2);
+    let cpu = r.cpu.as_ref();
+    vec![
+        ("TEST", r.test.clone()),
+        ("LOAD", r.load.name().into()),
+        ("PROBE_TEST", r.probe_test.clone()),
+        ("IDLE_MS", r.idle_ms.to_string()),
+        ("LOADED_MS", r.loaded_ms.to_string()),
+        ("PROBE_TRANSACTIONS", r.probe.local.transactions.to_string()),
+        ("IDLE_COUNT", idle.map_or_else(|| "0".into(), |l| l.count.to_string())),
+        ("IDLE_P50_LATENCY", lat(idle, |l| l.p50_ns)),
+        ("IDLE_P90_LATENCY", lat(idle, |l| l.p90_ns)),
+        ("IDLE_P99_LATENCY", lat(idle, |l| l.p99_ns)),
+        ("IDLE_MAX_LATENCY", lat(idle, |l| l.max_ns)),
+        ("LOADED_COUNT", loaded.map_or_else(|| "0".into(), |l| l.count.to_string())),
+        ("LOADED_P50_LATENCY", lat(loaded, |l| l.p50_ns)),
+        ("LOADED_P90_LATENCY", lat(loaded, |l| l.p90_ns)),
+        ("LOADED_P99_LATENCY", lat(loaded, |l| l.p99_ns)),
+        ("LOADED_MAX_LATENCY", lat(loaded, |l| l.max_ns)),
+        ("INFLATION_P50", num(r.inflation.map(|i| i.p50), 3)),
+        ("INFLATION_P90", num(r.inflation.map(|i| i.p90), 3)),
+        ("INFLATION_P99", num(r.inflation.map(|i| i.p99), 3)),
+        ("PROBE_TARGET_RATE", num(r.probe_rate.target_per_sec, 1)),
+        ("PROBE_ACHIEVED_RATE", num(Some(r.probe_rate.achieved_per_sec), 1)),
+        ("PROBE_SLIPPED", r.probe_rate.slipped.to_string()),
+        ("PROBE_DROPPED", r.probe_rate.dropped.to_string()),
+        ("LOAD_UP_THROUGHPUT", rate(LoadDirection::Up)),
+        ("LOAD_DOWN_THROUGHPUT", rate(LoadDirection::Down)),
+        ("LOAD_UDP_THROUGHPUT", rate(LoadDirection::UdpUp)),
+        ("THROUGHPUT_UNITS", units.label().into()),
+        (
+            "LOAD_START_DELAY_MS",
+            num(r.load_start_ns.zip(r.split_ns).map(|(l, s)| l.saturating_sub(s) as f64 / 1e6), 3),
+        ),
+        ("LOCAL_CPU_UTIL", num(cpu.map(|c| c.local_busy_percent), 2)),
+        ("REMOTE_CPU_UTIL", num(cpu.and_then(|c| c.remote_busy_percent), 2)),
+        ("LOCAL_SD_US_PER_KB", num(cpu.and_then(|c| c.local_us_per_kb), 3)),
+        ("REMOTE_SD_US_PER_KB", num(cpu.and_then(|c| c.remote_us_per_kb), 3)),
+        ("PARTIAL", u8::from(r.partial).to_string()),
+    ]
+}
+
+/// `--keyval`: NAME=value lines (latencies in us).
+pub fn keyval(r: &LoadReport, units: Units) -> String {
+    fields(r, units).into_iter().map(|(n, v)| format!("{n}={v}\n")).collect()
+}
+
+/// `--csv`: a header of the keyval names and one row.
+pub fn csv(r: &LoadReport, units: Units) -> String {
+    let f = fields(r, units);
+    let quote = |v: &str| {
+        if v.contains([',', '"']) {
+            format!("\"{}\"", v.replace('"', "\"\""))
+        } else {
+            v.to_string()
+        }
+    };
+    let names: Vec<&str> = f.iter().map(|(n, _)| *n).collect();
+    let values: Vec<String> = f.iter().map(|(_, v)| quote(v)).collect();
+    format!("{}\n{}\n", names.join(","), values.join(","))
+}
+
 fn us(ns: u64) -> f64 {
     ns as f64 / 1e3
 }
