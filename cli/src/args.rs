@@ -7,6 +7,7 @@ use ringperf_engine::control::access::Cidr;
 use ringperf_engine::control::limits::{
     DEFAULT_MAX_HANDSHAKES, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_HOST,
 };
+use ringperf_engine::load::LoadKind;
 use ringperf_engine::report::OpenLoopReport;
 use ringperf_engine::spec::{
     CloseFirst, Direction, OpenLoop, RecvEngine, SendEngine, SocketBuffers, TaskRun, DEFAULT_BACKLOG,
@@ -219,6 +220,10 @@ pub enum Command {
     /// Run one stream per engine, each against the default of the other side (--matrix: every
     /// pair), and print one table.
     Engines(EnginesArgs),
+    /// Latency under load: rr (or udp-rr) probes alone for --idle seconds, then with TCP
+    /// streams or a UDP flood added for -l seconds; idle and loaded percentiles side by side
+    /// (flent's RRUL).
+    Load(LoadArgs),
     /// Run one workload over a grid: list-taking flags (see `ringperf sweep stream --help`)
     /// are multiplied out, a row per point.
     Sweep(SweepArgs),
@@ -762,6 +767,127 @@ pub struct EnginesArgs {
     /// instead of each engine against the other side's default.
     #[arg(long)]
     pub matrix: bool,
+}
+
+/// `ringperf load`: a probe test that runs the whole time and load tests that join it once
+/// its idle phase is over, each its own session on the same server.
+#[derive(Args, Debug)]
+pub struct LoadArgs {
+    /// Server to test against, as for a test (-p is its control port) [default: a server
+    /// embedded on 127.0.0.1, shared by the probes and the load].
+    #[arg(short = 'H', long = "host", value_name = "HOST", value_parser = parse_host)]
+    pub host: Option<String>,
+    /// Control port of the server.
+    #[arg(short = 'p', long = "port", default_value_t = DEFAULT_PORT, value_parser = clap::value_parser!(u16).range(1..))]
+    pub port: u16,
+    /// File holding the server's pre-shared key (default: the RINGPERF_PSK variable, if set).
+    #[arg(long, value_name = "FILE")]
+    pub psk_file: Option<std::path::PathBuf>,
+    /// Length of the loaded phase in seconds: how long the load runs.
+    #[arg(short = 'l', long = "length", value_name = "SECS", default_value = "10", value_parser = parse_seconds)]
+    pub length_ms: u64,
+    /// Length of the idle phase in seconds: the probes alone, before the load starts; at
+    /// least one interval (-D).
+    #[arg(long = "idle", value_name = "SECS", default_value = "2", value_parser = parse_idle)]
+    pub idle_ms: u64,
+    /// The probe workload: rr (TCP) or udp-rr.
+    #[arg(long, value_name = "rr|udp-rr", default_value = "rr", value_parser = ["rr", "udp-rr"])]
+    pub probe: String,
+    /// Probe requests per second per flow, on a fixed schedule (rr's --rate: a stall shows in
+    /// every request it delays) [default: 200; udp-rr probes run closed loop].
+    #[arg(long, value_name = "R", value_parser = parse_tx_rate, conflicts_with = "probe_closed_loop")]
+    pub probe_rate: Option<u64>,
+    /// Run the probes closed loop (one transaction in flight per flow, the next when the
+    /// last is answered) instead of on a schedule.
+    #[arg(long)]
+    pub probe_closed_loop: bool,
+    /// Probe flows.
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub probe_flows: u32,
+    /// Probe request and response sizes (-r of rr and udp-rr) [default: the probe
+    /// workload's: 1,1 for rr, 8,8 for udp-rr].
+    #[arg(short = 'r', value_name = "REQ,RSP", value_parser = parse_sizes)]
+    pub probe_sizes: Option<(Option<u32>, Option<u32>)>,
+    /// The probes' send engine, both sides [default: the probe workload's].
+    #[arg(long, value_name = "ENGINE", value_parser = parse_send_engine)]
+    pub probe_send_engine: Option<SendEngine>,
+    /// The probes' receive engine, both sides [default: the probe workload's].
+    #[arg(long, value_name = "ENGINE", value_parser = parse_recv_engine)]
+    pub probe_recv_engine: Option<RecvEngine>,
+    /// Pin the probes' workers (both sides) to these CPUs, e.g. 0 or 0-1 [default: unpinned].
+    #[arg(long, value_name = "LIST", value_parser = parse_cpu_list)]
+    pub probe_cpus: Option<CpuList>,
+    /// The load: TCP streams up (client to server), down, both (one test each way), or a
+    /// paced UDP flood up (needs --load-rate).
+    #[arg(long, value_name = "up|down|both|udp", default_value = "both", value_parser = parse_load_kind)]
+    pub load: LoadKind,
+    /// Stream flows per direction (udp: datagram flows).
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_engine::spec::MAX_FLOWS)))]
+    pub load_flows: u32,
+    /// Pace each direction's load to this total rate in bits/s (k/m/g); required with
+    /// --load udp [default: TCP streams unpaced].
+    #[arg(long, value_name = "RATE", value_parser = parse_rate_arg)]
+    pub load_rate: Option<u64>,
+    /// Bytes per load send: a stream's -m, a UDP datagram's payload [default: 128K for
+    /// streams, 1024 for udp].
+    #[arg(short = 'm', value_name = "SIZE", value_parser = parse_one_size)]
+    pub load_send_size: Option<u32>,
+    /// The load's send engine, both sides [default: the load workload's].
+    #[arg(long, value_name = "ENGINE", value_parser = parse_send_engine)]
+    pub load_send_engine: Option<SendEngine>,
+    /// The load's receive engine, both sides [default: the load workload's].
+    #[arg(long, value_name = "ENGINE", value_parser = parse_recv_engine)]
+    pub load_recv_engine: Option<RecvEngine>,
+    /// Pin the load's workers (both sides) to these CPUs, e.g. 1 or 2-3 [default: unpinned].
+    #[arg(long, value_name = "LIST", value_parser = parse_cpu_list)]
+    pub load_cpus: Option<CpuList>,
+    /// TCP congestion control of every TCP data socket, probes' and load's [default: the
+    /// system's].
+    // Not `congestion_control`: that id is the test commands' --cc, whose mark limits it.
+    #[arg(long = "cc", value_name = "NAME")]
+    pub cc: Option<String>,
+    /// Interval of the time series in seconds: probe percentiles and load throughput per
+    /// interval; the idle phase ends on the interval tick nearest --idle.
+    #[arg(short = 'D', value_name = "SECS", default_value = "0.2", value_parser = parse_interval)]
+    pub interval_ms: u64,
+    /// Throughput units: k/m/g are 10^3/10^6/10^9 bits/s, K/M/G are KiB/MiB/GiB per second.
+    #[arg(short = 'f', value_name = "UNIT", default_value = "m", value_parser = ["k", "m", "g", "K", "M", "G"])]
+    pub units: String,
+    /// Take the kernel cost profile over the probe's window, which spans the whole run (both
+    /// phases, probes and load): where the busy CPU went, by category.
+    #[arg(long)]
+    pub profile: bool,
+    /// Print the whole run as one JSON object (the probe's and each load test's full
+    /// reports inside).
+    #[arg(long, conflicts_with_all = ["keyval", "csv"])]
+    pub json: bool,
+    /// Print NAME=value lines of the run's figures (latencies in us, throughput in -f units).
+    #[arg(long, conflicts_with = "csv")]
+    pub keyval: bool,
+    /// Print a CSV header of the --keyval names and one row.
+    #[arg(long)]
+    pub csv: bool,
+    /// Draw an SVG: load throughput (left axis) and probe round trip p50/p99 (right, log
+    /// axis) over time, the load's start marked.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<std::path::PathBuf>,
+}
+
+fn parse_idle(s: &str) -> Result<u64, String> {
+    let secs: f64 = s.trim().parse().map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    if !secs.is_finite() || secs <= 0.0 {
+        return Err(format!(
+            "--idle {s} leaves no idle phase to compare the loaded one with: give at least one interval, like --idle 2"
+        ));
+    }
+    parse_seconds(s)
+}
+
+fn parse_load_kind(s: &str) -> Result<LoadKind, String> {
+    LoadKind::ALL.into_iter().find(|k| k.name() == s).ok_or_else(|| {
+        let names: Vec<&str> = LoadKind::ALL.iter().map(|k| k.name()).collect();
+        format!("unknown load '{s}': use one of {}", names.join(", "))
+    })
 }
 
 /// A size field that only a stream has (empty for request/response).

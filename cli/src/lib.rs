@@ -6,6 +6,7 @@ mod diff;
 mod engines;
 pub mod figure;
 mod live;
+mod load;
 pub mod netperf;
 pub mod plot;
 mod profile_out;
@@ -91,6 +92,7 @@ fn run(cli: Cli) -> Result<i32, Error> {
         Command::UdpStream(ref a) => run_and_render(&test_spec(&cli.command)?, &a.test, &a.plot),
         Command::UdpRr(ref a) => run_and_render(&test_spec(&cli.command)?, &a.test, &a.plot),
         Command::Engines(a) => engines::run(&a),
+        Command::Load(a) => load::run(&a),
         Command::Sweep(_) => {
             Err(Error::Usage("give the sweep's workload: ringperf sweep stream|rr|sendfile ...".into()))
         }
@@ -252,7 +254,12 @@ pub fn target(t: &TestArgs) -> Target {
 
 /// The client's key: --psk-file, else RINGPERF_PSK, else none.
 pub fn client_psk(t: &TestArgs) -> Result<Option<Psk>, Error> {
-    if let Some(path) = &t.psk_file {
+    psk_from(t.psk_file.as_deref())
+}
+
+/// The key in `file`, else RINGPERF_PSK, else none.
+pub fn psk_from(file: Option<&std::path::Path>) -> Result<Option<Psk>, Error> {
+    if let Some(path) = file {
         return Psk::from_file(path).map(Some);
     }
     match std::env::var(PSK_ENV) {

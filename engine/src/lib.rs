@@ -8,6 +8,7 @@ pub mod control;
 pub mod env;
 pub mod error;
 pub mod io;
+pub mod load;
 pub mod measure;
 pub mod merge;
 pub mod net;

@@ -2,11 +2,12 @@
 //! counters, exact merges for histograms, flows back in their global order.
 
 use crate::error::Result;
+use crate::measure::intervals::LatencySplit;
 use crate::measure::latency::{merge_summaries, LatencyRecorder};
 use crate::report::{
-    CrrReport, IntervalSample, LatencySummary, OneWayReport, OpenLoopReport, RecvReport, RingCounters,
-    RrReport, SendReport, SpliceReport, SyscallCounters, ToolCpu, UdpFlowReport, UdpReport, VerifyReport,
-    ZeroCopyRecvReport, ZeroCopyReport,
+    CrrReport, IntervalSample, LatencyPhases, LatencySummary, OneWayReport, OpenLoopReport, RecvReport,
+    RingCounters, RrReport, SendReport, SpliceReport, SyscallCounters, ToolCpu, UdpFlowReport, UdpReport,
+    VerifyReport, ZeroCopyRecvReport, ZeroCopyReport,
 };
 use crate::workload::Ending;
 
@@ -137,6 +138,20 @@ pub fn latency(all: Vec<LatencyRecorder>) -> LatencyRecorder {
         total.merge(&l);
     }
     total
+}
+
+/// Each worker's latency phases merged phase by phase; `None` unless every worker split
+/// (a worker whose window ended before its tick would leave its round trips out).
+pub fn latency_phases(all: Vec<Option<LatencySplit>>) -> Option<LatencyPhases> {
+    let all: Option<Vec<LatencySplit>> = all.into_iter().collect();
+    let all = all.filter(|a| !a.is_empty())?;
+    let split_ns = all.iter().map(|s| s.at_ns).max().unwrap_or(0);
+    let (mut first, mut second) = (LatencyRecorder::new(), LatencyRecorder::new());
+    for s in &all {
+        first.merge(&s.first);
+        second.merge(&s.second);
+    }
+    Some(LatencyPhases { split_ns, first: first.summary(), second: second.summary() })
 }
 
 /// Interval samples of the same tick summed across workers. Percentiles cannot be summed:

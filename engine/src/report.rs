@@ -370,6 +370,13 @@ pub struct SideReport {
     pub verify: Option<VerifyReport>,
     /// Round-trip latency of every transaction (rr client only).
     pub latency: Option<LatencySummary>,
+    /// With a latency split (`ringperf load`): the round trips of each phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_phases: Option<LatencyPhases>,
+    /// CLOCK_MONOTONIC at this side's window start, so tests run at once by one process
+    /// can be put on one time axis.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_start_ns: Option<u64>,
     /// Interval samples over the window (see `spec.interval_ms`).
     pub intervals: Vec<IntervalSample>,
     /// TCP_INFO of every flow at the end, summed, with fairness.
@@ -920,6 +927,18 @@ fn ratio(a: u64, b: u64) -> f64 {
     } else {
         a as f64 / b as f64
     }
+}
+
+/// A side's round trips split at one interval tick (`TestSpec::latency_split_ms`). The two
+/// phases' counts add up to the side's transactions timed; each histogram is exact.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct LatencyPhases {
+    /// The split's tick, as an offset from the window start (the latest of the workers').
+    pub split_ns: u64,
+    /// Round trips completed before the split's tick.
+    pub first: Option<LatencySummary>,
+    /// Round trips completed after it.
+    pub second: Option<LatencySummary>,
 }
 
 /// Latency percentiles plus the full histogram, so runs and hosts can be merged later.

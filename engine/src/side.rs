@@ -330,6 +330,7 @@ impl Side {
         let mut recvs = Vec::new();
         let mut verifies = Vec::new();
         let mut latencies = Vec::new();
+        let mut splits = Vec::new();
         let mut intervals = Vec::new();
         let crr = merge::crr(outcomes.iter().filter_map(|o| o.crr.as_ref()));
         let rr = merge::rr(outcomes.iter().filter_map(|o| o.rr.as_ref()));
@@ -342,6 +343,7 @@ impl Side {
             recvs.extend(o.recv);
             verifies.extend(o.verify);
             latencies.push(o.latency);
+            splits.push(o.latency_split);
             intervals.push(o.intervals);
         }
         let report = SideReport {
@@ -362,6 +364,8 @@ impl Side {
             recv: merge::recv(recvs),
             verify: merge::verify(verifies),
             latency: merge::latency(latencies).summary(),
+            latency_phases: merge::latency_phases(splits),
+            window_start_ns: Some(start_ns),
             intervals: merge::intervals(intervals),
             tcp,
             workers: worker_reports,

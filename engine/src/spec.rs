@@ -475,6 +475,11 @@ pub struct TestSpec {
     pub interval_ms: u64,
     /// Record every transaction's round trip (rr); off saves one clock read per transaction.
     pub record_latency: bool,
+    /// Split the round trips in two phases at the interval tick nearest this offset from
+    /// the window start (`ringperf load`: idle, then loaded), each with its own histogram.
+    /// Only the client's side reads it; left out when not split.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_split_ms: Option<u64>,
     pub local: SideSpec,
     pub remote: SideSpec,
     pub ring: RingTuning,
@@ -582,6 +587,7 @@ impl TestSpec {
             response_size: request_size,
             burst: 1,
             open_loop: None,
+            latency_split_ms: None,
             flows: 1,
             threads: 1,
             bidir: false,
@@ -684,6 +690,14 @@ impl TestSpec {
                 "--profile-hz {} is out of range: use 1 to {MAX_PROFILE_HZ}",
                 self.profile.hz
             )));
+        }
+        if let Some(split) = self.latency_split_ms {
+            if self.interval_ms == 0 || split == 0 || split >= self.duration_ms {
+                return Err(Error::Usage(format!(
+                    "a latency split at {split} ms needs interval samples and must fall inside the {} ms window: give a split between 0 and the test length",
+                    self.duration_ms
+                )));
+            }
         }
         check_size("send size (-m)", u64::from(self.send_size))?;
         check_size("receive size (-M)", u64::from(self.recv_size))?;

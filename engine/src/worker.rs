@@ -16,7 +16,7 @@ use crate::io::send::{zc_slots_per_flow, zc_stream_unnotified_bytes, DatagramSen
 use crate::io::{AnyRecv, AnySend, RecvSetup};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::cpu::{helper_threads_ns, ThreadCpuSnapshot};
-use crate::measure::intervals::IntervalSampler;
+use crate::measure::intervals::{IntervalSampler, LatencySplit};
 use crate::measure::latency::LatencyRecorder;
 use crate::measure::tcp_info::{wait_until_sent, TcpFlowInfo};
 use crate::report::{
@@ -92,6 +92,8 @@ pub struct WorkerOutcome {
     /// CLOCK_MONOTONIC when the workload finished.
     pub end_ns: u64,
     pub latency: LatencyRecorder,
+    /// With `latency_split_ms`: the latency of each phase.
+    pub latency_split: Option<LatencySplit>,
     pub intervals: Vec<IntervalSample>,
     pub tcp: Vec<TcpFlowInfo>,
     pub send: Option<SendReport>,
@@ -431,7 +433,7 @@ fn run(mut plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>
     let ending = drive(&mut engine.ring, engine.role.as_mut(), &mut run, plan.watch_fd);
     let role_report = engine.role.report();
     let end_ns = role_report.end_ns.unwrap_or_else(monotonic_ns);
-    let ClosedWindow { end_ns, tool, tcp, intervals, latency } =
+    let ClosedWindow { end_ns, tool, tcp, intervals, latency, latency_split } =
         window.close(&ending, end_ns, &flows, &plan.fds, settle_tcp);
     let mut send = role_report.send;
     if let Some(sp) = send.as_mut().and_then(|r| r.splice.as_mut()) {
@@ -451,6 +453,7 @@ fn run(mut plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>
         tool,
         end_ns,
         latency,
+        latency_split,
         send,
         recv: role_report.recv,
         verify: role_report.verify,
@@ -475,6 +478,7 @@ pub(crate) struct ClosedWindow {
     pub tcp: Vec<TcpFlowInfo>,
     pub intervals: Vec<IntervalSample>,
     pub latency: LatencyRecorder,
+    pub latency_split: Option<LatencySplit>,
 }
 
 impl WorkerWindow {
@@ -501,7 +505,8 @@ impl WorkerWindow {
             &plan.fds,
             spec.record_latency,
             plan.live.take(),
-        );
+        )
+        .split_at(spec.latency_split_ms.map(|ms| ms * 1_000_000));
         Ok(WorkerWindow { start_ns, deadline_ns: start_ns + duration_ns, sampler, cpu_before, helpers })
     }
 
@@ -530,8 +535,8 @@ impl WorkerWindow {
             wait_until_sent(fds, TCP_INFO_SETTLE);
         }
         let tcp = fds.iter().map(|&fd| TcpFlowInfo::read(fd).unwrap_or_default()).collect();
-        let (intervals, latency) = self.sampler.finish(end_ns, flows);
-        ClosedWindow { end_ns, tool, tcp, intervals, latency }
+        let (intervals, latency, latency_split) = self.sampler.finish(end_ns, flows);
+        ClosedWindow { end_ns, tool, tcp, intervals, latency, latency_split }
     }
 }
 

@@ -1,12 +1,15 @@
-//! Load: one server holds 32 clients at once, each with 3 flows, refuses none of them
-//! (all are within its limits), and keeps each session's figures separate: every client's
-//! report conserves its own bytes, and the server's log holds one line per client with
-//! exactly that client's count.
+//! Load, two ways. A server's load: one server holds 32 clients at once, each with 3 flows,
+//! refuses none of them (all are within its limits), and keeps each session's figures
+//! separate: every client's report conserves its own bytes, and the server's log holds one
+//! line per client with exactly that client's count. And `ringperf load`, latency under
+//! load: the probes' idle phase has no load traffic and the loaded phase has it, the two
+//! latency phases account for every probe, and bad flags are refused with what to do.
 
 use std::thread;
 use std::time::Duration;
 
-use ringperf_tests::{bool_at, check_stream_report, ringperf, u64_at};
+use ringperf_tests::{at, bool_at, check_stream_report, f64_at, ringperf, str_at, u64_at};
+use serde_json::Value;
 
 const CLIENTS: usize = 32;
 const FLOWS: &str = "3";
@@ -73,4 +76,221 @@ fn thirty_two_clients_with_three_flows_each_are_served_at_once_and_kept_apart() 
     );
     assert!(most >= CLIENTS / 2, "the server never held more than {most} sessions at once");
     server.assert_running();
+}
+
+/// min <= p50 <= p90 <= p99 <= p99.9 <= max of one latency summary.
+fn check_ordered(l: &Value, what: &str) {
+    let v: Vec<u64> = ["min_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "p9999_ns", "max_ns"]
+        .iter()
+        .map(|k| u64_at(l, k))
+        .collect();
+    assert!(v.windows(2).all(|w| w[0] <= w[1]), "{what}: percentiles out of order: {v:?}");
+}
+
+/// The probes' two phases hold every probe round trip, each once, with its percentiles in
+/// order; returns (idle, loaded) counts.
+fn check_phases(r: &Value) -> (u64, u64) {
+    let (idle, loaded) = (u64_at(r, "idle.count"), u64_at(r, "loaded.count"));
+    assert!(idle > 0 && loaded > 0, "a phase has no probes: idle {idle}, loaded {loaded}");
+    assert_eq!(
+        idle + loaded,
+        u64_at(r, "probe.local.latency.count"),
+        "the phases do not add up to the whole"
+    );
+    assert_eq!(u64_at(r, "probe.local.latency.count"), u64_at(r, "probe.local.transactions"));
+    check_ordered(at(r, "idle"), "idle");
+    check_ordered(at(r, "loaded"), "loaded");
+    (idle, loaded)
+}
+
+/// From the time series: no load byte in any probe interval that ended before the load's
+/// window opened, and load in every direction in each interval wholly inside the load's
+/// window. The load opened after the idle phase's tick.
+fn check_series(r: &Value) {
+    let split = u64_at(r, "split_ns");
+    let start = u64_at(r, "load_start_ns");
+    assert!(start >= split, "the load opened at {start} ns, before the idle phase ended at {split} ns");
+    let loaded_ns = u64_at(r, "loaded_ms") * 1_000_000;
+    let series = at(r, "series").as_array().expect("a series");
+    let directions = at(r, "loads").as_array().expect("loads").len();
+    let (mut before, mut during) = (0, 0);
+    for p in series {
+        let (lo, hi) = (u64_at(p, "start_ns"), u64_at(p, "start_ns") + u64_at(p, "duration_ns"));
+        let bytes: Vec<u64> = at(p, "load_bytes")
+            .as_array()
+            .expect("bytes")
+            .iter()
+            .map(|b| b.as_u64().expect("a count"))
+            .collect();
+        assert_eq!(bytes.len(), directions);
+        if hi <= start {
+            before += 1;
+            assert!(bytes.iter().all(|&b| b == 0), "load bytes before the load started: {p}");
+        } else if lo >= start && hi <= start + loaded_ns {
+            during += 1;
+            assert!(bytes.iter().all(|&b| b > 0), "an interval of the loaded phase without load: {p}");
+        }
+    }
+    assert!(before > 0 && during > 0, "the series has {before} idle and {during} loaded intervals");
+}
+
+/// TCP streams both ways under open-loop rr probes: the phases, the series, every load
+/// test's bytes conserved, the probe's schedule kept, and the chart drawn with both series.
+#[test]
+fn latency_under_load_has_an_idle_phase_without_load_and_a_loaded_phase_with_it() {
+    let svg = std::env::temp_dir().join(format!("ringperf-load-{}.svg", std::process::id()));
+    let svg_path = svg.to_string_lossy().into_owned();
+    let mut args: Vec<&str> =
+        "load --idle 1 -l 2 --load both --load-flows 4 --cc cubic --json".split(' ').collect();
+    args.extend(["--plot", &svg_path]);
+    let r = ringperf!().run(&args).success().json();
+    assert_eq!(str_at(&r, "test"), "LOAD");
+    assert_eq!(str_at(&r, "probe_test"), "TCP_RR");
+    assert_eq!(str_at(&r, "probe.local.socket.congestion_control"), "cubic", "--cc reaches the probes");
+    assert!(bool_at(&r, "probe.local.socket.nodelay"), "the probes' requests do not wait for Nagle");
+    assert!(!bool_at(&r, "partial"), "{}", at(&r, "partial_reason"));
+    let (idle, loaded) = check_phases(&r);
+    check_series(&r);
+    let loads = at(&r, "loads").as_array().expect("loads");
+    let directions: Vec<&str> = loads.iter().map(|l| str_at(l, "direction")).collect();
+    assert_eq!(directions, ["up", "down"]);
+    for l in loads {
+        let t = at(l, "report");
+        check_stream_report(t, str_at(l, "direction") == "down");
+        assert_eq!(u64_at(t, "spec.flows"), 4);
+        assert_eq!(str_at(t, "local.socket.congestion_control"), "cubic", "--cc reaches the load");
+        let (sent, received) = match str_at(l, "direction") {
+            "up" => (u64_at(t, "local.bytes_sent"), u64_at(t, "remote.bytes_received")),
+            _ => (u64_at(t, "remote.bytes_sent"), u64_at(t, "local.bytes_received")),
+        };
+        assert!(sent > 0 && sent == received, "{}: sent {sent}, received {received}", str_at(l, "direction"));
+        assert!(f64_at(l, "throughput_bits_per_sec") > 0.0);
+    }
+    // Open loop at the default 200/s: the schedule made about that, and inflation is the
+    // ratio of the phases' own figures (its size on loopback is not asserted).
+    assert_eq!(f64_at(&r, "probe_rate.target_per_sec"), 200.0);
+    let achieved = f64_at(&r, "probe_rate.achieved_per_sec");
+    assert!((100.0..=300.0).contains(&achieved), "achieved {achieved}/s of 200/s");
+    let ratio = u64_at(&r, "loaded.p99_ns") as f64 / u64_at(&r, "idle.p99_ns") as f64;
+    assert!((f64_at(&r, "inflation.p99") - ratio).abs() < 1e-9 * ratio.max(1.0));
+    let busy = f64_at(&r, "cpu.local_busy_percent");
+    assert!((0.0..=100.0).contains(&busy), "busy {busy} %");
+    let chart = std::fs::read_to_string(&svg).expect("--plot wrote the chart");
+    let _ = std::fs::remove_file(&svg);
+    assert!(chart.contains("<svg"));
+    for series in ["load up", "load down", "probe p50", "probe p99", "load start"] {
+        assert!(chart.contains(series), "the chart has no '{series}'");
+    }
+    eprintln!(
+        "figures: idle {idle} probes p99 {} us, loaded {loaded} probes p99 {} us",
+        u64_at(&r, "idle.p99_ns") / 1000,
+        u64_at(&r, "loaded.p99_ns") / 1000
+    );
+}
+
+/// udp-rr probes (closed loop, said so) under a paced UDP flood: the same phases and series.
+#[test]
+fn latency_under_a_udp_flood_with_closed_loop_udp_probes() {
+    let args = "load --probe udp-rr --idle 0.6 -l 1 --load udp --load-rate 200m --load-flows 2";
+    let r = ringperf!().run_json(&args.split_whitespace().collect::<Vec<_>>());
+    assert!(!bool_at(&r, "partial"), "{}", at(&r, "partial_reason"));
+    assert_eq!(str_at(&r, "probe_test"), "UDP_RR");
+    assert!(at(&r, "probe_rate.target_per_sec").is_null());
+    assert!(str_at(&r, "probe_rate.closed_loop_reason").contains("closed loop"));
+    check_phases(&r);
+    check_series(&r);
+    let l = &at(&r, "loads")[0];
+    assert_eq!(str_at(l, "direction"), "udp-up");
+    assert!(u64_at(l, "report.local.bytes_sent") > 0);
+}
+
+/// A load test the server refuses: the probes' figures still come out, marked partial, with
+/// a non-zero exit and the refusal on stderr.
+#[test]
+fn a_failed_load_still_reports_the_probes() {
+    let rp = ringperf!();
+    let server = rp.serve_with(&["--max-flows", "2"]);
+    let port = server.port_arg();
+    let mut args: Vec<&str> =
+        "load -H 127.0.0.1 --idle 0.4 -l 0.6 --load up --load-flows 4 --json".split(' ').collect();
+    args.extend(["-p", &port]);
+    let out = rp.run(&args);
+    assert_ne!(out.code(), 0, "a failed load must not exit 0: {out}");
+    let r = out.json();
+    assert!(bool_at(&r, "partial"));
+    assert!(str_at(&r, "partial_reason").contains("up load"), "{}", at(&r, "partial_reason"));
+    assert!(str_at(&at(&r, "loads")[0], "error").contains("--max-flows"));
+    assert!(u64_at(&r, "probe.local.transactions") > 0, "the probes' figures are there");
+    assert!(out.stderr.contains("partial result"), "{out}");
+}
+
+/// Bad flag combinations exit 2 with one line that says what to give instead.
+#[test]
+fn load_refuses_bad_flags_with_what_to_do() {
+    let rp = ringperf!();
+    for (args, needles) in [
+        (&["load", "--idle", "0"][..], &["--idle", "give at least"][..]),
+        (&["load", "--load", "udp"], &["--load-rate"]),
+        (&["load", "--probe", "udp-rr", "--probe-rate", "100"], &["udp-rr", "drop it"]),
+        (&["load", "--idle", "0.5", "-D", "1"], &["-D", "at most --idle"]),
+        (&["load", "--load", "sideways"], &["up, down, both, udp"]),
+        (&["load", "--probe-rate", "100", "--probe-closed-loop"], &["--probe-closed-loop"]),
+    ] {
+        rp.run(args).failure(2, needles);
+    }
+}
+
+/// Ctrl-C in the loaded phase: the probes' figures (and the load's so far) are printed,
+/// marked partial, exit 130, and the phases still account for every probe that completed.
+#[test]
+fn ctrl_c_under_load_prints_the_probes_partial() {
+    let out = std::env::temp_dir().join(format!("ringperf-load-ctrl-c-{}.json", std::process::id()));
+    let file = std::fs::File::create(&out).expect("a scratch file");
+    let mut cmd = ringperf!().command(&["load", "--idle", "0.6", "-l", "30", "--load", "up", "--json"]);
+    cmd.stdin(std::process::Stdio::null()).stdout(file).stderr(std::process::Stdio::piped());
+    let mut client = ringperf_tests::ChildGuard::spawn(cmd);
+    // Past the idle phase and the load's set-up; a slower start still stops a partial run.
+    thread::sleep(Duration::from_secs(2));
+    client.signal(libc::SIGINT);
+    let status = client.wait_timeout(Duration::from_secs(20)).expect("ringperf load stopped after Ctrl-C");
+    let text = std::fs::read_to_string(&out).expect("the report");
+    let _ = std::fs::remove_file(&out);
+    assert_eq!(status.code(), Some(130), "stdout: {text}");
+    let r: Value = serde_json::from_str(&text).expect("the partial report is JSON");
+    assert!(bool_at(&r, "partial"));
+    assert!(str_at(&r, "partial_reason").contains("Ctrl-C"), "{}", at(&r, "partial_reason"));
+    assert!(u64_at(&r, "probe.local.transactions") > 0);
+    if !at(&r, "split_ns").is_null() {
+        check_phases(&r);
+    }
+}
+
+/// --keyval and --csv give the same names; the phases' counts add up to the probe's
+/// transactions there too, and the load's direction has a throughput, the others none.
+#[test]
+fn load_keyval_and_csv_carry_the_phases() {
+    let rp = ringperf!();
+    let run = |format: &str| {
+        let args = format!("load --idle 0.4 -l 0.6 --load up --load-flows 1 {format}");
+        rp.run(&args.split(' ').collect::<Vec<_>>()).success().stdout
+    };
+    let keyval: Vec<(String, String)> = run("--keyval")
+        .lines()
+        .map(|l| l.split_once('=').map(|(n, v)| (n.to_string(), v.to_string())).expect("NAME=value"))
+        .collect();
+    let get = |name: &str| {
+        keyval.iter().find(|(n, _)| n == name).map(|(_, v)| v.clone()).unwrap_or_else(|| panic!("no {name}"))
+    };
+    let count = |name: &str| get(name).parse::<u64>().unwrap_or_else(|_| panic!("{name} is not a count"));
+    assert_eq!(count("IDLE_COUNT") + count("LOADED_COUNT"), count("PROBE_TRANSACTIONS"));
+    assert!(get("LOAD_UP_THROUGHPUT").parse::<f64>().expect("a rate") > 0.0);
+    assert_eq!(get("LOAD_DOWN_THROUGHPUT"), "", "no load down: no figure, not 0");
+    assert_eq!(get("PARTIAL"), "0");
+    let csv = run("--csv");
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 2, "a header and one row: {csv}");
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let names: Vec<&str> = keyval.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(header, names);
+    assert_eq!(lines[1].split(',').count(), header.len());
 }

@@ -4,6 +4,7 @@
 
 pub mod cdf;
 pub mod flamegraph;
+pub mod load;
 pub mod report;
 pub mod sweep;
 pub mod timeseries;

@@ -7,6 +7,7 @@ pub mod human;
 pub mod json;
 pub mod kernel;
 pub mod keyval;
+pub mod load;
 pub mod probe;
 pub mod profile;
 pub mod sweep;

@@ -274,7 +274,7 @@ pub(crate) fn run(
     let end_ns = role_report.end_ns.unwrap_or_else(monotonic_ns);
     drop(watcher);
     let settle = role == ClassicRole::StreamSender;
-    let ClosedWindow { end_ns, tool, tcp, intervals, latency } =
+    let ClosedWindow { end_ns, tool, tcp, intervals, latency, latency_split } =
         window.close(&ending, end_ns, &flows, &plan.fds, settle);
     Ok(WorkerOutcome {
         flows,
@@ -285,6 +285,7 @@ pub(crate) fn run(
         tool,
         end_ns,
         latency,
+        latency_split,
         intervals,
         tcp,
         send: role_report.send,

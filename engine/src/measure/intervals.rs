@@ -34,6 +34,19 @@ pub struct IntervalSampler {
     current: LatencyRecorder,
     total: LatencyRecorder,
     record_latency: bool,
+    /// Latency split (`TestSpec::latency_split_ms`): the offset from the window start at
+    /// which the first phase ends, and, once the tick nearest it has passed, that tick's
+    /// offset and the first phase's histogram (`total` then holds the second phase's).
+    split_ns: Option<u64>,
+    first_phase: Option<(u64, LatencyRecorder)>,
+}
+
+/// A window's latency split in two at an interval tick: what the first phase recorded,
+/// what the second did, and the tick's offset from the window start.
+pub struct LatencySplit {
+    pub at_ns: u64,
+    pub first: LatencyRecorder,
+    pub second: LatencyRecorder,
 }
 
 impl IntervalSampler {
@@ -64,7 +77,18 @@ impl IntervalSampler {
             current: LatencyRecorder::new(),
             total: LatencyRecorder::new(),
             record_latency,
+            split_ns: None,
+            first_phase: None,
         }
+    }
+
+    /// Splits the window's latency in two phases at the interval tick nearest `offset_ns`
+    /// from the window start (at most half an interval before it): round trips that
+    /// complete before that tick go in the first, the rest in the second. The tick is the
+    /// only clock read: nothing is added per transaction.
+    pub fn split_at(mut self, offset_ns: Option<u64>) -> IntervalSampler {
+        self.split_ns = offset_ns.filter(|_| self.interval_ns > 0);
+        self
     }
 
     /// Opens the first interval and arms the repeating tick on `ring`.
@@ -148,6 +172,13 @@ impl IntervalSampler {
         };
         self.total.merge(&self.current);
         self.current.reset();
+        if let Some(split) = self.split_ns.filter(|_| self.first_phase.is_none()) {
+            let at = now - self.window_start;
+            if at + self.interval_ns / 2 >= split {
+                let first = std::mem::take(&mut self.total);
+                self.first_phase = Some((at, first));
+            }
+        }
         if let Some(live) = &self.live {
             let _ = live.send(s.clone());
         }
@@ -158,14 +189,78 @@ impl IntervalSampler {
         self.last_retrans = retrans;
     }
 
-    /// Closes the last (partial) interval and hands back the samples and all latency.
-    pub fn finish(mut self, end_ns: u64, flows: &[FlowCounters]) -> (Vec<IntervalSample>, LatencyRecorder) {
+    /// Closes the last (partial) interval and hands back the samples, all latency, and
+    /// with a split each phase's (`None` when the window ended before the split's tick).
+    pub fn finish(
+        mut self,
+        end_ns: u64,
+        flows: &[FlowCounters],
+    ) -> (Vec<IntervalSample>, LatencyRecorder, Option<LatencySplit>) {
         // The remainder after the last tick is sampled too, however short, so the series
         // adds up to the totals.
         if self.interval_ns > 0 && end_ns > self.last_ns {
             self.sample(end_ns, flows);
         }
         self.total.merge(&self.current);
-        (self.samples, self.total)
+        match self.first_phase {
+            Some((at_ns, first)) => {
+                let mut all = LatencyRecorder::new();
+                all.merge(&first);
+                all.merge(&self.total);
+                (self.samples, all, Some(LatencySplit { at_ns, first, second: self.total }))
+            }
+            None => (self.samples, self.total, None),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MS: u64 = 1_000_000;
+
+    /// Round trips go to the phase their completion falls in, split at the tick nearest the
+    /// split offset; the phases add up to the whole and the whole is unchanged.
+    #[test]
+    fn a_split_puts_each_round_trip_in_one_phase_at_the_nearest_tick() {
+        let flows = [FlowCounters::default()];
+        let mut s = IntervalSampler::new(200 * MS, 1000 * MS, &[], true, None).split_at(Some(500 * MS));
+        s.open(1_000 * MS);
+        let window = 1_000 * MS;
+        for (tick, latencies) in [(200, [10, 20]), (400, [30, 40]), (600, [1000, 2000]), (800, [3000, 4000])]
+        {
+            for ns in latencies {
+                s.record(ns);
+            }
+            s.sample(window + tick * MS, &flows);
+        }
+        s.record(5000);
+        let (samples, all, split) = s.finish(window + 900 * MS, &flows);
+        assert_eq!(samples.len(), 5);
+        let split = split.expect("the window passed the split");
+        // 400 ms + half an interval reaches 500 ms: that tick ends the first phase.
+        assert_eq!(split.at_ns, 400 * MS);
+        assert_eq!((split.first.len(), split.second.len(), all.len()), (4, 5, 9));
+        let (first, second) =
+            (split.first.summary().expect("first"), split.second.summary().expect("second"));
+        assert!(first.max_ns < 41 && second.min_ns >= 999, "{first:?} {second:?}");
+    }
+
+    /// A window that ends before its split's tick reports no phases; a sampler without
+    /// ticks cannot split.
+    #[test]
+    fn no_split_without_its_tick() {
+        let flows = [FlowCounters::default()];
+        let mut s = IntervalSampler::new(200 * MS, 1000 * MS, &[], true, None).split_at(Some(900 * MS));
+        s.open(0);
+        s.record(10);
+        s.sample(200 * MS, &flows);
+        assert!(s.finish(300 * MS, &flows).2.is_none());
+        let mut s = IntervalSampler::new(0, 1000 * MS, &[], true, None).split_at(Some(500 * MS));
+        s.open(0);
+        s.record(10);
+        let (_, all, split) = s.finish(900 * MS, &flows);
+        assert!(split.is_none() && all.len() == 1);
     }
 }
