@@ -794,7 +794,7 @@ pub struct LoadArgs {
     #[arg(long, value_name = "rr|udp-rr", default_value = "rr", value_parser = ["rr", "udp-rr"])]
     pub probe: String,
     /// Probe requests per second per flow, on a fixed schedule (rr's --rate: a stall shows in
-    /// every request it delays) [default: 200; udp-rr probes run closed loop].
+    /// every request it delays) [default: 200].
     #[arg(long, value_name = "R", value_parser = parse_tx_rate, conflicts_with = "probe_closed_loop")]
     pub probe_rate: Option<u64>,
     /// Run the probes closed loop (one transaction in flight per flow, the next when the

@@ -33,11 +33,6 @@ fn check(a: &LoadArgs) -> Result<(), Error> {
             "--load udp needs --load-rate (e.g. --load-rate 1g): an unpaced flood measures only how fast the sender drops datagrams".into(),
         ));
     }
-    if a.probe == "udp-rr" && a.probe_rate.is_some() {
-        return Err(Error::Usage(
-            "udp-rr has no open loop yet, so --probe-rate cannot apply: drop it (udp-rr probes run closed loop, and the report says so) or use --probe rr".into(),
-        ));
-    }
     if a.interval_ms > a.idle_ms {
         return Err(Error::Usage(format!(
             "-D {} s is longer than the idle phase (--idle {} s): the idle phase ends on an interval tick; give -D of at most --idle",
@@ -93,12 +88,7 @@ pub fn probe_spec(a: &LoadArgs) -> Result<(TestSpec, Option<String>), Error> {
     }
     let cpus = a.probe_cpus.as_ref().map(|c| c.0.as_slice());
     place(&mut spec, a.probe_send_engine, a.probe_recv_engine, cpus, a.cc.as_ref());
-    let closed = if udp {
-        Some(
-            "udp-rr has no open loop yet: its probes run closed loop, one transaction in flight per flow"
-                .into(),
-        )
-    } else if a.probe_closed_loop {
+    let closed = if a.probe_closed_loop {
         Some("--probe-closed-loop: one transaction in flight per flow".into())
     } else {
         let rate = a.probe_rate.unwrap_or(DEFAULT_PROBE_RATE);

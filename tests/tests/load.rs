@@ -188,20 +188,35 @@ fn latency_under_load_has_an_idle_phase_without_load_and_a_loaded_phase_with_it(
     );
 }
 
-/// udp-rr probes (closed loop, said so) under a paced UDP flood: the same phases and series.
+/// udp-rr probes under a paced UDP flood, on their schedule by default and closed loop when
+/// asked (said so): the same phases and series.
 #[test]
-fn latency_under_a_udp_flood_with_closed_loop_udp_probes() {
+fn latency_under_a_udp_flood_with_udp_probes_open_and_closed_loop() {
+    let rp = ringperf!();
     let args = "load --probe udp-rr --idle 0.6 -l 1 --load udp --load-rate 200m --load-flows 2";
-    let r = ringperf!().run_json(&args.split_whitespace().collect::<Vec<_>>());
-    assert!(!bool_at(&r, "partial"), "{}", at(&r, "partial_reason"));
-    assert_eq!(str_at(&r, "probe_test"), "UDP_RR");
-    assert!(at(&r, "probe_rate.target_per_sec").is_null());
-    assert!(str_at(&r, "probe_rate.closed_loop_reason").contains("closed loop"));
-    check_phases(&r);
-    check_series(&r);
-    let l = &at(&r, "loads")[0];
-    assert_eq!(str_at(l, "direction"), "udp-up");
-    assert!(u64_at(l, "report.local.bytes_sent") > 0);
+    let mut args: Vec<&str> = args.split_whitespace().collect();
+    for closed in [false, true] {
+        if closed {
+            args.push("--probe-closed-loop");
+        }
+        let r = rp.run_json(&args);
+        assert!(!bool_at(&r, "partial"), "{}", at(&r, "partial_reason"));
+        assert_eq!(str_at(&r, "probe_test"), "UDP_RR");
+        if closed {
+            assert!(at(&r, "probe_rate.target_per_sec").is_null());
+            assert!(str_at(&r, "probe_rate.closed_loop_reason").contains("--probe-closed-loop"));
+        } else {
+            assert_eq!(at(&r, "probe_rate.target_per_sec").as_f64(), Some(200.0), "the default probe rate");
+            let achieved = at(&r, "probe_rate.achieved_per_sec").as_f64().expect("an achieved rate");
+            assert!(achieved > 100.0, "udp-rr probes kept no schedule: {achieved}/s of 200/s");
+            assert!(at(&r, "probe_rate.closed_loop_reason").is_null());
+        }
+        check_phases(&r);
+        check_series(&r);
+        let l = &at(&r, "loads")[0];
+        assert_eq!(str_at(l, "direction"), "udp-up");
+        assert!(u64_at(l, "report.local.bytes_sent") > 0);
+    }
 }
 
 /// A load test the server refuses: the probes' figures still come out, marked partial, with
@@ -231,7 +246,6 @@ fn load_refuses_bad_flags_with_what_to_do() {
     for (args, needles) in [
         (&["load", "--idle", "0"][..], &["--idle", "give at least"][..]),
         (&["load", "--load", "udp"], &["--load-rate"]),
-        (&["load", "--probe", "udp-rr", "--probe-rate", "100"], &["udp-rr", "drop it"]),
         (&["load", "--idle", "0.5", "-D", "1"], &["-D", "at most --idle"]),
         (&["load", "--load", "sideways"], &["up, down, both, udp"]),
         (&["load", "--probe-rate", "100", "--probe-closed-loop"], &["--probe-closed-loop"]),
