@@ -36,6 +36,7 @@ pub fn run(a: &ServeArgs) -> Result<i32, Error> {
             max_total_memory: a.max_total_memory.unwrap_or_else(default_total_memory),
         },
         allow: a.allow.clone(),
+        in_client_process: false,
     };
     let server = match a.bind {
         Some(ip) => Server::bind(SocketAddr::new(ip, a.port))?,

@@ -14,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::cpu::ProcStat;
 use crate::measure::kernel::{DataSocketsAtEnd, KernelProbe, KernelSnapshot};
-use crate::measure::profile::{Profiler, Work as ProfileWork};
+use crate::measure::profile::{Profiler, Stopped as ProfileSamples, Work as ProfileWork};
 use crate::measure::service_demand::{service_demand, tool_overhead_percent};
 use crate::measure::tcp_info::{TcpFlowInfo, TcpReport};
 use crate::merge;
@@ -335,9 +335,6 @@ impl Side {
         let crr = merge::crr(outcomes.iter().filter_map(|o| o.crr.as_ref()));
         let rr = merge::rr(outcomes.iter().filter_map(|o| o.rr.as_ref()));
         let udp = merge::udp(outcomes.iter().map(|o| o.udp.as_ref()).collect(), self.nflows, system.busy_us);
-        let datagrams = udp.as_ref().map_or(0, |u| u.datagrams_sent + u.datagrams_received);
-        let work = ProfileWork { bytes: bytes_sent + bytes_received, transactions, segments, datagrams };
-        let profile = profiled.map(|p| p.report(system.busy_us, work, sd));
         for o in outcomes {
             sends.extend(o.send);
             recvs.extend(o.recv);
@@ -346,7 +343,7 @@ impl Side {
             splits.push(o.latency_split);
             intervals.push(o.intervals);
         }
-        let report = SideReport {
+        let mut report = SideReport {
             role: self.role,
             pinned_cpu: self.cpus.first().copied().flatten(),
             elapsed_ns,
@@ -375,9 +372,12 @@ impl Side {
             udp,
             rr,
             kernel,
-            profile,
+            profile: None,
         };
-        Ok(Finished { report, ending })
+        report.profile = profiled
+            .as_ref()
+            .map(|p| p.report(report.cpu.system.busy_us, ProfileWork::of(&report), report.service_demand));
+        Ok(Finished { report, ending, samples: profiled })
     }
 }
 
@@ -390,6 +390,9 @@ pub struct Finished {
     pub report: SideReport,
     /// `Ok(Completed)`, `Ok(Aborted)` (stopped on request), or why the run failed.
     pub ending: Result<Ending>,
+    /// The profile's samples: they cover every CPU, so the embedded server's side, which
+    /// shares this process, has its profile built from them too.
+    pub samples: Option<ProfileSamples>,
 }
 
 /// What the report says about a side's data sockets, read from `s`.

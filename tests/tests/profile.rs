@@ -63,6 +63,38 @@ fn profile_categories_add_up_and_their_costs_are_the_busy_time() {
     }
 }
 
+/// The embedded server lives in the client's process, whose sampler already covers every
+/// CPU: one sampler serves both sides (a second would double the sampling cost and see the
+/// same CPUs), so both profiles hold the same samples. A separate server samples for itself.
+#[test]
+fn the_embedded_server_shares_the_clients_sampler() {
+    let test = "the_embedded_server_shares_the_clients_sampler";
+    let r = ringperf!().run_json(&["rr", "-l", "0.5", "--profile"]);
+    let (Some(local), Some(remote)) = (profile(&r, "local", test), profile(&r, "remote", test)) else {
+        return;
+    };
+    for f in ["samples", "busy_samples", "idle_samples", "lost"] {
+        assert_eq!(u64_at(local, f), u64_at(remote, f), "{f}: the embedded server took samples of its own");
+    }
+    // Each side's costs are still its own: per unit of its own work, over its own busy time.
+    let sd = f64_at(&r, "remote.service_demand.us_per_transaction");
+    let total: f64 = remote["categories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["us_per_transaction"].as_f64().unwrap())
+        .sum();
+    assert!((total - sd).abs() <= 1e-6 * sd.max(1.0), "remote: costs add to {total} us/Tr, not {sd}");
+
+    let rp = ringperf!();
+    let mut server = rp.serve();
+    let port = server.port_arg();
+    let r = rp.run_json(&["rr", "-H", "127.0.0.1", "-p", &port, "-l", "0.5", "--profile"]);
+    let Some(remote) = profile(&r, "remote", test) else { return };
+    assert!(u64_at(remote, "samples") > 0, "a separate server took no samples");
+    server.assert_running();
+}
+
 #[test]
 fn tool_overhead_counts_io_uring_and_the_network_path_costs_less() {
     let test = "tool_overhead_counts_io_uring_and_the_network_path_costs_less";

@@ -16,11 +16,12 @@ use crate::control::auth::{self, Party, Psk};
 use crate::control::protocol::{
     read_frame_by, report_frame_cap, write_frame, ClientMessage, ServerMessage, MAX_FRAME, PROTOCOL_VERSION,
 };
-use crate::control::server::{check_cpu, Server, CONTROL_TIMEOUT};
+use crate::control::server::{check_cpu, Server, ServerConfig, CONTROL_TIMEOUT};
 use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::confidence::{batch_means, estimate, Estimate};
+use crate::measure::profile::Work as ProfileWork;
 use crate::net::connect_flows;
 use crate::report::{
     ClockReport, Environments, IntervalSample, IterationFigures, SideReport, Summary, TestReport,
@@ -76,7 +77,8 @@ pub fn run_test_with(spec: &TestSpec, target: &Target, opts: &RunOptions<'_>) ->
     }
     match target {
         Target::Embedded => {
-            let server = Server::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?;
+            let server = Server::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?
+                .with_config(ServerConfig { in_client_process: true, ..ServerConfig::default() });
             let addr = server.local_addr();
             let stop = Arc::new(AtomicBool::new(false));
             let serving = {
@@ -236,6 +238,7 @@ fn run_on(
         let _ = c.send(&ClientMessage::FlowsDone {});
     }
     let local = finished.report;
+    let samples = finished.samples;
 
     // A report has an entry per flow and per interval sample: it may be well over MAX_FRAME.
     let report_cap = report_frame_cap(spec);
@@ -274,6 +277,12 @@ fn run_on(
         }
     };
     let (mut local, mut remote) = (local, remote);
+    // The embedded server took no samples of its own: this process's cover every CPU.
+    if let (true, Some(s), Some(r)) = (embedded, &samples, remote.as_mut()) {
+        if r.profile.is_none() {
+            r.profile = Some(s.report(r.cpu.system.busy_us, ProfileWork::of(r), r.service_demand));
+        }
+    }
     if let Some(k) = &clock {
         for side in std::iter::once(&mut local).chain(remote.as_mut()) {
             if let Some(w) = side.udp.as_mut().and_then(|u| u.one_way.as_mut()) {

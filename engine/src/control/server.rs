@@ -107,6 +107,10 @@ pub struct ServerConfig {
     pub limits: Limits,
     /// Peers allowed to connect; empty: everyone.
     pub allow: Vec<Cidr>,
+    /// The embedded server: it runs in the client's process, whose profile already samples
+    /// every CPU and counts this process as the tool, so its side takes no profile of its
+    /// own (a second sampler would see the same samples and double the sampling cost).
+    pub in_client_process: bool,
 }
 
 /// A bound control listener.
@@ -522,6 +526,9 @@ fn session(
         match read_frame_by(stream, "the test spec", spec_by, MAX_CLIENT_FRAME, None) {
             Ok(ClientMessage::Test { mut spec, clock_offset_ns }) => {
                 spec.clock_offset_ns = clock_offset_ns;
+                if cfg.in_client_process {
+                    spec.profile.enabled = false;
+                }
                 break spec;
             }
             Ok(ClientMessage::ClockProbe {}) if probes < MAX_CLOCK_PROBES => {

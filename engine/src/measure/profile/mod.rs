@@ -65,7 +65,7 @@ impl Profiler {
 
 impl Stopped {
     /// The report, given the window's busy CPU time, its work and its service demand.
-    pub fn report(self, busy_us: f64, work: Work, service_demand: ServiceDemand) -> ProfileReport {
+    pub fn report(&self, busy_us: f64, work: Work, service_demand: ServiceDemand) -> ProfileReport {
         self.report_for(&[std::process::id()], busy_us, work, service_demand)
     }
 
@@ -73,15 +73,15 @@ impl Stopped {
     /// profiles a peer's client and server this way. Only this process's user frames can be
     /// named in folded stacks; other processes' show as `[user]`.
     pub fn report_for(
-        self,
+        &self,
         tool_pids: &[u32],
         busy_us: f64,
         work: Work,
         service_demand: ServiceDemand,
     ) -> ProfileReport {
-        let (event, raw) = match self.sampled {
+        let (event, raw) = match &self.sampled {
             Ok(s) => s,
-            Err(reason) => return ProfileReport::unavailable(reason),
+            Err(reason) => return ProfileReport::unavailable(reason.clone()),
         };
         let kernel_addrs: Vec<u64> = raw.stacks.keys().flat_map(|s| s.kernel.iter().copied()).collect();
         let (kernel, symbol_error) = match symbolizer::kernel(kernel_addrs) {
