@@ -105,7 +105,7 @@ impl Stopped {
             tool_pids,
             folded: self.spec.folded,
         };
-        report::build(&raw, &kernel, user.as_ref(), symbol_error, &inputs)
+        report::build(raw, &kernel, user.as_ref(), symbol_error, &inputs)
     }
 }
 
