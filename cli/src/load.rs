@@ -11,6 +11,7 @@ use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use ringperf_engine::control::auth::Psk;
+use ringperf_engine::control::server::ServerConfig;
 use ringperf_engine::load::{LoadDirection, LoadKind, LoadReport};
 use ringperf_engine::report::IntervalSample;
 use ringperf_engine::spec::{
@@ -137,7 +138,9 @@ struct SharedServer {
 
 impl SharedServer {
     fn start() -> Result<SharedServer, Error> {
-        let server = Server::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?;
+        // In this process: the probe's sampler covers the server's side too.
+        let server = Server::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?
+            .with_config(ServerConfig { in_client_process: true, ..ServerConfig::default() });
         let addr = server.local_addr();
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
@@ -230,7 +233,13 @@ fn run_parts(
     psk: Option<&Psk>,
     stop: &Interrupt,
 ) -> PartResults {
-    let options = |live| RunOptions { live, level: None, psk: psk.cloned(), interrupt: Some(stop.fd()) };
+    let options = |live| RunOptions {
+        live,
+        level: None,
+        psk: psk.cloned(),
+        interrupt: Some(stop.fd()),
+        server_in_process: a.host.is_none(),
+    };
     thread::scope(|scope| {
         let (tx, rx) = mpsc::channel();
         let probe_opts = options(Some(tx));

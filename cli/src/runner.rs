@@ -71,6 +71,7 @@ impl Runner {
             level: None,
             psk: self.psk.clone(),
             interrupt: Some(self.stop.fd()),
+            server_in_process: false,
         };
         let println = |line: &str| match &status {
             Some(s) => s.println(&heading, line),

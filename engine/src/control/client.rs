@@ -55,6 +55,9 @@ pub struct RunOptions<'a> {
     /// fails with [`Error::Interrupted`]; after, the run ends with a partial report and the
     /// server is told to stop.
     pub interrupt: Option<BorrowedFd<'a>>,
+    /// The server runs in this process with `in_client_process` set (`ringperf load`'s
+    /// shared one): it takes no samples, and this side's, which cover every CPU, serve both.
+    pub server_in_process: bool,
 }
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -278,7 +281,7 @@ fn run_on(
     };
     let (mut local, mut remote) = (local, remote);
     // The embedded server took no samples of its own: this process's cover every CPU.
-    if let (true, Some(s), Some(r)) = (embedded, &samples, remote.as_mut()) {
+    if let (true, Some(s), Some(r)) = (embedded || opts.server_in_process, &samples, remote.as_mut()) {
         if r.profile.is_none() {
             r.profile = Some(s.report(r.cpu.system.busy_us, ProfileWork::of(r), r.service_demand));
         }
