@@ -71,6 +71,8 @@ impl Runner {
             level: None,
             psk: self.psk.clone(),
             interrupt: Some(self.stop.fd()),
+            before_go: None,
+            peer_must_prove_key: false,
         };
         let println = |line: &str| match &status {
             Some(s) => s.println(&heading, line),

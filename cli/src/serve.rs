@@ -36,6 +36,7 @@ pub fn run(a: &ServeArgs) -> Result<i32, Error> {
             max_total_memory: a.max_total_memory.unwrap_or_else(default_total_memory),
         },
         allow: a.allow.clone(),
+        allow_third_party: a.allow_third_party,
     };
     let server = match a.bind {
         Some(ip) => Server::bind(SocketAddr::new(ip, a.port))?,
@@ -62,6 +63,9 @@ pub fn run(a: &ServeArgs) -> Result<i32, Error> {
             "warning: no key, and bound to {addr}: anyone who can reach {reach} on port {} can run tests: use --psk-file",
             addr.port()
         ));
+    }
+    if config.allow_third_party {
+        say("third-party runs allowed (--allow-third-party): a controller with the key may have this agent send to or receive from another agent that proves it holds the same key");
     }
     if server.is_dual_stack() {
         say("one IPv6 socket serves IPv4 clients too (shown as their IPv4 addresses)");

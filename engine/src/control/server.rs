@@ -107,6 +107,9 @@ pub struct ServerConfig {
     pub limits: Limits,
     /// Peers allowed to connect; empty: everyone.
     pub allow: Vec<Cidr>,
+    /// Takes ThirdParty requests: runs the client side of a test against another agent
+    /// for a controller (`serve --allow-third-party`, which needs a key).
+    pub allow_third_party: bool,
 }
 
 /// A bound control listener.
@@ -524,6 +527,10 @@ fn session(
                 spec.clock_offset_ns = clock_offset_ns;
                 break spec;
             }
+            Ok(ClientMessage::ThirdParty { spec, peer_host, peer_port, synchronized }) => {
+                let peer = Peer { host: &peer_host, port: peer_port };
+                return third_party(a, cfg, slot, events, &spec, peer, synchronized);
+            }
             Ok(ClientMessage::ClockProbe {}) if probes < MAX_CLOCK_PROBES => {
                 probes += 1;
                 write_frame(&mut w, &ServerMessage::ClockReply { server_ns: monotonic_ns() })?;
@@ -543,7 +550,7 @@ fn session(
             Err(e) => return Err(e),
         }
     };
-    let _reservation = accept(&spec, cfg, slot, a.peer, events)?;
+    let _reservation = accept(&spec, cfg, slot, a.peer, events, true)?;
 
     let cookie = random_cookie();
     // UDP: the descriptors that echo late hellos until `Go` (see net::udp).
@@ -645,18 +652,60 @@ fn session(
     }
 }
 
+/// The agent a third-party request names.
+#[derive(Clone, Copy)]
+struct Peer<'a> {
+    host: &'a str,
+    port: u16,
+}
+
+/// Runs a controller's third-party request: this agent runs the client side of `spec`
+/// against `peer`, under this agent's own limits, and sends the whole report back.
+fn third_party(
+    a: &Authenticated,
+    cfg: &ServerConfig,
+    slot: &SessionSlot,
+    events: &EventSink,
+    spec: &TestSpec,
+    peer: Peer<'_>,
+    synchronized: bool,
+) -> Result<SessionEnd> {
+    use crate::control::third_party::{serve, ALLOW_FLAG};
+    if !cfg.allow_third_party {
+        return Err(Error::Peer(format!(
+            "this agent does not run tests against other agents: its operator must start it with `ringperf serve {ALLOW_FLAG} --psk-file FILE`"
+        )));
+    }
+    let Some(psk) = cfg.psk.as_ref() else {
+        return Err(Error::Peer(format!(
+            "this agent takes third-party work only with a key: its operator must start it with `ringperf serve {ALLOW_FLAG} --psk-file FILE`"
+        )));
+    };
+    // The local side is this agent's: its CPUs are checked where the run starts.
+    let _reservation = accept(spec, cfg, slot, a.peer, events, false)?;
+    let report = serve(&a.stream, spec, peer.host, peer.port, synchronized, Some(psk))?;
+    let figures = TestFigures {
+        test: spec.netperf_name(),
+        bytes: report.local.bytes_sent + report.local.bytes_received,
+        transactions: report.local.transactions,
+    };
+    Ok(if report.partial { SessionEnd::Stopped(figures) } else { SessionEnd::Done(figures) })
+}
+
 /// Checks a spec against the protocol and the operator's limits and reserves its payload
-/// memory for as long as the returned reservation lives.
+/// memory for as long as the returned reservation lives. `serving`: this host runs the
+/// server side, whose CPUs are the spec's remote ones.
 fn accept<'a>(
     spec: &TestSpec,
     cfg: &ServerConfig,
     slot: &'a SessionSlot,
     peer: SocketAddr,
     events: &EventSink,
+    serving: bool,
 ) -> Result<Reservation<'a>> {
     spec.validate()?;
     cfg.limits.check(spec)?;
-    for &cpu in &spec.remote.cpus {
+    for &cpu in spec.remote.cpus.iter().filter(|_| serving) {
         check_cpu(cpu, "remote")?;
     }
     let memory = session_memory(spec);
