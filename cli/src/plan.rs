@@ -34,6 +34,9 @@ pub struct AgentEntry {
     pub address: String,
     #[serde(default = "default_port")]
     pub port: u16,
+    /// Where the other agents reach it, when that is another network than the
+    /// controller's [default: address].
+    pub data_address: Option<String>,
     /// The key the controller logs in with (relative to the plan's folder); the agent's own
     /// `serve --psk-file` must hold the same key, and so must every agent it tests against.
     pub key_file: Option<PathBuf>,
@@ -126,7 +129,8 @@ pub fn plan(file: &PlanFile, dir: &Path) -> Result<(Vec<Agent>, Vec<PlannedTest>
             Some(f) => Some(Psk::from_file(&dir.join(f))?),
             None => None,
         };
-        agents.push(Agent { name: a.name.clone(), host: a.address.clone(), port: a.port, psk });
+        let data_host = a.data_address.clone().unwrap_or_else(|| a.address.clone());
+        agents.push(Agent { name: a.name.clone(), host: a.address.clone(), port: a.port, data_host, psk });
     }
     let find = |name: &str| {
         index.get(name).copied().ok_or_else(|| {

@@ -41,8 +41,11 @@ pub const PLAN_SCHEMA_VERSION: u32 = 1;
 #[derive(Clone, Debug)]
 pub struct Agent {
     pub name: String,
+    /// Where the controller reaches it.
     pub host: String,
     pub port: u16,
+    /// Where the other agents reach it (a data network apart from the management one).
+    pub data_host: String,
     /// The key the controller logs in to it with; the agent logs in to its peers with its own.
     pub psk: Option<Psk>,
 }
@@ -265,7 +268,7 @@ fn one_test(
         let mut s = AgentSession::login(stream, &agent, &opts)?;
         let c = s.probe_clock(PLAN_CLOCK_PROBES)?;
         clock = Some(c);
-        s.request(&t.spec, &to.host, to.port, true)?;
+        s.request(&t.spec, &to.data_host, to.port, true)?;
         s.armed()?;
         Ok(s)
     };
@@ -430,7 +433,13 @@ mod tests {
 
     #[test]
     fn a_test_naming_a_missing_agent_starts_nothing() {
-        let agents = vec![Agent { name: "a".into(), host: "127.0.0.1".into(), port: 1, psk: None }];
+        let agents = vec![Agent {
+            name: "a".into(),
+            host: "127.0.0.1".into(),
+            port: 1,
+            data_host: "127.0.0.1".into(),
+            psk: None,
+        }];
         let tests = vec![PlannedTest { name: "t".into(), from: 0, to: 3, spec: TestSpec::default() }];
         let e = run_plan(&agents, &tests, None).unwrap_err();
         assert!(matches!(e, Error::Usage(_)), "{e}");
