@@ -304,3 +304,69 @@ pub fn human(r: &PlanReport, units: Units) -> String {
     );
     o
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(tests: &str) -> PlanFile {
+        let agents: String = ["a", "b", "c", "d"]
+            .iter()
+            .map(|n| format!("[[agent]]\nname = \"{n}\"\naddress = \"192.0.2.1\"\n"))
+            .collect();
+        toml::from_str(&format!("{agents}{tests}")).unwrap()
+    }
+
+    fn pairs(tests: &str) -> Result<Vec<(usize, usize)>, Error> {
+        let (_, t) = plan(&file(tests), Path::new("."))?;
+        Ok(t.iter().map(|t| (t.from, t.to)).collect())
+    }
+
+    #[test]
+    fn each_shape_makes_its_pairs() {
+        let w = "[[test]]\nworkload = \"stream\"\n";
+        assert_eq!(pairs(&format!("{w}pairs = [[\"a\", \"b\"], [\"c\", \"d\"]]")).unwrap(), [(0, 1), (2, 3)]);
+        assert_eq!(
+            pairs(&format!("{w}senders = [\"a\", \"b\", \"c\"]\nreceiver = \"d\"")).unwrap(),
+            [(0, 3), (1, 3), (2, 3)]
+        );
+        assert_eq!(
+            pairs(&format!("{w}sender = \"a\"\nreceivers = [\"b\", \"c\"]")).unwrap(),
+            [(0, 1), (0, 2)]
+        );
+        let mesh = pairs(&format!("{w}mesh = [\"a\", \"b\", \"c\"]")).unwrap();
+        assert_eq!(mesh, [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)]);
+    }
+
+    #[test]
+    fn a_bad_plan_is_a_usage_error_that_says_what() {
+        let w = "[[test]]\nworkload = \"stream\"\n";
+        let err = |t: &str| match pairs(t) {
+            Err(Error::Usage(m)) => m,
+            other => panic!("{t}: expected a usage error, got {other:?}"),
+        };
+        assert!(err(&format!("{w}pairs = [[\"a\", \"x\"]]")).contains("'x' is not an agent of this plan"));
+        assert!(err(&format!("{w}pairs = [[\"a\", \"b\"]]\nmesh = [\"a\"]")).contains("exactly one of"));
+        assert!(err(&format!("{w}receiver = \"d\"")).contains("senders is missing"));
+        assert!(err(&format!("{w}pairs = [[\"a\", \"a\"]]")).contains("needs two agents"));
+        assert!(err("[[test]]\nworkload = \"ping\"\npairs = [[\"a\", \"b\"]]").contains("not one of"));
+        for flag in ["-H 192.0.2.9", "--from x", "--psk-file k", "-p 1", "--json", "-i 3,2"] {
+            let m = err(&format!(
+                "[[test]]\nworkload = \"stream\"\noptions = \"{flag}\"\npairs = [[\"a\", \"b\"]]"
+            ));
+            assert!(m.contains("in options"), "{flag}: {m}");
+        }
+        assert!(err(&format!(
+            "[[test]]\nworkload = \"stream\"\noptions = \"--no-such-flag\"\npairs = [[\"a\", \"b\"]]"
+        ))
+        .contains("test1"));
+    }
+
+    #[test]
+    fn options_build_the_spec_the_test_command_would() {
+        let (_, t) = plan(&file("[[test]]\nworkload = \"rr\"\noptions = \"-l 3 -r 64,128 --flows 2\"\npairs = [[\"a\", \"b\"]]"), Path::new(".")).unwrap();
+        let direct =
+            crate::spec_from_args(&["ringperf", "rr", "-l", "3", "-r", "64,128", "--flows", "2"]).unwrap();
+        assert_eq!(t[0].spec, direct);
+    }
+}

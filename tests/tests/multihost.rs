@@ -66,10 +66,13 @@ fn iterations_and_the_human_banner_work_through_an_agent() {
     let r = rp.run_json(&args);
     assert_eq!(at(&r, "iterations").as_array().map(Vec::len), Some(2), "two iterations: {r}");
     assert_eq!(u64_at(&r, "confidence.iterations"), 2);
-    let mut args = vec!["stream", "-l", "0.5"];
+    let mut args = vec!["stream", "-l", "1", "-D", "0.25"];
     args.extend(from_args(&ap, &bp, &key));
     let o = rp.run(&args).success();
-    let banner = o.stdout.lines().next().unwrap_or_default().to_string();
+    // The agent's interval samples print once its report arrives.
+    let intervals = o.stdout.lines().filter(|l| l.starts_with("interval")).count();
+    assert_eq!(intervals, 4, "{o}");
+    let banner = o.stdout.lines().find(|l| l.starts_with("ringperf ")).unwrap_or_default().to_string();
     assert!(
         banner.contains(&format!("to 127.0.0.1:{bp} from agent 127.0.0.1:{ap}")),
         "the banner does not name both hosts: {banner}"
