@@ -207,3 +207,29 @@ fn third_party_stream_between_namespaces_carries_nothing_through_the_root_namesp
     assert!(root < moved / 100, "the root namespace's interfaces carried {root} bytes of {moved} moved");
     assert!(root > 0, "the controller's messages did not cross the control veths");
 }
+
+#[test]
+fn each_agent_applies_its_own_limits() {
+    let rp = ringperf!();
+    let key = KeyFile::new("tplim");
+    // A short leash on the agent that runs the client side...
+    let a = Server::spawn_with(&rp, &["--psk-file", key.arg(), "--allow-third-party", "--max-duration", "1"]);
+    let b = Server::spawn_with(&rp, &["--psk-file", key.arg()]);
+    let (ap, bp) = (a.port_arg(), b.port_arg());
+    let mut args = vec!["stream", "-l", "2"];
+    args.extend(from_args(&ap, &bp, &key));
+    rp.run(&args).failure(2, &["--max-duration 1"]);
+    assert!(
+        !b.log().iter().any(|l| l.contains("session started")),
+        "A refused before reaching B: {:?}",
+        b.log()
+    );
+    // ...and on the agent that serves: its refusal reaches the controller naming it.
+    let free = Server::spawn_with(&rp, &["--psk-file", key.arg(), "--allow-third-party"]);
+    let tight = Server::spawn_with(&rp, &["--psk-file", key.arg(), "--max-flows", "2"]);
+    let (fp, tp) = (free.port_arg(), tight.port_arg());
+    let mut args = vec!["stream", "-l", "1", "--flows", "4"];
+    args.extend(from_args(&fp, &tp, &key));
+    let line = rp.run(&args).failure(2, &["--max-flows 2"]);
+    assert!(line.contains(&format!("the peer agent 127.0.0.1:{tp}")), "{line}");
+}

@@ -211,7 +211,8 @@ pub(crate) fn serve(
         peer_must_prove_key: true,
     };
     let target = Target::Remote { host: peer_host.to_string(), port: peer_port };
-    let report = crate::control::client::run_test_with(spec, &target, &opts)?;
+    let report = crate::control::client::run_test_with(spec, &target, &opts)
+        .map_err(|e| from_peer(e, peer_host, peer_port))?;
     let mut w = stream;
     write_frame_capped(
         &mut w,
@@ -219,4 +220,20 @@ pub(crate) fn serve(
         third_party_frame_cap(spec),
     )?;
     Ok(report)
+}
+
+/// The peer agent's refusal as the controller should read it: "server: " would name this
+/// agent, which only passes the words on, so the peer is named instead.
+fn from_peer(e: Error, host: &str, port: u16) -> Error {
+    let name = |m: String| match m.strip_prefix("server: ") {
+        Some(rest) => format!("the peer agent {host}:{port}: {rest}"),
+        None => m,
+    };
+    match e {
+        Error::Usage(m) => Error::Usage(name(m)),
+        Error::Requirement(m) => Error::Requirement(name(m)),
+        Error::Protocol(m) => Error::Protocol(name(m)),
+        Error::Peer(m) => Error::Peer(name(m)),
+        e => e,
+    }
 }
