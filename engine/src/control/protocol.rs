@@ -3,7 +3,10 @@
 //! trickles bytes cannot stretch it), and anything malformed is an error, never a panic.
 //!
 //! A session: Hello -> Challenge -> Auth -> Welcome -> (ClockProbe -> ClockReply)* -> Test
-//! -> Ready -> Go -> Report, and the client may send Abort during the run. Hello is kept to two fields forever,
+//! -> Ready -> Go -> Report, and the client may send Abort during the run. A controller
+//! sends ThirdParty instead of Test: the agent runs that session against another agent as
+//! its client (after ThirdPartyArmed -> StartAt when synchronized) and answers with
+//! ThirdPartyReport. Hello is kept to two fields forever,
 //! so a server of any version can tell a client of another version what is wrong.
 
 use std::io::{self, Read, Write};
@@ -628,6 +631,15 @@ mod fuzz {
             (spec_strategy(), any::<i64>())
                 .prop_map(|(s, clock_offset_ns)| ClientMessage::Test { spec: Box::new(s), clock_offset_ns }),
             Just(ClientMessage::ClockProbe {}),
+            (spec_strategy(), ".{0,40}", any::<u16>(), any::<bool>()).prop_map(
+                |(s, peer_host, peer_port, synchronized)| ClientMessage::ThirdParty {
+                    spec: Box::new(s),
+                    peer_host,
+                    peer_port,
+                    synchronized
+                }
+            ),
+            any::<u64>().prop_map(|agent_ns| ClientMessage::StartAt { agent_ns }),
             Just(ClientMessage::Go {}),
             Just(ClientMessage::Abort {}),
         ]
