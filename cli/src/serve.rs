@@ -100,6 +100,9 @@ fn log(e: ServerEvent) {
             format_bytes(in_use),
             format_bytes(budget)
         ),
+        ServerEvent::ThirdParty { peer, test, target } => {
+            format!("{peer}: third party: running the client side of {test} against {target} for this controller")
+        }
         ServerEvent::TestDone { peer, test, bytes, transactions } => {
             format!("{peer}: {test} done ({bytes} bytes, {transactions} transactions)")
         }

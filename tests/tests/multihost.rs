@@ -51,8 +51,10 @@ fn every_workload_runs_through_an_agent_and_names_both_hosts() {
             assert!(u64_at(&r, "local.transactions") > 0, "{workload}: no transactions");
         }
     }
-    // Each run was a session on A that A ran as a client of B.
+    // Each run was a session on A that A ran as a client of B, and A's log says so.
     assert!(a.log().iter().filter(|l| l.contains(" done (")).count() >= 6, "{:?}", a.log());
+    let against = format!("against 127.0.0.1:{bp} for this controller");
+    assert_eq!(a.log().iter().filter(|l| l.contains("third party") && l.contains(&against)).count(), 6);
 }
 
 #[test]

@@ -68,6 +68,13 @@ pub enum ServerEvent {
         budget: u64,
         running: usize,
     },
+    /// A controller's third-party request was accepted: this agent now runs the client
+    /// side of `test` against the agent at `target`.
+    ThirdParty {
+        peer: SocketAddr,
+        test: &'static str,
+        target: String,
+    },
     TestDone {
         peer: SocketAddr,
         test: &'static str,
@@ -683,6 +690,11 @@ fn third_party(
     };
     // The local side is this agent's: its CPUs are checked where the run starts.
     let _reservation = accept(spec, cfg, slot, a.peer, events, false)?;
+    events(ServerEvent::ThirdParty {
+        peer: a.peer,
+        test: spec.netperf_name(),
+        target: format!("{}:{}", crate::control::text::peer_text(peer.host), peer.port),
+    });
     let report = serve(&a.stream, spec, peer.host, peer.port, synchronized, Some(psk))?;
     let figures = TestFigures {
         test: spec.netperf_name(),
