@@ -71,9 +71,11 @@ fn iterations_and_the_human_banner_work_through_an_agent() {
     let mut args = vec!["stream", "-l", "1", "-D", "0.25"];
     args.extend(from_args(&ap, &bp, &key));
     let o = rp.run(&args).success();
-    // The agent's interval samples print once its report arrives.
-    let intervals = o.stdout.lines().filter(|l| l.starts_with("interval")).count();
-    assert_eq!(intervals, 4, "{o}");
+    // The agent's interval samples print once its report arrives, in order: four of
+    // 0.25 s, and perhaps a short remainder after them.
+    let intervals: Vec<&str> = o.stdout.lines().filter(|l| l.starts_with("interval")).collect();
+    assert!((4..=5).contains(&intervals.len()), "{o}");
+    assert!(intervals[0].starts_with("interval    0.00-   0.25 s"), "{o}");
     let banner = o.stdout.lines().find(|l| l.starts_with("ringperf ")).unwrap_or_default().to_string();
     assert!(
         banner.contains(&format!("to 127.0.0.1:{bp} from agent 127.0.0.1:{ap}")),
@@ -154,8 +156,11 @@ fn a_controller_killed_mid_run_leaves_both_agents_ready() {
         "A did not stop the run: {:?}",
         a.log()
     );
+    // Stopped mid-run, B reports what it measured; on a machine so slow that the kill
+    // came before the window opened, its session fails instead. Either way it ends.
     assert!(
-        b.wait_for_log("stopped by the client", Duration::from_secs(10)).is_some(),
+        b.wait_for_log("stopped by the client", Duration::from_secs(10)).is_some()
+            || b.wait_for_log("session failed", Duration::from_secs(1)).is_some(),
         "B's session did not end: {:?}",
         b.log()
     );

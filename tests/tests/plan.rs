@@ -271,8 +271,11 @@ fn a_controller_killed_mid_plan_leaves_its_agents_ready() {
     }
     std::thread::sleep(Duration::from_millis(500));
     controller.kill();
+    // The receivers' sessions end (stopped mid-run, or failed had the kill come first).
     for a in [&agents[1], &agents[3]] {
-        assert!(a.wait_for_log("stopped by the client", Duration::from_secs(10)).is_some(), "{:?}", a.log());
+        let ended = a.wait_for_log("stopped by the client", Duration::from_secs(10)).is_some()
+            || a.wait_for_log("session failed", Duration::from_secs(1)).is_some();
+        assert!(ended, "{:?}", a.log());
     }
     for a in &mut agents {
         a.assert_running();
