@@ -236,6 +236,9 @@ pub enum Command {
     Diff(DiffArgs),
     /// Run the server that tests connect to (netperf's netserver).
     Serve(ServeArgs),
+    /// Run several tests at once between agents (pairs, incast, one-to-many, mesh), all
+    /// started together, from a TOML plan; a row per test and aggregates.
+    Plan(PlanArgs),
 }
 
 /// Hides from a test command's help each flag whose `[only ...]` mark leaves it out, so each
@@ -321,6 +324,14 @@ pub struct TestArgs {
     /// File holding the server's pre-shared key (default: the RINGPERF_PSK variable, if set).
     #[arg(long, value_name = "FILE")]
     psk_file: Option<std::path::PathBuf>,
+    /// Third party: this agent (a `ringperf serve --allow-third-party`) runs the client side
+    /// against -H and sends back the report; this host carries no test traffic. -H is then
+    /// the address the agent reaches the server at.
+    #[arg(long = "from", value_name = "AGENT", value_parser = parse_host, requires = "host")]
+    from: Option<String>,
+    /// Control port of the --from agent.
+    #[arg(long, value_name = "PORT", default_value_t = DEFAULT_PORT, value_parser = clap::value_parser!(u16).range(1..))]
+    from_port: u16,
     /// Test length in seconds (fractions allowed).
     #[arg(short = 'l', long = "length", value_name = "SECS", default_value = "10", value_parser = parse_seconds, allow_hyphen_values = true)]
     length_ms: u64 => spec.duration_ms,
@@ -1150,6 +1161,24 @@ pub struct ServeArgs {
     /// Most payload buffer memory all running tests together may hold [default: a quarter of MemTotal].
     #[arg(long, value_name = "SIZE", value_parser = parse_limit_size)]
     pub max_total_memory: Option<u64>,
+    /// Let a controller that holds the key have this agent run a test's client side against
+    /// another agent (`--from`, `ringperf plan`); needs --psk-file, and the other agent must
+    /// prove it holds the same key [default: refused].
+    #[arg(long, requires = "psk_file")]
+    pub allow_third_party: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct PlanArgs {
+    /// The plan: agents, and the tests to run at once between them (TOML; see the README).
+    #[arg(value_name = "FILE")]
+    pub file: std::path::PathBuf,
+    /// Print the plan's report as JSON instead of the table.
+    #[arg(long)]
+    pub json: bool,
+    /// Throughput units: k/m/g are 10^3/10^6/10^9 bits/s, K/M/G are KiB/MiB/GiB per second.
+    #[arg(short = 'f', value_name = "UNIT", default_value = "m", value_parser = ["k", "m", "g", "K", "M", "G"])]
+    pub units: String,
 }
 
 fn msg(e: Error) -> String {

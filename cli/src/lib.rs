@@ -8,6 +8,7 @@ pub mod figure;
 mod live;
 mod load;
 pub mod netperf;
+pub mod plan;
 pub mod plot;
 mod profile_out;
 pub mod render;
@@ -98,6 +99,7 @@ fn run(cli: Cli) -> Result<i32, Error> {
         }
         Command::Plot(a) => plot::from_file(&a),
         Command::Diff(a) => diff::run(&a),
+        Command::Plan(a) => plan::run(&a),
     }
 }
 
@@ -244,11 +246,17 @@ pub fn confidence_target(t: &TestArgs) -> Option<ConfidenceTarget> {
     })
 }
 
-/// Where the test goes: `-H` or the embedded server.
+/// Where the test goes: `-H`, `-H` from the `--from` agent, or the embedded server.
 pub fn target(t: &TestArgs) -> Target {
-    match &t.host {
-        Some(host) => Target::Remote { host: host.clone(), port: t.port },
-        None => Target::Embedded,
+    match (&t.host, &t.from) {
+        (Some(host), Some(agent)) => Target::ThirdParty {
+            agent_host: agent.clone(),
+            agent_port: t.from_port,
+            peer_host: host.clone(),
+            peer_port: t.port,
+        },
+        (Some(host), None) => Target::Remote { host: host.clone(), port: t.port },
+        (None, _) => Target::Embedded,
     }
 }
 

@@ -239,6 +239,7 @@ fn run_parts(
         psk: psk.cloned(),
         interrupt: Some(stop.fd()),
         server_in_process: a.host.is_none(),
+        ..RunOptions::default()
     };
     thread::scope(|scope| {
         let (tx, rx) = mpsc::channel();

@@ -72,12 +72,25 @@ impl Runner {
             psk: self.psk.clone(),
             interrupt: Some(self.stop.fd()),
             server_in_process: false,
+            before_go: None,
+            peer_must_prove_key: false,
         };
         let println = |line: &str| match &status {
             Some(s) => s.println(&heading, line),
             None => eprintln!("{line}"),
         };
-        let result = run_iterations(spec, &target(t), &opts, confidence, &mut |n, r| each(n, r, &println));
+        // A third-party run's samples are the agent's: they arrive with its report, and
+        // print then, in order, instead of as the run goes.
+        let replay = printer.as_ref().map(live::Printer::sender);
+        let result = run_iterations(spec, &target(t), &opts, confidence, &mut |n, r| {
+            if let (Some(tx), Some(_)) = (&replay, &r.client) {
+                for s in &r.local.intervals {
+                    let _ = tx.send(s.clone());
+                }
+            }
+            each(n, r, &println)
+        });
+        drop(replay);
         drop(opts);
         if let Some(p) = printer {
             p.finish();

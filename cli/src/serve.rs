@@ -37,6 +37,7 @@ pub fn run(a: &ServeArgs) -> Result<i32, Error> {
         },
         allow: a.allow.clone(),
         in_client_process: false,
+        allow_third_party: a.allow_third_party,
     };
     let server = match a.bind {
         Some(ip) => Server::bind(SocketAddr::new(ip, a.port))?,
@@ -63,6 +64,9 @@ pub fn run(a: &ServeArgs) -> Result<i32, Error> {
             "warning: no key, and bound to {addr}: anyone who can reach {reach} on port {} can run tests: use --psk-file",
             addr.port()
         ));
+    }
+    if config.allow_third_party {
+        say("third-party runs allowed (--allow-third-party): a controller with the key may have this agent send to or receive from another agent that proves it holds the same key");
     }
     if server.is_dual_stack() {
         say("one IPv6 socket serves IPv4 clients too (shown as their IPv4 addresses)");
@@ -97,6 +101,9 @@ fn log(e: ServerEvent) {
             format_bytes(in_use),
             format_bytes(budget)
         ),
+        ServerEvent::ThirdParty { peer, test, target } => {
+            format!("{peer}: third party: running the client side of {test} against {target} for this controller")
+        }
         ServerEvent::TestDone { peer, test, bytes, transactions } => {
             format!("{peer}: {test} done ({bytes} bytes, {transactions} transactions)")
         }

@@ -45,6 +45,10 @@ pub struct TestReport {
     /// their datagrams); absent otherwise and from reports of versions before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock: Option<ClockReport>,
+    /// Third party: the agent that ran the client side (`host:port` as the controller
+    /// reached it); `server` is then the agent it ran against. Absent for a direct run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
 }
 
 /// How the client put the server's clock on its own for one-way delays: the offset

@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+pub mod fabric;
+
 /// How long one test command may run before it is killed and the test fails. A 1 s test
 /// takes about 1.2 s; the engine's own error paths are bounded by 10 s timeouts, so this
 /// is generous without letting a hang go unnoticed.

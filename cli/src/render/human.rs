@@ -135,7 +135,12 @@ pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
 /// The netperf-style banner and table.
 fn render_table(o: &mut String, r: &TestReport, units: Units) {
     let server = super::socket_addr(&r.server);
-    let where_ = if r.embedded_server { format!("{server} (embedded server)") } else { server };
+    let where_ = match &r.client {
+        _ if r.embedded_server => format!("{server} (embedded server)"),
+        // Third party: neither side ran on this host.
+        Some(agent) => format!("{server} from agent {}", super::socket_addr(agent)),
+        None => server,
+    };
     let (send_engine, recv_engine) = r.engine_pair();
     let remote_cpu = match &r.remote {
         Some(s) => s.pinned_cpu,
@@ -712,7 +717,7 @@ fn rr_table(o: &mut String, r: &TestReport) {
     }
 }
 
-fn latency_lines(o: &mut String, l: &LatencySummary) {
+pub(crate) fn latency_lines(o: &mut String, l: &LatencySummary) {
     let us = |ns: u64| ns as f64 / 1e3;
     let _ = writeln!(
         o,

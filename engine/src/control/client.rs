@@ -40,6 +40,26 @@ pub enum Target {
         host: String,
         port: u16,
     },
+    /// Third party: the agent at `agent_host`:`agent_port` runs the client side against the
+    /// agent at `peer_host`:`peer_port` (as the first agent resolves and reaches it) and
+    /// sends back the whole report; this host carries only the control connection.
+    ThirdParty {
+        agent_host: String,
+        agent_port: u16,
+        peer_host: String,
+        peer_port: u16,
+    },
+}
+
+/// Runs just before Go, once both sides are armed: a synchronized third-party run waits
+/// there for the controller's start time. An error ends the run before its window opens.
+#[derive(Clone, Copy)]
+pub struct BeforeGo<'a>(pub &'a (dyn Fn() -> Result<()> + Sync));
+
+impl std::fmt::Debug for BeforeGo<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BeforeGo")
+    }
 }
 
 /// What a caller can ask of a run beyond the spec.
@@ -58,12 +78,17 @@ pub struct RunOptions<'a> {
     /// The server runs in this process with `in_client_process` set (`ringperf load`'s
     /// shared one): it takes no samples, and this side's, which cover every CPU, serve both.
     pub server_in_process: bool,
+    /// Called between Armed and Go (see [`BeforeGo`]).
+    pub before_go: Option<BeforeGo<'a>>,
+    /// Refuse a server that does not prove it holds our key, even one that asks for none:
+    /// an agent running a third-party test sends data only to another agent of its key.
+    pub peer_must_prove_key: bool,
 }
 
-const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long a client that stopped early waits for the server's partial report.
-const PARTIAL_REPORT_WAIT: Duration = Duration::from_secs(2);
+pub(crate) const PARTIAL_REPORT_WAIT: Duration = Duration::from_secs(2);
 
 /// Runs one test and returns the merged report of both sides.
 pub fn run_test(spec: &TestSpec, target: &Target) -> Result<TestReport> {
@@ -97,19 +122,28 @@ pub fn run_test_with(spec: &TestSpec, target: &Target, opts: &RunOptions<'_>) ->
             result
         }
         Target::Remote { host, port } => {
-            let addrs: Vec<SocketAddr> = (host.as_str(), *port)
-                .to_socket_addrs()
-                .map_err(|e| {
-                    Error::Peer(format!("cannot resolve host '{host}': {e}: check the name given to -H"))
-                })?
-                .collect();
-            let stream = connect(&addrs)?;
+            let stream = connect(&resolve(host, *port, "-H")?)?;
             run_on(stream, spec, format!("{host}:{port}"), false, opts)
+        }
+        Target::ThirdParty { agent_host, agent_port, peer_host, peer_port } => {
+            let stream = connect(&resolve(agent_host, *agent_port, "--from")?)?;
+            let agent = format!("{agent_host}:{agent_port}");
+            crate::control::third_party::request(stream, spec, &agent, peer_host, *peer_port, opts)
         }
     }
 }
 
-fn connect(addrs: &[SocketAddr]) -> Result<TcpStream> {
+/// The addresses of `host`, for errors naming the flag that gave it.
+pub(crate) fn resolve(host: &str, port: u16, flag: &str) -> Result<Vec<SocketAddr>> {
+    Ok((host, port)
+        .to_socket_addrs()
+        .map_err(|e| {
+            Error::Peer(format!("cannot resolve host '{host}': {e}: check the name given to {flag}"))
+        })?
+        .collect())
+}
+
+pub(crate) fn connect(addrs: &[SocketAddr]) -> Result<TcpStream> {
     let mut last = None;
     for addr in addrs {
         match TcpStream::connect_timeout(addr, CONNECT_TIMEOUT) {
@@ -135,23 +169,28 @@ fn connect(addrs: &[SocketAddr]) -> Result<TcpStream> {
 
 /// The control connection as the client uses it: every read has a deadline for the whole
 /// message and gives way to the interrupt.
-struct Control<'a> {
-    stream: TcpStream,
-    interrupt: Option<BorrowedFd<'a>>,
+pub(crate) struct Control<'a> {
+    pub(crate) stream: TcpStream,
+    pub(crate) interrupt: Option<BorrowedFd<'a>>,
 }
 
 impl Control<'_> {
-    fn send(&mut self, msg: &ClientMessage) -> Result<()> {
+    pub(crate) fn send(&mut self, msg: &ClientMessage) -> Result<()> {
         write_frame(&mut self.stream, msg)
     }
 
     /// The next message; a server's error reply becomes the error it describes.
-    fn expect(&mut self, what: &str, within: Duration) -> Result<ServerMessage> {
+    pub(crate) fn expect(&mut self, what: &str, within: Duration) -> Result<ServerMessage> {
         self.expect_capped(what, within, MAX_FRAME)
     }
 
     /// [`Control::expect`] for a frame of up to `cap` bytes (the server's report).
-    fn expect_capped(&mut self, what: &str, within: Duration, cap: usize) -> Result<ServerMessage> {
+    pub(crate) fn expect_capped(
+        &mut self,
+        what: &str,
+        within: Duration,
+        cap: usize,
+    ) -> Result<ServerMessage> {
         let deadline = Instant::now() + within;
         match read_frame_by(&self.stream, what, deadline, cap, self.interrupt)? {
             ServerMessage::Error { kind, message } => Err(kind.into_error(message)),
@@ -160,22 +199,21 @@ impl Control<'_> {
     }
 }
 
-fn run_on(
+/// Says Hello, answers the challenge and checks the server's proof: the control connection
+/// logged in, and the server's environment.
+pub(crate) fn login<'a>(
     stream: TcpStream,
-    spec: &TestSpec,
-    server: String,
-    embedded: bool,
-    opts: &RunOptions<'_>,
-) -> Result<TestReport> {
+    server: &str,
+    opts: &RunOptions<'a>,
+) -> Result<(Control<'a>, Environment)> {
     let _ = stream.set_nodelay(true);
     stream.set_write_timeout(Some(CONTROL_TIMEOUT)).map_err(|e| Error::io("setting a write timeout", e))?;
-    let peer_ip = stream.peer_addr().map_err(|e| Error::io("reading the server address", e))?.ip();
     let mut c = Control { stream, interrupt: opts.interrupt };
 
     let challenge = c
         .send(&ClientMessage::Hello { protocol: PROTOCOL_VERSION, tool_version: version() })
         .and_then(|()| c.expect("the server's challenge", CONTROL_TIMEOUT))
-        .map_err(|e| refused_at_hello(e, &server))?;
+        .map_err(|e| refused_at_hello(e, server))?;
     let (server_nonce, auth_required) = match challenge {
         ServerMessage::Challenge { server_nonce, auth_required, .. } => {
             let nonce = auth::unhex(&server_nonce)
@@ -185,6 +223,11 @@ fn run_on(
         }
         other => return Err(unexpected("challenge", &other)),
     };
+    if opts.peer_must_prove_key && !auth_required {
+        return Err(Error::Peer(format!(
+            "the agent at {server} asks for no key: a third-party run sends data only to an agent that proves it holds this agent's key: start it with `ringperf serve --psk-file` and the same key"
+        )));
+    }
     let client_nonce = auth::nonce()?;
     let proof = match (&opts.psk, auth_required) {
         (Some(k), true) => Some(k.proof(Party::Client, &server_nonce, &client_nonce)),
@@ -205,6 +248,18 @@ fn run_on(
         }
         other => return Err(unexpected("welcome", &other)),
     };
+    Ok((c, remote_env))
+}
+
+fn run_on(
+    stream: TcpStream,
+    spec: &TestSpec,
+    server: String,
+    embedded: bool,
+    opts: &RunOptions<'_>,
+) -> Result<TestReport> {
+    let peer_ip = stream.peer_addr().map_err(|e| Error::io("reading the server address", e))?.ip();
+    let (mut c, remote_env) = login(stream, &server, opts)?;
     let clock = if measures_one_way(spec) {
         let same_host = embedded || peer_ip.is_loopback() || peer_ip.to_canonical().is_loopback();
         Some(estimate_clock(&mut c, same_host)?)
@@ -231,6 +286,9 @@ fn run_on(
     match c.expect("the server to arm its workers", CONTROL_TIMEOUT)? {
         ServerMessage::Armed {} => {}
         other => return Err(unexpected("armed", &other)),
+    }
+    if let Some(BeforeGo(wait)) = opts.before_go {
+        wait()?;
     }
     c.send(&ClientMessage::Go {})?;
     side.start()?;
@@ -311,6 +369,7 @@ fn run_on(
         remote,
         environment: Environments { local: Environment::capture(), remote: remote_env },
         clock,
+        client: None,
     })
 }
 
@@ -430,7 +489,7 @@ fn refused_at_hello(e: Error, server: &str) -> Error {
     }
 }
 
-fn unexpected(expected: &str, got: &ServerMessage) -> Error {
+pub(crate) fn unexpected(expected: &str, got: &ServerMessage) -> Error {
     let name = match got {
         ServerMessage::Challenge { .. } => "challenge",
         ServerMessage::ClockReply { .. } => "clock_reply",
@@ -438,11 +497,13 @@ fn unexpected(expected: &str, got: &ServerMessage) -> Error {
         ServerMessage::Ready { .. } => "ready",
         ServerMessage::Armed {} => "armed",
         ServerMessage::Report { .. } => "report",
+        ServerMessage::ThirdPartyArmed {} => "third_party_armed",
+        ServerMessage::ThirdPartyReport { .. } => "third_party_report",
         ServerMessage::Error { .. } => "error",
     };
     Error::Protocol(format!("expected '{expected}' from the server, got '{name}'"))
 }
 
-fn version() -> String {
+pub(crate) fn version() -> String {
     env!("CARGO_PKG_VERSION").into()
 }

@@ -231,5 +231,7 @@ pub fn name(m: &ClientMessage) -> &'static str {
         ClientMessage::Go {} => "go",
         ClientMessage::Abort {} => "abort",
         ClientMessage::FlowsDone {} => "flows_done",
+        ClientMessage::ThirdParty { .. } => "third_party",
+        ClientMessage::StartAt { .. } => "start_at",
     }
 }

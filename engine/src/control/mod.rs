@@ -7,11 +7,13 @@ pub mod client;
 pub mod handshake;
 pub mod iterate;
 pub mod limits;
+pub mod plan;
 pub mod protocol;
 pub mod server;
 pub mod text;
+pub mod third_party;
 
-pub use client::{run_test, run_test_with, RunOptions, Target};
+pub use client::{run_test, run_test_with, BeforeGo, RunOptions, Target};
 pub use iterate::run_iterations;
 pub use server::{Server, ServerConfig, ServerEvent};
 

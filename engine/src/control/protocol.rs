@@ -3,7 +3,10 @@
 //! trickles bytes cannot stretch it), and anything malformed is an error, never a panic.
 //!
 //! A session: Hello -> Challenge -> Auth -> Welcome -> (ClockProbe -> ClockReply)* -> Test
-//! -> Ready -> Go -> Report, and the client may send Abort during the run. Hello is kept to two fields forever,
+//! -> Ready -> Go -> Report, and the client may send Abort during the run. A controller
+//! sends ThirdParty instead of Test: the agent runs that session against another agent as
+//! its client (after ThirdPartyArmed -> StartAt when synchronized) and answers with
+//! ThirdPartyReport. Hello is kept to two fields forever,
 //! so a server of any version can tell a client of another version what is wrong.
 
 use std::io::{self, Read, Write};
@@ -17,13 +20,15 @@ use serde::{Deserialize, Serialize};
 use crate::control::text::{one_line, peer_text};
 use crate::env::Environment;
 use crate::error::{Error, Result};
-use crate::report::SideReport;
+use crate::report::{SideReport, TestReport};
 use crate::spec::TestSpec;
 
 /// Bumped on any incompatible change; both ends must speak the same version.
 /// 2: challenge-response authentication, Abort, partial reports.
 /// 3: ClockProbe/ClockReply and Test's clock offset; UDP datagrams carry send stamps.
-pub const PROTOCOL_VERSION: u32 = 3;
+/// 4: ThirdParty/StartAt and ThirdPartyArmed/ThirdPartyReport: a controller has an agent
+///    run the client side against another agent.
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// The most clock probes a server answers in one session.
 pub const MAX_CLOCK_PROBES: u32 = 64;
@@ -52,6 +57,11 @@ pub fn report_frame_cap(spec: &TestSpec) -> usize {
         + connections * REPORT_PER_CONNECTION
         + spec.interval_samples() as usize * REPORT_PER_SAMPLE
         + crate::measure::profile::report_bytes(&spec.profile)
+}
+
+/// The largest third-party report frame: both sides' reports and the environments.
+pub fn third_party_frame_cap(spec: &TestSpec) -> usize {
+    2 * report_frame_cap(spec) + REPORT_BASE
 }
 
 /// The largest frame the server reads before a client has authenticated: Hello and Auth
@@ -105,7 +115,23 @@ pub enum ClientMessage {
     FlowsDone {},
     /// Stop the test now (the user pressed Ctrl-C): the server ends its side at once and
     /// sends the partial report it has. A stopped crr client sends it instead of FlowsDone.
+    /// During a third-party run it stops the agent's run the same way.
     Abort {},
+    /// Instead of Test, from a controller: run the client side of `spec` against the
+    /// agent at `peer_host`:`peer_port`, logging in to it with this agent's own key, and
+    /// send back the whole report (ThirdPartyReport). Only an agent started with
+    /// `--allow-third-party` takes it. With `synchronized`, the agent sets the test up,
+    /// says ThirdPartyArmed and opens the window at the StartAt time the controller sends.
+    ThirdParty {
+        spec: Box<TestSpec>,
+        peer_host: String,
+        peer_port: u16,
+        #[serde(default)]
+        synchronized: bool,
+    },
+    /// The answer to ThirdPartyArmed: open the window when this agent's CLOCK_MONOTONIC
+    /// reads `agent_ns`.
+    StartAt { agent_ns: u64 },
 }
 
 /// Server to client (`Armed {}` for the reason given on [`ClientMessage`]).
@@ -137,6 +163,11 @@ pub enum ServerMessage {
     Armed {},
     /// The server side's measurements, after its window closed (or after an Abort).
     Report { side: Box<SideReport> },
+    /// A synchronized third-party run is set up on both agents: send StartAt.
+    ThirdPartyArmed {},
+    /// A third-party run's whole report, both sides merged by the agent that ran the
+    /// client side (partial when it was cut short).
+    ThirdPartyReport { report: Box<TestReport> },
     /// The session failed; the server closes it after sending this.
     Error { kind: ErrorKind, message: String },
 }
@@ -600,6 +631,15 @@ mod fuzz {
             (spec_strategy(), any::<i64>())
                 .prop_map(|(s, clock_offset_ns)| ClientMessage::Test { spec: Box::new(s), clock_offset_ns }),
             Just(ClientMessage::ClockProbe {}),
+            (spec_strategy(), ".{0,40}", any::<u16>(), any::<bool>()).prop_map(
+                |(s, peer_host, peer_port, synchronized)| ClientMessage::ThirdParty {
+                    spec: Box::new(s),
+                    peer_host,
+                    peer_port,
+                    synchronized
+                }
+            ),
+            any::<u64>().prop_map(|agent_ns| ClientMessage::StartAt { agent_ns }),
             Just(ClientMessage::Go {}),
             Just(ClientMessage::Abort {}),
         ]

@@ -68,6 +68,13 @@ pub enum ServerEvent {
         budget: u64,
         running: usize,
     },
+    /// A controller's third-party request was accepted: this agent now runs the client
+    /// side of `test` against the agent at `target`.
+    ThirdParty {
+        peer: SocketAddr,
+        test: &'static str,
+        target: String,
+    },
     TestDone {
         peer: SocketAddr,
         test: &'static str,
@@ -111,6 +118,9 @@ pub struct ServerConfig {
     /// every CPU and counts this process as the tool, so its side takes no profile of its
     /// own (a second sampler would see the same samples and double the sampling cost).
     pub in_client_process: bool,
+    /// Takes ThirdParty requests: runs the client side of a test against another agent
+    /// for a controller (`serve --allow-third-party`, which needs a key).
+    pub allow_third_party: bool,
 }
 
 /// A bound control listener.
@@ -531,6 +541,10 @@ fn session(
                 }
                 break spec;
             }
+            Ok(ClientMessage::ThirdParty { spec, peer_host, peer_port, synchronized }) => {
+                let peer = Peer { host: &peer_host, port: peer_port };
+                return third_party(a, cfg, slot, events, &spec, peer, synchronized);
+            }
             Ok(ClientMessage::ClockProbe {}) if probes < MAX_CLOCK_PROBES => {
                 probes += 1;
                 write_frame(&mut w, &ServerMessage::ClockReply { server_ns: monotonic_ns() })?;
@@ -550,7 +564,7 @@ fn session(
             Err(e) => return Err(e),
         }
     };
-    let _reservation = accept(&spec, cfg, slot, a.peer, events)?;
+    let _reservation = accept(&spec, cfg, slot, a.peer, events, true)?;
 
     let cookie = random_cookie();
     // UDP: the descriptors that echo late hellos until `Go` (see net::udp).
@@ -652,18 +666,65 @@ fn session(
     }
 }
 
+/// The agent a third-party request names.
+#[derive(Clone, Copy)]
+struct Peer<'a> {
+    host: &'a str,
+    port: u16,
+}
+
+/// Runs a controller's third-party request: this agent runs the client side of `spec`
+/// against `peer`, under this agent's own limits, and sends the whole report back.
+fn third_party(
+    a: &Authenticated,
+    cfg: &ServerConfig,
+    slot: &SessionSlot,
+    events: &EventSink,
+    spec: &TestSpec,
+    peer: Peer<'_>,
+    synchronized: bool,
+) -> Result<SessionEnd> {
+    use crate::control::third_party::{serve, ALLOW_FLAG};
+    if !cfg.allow_third_party {
+        return Err(Error::Peer(format!(
+            "this agent does not run tests against other agents: its operator must start it with `ringperf serve {ALLOW_FLAG} --psk-file FILE`"
+        )));
+    }
+    let Some(psk) = cfg.psk.as_ref() else {
+        return Err(Error::Peer(format!(
+            "this agent takes third-party work only with a key: its operator must start it with `ringperf serve {ALLOW_FLAG} --psk-file FILE`"
+        )));
+    };
+    // The local side is this agent's: its CPUs are checked where the run starts.
+    let _reservation = accept(spec, cfg, slot, a.peer, events, false)?;
+    events(ServerEvent::ThirdParty {
+        peer: a.peer,
+        test: spec.netperf_name(),
+        target: format!("{}:{}", crate::control::text::peer_text(peer.host), peer.port),
+    });
+    let report = serve(&a.stream, spec, peer.host, peer.port, synchronized, Some(psk))?;
+    let figures = TestFigures {
+        test: spec.netperf_name(),
+        bytes: report.local.bytes_sent + report.local.bytes_received,
+        transactions: report.local.transactions,
+    };
+    Ok(if report.partial { SessionEnd::Stopped(figures) } else { SessionEnd::Done(figures) })
+}
+
 /// Checks a spec against the protocol and the operator's limits and reserves its payload
-/// memory for as long as the returned reservation lives.
+/// memory for as long as the returned reservation lives. `serving`: this host runs the
+/// server side, whose CPUs are the spec's remote ones.
 fn accept<'a>(
     spec: &TestSpec,
     cfg: &ServerConfig,
     slot: &'a SessionSlot,
     peer: SocketAddr,
     events: &EventSink,
+    serving: bool,
 ) -> Result<Reservation<'a>> {
     spec.validate()?;
     cfg.limits.check(spec)?;
-    for &cpu in &spec.remote.cpus {
+    for &cpu in spec.remote.cpus.iter().filter(|_| serving) {
         check_cpu(cpu, "remote")?;
     }
     let memory = session_memory(spec);

@@ -1,0 +1,371 @@
+//! `ringperf plan FILE`: reads a TOML plan (agents listed once; tests as pairs, incast,
+//! one-to-many or mesh, each with a workload and the same options the test commands take),
+//! checks all of it before anything starts, has the engine run every test at once, and
+//! renders a row per test and the aggregates.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use ringperf_engine::control::auth::Psk;
+use ringperf_engine::control::plan::{run_plan, Agent, PlanReport, PlannedTest};
+use ringperf_engine::{Error, TestSpec, DEFAULT_PORT};
+use serde::Deserialize;
+
+use crate::args::{self, PlanArgs};
+use crate::interrupt::Interrupt;
+use crate::render::{self, Units};
+
+/// The file as written.
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct PlanFile {
+    #[serde(rename = "agent", default)]
+    pub agents: Vec<AgentEntry>,
+    #[serde(rename = "test", default)]
+    pub tests: Vec<TestEntry>,
+}
+
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct AgentEntry {
+    pub name: String,
+    /// Where the controller reaches it, and where its peers do.
+    pub address: String,
+    #[serde(default = "default_port")]
+    pub port: u16,
+    /// Where the other agents reach it, when that is another network than the
+    /// controller's [default: address].
+    pub data_address: Option<String>,
+    /// The key the controller logs in with (relative to the plan's folder); the agent's own
+    /// `serve --psk-file` must hold the same key, and so must every agent it tests against.
+    pub key_file: Option<PathBuf>,
+}
+
+fn default_port() -> u16 {
+    DEFAULT_PORT
+}
+
+/// A group of tests with one workload and its options. The sender runs the test's client
+/// side (for stream, it sends; with --reverse in the options, it receives).
+#[derive(Deserialize, Debug)]
+#[serde(deny_unknown_fields)]
+pub struct TestEntry {
+    pub name: Option<String>,
+    pub workload: String,
+    /// The test command's own flags, e.g. "-l 5 -m 64K --flows 2".
+    #[serde(default)]
+    pub options: String,
+    /// A list of [sender, receiver] pairs.
+    pub pairs: Option<Vec<[String; 2]>>,
+    /// Incast: each of `senders` into `receiver`.
+    pub senders: Option<Vec<String>>,
+    pub receiver: Option<String>,
+    /// One-to-many: `sender` into each of `receivers`.
+    pub sender: Option<String>,
+    pub receivers: Option<Vec<String>>,
+    /// Mesh: every ordered pair of these agents.
+    pub mesh: Option<Vec<String>>,
+}
+
+/// Flags that choose hosts or keys: a plan gives those itself, per agent.
+const HOST_FLAGS: &[&str] = &["-H", "--host", "-p", "--port", "--from", "--from-port", "--psk-file"];
+/// Flags about the output of one test, which a plan renders its own way.
+const OUTPUT_FLAGS: &[&str] = &["--json", "--json-stream", "--keyval", "--csv", "--plot", "-i", "-I"];
+const WORKLOADS: &[&str] = &["stream", "rr", "crr", "udp-stream", "udp-rr", "sendfile"];
+
+pub fn run(a: &PlanArgs) -> Result<i32, Error> {
+    let (agents, tests) = load(&a.file)?;
+    let stop = Interrupt::install()?;
+    let report = run_plan(&agents, &tests, Some(stop.fd()))?;
+    let out = if a.json {
+        let mut s = serde_json::to_string_pretty(&report)
+            .map_err(|e| Error::Protocol(format!("cannot encode the plan report: {e}")))?;
+        s.push('\n');
+        s
+    } else {
+        human(&report, Units::parse(&a.units))
+    };
+    crate::print(&out);
+    if report.partial {
+        for t in report.tests.iter().filter(|t| t.error.is_some()) {
+            eprintln!("ringperf: {}: {}", t.name, t.error.as_deref().unwrap_or(""));
+        }
+        eprintln!("ringperf: partial plan: the other tests' figures stand");
+        return Ok(if stop.fired() { 130 } else { 3 });
+    }
+    Ok(0)
+}
+
+/// Reads and checks the whole plan: every name, option and key, before anything starts.
+pub fn load(path: &Path) -> Result<(Vec<Agent>, Vec<PlannedTest>), Error> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::Usage(format!("cannot read the plan {}: {e}", path.display())))?;
+    let file: PlanFile = toml::from_str(&text).map_err(|e| {
+        Error::Usage(format!(
+            "{}: {}",
+            path.display(),
+            ringperf_engine::control::text::one_line(&e.to_string())
+        ))
+    })?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    plan(&file, dir)
+}
+
+/// The engine's agents and tests of a parsed plan, or what is wrong with it.
+pub fn plan(file: &PlanFile, dir: &Path) -> Result<(Vec<Agent>, Vec<PlannedTest>), Error> {
+    if file.agents.is_empty() || file.tests.is_empty() {
+        return Err(Error::Usage(
+            "a plan needs [[agent]] entries and [[test]] entries: see the README".into(),
+        ));
+    }
+    let mut index = HashMap::new();
+    let mut agents = Vec::with_capacity(file.agents.len());
+    for a in &file.agents {
+        if index.insert(a.name.clone(), agents.len()).is_some() {
+            return Err(Error::Usage(format!("agent {} is listed twice: list each agent once", a.name)));
+        }
+        let psk = match &a.key_file {
+            Some(f) => Some(Psk::from_file(&dir.join(f))?),
+            None => None,
+        };
+        let data_host = a.data_address.clone().unwrap_or_else(|| a.address.clone());
+        agents.push(Agent { name: a.name.clone(), host: a.address.clone(), port: a.port, data_host, psk });
+    }
+    let find = |name: &str| {
+        index.get(name).copied().ok_or_else(|| {
+            Error::Usage(format!(
+                "'{name}' is not an agent of this plan: a plan sends traffic only between its [[agent]] entries; add it there or fix the name"
+            ))
+        })
+    };
+    let mut tests = Vec::new();
+    for (k, t) in file.tests.iter().enumerate() {
+        let group = t.name.clone().unwrap_or_else(|| format!("test{}", k + 1));
+        let spec = spec_of(t, &group)?;
+        let pairs = pairs_of(t, &group)?;
+        for (from, to) in pairs {
+            if from == to {
+                return Err(Error::Usage(format!("{group}: {from} to itself: a test needs two agents")));
+            }
+            tests.push(PlannedTest {
+                name: format!("{group}:{from}>{to}"),
+                from: find(&from)?,
+                to: find(&to)?,
+                spec: spec.clone(),
+            });
+        }
+    }
+    Ok((agents, tests))
+}
+
+/// The (sender, receiver) pairs of one entry: exactly one of its shapes.
+fn pairs_of(t: &TestEntry, group: &str) -> Result<Vec<(String, String)>, Error> {
+    let shapes = [
+        t.pairs.is_some(),
+        t.senders.is_some() || t.receiver.is_some(),
+        t.sender.is_some() || t.receivers.is_some(),
+        t.mesh.is_some(),
+    ];
+    if shapes.iter().filter(|&&s| s).count() != 1 {
+        return Err(Error::Usage(format!(
+            "{group}: give exactly one of pairs, senders+receiver (incast), sender+receivers (one-to-many) or mesh"
+        )));
+    }
+    let missing = |what: &str| Error::Usage(format!("{group}: {what} is missing"));
+    Ok(if let Some(p) = &t.pairs {
+        p.iter().map(|[a, b]| (a.clone(), b.clone())).collect()
+    } else if t.senders.is_some() || t.receiver.is_some() {
+        let r = t.receiver.clone().ok_or_else(|| missing("receiver"))?;
+        t.senders.clone().ok_or_else(|| missing("senders"))?.into_iter().map(|s| (s, r.clone())).collect()
+    } else if t.sender.is_some() || t.receivers.is_some() {
+        let s = t.sender.clone().ok_or_else(|| missing("sender"))?;
+        t.receivers.clone().ok_or_else(|| missing("receivers"))?.into_iter().map(|r| (s.clone(), r)).collect()
+    } else {
+        let m = t.mesh.clone().unwrap_or_default();
+        let mut out = Vec::new();
+        for a in &m {
+            for b in m.iter().filter(|b| *b != a) {
+                out.push((a.clone(), b.clone()));
+            }
+        }
+        out
+    })
+}
+
+/// The spec the test command would build from the same workload and options.
+fn spec_of(t: &TestEntry, group: &str) -> Result<TestSpec, Error> {
+    if !WORKLOADS.contains(&t.workload.as_str()) {
+        return Err(Error::Usage(format!(
+            "{group}: workload '{}' is not one of {}",
+            t.workload,
+            WORKLOADS.join(", ")
+        )));
+    }
+    let options: Vec<&str> = t.options.split_whitespace().collect();
+    for o in &options {
+        let flag = o.split('=').next().unwrap_or(o);
+        if HOST_FLAGS.contains(&flag) {
+            return Err(Error::Usage(format!(
+                "{group}: {flag} in options: a plan names its hosts and keys under [[agent]]"
+            )));
+        }
+        if OUTPUT_FLAGS.contains(&flag) {
+            return Err(Error::Usage(format!(
+                "{group}: {flag} in options: a plan runs each test once and renders one report (give --json to `ringperf plan`)"
+            )));
+        }
+    }
+    let mut argv = vec!["ringperf".to_string(), t.workload.clone()];
+    argv.extend(options.iter().map(|s| s.to_string()));
+    let cli =
+        args::parse(&argv).map_err(|e| Error::Usage(format!("{group}: {}", crate::one_line(&e, &argv))))?;
+    crate::test_spec(&cli.command).map_err(|e| match e {
+        Error::Usage(m) => Error::Usage(format!("{group}: {m}")),
+        e => e,
+    })
+}
+
+/// The table: a row per test, then each host, then the aggregates.
+pub fn human(r: &PlanReport, units: Units) -> String {
+    let mut o = String::new();
+    let label = units.label();
+    let _ = writeln!(
+        o,
+        "ringperf plan: {} tests{}, start skew {} (clocks known to {}), set up in {:.1} ms",
+        r.tests.len(),
+        if r.partial { " (PARTIAL)" } else { "" },
+        r.start.skew_ns.map_or_else(|| "-".to_string(), |n| format!("{:.3} ms", n as f64 / 1e6)),
+        r.start.uncertainty_ns.map_or_else(|| "-".to_string(), |n| format!("±{:.3} ms", n as f64 / 1e6)),
+        r.start.setup_ns as f64 / 1e6
+    );
+    let _ = writeln!(
+        o,
+        "{:<24} {:>6} {:>6} {:>10} {:>14} {:>14} {:>10}",
+        "test", "from", "to", "workload", label, "trans/s", "late ms"
+    );
+    for t in &r.tests {
+        let (rate, tps) = match &t.report {
+            Some(rep) => (
+                format!("{:.2}", units.convert(rep.summary.throughput_bits_per_sec)),
+                rep.summary.transactions_per_sec.map_or_else(|| "-".into(), |v| format!("{v:.1}")),
+            ),
+            None => ("-".into(), "-".into()),
+        };
+        let late = t.start_late_ns.map_or_else(|| "-".into(), |n| format!("{:.3}", n as f64 / 1e6));
+        let mark = match (&t.report, &t.error) {
+            (None, Some(_)) => "  FAILED",
+            (Some(_), Some(_)) => "  PARTIAL",
+            _ => "",
+        };
+        let _ = writeln!(
+            o,
+            "{:<24} {:>6} {:>6} {:>10} {rate:>14} {tps:>14} {late:>10}{mark}",
+            t.name, t.from, t.to, t.workload
+        );
+    }
+    let _ = writeln!(o, "\nper host ({label}; CPU measured once per host):");
+    let _ = writeln!(
+        o,
+        "{:<10} {:>5} {:>14} {:>14} {:>8} {:>12}",
+        "host", "tests", "sent", "received", "CPU %", "us/KB"
+    );
+    for h in r.hosts.iter().filter(|h| h.tests > 0) {
+        let _ = writeln!(
+            o,
+            "{:<10} {:>5} {:>14.2} {:>14.2} {:>8} {:>12}",
+            h.name,
+            h.tests,
+            units.convert(h.sent_bits_per_sec),
+            units.convert(h.received_bits_per_sec),
+            h.busy_percent.map_or_else(|| "-".into(), |v| format!("{v:.1}")),
+            h.service_demand_us_per_kb.map_or_else(|| "-".into(), |v| format!("{v:.3}")),
+        );
+    }
+    let fairness: Vec<String> = r.fairness.iter().map(|(w, f)| format!("{w} {f:.4}")).collect();
+    let _ = writeln!(
+        o,
+        "\nall tests: {:.2} {label}; Jain's fairness across tests: {}",
+        units.convert(r.total_bits_per_sec),
+        if fairness.is_empty() { "-".to_string() } else { fairness.join(", ") }
+    );
+    if let Some(l) = &r.latency {
+        o.push_str("merged ");
+        render::human::latency_lines(&mut o, l);
+    }
+    let c = &r.controller;
+    let _ = writeln!(
+        o,
+        "controller: {} control connections, CPU {:.1} ms over {:.1} ms, {} bytes of reports",
+        c.connections,
+        c.cpu_ns as f64 / 1e6,
+        c.wall_ns as f64 / 1e6,
+        c.report_bytes
+    );
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(tests: &str) -> PlanFile {
+        let agents: String = ["a", "b", "c", "d"]
+            .iter()
+            .map(|n| format!("[[agent]]\nname = \"{n}\"\naddress = \"192.0.2.1\"\n"))
+            .collect();
+        toml::from_str(&format!("{agents}{tests}")).unwrap()
+    }
+
+    fn pairs(tests: &str) -> Result<Vec<(usize, usize)>, Error> {
+        let (_, t) = plan(&file(tests), Path::new("."))?;
+        Ok(t.iter().map(|t| (t.from, t.to)).collect())
+    }
+
+    #[test]
+    fn each_shape_makes_its_pairs() {
+        let w = "[[test]]\nworkload = \"stream\"\n";
+        assert_eq!(pairs(&format!("{w}pairs = [[\"a\", \"b\"], [\"c\", \"d\"]]")).unwrap(), [(0, 1), (2, 3)]);
+        assert_eq!(
+            pairs(&format!("{w}senders = [\"a\", \"b\", \"c\"]\nreceiver = \"d\"")).unwrap(),
+            [(0, 3), (1, 3), (2, 3)]
+        );
+        assert_eq!(
+            pairs(&format!("{w}sender = \"a\"\nreceivers = [\"b\", \"c\"]")).unwrap(),
+            [(0, 1), (0, 2)]
+        );
+        let mesh = pairs(&format!("{w}mesh = [\"a\", \"b\", \"c\"]")).unwrap();
+        assert_eq!(mesh, [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)]);
+    }
+
+    #[test]
+    fn a_bad_plan_is_a_usage_error_that_says_what() {
+        let w = "[[test]]\nworkload = \"stream\"\n";
+        let err = |t: &str| match pairs(t) {
+            Err(Error::Usage(m)) => m,
+            other => panic!("{t}: expected a usage error, got {other:?}"),
+        };
+        assert!(err(&format!("{w}pairs = [[\"a\", \"x\"]]")).contains("'x' is not an agent of this plan"));
+        assert!(err(&format!("{w}pairs = [[\"a\", \"b\"]]\nmesh = [\"a\"]")).contains("exactly one of"));
+        assert!(err(&format!("{w}receiver = \"d\"")).contains("senders is missing"));
+        assert!(err(&format!("{w}pairs = [[\"a\", \"a\"]]")).contains("needs two agents"));
+        assert!(err("[[test]]\nworkload = \"ping\"\npairs = [[\"a\", \"b\"]]").contains("not one of"));
+        for flag in ["-H 192.0.2.9", "--from x", "--psk-file k", "-p 1", "--json", "-i 3,2"] {
+            let m = err(&format!(
+                "[[test]]\nworkload = \"stream\"\noptions = \"{flag}\"\npairs = [[\"a\", \"b\"]]"
+            ));
+            assert!(m.contains("in options"), "{flag}: {m}");
+        }
+        let unknown =
+            "[[test]]\nworkload = \"stream\"\noptions = \"--no-such-flag\"\npairs = [[\"a\", \"b\"]]";
+        assert!(err(unknown).starts_with("test1: "), "the group is named");
+    }
+
+    #[test]
+    fn options_build_the_spec_the_test_command_would() {
+        let (_, t) = plan(&file("[[test]]\nworkload = \"rr\"\noptions = \"-l 3 -r 64,128 --flows 2\"\npairs = [[\"a\", \"b\"]]"), Path::new(".")).unwrap();
+        let direct =
+            crate::spec_from_args(&["ringperf", "rr", "-l", "3", "-r", "64,128", "--flows", "2"]).unwrap();
+        assert_eq!(t[0].spec, direct);
+    }
+}
