@@ -236,6 +236,24 @@ pub enum Command {
     Diff(DiffArgs),
     /// Run the server that tests connect to (netperf's netserver).
     Serve(ServeArgs),
+    /// Make `netperf` and `netserver` symlinks to this binary in DIR: invoked by those names,
+    /// ringperf takes netperf's and netserver's command lines (for flent and other harnesses).
+    InstallLinks(InstallLinksArgs),
+}
+
+impl Command {
+    /// The flags every test takes, for a test command.
+    pub fn test_args(&self) -> Option<&TestArgs> {
+        Some(match self {
+            Command::Stream(a) => &a.test,
+            Command::Rr(a) => &a.test,
+            Command::Crr(a) => &a.test,
+            Command::UdpStream(a) => &a.test,
+            Command::UdpRr(a) => &a.test,
+            Command::Sendfile(a) => &a.test,
+            _ => return None,
+        })
+    }
 }
 
 /// Hides from a test command's help each flag whose `[only ...]` mark leaves it out, so each
@@ -1099,6 +1117,13 @@ fn parse_figure(s: &str) -> Result<String, String> {
             DIFF_FIGURES.join(", ")
         ))
     }
+}
+
+#[derive(Args, Debug)]
+pub struct InstallLinksArgs {
+    /// Directory for the links (one in PATH, e.g. /usr/local/bin or ~/.local/bin).
+    #[arg(value_name = "DIR")]
+    pub dir: std::path::PathBuf,
 }
 
 #[derive(Args, Debug)]

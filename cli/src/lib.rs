@@ -8,6 +8,7 @@ pub mod figure;
 mod live;
 mod load;
 pub mod netperf;
+mod netserver;
 pub mod plot;
 mod profile_out;
 pub mod render;
@@ -36,6 +37,18 @@ pub fn main() -> i32 {
         eprintln!("ringperf: an argument is not valid UTF-8: give names and values in UTF-8");
         return 2;
     };
+    // Invoked through a link named netperf or netserver: that program's command line.
+    let invoked_as = argv.first().and_then(|a| std::path::Path::new(a).file_name()).and_then(|n| n.to_str());
+    match invoked_as {
+        Some("netperf") => return netperf::main(argv),
+        Some("netserver") => return netserver::main(argv),
+        _ => {}
+    }
+    run_native(argv)
+}
+
+/// Runs ringperf's own command line (a `ringperf -t ...` netperf form included).
+pub(crate) fn run_native(argv: Vec<String>) -> i32 {
     if argv.len() <= 1 {
         eprint!("{}", usage::short_usage());
         return 2;
@@ -98,6 +111,7 @@ fn run(cli: Cli) -> Result<i32, Error> {
         }
         Command::Plot(a) => plot::from_file(&a),
         Command::Diff(a) => diff::run(&a),
+        Command::InstallLinks(a) => netserver::install_links(&a.dir),
     }
 }
 
