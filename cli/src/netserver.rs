@@ -5,6 +5,8 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 
+use ringperf_engine::control::limits::DEFAULT_MAX_SESSIONS;
+
 use crate::netperf::NETPERF_PORT;
 
 /// The names ringperf answers to as netperf's programs.
@@ -73,6 +75,9 @@ pub fn parse(args: &[String]) -> Result<ServerCall, String> {
     let mut native: Vec<String> =
         vec![args.first().cloned().unwrap_or_else(|| "ringperf".into()), "serve".into()];
     native.extend(["-p".into(), port]);
+    // netserver limits no host to fewer sessions than the whole server takes, and harnesses
+    // count on it: flent's rrul alone runs 11 netperfs from one host at once.
+    native.extend(["--max-sessions-per-host".into(), DEFAULT_MAX_SESSIONS.to_string()]);
     if let Some(b) = bind {
         native.extend(["--bind".into(), b]);
     }
@@ -156,17 +161,20 @@ mod tests {
     fn netserver_flags_become_serve_flags() {
         assert_eq!(
             parse(&v("netserver -D")).unwrap(),
-            ServerCall { native: v("netserver serve -p 12865"), foreground: true }
+            ServerCall { native: v("netserver serve -p 12865 --max-sessions-per-host 64"), foreground: true }
         );
         assert_eq!(
             parse(&v("netserver -p 20000 -4")).unwrap().native,
-            v("netserver serve -p 20000 --bind 0.0.0.0")
+            v("netserver serve -p 20000 --max-sessions-per-host 64 --bind 0.0.0.0")
         );
         assert_eq!(
             parse(&v("netserver -D -L 127.0.0.1,inet -p1234")).unwrap().native,
-            v("netserver serve -p 1234 --bind 127.0.0.1")
+            v("netserver serve -p 1234 --max-sessions-per-host 64 --bind 127.0.0.1")
         );
-        assert_eq!(parse(&v("netserver -6 -D -f")).unwrap().native, v("netserver serve -p 12865 --bind ::"));
+        assert_eq!(
+            parse(&v("netserver -6 -D -f")).unwrap().native,
+            v("netserver serve -p 12865 --max-sessions-per-host 64 --bind ::")
+        );
         assert!(parse(&v("netserver -Z key")).unwrap_err().contains("invalid option -- 'Z'"));
     }
 }
