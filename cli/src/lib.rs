@@ -162,6 +162,15 @@ pub fn spec_from_args(args: &[&str]) -> Result<TestSpec, String> {
     test_spec(&cli.command).map_err(|e| e.to_string())
 }
 
+/// Parses a command line given to ringperf invoked as `netperf` into the TestSpec it would
+/// run (a dry run: nothing connects).
+pub fn netperf_spec(args: &[&str]) -> Result<TestSpec, String> {
+    let argv: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let call = netperf::parse(&argv, true).map_err(|r| r.message)?;
+    let cli = args::parse(&call.native).map_err(|e| e.to_string())?;
+    test_spec(&cli.command).map_err(|e| e.to_string())
+}
+
 /// A sendfile spec: a stream whose sender splices from a file (or a memfd).
 pub fn sendfile_spec(a: &SendfileArgs) -> Result<TestSpec, Error> {
     let mut spec = base_spec(&a.test, Workload::Stream)?;

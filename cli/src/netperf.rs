@@ -518,6 +518,11 @@ fn run(cli: &args::Cli, out: &Output) -> Result<i32, Error> {
     let printer = out.demo.then(|| {
         let mut n = 0usize;
         live::Printer::with(&spec, move |s: IntervalSample| {
+            // The tick that lands on the end of the window covers no time: netperf never
+            // prints such an interval (and flent would divide by it).
+            if s.duration_ns == 0 {
+                return;
+            }
             let line =
                 if keyval_lines { live::keyval(n, &s, rr, units) } else { interim_line(&s, rr, units) };
             n += 1;
