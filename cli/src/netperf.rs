@@ -133,6 +133,8 @@ pub fn parse(args: &[String], by_name: bool) -> Result<Call, Refusal> {
     };
     let (mut host, mut port, mut family6) = (None::<String>, None::<String>, false);
     let mut fill_file = None;
+    // A negative -l: a count instead of a length.
+    let mut count = None::<String>;
     let mut it = args.iter().skip(1).peekable();
     let refuse =
         |a: &str| usage(format!("netperf option {a} is not supported by ringperf: see 'ringperf --help'"));
@@ -160,12 +162,10 @@ pub fn parse(args: &[String], by_name: bool) -> Result<Call, Refusal> {
             "-6" => family6 = true,
             "-l" => {
                 let v = value(&mut it)?;
-                if v.trim().starts_with('-') {
-                    return Err(usage(format!(
-                        "-l {v}: a byte or transaction count (a negative -l) is not supported by ringperf: give the test length in seconds"
-                    )));
+                match v.trim().strip_prefix('-') {
+                    Some(n) => count = Some(n.to_string()),
+                    None => globals.extend(["-l".into(), v]),
                 }
-                globals.extend(["-l".into(), v]);
             }
             "-D" => {
                 // A negative interval is netperf's "precise" demo mode; ringperf's
@@ -231,6 +231,15 @@ pub fn parse(args: &[String], by_name: bool) -> Result<Call, Refusal> {
         )));
     };
     out.test = test_name;
+    if let Some(n) = &count {
+        if !matches!(*test_name, "TCP_STREAM" | "TCP_MAERTS" | "TCP_SENDFILE") {
+            return Err(usage(format!(
+                "-l -{n}: ringperf counts bytes in TCP_STREAM, TCP_MAERTS and TCP_SENDFILE, not transactions in {test_name}: give the test length in seconds"
+            )));
+        }
+        // netperf's "until done", bounded as every ringperf load is.
+        globals.extend(["--bytes".into(), n.clone(), "-l".into(), COUNT_CAP_SECS.to_string()]);
+    }
     let mut native_args = vec![program];
     native_args.extend(native.iter().map(|s| s.to_string()));
     if by_name {
@@ -543,6 +552,10 @@ fn print(s: &str) {
     let _ = o.write_all(s.as_bytes());
     let _ = o.flush();
 }
+
+/// The longest a count test (negative -l) may run: netperf has no bound, every ringperf
+/// load has one.
+pub const COUNT_CAP_SECS: u64 = 600;
 
 /// How much of a fill file the payload repeats.
 const FILL_BYTES: u64 = 1 << 20;

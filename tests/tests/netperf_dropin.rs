@@ -94,6 +94,7 @@ fn netperf_manual_lines_parse_to_the_native_spec() {
             "ringperf udp-rr -H 192.0.2.1 -p 12865 --tos 0x88 -r 64,64 --timeout-us 2000000",
         ),
         ("netperf -t omni -p 20000 -T 0,1", "ringperf stream -H 127.0.0.1 -p 20000 -T 0,1"),
+        ("netperf -t TCP_MAERTS -l -1M", "ringperf stream --reverse -H 127.0.0.1 -p 12865 --bytes 1M -l 600"),
         (
             "netperf -P 0 -v 0 -D -0.20 -4 -H 127.0.0.1 -p 12865 -t TCP_STREAM -l 5 -f m -- -H 127.0.0.1 -k THROUGHPUT -K cubic",
             "ringperf stream -H 127.0.0.1 -p 12865 -l 5 -D 0.2 --cc cubic",
@@ -112,7 +113,11 @@ fn netperf_manual_lines_parse_to_the_native_spec() {
 #[test]
 fn what_cannot_be_honoured_fails_with_a_netperf_message() {
     let dir = links("refuse");
-    for args in [&["-t", "SCTP_STREAM"][..], &["-t", "TCP_STREAM", "--", "-P", "5000"], &["-l", "-1000"]] {
+    for args in [
+        &["-t", "SCTP_STREAM"][..],
+        &["-t", "TCP_STREAM", "--", "-P", "5000"],
+        &["-t", "TCP_RR", "-l", "-1000"],
+    ] {
         let out = netperf(&dir, args);
         assert_eq!(out.code(), 2, "{args:?}: {out}");
         assert!(out.stderr.starts_with("netperf: "), "{args:?}: {out}");
@@ -263,6 +268,36 @@ fn keyval_output_has_netperfs_keys_with_sane_values() {
         values[0].parse::<f64>().is_ok_and(|v| v > 0.0) && values[1].is_empty() && values[2] == "TCP",
         "{out}"
     );
+}
+
+/// A negative -l is a byte count: exactly that many bytes arrive, in either direction and
+/// with a send size that does not divide it, and the test ends when they have (long
+/// before the cap on its length).
+#[test]
+fn a_negative_length_sends_exactly_that_many_bytes() {
+    let dir = links("count");
+    let server = netserver(&dir);
+    let port = server.port_arg();
+    let keys =
+        "ELAPSED_TIME,LOCAL_BYTES_SENT,LOCAL_BYTES_RECVD,REMOTE_BYTES_SENT,REMOTE_BYTES_RECVD,THROUGHPUT";
+    for (test, count, size) in [("TCP_STREAM", 200_000_000u64, "128K"), ("TCP_MAERTS", 50_000_001, "1000")] {
+        let l = format!("-{count}");
+        let out = netperf(
+            &dir,
+            &["-P", "0", "-H", "127.0.0.1", "-p", &port, "-t", test, "-l", &l, "--", "-m", size, "-k", keys],
+        )
+        .success();
+        let kv = keyvals(&out.stdout);
+        let (sent, received) = if test == "TCP_STREAM" {
+            (num(&kv, "LOCAL_BYTES_SENT"), num(&kv, "REMOTE_BYTES_RECVD"))
+        } else {
+            (num(&kv, "REMOTE_BYTES_SENT"), num(&kv, "LOCAL_BYTES_RECVD"))
+        };
+        assert_eq!((sent as u64, received as u64), (count, count), "{test}: {out}");
+        assert!(num(&kv, "THROUGHPUT") > 0.0, "{test}: {out}");
+        let cap = ringperf_cli::netperf::COUNT_CAP_SECS as f64;
+        assert!(num(&kv, "ELAPSED_TIME") < cap / 2.0, "{test}: it ran to the cap, not to the count: {out}");
+    }
 }
 
 /// Without a selector: the classic table under the banner, or -P 0 -v 0's figure alone.
