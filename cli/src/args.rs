@@ -336,6 +336,10 @@ pub struct TestArgs {
     /// Control port of the server.
     #[arg(short = 'p', long = "port", default_value_t = DEFAULT_PORT, value_parser = clap::value_parser!(u16).range(1..))]
     port: u16,
+    /// Local address the control and data connections leave from (netperf -L) [default: the
+    /// kernel's choice by route].
+    #[arg(short = 'L', long = "local", value_name = "ADDR")]
+    local_bind: Option<std::net::IpAddr> [only "stream", "rr", "udp-stream", "udp-rr", "sendfile"; "crr's connections come and go on the ring"],
     /// File holding the server's pre-shared key (default: the RINGPERF_PSK variable, if set).
     #[arg(long, value_name = "FILE")]
     psk_file: Option<std::path::PathBuf>,

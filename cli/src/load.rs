@@ -230,7 +230,13 @@ fn run_parts(
     psk: Option<&Psk>,
     stop: &Interrupt,
 ) -> PartResults {
-    let options = |live| RunOptions { live, level: None, psk: psk.cloned(), interrupt: Some(stop.fd()) };
+    let options = |live| RunOptions {
+        live,
+        level: None,
+        psk: psk.cloned(),
+        interrupt: Some(stop.fd()),
+        local_bind: None,
+    };
     thread::scope(|scope| {
         let (tx, rx) = mpsc::channel();
         let probe_opts = options(Some(tx));

@@ -133,6 +133,8 @@ pub fn parse(args: &[String], by_name: bool) -> Result<Call, Refusal> {
     };
     let (mut host, mut port, mut family6) = (None::<String>, None::<String>, false);
     let mut fill_file = None;
+    // -L before and after `--`: the control and the data connections' local addresses.
+    let (mut control_bind, mut data_bind) = (None::<String>, None::<String>);
     // A negative -l: a count instead of a length.
     let mut count = None::<String>;
     let mut it = args.iter().skip(1).peekable();
@@ -196,6 +198,8 @@ pub fn parse(args: &[String], by_name: bool) -> Result<Call, Refusal> {
             // Latency percentiles are always kept (netperf's -j asks for them).
             "-j" if by_name => {}
             "-F" => fill_file = Some(first_of_pair(&value(&mut it)?).to_string()),
+            // The control connection's local address (`addr[,family]`).
+            "-L" => control_bind = Some(bracketless(first_of_pair(&value(&mut it)?))),
             "-Y" => {
                 let v = value(&mut it)?;
                 let (l, r) = v.split_once(',').unwrap_or((&v, ""));
@@ -352,6 +356,7 @@ pub fn parse(args: &[String], by_name: bool) -> Result<Call, Refusal> {
                 out.select = Some((style, selection(list.as_deref())?));
             }
             "-4" | "-6" => {}
+            "-L" => data_bind = Some(bracketless(first_of_pair(&value(&mut it)?))),
             _ => {
                 let Some((_, ours, takes)) = TEST_OPTIONS.iter().find(|(n, _, _)| *n == flag) else {
                     return Err(usage(format!(
@@ -365,6 +370,18 @@ pub fn parse(args: &[String], by_name: bool) -> Result<Call, Refusal> {
                 }
             }
         }
+    }
+    let bind = match (control_bind.filter(|b| !b.is_empty()), data_bind.filter(|b| !b.is_empty())) {
+        (Some(c), Some(d)) if c != d => {
+            return Err(usage(format!(
+                "-L {c} and test option -L {d}: ringperf's server takes data connections only from the control connection's address: give one local address"
+            )))
+        }
+        (Some(b), _) | (None, Some(b)) => Some(b),
+        (None, None) => None,
+    };
+    if let Some(b) = bind {
+        native_args.extend(["-L".into(), b]);
     }
     if by_name {
         if let Ok(extra) = std::env::var(ARGS_ENV) {
@@ -395,6 +412,11 @@ fn replace_host(native: &mut [String], host: &str) {
             *v = host.to_string();
         }
     }
+}
+
+/// An address as netperf takes it, IPv6 perhaps in brackets.
+fn bracketless(a: &str) -> String {
+    a.trim().trim_start_matches('[').trim_end_matches(']').to_string()
 }
 
 /// netperf's `a,b` option values: the first part.
@@ -864,7 +886,13 @@ mod tests {
     #[test]
     fn unsupported_pieces_say_so() {
         assert!(rewrite(v("ringperf -t SCTP_STREAM")).unwrap_err().contains("not supported"));
-        assert!(rewrite(v("ringperf -t TCP_STREAM -L 1.2.3.4")).unwrap_err().contains("-L"));
+        assert_eq!(
+            rewrite(v("ringperf -t TCP_STREAM -L 1.2.3.4,4")).unwrap(),
+            v("ringperf stream -L 1.2.3.4")
+        );
+        assert!(rewrite(v("ringperf -t TCP_STREAM -L 127.0.0.1 -- -L 127.0.0.2"))
+            .unwrap_err()
+            .contains("one local address"));
         assert!(rewrite(v("ringperf -t TCP_STREAM -- -P 5000")).unwrap_err().contains("-P"));
         assert!(rewrite(v("ringperf -t")).is_err());
     }

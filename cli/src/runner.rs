@@ -79,6 +79,7 @@ impl Runner {
             level: None,
             psk: self.psk.clone(),
             interrupt: Some(self.stop.fd()),
+            local_bind: t.local_bind,
         };
         let println = |line: &str| match &status {
             Some(s) => s.println(&heading, line),
