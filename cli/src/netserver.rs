@@ -111,8 +111,13 @@ pub fn main(argv: Vec<String>) -> i32 {
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     match cmd.spawn() {
         Ok(child) => {
-            let port = call.native.iter().skip_while(|a| *a != "-p").nth(1).cloned().unwrap_or_default();
-            println!("Starting netserver with host 'IN(6)ADDR_ANY' port '{port}' and family AF_UNSPEC (ringperf serve, pid {})", child.id());
+            let after = |flag: &str| call.native.iter().skip_while(|a| *a != flag).nth(1).cloned();
+            let port = after("-p").unwrap_or_default();
+            let host = after("--bind").unwrap_or_else(|| "IN(6)ADDR_ANY".into());
+            println!(
+                "Starting netserver with host '{host}' port '{port}' (ringperf serve, pid {})",
+                child.id()
+            );
             0
         }
         Err(e) => {
