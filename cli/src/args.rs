@@ -350,6 +350,10 @@ pub struct TestArgs {
     /// -l at the latest (netperf's negative -l) [default: timed by -l].
     #[arg(long = "bytes", value_name = "SIZE", value_parser = parse_limit_size)]
     byte_limit: Option<u64> => spec.byte_limit [only "stream", "sendfile"],
+    /// Each flow makes N transactions and stops; the test ends with the last, or after -l at
+    /// the latest (netperf's negative -l) [default: timed by -l].
+    #[arg(long = "transactions", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    transaction_limit: Option<u64> => spec.transaction_limit [only "rr"],
     /// Pin the local and the remote worker to these CPUs (one number pins both) [default: unpinned].
     #[arg(short = 'T', value_name = "LCPU,RCPU", value_parser = parse_cpus, conflicts_with = "cpu_list")]
     cpus: Option<(Option<usize>, Option<usize>)> => with { |spec, cpus| if let Some((l, r)) = *cpus {

@@ -242,13 +242,17 @@ pub fn parse(args: &[String], by_name: bool) -> Result<Call, Refusal> {
     };
     out.test = test_name;
     if let Some(n) = &count {
-        if !matches!(*test_name, "TCP_STREAM" | "TCP_MAERTS" | "TCP_SENDFILE") {
-            return Err(usage(format!(
-                "-l -{n}: ringperf counts bytes in TCP_STREAM, TCP_MAERTS and TCP_SENDFILE, not transactions in {test_name}: give the test length in seconds"
-            )));
-        }
+        let flag = match *test_name {
+            "TCP_STREAM" | "TCP_MAERTS" | "TCP_SENDFILE" => "--bytes",
+            "TCP_RR" => "--transactions",
+            _ => {
+                return Err(usage(format!(
+                    "-l -{n}: ringperf counts bytes in TCP_STREAM, TCP_MAERTS and TCP_SENDFILE and transactions in TCP_RR, not in {test_name}: give the test length in seconds"
+                )))
+            }
+        };
         // netperf's "until done", bounded as every ringperf load is.
-        globals.extend(["--bytes".into(), n.clone(), "-l".into(), COUNT_CAP_SECS.to_string()]);
+        globals.extend([flag.into(), n.clone(), "-l".into(), COUNT_CAP_SECS.to_string()]);
     }
     let mut native_args = vec![program];
     native_args.extend(native.iter().map(|s| s.to_string()));

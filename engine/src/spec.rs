@@ -462,6 +462,11 @@ pub struct TestSpec {
     /// may take. Left out of a timed test; a server that predates it refuses it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub byte_limit: Option<u64>,
+    /// rr: each flow makes this many transactions and stops (netperf's negative -l); the
+    /// window ends with the last. Left out of a timed test; a server that predates it
+    /// refuses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transaction_limit: Option<u64>,
     /// Data connections, dealt round-robin over the workers.
     pub flows: u32,
     /// Worker threads per side, each with its own ring (at most one per flow).
@@ -593,6 +598,7 @@ impl TestSpec {
             burst: 1,
             open_loop: None,
             byte_limit: None,
+            transaction_limit: None,
             latency_split_ms: None,
             flows: 1,
             threads: 1,
@@ -706,6 +712,16 @@ impl TestSpec {
             if limit == 0 || self.workload != Workload::Stream || self.bidir || classic {
                 return Err(Error::Usage(format!(
                     "a byte count ({limit} bytes per flow) needs a one-way stream with an io_uring send engine: drop --bytes (or a negative -l) or run stream without --bidir and a classic engine"
+                )));
+            }
+        }
+        if let Some(limit) = self.transaction_limit {
+            let classic = [&self.local, &self.remote]
+                .iter()
+                .any(|s| s.send_engine.is_classic() || s.recv_engine.is_classic());
+            if limit == 0 || self.workload != Workload::Rr || self.open_loop.is_some() || classic {
+                return Err(Error::Usage(format!(
+                    "a transaction count ({limit} per flow) needs a closed-loop rr on io_uring engines: drop --transactions (or a negative -l), --rate and classic engines"
                 )));
             }
         }
@@ -1265,6 +1281,17 @@ mod tests {
         let mut classic_sender = counted.clone();
         classic_sender.local.send_engine = SendEngine::Syscall;
         let rr = TestSpec { byte_limit: Some(1000), ..TestSpec::for_workload(Workload::Rr) };
+        let rr_counted = TestSpec { transaction_limit: Some(10), ..TestSpec::for_workload(Workload::Rr) };
+        assert!(rr_counted.validate().is_ok());
+        let open = TestSpec {
+            open_loop: Some(OpenLoop { rate: 100, total: false, backlog: 8 }),
+            ..rr_counted.clone()
+        };
+        assert!(open.validate().is_err(), "an open loop keeps its schedule, not a count");
+        assert!(
+            TestSpec { transaction_limit: Some(10), ..counted.clone() }.validate().is_err(),
+            "a stream counts bytes"
+        );
         for bad in [
             TestSpec { byte_limit: Some(0), ..counted.clone() },
             TestSpec { bidir: true, ..counted.clone() },

@@ -163,7 +163,12 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
     let socks = plan.fds.clone();
     let police_bps = plan.police_bps;
     let verify_on = spec.verify;
-    let tx = Transaction { request: spec.request_size, response: spec.response_size, burst: spec.rr_depth() };
+    let tx = Transaction {
+        request: spec.request_size,
+        response: spec.response_size,
+        burst: spec.rr_depth(),
+        limit: spec.transaction_limit.unwrap_or(u64::MAX),
+    };
     let crr = || {
         plan.crr
             .clone()

@@ -95,6 +95,7 @@ fn netperf_manual_lines_parse_to_the_native_spec() {
         ),
         ("netperf -t omni -p 20000 -T 0,1", "ringperf stream -H 127.0.0.1 -p 20000 -T 0,1"),
         ("netperf -t TCP_MAERTS -l -1M", "ringperf stream --reverse -H 127.0.0.1 -p 12865 --bytes 1M -l 600"),
+        ("netperf -t TCP_RR -l -1000 -- -b 3", "ringperf rr -H 127.0.0.1 -p 12865 --transactions 1000 -l 600 --burst 4"),
         (
             "netperf -P 0 -v 0 -D -0.20 -4 -H 127.0.0.1 -p 12865 -t TCP_STREAM -l 5 -f m -- -H 127.0.0.1 -k THROUGHPUT -K cubic",
             "ringperf stream -H 127.0.0.1 -p 12865 -l 5 -D 0.2 --cc cubic",
@@ -116,7 +117,7 @@ fn what_cannot_be_honoured_fails_with_a_netperf_message() {
     for args in [
         &["-t", "SCTP_STREAM"][..],
         &["-t", "TCP_STREAM", "--", "-P", "5000"],
-        &["-t", "TCP_RR", "-l", "-1000"],
+        &["-t", "UDP_RR", "-l", "-1000"],
     ] {
         let out = netperf(&dir, args);
         assert_eq!(out.code(), 2, "{args:?}: {out}");
@@ -276,9 +277,9 @@ fn keyval_output_has_netperfs_keys_with_sane_values() {
     );
 }
 
-/// A negative -l is a byte count: exactly that many bytes arrive, in either direction and
-/// with a send size that does not divide it, and the test ends when they have (long
-/// before the cap on its length).
+/// A negative -l is a count: exactly that many bytes arrive, in either direction and with a
+/// send size that does not divide it, and the test ends when they have (long before the
+/// cap on its length); in TCP_RR, that many transactions.
 #[test]
 fn a_negative_length_sends_exactly_that_many_bytes() {
     let dir = links("count");
@@ -303,6 +304,29 @@ fn a_negative_length_sends_exactly_that_many_bytes() {
         assert!(num(&kv, "THROUGHPUT") > 0.0, "{test}: {out}");
         let cap = ringperf_cli::netperf::COUNT_CAP_SECS as f64;
         assert!(num(&kv, "ELAPSED_TIME") < cap / 2.0, "{test}: it ran to the cap, not to the count: {out}");
+    }
+    // TCP_RR counts transactions: one at a time, and a burst of 8 that does not divide it.
+    for burst in ["0", "7"] {
+        let out = netperf(
+            &dir,
+            &["-P", "0", "-H", "127.0.0.1", "-p", &port, "-t", "TCP_RR", "-l", "-5001", "--", "-r", "3,5"]
+                .into_iter()
+                .chain(["-b", burst, "-k", keys])
+                .collect::<Vec<_>>(),
+        )
+        .success();
+        let kv = keyvals(&out.stdout);
+        let bytes = |k: &str| num(&kv, k) as u64;
+        assert_eq!(
+            (bytes("LOCAL_BYTES_SENT"), bytes("REMOTE_BYTES_RECVD")),
+            (3 * 5001, 3 * 5001),
+            "-b {burst}: {out}"
+        );
+        assert_eq!(
+            (bytes("REMOTE_BYTES_SENT"), bytes("LOCAL_BYTES_RECVD")),
+            (5 * 5001, 5 * 5001),
+            "-b {burst}: {out}"
+        );
     }
 }
 
