@@ -201,7 +201,7 @@ fn human(s: &IntervalSample, rr: bool, units: Units) -> String {
 }
 
 /// netperf's interim lines: NETPERF_INTERIM_RESULT[n]= and friends.
-pub(crate) fn keyval(n: usize, s: &IntervalSample, rr: bool, units: Units) -> String {
+fn keyval(n: usize, s: &IntervalSample, rr: bool, units: Units) -> String {
     let (value, unit) = if rr {
         (s.transactions_per_sec(), "Trans/s")
     } else {

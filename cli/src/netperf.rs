@@ -563,14 +563,20 @@ fn run(cli: &args::Cli, out: &Output) -> Result<i32, Error> {
     let keyval_lines = matches!(out.select, Some((Style::Keyval, _)));
     let printer = out.demo.then(|| {
         let mut n = 0usize;
+        let mut origin = None;
         live::Printer::with(&spec, move |s: IntervalSample| {
-            // The tick that lands on the end of the window covers no time: netperf never
-            // prints such an interval (and flent would divide by it).
-            if s.duration_ns == 0 {
+            // The tick that lands on the end of the window may cover a sliver (or no time
+            // at all): shorter than the millisecond the line shows, its rate is noise, and
+            // flent would divide by its 0.000 s.
+            if s.duration_ns < 1_000_000 {
                 return;
             }
-            let line =
-                if keyval_lines { live::keyval(n, &s, rr, units) } else { interim_line(&s, rr, units) };
+            let ending = interval_end(&mut origin, &s);
+            let line = if keyval_lines {
+                interim_keyval(n, &s, rr, units, ending)
+            } else {
+                interim_line(&s, rr, units, ending)
+            };
             n += 1;
             print(&line);
         })
@@ -598,17 +604,40 @@ pub const COUNT_CAP_SECS: u64 = 600;
 const FILL_BYTES: u64 = 1 << 20;
 
 /// netperf's demo line without -k.
-fn interim_line(s: &IntervalSample, rr: bool, units: Units) -> String {
-    let (value, unit) = if rr {
-        (s.transactions_per_sec(), "Trans/s")
-    } else {
-        (units.convert(s.throughput_bits_per_sec()), units.label())
-    };
-    let ending = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+fn interim_line(s: &IntervalSample, rr: bool, units: Units, ending: f64) -> String {
+    let (value, unit) = interim_value(s, rr, units);
     format!(
         "Interim result: {value:7.2} {unit} over {:.3} seconds ending at {ending:.3}\n",
         s.duration_ns as f64 / 1e9
     )
+}
+
+/// The interim figure of `s` and its unit.
+fn interim_value(s: &IntervalSample, rr: bool, units: Units) -> (f64, &'static str) {
+    if rr {
+        (s.transactions_per_sec(), "Trans/s")
+    } else {
+        (units.convert(s.throughput_bits_per_sec()), units.label())
+    }
+}
+
+/// netperf's demo lines under -k: NETPERF_INTERIM_RESULT[n]= and the rest.
+fn interim_keyval(n: usize, s: &IntervalSample, rr: bool, units: Units, ending: f64) -> String {
+    let (value, unit) = interim_value(s, rr, units);
+    format!(
+        "NETPERF_INTERIM_RESULT[{n}]={value:.2}\nNETPERF_UNITS[{n}]={unit}\nNETPERF_INTERVAL[{n}]={:.3}\nNETPERF_ENDING[{n}]={ending:.3}\n",
+        s.duration_ns as f64 / 1e9
+    )
+}
+
+/// The wall-clock end of interval `s`, in seconds: the window's start on the wall clock
+/// (`origin`, taken from the first sample, printed as it ends) plus the interval's end in
+/// the window. A line printed late on a busy machine still says when its interval ended,
+/// so a harness that places the points on a time axis (flent) places them right.
+fn interval_end(origin: &mut Option<f64>, s: &IntervalSample) -> f64 {
+    let end = (s.start_ns + s.duration_ns) as f64 / 1e9;
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+    *origin.get_or_insert(now - end) + end
 }
 
 /// The first line netperf prints (with -P 1): which test, to where.

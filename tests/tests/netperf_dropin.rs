@@ -5,12 +5,12 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::sync::Mutex;
 use std::time::Duration;
 
 use ringperf_cli::{netperf_spec, spec_from_args};
-use ringperf_tests::{ringperf, run_with_timeout, skip, Outcome, Server};
+use ringperf_tests::{ringperf, run_with_timeout, skip, ChildGuard, Outcome, Server};
 use serde_json::Value;
 
 /// A fresh directory under the target dir's temp area, removed when dropped.
@@ -130,19 +130,43 @@ fn what_cannot_be_honoured_fails_with_a_netperf_message() {
 /// units, interval length and wall-clock end, stamped as it was printed.
 #[test]
 fn demo_mode_prints_an_interim_result_about_every_interval() {
+    use std::io::{BufRead, BufReader, Read};
     let dir = links("demo");
     let server = netserver(&dir);
     let port = server.port_arg();
-    let out = netperf(
-        &dir,
-        &["-P", "0", "-v", "0", "-D", "-0.2", "-H", "127.0.0.1", "-p", &port, "-t", "TCP_STREAM", "-l", "2"]
-            .into_iter()
-            .chain(["--", "-k", "THROUGHPUT"])
-            .collect::<Vec<_>>(),
-    )
-    .success();
+    let mut cmd = Command::new(dir.0.join("netperf"));
+    cmd.args([
+        "-P",
+        "0",
+        "-v",
+        "0",
+        "-D",
+        "-0.2",
+        "-H",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "-t",
+        "TCP_STREAM",
+        "-l",
+        "2",
+    ])
+    .args(["--", "-k", "THROUGHPUT"])
+    .stdout(Stdio::piped())
+    .stderr(Stdio::null());
+    let mut child = ChildGuard::spawn(cmd);
+    let mut reader = BufReader::new(child.child_mut().stdout.take().expect("piped stdout"));
+    let mut stdout = String::new();
+    let _ = reader.read_line(&mut stdout);
+    // The first interim line comes 0.2 s into a 2 s test: netperf must still be running.
+    let running_at_first_line = child.try_status().is_none();
+    let _ = reader.read_to_string(&mut stdout);
+    let status = child.wait_timeout(Duration::from_secs(45));
+    assert!(status.is_some_and(|s| s.success()), "netperf failed: {status:?}\n{stdout}");
+    assert!(stdout.starts_with("NETPERF_INTERIM_RESULT[0]="), "{stdout}");
+    assert!(running_at_first_line, "the interim lines came only once the test was over:\n{stdout}");
     let indexed = |name: &str| -> Vec<f64> {
-        out.stdout
+        stdout
             .lines()
             .filter(|l| l.starts_with(&format!("{name}[")))
             .filter_map(|l| l.split_once('=').and_then(|(_, v)| v.parse().ok()))
@@ -153,25 +177,32 @@ fn demo_mode_prints_an_interim_result_about_every_interval() {
     // 2 s at 0.2 s is 10 intervals; a loaded machine may merge or lose one at either end.
     assert!(
         (7..=12).contains(&results.len()),
-        "{} interim results in 2 s at -D -0.2:\n{}",
-        results.len(),
-        out
+        "{} interim results in 2 s at -D -0.2:\n{stdout}",
+        results.len()
     );
-    assert_eq!((intervals.len(), endings.len()), (results.len(), results.len()), "{out}");
-    assert_eq!(out.stdout.matches("NETPERF_UNITS[").count(), results.len(), "{out}");
-    assert!(results.iter().all(|v| *v > 0.0), "{out}");
+    assert_eq!((intervals.len(), endings.len()), (results.len(), results.len()), "{stdout}");
+    assert_eq!(stdout.matches("NETPERF_UNITS[").count(), results.len(), "{stdout}");
+    assert!(results.iter().all(|v| *v > 0.0), "{stdout}");
     // Ticks are ring timeouts: a worker descheduled on a busy machine stretches one
     // interval and shortens the next, so most, not all, are near 0.2 s.
     let near = intervals.iter().filter(|d| (0.1..0.4).contains(*d)).count();
     assert!(near * 2 >= intervals.len(), "intervals are not about 0.2 s: {intervals:?}");
     assert!(intervals.iter().all(|d| *d > 0.0 && *d < 2.0), "an interval outside the test: {intervals:?}");
-    assert!(endings.windows(2).all(|w| w[1] >= w[0]), "endings go back: {endings:?}");
-    let span = endings[endings.len() - 1] - endings[0];
-    assert!(
-        span > 1.0,
-        "the interim lines came at once ({span:.3} s apart), not while the test ran: {endings:?}"
-    );
-    assert!(num(&keyvals(&out.stdout), "THROUGHPUT") > 0.0, "{out}");
+    // Each ending is the previous one plus this interval (to the millisecond printed).
+    for (k, w) in endings.windows(2).enumerate() {
+        let step = w[1] - w[0];
+        assert!(
+            (step - intervals[k + 1]).abs() < 0.003,
+            "ending {} is not its interval after the last: {endings:?} {intervals:?}",
+            k + 1
+        );
+    }
+    let now =
+        std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
+    let last = endings[endings.len() - 1];
+    // Wall-clock seconds, anchored on the first line: off by that line's printing delay.
+    assert!((now - last).abs() < 10.0, "the endings are not wall-clock times: {last} at {now}");
+    assert!(num(&keyvals(&stdout), "THROUGHPUT") > 0.0, "{stdout}");
 }
 
 /// The keys flent reads, in netperf's units and meaning, bytes conserved both ways; a
@@ -482,16 +513,23 @@ fn read_gzip_json(file: &Path) -> Value {
 }
 
 /// How far the mean of flent's throughput series may be from ringperf's own figure for the
-/// flow: flent resamples the 0.2 s interim points onto its own grid by interpolation (not
-/// weighted by time), drops points whose interval is far from the running average, and the
-/// last interval of a run is cut short; with ~15 points per flow on 2 busy vCPUs that moves
-/// the mean by a few percent. A series off by a unit or scale factor is off by far more.
+/// flow, with one flow: flent resamples the 0.2 s interim points onto its own grid by
+/// interpolation (not weighted by time) and drops points whose interval is far from the
+/// running average, and the last interval of a run is cut short; with ~15 points per flow
+/// on 2 busy vCPUs that moves the mean by a few percent (0.04 % measured on an idle
+/// machine). A series off by a unit or a scale factor is off by far more.
 const SERIES_TOLERANCE: f64 = 0.15;
+
+/// The same for each of rrul's eight flows: they start a few ms apart as flent starts
+/// eight netperfs, and share 2 vCPUs with each other and the pings, so each 0.2 s point
+/// swings with the scheduler (up to 6.7 % measured with the machine otherwise idle, 15.7 %
+/// once with the whole test suite running beside it).
+const RRUL_SERIES_TOLERANCE: f64 = 0.25;
 
 /// Checks that `series` in flent's data is non-empty and that its mean agrees with the
 /// figure ringperf reported for the flow (flent's MEAN_VALUE is netperf's THROUGHPUT key),
 /// and that the flow's bytes were conserved. Returns the mean.
-fn check_series(data: &Value, series: &str, min_points: usize) -> f64 {
+fn check_series(data: &Value, series: &str, min_points: usize, tolerance: f64) -> f64 {
     let values: Vec<f64> = data["results"][series]
         .as_array()
         .unwrap_or_else(|| panic!("no series '{series}' in {}", data["results"]))
@@ -506,7 +544,7 @@ fn check_series(data: &Value, series: &str, min_points: usize) -> f64 {
     assert!(mean > 0.0 && reported > 0.0, "'{series}': mean {mean}, reported {reported}");
     let off = (mean / reported - 1.0).abs();
     assert!(
-        off < SERIES_TOLERANCE,
+        off < tolerance,
         "'{series}': series mean {mean:.2} is {:.1} % off ringperf's {reported:.2}",
         off * 100.0
     );
@@ -519,13 +557,13 @@ fn check_series(data: &Value, series: &str, min_points: usize) -> f64 {
 #[test]
 fn flent_tcp_upload_runs_against_ringperf() {
     let Some(data) = run_flent("flent_tcp_upload_runs_against_ringperf", "tcp_upload", 3) else { return };
-    check_series(&data, "TCP upload", 8);
+    check_series(&data, "TCP upload", 8, SERIES_TOLERANCE);
 }
 
 #[test]
 fn flent_tcp_download_runs_against_ringperf() {
     let Some(data) = run_flent("flent_tcp_download_runs_against_ringperf", "tcp_download", 3) else { return };
-    check_series(&data, "TCP download", 8);
+    check_series(&data, "TCP download", 8, SERIES_TOLERANCE);
 }
 
 /// RRUL: four uploads and four downloads marked with DSCP, three UDP_RR pings and an ICMP
@@ -535,7 +573,7 @@ fn flent_rrul_runs_against_ringperf() {
     let Some(data) = run_flent("flent_rrul_runs_against_ringperf", "rrul", 3) else { return };
     for dir in ["upload", "download"] {
         for class in ["BE", "BK", "CS5", "EF"] {
-            check_series(&data, &format!("TCP {dir} {class}"), 8);
+            check_series(&data, &format!("TCP {dir} {class}"), 8, RRUL_SERIES_TOLERANCE);
         }
     }
     for class in ["BE", "BK", "EF"] {
