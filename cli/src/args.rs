@@ -239,6 +239,24 @@ pub enum Command {
     /// Run several tests at once between agents (pairs, incast, one-to-many, mesh), all
     /// started together, from a TOML plan; a row per test and aggregates.
     Plan(PlanArgs),
+    /// Make `netperf` and `netserver` symlinks to this binary in DIR: invoked by those names,
+    /// ringperf takes netperf's and netserver's command lines (for flent and other harnesses).
+    InstallLinks(InstallLinksArgs),
+}
+
+impl Command {
+    /// The flags every test takes, for a test command.
+    pub fn test_args(&self) -> Option<&TestArgs> {
+        Some(match self {
+            Command::Stream(a) => &a.test,
+            Command::Rr(a) => &a.test,
+            Command::Crr(a) => &a.test,
+            Command::UdpStream(a) => &a.test,
+            Command::UdpRr(a) => &a.test,
+            Command::Sendfile(a) => &a.test,
+            _ => return None,
+        })
+    }
 }
 
 /// Hides from a test command's help each flag whose `[only ...]` mark leaves it out, so each
@@ -321,6 +339,10 @@ pub struct TestArgs {
     /// Control port of the server.
     #[arg(short = 'p', long = "port", default_value_t = DEFAULT_PORT, value_parser = clap::value_parser!(u16).range(1..))]
     port: u16,
+    /// Local address the control and data connections leave from (netperf -L) [default: the
+    /// kernel's choice by route].
+    #[arg(short = 'L', long = "local", value_name = "ADDR")]
+    local_bind: Option<std::net::IpAddr> [only "stream", "rr", "udp-stream", "udp-rr", "sendfile"; "crr's connections come and go on the ring"],
     /// File holding the server's pre-shared key (default: the RINGPERF_PSK variable, if set).
     #[arg(long, value_name = "FILE")]
     psk_file: Option<std::path::PathBuf>,
@@ -335,6 +357,14 @@ pub struct TestArgs {
     /// Test length in seconds (fractions allowed).
     #[arg(short = 'l', long = "length", value_name = "SECS", default_value = "10", value_parser = parse_seconds, allow_hyphen_values = true)]
     length_ms: u64 => spec.duration_ms,
+    /// Each flow sends SIZE bytes and stops; the test ends when they have arrived, or after
+    /// -l at the latest (netperf's negative -l) [default: timed by -l].
+    #[arg(long = "bytes", value_name = "SIZE", value_parser = parse_limit_size)]
+    byte_limit: Option<u64> => spec.byte_limit [only "stream", "sendfile"],
+    /// Each flow makes N transactions and stops; the test ends with the last, or after -l at
+    /// the latest (netperf's negative -l) [default: timed by -l].
+    #[arg(long = "transactions", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    transaction_limit: Option<u64> => spec.transaction_limit [only "rr"],
     /// Pin the local and the remote worker to these CPUs (one number pins both) [default: unpinned].
     #[arg(short = 'T', value_name = "LCPU,RCPU", value_parser = parse_cpus, conflicts_with = "cpu_list")]
     cpus: Option<(Option<usize>, Option<usize>)> => with { |spec, cpus| if let Some((l, r)) = *cpus {
@@ -1110,6 +1140,13 @@ fn parse_figure(s: &str) -> Result<String, String> {
             DIFF_FIGURES.join(", ")
         ))
     }
+}
+
+#[derive(Args, Debug)]
+pub struct InstallLinksArgs {
+    /// Directory for the links (one in PATH, e.g. /usr/local/bin or ~/.local/bin).
+    #[arg(value_name = "DIR")]
+    pub dir: std::path::PathBuf,
 }
 
 #[derive(Args, Debug)]

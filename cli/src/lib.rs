@@ -8,6 +8,7 @@ pub mod figure;
 mod live;
 mod load;
 pub mod netperf;
+mod netserver;
 pub mod plan;
 pub mod plot;
 mod profile_out;
@@ -37,6 +38,18 @@ pub fn main() -> i32 {
         eprintln!("ringperf: an argument is not valid UTF-8: give names and values in UTF-8");
         return 2;
     };
+    // Invoked through a link named netperf or netserver: that program's command line.
+    let invoked_as = argv.first().and_then(|a| std::path::Path::new(a).file_name()).and_then(|n| n.to_str());
+    match invoked_as {
+        Some("netperf") => return netperf::main(argv),
+        Some("netserver") => return netserver::main(argv),
+        _ => {}
+    }
+    run_native(argv)
+}
+
+/// Runs ringperf's own command line (a `ringperf -t ...` netperf form included).
+pub(crate) fn run_native(argv: Vec<String>) -> i32 {
     if argv.len() <= 1 {
         eprint!("{}", usage::short_usage());
         return 2;
@@ -100,6 +113,7 @@ fn run(cli: Cli) -> Result<i32, Error> {
         Command::Plot(a) => plot::from_file(&a),
         Command::Diff(a) => diff::run(&a),
         Command::Plan(a) => plan::run(&a),
+        Command::InstallLinks(a) => netserver::install_links(&a.dir),
     }
 }
 
@@ -147,6 +161,15 @@ fn resolved(mut spec: TestSpec, t: &TestArgs) -> TestSpec {
 pub fn spec_from_args(args: &[&str]) -> Result<TestSpec, String> {
     let args = netperf::rewrite(args.iter().map(|s| s.to_string()).collect())?;
     let cli = args::parse(&args).map_err(|e| e.to_string())?;
+    test_spec(&cli.command).map_err(|e| e.to_string())
+}
+
+/// Parses a command line given to ringperf invoked as `netperf` into the TestSpec it would
+/// run (a dry run: nothing connects).
+pub fn netperf_spec(args: &[&str]) -> Result<TestSpec, String> {
+    let argv: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let call = netperf::parse(&argv, true).map_err(|r| r.message)?;
+    let cli = args::parse(&call.native).map_err(|e| e.to_string())?;
     test_spec(&cli.command).map_err(|e| e.to_string())
 }
 

@@ -77,6 +77,13 @@ impl Printer {
         Some(Printer { tx, handle })
     }
 
+    /// Hands each interval (the local workers' samples summed) to `emit` as it ends: for a
+    /// caller with its own line format (the netperf front end).
+    pub fn with(spec: &TestSpec, emit: impl FnMut(IntervalSample) + Send + 'static) -> Printer {
+        let (tx, handle) = collect(spec, emit);
+        Printer { tx, handle }
+    }
+
     pub fn sender(&self) -> mpsc::Sender<IntervalSample> {
         self.tx.clone()
     }

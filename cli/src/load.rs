@@ -239,6 +239,7 @@ fn run_parts(
         psk: psk.cloned(),
         interrupt: Some(stop.fd()),
         server_in_process: a.host.is_none(),
+        local_bind: None,
         ..RunOptions::default()
     };
     thread::scope(|scope| {

@@ -1,5 +1,25 @@
-//! netperf's command line, `ringperf -t TCP_STREAM -H host -l 10 -- -m 64K`, rewritten into
-//! the native subcommand form before parsing, so existing scripts keep working.
+//! netperf's command line. Two ways in: `ringperf -t TCP_STREAM -H host -l 10 -- -m 64K` is
+//! rewritten into the native subcommand form and runs as a native test; a binary invoked as
+//! `netperf` ([`main`]) takes netperf's whole command line and answers in netperf's output
+//! contract (classic tables, `-k`/`-o`/`-O` selectors, demo-mode interim lines), so harnesses
+//! built on netperf (flent) run unchanged.
+
+use std::io::Write;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use ringperf_engine::report::IntervalSample;
+use ringperf_engine::{Error, TestReport, TestSpec};
+
+use crate::render::Units;
+use crate::{args, live, render, runner, test_spec};
+
+/// netperf's control port, where a `netserver` (or `ringperf serve -p 12865`) listens.
+pub const NETPERF_PORT: u16 = 12865;
+
+/// The variable whose words join a netperf-form command line as ringperf options, so a
+/// harness that cannot change netperf's arguments can still pick engines:
+/// `RINGPERF_ARGS="--recv-engine multishot" flent ...`.
+pub const ARGS_ENV: &str = "RINGPERF_ARGS";
 
 /// netperf test names and the native arguments they become.
 const TESTS: &[(&str, &[&str])] = &[
@@ -12,9 +32,9 @@ const TESTS: &[(&str, &[&str])] = &[
     ("UDP_RR", &["udp-rr"]),
 ];
 
-/// Global options that mean the same in both tools (each takes a value unless listed in
-/// FLAGS).
+/// Global options that mean the same in both tools and take a value.
 const GLOBALS: &[&str] = &["-H", "-l", "-T", "-f", "-i", "-I", "-P", "-p", "-D"];
+/// Global options without a value that mean the same in both tools.
 const GLOBAL_FLAGS: &[&str] = &["-c", "-C"];
 /// Test-specific options after `--`: netperf's name -> ringperf's, and whether it takes a value.
 const TEST_OPTIONS: &[(&str, &str, bool)] = &[
@@ -27,76 +47,451 @@ const TEST_OPTIONS: &[(&str, &str, bool)] = &[
     ("-C", "--cork", false),
 ];
 
+/// How the result is printed: netperf's output selectors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Style {
+    /// -k: NAME=value lines.
+    Keyval,
+    /// -o: a CSV header line (with -P 1) and a CSV value line.
+    Csv,
+    /// -O: columns under a header (with -P 1).
+    Columns,
+}
+
+/// Everything a netperf command line asks that is not the test itself.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Output {
+    /// netperf's test name (TCP_STREAM, ...).
+    pub test: &'static str,
+    /// -P: banners and headers.
+    pub banner: bool,
+    /// -v: 0 only the figure, 1 the classic table, 2 and more add detail.
+    pub verbosity: u8,
+    /// -D: print interim results while the test runs.
+    pub demo: bool,
+    /// -k/-o/-O with the names asked for (empty: netperf's default set for the style).
+    pub select: Option<(Style, Vec<String>)>,
+    /// -f: the throughput unit letter.
+    pub units: String,
+    /// -Y as netperf would report it: the TOS byte of each side (`None`: left alone).
+    pub tos: (Option<u8>, Option<u8>),
+    /// -F: the file whose bytes this process's sends carry (TCP_SENDFILE sends the file
+    /// itself instead).
+    pub fill_file: Option<String>,
+}
+
+/// A netperf command line as ringperf runs it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Call {
+    /// The native command line (argv[0] first) that gives the test's spec.
+    pub native: Vec<String>,
+    pub output: Output,
+}
+
+/// A netperf-form error: the message (netperf-style, without the program name) and the
+/// exit code.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Refusal {
+    pub message: String,
+    pub code: i32,
+}
+
+fn usage(message: impl Into<String>) -> Refusal {
+    Refusal { message: message.into(), code: 2 }
+}
+
 /// Rewrites `args` if it is a netperf-style invocation (a `-t` before any subcommand);
-/// anything else comes back unchanged.
+/// anything else comes back unchanged. The result runs as a native test with ringperf's
+/// own report.
 pub fn rewrite(args: Vec<String>) -> Result<Vec<String>, String> {
     let uses_t = args.iter().skip(1).take_while(|a| *a != "--").any(|a| a == "-t" || a.starts_with("-t"));
     let native = args.get(1).is_some_and(|a| !a.starts_with('-'));
     if native || !uses_t {
         return Ok(args);
     }
-    let mut out = vec![args[0].clone()];
-    let mut globals = Vec::new();
+    parse(&args, false).map(|c| c.native).map_err(|r| r.message)
+}
+
+/// Parses netperf's command line (`args[0]` is the program). `by_name`: invoked as
+/// `netperf`, so netperf's defaults hold where they differ from ringperf's (TCP_STREAM
+/// without -t, a server on localhost:12865 without -H and -p, 10^6bits/s) and the
+/// output-only options (-v, -k, -o, -O, -j) are taken; otherwise they are refused, since
+/// the native report has its own forms (--keyval, --csv).
+pub fn parse(args: &[String], by_name: bool) -> Result<Call, Refusal> {
+    let program = args.first().cloned().unwrap_or_else(|| "ringperf".into());
+    let mut globals: Vec<String> = Vec::new();
     let mut test = None;
-    let mut it = args.iter().skip(1);
+    let mut out = Output {
+        test: "TCP_STREAM",
+        banner: true,
+        verbosity: 1,
+        demo: false,
+        select: None,
+        units: "m".into(),
+        tos: (None, None),
+        fill_file: None,
+    };
+    let (mut host, mut port, mut family6) = (None::<String>, None::<String>, false);
+    let mut fill_file = None;
+    // -L before and after `--`: the control and the data connections' local addresses.
+    let (mut control_bind, mut data_bind) = (None::<String>, None::<String>);
+    // A negative -l: a count instead of a length.
+    let mut count = None::<String>;
+    let mut it = args.iter().skip(1).peekable();
+    let refuse = |a: &str| {
+        if !by_name && ["-v", "-j"].contains(&a.get(..2).unwrap_or(a)) {
+            return usage(format!(
+                "netperf option {a} belongs to netperf's output, which ringperf prints when invoked as netperf: run 'ringperf install-links DIR' and call DIR/netperf"
+            ));
+        }
+        usage(format!("netperf option {a} is not supported by ringperf: see 'ringperf --help'"))
+    };
     while let Some(a) = it.next() {
         if a == "--" {
             break;
         }
         if is_long(a) {
             // ringperf's own long options may ride along in either part.
-            globals.push(a.clone());
+            push_long(&mut globals, a, &mut it);
             continue;
         }
         let (flag, attached) = split_attached(a);
-        if flag == "-t" {
-            let name =
-                attached.or_else(|| it.next().cloned()).ok_or("-t needs a test name, like -t TCP_STREAM")?;
-            test = Some(name);
-        } else if GLOBALS.contains(&flag.as_str()) {
-            let v = attached.or_else(|| it.next().cloned()).ok_or(format!("{flag} needs a value"))?;
-            globals.push(flag);
-            globals.push(v);
-        } else if GLOBAL_FLAGS.contains(&flag.as_str()) {
-            globals.push(flag);
-        } else {
-            return Err(format!("netperf option {a} is not supported by ringperf: see 'ringperf --help'"));
+        let value = |it: &mut std::iter::Peekable<std::iter::Skip<std::slice::Iter<'_, String>>>| {
+            attached
+                .clone()
+                .or_else(|| it.next().cloned())
+                .ok_or_else(|| usage(format!("{flag} needs a value")))
+        };
+        match flag.as_str() {
+            "-t" => test = Some(value(&mut it)?),
+            "-H" => host = Some(first_of_pair(&value(&mut it)?).to_string()),
+            "-p" => port = Some(first_of_pair(&value(&mut it)?).to_string()),
+            "-4" => family6 = false,
+            "-6" => family6 = true,
+            "-l" => {
+                let v = value(&mut it)?;
+                match v.trim().strip_prefix('-') {
+                    Some(n) => count = Some(n.to_string()),
+                    None => globals.extend(["-l".into(), v]),
+                }
+            }
+            "-D" => {
+                // A negative interval is netperf's "precise" demo mode; ringperf's
+                // interval samples are timed on the ring either way.
+                let v = value(&mut it)?;
+                let secs = first_of_pair(&v).trim_start_matches('-');
+                let secs = if secs.is_empty() { "1" } else { secs };
+                out.demo = true;
+                globals.extend(["-D".into(), secs.to_string()]);
+            }
+            "-f" => {
+                let v = value(&mut it)?;
+                out.units = v.clone();
+                globals.extend(["-f".into(), v]);
+            }
+            "-P" => {
+                let v = value(&mut it)?;
+                out.banner = v.trim() != "0";
+                globals.extend(["-P".into(), if out.banner { "1" } else { "0" }.into()]);
+            }
+            "-v" if by_name => {
+                let v = value(&mut it)?;
+                out.verbosity = v
+                    .trim()
+                    .parse()
+                    .map_err(|_| usage(format!("-v {v}: give a verbosity, like -v 0, 1 or 2")))?;
+            }
+            // Latency percentiles are always kept (netperf's -j asks for them).
+            "-j" if by_name => {}
+            "-F" => fill_file = Some(first_of_pair(&value(&mut it)?).to_string()),
+            // The control connection's local address (`addr[,family]`).
+            "-L" => control_bind = Some(bracketless(first_of_pair(&value(&mut it)?))),
+            "-Y" => {
+                let v = value(&mut it)?;
+                let (l, r) = v.split_once(',').unwrap_or((&v, ""));
+                out.tos = (parse_ipqos(l)?, parse_ipqos(r)?);
+            }
+            "-c" | "-C" => {
+                // netperf takes an optional CPU rate after either; ringperf measures CPU
+                // from /proc/stat and needs none.
+                if attached.is_none()
+                    && it.peek().is_some_and(|n| n.starts_with(|c: char| c.is_ascii_digit()))
+                {
+                    it.next();
+                }
+                globals.push(flag);
+            }
+            f if GLOBALS.contains(&f) => {
+                let v = value(&mut it)?;
+                globals.extend([flag.clone(), v]);
+            }
+            f if GLOBAL_FLAGS.contains(&f) => globals.push(flag),
+            _ => return Err(refuse(a)),
         }
     }
-    let name = test.unwrap_or_default().to_ascii_uppercase();
-    let Some((_, native)) = TESTS.iter().find(|(n, _)| *n == name) else {
+    let name = test
+        .unwrap_or_else(|| if by_name { "TCP_STREAM".into() } else { String::new() })
+        .to_ascii_uppercase();
+    let name = if name == "OMNI" { "TCP_STREAM".to_string() } else { name };
+    let Some((test_name, native)) = TESTS.iter().find(|(n, _)| *n == name) else {
         let names: Vec<&str> = TESTS.iter().map(|(n, _)| *n).collect();
-        return Err(format!("netperf test '{name}' is not supported: use one of {}", names.join(", ")));
+        return Err(usage(format!(
+            "netperf test '{name}' is not supported: use one of {}",
+            names.join(", ")
+        )));
     };
-    out.extend(native.iter().map(|s| s.to_string()));
-    out.extend(globals);
+    out.test = test_name;
+    if let Some(n) = &count {
+        let flag = match *test_name {
+            "TCP_STREAM" | "TCP_MAERTS" | "TCP_SENDFILE" => "--bytes",
+            "TCP_RR" => "--transactions",
+            _ => {
+                return Err(usage(format!(
+                    "-l -{n}: ringperf counts bytes in TCP_STREAM, TCP_MAERTS and TCP_SENDFILE and transactions in TCP_RR, not in {test_name}: give the test length in seconds"
+                )))
+            }
+        };
+        // netperf's "until done", bounded as every ringperf load is.
+        globals.extend([flag.into(), n.clone(), "-l".into(), COUNT_CAP_SECS.to_string()]);
+    }
+    let mut native_args = vec![program];
+    native_args.extend(native.iter().map(|s| s.to_string()));
+    if by_name {
+        // netperf always talks to a netserver: localhost:12865 unless told otherwise.
+        let h = host.clone().unwrap_or_else(|| if family6 { "::1".into() } else { "127.0.0.1".into() });
+        native_args.extend(["-H".into(), h]);
+        native_args.extend(["-p".into(), port.clone().unwrap_or_else(|| NETPERF_PORT.to_string())]);
+    } else {
+        if let Some(h) = &host {
+            native_args.extend(["-H".into(), h.clone()]);
+        }
+        if let Some(p) = &port {
+            native_args.extend(["-p".into(), p.clone()]);
+        }
+    }
+    native_args.extend(globals);
+    if let Some(file) = fill_file {
+        if *test_name == "TCP_SENDFILE" {
+            native_args.extend(["-F".into(), file]);
+        } else {
+            // netperf reads its fill file before it connects; a file it cannot read is an
+            // error there too.
+            std::fs::File::open(&file).map_err(|e| {
+                usage(format!("-F {file}: cannot open the fill file: {e}: give a readable file"))
+            })?;
+            out.fill_file = Some(file);
+        }
+    }
+    match out.tos {
+        (None, None) => {}
+        (Some(l), Some(r)) if l != r => {
+            return Err(usage(format!(
+                "-Y {l:#04x},{r:#04x}: ringperf marks both sides' data sockets alike: give one TOS for both"
+            )))
+        }
+        (Some(t), _) | (None, Some(t)) => native_args.extend(["--tos".into(), format!("{t:#04x}")]),
+    }
     while let Some(a) = it.next() {
         if is_long(a) {
-            out.push(a.clone());
+            push_long(&mut native_args, a, &mut it);
             continue;
         }
         let (flag, attached) = split_attached(a);
-        if flag == "-b" {
-            // netperf counts the requests beyond the first: -b 3 keeps 4 in flight.
-            let v = attached.or_else(|| it.next().cloned()).ok_or("-b needs a value")?;
-            let extra: u32 =
-                v.parse().map_err(|_| format!("-b {v}: give the extra requests in flight, like -b 3"))?;
-            out.push("--burst".into());
-            out.push(extra.saturating_add(1).to_string());
-            continue;
-        }
-        let Some((_, ours, takes)) = TEST_OPTIONS.iter().find(|(n, _, _)| *n == flag) else {
-            return Err(format!(
-                "netperf test option {a} is not supported by ringperf: see 'ringperf {} --help'",
-                native[0]
-            ));
+        let value = |it: &mut std::iter::Peekable<std::iter::Skip<std::slice::Iter<'_, String>>>| {
+            attached
+                .clone()
+                .or_else(|| it.next().cloned())
+                .ok_or_else(|| usage(format!("{flag} needs a value")))
         };
-        out.push(ours.to_string());
-        if *takes {
-            out.push(attached.or_else(|| it.next().cloned()).ok_or(format!("{flag} needs a value"))?);
+        match flag.as_str() {
+            "-b" => {
+                // netperf counts the requests beyond the first: -b 3 keeps 4 in flight.
+                let v = value(&mut it)?;
+                let extra: u32 = v
+                    .parse()
+                    .map_err(|_| usage(format!("-b {v}: give the extra requests in flight, like -b 3")))?;
+                if extra > 0 {
+                    native_args.extend(["--burst".into(), extra.saturating_add(1).to_string()]);
+                }
+            }
+            "-H" => {
+                // The data connection's host: ringperf's data connections go where the
+                // control connection went.
+                let v = value(&mut it)?;
+                let data = first_of_pair(&v);
+                if let Some(h) = &host {
+                    if !data.is_empty() && data != h.as_str() {
+                        return Err(usage(format!(
+                            "test option -H {data}: ringperf's data connections go to the control host ({h}): give the same host to both -H"
+                        )));
+                    }
+                } else if !data.is_empty() {
+                    host = Some(data.to_string());
+                    replace_host(&mut native_args, data);
+                }
+            }
+            "-K" => {
+                let v = value(&mut it)?;
+                let (l, r) = v.split_once(',').unwrap_or((&v, ""));
+                if !r.is_empty() && r != l {
+                    return Err(usage(format!(
+                        "-K {v}: ringperf uses one congestion control on both sides: give one name"
+                    )));
+                }
+                native_args.extend(["--cc".into(), l.to_string()]);
+            }
+            "-e" => {
+                let v = value(&mut it)?;
+                if *test_name != "UDP_RR" {
+                    return Err(usage(format!(
+                        "test option -e {v}: the socket timeout applies to UDP_RR in ringperf"
+                    )));
+                }
+                let secs: f64 = v
+                    .trim()
+                    .parse()
+                    .ok()
+                    .filter(|s: &f64| s.is_finite() && *s > 0.0)
+                    .ok_or_else(|| usage(format!("-e {v}: give the timeout in seconds, like -e 1")))?;
+                native_args.extend(["--timeout-us".into(), ((secs * 1e6).round() as u64).to_string()]);
+            }
+            "-k" | "-o" | "-O" if by_name => {
+                let style = match flag.as_str() {
+                    "-k" => Style::Keyval,
+                    "-o" => Style::Csv,
+                    _ => Style::Columns,
+                };
+                // The list is optional: the next word is it unless it is another option.
+                let list = attached.clone().or_else(|| it.next_if(|n| !n.starts_with('-')).cloned());
+                out.select = Some((style, selection(list.as_deref())?));
+            }
+            "-4" | "-6" => {}
+            "-L" => data_bind = Some(bracketless(first_of_pair(&value(&mut it)?))),
+            _ => {
+                let Some((_, ours, takes)) = TEST_OPTIONS.iter().find(|(n, _, _)| *n == flag) else {
+                    if matches!(flag.as_str(), "-k" | "-o" | "-O") {
+                        return Err(usage(format!(
+                            "netperf test option {a} belongs to netperf's output, which ringperf prints when invoked as netperf: run 'ringperf install-links DIR' and call DIR/netperf (or use --keyval)"
+                        )));
+                    }
+                    return Err(usage(format!(
+                        "netperf test option {a} is not supported by ringperf: see 'ringperf {} --help'",
+                        native[0]
+                    )));
+                };
+                native_args.push(ours.to_string());
+                if *takes {
+                    native_args.push(value(&mut it)?);
+                }
+            }
         }
     }
-    Ok(out)
+    let bind = match (control_bind.filter(|b| !b.is_empty()), data_bind.filter(|b| !b.is_empty())) {
+        (Some(c), Some(d)) if c != d => {
+            return Err(usage(format!(
+                "-L {c} and test option -L {d}: ringperf's server takes data connections only from the control connection's address: give one local address"
+            )))
+        }
+        (Some(b), _) | (None, Some(b)) => Some(b),
+        (None, None) => None,
+    };
+    if let Some(b) = bind {
+        native_args.extend(["-L".into(), b]);
+    }
+    if by_name {
+        if let Ok(extra) = std::env::var(ARGS_ENV) {
+            native_args.extend(extra.split_whitespace().map(String::from));
+        }
+    }
+    Ok(Call { native: native_args, output: out })
+}
+
+/// A long option and, unless it has `=value`, the word after it when that is no option
+/// (netperf's command line has no positional arguments, so such a word is its value).
+fn push_long<'a>(
+    to: &mut Vec<String>,
+    a: &str,
+    it: &mut std::iter::Peekable<impl Iterator<Item = &'a String>>,
+) {
+    to.push(a.to_string());
+    if !a.contains('=') {
+        if let Some(v) = it.next_if(|n| !n.starts_with('-')) {
+            to.push(v.clone());
+        }
+    }
+}
+
+fn replace_host(native: &mut [String], host: &str) {
+    if let Some(i) = native.iter().position(|a| a == "-H") {
+        if let Some(v) = native.get_mut(i + 1) {
+            *v = host.to_string();
+        }
+    }
+}
+
+/// An address as netperf takes it, IPv6 perhaps in brackets.
+fn bracketless(a: &str) -> String {
+    a.trim().trim_start_matches('[').trim_end_matches(']').to_string()
+}
+
+/// netperf's `a,b` option values: the first part.
+fn first_of_pair(v: &str) -> &str {
+    v.split(',').next().unwrap_or("")
+}
+
+/// netperf's -Y values: a DSCP name (CS0-CS7, AF11-AF43, EF, LE) or a TOS byte in decimal,
+/// hex (0x) or octal (0); empty leaves the side alone.
+fn parse_ipqos(s: &str) -> Result<Option<u8>, Refusal> {
+    let t = s.trim();
+    if t.is_empty() {
+        return Ok(None);
+    }
+    let up = t.to_ascii_uppercase();
+    let dscp = match up.as_str() {
+        "EF" => Some(46),
+        "LE" => Some(1),
+        _ if up.len() == 3 && up.starts_with("CS") => {
+            up[2..].parse::<u8>().ok().filter(|n| *n <= 7).map(|n| n * 8)
+        }
+        _ if up.len() == 4 && up.starts_with("AF") => {
+            let (class, drop) = (up[2..3].parse::<u8>().ok(), up[3..4].parse::<u8>().ok());
+            match (class, drop) {
+                (Some(c @ 1..=4), Some(d @ 1..=3)) => Some(c * 8 + d * 2),
+                _ => None,
+            }
+        }
+        _ => None,
+    };
+    if let Some(d) = dscp {
+        return Ok(Some(d << 2));
+    }
+    let parsed = if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        u8::from_str_radix(hex, 16)
+    } else if t.len() > 1 && t.starts_with('0') {
+        u8::from_str_radix(&t[1..], 8)
+    } else {
+        t.parse::<u8>()
+    };
+    parsed
+        .map(Some)
+        .map_err(|_| usage(format!("-Y {s}: give a DSCP name (CS1, AF41, EF) or a TOS byte (0x20)")))
+}
+
+/// The names of a -k/-o/-O argument: a comma (or space) separated list, or a file holding
+/// one. A word with a '/' or one that exists as a file is read as a file, as netperf does.
+fn selection(arg: Option<&str>) -> Result<Vec<String>, Refusal> {
+    let Some(arg) = arg else { return Ok(Vec::new()) };
+    let text = if std::path::Path::new(arg).is_file() {
+        std::fs::read_to_string(arg)
+            .map_err(|e| usage(format!("cannot read the output selection file {arg}: {e}")))?
+    } else {
+        arg.to_string()
+    };
+    Ok(text
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|n| !n.is_empty())
+        .map(|n| n.to_ascii_uppercase())
+        .collect())
 }
 
 fn is_long(a: &str) -> bool {
@@ -110,6 +505,358 @@ fn split_attached(a: &str) -> (String, Option<String>) {
     } else {
         (a.to_string(), None)
     }
+}
+
+/// Runs ringperf as `netperf`: `argv` is netperf's command line. Returns the exit code.
+pub fn main(argv: Vec<String>) -> i32 {
+    let call = match parse(&argv, true) {
+        Ok(c) => c,
+        Err(r) => {
+            eprintln!("netperf: {}", r.message);
+            return r.code;
+        }
+    };
+    let cli = match args::parse(&call.native) {
+        Ok(c) => c,
+        Err(e) if !e.use_stderr() => {
+            let _ = e.print();
+            return 0;
+        }
+        Err(e) => {
+            eprintln!("netperf: {}", crate::one_line(&e, &call.native));
+            return 2;
+        }
+    };
+    match run(&cli, &call.output) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("netperf: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+fn run(cli: &args::Cli, out: &Output) -> Result<i32, Error> {
+    let spec = test_spec(&cli.command)?;
+    let t = cli.command.test_args().ok_or_else(|| Error::Usage("not a test command".into()))?;
+    let units = Units::parse(&out.units);
+    if let Some(file) = &out.fill_file {
+        use std::io::Read;
+        if spec.verify {
+            return Err(Error::Usage(format!(
+                "-F {file} and --verify: the check expects ringperf's pattern: drop one of them"
+            )));
+        }
+        // netperf fills its buffers from the file's start; a megabyte repeats well enough
+        // (and /dev/urandom never ends).
+        let mut bytes = Vec::new();
+        std::fs::File::open(file).and_then(|f| f.take(FILL_BYTES).read_to_end(&mut bytes)).map_err(|e| {
+            Error::Usage(format!("-F {file}: cannot read the fill file ({e}): give a readable file"))
+        })?;
+        ringperf_engine::verify::set_fill_source(bytes);
+    }
+    let runner = runner::Runner::new(t)?;
+    if out.banner {
+        print(&banner(&spec, out, t.host.as_deref().unwrap_or("127.0.0.1")));
+    }
+    let rr = spec.workload.is_transactional();
+    let keyval_lines = matches!(out.select, Some((Style::Keyval, _)));
+    let printer = out.demo.then(|| {
+        let mut n = 0usize;
+        let mut origin = None;
+        live::Printer::with(&spec, move |s: IntervalSample| {
+            // The tick that lands on the end of the window may cover a sliver (or no time
+            // at all): shorter than the millisecond the line shows, its rate is noise, and
+            // flent would divide by its 0.000 s.
+            if s.duration_ns < 1_000_000 {
+                return;
+            }
+            let ending = interval_end(&mut origin, &s);
+            let line = if keyval_lines {
+                interim_keyval(n, &s, rr, units, ending)
+            } else {
+                interim_line(&s, rr, units, ending)
+            };
+            n += 1;
+            print(&line);
+        })
+    });
+    let confidence = crate::confidence_target(t);
+    let report = runner.run(&spec, t, confidence, runner::Progress::Lines(printer), &mut |_, _, _| {})?;
+    if std::env::var("DUMP_TCP_INFO").is_ok_and(|v| v != "0" && !v.is_empty()) {
+        eprint!("{}", tcp_info_lines(&report));
+    }
+    print(&render(&report, out, units));
+    Ok(runner.partial(&report).unwrap_or_else(|| crate::requirements(&report)))
+}
+
+fn print(s: &str) {
+    let mut o = std::io::stdout().lock();
+    let _ = o.write_all(s.as_bytes());
+    let _ = o.flush();
+}
+
+/// The longest a count test (negative -l) may run: netperf has no bound, every ringperf
+/// load has one.
+pub const COUNT_CAP_SECS: u64 = 600;
+
+/// How much of a fill file the payload repeats.
+const FILL_BYTES: u64 = 1 << 20;
+
+/// netperf's demo line without -k.
+fn interim_line(s: &IntervalSample, rr: bool, units: Units, ending: f64) -> String {
+    let (value, unit) = interim_value(s, rr, units);
+    format!(
+        "Interim result: {value:7.2} {unit} over {:.3} seconds ending at {ending:.3}\n",
+        s.duration_ns as f64 / 1e9
+    )
+}
+
+/// The interim figure of `s` and its unit.
+fn interim_value(s: &IntervalSample, rr: bool, units: Units) -> (f64, &'static str) {
+    if rr {
+        (s.transactions_per_sec(), "Trans/s")
+    } else {
+        (units.convert(s.throughput_bits_per_sec()), units.label())
+    }
+}
+
+/// netperf's demo lines under -k: NETPERF_INTERIM_RESULT[n]= and the rest.
+fn interim_keyval(n: usize, s: &IntervalSample, rr: bool, units: Units, ending: f64) -> String {
+    let (value, unit) = interim_value(s, rr, units);
+    format!(
+        "NETPERF_INTERIM_RESULT[{n}]={value:.2}\nNETPERF_UNITS[{n}]={unit}\nNETPERF_INTERVAL[{n}]={:.3}\nNETPERF_ENDING[{n}]={ending:.3}\n",
+        s.duration_ns as f64 / 1e9
+    )
+}
+
+/// The wall-clock end of interval `s`, in seconds: the window's start on the wall clock
+/// (`origin`, taken from the first sample, printed as it ends) plus the interval's end in
+/// the window. A line printed late on a busy machine still says when its interval ended,
+/// so a harness that places the points on a time axis (flent) places them right.
+fn interval_end(origin: &mut Option<f64>, s: &IntervalSample) -> f64 {
+    let end = (s.start_ns + s.duration_ns) as f64 / 1e9;
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs_f64()).unwrap_or(0.0);
+    *origin.get_or_insert(now - end) + end
+}
+
+/// The first line netperf prints (with -P 1): which test, to where.
+fn banner(spec: &TestSpec, out: &Output, host: &str) -> String {
+    let family = if host.contains(':') { "AF_INET6" } else { "AF_INET" };
+    let what = match out.test {
+        "TCP_STREAM" => "TCP STREAM TEST",
+        "TCP_MAERTS" => "TCP MAERTS TEST",
+        "TCP_SENDFILE" => "TCP SENDFILE TEST",
+        "TCP_RR" => "TCP REQUEST/RESPONSE TEST",
+        "TCP_CRR" => "TCP Connect/Request/Response TEST",
+        "UDP_STREAM" => "UDP STREAM TEST",
+        _ => "UDP REQUEST/RESPONSE TEST",
+    };
+    let demo = if out.demo { " : demo" } else { "" };
+    let burst = if spec.workload.is_transactional() {
+        format!(" : first burst {}", spec.burst.saturating_sub(1))
+    } else {
+        String::new()
+    };
+    format!("RINGPERF {what} to {host} () port 0 {family}{demo}{burst}\n")
+}
+
+/// The value of netperf omni output `name` for `r`, or `None` for a name ringperf cannot
+/// fill (netperf prints nothing for such a name under -k, and an empty field under -o/-O).
+pub fn value(r: &TestReport, name: &str, units: Units) -> Option<String> {
+    let stream = !r.spec.workload.is_transactional();
+    let remote = r.remote.as_ref();
+    let tcp = !r.spec.workload.is_udp();
+    let sending = r.local.bytes_sent >= r.local.bytes_received;
+    let local_tos = r.spec.socket.tos;
+    let tos = |t: Option<u8>| t.map_or_else(|| "0xffffffff".to_string(), |t| format!("{t:#04x}"));
+    let size =
+        |v: u32, used: bool| if used { v.to_string() } else { if stream { "0" } else { "-1" }.to_string() };
+    let reverse = r.spec.direction == ringperf_engine::spec::Direction::ServerToClient;
+    Some(match name {
+        "THROUGHPUT_UNITS" if stream => units.label().to_string(),
+        "PROTOCOL" => if tcp { "TCP" } else { "UDP" }.to_string(),
+        "DIRECTION" => match (stream, sending) {
+            (false, _) => "Send|Recv".to_string(),
+            (true, true) => "Send".to_string(),
+            (true, false) => "Receive".to_string(),
+        },
+        "TRANSPORT_MSS" => r.local.socket.mss.to_string(),
+        "LOCAL_SOCKET_TOS" => tos(local_tos),
+        "REMOTE_SOCKET_TOS" => tos(local_tos),
+        "LOCAL_BYTES_SENT" => r.local.bytes_sent.to_string(),
+        "LOCAL_BYTES_RECVD" => r.local.bytes_received.to_string(),
+        "REMOTE_BYTES_SENT" => remote?.bytes_sent.to_string(),
+        "REMOTE_BYTES_RECVD" => remote?.bytes_received.to_string(),
+        "LOCAL_SEND_SIZE" if stream => size(r.spec.send_size, !reverse),
+        "LOCAL_RECV_SIZE" if stream => size(r.spec.recv_size, reverse),
+        "REMOTE_SEND_SIZE" if stream => size(r.spec.send_size, reverse),
+        "REMOTE_RECV_SIZE" if stream => size(r.spec.recv_size, !reverse),
+        "LOCAL_SEND_SIZE" | "REMOTE_RECV_SIZE" => r.spec.request_size.to_string(),
+        "LOCAL_RECV_SIZE" | "REMOTE_SEND_SIZE" => r.spec.response_size.to_string(),
+        "ELAPSED_TIME" => format!("{:.2}", r.local.elapsed_ns as f64 / 1e9),
+        "LOCAL_TRANSPORT_RETRANS" => r.local.tcp.as_ref().map_or(0, |t| t.total_retrans).to_string(),
+        "REMOTE_TRANSPORT_RETRANS" => remote?.tcp.as_ref().map_or(0, |t| t.total_retrans).to_string(),
+        "COMMAND_LINE" => std::env::args().collect::<Vec<_>>().join(" "),
+        "TEST" => r.spec.netperf_name().to_string(),
+        "LOCAL_VERSION" | "REMOTE_VERSION" => r.tool_version.clone(),
+        "MIN_LATENCY" | "MAX_LATENCY" | "P50_LATENCY" | "P90_LATENCY" | "P99_LATENCY" | "MEAN_LATENCY"
+        | "RT_LATENCY" => {
+            let v = render::keyval::value(r, name, units)?;
+            // netperf prints its latency figures in whole microseconds.
+            match v.parse::<f64>() {
+                Ok(us) if name != "MEAN_LATENCY" && name != "RT_LATENCY" => format!("{}", us.round() as u64),
+                _ => v,
+            }
+        }
+        _ => render::keyval::value(r, name, units)?,
+    })
+}
+
+/// netperf's default -k/-o/-O set when no names are given.
+const DEFAULT_SELECTION: &[&str] = &[
+    "LSS_SIZE_END",
+    "LSR_SIZE_END",
+    "RSR_SIZE_END",
+    "RSS_SIZE_END",
+    "LOCAL_SEND_SIZE",
+    "REMOTE_RECV_SIZE",
+    "ELAPSED_TIME",
+    "THROUGHPUT",
+    "THROUGHPUT_UNITS",
+];
+
+/// The final output for `out`: the selected names in their style, or the classic table.
+pub fn render(r: &TestReport, out: &Output, units: Units) -> String {
+    let Some((style, names)) = &out.select else { return classic(r, out, units) };
+    let names: Vec<String> = if names.is_empty() {
+        DEFAULT_SELECTION.iter().map(|s| s.to_string()).collect()
+    } else {
+        names.clone()
+    };
+    let values: Vec<Option<String>> = names.iter().map(|n| value(r, n, units)).collect();
+    match style {
+        Style::Keyval => {
+            names.iter().zip(&values).filter_map(|(n, v)| v.as_ref().map(|v| format!("{n}={v}\n"))).collect()
+        }
+        Style::Csv => {
+            let mut s = String::new();
+            if out.banner {
+                s.push_str(&names.join(","));
+                s.push('\n');
+            }
+            let row: Vec<String> = values.into_iter().map(Option::unwrap_or_default).collect();
+            s.push_str(&row.join(","));
+            s.push('\n');
+            s
+        }
+        Style::Columns => {
+            let row: Vec<String> = values.into_iter().map(Option::unwrap_or_default).collect();
+            let widths: Vec<usize> = names.iter().zip(&row).map(|(n, v)| n.len().max(v.len())).collect();
+            let mut s = String::new();
+            if out.banner {
+                let h: Vec<String> = names.iter().zip(&widths).map(|(n, w)| format!("{n:<w$}")).collect();
+                s.push_str(h.join(" ").trim_end());
+                s.push('\n');
+            }
+            let v: Vec<String> = row.iter().zip(&widths).map(|(v, w)| format!("{v:<w$}")).collect();
+            s.push_str(v.join(" ").trim_end());
+            s.push('\n');
+            s
+        }
+    }
+}
+
+/// netperf's classic tables: -v 0 the figure alone, -v 1 the table (a header with -P 1),
+/// -v 2 and more the latency and retransmission lines after it.
+fn classic(r: &TestReport, out: &Output, units: Units) -> String {
+    let get = |n: &str| value(r, n, units).unwrap_or_default();
+    let figure = get("THROUGHPUT");
+    if out.verbosity == 0 {
+        return format!("{figure}\n");
+    }
+    let mut s = String::new();
+    let elapsed = format!("{:.2}", r.local.elapsed_ns as f64 / 1e9);
+    let (lss, lsr) = (r.local.socket.send_buffer, r.local.socket.recv_buffer);
+    let (rss, rsr) = r.remote.as_ref().map_or((0, 0), |s| (s.socket.send_buffer, s.socket.recv_buffer));
+    match out.test {
+        "TCP_RR" | "TCP_CRR" | "UDP_RR" => {
+            if out.banner {
+                s.push_str("Local /Remote\nSocket Size   Request  Resp.   Elapsed  Trans.\nSend   Recv   Size     Size    Time     Rate\nbytes  Bytes  bytes    bytes   secs.    per sec\n\n");
+            }
+            s.push_str(&format!(
+                "{lss:<6} {lsr:<6} {:<8} {:<7} {elapsed:<8} {figure}\n{rss:<6} {rsr:<6}\n",
+                r.spec.request_size, r.spec.response_size
+            ));
+        }
+        "UDP_STREAM" => {
+            if out.banner {
+                s.push_str(&format!(
+                    "Socket  Message  Elapsed      Messages\nSize    Size     Time         Okay Errors   Throughput\nbytes   bytes    secs            #      #   {}\n\n",
+                    units.label()
+                ));
+            }
+            s.push_str(&format!(
+                "{lss:<7} {:<8} {elapsed:<10} {:>7} {:>6} {figure}\n",
+                r.spec.send_size,
+                get("DATAGRAMS_SENT"),
+                get("LOST_DATAGRAMS"),
+            ));
+            s.push_str(&format!(
+                "{rsr:<7} {:<8} {elapsed:<10} {:>7} {:>6} {}\n",
+                r.spec.recv_size,
+                get("DATAGRAMS_RECEIVED"),
+                "",
+                get("REMOTE_THROUGHPUT")
+            ));
+        }
+        _ => {
+            if out.banner {
+                s.push_str(&format!(
+                    "Recv   Send    Send\nSocket Socket  Message  Elapsed\nSize   Size    Size     Time     Throughput\nbytes  bytes   bytes    secs.    {}\n\n",
+                    units.label()
+                ));
+            }
+            let (recv_buf, send_buf) = if out.test == "TCP_MAERTS" { (lsr, rss) } else { (rsr, lss) };
+            s.push_str(&format!(
+                "{recv_buf:<6} {send_buf:<7} {:<8} {elapsed:<8} {figure}\n",
+                r.spec.send_size
+            ));
+        }
+    }
+    if out.verbosity >= 2 {
+        if r.spec.workload.is_transactional() {
+            s.push_str(&format!(
+                "\nRound trip (usec): mean {} min {} p50 {} p90 {} p99 {} max {}\n",
+                get("MEAN_LATENCY"),
+                get("MIN_LATENCY"),
+                get("P50_LATENCY"),
+                get("P90_LATENCY"),
+                get("P99_LATENCY"),
+                get("MAX_LATENCY")
+            ));
+        }
+        s.push_str(&format!(
+            "\nBytes sent {} received {} (remote sent {} received {}); retransmissions local {} remote {}\n",
+            get("LOCAL_BYTES_SENT"),
+            get("LOCAL_BYTES_RECVD"),
+            get("REMOTE_BYTES_SENT"),
+            get("REMOTE_BYTES_RECVD"),
+            get("LOCAL_TRANSPORT_RETRANS"),
+            get("REMOTE_TRANSPORT_RETRANS")
+        ));
+    }
+    s
+}
+
+/// netperf's DUMP_TCP_INFO lines (`tcpi_NAME value` pairs, which flent reads from stderr),
+/// from the local side's TCP_INFO at the end of the run.
+fn tcp_info_lines(r: &TestReport) -> String {
+    let Some(t) = r.local.tcp.as_ref().and_then(|t| t.flows.first()) else { return String::new() };
+    format!(
+        "tcpi_rtt {} tcpi_rttvar {} tcpi_snd_cwnd {} tcpi_snd_mss {}\ntcpi_total_retrans {} tcpi_segs_out {} tcpi_segs_in {}\n",
+        t.rtt_us, t.rttvar_us, t.snd_cwnd, t.snd_mss, t.total_retrans, t.segs_out, t.segs_in
+    )
 }
 
 #[cfg(test)]
@@ -183,8 +930,69 @@ mod tests {
     #[test]
     fn unsupported_pieces_say_so() {
         assert!(rewrite(v("ringperf -t SCTP_STREAM")).unwrap_err().contains("not supported"));
-        assert!(rewrite(v("ringperf -t TCP_STREAM -L 1.2.3.4")).unwrap_err().contains("-L"));
+        assert_eq!(
+            rewrite(v("ringperf -t TCP_STREAM -L 1.2.3.4,4")).unwrap(),
+            v("ringperf stream -L 1.2.3.4")
+        );
+        assert!(rewrite(v("ringperf -t TCP_STREAM -L 127.0.0.1 -- -L 127.0.0.2"))
+            .unwrap_err()
+            .contains("one local address"));
         assert!(rewrite(v("ringperf -t TCP_STREAM -- -P 5000")).unwrap_err().contains("-P"));
         assert!(rewrite(v("ringperf -t")).is_err());
+    }
+
+    fn call(s: &str) -> Call {
+        parse(&v(s), true).unwrap()
+    }
+
+    /// flent's own command line (runners.py) goes through whole, with netperf's defaults.
+    #[test]
+    fn flents_command_line_parses() {
+        let c = call(
+            "netperf -P 0 -v 0 -D -0.20 -4 -H 127.0.0.1 -p 12865 -t TCP_STREAM -l 5 -F /dev/null -f m -- -H 127.0.0.1 -k THROUGHPUT,PROTOCOL -K cubic",
+        );
+        assert_eq!(c.native, v("netperf stream -H 127.0.0.1 -p 12865 -P 0 -D 0.20 -l 5 -f m --cc cubic"));
+        assert!(c.output.demo && !c.output.banner && c.output.verbosity == 0);
+        assert_eq!(c.output.select, Some((Style::Keyval, v("THROUGHPUT PROTOCOL"))));
+        assert_eq!(c.output.fill_file.as_deref(), Some("/dev/null"));
+        let c = call("netperf -P 0 -v 0 -D -0.20 -4 -Y EF,EF -H 127.0.0.1 -p 12865 -t UDP_RR -l 5 -- -e 1 -H 127.0.0.1 -k THROUGHPUT");
+        assert_eq!(
+            c.native,
+            v("netperf udp-rr -H 127.0.0.1 -p 12865 -P 0 -D 0.20 -l 5 --tos 0xb8 --timeout-us 1000000")
+        );
+        assert_eq!(call("netperf").native, v("netperf stream -H 127.0.0.1 -p 12865"), "netperf's defaults");
+        assert_eq!(call("netperf -6 -t omni").native, v("netperf stream -H ::1 -p 12865"));
+        let k = call("netperf -t TCP_RR -- -k -D");
+        assert_eq!(k.output.select, Some((Style::Keyval, vec![])), "-k without a list takes no option");
+        assert_eq!(k.native, v("netperf rr -H 127.0.0.1 -p 12865 --nodelay"));
+        assert_eq!(
+            call("netperf -t TCP_RR -- -O THROUGHPUT").output.select.map(|s| s.0),
+            Some(Style::Columns)
+        );
+        assert_eq!(call("netperf -c 1000 -C -t TCP_RR").native, v("netperf rr -H 127.0.0.1 -p 12865 -c -C"));
+    }
+
+    #[test]
+    fn dscp_names_are_tos_bytes() {
+        assert_eq!(parse_ipqos("CS1").unwrap(), Some(0x20));
+        assert_eq!(parse_ipqos("cs0").unwrap(), Some(0));
+        assert_eq!(parse_ipqos("AF41").unwrap(), Some(0x88));
+        assert_eq!(parse_ipqos("0x10").unwrap(), Some(0x10));
+        assert_eq!(parse_ipqos("32").unwrap(), Some(32));
+        assert_eq!(parse_ipqos("").unwrap(), None);
+        assert!(parse_ipqos("CS9").is_err());
+    }
+
+    #[test]
+    fn what_ringperf_cannot_honour_is_refused_in_netperfs_way() {
+        let err = |s: &str| parse(&v(s), true).unwrap_err();
+        assert_eq!(err("netperf -Y CS1,CS2").code, 2);
+        assert!(err("netperf -t TCP_RR -- -K cubic,reno").message.contains("-K"));
+        assert!(err("netperf -t TCP_STREAM -- -e 1").message.contains("UDP_RR"));
+        assert!(err("netperf -H a -- -H b").message.contains("same host"));
+        assert!(err("netperf -F /nonexistent/fill").message.contains("fill file"));
+        assert!(err("netperf -Z x").message.contains("-Z"));
+        assert!(rewrite(v("ringperf -t TCP_STREAM -v 0")).unwrap_err().contains("install-links"));
+        assert!(rewrite(v("ringperf -t TCP_STREAM -- -k THROUGHPUT")).unwrap_err().contains("install-links"));
     }
 }

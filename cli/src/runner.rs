@@ -18,6 +18,8 @@ pub enum Progress<'a> {
     /// A single test's: interval lines when they print (-D, long runs on a terminal),
     /// otherwise a status line under the test's banner.
     Test(render::Format, &'a TestArgs),
+    /// netperf's: the lines of this printer, if any (demo mode), and never a status line.
+    Lines(Option<live::Printer>),
 }
 
 /// Sees each iteration's report (its number from 1) with a way to print a line above the
@@ -55,14 +57,20 @@ impl Runner {
         progress: Progress<'_>,
         each: &mut EachIteration<'_>,
     ) -> Result<TestReport, Error> {
+        let mut quiet = false;
         let (printer, heading) = match progress {
             Progress::Status(heading) => (None, heading),
+            Progress::Lines(printer) => {
+                quiet = true;
+                (printer, String::new())
+            }
             Progress::Test(format, t) => {
                 (live::Printer::start(t, spec, format, self.units), live::heading(spec, t.host.as_deref()))
             }
         };
         // Interval lines are progress already; without them a terminal gets a status line.
-        let status = if printer.is_none() { live::Status::start(spec, &heading, self.units) } else { None };
+        let status =
+            if printer.is_none() && !quiet { live::Status::start(spec, &heading, self.units) } else { None };
         let opts = RunOptions {
             live: printer
                 .as_ref()
@@ -74,6 +82,7 @@ impl Runner {
             server_in_process: false,
             before_go: None,
             peer_must_prove_key: false,
+            local_bind: t.local_bind,
         };
         let println = |line: &str| match &status {
             Some(s) => s.println(&heading, line),

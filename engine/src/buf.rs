@@ -8,7 +8,7 @@ use io_uring::types::BufRingEntry;
 
 use crate::error::{Error, Result};
 use crate::ring::Ring;
-use crate::verify::{fill, phase, PERIOD};
+use crate::verify::{fill_payload, phase, PERIOD};
 
 /// What receive buffers are aligned to.
 pub const CACHE_LINE: usize = 64;
@@ -89,7 +89,7 @@ impl PayloadArena {
         let slot_len = PayloadArena::slot_len(max_len);
         let mut mem = Mapping::new(slots.max(1) * slot_len)?;
         for s in mem.as_mut_slice().chunks_mut(slot_len) {
-            fill(s);
+            fill_payload(s);
         }
         Ok(PayloadArena { mem, slot_len, slots: slots.max(1) })
     }
@@ -110,7 +110,7 @@ impl PayloadArena {
                 }
                 None => 0,
             };
-            fill(&mut msg[at..at + body_len]);
+            fill_payload(&mut msg[at..at + body_len]);
         }
         Ok(PayloadArena { mem, slot_len, slots })
     }

@@ -156,14 +156,21 @@ pub fn listen(ip: IpAddr, spec: &TestSpec) -> Result<Socket> {
     Ok(sock)
 }
 
-/// Opens `spec.flows` data connections to `addr` and sends each one's header.
-pub fn connect_flows(addr: SocketAddr, cookie: u64, spec: &TestSpec) -> Result<Vec<Socket>> {
+/// Opens `spec.flows` data connections to `addr` (from local address `bind`, if given)
+/// and sends each one's header.
+pub fn connect_flows(
+    addr: SocketAddr,
+    cookie: u64,
+    spec: &TestSpec,
+    bind: Option<IpAddr>,
+) -> Result<Vec<Socket>> {
     (0..spec.connections())
         .map(|flow| {
             let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))
                 .map_err(|e| Error::io("creating a data socket", e))?;
             configure(&sock, spec.local.socket_buffers, spec.congestion_control.as_deref())?;
             set_mss(&sock, spec.socket.mss)?;
+            bind_local(&sock, bind)?;
             sock.connect_timeout(&SockAddr::from(addr), SETUP_TIMEOUT).map_err(|e| {
                 Error::Peer(format!("cannot open data connection {flow} to {addr}: {e} (is a firewall blocking ephemeral ports?)"))
             })?;
@@ -174,6 +181,16 @@ pub fn connect_flows(addr: SocketAddr, cookie: u64, spec: &TestSpec) -> Result<V
             Ok(sock)
         })
         .collect()
+}
+
+/// Binds a client socket to local address `ip` (a port of the kernel's choice), if given.
+pub fn bind_local(sock: &Socket, ip: Option<IpAddr>) -> Result<()> {
+    match ip {
+        Some(ip) => sock
+            .bind(&SocketAddr::new(ip, 0).into())
+            .map_err(|e| Error::io(format!("binding a data socket to the local address {ip}"), e)),
+        None => Ok(()),
+    }
 }
 
 /// Accepts the session's flows. Only connections from `peer` (the control connection's

@@ -457,6 +457,16 @@ pub struct TestSpec {
     /// after each response. Left out when closed loop; a server that predates it refuses it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_loop: Option<OpenLoop>,
+    /// stream: each flow's sender stops after this many bytes (netperf's negative -l) and
+    /// the window ends once they have arrived; `duration_ms` is then the longest the test
+    /// may take. Left out of a timed test; a server that predates it refuses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub byte_limit: Option<u64>,
+    /// rr: each flow makes this many transactions and stops (netperf's negative -l); the
+    /// window ends with the last. Left out of a timed test; a server that predates it
+    /// refuses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transaction_limit: Option<u64>,
     /// Data connections, dealt round-robin over the workers.
     pub flows: u32,
     /// Worker threads per side, each with its own ring (at most one per flow).
@@ -587,6 +597,8 @@ impl TestSpec {
             response_size: request_size,
             burst: 1,
             open_loop: None,
+            byte_limit: None,
+            transaction_limit: None,
             latency_split_ms: None,
             flows: 1,
             threads: 1,
@@ -690,6 +702,28 @@ impl TestSpec {
                 "--profile-hz {} is out of range: use 1 to {MAX_PROFILE_HZ}",
                 self.profile.hz
             )));
+        }
+        if let Some(limit) = self.byte_limit {
+            let (sender, receiver) = match self.direction {
+                Direction::ClientToServer => (&self.local, &self.remote),
+                Direction::ServerToClient => (&self.remote, &self.local),
+            };
+            let classic = sender.send_engine.is_classic() || receiver.recv_engine.is_classic();
+            if limit == 0 || self.workload != Workload::Stream || self.bidir || classic {
+                return Err(Error::Usage(format!(
+                    "a byte count ({limit} bytes per flow) needs a one-way stream with an io_uring send engine: drop --bytes (or a negative -l) or run stream without --bidir and a classic engine"
+                )));
+            }
+        }
+        if let Some(limit) = self.transaction_limit {
+            let classic = [&self.local, &self.remote]
+                .iter()
+                .any(|s| s.send_engine.is_classic() || s.recv_engine.is_classic());
+            if limit == 0 || self.workload != Workload::Rr || self.open_loop.is_some() || classic {
+                return Err(Error::Usage(format!(
+                    "a transaction count ({limit} per flow) needs a closed-loop rr on io_uring engines: drop --transactions (or a negative -l), --rate and classic engines"
+                )));
+            }
         }
         if let Some(split) = self.latency_split_ms {
             if self.interval_ms == 0 || split == 0 || split >= self.duration_ms {
@@ -1234,6 +1268,40 @@ impl Role {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A byte count ends a one-way stream on ring engines; elsewhere nothing would honour it.
+    #[test]
+    fn a_byte_count_needs_a_one_way_ring_stream() {
+        let counted = TestSpec { byte_limit: Some(1000), ..TestSpec::default() };
+        assert!(counted.validate().is_ok());
+        let reverse = TestSpec { direction: Direction::ServerToClient, ..counted.clone() };
+        assert!(reverse.validate().is_ok());
+        let mut classic_receiver = reverse.clone();
+        classic_receiver.local.recv_engine = RecvEngine::Syscall;
+        let mut classic_sender = counted.clone();
+        classic_sender.local.send_engine = SendEngine::Syscall;
+        let rr = TestSpec { byte_limit: Some(1000), ..TestSpec::for_workload(Workload::Rr) };
+        let rr_counted = TestSpec { transaction_limit: Some(10), ..TestSpec::for_workload(Workload::Rr) };
+        assert!(rr_counted.validate().is_ok());
+        let open = TestSpec {
+            open_loop: Some(OpenLoop { rate: 100, total: false, backlog: 8 }),
+            ..rr_counted.clone()
+        };
+        assert!(open.validate().is_err(), "an open loop keeps its schedule, not a count");
+        assert!(
+            TestSpec { transaction_limit: Some(10), ..counted.clone() }.validate().is_err(),
+            "a stream counts bytes"
+        );
+        for bad in [
+            TestSpec { byte_limit: Some(0), ..counted.clone() },
+            TestSpec { bidir: true, ..counted.clone() },
+            classic_receiver,
+            classic_sender,
+            rr,
+        ] {
+            assert!(bad.validate().is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn default_spec_is_valid_and_roles_pair_up() {

@@ -7,6 +7,36 @@ use crate::report::VerifyReport;
 /// The pattern's period.
 pub const PERIOD: usize = 251;
 
+/// netperf's fill file (-F): bytes this process's sends carry instead of the pattern, so a
+/// path that compresses (or dedups) payload sees data it cannot shrink. Process-wide, like
+/// netperf's, and for the local sends only: the peer fills its own.
+static FILL_SOURCE: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+
+/// Makes every payload this process builds from now on a repetition of `bytes` (set once;
+/// false if it was set already or `bytes` is empty). A run that checks the pattern
+/// (--verify) cannot use it: its receiver would see other bytes than it expects.
+pub fn set_fill_source(bytes: Vec<u8>) -> bool {
+    !bytes.is_empty() && FILL_SOURCE.set(bytes).is_ok()
+}
+
+/// Whether a fill source replaces the pattern in this process.
+pub fn fill_source_set() -> bool {
+    FILL_SOURCE.get().is_some()
+}
+
+/// Fills payload that is sent, not checked against: the fill source's bytes, repeated,
+/// when one is set, otherwise the pattern ([`fill`]).
+pub fn fill_payload(buf: &mut [u8]) {
+    match FILL_SOURCE.get() {
+        Some(src) => {
+            for chunk in buf.chunks_mut(src.len()) {
+                chunk.copy_from_slice(&src[..chunk.len()]);
+            }
+        }
+        None => fill(buf),
+    }
+}
+
 /// Fills `buf` so that `buf[i]` is the pattern byte of stream offset `i`.
 pub fn fill(buf: &mut [u8]) {
     let first = buf.len().min(PERIOD);

@@ -163,7 +163,12 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
     let socks = plan.fds.clone();
     let police_bps = plan.police_bps;
     let verify_on = spec.verify;
-    let tx = Transaction { request: spec.request_size, response: spec.response_size, burst: spec.rr_depth() };
+    let tx = Transaction {
+        request: spec.request_size,
+        response: spec.response_size,
+        burst: spec.rr_depth(),
+        limit: spec.transaction_limit.unwrap_or(u64::MAX),
+    };
     let crr = || {
         plan.crr
             .clone()
@@ -196,7 +201,14 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
                 )?;
                 let rate = spec.pacing.flow_rate_bps(spec.flows);
                 let pacer = Pacer::for_chains(rate, fds.len(), spec.send_size, send_depth as u32);
-                Ok(Box::new(StreamSender::new(send, &socks, spec.send_size, send_depth, pacer)))
+                Ok(Box::new(StreamSender::new(
+                    send,
+                    &socks,
+                    spec.send_size,
+                    send_depth,
+                    pacer,
+                    spec.byte_limit,
+                )))
             });
         }
         Role::StreamReceiver => {
@@ -209,7 +221,14 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
                 // Each flow is held to its share of the session's limit.
                 let police = police_bps.map(|b| (b / u64::from(spec.flows.max(1))).max(1));
                 let police = Pacer::new(police, fds.len(), spec.recv_size);
-                Ok(Box::new(StreamReceiver::new(recv, verify, fds.len(), spec.recv_size, police)))
+                Ok(Box::new(StreamReceiver::new(
+                    recv,
+                    verify,
+                    fds.len(),
+                    spec.recv_size,
+                    police,
+                    spec.byte_limit.is_some(),
+                )))
             });
         }
         Role::RrClient | Role::RrServer => {

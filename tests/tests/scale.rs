@@ -130,7 +130,9 @@ fn bad_scale_flags_are_usage_errors() {
     rp.run(&["stream", "-l", "0.5", "-b", "0"]).failure(2, &["rate"]);
     rp.run(&["stream", "-l", "0.5", "--bidir", "--reverse"]).failure(2, &["cannot be used"]);
     rp.run(&["stream", "-l", "0.5", "--mss", "10"]).failure(2, &["--mss"]);
-    rp.run(&["-t", "TCP_STREAM", "-L", "1.2.3.4"]).failure(2, &["-L", "not supported"]);
+    rp.run(&["-t", "TCP_STREAM", "--", "-P", "5000"]).failure(2, &["-P", "not supported"]);
+    // -L is taken (issue 20); an address this host does not have is a usage error.
+    rp.run(&["-t", "TCP_STREAM", "-L", "192.0.2.1"]).failure(2, &["192.0.2.1", "address of this host"]);
 }
 
 /// netperf's command line runs the same test as the native one.

@@ -331,6 +331,13 @@ fn values(r: &TestReport, fig: &IterationFigures, units: Units, iteration: Optio
         .collect()
 }
 
+/// The value of field `name` over the whole report (as `--keyval` prints it); `None` for a
+/// name that is no field.
+pub fn value(r: &TestReport, name: &str, units: Units) -> Option<String> {
+    let at = names().position(|n| n == name)?;
+    values(r, &r.summary_figures(), units, None).into_iter().nth(at)
+}
+
 pub fn render(r: &TestReport, units: Units) -> String {
     let vals = values(r, &r.summary_figures(), units, None);
     names().zip(vals).map(|(n, v)| format!("{n}={v}\n")).collect()

@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::net::FLOW_HEADER_LEN;
 use crate::report::CrrReport;
 use crate::spec::{CloseFirst, TestSpec};
-use crate::verify::fill;
+use crate::verify::fill_payload;
 use crate::workload::crr::{client_options, header, set_port, SockOpt};
 use crate::workload::driver::RoleReport;
 use crate::workload::{peer_stuck, Ending};
@@ -88,7 +88,7 @@ impl Client {
         let mut messages = vec![0u8; request_len * flow_ids.len()];
         for (m, &g) in messages.chunks_mut(request_len).zip(flow_ids) {
             m[..FLOW_HEADER_LEN].copy_from_slice(&header(cookie, g));
-            fill(&mut m[FLOW_HEADER_LEN..]);
+            fill_payload(&mut m[FLOW_HEADER_LEN..]);
         }
         Client {
             peer: SockAddr::from(peer),
@@ -480,7 +480,7 @@ impl Server {
         let slots = spec.flows as usize * 2 + 16;
         let request_len = FLOW_HEADER_LEN + spec.request_size as usize;
         let mut response = vec![0u8; spec.response_size as usize];
-        fill(&mut response);
+        fill_payload(&mut response);
         Server {
             listener,
             stop,

@@ -23,7 +23,7 @@ use crate::measure::clock::monotonic_ns;
 use crate::measure::intervals::IntervalSampler;
 use crate::report::{RingCounters, RingSetup, SyscallCounters};
 use crate::spec::{Role, SideSpec, TestSpec};
-use crate::verify::{fill, phase, PERIOD};
+use crate::verify::{fill_payload, phase, PERIOD};
 use crate::worker::{ClosedWindow, WorkerOutcome, WorkerPlan, WorkerWindow};
 use crate::workload::driver::RoleReport;
 use crate::workload::{Ending, FlowCounters, PEER_GRACE_NS};
@@ -162,7 +162,7 @@ pub(crate) struct Pattern {
 impl Pattern {
     pub fn new(max_len: usize) -> Pattern {
         let mut bytes = vec![0u8; max_len + PERIOD];
-        fill(&mut bytes);
+        fill_payload(&mut bytes);
         Pattern { bytes }
     }
 

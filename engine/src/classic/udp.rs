@@ -15,7 +15,7 @@ use crate::measure::clock::monotonic_ns;
 use crate::net::udp::HELLO_BIT;
 use crate::report::{UdpFlowReport, UdpReport};
 use crate::spec::{TestSpec, UDP_SEQ_LEN};
-use crate::verify::fill;
+use crate::verify::fill_payload;
 use crate::workload::driver::RoleReport;
 use crate::workload::sequence::{add_sequences, SeqTracker};
 use crate::workload::udp_stream::{DRAIN_MAX_NS, DRAIN_TICK_NS};
@@ -82,7 +82,7 @@ impl Sender {
         let size = spec.send_size as usize;
         let per_send = spec.udp_datagrams_per_send() as usize;
         let mut buf = vec![0u8; size * per_send];
-        fill(&mut buf);
+        fill_payload(&mut buf);
         let mut report = report_for(flows, spec.send_size);
         report.gso_segment = spec.udp.gso_segment;
         Sender { buf, size, per_send, seq: vec![0; flows], report }
@@ -320,7 +320,7 @@ pub struct RrServer {
 impl RrServer {
     pub fn new(spec: &TestSpec, flows: usize) -> RrServer {
         let mut response = vec![0u8; spec.response_size as usize];
-        fill(&mut response);
+        fill_payload(&mut response);
         RrServer {
             buf: vec![0; spec.request_size as usize],
             response,
@@ -423,7 +423,7 @@ enum Answer {
 impl RrClient {
     pub fn new(spec: &TestSpec, flows: usize) -> Result<RrClient> {
         let mut request = vec![0u8; spec.request_size as usize];
-        fill(&mut request);
+        fill_payload(&mut request);
         let timers = if flows > 1 {
             (0..flows).map(|_| OwnedTimer::new()).collect::<Result<_>>()?
         } else {

@@ -5,7 +5,7 @@
 //! `partial` and carries what was measured.
 
 use std::io;
-use std::net::{Ipv4Addr, SocketAddr, TcpStream, ToSocketAddrs};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::fd::{AsRawFd, BorrowedFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc};
@@ -83,6 +83,10 @@ pub struct RunOptions<'a> {
     /// Refuse a server that does not prove it holds our key, even one that asks for none:
     /// an agent running a third-party test sends data only to another agent of its key.
     pub peer_must_prove_key: bool,
+    /// The local address the control and data connections leave from (netperf's -L);
+    /// `None`: the kernel picks by route. One address for both, since the server takes
+    /// data connections only from the control connection's address.
+    pub local_bind: Option<IpAddr>,
 }
 
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -116,13 +120,15 @@ pub fn run_test_with(spec: &TestSpec, target: &Target, opts: &RunOptions<'_>) ->
                     .spawn(move || server.serve(&stop, Arc::new(|_| {})))
                     .map_err(|e| Error::io("starting the embedded server", e))?
             };
-            let result = connect(&[addr]).and_then(|s| run_on(s, spec, addr.to_string(), true, opts));
+            let result = open_control(&[addr], spec, opts.local_bind, "127.0.0.1")
+                .and_then(|s| run_on(s, spec, addr.to_string(), true, opts));
             stop.store(true, Ordering::Relaxed);
             let _ = serving.join();
             result
         }
         Target::Remote { host, port } => {
-            let stream = connect(&resolve(host, *port, "-H")?)?;
+            let addrs = resolve(host, *port, "-H")?;
+            let stream = open_control(&addrs, spec, opts.local_bind, host)?;
             run_on(stream, spec, format!("{host}:{port}"), false, opts)
         }
         Target::ThirdParty { agent_host, agent_port, peer_host, peer_port } => {
@@ -141,6 +147,52 @@ pub(crate) fn resolve(host: &str, port: u16, flag: &str) -> Result<Vec<SocketAdd
             Error::Peer(format!("cannot resolve host '{host}': {e}: check the name given to {flag}"))
         })?
         .collect())
+}
+
+/// The control connection to the first of `addrs` that answers, from `local` if given.
+fn open_control(
+    addrs: &[SocketAddr],
+    spec: &TestSpec,
+    local: Option<IpAddr>,
+    host: &str,
+) -> Result<TcpStream> {
+    let Some(ip) = local else { return connect(addrs) };
+    if spec.workload == Workload::Crr {
+        return Err(Error::Usage(format!(
+            "a local address ({ip}) is not taken by crr, whose connections come and go on the ring: drop it (netperf -L) for TCP_CRR"
+        )));
+    }
+    let same_family: Vec<SocketAddr> =
+        addrs.iter().copied().filter(|a| a.is_ipv4() == ip.is_ipv4()).collect();
+    if same_family.is_empty() {
+        return Err(Error::Usage(format!(
+            "the local address {ip} and host '{host}' are of different families: give both as IPv4 or both as IPv6"
+        )));
+    }
+    connect_from(ip, &same_family)
+}
+
+/// The control connection from local address `ip` (a port of the kernel's choice).
+fn connect_from(ip: IpAddr, addrs: &[SocketAddr]) -> Result<TcpStream> {
+    use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+    let mut last = None;
+    for addr in addrs {
+        let sock = Socket::new(Domain::for_address(*addr), Type::STREAM, Some(Protocol::TCP))
+            .map_err(|e| Error::io("creating the control socket", e))?;
+        sock.bind(&SocketAddr::new(ip, 0).into()).map_err(|e| {
+            Error::Usage(format!("cannot use the local address {ip} ({e}): give an address of this host"))
+        })?;
+        match sock.connect_timeout(&SockAddr::from(*addr), CONNECT_TIMEOUT) {
+            Ok(()) => return Ok(sock.into()),
+            Err(e) => last = Some((addr, e)),
+        }
+    }
+    match last {
+        Some((addr, e)) => {
+            Err(Error::Peer(format!("cannot reach {addr} from {ip}: {e}: check the addresses and the route")))
+        }
+        None => Err(Error::Peer("the host name resolved to no address: check -H".into())),
+    }
 }
 
 pub(crate) fn connect(addrs: &[SocketAddr]) -> Result<TcpStream> {
@@ -274,10 +326,16 @@ fn run_on(
     };
     let data = match spec.workload {
         Workload::Crr => DataSockets::Connector { peer: SocketAddr::new(peer_ip, port), cookie },
-        w if w.is_udp() => {
-            DataSockets::Flows(crate::net::udp::connect_flows(peer_ip, &udp_ports, cookie, spec)?)
+        w if w.is_udp() => DataSockets::Flows(crate::net::udp::connect_flows(
+            peer_ip,
+            &udp_ports,
+            cookie,
+            spec,
+            opts.local_bind,
+        )?),
+        _ => {
+            DataSockets::Flows(connect_flows(SocketAddr::new(peer_ip, port), cookie, spec, opts.local_bind)?)
         }
-        _ => DataSockets::Flows(connect_flows(SocketAddr::new(peer_ip, port), cookie, spec)?),
     };
     let watch = opts.interrupt.map(|f| f.as_raw_fd());
     let controls = (opts.live.clone(), watch, None);

@@ -210,6 +210,7 @@ pub(crate) fn serve(
         before_go: synchronized.then_some(BeforeGo(&wait_for_start)),
         peer_must_prove_key: true,
         server_in_process: false,
+        local_bind: None,
     };
     let target = Target::Remote { host: peer_host.to_string(), port: peer_port };
     let report = crate::control::client::run_test_with(spec, &target, &opts)

@@ -172,7 +172,13 @@ pub fn echo_hellos_until(socks: &[RawFd], cookie: u64, control: RawFd) -> Result
 }
 
 /// Client: one socket per flow connected to the server's port for it, each handshake done.
-pub fn connect_flows(ip: IpAddr, ports: &[u16], cookie: u64, spec: &TestSpec) -> Result<Vec<Socket>> {
+pub fn connect_flows(
+    ip: IpAddr,
+    ports: &[u16],
+    cookie: u64,
+    spec: &TestSpec,
+    bind: Option<IpAddr>,
+) -> Result<Vec<Socket>> {
     if ports.len() != spec.flows as usize {
         return Err(Error::Protocol(format!(
             "the server offered {} UDP ports for {} flows",
@@ -187,6 +193,7 @@ pub fn connect_flows(ip: IpAddr, ports: &[u16], cookie: u64, spec: &TestSpec) ->
         if let Some(seg) = spec.udp.gso_segment {
             set_gso(&sock, seg)?;
         }
+        crate::net::bind_local(&sock, bind)?;
         sock.connect(&addr.into()).map_err(|e| Error::io(format!("connecting a UDP socket to {addr}"), e))?;
         sock.set_nonblocking(true).map_err(|e| Error::io("making a UDP socket non-blocking", e))?;
         socks.push(sock);

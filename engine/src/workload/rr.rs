@@ -37,6 +37,9 @@ pub struct Transaction {
     pub response: u32,
     /// Transactions in flight per flow (`--burst`).
     pub burst: u32,
+    /// Transactions each flow makes before it stops (netperf's negative -l); u64::MAX
+    /// when the test is timed.
+    pub limit: u64,
 }
 
 /// Most bytes of due messages one burst send carries (always at least one message): the
@@ -290,7 +293,10 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
             fl.head = if fl.head + 1 == burst { 0 } else { fl.head + 1 };
             fl.len -= 1;
             self.active -= 1;
-            if closed && !run.stopping {
+            // A count: no new transaction once this one, those still out and those done
+            // reach it.
+            let issued = run.counters[f].transactions + 1 + u64::from(fl.len);
+            if closed && !run.stopping && issued < tx.limit {
                 let slot = (fl.head + fl.len) % burst;
                 self.due[base + slot as usize] = now;
                 fl.len += 1;
@@ -387,7 +393,7 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
                 k.transactions += 1;
                 k.bytes_sent += u64::from(tx.request);
                 k.bytes_received += u64::from(tx.response);
-                if !run.stopping {
+                if !run.stopping && k.transactions < tx.limit {
                     self.start_tx(ring, flow, now)?;
                 }
             }
@@ -421,8 +427,9 @@ impl<S: SendPath, R: RecvPath> Workload for RrClient<S, R> {
                 // The whole burst is due at once, and leaves in as few sends as fit.
                 let burst = self.tx.burst;
                 self.due[f * burst as usize..][..burst as usize].fill(now);
+                let first = u32::try_from(self.tx.limit).map_or(burst, |limit| burst.min(limit));
                 let fl = &mut self.flows[f];
-                (fl.len, fl.queued) = (burst, burst);
+                (fl.len, fl.queued) = (first, first);
                 self.send_due(ring, f)?;
             } else {
                 self.start_tx(ring, f, now)?;
@@ -432,7 +439,8 @@ impl<S: SendPath, R: RecvPath> Workload for RrClient<S, R> {
     }
 
     fn done(&self, run: &Run) -> bool {
-        run.stopping && self.active == 0 && self.sending == 0 && self.send.outstanding() == 0
+        let counted = run.counters.iter().all(|k| k.transactions >= self.tx.limit);
+        (run.stopping || counted) && self.active == 0 && self.sending == 0 && self.send.outstanding() == 0
     }
 
     /// The deadline: nothing new comes due, and what is due but not yet sent never goes.
@@ -618,8 +626,11 @@ impl<S: SendPath, R: RecvPath> RrServer<S, R> {
         match self.recv.complete(ring, c, &mut self.verify)? {
             RecvEvent::Data { flow, bytes } if self.chained => {
                 if bytes != tx.request {
-                    // A torn request: the client went away mid-message.
-                    check_not_early(run.deadline_ns)?;
+                    // A torn request: the client went away mid-message (or, in a counted
+                    // test, closed after its last transaction).
+                    if tx.limit == u64::MAX {
+                        check_not_early(run.deadline_ns)?;
+                    }
                     self.open -= 1;
                     self.cancels_due += 1;
                     return Ok(());
@@ -645,7 +656,10 @@ impl<S: SendPath, R: RecvPath> RrServer<S, R> {
                 self.answer(ring, flow)?;
             }
             RecvEvent::Eof { .. } => {
-                check_not_early(run.deadline_ns)?;
+                // A counted client closes when its transactions are done.
+                if tx.limit == u64::MAX {
+                    check_not_early(run.deadline_ns)?;
+                }
                 self.open -= 1;
                 if self.chained {
                     self.cancels_due += 1;
@@ -714,7 +728,7 @@ mod tests {
 
     #[test]
     fn a_burst_send_carries_what_fits_and_always_one_message() {
-        let tx = |burst| Transaction { request: 1, response: 1, burst };
+        let tx = |burst| Transaction { request: 1, response: 1, burst, limit: u64::MAX };
         // One in flight: one message per send and per receive, as without a burst.
         assert_eq!((tx(1).per_send(1), tx(1).recv_len(50_000)), (1, 50_000));
         // Small messages: the whole burst in one send.

@@ -31,11 +31,22 @@ pub struct StreamSender<S> {
     offsets: Vec<u64>,
     in_flight: Vec<usize>,
     total_in_flight: usize,
+    /// Bytes each flow sends before it stops (the spec's byte limit; u64::MAX when timed).
+    budget: u64,
 }
 
 impl<S: SendPath> StreamSender<S> {
-    pub fn new(path: S, socks: &[RawFd], size: u32, depth: usize, pacer: Pacer) -> StreamSender<S> {
+    /// `budget`: the bytes each flow sends before it stops, if the test counts bytes.
+    pub fn new(
+        path: S,
+        socks: &[RawFd],
+        size: u32,
+        depth: usize,
+        pacer: Pacer,
+        budget: Option<u64>,
+    ) -> StreamSender<S> {
         StreamSender {
+            budget: budget.unwrap_or(u64::MAX),
             path,
             socks: socks.to_vec(),
             size,
@@ -55,14 +66,21 @@ impl<S: SendPath> StreamSender<S> {
         if free < self.depth {
             self.path.short_of_buffers(f);
         }
-        let room = self.depth.min(free);
+        // A byte count: no more sends than the flow's remaining budget takes (a counter,
+        // not a clock: the window ends when the last of them has been sent).
+        let left = self.budget.saturating_sub(self.offsets[f]);
+        let room = self
+            .depth
+            .min(free)
+            .min(usize::try_from(left.div_ceil(u64::from(self.size))).unwrap_or(usize::MAX));
         let mut k = 0;
         while k < room && self.pacer.allow(f, self.size) {
             k += 1;
         }
         for i in 1..=k {
             let flags = if i < k { Flags::IO_LINK } else { Flags::empty() };
-            self.offsets[f] += u64::from(self.path.push(ring, f, self.offsets[f], self.size, flags)?);
+            let len = u64::from(self.size).min(self.budget - self.offsets[f]) as u32;
+            self.offsets[f] += u64::from(self.path.push(ring, f, self.offsets[f], len, flags)?);
             self.in_flight[f] += 1;
             self.total_in_flight += 1;
         }
@@ -102,7 +120,8 @@ impl<S: SendPath> Workload for StreamSender<S> {
     }
 
     fn done(&self, run: &Run) -> bool {
-        run.stopping && self.total_in_flight == 0 && self.path.outstanding() == 0
+        let sent_all = self.offsets.iter().all(|&o| o >= self.budget);
+        (run.stopping || sent_all) && self.total_in_flight == 0 && self.path.outstanding() == 0
     }
 
     fn on_guard(&mut self) -> Result<Ending> {
@@ -178,10 +197,20 @@ pub struct StreamReceiver<R> {
     armed: Vec<usize>,
     ended: Vec<bool>,
     open: usize,
+    /// The sender stops after a byte count: its EOF before the deadline is the test's end,
+    /// not a peer that stopped.
+    counted: bool,
 }
 
 impl<R: RecvPath> StreamReceiver<R> {
-    pub fn new(path: R, verify: Verifier, flows: usize, size: u32, police: Pacer) -> StreamReceiver<R> {
+    pub fn new(
+        path: R,
+        verify: Verifier,
+        flows: usize,
+        size: u32,
+        police: Pacer,
+        counted: bool,
+    ) -> StreamReceiver<R> {
         // A multishot receive cannot be held back; limits refuse the combination.
         let policing = police.enabled() && !path.multishot();
         let depth = if policing || path.multishot() { 1 } else { path.chain().max(1) };
@@ -195,6 +224,7 @@ impl<R: RecvPath> StreamReceiver<R> {
             armed: vec![0; flows],
             ended: vec![false; flows],
             open: flows,
+            counted,
         }
     }
 
@@ -287,7 +317,9 @@ impl<R: RecvPath> Workload for StreamReceiver<R> {
                 }
             }
             RecvEvent::Eof { flow } => {
-                check_not_early(run.deadline_ns)?;
+                if !self.counted {
+                    check_not_early(run.deadline_ns)?;
+                }
                 self.armed[flow] = self.armed[flow].saturating_sub(1);
                 self.ended[flow] = true;
                 self.open -= 1;

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::io::{op, SendEvent, SendPath};
 use crate::report::{SendReport, SpliceReport};
 use crate::ring::{cqe_error, slot_token, Completion, FlowFd, Ring};
-use crate::verify::{fill, PERIOD};
+use crate::verify::{fill_payload, PERIOD};
 use crate::with_fd;
 
 /// One send of a chain: where it reads the source, how long it is, and how much of it
@@ -122,7 +122,7 @@ impl SpliceSend {
                 }
                 None => 0,
             };
-            fill(&mut msg[at..]);
+            fill_payload(&mut msg[at..]);
         }
         let source = memfd_with(&bytes)?;
         let mut path =
@@ -496,7 +496,7 @@ fn pipe() -> Result<(OwnedFd, OwnedFd)> {
 fn patterned_memfd(max_len: usize) -> Result<(File, u64)> {
     let span = (1usize << 20).max(max_len).next_multiple_of(PERIOD * 4096);
     let mut buf = vec![0u8; span + max_len];
-    fill(&mut buf);
+    fill_payload(&mut buf);
     Ok((memfd_with(&buf)?, span as u64))
 }
 
