@@ -156,12 +156,7 @@ pub fn parse(args: &[String], by_name: bool) -> Result<Call, Refusal> {
             continue;
         }
         let (flag, attached) = split_attached(a);
-        let value = |it: &mut std::iter::Peekable<std::iter::Skip<std::slice::Iter<'_, String>>>| {
-            attached
-                .clone()
-                .or_else(|| it.next().cloned())
-                .ok_or_else(|| usage(format!("{flag} needs a value")))
-        };
+        let value = |it: &mut Args<'_>| value_of(&flag, &attached, it);
         match flag.as_str() {
             "-t" => test = Some(value(&mut it)?),
             "-H" => host = Some(first_of_pair(&value(&mut it)?).to_string()),
@@ -297,12 +292,7 @@ pub fn parse(args: &[String], by_name: bool) -> Result<Call, Refusal> {
             continue;
         }
         let (flag, attached) = split_attached(a);
-        let value = |it: &mut std::iter::Peekable<std::iter::Skip<std::slice::Iter<'_, String>>>| {
-            attached
-                .clone()
-                .or_else(|| it.next().cloned())
-                .ok_or_else(|| usage(format!("{flag} needs a value")))
-        };
+        let value = |it: &mut Args<'_>| value_of(&flag, &attached, it);
         match flag.as_str() {
             "-b" => {
                 // netperf counts the requests beyond the first: -b 3 keeps 4 in flight.
@@ -496,6 +486,14 @@ fn selection(arg: Option<&str>) -> Result<Vec<String>, Refusal> {
 
 fn is_long(a: &str) -> bool {
     a.starts_with("--") && a.len() > 2
+}
+
+/// The rest of a command line, as the option loops walk it.
+type Args<'a> = std::iter::Peekable<std::iter::Skip<std::slice::Iter<'a, String>>>;
+
+/// An option's value: attached (`-l10`) or the next argument (`-l 10`).
+fn value_of(flag: &str, attached: &Option<String>, it: &mut Args<'_>) -> Result<String, Refusal> {
+    attached.clone().or_else(|| it.next().cloned()).ok_or_else(|| usage(format!("{flag} needs a value")))
 }
 
 /// `-l10` -> ("-l", Some("10")); `-l` -> ("-l", None).
