@@ -188,6 +188,15 @@ pub const TABLE: &[CategoryInfo] = &[
             "raw_spin_rq_*",
             "__raw_spin_lock_irqsave",
             "*_fair",
+            // A socket's wake callbacks do nothing but wake its waiters: the time they
+            // take (a remote wake-up's IPI, sampled where interrupts come back on) is
+            // wake-up cost, not socket bookkeeping.
+            "sock_def_readable",
+            "sock_def_write_space*",
+            "sock_def_wakeup",
+            "sock_def_error_report",
+            "sk_stream_write_space",
+            "ep_poll_callback",
         ],
     },
     CategoryInfo {
@@ -832,6 +841,12 @@ mod tests {
         assert_eq!(of_kernel_stack(["memcpy", "io_submit_sqes"]), Category::IoUring);
         // An uncontended unlock inside TCP is TCP's cost; a contended lock is not.
         assert_eq!(of_kernel_stack(["_raw_spin_unlock_irqrestore", "tcp_sendmsg"]), Category::Tcp);
+        // Interrupts come back on at the end of a socket's wake callback: that time is the
+        // wake-up (the IPI to the waiter's CPU), whoever delivered the data.
+        let wake =
+            ["_raw_spin_unlock_irqrestore", "sock_def_readable", "tcp_data_queue", "tcp_rcv_established"];
+        assert_eq!(of_kernel_stack(wake), Category::Scheduler);
+        assert_eq!(of_kernel_stack(["_raw_spin_unlock_irqrestore", "ep_poll_callback"]), Category::Scheduler);
         assert_eq!(
             of_kernel_stack(["native_queued_spin_lock_slowpath", "_raw_spin_lock", "tcp_sendmsg"]),
             Category::Locks
