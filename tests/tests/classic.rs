@@ -221,9 +221,11 @@ fn check_crr_counts(r: &Value, what: &str) {
     assert_eq!(u64_at(r, "local.latency.count"), t, "{what}");
 }
 
+/// One flow runs netperf's and netserver's blocking loops on both sides (no epoll), in
+/// either close order; 64 flows run over epoll. Counts agree on both sides every time.
 #[test]
 fn crr_syscall_on_both_sides_one_flow_and_64_flows() {
-    for flows in ["1", "64"] {
+    for (flows, close_first) in [("1", "server"), ("1", "client"), ("64", "server")] {
         let args = [
             "crr",
             "-l",
@@ -232,17 +234,25 @@ fn crr_syscall_on_both_sides_one_flow_and_64_flows() {
             "100,3000",
             "--flows",
             flows,
+            "--close-first",
+            close_first,
             "--send-engine",
             "syscall",
             "--recv-engine",
             "syscall",
         ];
         let r = ringperf!().run_json(&args);
-        check_crr_counts(&r, &format!("{flows} flow(s)"));
+        let what = format!("{flows} flow(s), {close_first} closes first");
+        check_crr_counts(&r, &what);
         let c = at(&r, "local.ring.syscalls");
         // socket, connect and close (at least) per cycle are the client's other calls.
-        assert!(u64_at(c, "other") >= 3 * u64_at(&r, "local.transactions"), "{c}");
-        assert_eq!(u64_at(c, "epoll_waits") > 0, flows == "64", "{flows} flow(s): {c}");
+        assert!(u64_at(c, "other") >= 3 * u64_at(&r, "local.transactions"), "{what}: {c}");
+        assert_eq!(u64_at(c, "epoll_waits") > 0, flows == "64", "{what}: {c}");
+        let s = at(&r, "remote.ring.syscalls");
+        assert_eq!(u64_at(s, "epoll_waits") > 0, flows == "64", "{what}: server {s}");
+        // Per connection the server accepts, receives and sends at least once.
+        let t = u64_at(&r, "remote.transactions");
+        assert!(u64_at(s, "recvs") >= t && u64_at(s, "sends") >= t, "{what}: server {s}");
         assert_eq!(u64_at(&r, "local.ring.enters"), 0);
     }
 }
@@ -339,4 +349,74 @@ fn classic_loops_take_interval_samples_on_both_sides() {
             assert_eq!(sum, u64_at(&r, &format!("{side}.{key}")), "{w} {side}: intervals do not add up");
         }
     }
+}
+
+/// The one-flow classic crr server is netserver's loop, one connection at a time: a
+/// connection with a wrong cookie is closed uncounted, a silent one is dropped instead of
+/// holding the server (a client hand-written here, over the control protocol), and the
+/// real connections after them are answered and counted exactly.
+#[test]
+fn the_blocking_crr_server_drops_strangers_and_silent_connections_and_keeps_serving() {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+
+    use ringperf_tests::{Control, Reply};
+    use serde_json::json;
+
+    let rp = ringperf!();
+    let mut server = rp.serve();
+    let mut c = Control::connect(server.port());
+    c.handshake(None);
+    let mut spec = serde_json::to_value(TestSpec::default()).expect("spec serializes");
+    spec["workload"] = json!("crr");
+    spec["duration_ms"] = json!(1000);
+    for side in ["local", "remote"] {
+        spec[side]["send_engine"] = json!("syscall");
+        spec[side]["recv_engine"] = json!("syscall");
+    }
+    c.send_json(&json!({"type": "test", "spec": spec}));
+    let (port, cookie) = match c.read_reply() {
+        Reply::Frame(v) if v["type"] == "ready" => {
+            (v["data_port"].as_u64().expect("data_port") as u16, v["cookie"].as_u64().expect("cookie"))
+        }
+        other => panic!("expected 'ready', got {other:?}"),
+    };
+    assert!(matches!(c.read_reply(), Reply::Frame(v) if v["type"] == "armed"), "no 'armed' before go");
+    c.send_json(&json!({"type": "go"}));
+    let open = |header: Option<(u64, u32)>| {
+        let mut s = TcpStream::connect(("127.0.0.1", port)).expect("data connection");
+        s.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+        if let Some((cookie, flow)) = header {
+            let mut h = cookie.to_le_bytes().to_vec();
+            h.extend_from_slice(&flow.to_le_bytes());
+            h.push(b'q'); // the 1-byte request
+            s.write_all(&h).expect("header and request");
+        }
+        s
+    };
+    let closed_uncounted = |mut s: TcpStream, what: &str| {
+        let mut b = [0u8; 1];
+        match s.read(&mut b) {
+            Ok(0) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+            other => panic!("a crr connection with {what} was not closed: {other:?}"),
+        }
+    };
+    closed_uncounted(open(Some((cookie ^ 0x5eed, 0))), "a wrong cookie");
+    closed_uncounted(open(None), "nothing sent");
+    const REAL: u64 = 5;
+    for _ in 0..REAL {
+        let mut s = open(Some((cookie, 0)));
+        let mut rsp = [0u8; 1];
+        s.read_exact(&mut rsp).expect("the response after the strangers");
+    }
+    c.send_json(&json!({"type": "flows_done"}));
+    let report = match c.read_reply() {
+        Reply::Frame(v) if v["type"] == "report" => v,
+        other => panic!("expected the server's report, got {other:?}"),
+    };
+    assert_eq!(u64_at(&report, "side.crr.connections"), REAL, "{}", at(&report, "side.crr"));
+    assert_eq!(u64_at(&report, "side.crr.rejected"), 2, "{}", at(&report, "side.crr"));
+    assert_eq!(u64_at(&report, "side.ring.syscalls.epoll_waits"), 0, "one flow is the blocking loop");
+    server.assert_running();
 }

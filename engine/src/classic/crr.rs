@@ -7,7 +7,9 @@
 //! is blocking, with SO_RCVTIMEO so that a stop or a hung server is seen within
 //! STOP_CHECK_NS; with several, non-blocking sockets over epoll. Server: the listener (shared
 //! by the side's workers), its stop signal and every connection in one epoll set; a
-//! connection counts when the client closed after the whole response, as on the ring.
+//! connection counts when the client closed after the whole response, as on the ring (or,
+//! when the server closes first, once the whole response is out). With one flow the server
+//! is netserver's blocking loop instead: accept, receive, send, close.
 
 use std::net::SocketAddr;
 use std::os::fd::RawFd;
@@ -30,6 +32,11 @@ const LISTENER: u64 = u64::MAX - 1;
 const STOP: u64 = u64::MAX - 2;
 /// How often a blocked client receive looks whether the run was stopped.
 const STOP_CHECK_NS: u64 = 100_000_000;
+/// How long the one-flow server waits on a silent connection before it drops it: a real
+/// client sends its request as it connects and closes as the response arrives, so only a
+/// stranger (or a client gone mid-cycle) is silent this long, and it must not hold the
+/// server's one connection at a time until the guard.
+const SILENT_PEER_NS: u64 = 1_000_000_000;
 /// Connections one server wakeup accepts before it serves the others.
 const ACCEPTS_PER_TURN: usize = 16;
 
@@ -644,10 +651,143 @@ impl Server {
     }
 }
 
+impl Server {
+    /// One flow: netserver's loop on blocking sockets, accept, receive the request, send
+    /// the response, close (after the client's close with `--close-first client`). A poll
+    /// of the listener, the stop signal and the watcher's wake-up comes before each accept,
+    /// so the run ends the moment the session says so; the connection's SO_RCVTIMEO bounds
+    /// its waits, so the stop and the guard are seen within STOP_CHECK_NS of a silent peer.
+    fn run_blocking(&mut self, cx: &mut Ctx) -> Result<Ending> {
+        sys::set_nonblocking(self.listener, false)?;
+        let mut fds = [self.listener, self.stop, cx.wake_fd].map(|fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        });
+        loop {
+            if cx.events() & GUARD != 0 {
+                return Err(peer_stuck());
+            }
+            cx.calls.other += 1;
+            // SAFETY: `fds` is a valid array of pollfd for the call's whole length.
+            let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
+            if n < 0 {
+                let e = errno();
+                if e.raw_os_error() == Some(libc::EINTR) {
+                    continue;
+                }
+                return Err(Error::io("waiting for a crr connection", e));
+            }
+            if fds[2].revents != 0 {
+                sys::drain(cx.wake_fd);
+            }
+            if fds[1].revents != 0 {
+                break;
+            }
+            if fds[0].revents == 0 {
+                continue;
+            }
+            cx.calls.other += 1;
+            // SAFETY: no peer address is asked for.
+            let fd = unsafe {
+                libc::accept4(self.listener, std::ptr::null_mut(), std::ptr::null_mut(), libc::SOCK_CLOEXEC)
+            };
+            if fd < 0 {
+                let e = errno();
+                match e.raw_os_error() {
+                    Some(libc::EAGAIN | libc::ECONNABORTED | libc::EINTR) => continue,
+                    _ => return Err(Error::io("accepting a crr connection", e)),
+                }
+            }
+            sys::set_recv_timeout(fd, STOP_CHECK_NS)?;
+            self.conns[0] = Conn { fd, flow: 0, phase: ConnPhase::Request(0) };
+            self.serve_blocking(cx)?;
+        }
+        Ok(Ending::Completed)
+    }
+
+    /// Serves the connection in slot 0 to its end on a blocking socket.
+    fn serve_blocking(&mut self, cx: &mut Ctx) -> Result<()> {
+        let fd = self.conns[0].fd;
+        let mut silent = 0;
+        let mut got = 0;
+        while got < self.request_len {
+            cx.calls.recvs += 1;
+            match sys::recv(fd, &mut self.requests[got..self.request_len]) {
+                Io::Done(n) => got += n,
+                Io::Again if self.keep_waiting(cx, &mut silent)? => {}
+                Io::Again | Io::Eof | Io::Failed(_) => return self.reject(cx),
+            }
+        }
+        let mut c = [0u8; 8];
+        c.copy_from_slice(&self.requests[..8]);
+        let mut fl = [0u8; 4];
+        fl.copy_from_slice(&self.requests[8..12]);
+        let flow = u32::from_le_bytes(fl);
+        if u64::from_le_bytes(c) != self.cookie || flow as usize >= self.flows {
+            return self.reject(cx);
+        }
+        self.conns[0].flow = flow;
+        let mut sent = 0;
+        while sent < self.response.len() {
+            cx.calls.sends += 1;
+            match sys::send(fd, &self.response[sent..]) {
+                Io::Done(n) => sent += n,
+                Io::Again => {}
+                Io::Eof | Io::Failed(_) => return self.reject(cx),
+            }
+        }
+        if !self.closes_first {
+            // The client's close (a reset with --linger0) ends the connection.
+            let mut one = [0u8; 1];
+            loop {
+                cx.calls.recvs += 1;
+                match sys::recv(fd, &mut one) {
+                    Io::Eof => break,
+                    Io::Failed(e) if e.raw_os_error() == Some(libc::ECONNRESET) => break,
+                    Io::Again if self.keep_waiting(cx, &mut silent)? => {}
+                    Io::Again | Io::Done(_) | Io::Failed(_) => return self.reject(cx),
+                }
+            }
+        }
+        self.count(cx, 0);
+        close(cx, fd);
+        Ok(())
+    }
+
+    /// After one more SO_RCVTIMEO without data: whether to go on waiting (not once the
+    /// run stops or the peer has been silent for SILENT_PEER_NS); the guard fails the run.
+    fn keep_waiting(&self, cx: &mut Ctx, silent: &mut u64) -> Result<bool> {
+        if cx.events() & GUARD != 0 {
+            return Err(peer_stuck());
+        }
+        *silent += STOP_CHECK_NS;
+        Ok(*silent < SILENT_PEER_NS && !signalled(self.stop))
+    }
+
+    /// Drops the connection in slot 0 uncounted.
+    fn reject(&mut self, cx: &mut Ctx) -> Result<()> {
+        self.report.rejected += 1;
+        close(cx, self.conns[0].fd);
+        Ok(())
+    }
+}
+
+/// Whether the side's stop eventfd has been signalled (polled, never read: every worker of
+/// the side watches the one eventfd).
+fn signalled(stop: RawFd) -> bool {
+    let mut p = libc::pollfd { fd: stop, events: libc::POLLIN, revents: 0 };
+    // SAFETY: one valid pollfd for the call; a zero timeout never blocks.
+    unsafe { libc::poll(&mut p, 1, 0) > 0 && p.revents & libc::POLLIN != 0 }
+}
+
 /// Serves connections until the stop signal, then until every one under way is done; the
 /// guard fails a client that never finishes.
 impl Loop for Server {
     fn run(&mut self, cx: &mut Ctx) -> Result<Ending> {
+        if self.flows == 1 {
+            return self.run_blocking(cx);
+        }
         sys::set_nonblocking(self.listener, true)?;
         let mut ep = Epoll::new(self.conns.len() + 3)?;
         ep.add(cx.wake_fd, WAKE, libc::EPOLLIN as u32)?;
