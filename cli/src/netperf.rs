@@ -237,12 +237,14 @@ pub fn parse(args: &[String], by_name: bool) -> Result<Call, Refusal> {
     };
     out.test = test_name;
     if let Some(n) = &count {
+        // netperf counts bytes in the stream tests (a UDP_STREAM's in whole datagrams) and
+        // transactions in the request/response ones.
         let flag = match *test_name {
-            "TCP_STREAM" | "TCP_MAERTS" | "TCP_SENDFILE" => "--bytes",
-            "TCP_RR" => "--transactions",
+            "TCP_STREAM" | "TCP_MAERTS" | "TCP_SENDFILE" | "UDP_STREAM" => "--bytes",
+            "TCP_RR" | "TCP_CRR" | "UDP_RR" => "--transactions",
             _ => {
                 return Err(usage(format!(
-                    "-l -{n}: ringperf counts bytes in TCP_STREAM, TCP_MAERTS and TCP_SENDFILE and transactions in TCP_RR, not in {test_name}: give the test length in seconds"
+                    "-l -{n}: ringperf counts bytes in the stream tests and transactions in the request/response tests, not in {test_name}: give the test length in seconds"
                 )))
             }
         };

@@ -96,6 +96,9 @@ fn netperf_manual_lines_parse_to_the_native_spec() {
         ("netperf -t omni -p 20000 -T 0,1", "ringperf stream -H 127.0.0.1 -p 20000 -T 0,1"),
         ("netperf -t TCP_MAERTS -l -1M", "ringperf stream --reverse -H 127.0.0.1 -p 12865 --bytes 1M -l 600"),
         ("netperf -t TCP_RR -l -1000 -- -b 3", "ringperf rr -H 127.0.0.1 -p 12865 --transactions 1000 -l 600 --burst 4"),
+        ("netperf -t TCP_CRR -l -500", "ringperf crr -H 127.0.0.1 -p 12865 --transactions 500 -l 600"),
+        ("netperf -t UDP_RR -l -2000", "ringperf udp-rr -H 127.0.0.1 -p 12865 --transactions 2000 -l 600"),
+        ("netperf -t UDP_STREAM -l -1M", "ringperf udp-stream -H 127.0.0.1 -p 12865 --bytes 1M -l 600"),
         (
             "netperf -P 0 -v 0 -D -0.20 -4 -H 127.0.0.1 -p 12865 -t TCP_STREAM -l 5 -f m -- -H 127.0.0.1 -k THROUGHPUT -K cubic",
             "ringperf stream -H 127.0.0.1 -p 12865 -l 5 -D 0.2 --cc cubic",
@@ -117,7 +120,8 @@ fn what_cannot_be_honoured_fails_with_a_netperf_message() {
     for args in [
         &["-t", "SCTP_STREAM"][..],
         &["-t", "TCP_STREAM", "--", "-P", "5000"],
-        &["-t", "UDP_RR", "-l", "-1000"],
+        // A count of nothing.
+        &["-t", "UDP_RR", "-l", "-0"],
     ] {
         let out = netperf(&dir, args);
         assert_eq!(out.code(), 2, "{args:?}: {out}");
@@ -358,6 +362,54 @@ fn a_negative_length_sends_exactly_that_many_bytes() {
             (5 * 5001, 5 * 5001),
             "-b {burst}: {out}"
         );
+    }
+}
+
+/// A negative -l counts in TCP_CRR and UDP_RR too (connections, transactions: exactly that
+/// many on both sides, seen in the bytes each side moved) and in UDP_STREAM (the bytes the
+/// client sends, in whole datagrams as netperf counts them); each ends at its count, long
+/// before the cap on its length.
+#[test]
+fn a_negative_length_counts_connections_transactions_and_datagrams() {
+    let dir = links("count-more");
+    let server = netserver(&dir);
+    let port = server.port_arg();
+    let keys = "ELAPSED_TIME,LOCAL_BYTES_SENT,LOCAL_BYTES_RECVD,REMOTE_BYTES_SENT,REMOTE_BYTES_RECVD,CRR_CONNECTIONS";
+    let cap = ringperf_cli::netperf::COUNT_CAP_SECS as f64;
+    let run = |test: &str, count: &str, size_flag: &str, size: &str| {
+        let l = format!("-{count}");
+        let args = ["-P", "0", "-H", "127.0.0.1", "-p", &port, "-t", test, "-l", &l, "--"];
+        let out = netperf(&dir, &args.into_iter().chain([size_flag, size, "-k", keys]).collect::<Vec<_>>())
+            .success();
+        let kv = keyvals(&out.stdout);
+        assert!(num(&kv, "ELAPSED_TIME") < cap / 2.0, "{test}: it ran to the cap, not to the count: {out}");
+        (kv, out)
+    };
+    // Request and response sizes differ, so each side's bytes tell its transactions.
+    for (test, count) in [("TCP_CRR", 500u64), ("UDP_RR", 2000)] {
+        let (kv, out) = run(test, &count.to_string(), "-r", "9,13");
+        let bytes = |k: &str| num(&kv, k) as u64;
+        assert_eq!(
+            [
+                bytes("LOCAL_BYTES_SENT"),
+                bytes("REMOTE_BYTES_RECVD"),
+                bytes("REMOTE_BYTES_SENT"),
+                bytes("LOCAL_BYTES_RECVD")
+            ],
+            [9 * count, 9 * count, 13 * count, 13 * count],
+            "{test}: exactly {count} transactions on both sides: {out}"
+        );
+        if test == "TCP_CRR" {
+            assert_eq!(bytes("CRR_CONNECTIONS"), count, "{out}");
+        }
+    }
+    // 1000-byte datagrams: a count they divide is sent exactly; one they do not is rounded
+    // up to the next whole datagram, as netperf's sender does.
+    for (count, sent) in [(2_000_000u64, 2_000_000u64), (100_001, 101_000)] {
+        let (kv, out) = run("UDP_STREAM", &count.to_string(), "-m", "1000");
+        assert_eq!(num(&kv, "LOCAL_BYTES_SENT") as u64, sent, "{out}");
+        let received = num(&kv, "REMOTE_BYTES_RECVD") as u64;
+        assert!(received > 0 && received <= sent && received.is_multiple_of(1000), "{out}");
     }
 }
 
