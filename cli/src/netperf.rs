@@ -11,7 +11,7 @@ use ringperf_engine::report::IntervalSample;
 use ringperf_engine::{Error, TestReport, TestSpec};
 
 use crate::render::Units;
-use crate::{args, live, render, runner, test_spec};
+use crate::{args, live, netperf_titles, render, runner, test_spec};
 
 /// netperf's control port, where a `netserver` (or `ringperf serve -p 12865`) listens.
 pub const NETPERF_PORT: u16 = 12865;
@@ -742,7 +742,10 @@ pub fn render(r: &TestReport, out: &Output, units: Units) -> String {
         Style::Csv => {
             let mut s = String::new();
             if out.banner {
-                s.push_str(&names.join(","));
+                // netperf's titles, one line each; a name of ringperf's own is its title.
+                let titles: Vec<String> =
+                    names.iter().map(|n| netperf_titles::joined(n).unwrap_or_else(|| n.clone())).collect();
+                s.push_str(&titles.join(","));
                 s.push('\n');
             }
             let row: Vec<String> = values.into_iter().map(Option::unwrap_or_default).collect();
@@ -752,19 +755,35 @@ pub fn render(r: &TestReport, out: &Output, units: Units) -> String {
         }
         Style::Columns => {
             let row: Vec<String> = values.into_iter().map(Option::unwrap_or_default).collect();
-            let widths: Vec<usize> = names.iter().zip(&row).map(|(n, v)| n.len().max(v.len())).collect();
-            let mut s = String::new();
-            if out.banner {
-                let h: Vec<String> = names.iter().zip(&widths).map(|(n, w)| format!("{n:<w$}")).collect();
-                s.push_str(h.join(" ").trim_end());
-                s.push('\n');
-            }
-            let v: Vec<String> = row.iter().zip(&widths).map(|(v, w)| format!("{v:<w$}")).collect();
-            s.push_str(v.join(" ").trim_end());
-            s.push('\n');
-            s
+            columns(&names, &row, out.banner)
         }
     }
+}
+
+/// `-O`'s table as netperf lays it out: four title lines (a name of ringperf's own is its
+/// own one-line title) over the values, each column as wide as its longest title line or
+/// its value and one more, then a space; lines keep their trailing blanks, as netperf's do.
+fn columns(names: &[String], row: &[String], banner: bool) -> String {
+    let titles: Vec<[&str; 4]> =
+        names.iter().map(|n| netperf_titles::lines(n).copied().unwrap_or([n.as_str(), "", "", ""])).collect();
+    let widths: Vec<usize> = titles
+        .iter()
+        .zip(row)
+        .map(|(t, v)| t.iter().map(|l| l.len()).max().unwrap_or(0).max(v.len() + 1))
+        .collect();
+    let line = |cells: &mut dyn Iterator<Item = &str>| -> String {
+        let mut l: String = cells.zip(&widths).map(|(c, w)| format!("{c:<w$} ")).collect();
+        l.push('\n');
+        l
+    };
+    let mut s = String::new();
+    if banner {
+        for k in 0..4 {
+            s.push_str(&line(&mut titles.iter().map(|t| t[k])));
+        }
+    }
+    s.push_str(&line(&mut row.iter().map(String::as_str)));
+    s
 }
 
 /// netperf's classic tables: -v 0 the figure alone, -v 1 the table (a header with -P 1),
@@ -970,6 +989,37 @@ mod tests {
             Some(Style::Columns)
         );
         assert_eq!(call("netperf -c 1000 -C -t TCP_RR").native, v("netperf rr -H 127.0.0.1 -p 12865 -c -C"));
+    }
+
+    /// -O's layout, as the real netperf (afc51ff) printed `-O THROUGHPUT,PROTOCOL` and
+    /// `-O LSS_SIZE_END,THROUGHPUT_UNITS,ELAPSED_TIME` on loopback: four title lines, each
+    /// column its widest title line or value plus one, then a space.
+    #[test]
+    fn columns_carry_netperfs_titles_in_its_layout() {
+        let names = v("THROUGHPUT PROTOCOL");
+        let row = v("14861.20 TCP");
+        let blank = " ".repeat(20);
+        assert_eq!(
+            columns(&names, &row, true),
+            format!("Throughput Protocol \n{blank}\n{blank}\n{blank}\n14861.20   TCP      \n")
+        );
+        assert_eq!(columns(&names, &row, false), "14861.20   TCP      \n");
+        let names = v("LSS_SIZE_END THROUGHPUT_UNITS ELAPSED_TIME");
+        let out = columns(&names, &v("4194304 10^6bits/s 1.00"), true);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "Local       Throughput  Elapsed ",
+                "Send Socket Units       Time    ",
+                "Size                    (sec)   ",
+                "Final                           ",
+                "4194304     10^6bits/s  1.00    ",
+            ]
+        );
+        // A value wider than its title widens its column instead of running into the next.
+        let out = columns(&v("PROTOCOL THROUGHPUT"), &v("A-VERY-LONG-VALUE 1.00"), false);
+        assert_eq!(out, "A-VERY-LONG-VALUE  1.00       \n");
     }
 
     #[test]
