@@ -227,7 +227,8 @@ pub fn parse(args: &[String], by_name: bool) -> Result<Call, Refusal> {
     let name = test
         .unwrap_or_else(|| if by_name { "TCP_STREAM".into() } else { String::new() })
         .to_ascii_uppercase();
-    let name = if name == "OMNI" { "TCP_STREAM".to_string() } else { name };
+    // omni is TCP_STREAM unless its -d says otherwise (netperf takes -d for omni only).
+    let name = if name == "OMNI" { omni_direction(it.clone())?.to_string() } else { name };
     let Some((test_name, native)) = TESTS.iter().find(|(n, _)| *n == name) else {
         let names: Vec<&str> = TESTS.iter().map(|(n, _)| *n).collect();
         return Err(usage(format!(
@@ -358,6 +359,11 @@ pub fn parse(args: &[String], by_name: bool) -> Result<Call, Refusal> {
                 out.select = Some((style, selection(list.as_deref())?));
             }
             "-4" | "-6" => {}
+            // omni's direction, taken before the test was named; netperf ignores it for the
+            // other tests.
+            "-d" => {
+                value(&mut it)?;
+            }
             "-L" => data_bind = Some(bracketless(first_of_pair(&value(&mut it)?))),
             _ => {
                 let Some((_, ours, takes)) = TEST_OPTIONS.iter().find(|(n, _, _)| *n == flag) else {
@@ -396,6 +402,53 @@ pub fn parse(args: &[String], by_name: bool) -> Result<Call, Refusal> {
         }
     }
     Ok(Call { native: native_args, output: out })
+}
+
+/// The netperf test an omni test's -d (among the test-specific options in `rest`) makes
+/// it: netperf's words for a direction (send, xmit, stream, transmit; recv, receive,
+/// maerts; rr), several joined by '|', or its bit values (2 send, 4 receive, 6 both).
+fn omni_direction(mut rest: Args<'_>) -> Result<&'static str, Refusal> {
+    let mut given = None;
+    while let Some(a) = rest.next() {
+        let (flag, attached) = split_attached(a);
+        if flag == "-d" {
+            given = Some(value_of(&flag, &attached, &mut rest)?);
+        }
+    }
+    let Some(given) = given else { return Ok("TCP_STREAM") };
+    let (mut send, mut recv) = (false, false);
+    for word in given.split('|').map(str::trim).filter(|w| !w.is_empty()) {
+        let bits = match word.to_ascii_lowercase().as_str() {
+            "send" | "xmit" | "stream" | "transmit" => 2,
+            "recv" | "receive" | "maerts" => 4,
+            "rr" => 6,
+            n => parse_c_number(n).unwrap_or(0),
+        };
+        if bits == 0 || bits & !6 != 0 {
+            return Err(usage(format!(
+                "test option -d {given}: '{word}' is no direction: use send, recv or rr (or send|recv)"
+            )));
+        }
+        send |= bits & 2 != 0;
+        recv |= bits & 4 != 0;
+    }
+    Ok(match (send, recv) {
+        (true, true) => "TCP_RR",
+        (false, true) => "TCP_MAERTS",
+        (true, false) => "TCP_STREAM",
+        (false, false) => return Err(usage(format!("test option -d {given}: use send, recv or rr"))),
+    })
+}
+
+/// A number as C's strtol with base 0 reads it: decimal, 0x hex or 0 octal.
+fn parse_c_number(t: &str) -> Option<u64> {
+    if let Some(hex) = t.strip_prefix("0x") {
+        u64::from_str_radix(hex, 16).ok()
+    } else if t.len() > 1 && t.starts_with('0') {
+        u64::from_str_radix(&t[1..], 8).ok()
+    } else {
+        t.parse().ok()
+    }
 }
 
 /// A long option and, unless it has `=value`, the word after it when that is no option
@@ -1020,6 +1073,44 @@ mod tests {
         // A value wider than its title widens its column instead of running into the next.
         let out = columns(&v("PROTOCOL THROUGHPUT"), &v("A-VERY-LONG-VALUE 1.00"), false);
         assert_eq!(out, "A-VERY-LONG-VALUE  1.00       \n");
+    }
+
+    /// omni's -d picks the test as netperf's does; the legacy tests ignore it, as there.
+    #[test]
+    fn omni_takes_its_direction() {
+        let native = |s: &str| call(s).native;
+        assert_eq!(native("netperf -t omni -- -d recv"), v("netperf stream --reverse -H 127.0.0.1 -p 12865"));
+        for rr in ["rr", "send|recv", "RECV|xmit", "6", "0x6"] {
+            let c = call(&format!("netperf -t omni -- -d {rr} -r 1,1"));
+            assert_eq!(c.native, v("netperf rr -H 127.0.0.1 -p 12865 -r 1,1"), "-d {rr}");
+            assert_eq!(c.output.test, "TCP_RR", "-d {rr}");
+        }
+        for send in ["send", "xmit", "stream", "transmit", "2", "-dsend"] {
+            let line = if send.starts_with('-') {
+                format!("netperf -t omni -- {send}")
+            } else {
+                format!("netperf -t omni -- -d {send}")
+            };
+            assert_eq!(call(&line).output.test, "TCP_STREAM", "{line}");
+        }
+        for recv in ["receive", "maerts", "4"] {
+            assert_eq!(call(&format!("netperf -t omni -- -d {recv}")).output.test, "TCP_MAERTS", "-d {recv}");
+        }
+        // A count follows the direction: transactions for rr.
+        assert_eq!(
+            native("netperf -t omni -l -100 -- -d rr"),
+            v("netperf rr -H 127.0.0.1 -p 12865 --transactions 100 -l 600")
+        );
+        assert_eq!(native("netperf -t TCP_STREAM -- -d recv"), v("netperf stream -H 127.0.0.1 -p 12865"));
+        for bad in ["bogus", "send|sideways", "1", "8", "0"] {
+            let err = parse(&v(&format!("netperf -t omni -- -d {bad}")), true).unwrap_err();
+            assert_eq!(err.code, 2, "-d {bad}");
+            assert!(
+                err.message.contains("-d") && err.message.contains("send, recv or rr"),
+                "{}",
+                err.message
+            );
+        }
     }
 
     #[test]

@@ -94,6 +94,8 @@ fn netperf_manual_lines_parse_to_the_native_spec() {
             "ringperf udp-rr -H 192.0.2.1 -p 12865 --tos 0x88 -r 64,64 --timeout-us 2000000",
         ),
         ("netperf -t omni -p 20000 -T 0,1", "ringperf stream -H 127.0.0.1 -p 20000 -T 0,1"),
+        ("netperf -t omni -H 192.0.2.1 -- -d rr -r 64,64", "ringperf rr -H 192.0.2.1 -p 12865 -r 64,64"),
+        ("netperf -t omni -H 192.0.2.1 -- -d maerts", "ringperf stream --reverse -H 192.0.2.1 -p 12865"),
         ("netperf -t TCP_MAERTS -l -1M", "ringperf stream --reverse -H 127.0.0.1 -p 12865 --bytes 1M -l 600"),
         ("netperf -t TCP_RR -l -1000 -- -b 3", "ringperf rr -H 127.0.0.1 -p 12865 --transactions 1000 -l 600 --burst 4"),
         ("netperf -t TCP_CRR -l -500", "ringperf crr -H 127.0.0.1 -p 12865 --transactions 500 -l 600"),
