@@ -619,9 +619,8 @@ fn run(cli: &args::Cli, out: &Output) -> Result<i32, Error> {
         let mut origin = None;
         live::Printer::with(&spec, move |s: IntervalSample| {
             // The tick that lands on the end of the window may cover a sliver (or no time
-            // at all): shorter than the millisecond the line shows, its rate is noise, and
-            // flent would divide by its 0.000 s.
-            if s.duration_ns < 1_000_000 {
+            // at all): flent would divide by its 0.000 s.
+            if !live::worth_a_line(&s) {
                 return;
             }
             let ending = interval_end(&mut origin, &s);
