@@ -850,49 +850,82 @@ fn classic(r: &TestReport, out: &Output, units: Units) -> String {
     let elapsed = format!("{:.2}", r.local.elapsed_ns as f64 / 1e9);
     let (lss, lsr) = (r.local.socket.send_buffer, r.local.socket.recv_buffer);
     let (rss, rsr) = r.remote.as_ref().map_or((0, 0), |s| (s.socket.send_buffer, s.socket.recv_buffer));
+    let label = units.label();
+    let left = |title: [&'static str; 4], min: usize| Column { title, min, right: false };
+    let right = |title: [&'static str; 4], min: usize| Column { title, min, right: true };
     match out.test {
         "TCP_RR" | "TCP_CRR" | "UDP_RR" => {
             if out.banner {
-                s.push_str("Local /Remote\nSocket Size   Request  Resp.   Elapsed  Trans.\nSend   Recv   Size     Size    Time     Rate\nbytes  Bytes  bytes    bytes   secs.    per sec\n\n");
+                s.push_str("Local /Remote\n");
             }
-            s.push_str(&format!(
-                "{lss:<6} {lsr:<6} {:<8} {:<7} {elapsed:<8} {figure}\n{rss:<6} {rsr:<6}\n",
-                r.spec.request_size, r.spec.response_size
-            ));
+            let columns = [
+                left(["Socket", "Send", "bytes", ""], 6),
+                left(["Size", "Recv", "Bytes", ""], 6),
+                left(["Request", "Size", "bytes", ""], 8),
+                left(["Resp.", "Size", "bytes", ""], 7),
+                left(["Elapsed", "Time", "secs.", ""], 8),
+                left(["Trans.", "Rate", "per sec", ""], 0),
+            ];
+            let rows = [
+                vec![
+                    lss.to_string(),
+                    lsr.to_string(),
+                    r.spec.request_size.to_string(),
+                    r.spec.response_size.to_string(),
+                    elapsed,
+                    figure,
+                ],
+                vec![rss.to_string(), rsr.to_string()],
+            ];
+            s.push_str(&table(&columns, 3, &rows, out.banner));
         }
         "UDP_STREAM" => {
-            if out.banner {
-                s.push_str(&format!(
-                    "Socket  Message  Elapsed      Messages\nSize    Size     Time         Okay Errors   Throughput\nbytes   bytes    secs            #      #   {}\n\n",
-                    units.label()
-                ));
-            }
-            s.push_str(&format!(
-                "{lss:<7} {:<8} {elapsed:<10} {:>7} {:>6} {figure}\n",
-                r.spec.send_size,
-                get("DATAGRAMS_SENT"),
-                get("LOST_DATAGRAMS"),
-            ));
-            s.push_str(&format!(
-                "{rsr:<7} {:<8} {elapsed:<10} {:>7} {:>6} {}\n",
-                r.spec.recv_size,
-                get("DATAGRAMS_RECEIVED"),
-                "",
-                get("REMOTE_THROUGHPUT")
-            ));
+            let columns = [
+                left(["Socket", "Size", "bytes", ""], 7),
+                left(["Message", "Size", "bytes", ""], 8),
+                left(["Elapsed", "Time", "secs", ""], 10),
+                // "Messages" heads both counts: it may run into the next column's blank.
+                right(["Messages", "Okay", "#", ""], 7),
+                right(["", "Errors", "#", ""], 6),
+                left(["", "Throughput", label, ""], 0),
+            ];
+            let rows = [
+                vec![
+                    lss.to_string(),
+                    r.spec.send_size.to_string(),
+                    elapsed.clone(),
+                    get("DATAGRAMS_SENT"),
+                    get("LOST_DATAGRAMS"),
+                    figure,
+                ],
+                vec![
+                    rsr.to_string(),
+                    r.spec.recv_size.to_string(),
+                    elapsed,
+                    get("DATAGRAMS_RECEIVED"),
+                    String::new(),
+                    get("REMOTE_THROUGHPUT"),
+                ],
+            ];
+            s.push_str(&table(&columns, 3, &rows, out.banner));
         }
         _ => {
-            if out.banner {
-                s.push_str(&format!(
-                    "Recv   Send    Send\nSocket Socket  Message  Elapsed\nSize   Size    Size     Time     Throughput\nbytes  bytes   bytes    secs.    {}\n\n",
-                    units.label()
-                ));
-            }
             let (recv_buf, send_buf) = if out.test == "TCP_MAERTS" { (lsr, rss) } else { (rsr, lss) };
-            s.push_str(&format!(
-                "{recv_buf:<6} {send_buf:<7} {:<8} {elapsed:<8} {figure}\n",
-                r.spec.send_size
-            ));
+            let columns = [
+                left(["Recv", "Socket", "Size", "bytes"], 6),
+                left(["Send", "Socket", "Size", "bytes"], 7),
+                left(["Send", "Message", "Size", "bytes"], 8),
+                left(["", "Elapsed", "Time", "secs."], 8),
+                left(["", "", "Throughput", label], 0),
+            ];
+            let rows = [vec![
+                recv_buf.to_string(),
+                send_buf.to_string(),
+                r.spec.send_size.to_string(),
+                elapsed,
+                figure,
+            ]];
+            s.push_str(&table(&columns, 4, &rows, out.banner));
         }
     }
     if out.verbosity >= 2 {
@@ -916,6 +949,53 @@ fn classic(r: &TestReport, out: &Output, units: Units) -> String {
             get("LOCAL_TRANSPORT_RETRANS"),
             get("REMOTE_TRANSPORT_RETRANS")
         ));
+    }
+    s
+}
+
+/// A column of a classic table: its title lines, the width it keeps at least (netperf's
+/// own layout), and whether its values stand right-aligned.
+struct Column {
+    title: [&'static str; 4],
+    min: usize,
+    right: bool,
+}
+
+/// A classic table: `title_lines` lines of titles (with `banner`), a blank line, the rows.
+/// Each column is as wide as its widest title or value (at least its `min`), so a large
+/// figure (a 4 MiB socket buffer) widens its column instead of pushing the rest out of
+/// line. A title may run into the next column where that column's title line is blank.
+fn table(columns: &[Column], title_lines: usize, rows: &[Vec<String>], banner: bool) -> String {
+    let widths: Vec<usize> = columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let spills = |k: usize| columns.get(i + 1).is_some_and(|n| n.title[k].is_empty());
+            let titles = (0..title_lines).filter(|&k| !spills(k)).map(|k| c.title[k].len());
+            let values = rows.iter().filter_map(|r| r.get(i)).map(String::len);
+            titles.chain(values).fold(c.min, usize::max)
+        })
+        .collect();
+    let line = |cells: &mut dyn Iterator<Item = (&Column, &str)>| -> String {
+        let mut l = String::new();
+        for ((c, cell), w) in cells.zip(&widths) {
+            if c.right {
+                l.push_str(&format!("{cell:>w$} "));
+            } else {
+                l.push_str(&format!("{cell:<w$} "));
+            }
+        }
+        format!("{}\n", l.trim_end())
+    };
+    let mut s = String::new();
+    if banner {
+        for k in 0..title_lines {
+            s.push_str(&line(&mut columns.iter().map(|c| (c, c.title[k]))));
+        }
+        s.push('\n');
+    }
+    for row in rows {
+        s.push_str(&line(&mut columns.iter().zip(row).map(|(c, v)| (c, v.as_str()))));
     }
     s
 }
@@ -1110,6 +1190,54 @@ mod tests {
                 err.message
             );
         }
+    }
+
+    /// Where each word of a line starts.
+    fn word_starts(line: &str) -> Vec<usize> {
+        let b = line.as_bytes();
+        (0..b.len()).filter(|&i| b[i] != b' ' && (i == 0 || b[i - 1] == b' ')).collect()
+    }
+
+    /// With -s 4M -S 4M the kernel reports 8 MiB buffers: seven-digit figures that ran past
+    /// netperf's six-wide columns. Each column now starts where its title does, with one
+    /// space at least between values; small figures keep netperf's widths.
+    #[test]
+    fn classic_columns_fit_large_socket_sizes() {
+        let col = |title: [&'static str; 4], min: usize| Column { title, min, right: false };
+        let columns = [
+            col(["Recv", "Socket", "Size", "bytes"], 6),
+            col(["Send", "Socket", "Size", "bytes"], 7),
+            col(["Send", "Message", "Size", "bytes"], 8),
+            col(["", "Elapsed", "Time", "secs."], 8),
+            col(["", "", "Throughput", "10^6bits/s"], 0),
+        ];
+        let big = vec![v("8388608 8388608 1400 1.00 3962.97")];
+        let out = table(&columns, 4, &big, true);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 6, "{out}");
+        assert_eq!(lines[4], "", "a blank line under the titles: {out}");
+        assert_eq!(word_starts(lines[5]), word_starts(lines[2]), "values under their titles:\n{out}");
+        assert_eq!(lines[5].split_whitespace().count(), 5, "{out}");
+        let small = table(&columns, 4, &[v("87380 16384 16384 10.00 941.12")], true);
+        assert_eq!(
+            small,
+            "Recv   Send    Send\nSocket Socket  Message  Elapsed\nSize   Size    Size     Time     Throughput\nbytes  bytes   bytes    secs.    10^6bits/s\n\n87380  16384   16384    10.00    941.12\n"
+        );
+        // A right-aligned count column and a title that runs into the next blank one.
+        let counts = [
+            Column { title: ["Messages", "Okay", "#", ""], min: 7, right: true },
+            Column { title: ["", "Errors", "#", ""], min: 6, right: true },
+        ];
+        let out = table(&counts, 3, &[v("123456789 0")], true);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0].trim_start(), "Messages", "{out}");
+        let end = |l: &str, word: &str| l.find(word).map(|i| i + word.len());
+        assert_eq!(
+            end(lines[1], "Okay"),
+            end(lines[4], "123456789"),
+            "right-aligned under its title:\n{out}"
+        );
+        assert_eq!(end(lines[1], "Errors"), Some(lines[4].len()), "{out}");
     }
 
     #[test]
