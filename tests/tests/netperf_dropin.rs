@@ -462,6 +462,83 @@ fn without_a_selector_the_classic_table_or_the_bare_figure() {
     assert!(bare[0].parse::<f64>().is_ok_and(|v| v > 0.0), "{out}");
 }
 
+/// A background server's pid, stopped (SIGTERM) when dropped, so a failed assertion does
+/// not leave it running.
+struct Daemon(i32);
+
+impl Daemon {
+    /// Whether the process is gone: no such pid, or a zombie (this test is not its parent
+    /// and cannot reap it).
+    fn gone(&self) -> bool {
+        match std::fs::read_to_string(format!("/proc/{}/stat", self.0)) {
+            Err(_) => true,
+            Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        }
+    }
+
+    fn stop(&self) {
+        // SAFETY: kill takes plain integers; the pid is the server this test started.
+        unsafe { libc::kill(self.0, libc::SIGTERM) };
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if !self.gone() {
+            self.stop();
+        }
+    }
+}
+
+/// `netserver` without -D goes to the background as netserver does: it returns once the
+/// server listens, saying on which port and with which pid; a netperf run reaches it, and
+/// SIGTERM to that pid ends it. A port already taken makes it fail instead of pretending.
+#[test]
+fn netserver_in_the_background_says_its_port_and_pid() {
+    let dir = links("daemon");
+    let mut cmd = Command::new(dir.0.join("netserver"));
+    cmd.args(["-L", "127.0.0.1", "-p", "0"]);
+    let out = run_with_timeout(cmd, Duration::from_secs(20)).success();
+    let quoted = |key: &str| -> Option<String> {
+        let rest = out.stdout.split_once(&format!("{key} '"))?.1;
+        Some(rest.split_once('\'')?.0.to_string())
+    };
+    let port = quoted("port").unwrap_or_else(|| panic!("no port: {out}"));
+    let pid: i32 = out
+        .stdout
+        .split_once("pid ")
+        .and_then(|(_, r)| r.trim_end().trim_end_matches(')').parse().ok())
+        .unwrap_or_else(|| panic!("no pid: {out}"));
+    let daemon = Daemon(pid);
+    assert!(port.parse::<u16>().is_ok_and(|p| p > 0), "{out}");
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let args: Vec<String> =
+        cmdline.split(|b| *b == 0).map(|a| String::from_utf8_lossy(a).to_string()).collect();
+    assert!(args.iter().any(|a| a == "serve"), "pid {pid} is the server itself: {args:?}");
+    assert_eq!(quoted("host").as_deref(), Some("127.0.0.1"), "{out}");
+
+    let run =
+        netperf(&dir, &["-P", "0", "-v", "0", "-H", "127.0.0.1", "-p", &port, "-t", "TCP_RR", "-l", "0.5"])
+            .success();
+    assert!(run.stdout.trim().parse::<f64>().is_ok_and(|v| v > 0.0), "{run}");
+
+    // The same port again: taken, so the second server cannot listen, and says so.
+    let mut again = Command::new(dir.0.join("netserver"));
+    again.args(["-L", "127.0.0.1", "-p", &port]);
+    let taken = run_with_timeout(again, Duration::from_secs(20));
+    assert_eq!(taken.code(), 1, "{taken}");
+    assert!(taken.stderr.contains("stopped before it was listening"), "{taken}");
+
+    daemon.stop();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !daemon.gone() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(daemon.gone(), "pid {pid} still runs 10 s after SIGTERM");
+    let refused = std::net::TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap_or(0)));
+    assert!(refused.is_err(), "the port still takes connections after the server ended");
+}
+
 /// `install-links` makes both links, says so again when they are there, and refuses to
 /// replace a file that is not one of its links.
 #[test]
