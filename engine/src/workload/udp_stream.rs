@@ -471,6 +471,63 @@ mod tests {
         assert!(stopping, "the sender starts nothing more");
     }
 
+    /// A byte count (netperf's negative -l) sends whole datagrams up to it and then no
+    /// more: 100 datagrams for 6,380 bytes of 64-byte datagrams, numbered 0 to 99, one at a
+    /// time and as GSO sends of 64 (the last send carries the 36 left), and the sender is
+    /// done before any deadline.
+    #[test]
+    fn a_byte_count_sends_exactly_its_whole_datagrams() {
+        for gso in [None, Some(64u32)] {
+            let rx = UdpSocket::bind("127.0.0.1:0").expect("a loopback socket");
+            let tx = UdpSocket::bind("127.0.0.1:0").expect("a loopback socket");
+            tx.connect(rx.local_addr().expect("an address")).expect("connect");
+            rx.set_nonblocking(true).expect("nonblocking");
+            let tx = socket2::Socket::from(tx);
+            // Room for every datagram: loopback drops what a full buffer cannot take.
+            socket2::SockRef::from(&rx).set_recv_buffer_size(1 << 20).expect("SO_RCVBUF");
+            let mut spec = TestSpec::for_workload(Workload::UdpStream);
+            spec.send_size = 64;
+            spec.ring.send_depth = 4;
+            spec.udp.gso_segment = gso;
+            spec.byte_limit = Some(100 * 64 - 20);
+            if let Some(seg) = gso {
+                set_gso(&tx, seg).expect("UDP_SEGMENT");
+            }
+            let per_send = spec.udp_datagrams_per_send() as usize;
+            let mut ring = Ring::new(&RingTuning::default(), 64).expect("a ring");
+            let path = DatagramSend::new(&[FlowFd::Raw(tx.as_raw_fd())], 64, per_send, 4);
+            let mut sender = UdpSender::new(&spec, path, 1);
+            let mut sampler = IntervalSampler::new(0, 1, &[], false, None);
+            let mut counters = [FlowCounters::default()];
+            let deadline_ns = monotonic_ns() + 60_000_000_000;
+            let mut run =
+                Run { counters: &mut counters, sampler: &mut sampler, deadline_ns, stopping: false };
+            sender.start(&mut ring, &mut run).expect("a chain");
+            let mut out = Vec::with_capacity(ring.cq_entries());
+            // Bounded: a sender that ignored its count would never be done.
+            for _ in 0..1000 {
+                if sender.done(&run) {
+                    break;
+                }
+                ring.submit_and_wait_for(sender.total).expect("enter");
+                ring.reap(&mut out);
+                for c in &out {
+                    assert!(sender.complete(&mut ring, c, &mut run).expect("a send"), "{gso:?}");
+                }
+            }
+            assert!(sender.done(&run), "{gso:?}: still sending after 1000 batches");
+            assert!(!run.stopping, "{gso:?}: the count ended it, not the deadline");
+            assert_eq!(run.counters[0].bytes_sent, 100 * 64, "{gso:?}");
+            let mut seqs = Vec::new();
+            let mut buf = [0u8; 128];
+            while let Ok(n) = rx.recv(&mut buf) {
+                assert_eq!(n, 64, "{gso:?}");
+                seqs.push(u64::from_le_bytes(buf[..8].try_into().expect("8 bytes")));
+            }
+            assert_eq!(seqs, (0..100).collect::<Vec<u64>>(), "{gso:?}");
+        }
+    }
+
     /// A GSO send of 64 numbered 64-byte datagrams reaches a UDP_GRO socket as one
     /// coalesced receive; the receiver must split it per datagram and account each number,
     /// so two such sends are 128 datagrams received and none lost, not 2 received and 126
