@@ -357,14 +357,15 @@ pub struct TestArgs {
     /// Test length in seconds (fractions allowed).
     #[arg(short = 'l', long = "length", value_name = "SECS", default_value = "10", value_parser = parse_seconds, allow_hyphen_values = true)]
     length_ms: u64 => spec.duration_ms,
-    /// Each flow sends SIZE bytes and stops; the test ends when they have arrived, or after
-    /// -l at the latest (netperf's negative -l) [default: timed by -l].
+    /// Each flow sends SIZE bytes and stops (udp-stream: in whole datagrams, rounded up);
+    /// the test ends when they have arrived, or after -l at the latest (netperf's negative
+    /// -l) [default: timed by -l].
     #[arg(long = "bytes", value_name = "SIZE", value_parser = parse_limit_size)]
-    byte_limit: Option<u64> => spec.byte_limit [only "stream", "sendfile"],
+    byte_limit: Option<u64> => spec.byte_limit [only "stream", "sendfile", "udp-stream"],
     /// Each flow makes N transactions and stops; the test ends with the last, or after -l at
     /// the latest (netperf's negative -l) [default: timed by -l].
     #[arg(long = "transactions", value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    transaction_limit: Option<u64> => spec.transaction_limit [only "rr"],
+    transaction_limit: Option<u64> => spec.transaction_limit [only "rr", "crr", "udp-rr"],
     /// Pin the local and the remote worker to these CPUs (one number pins both) [default: unpinned].
     #[arg(short = 'T', value_name = "LCPU,RCPU", value_parser = parse_cpus, conflicts_with = "cpu_list")]
     cpus: Option<(Option<usize>, Option<usize>)> => with { |spec, cpus| if let Some((l, r)) = *cpus {

@@ -8,6 +8,7 @@ pub mod figure;
 mod live;
 mod load;
 pub mod netperf;
+mod netperf_titles;
 mod netserver;
 pub mod plan;
 pub mod plot;

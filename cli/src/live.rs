@@ -61,18 +61,13 @@ impl Printer {
         if !(asked || by_default) {
             return None;
         }
-        let rr = spec.workload.is_transactional();
+        let mut lines = Lines { format, rr: spec.workload.is_transactional(), units, printed: 0 };
         let mut out = std::io::stdout();
-        let mut printed = 0usize;
         let (tx, handle) = collect(spec, move |s| {
-            let line = match format {
-                Format::Keyval => keyval(printed, &s, rr, units),
-                Format::JsonStream => crate::render::json::interval_line(&s, rr),
-                _ => human(&s, rr, units),
-            };
-            printed += 1;
-            let _ = out.write_all(line.as_bytes());
-            let _ = out.flush();
+            if let Some(line) = lines.line(&s) {
+                let _ = out.write_all(line.as_bytes());
+                let _ = out.flush();
+            }
         });
         Some(Printer { tx, handle })
     }
@@ -92,6 +87,39 @@ impl Printer {
     pub fn finish(self) {
         drop(self.tx);
         let _ = self.handle.join();
+    }
+}
+
+/// The shortest interval a text line shows: the remainder after the last tick may be a
+/// sliver, or nothing at all when the window ends on a tick; below the millisecond the
+/// lines print, its rate is noise (and a harness would divide by its 0.000 s).
+pub const MIN_LINE_NS: u64 = 1_000_000;
+
+/// Whether an interval gets a text line of its own (see [`MIN_LINE_NS`]).
+pub fn worth_a_line(s: &IntervalSample) -> bool {
+    s.duration_ns >= MIN_LINE_NS
+}
+
+/// The interval lines of one run in one format, numbered as they are printed.
+struct Lines {
+    format: Format,
+    rr: bool,
+    units: Units,
+    printed: usize,
+}
+
+impl Lines {
+    /// `s`'s line, or `None` for a text line's sliver of an interval. --json-stream
+    /// carries every sample: its lines add up to the report's series.
+    fn line(&mut self, s: &IntervalSample) -> Option<String> {
+        let line = match self.format {
+            Format::JsonStream => crate::render::json::interval_line(s, self.rr),
+            _ if !worth_a_line(s) => return None,
+            Format::Keyval => keyval(self.printed, s, self.rr, self.units),
+            _ => human(s, self.rr, self.units),
+        };
+        self.printed += 1;
+        Some(line)
     }
 }
 
@@ -212,4 +240,47 @@ fn keyval(n: usize, s: &IntervalSample, rr: bool, units: Units) -> String {
         "NETPERF_INTERIM_RESULT[{n}]={value:.2}\nNETPERF_UNITS[{n}]={unit}\nNETPERF_INTERVAL[{n}]={:.3}\nNETPERF_ENDING[{n}]={ending:.3}\n",
         s.duration_ns as f64 / 1e9
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample(index: u32, start_ms: u64, duration_ns: u64) -> IntervalSample {
+        IntervalSample {
+            index,
+            start_ns: start_ms * 1_000_000,
+            duration_ns,
+            bytes_sent: 1_000_000,
+            ..IntervalSample::default()
+        }
+    }
+
+    /// A run whose window ends on a tick leaves an empty remainder, one that ends just
+    /// after a tick a sliver: --keyval's last interval is neither; a remainder of a real
+    /// span keeps its line and its number.
+    #[test]
+    fn keyval_lines_never_end_on_an_empty_interval() {
+        let mut lines = Lines { format: Format::Keyval, rr: false, units: Units::parse("m"), printed: 0 };
+        let series = [
+            sample(0, 0, 500_000_000),
+            sample(1, 500, 500_000_000),
+            sample(2, 1000, 0),
+            sample(3, 1000, 400_000),
+            sample(4, 1000, 5_000_000),
+        ];
+        let out: Vec<Option<String>> = series.iter().map(|s| lines.line(s)).collect();
+        assert!(out[0].as_ref().is_some_and(|l| l.contains("NETPERF_INTERVAL[0]=0.500")));
+        assert!(out[1].as_ref().is_some_and(|l| l.contains("NETPERF_INTERVAL[1]=0.500")));
+        assert_eq!((&out[2], &out[3]), (&None, &None), "no line for an empty interval or a sliver");
+        assert!(out[4].as_ref().is_some_and(|l| l.contains("NETPERF_INTERVAL[2]=0.005")), "{:?}", out[4]);
+        for l in out.iter().flatten() {
+            assert!(!l.contains("=0.000\n"), "a 0-second interval: {l}");
+        }
+        let mut human = Lines { format: Format::Human, rr: false, units: Units::parse("m"), printed: 0 };
+        assert_eq!(human.line(&sample(0, 1000, 0)), None);
+        let mut stream =
+            Lines { format: Format::JsonStream, rr: false, units: Units::parse("m"), printed: 0 };
+        assert!(stream.line(&sample(0, 1000, 0)).is_some(), "--json-stream keeps the series whole");
+    }
 }

@@ -11,7 +11,7 @@ use ringperf_engine::report::IntervalSample;
 use ringperf_engine::{Error, TestReport, TestSpec};
 
 use crate::render::Units;
-use crate::{args, live, render, runner, test_spec};
+use crate::{args, live, netperf_titles, render, runner, test_spec};
 
 /// netperf's control port, where a `netserver` (or `ringperf serve -p 12865`) listens.
 pub const NETPERF_PORT: u16 = 12865;
@@ -227,7 +227,8 @@ pub fn parse(args: &[String], by_name: bool) -> Result<Call, Refusal> {
     let name = test
         .unwrap_or_else(|| if by_name { "TCP_STREAM".into() } else { String::new() })
         .to_ascii_uppercase();
-    let name = if name == "OMNI" { "TCP_STREAM".to_string() } else { name };
+    // omni is TCP_STREAM unless its -d says otherwise (netperf takes -d for omni only).
+    let name = if name == "OMNI" { omni_direction(it.clone())?.to_string() } else { name };
     let Some((test_name, native)) = TESTS.iter().find(|(n, _)| *n == name) else {
         let names: Vec<&str> = TESTS.iter().map(|(n, _)| *n).collect();
         return Err(usage(format!(
@@ -237,12 +238,14 @@ pub fn parse(args: &[String], by_name: bool) -> Result<Call, Refusal> {
     };
     out.test = test_name;
     if let Some(n) = &count {
+        // netperf counts bytes in the stream tests (a UDP_STREAM's in whole datagrams) and
+        // transactions in the request/response ones.
         let flag = match *test_name {
-            "TCP_STREAM" | "TCP_MAERTS" | "TCP_SENDFILE" => "--bytes",
-            "TCP_RR" => "--transactions",
+            "TCP_STREAM" | "TCP_MAERTS" | "TCP_SENDFILE" | "UDP_STREAM" => "--bytes",
+            "TCP_RR" | "TCP_CRR" | "UDP_RR" => "--transactions",
             _ => {
                 return Err(usage(format!(
-                    "-l -{n}: ringperf counts bytes in TCP_STREAM, TCP_MAERTS and TCP_SENDFILE and transactions in TCP_RR, not in {test_name}: give the test length in seconds"
+                    "-l -{n}: ringperf counts bytes in the stream tests and transactions in the request/response tests, not in {test_name}: give the test length in seconds"
                 )))
             }
         };
@@ -356,6 +359,11 @@ pub fn parse(args: &[String], by_name: bool) -> Result<Call, Refusal> {
                 out.select = Some((style, selection(list.as_deref())?));
             }
             "-4" | "-6" => {}
+            // omni's direction, taken before the test was named; netperf ignores it for the
+            // other tests.
+            "-d" => {
+                value(&mut it)?;
+            }
             "-L" => data_bind = Some(bracketless(first_of_pair(&value(&mut it)?))),
             _ => {
                 let Some((_, ours, takes)) = TEST_OPTIONS.iter().find(|(n, _, _)| *n == flag) else {
@@ -394,6 +402,53 @@ pub fn parse(args: &[String], by_name: bool) -> Result<Call, Refusal> {
         }
     }
     Ok(Call { native: native_args, output: out })
+}
+
+/// The netperf test an omni test's -d (among the test-specific options in `rest`) makes
+/// it: netperf's words for a direction (send, xmit, stream, transmit; recv, receive,
+/// maerts; rr), several joined by '|', or its bit values (2 send, 4 receive, 6 both).
+fn omni_direction(mut rest: Args<'_>) -> Result<&'static str, Refusal> {
+    let mut given = None;
+    while let Some(a) = rest.next() {
+        let (flag, attached) = split_attached(a);
+        if flag == "-d" {
+            given = Some(value_of(&flag, &attached, &mut rest)?);
+        }
+    }
+    let Some(given) = given else { return Ok("TCP_STREAM") };
+    let (mut send, mut recv) = (false, false);
+    for word in given.split('|').map(str::trim).filter(|w| !w.is_empty()) {
+        let bits = match word.to_ascii_lowercase().as_str() {
+            "send" | "xmit" | "stream" | "transmit" => 2,
+            "recv" | "receive" | "maerts" => 4,
+            "rr" => 6,
+            n => parse_c_number(n).unwrap_or(0),
+        };
+        if bits == 0 || bits & !6 != 0 {
+            return Err(usage(format!(
+                "test option -d {given}: '{word}' is no direction: use send, recv or rr (or send|recv)"
+            )));
+        }
+        send |= bits & 2 != 0;
+        recv |= bits & 4 != 0;
+    }
+    Ok(match (send, recv) {
+        (true, true) => "TCP_RR",
+        (false, true) => "TCP_MAERTS",
+        (true, false) => "TCP_STREAM",
+        (false, false) => return Err(usage(format!("test option -d {given}: use send, recv or rr"))),
+    })
+}
+
+/// A number as C's strtol with base 0 reads it: decimal, 0x hex or 0 octal.
+fn parse_c_number(t: &str) -> Option<u64> {
+    if let Some(hex) = t.strip_prefix("0x") {
+        u64::from_str_radix(hex, 16).ok()
+    } else if t.len() > 1 && t.starts_with('0') {
+        u64::from_str_radix(&t[1..], 8).ok()
+    } else {
+        t.parse().ok()
+    }
 }
 
 /// A long option and, unless it has `=value`, the word after it when that is no option
@@ -564,9 +619,8 @@ fn run(cli: &args::Cli, out: &Output) -> Result<i32, Error> {
         let mut origin = None;
         live::Printer::with(&spec, move |s: IntervalSample| {
             // The tick that lands on the end of the window may cover a sliver (or no time
-            // at all): shorter than the millisecond the line shows, its rate is noise, and
-            // flent would divide by its 0.000 s.
-            if s.duration_ns < 1_000_000 {
+            // at all): flent would divide by its 0.000 s.
+            if !live::worth_a_line(&s) {
                 return;
             }
             let ending = interval_end(&mut origin, &s);
@@ -740,7 +794,10 @@ pub fn render(r: &TestReport, out: &Output, units: Units) -> String {
         Style::Csv => {
             let mut s = String::new();
             if out.banner {
-                s.push_str(&names.join(","));
+                // netperf's titles, one line each; a name of ringperf's own is its title.
+                let titles: Vec<String> =
+                    names.iter().map(|n| netperf_titles::joined(n).unwrap_or_else(|| n.clone())).collect();
+                s.push_str(&titles.join(","));
                 s.push('\n');
             }
             let row: Vec<String> = values.into_iter().map(Option::unwrap_or_default).collect();
@@ -750,19 +807,35 @@ pub fn render(r: &TestReport, out: &Output, units: Units) -> String {
         }
         Style::Columns => {
             let row: Vec<String> = values.into_iter().map(Option::unwrap_or_default).collect();
-            let widths: Vec<usize> = names.iter().zip(&row).map(|(n, v)| n.len().max(v.len())).collect();
-            let mut s = String::new();
-            if out.banner {
-                let h: Vec<String> = names.iter().zip(&widths).map(|(n, w)| format!("{n:<w$}")).collect();
-                s.push_str(h.join(" ").trim_end());
-                s.push('\n');
-            }
-            let v: Vec<String> = row.iter().zip(&widths).map(|(v, w)| format!("{v:<w$}")).collect();
-            s.push_str(v.join(" ").trim_end());
-            s.push('\n');
-            s
+            columns(&names, &row, out.banner)
         }
     }
+}
+
+/// `-O`'s table as netperf lays it out: four title lines (a name of ringperf's own is its
+/// own one-line title) over the values, each column as wide as its longest title line or
+/// its value and one more, then a space; lines keep their trailing blanks, as netperf's do.
+fn columns(names: &[String], row: &[String], banner: bool) -> String {
+    let titles: Vec<[&str; 4]> =
+        names.iter().map(|n| netperf_titles::lines(n).copied().unwrap_or([n.as_str(), "", "", ""])).collect();
+    let widths: Vec<usize> = titles
+        .iter()
+        .zip(row)
+        .map(|(t, v)| t.iter().map(|l| l.len()).max().unwrap_or(0).max(v.len() + 1))
+        .collect();
+    let line = |cells: &mut dyn Iterator<Item = &str>| -> String {
+        let mut l: String = cells.zip(&widths).map(|(c, w)| format!("{c:<w$} ")).collect();
+        l.push('\n');
+        l
+    };
+    let mut s = String::new();
+    if banner {
+        for k in 0..4 {
+            s.push_str(&line(&mut titles.iter().map(|t| t[k])));
+        }
+    }
+    s.push_str(&line(&mut row.iter().map(String::as_str)));
+    s
 }
 
 /// netperf's classic tables: -v 0 the figure alone, -v 1 the table (a header with -P 1),
@@ -777,49 +850,82 @@ fn classic(r: &TestReport, out: &Output, units: Units) -> String {
     let elapsed = format!("{:.2}", r.local.elapsed_ns as f64 / 1e9);
     let (lss, lsr) = (r.local.socket.send_buffer, r.local.socket.recv_buffer);
     let (rss, rsr) = r.remote.as_ref().map_or((0, 0), |s| (s.socket.send_buffer, s.socket.recv_buffer));
+    let label = units.label();
+    let left = |title: [&'static str; 4], min: usize| Column { title, min, right: false };
+    let right = |title: [&'static str; 4], min: usize| Column { title, min, right: true };
     match out.test {
         "TCP_RR" | "TCP_CRR" | "UDP_RR" => {
             if out.banner {
-                s.push_str("Local /Remote\nSocket Size   Request  Resp.   Elapsed  Trans.\nSend   Recv   Size     Size    Time     Rate\nbytes  Bytes  bytes    bytes   secs.    per sec\n\n");
+                s.push_str("Local /Remote\n");
             }
-            s.push_str(&format!(
-                "{lss:<6} {lsr:<6} {:<8} {:<7} {elapsed:<8} {figure}\n{rss:<6} {rsr:<6}\n",
-                r.spec.request_size, r.spec.response_size
-            ));
+            let columns = [
+                left(["Socket", "Send", "bytes", ""], 6),
+                left(["Size", "Recv", "Bytes", ""], 6),
+                left(["Request", "Size", "bytes", ""], 8),
+                left(["Resp.", "Size", "bytes", ""], 7),
+                left(["Elapsed", "Time", "secs.", ""], 8),
+                left(["Trans.", "Rate", "per sec", ""], 0),
+            ];
+            let rows = [
+                vec![
+                    lss.to_string(),
+                    lsr.to_string(),
+                    r.spec.request_size.to_string(),
+                    r.spec.response_size.to_string(),
+                    elapsed,
+                    figure,
+                ],
+                vec![rss.to_string(), rsr.to_string()],
+            ];
+            s.push_str(&table(&columns, 3, &rows, out.banner));
         }
         "UDP_STREAM" => {
-            if out.banner {
-                s.push_str(&format!(
-                    "Socket  Message  Elapsed      Messages\nSize    Size     Time         Okay Errors   Throughput\nbytes   bytes    secs            #      #   {}\n\n",
-                    units.label()
-                ));
-            }
-            s.push_str(&format!(
-                "{lss:<7} {:<8} {elapsed:<10} {:>7} {:>6} {figure}\n",
-                r.spec.send_size,
-                get("DATAGRAMS_SENT"),
-                get("LOST_DATAGRAMS"),
-            ));
-            s.push_str(&format!(
-                "{rsr:<7} {:<8} {elapsed:<10} {:>7} {:>6} {}\n",
-                r.spec.recv_size,
-                get("DATAGRAMS_RECEIVED"),
-                "",
-                get("REMOTE_THROUGHPUT")
-            ));
+            let columns = [
+                left(["Socket", "Size", "bytes", ""], 7),
+                left(["Message", "Size", "bytes", ""], 8),
+                left(["Elapsed", "Time", "secs", ""], 10),
+                // "Messages" heads both counts: it may run into the next column's blank.
+                right(["Messages", "Okay", "#", ""], 7),
+                right(["", "Errors", "#", ""], 6),
+                left(["", "Throughput", label, ""], 0),
+            ];
+            let rows = [
+                vec![
+                    lss.to_string(),
+                    r.spec.send_size.to_string(),
+                    elapsed.clone(),
+                    get("DATAGRAMS_SENT"),
+                    get("LOST_DATAGRAMS"),
+                    figure,
+                ],
+                vec![
+                    rsr.to_string(),
+                    r.spec.recv_size.to_string(),
+                    elapsed,
+                    get("DATAGRAMS_RECEIVED"),
+                    String::new(),
+                    get("REMOTE_THROUGHPUT"),
+                ],
+            ];
+            s.push_str(&table(&columns, 3, &rows, out.banner));
         }
         _ => {
-            if out.banner {
-                s.push_str(&format!(
-                    "Recv   Send    Send\nSocket Socket  Message  Elapsed\nSize   Size    Size     Time     Throughput\nbytes  bytes   bytes    secs.    {}\n\n",
-                    units.label()
-                ));
-            }
             let (recv_buf, send_buf) = if out.test == "TCP_MAERTS" { (lsr, rss) } else { (rsr, lss) };
-            s.push_str(&format!(
-                "{recv_buf:<6} {send_buf:<7} {:<8} {elapsed:<8} {figure}\n",
-                r.spec.send_size
-            ));
+            let columns = [
+                left(["Recv", "Socket", "Size", "bytes"], 6),
+                left(["Send", "Socket", "Size", "bytes"], 7),
+                left(["Send", "Message", "Size", "bytes"], 8),
+                left(["", "Elapsed", "Time", "secs."], 8),
+                left(["", "", "Throughput", label], 0),
+            ];
+            let rows = [vec![
+                recv_buf.to_string(),
+                send_buf.to_string(),
+                r.spec.send_size.to_string(),
+                elapsed,
+                figure,
+            ]];
+            s.push_str(&table(&columns, 4, &rows, out.banner));
         }
     }
     if out.verbosity >= 2 {
@@ -843,6 +949,53 @@ fn classic(r: &TestReport, out: &Output, units: Units) -> String {
             get("LOCAL_TRANSPORT_RETRANS"),
             get("REMOTE_TRANSPORT_RETRANS")
         ));
+    }
+    s
+}
+
+/// A column of a classic table: its title lines, the width it keeps at least (netperf's
+/// own layout), and whether its values stand right-aligned.
+struct Column {
+    title: [&'static str; 4],
+    min: usize,
+    right: bool,
+}
+
+/// A classic table: `title_lines` lines of titles (with `banner`), a blank line, the rows.
+/// Each column is as wide as its widest title or value (at least its `min`), so a large
+/// figure (a 4 MiB socket buffer) widens its column instead of pushing the rest out of
+/// line. A title may run into the next column where that column's title line is blank.
+fn table(columns: &[Column], title_lines: usize, rows: &[Vec<String>], banner: bool) -> String {
+    let widths: Vec<usize> = columns
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let spills = |k: usize| columns.get(i + 1).is_some_and(|n| n.title[k].is_empty());
+            let titles = (0..title_lines).filter(|&k| !spills(k)).map(|k| c.title[k].len());
+            let values = rows.iter().filter_map(|r| r.get(i)).map(String::len);
+            titles.chain(values).fold(c.min, usize::max)
+        })
+        .collect();
+    let line = |cells: &mut dyn Iterator<Item = (&Column, &str)>| -> String {
+        let mut l = String::new();
+        for ((c, cell), w) in cells.zip(&widths) {
+            if c.right {
+                l.push_str(&format!("{cell:>w$} "));
+            } else {
+                l.push_str(&format!("{cell:<w$} "));
+            }
+        }
+        format!("{}\n", l.trim_end())
+    };
+    let mut s = String::new();
+    if banner {
+        for k in 0..title_lines {
+            s.push_str(&line(&mut columns.iter().map(|c| (c, c.title[k]))));
+        }
+        s.push('\n');
+    }
+    for row in rows {
+        s.push_str(&line(&mut columns.iter().zip(row).map(|(c, v)| (c, v.as_str()))));
     }
     s
 }
@@ -968,6 +1121,123 @@ mod tests {
             Some(Style::Columns)
         );
         assert_eq!(call("netperf -c 1000 -C -t TCP_RR").native, v("netperf rr -H 127.0.0.1 -p 12865 -c -C"));
+    }
+
+    /// -O's layout, as the real netperf (afc51ff) printed `-O THROUGHPUT,PROTOCOL` and
+    /// `-O LSS_SIZE_END,THROUGHPUT_UNITS,ELAPSED_TIME` on loopback: four title lines, each
+    /// column its widest title line or value plus one, then a space.
+    #[test]
+    fn columns_carry_netperfs_titles_in_its_layout() {
+        let names = v("THROUGHPUT PROTOCOL");
+        let row = v("14861.20 TCP");
+        let blank = " ".repeat(20);
+        assert_eq!(
+            columns(&names, &row, true),
+            format!("Throughput Protocol \n{blank}\n{blank}\n{blank}\n14861.20   TCP      \n")
+        );
+        assert_eq!(columns(&names, &row, false), "14861.20   TCP      \n");
+        let names = v("LSS_SIZE_END THROUGHPUT_UNITS ELAPSED_TIME");
+        let out = columns(&names, &v("4194304 10^6bits/s 1.00"), true);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines,
+            [
+                "Local       Throughput  Elapsed ",
+                "Send Socket Units       Time    ",
+                "Size                    (sec)   ",
+                "Final                           ",
+                "4194304     10^6bits/s  1.00    ",
+            ]
+        );
+        // A value wider than its title widens its column instead of running into the next.
+        let out = columns(&v("PROTOCOL THROUGHPUT"), &v("A-VERY-LONG-VALUE 1.00"), false);
+        assert_eq!(out, "A-VERY-LONG-VALUE  1.00       \n");
+    }
+
+    /// omni's -d picks the test as netperf's does; the legacy tests ignore it, as there.
+    #[test]
+    fn omni_takes_its_direction() {
+        let native = |s: &str| call(s).native;
+        assert_eq!(native("netperf -t omni -- -d recv"), v("netperf stream --reverse -H 127.0.0.1 -p 12865"));
+        for rr in ["rr", "send|recv", "RECV|xmit", "6", "0x6"] {
+            let c = call(&format!("netperf -t omni -- -d {rr} -r 1,1"));
+            assert_eq!(c.native, v("netperf rr -H 127.0.0.1 -p 12865 -r 1,1"), "-d {rr}");
+            assert_eq!(c.output.test, "TCP_RR", "-d {rr}");
+        }
+        for send in ["send", "xmit", "stream", "transmit", "2", "-dsend"] {
+            let line = if send.starts_with('-') {
+                format!("netperf -t omni -- {send}")
+            } else {
+                format!("netperf -t omni -- -d {send}")
+            };
+            assert_eq!(call(&line).output.test, "TCP_STREAM", "{line}");
+        }
+        for recv in ["receive", "maerts", "4"] {
+            assert_eq!(call(&format!("netperf -t omni -- -d {recv}")).output.test, "TCP_MAERTS", "-d {recv}");
+        }
+        // A count follows the direction: transactions for rr.
+        assert_eq!(
+            native("netperf -t omni -l -100 -- -d rr"),
+            v("netperf rr -H 127.0.0.1 -p 12865 --transactions 100 -l 600")
+        );
+        assert_eq!(native("netperf -t TCP_STREAM -- -d recv"), v("netperf stream -H 127.0.0.1 -p 12865"));
+        for bad in ["bogus", "send|sideways", "1", "8", "0"] {
+            let err = parse(&v(&format!("netperf -t omni -- -d {bad}")), true).unwrap_err();
+            assert_eq!(err.code, 2, "-d {bad}");
+            assert!(
+                err.message.contains("-d") && err.message.contains("send, recv or rr"),
+                "{}",
+                err.message
+            );
+        }
+    }
+
+    /// Where each word of a line starts.
+    fn word_starts(line: &str) -> Vec<usize> {
+        let b = line.as_bytes();
+        (0..b.len()).filter(|&i| b[i] != b' ' && (i == 0 || b[i - 1] == b' ')).collect()
+    }
+
+    /// With -s 4M -S 4M the kernel reports 8 MiB buffers: seven-digit figures that ran past
+    /// netperf's six-wide columns. Each column now starts where its title does, with one
+    /// space at least between values; small figures keep netperf's widths.
+    #[test]
+    fn classic_columns_fit_large_socket_sizes() {
+        let col = |title: [&'static str; 4], min: usize| Column { title, min, right: false };
+        let columns = [
+            col(["Recv", "Socket", "Size", "bytes"], 6),
+            col(["Send", "Socket", "Size", "bytes"], 7),
+            col(["Send", "Message", "Size", "bytes"], 8),
+            col(["", "Elapsed", "Time", "secs."], 8),
+            col(["", "", "Throughput", "10^6bits/s"], 0),
+        ];
+        let big = vec![v("8388608 8388608 1400 1.00 3962.97")];
+        let out = table(&columns, 4, &big, true);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 6, "{out}");
+        assert_eq!(lines[4], "", "a blank line under the titles: {out}");
+        assert_eq!(word_starts(lines[5]), word_starts(lines[2]), "values under their titles:\n{out}");
+        assert_eq!(lines[5].split_whitespace().count(), 5, "{out}");
+        let small = table(&columns, 4, &[v("87380 16384 16384 10.00 941.12")], true);
+        assert_eq!(
+            small,
+            "Recv   Send    Send\nSocket Socket  Message  Elapsed\nSize   Size    Size     Time     Throughput\nbytes  bytes   bytes    secs.    10^6bits/s\n\n87380  16384   16384    10.00    941.12\n"
+        );
+        // A right-aligned count column and a title that runs into the next blank one.
+        let counts = [
+            Column { title: ["Messages", "Okay", "#", ""], min: 7, right: true },
+            Column { title: ["", "Errors", "#", ""], min: 6, right: true },
+        ];
+        let out = table(&counts, 3, &[v("123456789 0")], true);
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines[0].trim_start(), "Messages", "{out}");
+        let end = |l: &str, word: &str| l.find(word).map(|i| i + word.len());
+        assert_eq!(
+            end(lines[1], "Okay"),
+            end(lines[4], "123456789"),
+            "right-aligned under its title:\n{out}"
+        );
+        assert_eq!(end(lines[1], "Errors"), Some(lines[4].len()), "{out}");
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! netserver does, it goes to the background unless -D keeps it in the foreground.
 //! `ringperf install-links DIR` makes the `netperf` and `netserver` links.
 
+use std::io::Write;
+use std::os::fd::{AsRawFd, FromRawFd};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -105,26 +107,104 @@ pub fn main(argv: Vec<String>) -> i32 {
             return 1;
         }
     };
+    let (ready, ready_w) = match std::io::pipe() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("netserver: cannot make a pipe to hear from the server ({e}): run 'netserver -D'");
+            return 1;
+        }
+    };
+    let ready_fd = ready_w.as_raw_fd();
     let mut cmd = Command::new(exe);
     cmd.args(&call.native[1..]).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    cmd.env(READY_FD_ENV, ready_fd.to_string());
     // A process group of its own: the terminal's Ctrl-C no longer reaches it.
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    match cmd.spawn() {
-        Ok(child) => {
-            let after = |flag: &str| call.native.iter().skip_while(|a| *a != flag).nth(1).cloned();
-            let port = after("-p").unwrap_or_default();
-            let host = after("--bind").unwrap_or_else(|| "IN(6)ADDR_ANY".into());
+    // SAFETY: runs in the child between fork and exec and only calls fcntl, which is
+    // async-signal-safe; `ready_fd` is open in the child (the parent holds it until spawn
+    // returns).
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+            // The pipe is made close-on-exec; the server is to keep its write end.
+            if libc::fcntl(ready_fd, libc::F_SETFD, 0) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        })
+    };
+    let child = match cmd.spawn() {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("netserver: cannot start the server ({e}): run 'netserver -D' to see why");
+            return 1;
+        }
+    };
+    // Only the server holds the write end now: it writes its address once it is bound, and
+    // an end without one means it stopped first.
+    drop(ready_w);
+    match listening_address(ready) {
+        Some(addr) => {
+            let host = call
+                .native
+                .iter()
+                .skip_while(|a| *a != "--bind")
+                .nth(1)
+                .cloned()
+                .unwrap_or_else(|| "IN(6)ADDR_ANY".into());
+            // The pid is the server's own (it is no shell): what stops it is `kill PID`.
             println!(
-                "Starting netserver with host '{host}' port '{port}' (ringperf serve, pid {})",
+                "Starting netserver with host '{host}' port '{}' (ringperf serve, pid {})",
+                addr.port(),
                 child.id()
             );
             0
         }
-        Err(e) => {
-            eprintln!("netserver: cannot start the server ({e}): run 'netserver -D' to see why");
+        None => {
+            eprintln!(
+                "netserver: the server stopped before it was listening (port {} taken?): run 'netserver -D' to see why",
+                call.native.iter().skip_while(|a| *a != "-p").nth(1).map_or("?", String::as_str)
+            );
             1
         }
     }
+}
+
+/// The variable that tells `ringperf serve` which inherited descriptor to write its
+/// listening address to (one line), then close: how the background netserver knows the
+/// server is up, and on which port.
+pub const READY_FD_ENV: &str = "RINGPERF_READY_FD";
+
+/// How long the background netserver waits for the server to bind.
+const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Reads the server's address line from `ready`, or `None` if the pipe ends (the server
+/// stopped) or nothing comes within READY_TIMEOUT.
+fn listening_address(ready: std::io::PipeReader) -> Option<std::net::SocketAddr> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut line = String::new();
+        let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(ready), &mut line);
+        let _ = tx.send(line.trim().parse().ok());
+    });
+    rx.recv_timeout(READY_TIMEOUT).ok().flatten()
+}
+
+/// `ringperf serve`'s side of [`READY_FD_ENV`]: writes `addr` to the descriptor it names
+/// and closes it. A variable that names no pipe is left alone.
+pub fn tell_ready(addr: std::net::SocketAddr) {
+    let Some(fd) = std::env::var(READY_FD_ENV).ok().and_then(|v| v.parse::<i32>().ok()) else { return };
+    // SAFETY: libc::stat is plain data, for which all zero bytes are a valid value.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    // SAFETY: fstat writes into `st`, a stat buffer of the right type; a descriptor that is
+    // not open fails it, which is checked.
+    let stat_ok = fd > 2 && unsafe { libc::fstat(fd, &mut st) } == 0;
+    if !stat_ok || st.st_mode & libc::S_IFMT != libc::S_IFIFO {
+        return;
+    }
+    // SAFETY: the descriptor is an open pipe that the background netserver made for this
+    // process to own; nothing else here uses it.
+    let mut pipe = unsafe { std::fs::File::from_raw_fd(fd) };
+    let _ = writeln!(pipe, "{addr}");
 }
 
 /// `ringperf install-links DIR`: symlinks named `netperf` and `netserver` to this binary

@@ -102,13 +102,7 @@ impl Side {
             DataSockets::Flows(s) => (s, None),
             DataSockets::Listener { listener, cookie, peer } => {
                 crr_peer = Some(peer);
-                // SAFETY: eventfd has no memory effects; the result is checked below.
-                let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
-                if fd < 0 {
-                    return Err(Error::io("creating the crr stop eventfd", std::io::Error::last_os_error()));
-                }
-                // SAFETY: `fd` is a new descriptor that nothing else owns.
-                let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+                let owned = new_eventfd("the crr stop eventfd")?;
                 let plan = CrrPlan { peer: None, cookie, stop_fd: Some(owned.as_raw_fd()) };
                 stop = Some(owned);
                 (vec![listener], Some(plan))
@@ -121,6 +115,14 @@ impl Side {
                 (Vec::new(), Some(CrrPlan { peer: Some(peer), cookie, stop_fd: None }))
             }
         };
+        // A counted UDP test's server ends when the session hears the client is done.
+        let udp_server = roles.iter().any(|r| matches!(r, Role::UdpReceiver | Role::UdpRrServer));
+        let mut flows_done_fd = None;
+        if udp_server && spec.client_says_flows_done() {
+            let owned = new_eventfd("the counted test's done eventfd")?;
+            flows_done_fd = Some(owned.as_raw_fd());
+            stop = Some(owned);
+        }
         if crr.is_none() {
             for s in &sockets {
                 crate::net::tune(s, &spec.socket)?;
@@ -175,6 +177,7 @@ impl Side {
                     splice_file,
                     live: live.clone(),
                     crr: crr.clone(),
+                    flows_done_fd,
                     watch_fd,
                     police_bps,
                 };
@@ -415,4 +418,15 @@ fn socket_sizes(s: &Socket, retransmits: Option<u64>) -> SocketSizes {
 /// tcpi_total_retrans, summed over flows); `None` if the kernel would not say.
 fn total_retransmits(sockets: &[Socket]) -> Option<u64> {
     sockets.iter().map(|s| TcpFlowInfo::read(s.as_raw_fd()).map(|t| u64::from(t.total_retrans))).sum()
+}
+
+/// A new eventfd (`what` names it in the error).
+fn new_eventfd(what: &str) -> Result<OwnedFd> {
+    // SAFETY: eventfd has no memory effects; the result is checked below.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(Error::io(format!("creating {what}"), std::io::Error::last_os_error()));
+    }
+    // SAFETY: `fd` is a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }

@@ -709,9 +709,13 @@ impl TestSpec {
                 Direction::ServerToClient => (&self.remote, &self.local),
             };
             let classic = sender.send_engine.is_classic() || receiver.recv_engine.is_classic();
-            if limit == 0 || self.workload != Workload::Stream || self.bidir || classic {
+            // A UDP receiver sees no end of stream: the client's sender counts, and the
+            // session tells the server when it is done.
+            let udp_forward =
+                self.workload == Workload::UdpStream && self.direction == Direction::ClientToServer;
+            if limit == 0 || !(self.workload == Workload::Stream || udp_forward) || self.bidir || classic {
                 return Err(Error::Usage(format!(
-                    "a byte count ({limit} bytes per flow) needs a one-way stream with an io_uring send engine: drop --bytes (or a negative -l) or run stream without --bidir and a classic engine"
+                    "a byte count ({limit} bytes per flow) needs a one-way stream (udp-stream: client to server) with an io_uring send engine: drop --bytes (or a negative -l) or run stream without --bidir and a classic engine"
                 )));
             }
         }
@@ -719,9 +723,10 @@ impl TestSpec {
             let classic = [&self.local, &self.remote]
                 .iter()
                 .any(|s| s.send_engine.is_classic() || s.recv_engine.is_classic());
-            if limit == 0 || self.workload != Workload::Rr || self.open_loop.is_some() || classic {
+            let counted = matches!(self.workload, Workload::Rr | Workload::Crr | Workload::UdpRr);
+            if limit == 0 || !counted || self.open_loop.is_some() || classic {
                 return Err(Error::Usage(format!(
-                    "a transaction count ({limit} per flow) needs a closed-loop rr on io_uring engines: drop --transactions (or a negative -l), --rate and classic engines"
+                    "a transaction count ({limit} per flow) needs a closed-loop rr, crr or udp-rr on io_uring engines: drop --transactions (or a negative -l), --rate and classic engines"
                 )));
             }
         }
@@ -1070,6 +1075,14 @@ impl TestSpec {
         Ok(())
     }
 
+    /// Whether the client tells the server when its flows are done (FlowsDone), the end
+    /// the server waits for: crr's server cannot tell a last connection from a pause, and
+    /// a counted UDP test's server sees no end of stream.
+    pub fn client_says_flows_done(&self) -> bool {
+        let counted = self.byte_limit.is_some() || self.transaction_limit.is_some();
+        self.workload == Workload::Crr || (self.workload.is_udp() && counted)
+    }
+
     /// How many transactions one rr flow may have outstanding: the burst closed loop, the
     /// backlog open loop. Both sides size their buffers and FIFOs for it.
     pub fn rr_depth(&self) -> u32 {
@@ -1292,7 +1305,16 @@ mod tests {
             TestSpec { transaction_limit: Some(10), ..counted.clone() }.validate().is_err(),
             "a stream counts bytes"
         );
+        for w in [Workload::Crr, Workload::UdpRr] {
+            let t = TestSpec { transaction_limit: Some(10), ..TestSpec::for_workload(w) };
+            assert!(t.validate().is_ok(), "{w:?} counts transactions");
+        }
+        let udp = TestSpec { byte_limit: Some(1000), ..TestSpec::for_workload(Workload::UdpStream) };
+        assert!(udp.validate().is_ok(), "udp-stream counts the client's bytes");
+        let udp_reverse = TestSpec { direction: Direction::ServerToClient, ..udp.clone() };
         for bad in [
+            udp_reverse,
+            TestSpec { transaction_limit: Some(10), ..udp },
             TestSpec { byte_limit: Some(0), ..counted.clone() },
             TestSpec { bidir: true, ..counted.clone() },
             classic_receiver,

@@ -64,6 +64,9 @@ pub struct WorkerPlan {
     pub police_bps: Option<u64>,
     /// crr: where to connect (client) or how to know the client is done (server).
     pub crr: Option<CrrPlan>,
+    /// A counted UDP test's server: the eventfd the session writes when the client says
+    /// its flows are done (the control connection is then the session's to read).
+    pub flows_done_fd: Option<RawFd>,
 }
 
 /// What a crr worker needs besides its sockets.
@@ -163,6 +166,7 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
     let socks = plan.fds.clone();
     let police_bps = plan.police_bps;
     let verify_on = spec.verify;
+    let flows_done = plan.flows_done_fd;
     let tx = Transaction {
         request: spec.request_size,
         response: spec.response_size,
@@ -323,7 +327,7 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
                 } else {
                     let (count, size) = udp_recv_buffers(&spec);
                     let path = DatagramRecv::new(ring, fds, count, size)?;
-                    Box::new(UdpReceiver::new(&spec, path, fds.len()))
+                    Box::new(UdpReceiver::new(&spec, path, fds.len(), flows_done))
                 })
             });
         }
@@ -347,7 +351,7 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
                         .map(|o| Schedule::new(o.interval_ns(spec.flows), fds.len(), window_ns));
                     Box::new(UdpRrClient::new(&spec, fds, path, recv, schedule)) as Box<dyn Workload>
                 } else {
-                    Box::new(UdpRrServer::new(&spec, fds, path, recv))
+                    Box::new(UdpRrServer::new(&spec, fds, path, recv, flows_done))
                 })
             });
         }

@@ -94,8 +94,13 @@ fn netperf_manual_lines_parse_to_the_native_spec() {
             "ringperf udp-rr -H 192.0.2.1 -p 12865 --tos 0x88 -r 64,64 --timeout-us 2000000",
         ),
         ("netperf -t omni -p 20000 -T 0,1", "ringperf stream -H 127.0.0.1 -p 20000 -T 0,1"),
+        ("netperf -t omni -H 192.0.2.1 -- -d rr -r 64,64", "ringperf rr -H 192.0.2.1 -p 12865 -r 64,64"),
+        ("netperf -t omni -H 192.0.2.1 -- -d maerts", "ringperf stream --reverse -H 192.0.2.1 -p 12865"),
         ("netperf -t TCP_MAERTS -l -1M", "ringperf stream --reverse -H 127.0.0.1 -p 12865 --bytes 1M -l 600"),
         ("netperf -t TCP_RR -l -1000 -- -b 3", "ringperf rr -H 127.0.0.1 -p 12865 --transactions 1000 -l 600 --burst 4"),
+        ("netperf -t TCP_CRR -l -500", "ringperf crr -H 127.0.0.1 -p 12865 --transactions 500 -l 600"),
+        ("netperf -t UDP_RR -l -2000", "ringperf udp-rr -H 127.0.0.1 -p 12865 --transactions 2000 -l 600"),
+        ("netperf -t UDP_STREAM -l -1M", "ringperf udp-stream -H 127.0.0.1 -p 12865 --bytes 1M -l 600"),
         (
             "netperf -P 0 -v 0 -D -0.20 -4 -H 127.0.0.1 -p 12865 -t TCP_STREAM -l 5 -f m -- -H 127.0.0.1 -k THROUGHPUT -K cubic",
             "ringperf stream -H 127.0.0.1 -p 12865 -l 5 -D 0.2 --cc cubic",
@@ -117,7 +122,8 @@ fn what_cannot_be_honoured_fails_with_a_netperf_message() {
     for args in [
         &["-t", "SCTP_STREAM"][..],
         &["-t", "TCP_STREAM", "--", "-P", "5000"],
-        &["-t", "UDP_RR", "-l", "-1000"],
+        // A count of nothing.
+        &["-t", "UDP_RR", "-l", "-0"],
     ] {
         let out = netperf(&dir, args);
         assert_eq!(out.code(), 2, "{args:?}: {out}");
@@ -300,6 +306,8 @@ fn keyval_output_has_netperfs_keys_with_sane_values() {
     .success();
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(lines.len(), 3, "banner, header, values: {out}");
+    // netperf's titles, not its selector names; a name nobody knows stands for itself.
+    assert_eq!(lines[1], "Throughput,NO_SUCH_OUTPUT,Protocol", "{out}");
     let values: Vec<&str> = lines[2].split(',').collect();
     assert_eq!(values.len(), 3, "{out}");
     assert!(
@@ -361,6 +369,54 @@ fn a_negative_length_sends_exactly_that_many_bytes() {
     }
 }
 
+/// A negative -l counts in TCP_CRR and UDP_RR too (connections, transactions: exactly that
+/// many on both sides, seen in the bytes each side moved) and in UDP_STREAM (the bytes the
+/// client sends, in whole datagrams as netperf counts them); each ends at its count, long
+/// before the cap on its length.
+#[test]
+fn a_negative_length_counts_connections_transactions_and_datagrams() {
+    let dir = links("count-more");
+    let server = netserver(&dir);
+    let port = server.port_arg();
+    let keys = "ELAPSED_TIME,LOCAL_BYTES_SENT,LOCAL_BYTES_RECVD,REMOTE_BYTES_SENT,REMOTE_BYTES_RECVD,CRR_CONNECTIONS";
+    let cap = ringperf_cli::netperf::COUNT_CAP_SECS as f64;
+    let run = |test: &str, count: &str, size_flag: &str, size: &str| {
+        let l = format!("-{count}");
+        let args = ["-P", "0", "-H", "127.0.0.1", "-p", &port, "-t", test, "-l", &l, "--"];
+        let out = netperf(&dir, &args.into_iter().chain([size_flag, size, "-k", keys]).collect::<Vec<_>>())
+            .success();
+        let kv = keyvals(&out.stdout);
+        assert!(num(&kv, "ELAPSED_TIME") < cap / 2.0, "{test}: it ran to the cap, not to the count: {out}");
+        (kv, out)
+    };
+    // Request and response sizes differ, so each side's bytes tell its transactions.
+    for (test, count) in [("TCP_CRR", 500u64), ("UDP_RR", 2000)] {
+        let (kv, out) = run(test, &count.to_string(), "-r", "9,13");
+        let bytes = |k: &str| num(&kv, k) as u64;
+        assert_eq!(
+            [
+                bytes("LOCAL_BYTES_SENT"),
+                bytes("REMOTE_BYTES_RECVD"),
+                bytes("REMOTE_BYTES_SENT"),
+                bytes("LOCAL_BYTES_RECVD")
+            ],
+            [9 * count, 9 * count, 13 * count, 13 * count],
+            "{test}: exactly {count} transactions on both sides: {out}"
+        );
+        if test == "TCP_CRR" {
+            assert_eq!(bytes("CRR_CONNECTIONS"), count, "{out}");
+        }
+    }
+    // 1000-byte datagrams: a count they divide is sent exactly; one they do not is rounded
+    // up to the next whole datagram, as netperf's sender does.
+    for (count, sent) in [(2_000_000u64, 2_000_000u64), (100_001, 101_000)] {
+        let (kv, out) = run("UDP_STREAM", &count.to_string(), "-m", "1000");
+        assert_eq!(num(&kv, "LOCAL_BYTES_SENT") as u64, sent, "{out}");
+        let received = num(&kv, "REMOTE_BYTES_RECVD") as u64;
+        assert!(received > 0 && received <= sent && received.is_multiple_of(1000), "{out}");
+    }
+}
+
 /// -L binds the control and the data connections: from 127.0.0.2 the server logs that
 /// address, and the data connections arrive from it too, or the server (which takes them
 /// from the control connection's address only) would never see them.
@@ -404,6 +460,83 @@ fn without_a_selector_the_classic_table_or_the_bare_figure() {
     let bare: Vec<&str> = out.stdout.split_whitespace().collect();
     assert_eq!(bare.len(), 1, "{out}");
     assert!(bare[0].parse::<f64>().is_ok_and(|v| v > 0.0), "{out}");
+}
+
+/// A background server's pid, stopped (SIGTERM) when dropped, so a failed assertion does
+/// not leave it running.
+struct Daemon(i32);
+
+impl Daemon {
+    /// Whether the process is gone: no such pid, or a zombie (this test is not its parent
+    /// and cannot reap it).
+    fn gone(&self) -> bool {
+        match std::fs::read_to_string(format!("/proc/{}/stat", self.0)) {
+            Err(_) => true,
+            Ok(stat) => stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
+        }
+    }
+
+    fn stop(&self) {
+        // SAFETY: kill takes plain integers; the pid is the server this test started.
+        unsafe { libc::kill(self.0, libc::SIGTERM) };
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if !self.gone() {
+            self.stop();
+        }
+    }
+}
+
+/// `netserver` without -D goes to the background as netserver does: it returns once the
+/// server listens, saying on which port and with which pid; a netperf run reaches it, and
+/// SIGTERM to that pid ends it. A port already taken makes it fail instead of pretending.
+#[test]
+fn netserver_in_the_background_says_its_port_and_pid() {
+    let dir = links("daemon");
+    let mut cmd = Command::new(dir.0.join("netserver"));
+    cmd.args(["-L", "127.0.0.1", "-p", "0"]);
+    let out = run_with_timeout(cmd, Duration::from_secs(20)).success();
+    let quoted = |key: &str| -> Option<String> {
+        let rest = out.stdout.split_once(&format!("{key} '"))?.1;
+        Some(rest.split_once('\'')?.0.to_string())
+    };
+    let port = quoted("port").unwrap_or_else(|| panic!("no port: {out}"));
+    let pid: i32 = out
+        .stdout
+        .split_once("pid ")
+        .and_then(|(_, r)| r.trim_end().trim_end_matches(')').parse().ok())
+        .unwrap_or_else(|| panic!("no pid: {out}"));
+    let daemon = Daemon(pid);
+    assert!(port.parse::<u16>().is_ok_and(|p| p > 0), "{out}");
+    let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+    let args: Vec<String> =
+        cmdline.split(|b| *b == 0).map(|a| String::from_utf8_lossy(a).to_string()).collect();
+    assert!(args.iter().any(|a| a == "serve"), "pid {pid} is the server itself: {args:?}");
+    assert_eq!(quoted("host").as_deref(), Some("127.0.0.1"), "{out}");
+
+    let run =
+        netperf(&dir, &["-P", "0", "-v", "0", "-H", "127.0.0.1", "-p", &port, "-t", "TCP_RR", "-l", "0.5"])
+            .success();
+    assert!(run.stdout.trim().parse::<f64>().is_ok_and(|v| v > 0.0), "{run}");
+
+    // The same port again: taken, so the second server cannot listen, and says so.
+    let mut again = Command::new(dir.0.join("netserver"));
+    again.args(["-L", "127.0.0.1", "-p", &port]);
+    let taken = run_with_timeout(again, Duration::from_secs(20));
+    assert_eq!(taken.code(), 1, "{taken}");
+    assert!(taken.stderr.contains("stopped before it was listening"), "{taken}");
+
+    daemon.stop();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !daemon.gone() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(daemon.gone(), "pid {pid} still runs 10 s after SIGTERM");
+    let refused = std::net::TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap_or(0)));
+    assert!(refused.is_err(), "the port still takes connections after the server ended");
 }
 
 /// `install-links` makes both links, says so again when they are there, and refuses to

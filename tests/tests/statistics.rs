@@ -95,6 +95,20 @@ fn intervals_add_up_and_print_live() {
     let out = ringperf!().run(&["stream", "-l", "1", "-D", "0.25", "--keyval"]).success();
     assert!(out.stdout.contains("NETPERF_INTERIM_RESULT[0]="), "{out}");
     assert!(out.stdout.contains("NETPERF_UNITS[0]=10^6bits/s"), "{out}");
+    // A window that ends on a tick leaves an empty remainder: no line covers 0 s, and the
+    // lines are numbered without gaps.
+    let intervals: Vec<(String, f64)> = out
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("NETPERF_INTERVAL["))
+        .filter_map(|l| l.split_once("]="))
+        .map(|(n, v)| (n.to_string(), v.parse().unwrap_or(0.0)))
+        .collect();
+    assert!(intervals.len() >= 3, "{out}");
+    for (i, (n, secs)) in intervals.iter().enumerate() {
+        assert_eq!(n, &i.to_string(), "{out}");
+        assert!(*secs >= 0.001, "interval {n} covers {secs} s: {out}");
+    }
     // Piped output and no -D: no interval lines.
     let out = ringperf!().run(&["stream", "-l", "0.5"]).success();
     assert!(!out.stdout.contains("interval "), "{out}");

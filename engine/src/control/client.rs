@@ -351,8 +351,8 @@ fn run_on(
     c.send(&ClientMessage::Go {})?;
     side.start()?;
     let finished = side.finish()?;
-    if spec.workload == Workload::Crr && !matches!(finished.ending, Ok(Ending::Aborted)) {
-        // Every cycle is over (or the side failed): the server's workers may stop. A
+    if spec.client_says_flows_done() && !matches!(finished.ending, Ok(Ending::Aborted)) {
+        // Every cycle or count is over (or the side failed): the server's workers may stop. A
         // stopped run sends Abort instead (below), which stops them too.
         let _ = c.send(&ClientMessage::FlowsDone {});
     }

@@ -601,8 +601,9 @@ fn session(
     side.start()?;
     // crr: the client stopped mid-run (Ctrl-C) and asked for what was measured.
     let mut aborted = false;
-    if spec.workload == Workload::Crr {
-        // The client says when its last cycle is done; until then connections keep coming.
+    if spec.client_says_flows_done() {
+        // The client says when its last cycle (or its count) is done; until then
+        // connections or datagrams keep coming.
         let wait =
             Duration::from_millis(spec.duration_ms) + Duration::from_nanos(crate::workload::PEER_GRACE_NS);
         let done = read_frame_by::<ClientMessage>(

@@ -286,6 +286,9 @@ pub struct CrrClient {
     /// A stop came: cycles under way are being cancelled.
     aborting: bool,
     report: CrrReport,
+    /// Connections each flow makes before it stops (the spec's transaction limit;
+    /// u64::MAX when timed).
+    limit: u64,
 }
 
 /// The header every flow's request starts with: `cookie` and its global flow number.
@@ -338,6 +341,7 @@ impl CrrClient {
             active: 0,
             aborting: false,
             report: CrrReport { linger0, ..CrrReport::default() },
+            limit: spec.transaction_limit.unwrap_or(u64::MAX),
         }
     }
 
@@ -592,7 +596,9 @@ impl CrrClient {
             return Err(cycle_error(failed, self.ports.is_some()));
         }
         self.active -= 1;
-        if !run.stopping {
+        // A count: a flow's cycles run one after another, so comparing its counter here
+        // stops it at exactly its count.
+        if !run.stopping && run.counters[f].transactions < self.limit {
             self.begin(ring, f, now)?;
         }
         Ok(())
@@ -618,7 +624,8 @@ impl Workload for CrrClient {
 
     fn done(&self, run: &Run) -> bool {
         // Zero-copy buffers the kernel still holds come back before the ring goes.
-        run.stopping && self.active == 0 && self.send.outstanding() == 0
+        let counted = run.counters.iter().all(|k| k.transactions >= self.limit);
+        (run.stopping || counted) && self.active == 0 && self.send.outstanding() == 0
     }
 
     fn on_abort(&mut self, ring: &mut Ring, run: &mut Run) -> Result<Option<Ending>> {
@@ -1096,11 +1103,7 @@ impl Workload for CrrServer {
     }
 
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
-        let poll = opcode::PollAdd::new(types::Fd(self.stop), libc::POLLIN as u32)
-            .build()
-            .user_data(token(op::STOP, 0));
-        // SAFETY: PollAdd points at no memory; the eventfd outlives the ring's use of it.
-        unsafe { ring.push(&poll)? };
+        crate::workload::watch_flows_done(ring, self.stop)?;
         self.arm_accept(ring)?;
         self.accepting = true;
         Ok(())

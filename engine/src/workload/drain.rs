@@ -17,6 +17,8 @@ pub struct Drain {
     /// How long after the deadline the drain may last at most.
     max_ns: u64,
     draining: bool,
+    /// When the drain started: the deadline, or when the client said it was done.
+    from_ns: u64,
     /// Datagrams since the last tick.
     since_tick: u64,
     cancelled: bool,
@@ -26,12 +28,25 @@ pub struct Drain {
 impl Drain {
     pub fn new(tick_ns: u64, max_ns: u64) -> Drain {
         let tick = types::Timespec::new().sec(tick_ns / 1_000_000_000).nsec((tick_ns % 1_000_000_000) as u32);
-        Drain { tick: Box::new(tick), max_ns, draining: false, since_tick: 0, cancelled: false, end_ns: None }
+        Drain {
+            tick: Box::new(tick),
+            max_ns,
+            draining: false,
+            from_ns: 0,
+            since_tick: 0,
+            cancelled: false,
+            end_ns: None,
+        }
     }
 
-    /// The deadline came: the window ends here unless data still comes.
+    /// The deadline came, or the client said its flows are done (`deadline_ns` is then
+    /// now): the window ends here unless data still comes. Only the first start counts.
     pub fn start(&mut self, ring: &mut Ring, deadline_ns: u64) -> Result<()> {
+        if self.draining {
+            return Ok(());
+        }
         self.draining = true;
+        self.from_ns = deadline_ns;
         self.end_ns = Some(deadline_ns);
         self.since_tick = 0;
         self.push_tick(ring)
@@ -47,12 +62,12 @@ impl Drain {
 
     /// A DRAIN tick: go on while data comes and the limit allows, else cancel the
     /// standing receives of `flows` flows (once).
-    pub fn on_tick(&mut self, ring: &mut Ring, deadline_ns: u64, flows: usize) -> Result<()> {
+    pub fn on_tick(&mut self, ring: &mut Ring, flows: usize) -> Result<()> {
         let now = monotonic_ns();
         if self.since_tick > 0 {
             self.end_ns = Some(now);
         }
-        if self.since_tick > 0 && now < deadline_ns + self.max_ns {
+        if self.since_tick > 0 && now < self.from_ns + self.max_ns {
             self.since_tick = 0;
             self.push_tick(ring)
         } else if !self.cancelled {
@@ -95,15 +110,29 @@ mod tests {
         drain.start(&mut ring, deadline).expect("a tick");
         assert_eq!(drain.end_ns(), Some(deadline));
         drain.saw_data();
-        drain.on_tick(&mut ring, deadline, 1).expect("another tick");
+        drain.on_tick(&mut ring, 1).expect("another tick");
         assert!(!drain.cancelled());
         let extended = drain.end_ns().expect("an end");
         assert!(extended >= deadline);
-        drain.on_tick(&mut ring, deadline, 1).expect("a cancel");
+        drain.on_tick(&mut ring, 1).expect("a cancel");
         assert!(drain.cancelled());
         assert_eq!(drain.end_ns(), Some(extended), "a quiet tick does not move the end");
-        drain.on_tick(&mut ring, deadline, 1).expect("nothing more");
+        drain.on_tick(&mut ring, 1).expect("nothing more");
         assert!(drain.cancelled());
+    }
+
+    /// The client's "done" starts the drain early; the deadline that comes later does not
+    /// start it again (nor move the window's end back).
+    #[test]
+    fn an_early_start_is_the_only_start() {
+        let mut ring = Ring::new(&RingTuning::default(), 16).expect("a ring");
+        let early = monotonic_ns();
+        let mut drain = Drain::new(1_000_000, 60_000_000_000);
+        drain.start(&mut ring, early).expect("a tick");
+        drain.on_tick(&mut ring, 1).expect("a cancel");
+        assert!(drain.cancelled());
+        drain.start(&mut ring, early + 10_000_000_000).expect("nothing");
+        assert_eq!(drain.end_ns(), Some(early));
     }
 
     #[test]
@@ -113,7 +142,7 @@ mod tests {
         let mut drain = Drain::new(1_000_000, 1_000_000);
         drain.start(&mut ring, deadline).expect("a tick");
         drain.saw_data();
-        drain.on_tick(&mut ring, deadline, 1).expect("a cancel");
+        drain.on_tick(&mut ring, 1).expect("a cancel");
         assert!(drain.cancelled());
     }
 }

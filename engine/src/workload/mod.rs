@@ -31,6 +31,20 @@ pub struct FlowCounters {
     pub transactions: u64,
 }
 
+/// Server side of a test the client ends (crr, counted UDP): completes with op STOP once
+/// the session writes `fd`, the eventfd it writes when the client says its flows are done.
+pub(crate) fn watch_flows_done(
+    ring: &mut crate::ring::Ring,
+    fd: std::os::fd::RawFd,
+) -> crate::error::Result<()> {
+    use io_uring::{opcode, types};
+    let poll = opcode::PollAdd::new(types::Fd(fd), libc::POLLIN as u32)
+        .build()
+        .user_data(crate::ring::token(crate::io::op::STOP, 0));
+    // SAFETY: PollAdd points at no memory; the eventfd outlives the ring's use of it.
+    unsafe { ring.push(&poll) }
+}
+
 /// How long after its own deadline a side waits for the peer to finish before it gives up.
 pub const PEER_GRACE_NS: u64 = 10_000_000_000;
 

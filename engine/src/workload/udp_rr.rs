@@ -34,6 +34,8 @@
 //! per slot of the client's table. It ends like the UDP stream receiver: after its
 //! deadline, once no request arrived for a quiet period, it cancels its receives.
 
+use std::os::fd::RawFd;
+
 use io_uring::squeue::Flags;
 use io_uring::{opcode, types};
 
@@ -48,6 +50,7 @@ use crate::verify::Verifier;
 use crate::workload::drain::Drain;
 use crate::workload::driver::{RoleReport, Run, Timers, Workload};
 use crate::workload::schedule::Schedule;
+use crate::workload::FlowCounters;
 
 fn timespec(ns: u64) -> Box<types::Timespec> {
     Box::new(types::Timespec::new().sec(ns / 1_000_000_000).nsec((ns % 1_000_000_000) as u32))
@@ -146,6 +149,9 @@ pub struct UdpRrClient<S, R> {
     /// The responses' one-way delays; `Some` also means requests carry a send stamp.
     one_way: Option<OneWayRecorder>,
     stamp_requests: bool,
+    /// Transactions each flow makes before it stops (the spec's transaction limit;
+    /// u64::MAX when timed).
+    limit: u64,
 }
 
 impl<S: SendPath, R: RecvPath> UdpRrClient<S, R> {
@@ -183,7 +189,14 @@ impl<S: SendPath, R: RecvPath> UdpRrClient<S, R> {
             },
             one_way: OneWayRecorder::for_direction(spec, false),
             stamp_requests: spec.one_way_unmeasured(true).is_none(),
+            limit: spec.transaction_limit.unwrap_or(u64::MAX),
         }
+    }
+
+    /// Whether flow `f` may make another request: a count leaves room for it (a counter
+    /// compared, no clock read). Answered and outstanding requests together never pass it.
+    fn within_count(&self, f: usize, counters: &[FlowCounters]) -> bool {
+        counters[f].transactions + u64::from(self.flows[f].outstanding) < self.limit
     }
 
     fn slot(&self, f: usize, seq: u64) -> usize {
@@ -353,19 +366,22 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrClient<S, R> {
             s.start(run.deadline_ns.saturating_sub(s.window_ns));
             return self.release_due(ring, now, run.deadline_ns);
         }
-        // Closed loop: the whole burst is due at once.
+        // Closed loop: the whole burst is due at once (no more than a count allows).
         for f in 0..self.flows_n {
             for _ in 0..self.depth {
-                self.issue(ring, f, now, now)?;
+                if self.within_count(f, run.counters) {
+                    self.issue(ring, f, now, now)?;
+                }
             }
         }
         Ok(())
     }
 
     /// Open loop, a flow may have nothing outstanding between two requests: only after
-    /// the deadline does that mean the end.
+    /// the deadline does that mean the end. A count ends it once every flow made its own.
     fn done(&self, run: &Run) -> bool {
-        run.stopping && self.active == 0 && self.sends == 0
+        let counted = run.counters.iter().all(|k| k.transactions >= self.limit);
+        (run.stopping || counted) && self.active == 0 && self.sends == 0
     }
 
     /// The deadline: nothing new comes due, and a request still waiting for a buffer never
@@ -460,7 +476,7 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrClient<S, R> {
                         k.bytes_received += u64::from(bytes);
                         self.free(f, i);
                         // Closed loop: each response makes the flow's next request due.
-                        if !run.stopping && self.schedule.is_none() {
+                        if !run.stopping && self.schedule.is_none() && self.within_count(f, run.counters) {
                             self.issue(ring, f, now, now)?;
                         }
                     }
@@ -533,10 +549,20 @@ pub struct UdpRrServer<S, R> {
     clock_offset_ns: i64,
     /// This completion batch's clock read for the response stamps, 0 until taken.
     batch_stamp: u64,
+    /// A counted test: the eventfd the session writes when the client has made all its
+    /// transactions, which starts the drain then instead of at the deadline.
+    flows_done: Option<RawFd>,
 }
 
 impl<S: SendPath, R: RecvPath> UdpRrServer<S, R> {
-    pub fn new(spec: &TestSpec, fds: &[FlowFd], path: S, recv: R) -> UdpRrServer<S, R> {
+    /// `flows_done`: see [`UdpRrServer::flows_done`] (`None`: the deadline ends the test).
+    pub fn new(
+        spec: &TestSpec,
+        fds: &[FlowFd],
+        path: S,
+        recv: R,
+        flows_done: Option<RawFd>,
+    ) -> UdpRrServer<S, R> {
         // Quiet for two client timeouts: a retransmission would have come by then.
         let quiet_ns = (2 * u64::from(spec.udp.timeout_us) * 1000).max(20_000_000);
         let depth = spec.rr_depth().max(1);
@@ -568,6 +594,7 @@ impl<S: SendPath, R: RecvPath> UdpRrServer<S, R> {
             stamp_responses: spec.one_way_unmeasured(false).is_none(),
             clock_offset_ns: spec.clock_offset_ns,
             batch_stamp: 0,
+            flows_done,
         }
     }
 
@@ -617,7 +644,16 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrServer<S, R> {
         Timers { deadline: true, guard: false }
     }
 
+    /// A counted test's session reads the control connection itself (for the client's
+    /// "done", or a stop) and says so through `flows_done`.
+    fn watches(&self) -> bool {
+        self.flows_done.is_none()
+    }
+
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
+        if let Some(fd) = self.flows_done {
+            crate::workload::watch_flows_done(ring, fd)?;
+        }
         for f in 0..self.flows_n {
             self.arm(ring, f)?;
         }
@@ -636,7 +672,9 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrServer<S, R> {
     fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
         match c.op() {
             op::CANCEL => {}
-            op::DRAIN => self.drain.on_tick(ring, run.deadline_ns, self.flows_n)?,
+            // The client has its answers: a quiet period from now ends the test.
+            op::STOP => self.drain.start(ring, monotonic_ns())?,
+            op::DRAIN => self.drain.on_tick(ring, self.flows_n)?,
             op::SEND => {
                 let f = c.flow();
                 self.in_flight -= 1;

@@ -14,6 +14,8 @@
 //! receiving while datagrams still arrive, checking every DRAIN_TICK, for at most
 //! DRAIN_MAX; its elapsed time ends at the last tick that saw data.
 
+use std::os::fd::RawFd;
+
 use io_uring::squeue::Flags;
 
 use crate::error::{Error, Result};
@@ -64,6 +66,9 @@ pub struct UdpSender<S> {
     /// The receiver records one-way delays: stamp each chain (one clock read per chain),
     /// shifting this side's clock by this offset onto the client's.
     stamp_offset: Option<i64>,
+    /// Datagrams each flow sends before it stops (the spec's byte limit in whole
+    /// datagrams, as netperf counts a UDP_STREAM's bytes; u64::MAX when timed).
+    budget: u64,
 }
 
 impl<S: SendPath> UdpSender<S> {
@@ -95,7 +100,13 @@ impl<S: SendPath> UdpSender<S> {
                 ..UdpReport::default()
             },
             stamp_offset: spec.one_way_unmeasured(true).is_none().then_some(spec.clock_offset_ns),
+            budget: spec.byte_limit.map_or(u64::MAX, |b| b.div_ceil(u64::from(spec.send_size.max(1)))),
         }
+    }
+
+    /// Every flow has sent its whole budget.
+    fn sent_all(&self) -> bool {
+        self.seq.iter().all(|&s| s >= self.budget)
     }
 
     fn send_bytes(&self) -> u32 {
@@ -106,7 +117,13 @@ impl<S: SendPath> UdpSender<S> {
     /// order.
     fn refill(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
         let bytes = self.send_bytes();
-        let room = self.depth.min(self.path.available(f));
+        // A byte count: no more sends than the flow's remaining datagrams take (a counter,
+        // not a clock).
+        let left = self.budget - self.seq[f].min(self.budget);
+        let room = self
+            .depth
+            .min(self.path.available(f))
+            .min(usize::try_from(left.div_ceil(self.per_send as u64)).unwrap_or(usize::MAX));
         let mut k = 0;
         while k < room && self.pacer.allow(f, bytes) {
             k += 1;
@@ -116,8 +133,12 @@ impl<S: SendPath> UdpSender<S> {
         }
         for i in 1..=k {
             let flags = if i < k { Flags::IO_LINK } else { Flags::empty() };
-            self.path.push(ring, f, self.seq[f], bytes, flags)?;
-            self.seq[f] += self.per_send as u64;
+            // The last send of a count carries only the datagrams left.
+            let datagrams = (self.per_send as u64).min(self.budget - self.seq[f]);
+            let len =
+                if datagrams < self.per_send as u64 { datagrams as u32 * self.size as u32 } else { bytes };
+            self.path.push(ring, f, self.seq[f], len, flags)?;
+            self.seq[f] += datagrams;
             self.report.sends += 1;
         }
         self.in_flight[f] += k;
@@ -192,7 +213,7 @@ impl<S: SendPath> Workload for UdpSender<S> {
     }
 
     fn done(&self, run: &Run) -> bool {
-        run.stopping && self.total == 0
+        (run.stopping || self.sent_all()) && self.total == 0
     }
 
     fn on_pace(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()> {
@@ -237,6 +258,9 @@ pub struct UdpReceiver<R> {
     verify: Verifier,
     /// The one-way delays of stamped datagrams (`None`: the spec does not stamp them).
     one_way: Option<OneWayRecorder>,
+    /// A counted test: the eventfd the session writes when the client's sender is done,
+    /// which starts the drain then instead of at the deadline.
+    flows_done: Option<RawFd>,
 }
 
 /// Buffers of `size` bytes a UDP receiver's path needs: one datagram each, or a GRO batch.
@@ -246,7 +270,8 @@ pub fn udp_recv_buffers(spec: &TestSpec) -> (u16, usize) {
 }
 
 impl<R: RecvPath> UdpReceiver<R> {
-    pub fn new(spec: &TestSpec, path: R, flows: usize) -> UdpReceiver<R> {
+    /// `flows_done`: see [`UdpReceiver::flows_done`] (`None`: the deadline ends the test).
+    pub fn new(spec: &TestSpec, path: R, flows: usize, flows_done: Option<RawFd>) -> UdpReceiver<R> {
         UdpReceiver {
             path,
             flows,
@@ -262,6 +287,7 @@ impl<R: RecvPath> UdpReceiver<R> {
             armed: 0,
             verify: Verifier::new(false, 0),
             one_way: OneWayRecorder::for_direction(spec, true),
+            flows_done,
         }
     }
 
@@ -304,7 +330,16 @@ impl<R: RecvPath> Workload for UdpReceiver<R> {
         Timers { deadline: true, guard: false }
     }
 
+    /// A counted test's session reads the control connection itself (for the client's
+    /// "done", or a stop) and says so through `flows_done`.
+    fn watches(&self) -> bool {
+        self.flows_done.is_none()
+    }
+
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
+        if let Some(fd) = self.flows_done {
+            crate::workload::watch_flows_done(ring, fd)?;
+        }
         for f in 0..self.flows {
             self.path.arm(ring, f, 0, false, Flags::empty())?;
         }
@@ -323,7 +358,9 @@ impl<R: RecvPath> Workload for UdpReceiver<R> {
     fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
         match c.op() {
             op::CANCEL => {}
-            op::DRAIN => self.drain.on_tick(ring, run.deadline_ns, self.flows)?,
+            // The client's sender is done: what it sent is here or on its way.
+            op::STOP => self.drain.start(ring, monotonic_ns())?,
+            op::DRAIN => self.drain.on_tick(ring, self.flows)?,
             op::RECV => {
                 let f = c.flow();
                 match self.path.complete(ring, c, &mut self.verify)? {
@@ -434,6 +471,63 @@ mod tests {
         assert!(stopping, "the sender starts nothing more");
     }
 
+    /// A byte count (netperf's negative -l) sends whole datagrams up to it and then no
+    /// more: 100 datagrams for 6,380 bytes of 64-byte datagrams, numbered 0 to 99, one at a
+    /// time and as GSO sends of 64 (the last send carries the 36 left), and the sender is
+    /// done before any deadline.
+    #[test]
+    fn a_byte_count_sends_exactly_its_whole_datagrams() {
+        for gso in [None, Some(64u32)] {
+            let rx = UdpSocket::bind("127.0.0.1:0").expect("a loopback socket");
+            let tx = UdpSocket::bind("127.0.0.1:0").expect("a loopback socket");
+            tx.connect(rx.local_addr().expect("an address")).expect("connect");
+            rx.set_nonblocking(true).expect("nonblocking");
+            let tx = socket2::Socket::from(tx);
+            // Room for every datagram: loopback drops what a full buffer cannot take.
+            socket2::SockRef::from(&rx).set_recv_buffer_size(1 << 20).expect("SO_RCVBUF");
+            let mut spec = TestSpec::for_workload(Workload::UdpStream);
+            spec.send_size = 64;
+            spec.ring.send_depth = 4;
+            spec.udp.gso_segment = gso;
+            spec.byte_limit = Some(100 * 64 - 20);
+            if let Some(seg) = gso {
+                set_gso(&tx, seg).expect("UDP_SEGMENT");
+            }
+            let per_send = spec.udp_datagrams_per_send() as usize;
+            let mut ring = Ring::new(&RingTuning::default(), 64).expect("a ring");
+            let path = DatagramSend::new(&[FlowFd::Raw(tx.as_raw_fd())], 64, per_send, 4);
+            let mut sender = UdpSender::new(&spec, path, 1);
+            let mut sampler = IntervalSampler::new(0, 1, &[], false, None);
+            let mut counters = [FlowCounters::default()];
+            let deadline_ns = monotonic_ns() + 60_000_000_000;
+            let mut run =
+                Run { counters: &mut counters, sampler: &mut sampler, deadline_ns, stopping: false };
+            sender.start(&mut ring, &mut run).expect("a chain");
+            let mut out = Vec::with_capacity(ring.cq_entries());
+            // Bounded: a sender that ignored its count would never be done.
+            for _ in 0..1000 {
+                if sender.done(&run) {
+                    break;
+                }
+                ring.submit_and_wait_for(sender.total).expect("enter");
+                ring.reap(&mut out);
+                for c in &out {
+                    assert!(sender.complete(&mut ring, c, &mut run).expect("a send"), "{gso:?}");
+                }
+            }
+            assert!(sender.done(&run), "{gso:?}: still sending after 1000 batches");
+            assert!(!run.stopping, "{gso:?}: the count ended it, not the deadline");
+            assert_eq!(run.counters[0].bytes_sent, 100 * 64, "{gso:?}");
+            let mut seqs = Vec::new();
+            let mut buf = [0u8; 128];
+            while let Ok(n) = rx.recv(&mut buf) {
+                assert_eq!(n, 64, "{gso:?}");
+                seqs.push(u64::from_le_bytes(buf[..8].try_into().expect("8 bytes")));
+            }
+            assert_eq!(seqs, (0..100).collect::<Vec<u64>>(), "{gso:?}");
+        }
+    }
+
     /// A GSO send of 64 numbered 64-byte datagrams reaches a UDP_GRO socket as one
     /// coalesced receive; the receiver must split it per datagram and account each number,
     /// so two such sends are 128 datagrams received and none lost, not 2 received and 126
@@ -456,7 +550,7 @@ mod tests {
         let mut ring = Ring::new(&RingTuning::default(), 16).expect("a ring");
         let (count, size) = udp_recv_buffers(&spec);
         let path = DatagramRecv::new(&mut ring, &[FlowFd::Raw(rx.as_raw_fd())], count, size).expect("a path");
-        let mut receiver = UdpReceiver::new(&spec, path, 1);
+        let mut receiver = UdpReceiver::new(&spec, path, 1, None);
         receiver.path.arm(&mut ring, 0, 0, false, Flags::empty()).expect("arm");
 
         for first in [0u64, PER_SEND as u64] {
