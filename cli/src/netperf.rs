@@ -71,6 +71,8 @@ pub struct Output {
     pub demo: bool,
     /// -k/-o/-O with the names asked for (empty: netperf's default set for the style).
     pub select: Option<(Style, Vec<String>)>,
+    /// -c or -C: netperf's default selection then adds its CPU names.
+    pub cpu: bool,
     /// -f: the throughput unit letter.
     pub units: String,
     /// -Y as netperf would report it: the TOS byte of each side (`None`: left alone).
@@ -127,6 +129,7 @@ pub fn parse(args: &[String], by_name: bool) -> Result<Call, Refusal> {
         verbosity: 1,
         demo: false,
         select: None,
+        cpu: false,
         units: "m".into(),
         tos: (None, None),
         fill_file: None,
@@ -214,6 +217,7 @@ pub fn parse(args: &[String], by_name: bool) -> Result<Call, Refusal> {
                 {
                     it.next();
                 }
+                out.cpu = true;
                 globals.push(flag);
             }
             f if GLOBALS.contains(&f) => {
@@ -765,27 +769,48 @@ pub fn value(r: &TestReport, name: &str, units: Units) -> Option<String> {
     })
 }
 
-/// netperf's default -k/-o/-O set when no names are given.
-const DEFAULT_SELECTION: &[&str] = &[
-    "LSS_SIZE_END",
-    "LSR_SIZE_END",
-    "RSR_SIZE_END",
-    "RSS_SIZE_END",
-    "LOCAL_SEND_SIZE",
-    "REMOTE_RECV_SIZE",
-    "ELAPSED_TIME",
-    "THROUGHPUT",
-    "THROUGHPUT_UNITS",
-];
+/// netperf's default -k/-o/-O set when no names are given, as its omni code picks it by
+/// the test's direction: sizes for a send, a receive or a request/response, then the
+/// throughput, then (with -c or -C) the CPU figures.
+fn default_selection(test: &str, cpu: bool) -> Vec<String> {
+    const STREAM: &[&str] = &["LSS_SIZE_END", "RSR_SIZE_END", "LOCAL_SEND_SIZE"];
+    const MAERTS: &[&str] = &["RSS_SIZE_END", "LSR_SIZE_END", "REMOTE_SEND_SIZE"];
+    const RR: &[&str] =
+        &["LSS_SIZE_END", "LSR_SIZE_END", "RSR_SIZE_END", "RSS_SIZE_END", "REQUEST_SIZE", "RESPONSE_SIZE"];
+    const TPUT: &[&str] = &["ELAPSED_TIME", "THROUGHPUT", "THROUGHPUT_UNITS"];
+    const CPU: &[&str] = &[
+        "LOCAL_CPU_UTIL",
+        "LOCAL_CPU_PERCENT_USER",
+        "LOCAL_CPU_PERCENT_SYSTEM",
+        "LOCAL_CPU_PERCENT_IOWAIT",
+        "LOCAL_CPU_PERCENT_IRQ",
+        "LOCAL_CPU_PERCENT_SWINTR",
+        "LOCAL_CPU_METHOD",
+        "REMOTE_CPU_UTIL",
+        "REMOTE_CPU_PERCENT_USER",
+        "REMOTE_CPU_PERCENT_SYSTEM",
+        "REMOTE_CPU_PERCENT_IOWAIT",
+        "REMOTE_CPU_PERCENT_IRQ",
+        "REMOTE_CPU_PERCENT_SWINTR",
+        "REMOTE_CPU_METHOD",
+        "LOCAL_SD",
+        "REMOTE_SD",
+        "SD_UNITS",
+    ];
+    let sizes = match test {
+        "TCP_MAERTS" => MAERTS,
+        "TCP_RR" | "TCP_CRR" | "UDP_RR" => RR,
+        _ => STREAM,
+    };
+    let cpu: &[&str] = if cpu { CPU } else { &[] };
+    [sizes, TPUT, cpu].concat().into_iter().map(String::from).collect()
+}
 
 /// The final output for `out`: the selected names in their style, or the classic table.
 pub fn render(r: &TestReport, out: &Output, units: Units) -> String {
     let Some((style, names)) = &out.select else { return classic(r, out, units) };
-    let names: Vec<String> = if names.is_empty() {
-        DEFAULT_SELECTION.iter().map(|s| s.to_string()).collect()
-    } else {
-        names.clone()
-    };
+    let names: Vec<String> =
+        if names.is_empty() { default_selection(out.test, out.cpu) } else { names.clone() };
     let values: Vec<Option<String>> = names.iter().map(|n| value(r, n, units)).collect();
     match style {
         Style::Keyval => {
@@ -1124,6 +1149,31 @@ mod tests {
     }
 
     /// -O's layout, as the real netperf (afc51ff) printed `-O THROUGHPUT,PROTOCOL` and
+    /// `-k` with no names selects what netperf's omni code selects for the test's direction,
+    /// and its CPU names only with -c or -C.
+    #[test]
+    fn an_empty_selection_is_netperfs_default_for_the_test() {
+        let stream = default_selection("TCP_STREAM", false);
+        assert_eq!(
+            stream,
+            v("LSS_SIZE_END RSR_SIZE_END LOCAL_SEND_SIZE ELAPSED_TIME THROUGHPUT THROUGHPUT_UNITS")
+        );
+        assert_eq!(default_selection("UDP_STREAM", false), stream);
+        let maerts = default_selection("TCP_MAERTS", false);
+        assert_eq!(&maerts[..3], v("RSS_SIZE_END LSR_SIZE_END REMOTE_SEND_SIZE").as_slice());
+        for rr in ["TCP_RR", "TCP_CRR", "UDP_RR"] {
+            let names = default_selection(rr, false);
+            assert_eq!(&names[4..6], v("REQUEST_SIZE RESPONSE_SIZE").as_slice(), "{rr}");
+            assert_eq!(names.len(), 9, "{rr}");
+        }
+        let cpu = default_selection("TCP_RR", true);
+        assert_eq!(cpu.len(), 9 + 17);
+        assert_eq!(cpu.last().map(String::as_str), Some("SD_UNITS"));
+        let out = call("netperf -c -t TCP_RR -- -k").output;
+        assert!(out.cpu && out.select == Some((Style::Keyval, Vec::new())), "{out:?}");
+        assert!(!call("netperf -t TCP_RR -- -k").output.cpu);
+    }
+
     /// `-O LSS_SIZE_END,THROUGHPUT_UNITS,ELAPSED_TIME` on loopback: four title lines, each
     /// column its widest title line or value plus one, then a space.
     #[test]
