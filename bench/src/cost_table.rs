@@ -116,8 +116,8 @@ pub fn render(cfg: &Config, columns: &[Column]) -> String {
          service demand as this bench measured it, so a column adds up to its total; every CPU was sampled over each run's \
          window; ringperf's figures are its own profile of its local side (the embedded server's is the same samples), a peer's \
          are the bench's with the client and server processes it started counted as the tool: their user-mode samples are \
-         tool user space, and the bench's own threads (its sampler's included) are other processes; ringperf's client and \
-         embedded server each run a sampler, so its runs carry two samplers' cost where a peer's carry one; '-': no profile)"
+         tool user space, and the bench's own threads (its sampler's included) are other processes; every run carries one \
+         sampler: ringperf's own (its embedded server takes none), or the bench's for a peer; '-': no profile)"
     );
     for c in columns.iter().filter(|c| c.costs.is_none()) {
         let _ = writeln!(out, "  {}: no profile: {}", c.tool, c.missing.as_deref().unwrap_or("none"));
