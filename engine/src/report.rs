@@ -642,6 +642,10 @@ pub struct RingSetup {
     pub sq_batch: u32,
     pub cq_batch: u32,
     pub cq_wait_us: u32,
+    /// Waits leave the task out of iowait (IORING_ENTER_NO_IOWAIT, Linux 6.15); absent
+    /// from older peers' reports.
+    #[serde(default)]
+    pub no_iowait: bool,
 }
 
 /// What a send engine did.

@@ -21,6 +21,7 @@ pub mod uapi {
     pub const IORING_ENTER_SQ_WAKEUP: u32 = 1 << 1;
     pub const IORING_ENTER_EXT_ARG: u32 = 1 << 3;
     pub const IORING_ENTER_REGISTERED_RING: u32 = 1 << 4;
+    pub const IORING_ENTER_NO_IOWAIT: u32 = 1 << 7;
     pub const IORING_REGISTER_RING_FDS: u32 = 20;
     pub const IORING_RECVSEND_POLL_FIRST: u16 = 1 << 0;
     pub const IORING_SEND_ZC_REPORT_USAGE: u16 = 1 << 3;
@@ -196,6 +197,7 @@ impl Ring {
             sq_batch: tuning.sq_batch,
             cq_batch: tuning.cq_batch,
             cq_wait_us: tuning.cq_wait_us,
+            no_iowait: false,
         };
         let min_wait = ring.params().is_feature_min_timeout();
         let mut enter_fd = ring.as_raw_fd();
@@ -206,6 +208,14 @@ impl Ring {
                 enter_flags = uapi::IORING_ENTER_REGISTERED_RING;
                 setup.registered_ring_fd = true;
             }
+        }
+        // A worker waiting for its peer is not waiting for storage: without this flag
+        // every wait counts as iowait, which costs the scheduler an atomic update of the
+        // run queue's iowait count at each sleep and wake-up and shows the idle CPU as
+        // iowait in /proc/stat.
+        if ring.params().is_feature_no_iowait() {
+            enter_flags |= uapi::IORING_ENTER_NO_IOWAIT;
+            setup.no_iowait = true;
         }
         if let Some(us) = tuning.napi_busy_poll_us {
             let mut napi = types::Napi::new().set_busy_poll_timeout(us).set_prefer_busy_poll(true);

@@ -385,6 +385,11 @@ fn ring_tuning_is_applied_and_reported() {
     let r = ringperf!().run_json(&["rr", "-l", "0.5"]);
     assert_eq!(at(&r, "local.ring_setup.fixed_files"), true);
     assert_eq!(at(&r, "local.ring_setup.registered_ring_fd"), true);
+    // Waits leave iowait alone wherever the kernel can (IORING_FEAT_NO_IOWAIT), on both sides.
+    let can = at(&r, "environment.local.io_uring.features.no_iowait").clone();
+    assert!(can.is_boolean(), "the probe reports whether the kernel has NO_IOWAIT: {can}");
+    assert_eq!(at(&r, "local.ring_setup.no_iowait"), &can);
+    assert_eq!(at(&r, "remote.ring_setup.no_iowait"), &can);
 }
 
 #[test]

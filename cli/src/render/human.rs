@@ -812,6 +812,9 @@ fn ring_setup(r: &RingSetup) -> String {
     if r.fixed_files {
         parts.push("fixed files".into());
     }
+    if r.no_iowait {
+        parts.push("no iowait".into());
+    }
     if r.cq_batch > 1 {
         parts.push(format!("wait {} CQEs or {} us", r.cq_batch, r.cq_wait_us));
     }
