@@ -135,9 +135,12 @@ fn splice_with_a_chunk_larger_than_the_default_pipe_is_intact() {
 }
 
 /// Two 4 KiB buffers cannot keep up: the multishot receive runs dry (ENOBUFS), is re-armed,
-/// and still delivers every byte intact.
+/// and still delivers every byte intact. Whether a given second runs dry depends on how the
+/// two sides are scheduled (a slow debug sender on a busy host can leave the receiver ahead
+/// all along), so each engine gets up to five runs to show it; every run must be intact.
 #[test]
 fn multishot_with_a_tiny_buffer_ring_runs_dry_and_loses_nothing() {
+    const RUNS: usize = 5;
     for engine in ["multishot", "bundle"] {
         let args = [
             "stream",
@@ -151,11 +154,18 @@ fn multishot_with_a_tiny_buffer_ring_runs_dry_and_loses_nothing() {
             "4K",
             "--verify",
         ];
-        let r = ringperf!().run_json(&args);
-        check_stream_report(&r, false);
-        check_engine_accounting(&r, &[("local", true, false), ("remote", false, true)], "copy", engine);
-        assert!(u64_at(&r, "remote.recv.enobufs") > 0, "{engine}: the tiny ring never ran dry");
-        assert!(u64_at(&r, "remote.recv.rearms") > 0, "{engine}: never re-armed");
+        let mut ran_dry = false;
+        for _ in 0..RUNS {
+            let r = ringperf!().run_json(&args);
+            check_stream_report(&r, false);
+            check_engine_accounting(&r, &[("local", true, false), ("remote", false, true)], "copy", engine);
+            if u64_at(&r, "remote.recv.enobufs") > 0 {
+                assert!(u64_at(&r, "remote.recv.rearms") > 0, "{engine}: ran dry and was never re-armed");
+                ran_dry = true;
+                break;
+            }
+        }
+        assert!(ran_dry, "{engine}: the tiny ring never ran dry in {RUNS} runs");
     }
 }
 
