@@ -468,6 +468,18 @@ impl Control {
         self.send_frame(&serde_json::to_vec(v).expect("JSON encodes"));
     }
 
+    /// Asks for the test `spec` (a TestSpec as JSON) and returns the data port and the
+    /// session cookie of the server's 'ready'; anything else fails the test.
+    pub fn start_test(&mut self, spec: &Value) -> (u16, u64) {
+        self.send_json(&serde_json::json!({"type": "test", "spec": spec}));
+        match self.read_reply() {
+            Reply::Frame(v) if v["type"] == "ready" => {
+                (v["data_port"].as_u64().expect("data_port") as u16, v["cookie"].as_u64().expect("cookie"))
+            }
+            other => panic!("expected 'ready', got {other:?}"),
+        }
+    }
+
     /// Reads the server's next frame, or notes that it closed the connection. A read
     /// timeout fails the test: the server must answer or close, never leave us hanging.
     pub fn read_reply(&mut self) -> Reply {

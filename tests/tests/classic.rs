@@ -374,13 +374,7 @@ fn the_blocking_crr_server_drops_strangers_and_silent_connections_and_keeps_serv
         spec[side]["send_engine"] = json!("syscall");
         spec[side]["recv_engine"] = json!("syscall");
     }
-    c.send_json(&json!({"type": "test", "spec": spec}));
-    let (port, cookie) = match c.read_reply() {
-        Reply::Frame(v) if v["type"] == "ready" => {
-            (v["data_port"].as_u64().expect("data_port") as u16, v["cookie"].as_u64().expect("cookie"))
-        }
-        other => panic!("expected 'ready', got {other:?}"),
-    };
+    let (port, cookie) = c.start_test(&spec);
     assert!(matches!(c.read_reply(), Reply::Frame(v) if v["type"] == "armed"), "no 'armed' before go");
     c.send_json(&json!({"type": "go"}));
     let open = |header: Option<(u64, u32)>| {

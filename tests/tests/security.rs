@@ -214,13 +214,7 @@ fn a_client_that_ignores_the_agreed_rate_is_held_to_it() {
     let mut spec = serde_json::to_value(ringperf_engine::TestSpec::default()).expect("spec");
     spec["duration_ms"] = serde_json::json!(2000);
     spec["pacing"]["total_bps"] = serde_json::json!(8_000_000u64);
-    c.send_json(&serde_json::json!({"type": "test", "spec": spec}));
-    let (port, cookie) = match c.read_reply() {
-        Reply::Frame(v) if v["type"] == "ready" => {
-            (v["data_port"].as_u64().expect("data_port") as u16, v["cookie"].as_u64().expect("cookie"))
-        }
-        other => panic!("expected 'ready', got {other:?}"),
-    };
+    let (port, cookie) = c.start_test(&spec);
     let mut flow = TcpStream::connect(("127.0.0.1", port)).expect("data connection");
     let mut h = cookie.to_le_bytes().to_vec();
     h.extend_from_slice(&0u32.to_le_bytes());

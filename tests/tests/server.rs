@@ -339,14 +339,7 @@ fn server_counts_a_foreign_clients_bytes_exactly_and_drops_strangers() {
     c.handshake(None);
     let mut spec = serde_json::to_value(ringperf_engine::TestSpec::default()).expect("spec serializes");
     spec["duration_ms"] = json!(1000);
-    c.send_json(&json!({"type": "test", "spec": spec}));
-    let (port, cookie) = match c.read_reply() {
-        Reply::Frame(v) if v["type"] == "ready" => {
-            let port = v["data_port"].as_u64().expect("data_port") as u16;
-            (port, v["cookie"].as_u64().expect("cookie"))
-        }
-        other => panic!("expected 'ready', got {other:?}"),
-    };
+    let (port, cookie) = c.start_test(&spec);
     let data = |cookie: u64, flow: u32| {
         let mut s = TcpStream::connect(("127.0.0.1", port)).expect("data connection");
         s.set_read_timeout(Some(Duration::from_secs(15))).expect("timeout");
@@ -410,13 +403,7 @@ fn a_sender_that_stops_early_fails_the_session() {
     c.handshake(None);
     let mut spec = serde_json::to_value(ringperf_engine::TestSpec::default()).expect("spec serializes");
     spec["duration_ms"] = json!(5000);
-    c.send_json(&json!({"type": "test", "spec": spec}));
-    let (port, cookie) = match c.read_reply() {
-        Reply::Frame(v) if v["type"] == "ready" => {
-            (v["data_port"].as_u64().expect("data_port") as u16, v["cookie"].as_u64().expect("cookie"))
-        }
-        other => panic!("expected 'ready', got {other:?}"),
-    };
+    let (port, cookie) = c.start_test(&spec);
     let mut flow = TcpStream::connect(("127.0.0.1", port)).expect("data connection");
     let mut h = cookie.to_le_bytes().to_vec();
     h.extend_from_slice(&0u32.to_le_bytes());
