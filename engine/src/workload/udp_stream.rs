@@ -106,7 +106,8 @@ impl<S: SendPath> UdpSender<S> {
 
     /// Every flow has sent its whole budget.
     fn sent_all(&self) -> bool {
-        self.seq.iter().all(|&s| s >= self.budget)
+        // A timed test has no budget: no walk over the flows at every batch.
+        self.budget != u64::MAX && self.seq.iter().all(|&s| s >= self.budget)
     }
 
     fn send_bytes(&self) -> u32 {
