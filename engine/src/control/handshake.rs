@@ -542,6 +542,25 @@ mod tests {
         }
 
         #[test]
+        fn a_client_proves_nothing_to_a_challenge_it_cannot_check(
+            server_nonce in "[0-9a-f]{0,140}|.{0,20}",
+            auth_required in any::<bool>(),
+            proof in proptest::option::of("[0-9a-f]{64}|.{0,70}"),
+            must_prove in any::<bool>(),
+        ) {
+            let k = key("the one key of this test, long");
+            let at: Endpoint = "127.0.0.1:12866".parse().unwrap();
+            let challenge = ServerMessage::Challenge { protocol: PROTOCOL_VERSION, server_nonce, auth_required, proof };
+            match answer_challenge(Some(&k), must_prove, at, &[5; 32], &challenge) {
+                // A made-up challenge gets a proof from no client; a keyless one gets an
+                // empty answer from a client that does not insist.
+                Ok(ClientMessage::Auth { proof: None }) => prop_assert!(!auth_required && !must_prove),
+                Ok(other) => prop_assert!(false, "answered {other:?}"),
+                Err(_) => {}
+            }
+        }
+
+        #[test]
         fn whatever_a_peer_sends_is_answered_and_never_logs_it_in_unproved(
             protocol in prop_oneof![Just(PROTOCOL_VERSION), any::<u32>()],
             nonce in proptest::option::of("[0-9a-fA-F]{0,140}|.{0,20}"),

@@ -714,6 +714,15 @@ mod fuzz {
         }
 
         #[test]
+        fn challenges_roundtrip(protocol in any::<u32>(), server_nonce in "[0-9a-f]{0,64}",
+                                auth_required in any::<bool>(), proof in proptest::option::of("[0-9a-f]{64}")) {
+            let msg = ServerMessage::Challenge { protocol, server_nonce, auth_required, proof };
+            let frame = encode_frame(&msg).unwrap();
+            let back: ServerMessage = read_frame(&mut &frame[..], "fuzz").unwrap();
+            prop_assert_eq!(serde_json::to_value(&back).unwrap(), serde_json::to_value(&msg).unwrap());
+        }
+
+        #[test]
         fn a_corrupted_valid_frame_is_an_error_or_a_message(msg in message_strategy(), at in any::<usize>(), byte in any::<u8>()) {
             let mut frame = encode_frame(&msg).unwrap();
             let i = at % frame.len();
