@@ -1204,6 +1204,12 @@ pub struct ServeArgs {
     /// prove it holds the same key [default: refused].
     #[arg(long, requires = "psk_file")]
     pub allow_third_party: bool,
+    /// An address and port that forwards to this server (NAT, a port forward, a proxy),
+    /// which clients may dial to reach it (repeatable; a name is resolved at start): the
+    /// server proves it is the host dialled there too [default: only the address and port a
+    /// connection arrives on].
+    #[arg(long, value_name = "HOST:PORT", requires = "psk_file")]
+    pub public_endpoint: Vec<String>,
 }
 
 #[derive(Args, Debug)]

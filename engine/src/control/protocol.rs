@@ -6,8 +6,10 @@
 //! -> Ready -> Go -> Report, and the client may send Abort during the run. A controller
 //! sends ThirdParty instead of Test: the agent runs that session against another agent as
 //! its client (after ThirdPartyArmed -> StartAt when synchronized) and answers with
-//! ThirdPartyReport. Hello is kept to two fields forever,
-//! so a server of any version can tell a client of another version what is wrong.
+//! ThirdPartyReport. Hello's first two fields never change and every later one is
+//! optional, so a server of any version parses an older client's Hello and says which
+//! version to run; an older server refuses a newer Hello's extra field by name, which the
+//! client reports as the server being older (see `client::refused_at_hello`).
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
@@ -28,7 +30,10 @@ use crate::spec::TestSpec;
 /// 3: ClockProbe/ClockReply and Test's clock offset; UDP datagrams carry send stamps.
 /// 4: ThirdParty/StartAt and ThirdPartyArmed/ThirdPartyReport: a controller has an agent
 ///    run the client side against another agent.
-pub const PROTOCOL_VERSION: u32 = 4;
+/// 5: the server proves first, for the endpoint the client dialled: Hello carries the
+///    client's nonce and that endpoint, Challenge the server's proof, Auth only the
+///    client's proof, Welcome none (auth label "ringperf-auth/3").
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// The most clock probes a server answers in one session.
 pub const MAX_CLOCK_PROBES: u32 = 64;
@@ -94,11 +99,23 @@ impl Message for ServerMessage {
 #[derive(Serialize, Deserialize, Debug, Clone)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ClientMessage {
-    /// Always first. Kept minimal so every version can parse another's.
-    Hello { protocol: u32, tool_version: String },
-    /// The answer to the server's challenge: the client's own nonce (hex) and, when the
-    /// server asked for a key, the client's proof (hex HMAC-SHA256, see `auth`).
-    Auth { client_nonce: String, proof: Option<String> },
+    /// Always first. `protocol` and `tool_version` never change; the rest is optional on
+    /// the wire so that a server parses an older client's Hello and names the version to
+    /// run, but a protocol-5 Hello must carry both.
+    Hello {
+        protocol: u32,
+        tool_version: String,
+        /// The client's nonce (hex, 16 to 64 bytes).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        client_nonce: Option<String>,
+        /// The server's address and port as the client dialled it (`a.b.c.d:p`, `[v6]:p`):
+        /// the endpoint the server's proof must be made for.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        server_endpoint: Option<String>,
+    },
+    /// After the server's Challenge (and, when it asked for a key, after the client
+    /// checked the server's proof): the client's proof (hex HMAC-SHA256, see `auth`).
+    Auth { proof: Option<String> },
     /// Asks for the server's CLOCK_MONOTONIC now (before Test; at most
     /// [`MAX_CLOCK_PROBES`]), for the one-way delay's clock offset.
     ClockProbe {},
@@ -138,16 +155,23 @@ pub enum ClientMessage {
 #[derive(Serialize, Deserialize, Debug, Clone)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ServerMessage {
-    /// The answer to Hello: a fresh nonce for this session, and whether a key is required.
-    Challenge { protocol: u32, server_nonce: String, auth_required: bool },
+    /// The answer to Hello: a fresh nonce for this session, whether a key is required and,
+    /// when it is, the server's proof for the endpoint the Hello named.
+    Challenge {
+        protocol: u32,
+        server_nonce: String,
+        auth_required: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        proof: Option<String>,
+    },
     /// The answer to ClockProbe: the server's CLOCK_MONOTONIC when it read the probe, ns.
-    ClockReply { server_ns: u64 },
+    ClockReply {
+        server_ns: u64,
+    },
     Welcome {
         protocol: u32,
         tool_version: String,
         environment: Box<Environment>,
-        /// The server's proof that it holds the key too (present when it requires one).
-        proof: Option<String>,
     },
     /// Data connections may now be opened to `data_port`, each starting with `cookie`.
     Ready {
@@ -162,14 +186,21 @@ pub enum ServerMessage {
     /// window late, and the two sides would measure different windows.
     Armed {},
     /// The server side's measurements, after its window closed (or after an Abort).
-    Report { side: Box<SideReport> },
+    Report {
+        side: Box<SideReport>,
+    },
     /// A synchronized third-party run is set up on both agents: send StartAt.
     ThirdPartyArmed {},
     /// A third-party run's whole report, both sides merged by the agent that ran the
     /// client side (partial when it was cut short).
-    ThirdPartyReport { report: Box<TestReport> },
+    ThirdPartyReport {
+        report: Box<TestReport>,
+    },
     /// The session failed; the server closes it after sending this.
-    Error { kind: ErrorKind, message: String },
+    Error {
+        kind: ErrorKind,
+        message: String,
+    },
 }
 
 /// Which exit code an error reply maps to on the client.
@@ -624,10 +655,16 @@ mod fuzz {
 
     fn message_strategy() -> impl Strategy<Value = ClientMessage> {
         prop_oneof![
-            (any::<u32>(), ".{0,40}")
-                .prop_map(|(protocol, tool_version)| ClientMessage::Hello { protocol, tool_version }),
-            ("[0-9a-f]{0,128}", proptest::option::of("[0-9a-zA-Z]{0,80}"))
-                .prop_map(|(client_nonce, proof)| ClientMessage::Auth { client_nonce, proof }),
+            (
+                any::<u32>(),
+                ".{0,40}",
+                proptest::option::of("[0-9a-f]{0,128}"),
+                proptest::option::of(".{0,50}")
+            )
+                .prop_map(|(protocol, tool_version, client_nonce, server_endpoint)| {
+                    ClientMessage::Hello { protocol, tool_version, client_nonce, server_endpoint }
+                }),
+            proptest::option::of("[0-9a-zA-Z]{0,80}").prop_map(|proof| ClientMessage::Auth { proof }),
             (spec_strategy(), any::<i64>())
                 .prop_map(|(s, clock_offset_ns)| ClientMessage::Test { spec: Box::new(s), clock_offset_ns }),
             Just(ClientMessage::ClockProbe {}),
@@ -674,6 +711,15 @@ mod fuzz {
             let body = assemble(&frame, &cuts, MAX_FRAME).unwrap().expect("a whole frame");
             let split: ClientMessage = decode(&body, "fuzz").unwrap();
             prop_assert_eq!(serde_json::to_value(&split).unwrap(), serde_json::to_value(&msg).unwrap());
+        }
+
+        #[test]
+        fn challenges_roundtrip(protocol in any::<u32>(), server_nonce in "[0-9a-f]{0,64}",
+                                auth_required in any::<bool>(), proof in proptest::option::of("[0-9a-f]{64}")) {
+            let msg = ServerMessage::Challenge { protocol, server_nonce, auth_required, proof };
+            let frame = encode_frame(&msg).unwrap();
+            let back: ServerMessage = read_frame(&mut &frame[..], "fuzz").unwrap();
+            prop_assert_eq!(serde_json::to_value(&back).unwrap(), serde_json::to_value(&msg).unwrap());
         }
 
         #[test]

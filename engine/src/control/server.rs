@@ -16,8 +16,8 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use crate::control::access::{allowed, Cidr};
-use crate::control::auth::{Party, Psk};
-use crate::control::handshake::{self, Authenticated, Pending, Step};
+use crate::control::auth::{Endpoint, Psk};
+use crate::control::handshake::{self, Authenticated, Identity, Pending, Step};
 use crate::control::limits::{session_memory, Limits};
 use crate::control::protocol::{
     read_frame_by, report_frame_cap, write_frame, write_frame_capped, ClientMessage, ErrorKind,
@@ -69,11 +69,13 @@ pub enum ServerEvent {
         running: usize,
     },
     /// A controller's third-party request was accepted: this agent now runs the client
-    /// side of `test` against the agent at `target`.
+    /// side of `test` against the agent at `target` (the name it was given, escaped), which
+    /// it resolved once to `address`, the one address its control and data go to.
     ThirdParty {
         peer: SocketAddr,
         test: &'static str,
         target: String,
+        address: SocketAddr,
     },
     TestDone {
         peer: SocketAddr,
@@ -121,6 +123,10 @@ pub struct ServerConfig {
     /// Takes ThirdParty requests: runs the client side of a test against another agent
     /// for a controller (`serve --allow-third-party`, which needs a key).
     pub allow_third_party: bool,
+    /// Endpoints that forward to this server (NAT, port forwards, proxies; `serve
+    /// --public-endpoint`): with a key, it proves it is the host dialled at these as well
+    /// as at the address and port a connection was accepted on.
+    pub public_endpoints: Vec<Endpoint>,
 }
 
 /// A bound control listener.
@@ -196,7 +202,8 @@ impl Server {
                     continue;
                 }
                 let mut p = p;
-                match p.on_readable(cfg.psk.as_ref()) {
+                let id = Identity { psk: cfg.psk.as_ref(), public: &cfg.public_endpoints };
+                match p.on_readable(id) {
                     Step::Wait => keep.push(p),
                     Step::Refuse { reason, reply } => {
                         events(ServerEvent::Rejected { peer: p.peer(), reason });
@@ -519,14 +526,12 @@ fn session(
         stream.local_addr().map_err(|e| Error::io("reading the control address", e))?.ip().to_canonical();
     let by = || Instant::now() + CONTROL_TIMEOUT;
 
-    let proof = cfg.psk.as_ref().map(|k| k.proof(Party::Server, &a.server_nonce, &a.client_nonce));
     write_frame(
         &mut w,
         &ServerMessage::Welcome {
             protocol: PROTOCOL_VERSION,
             tool_version: env!("CARGO_PKG_VERSION").into(),
             environment: Box::new(Environment::capture()),
-            proof,
         },
     )?;
 
@@ -685,7 +690,7 @@ fn third_party(
     peer: Peer<'_>,
     synchronized: bool,
 ) -> Result<SessionEnd> {
-    use crate::control::third_party::{serve, ALLOW_FLAG};
+    use crate::control::third_party::{dial_peer, serve, ALLOW_FLAG};
     if !cfg.allow_third_party {
         return Err(Error::Peer(format!(
             "this agent does not run tests against other agents: its operator must start it with `ringperf serve {ALLOW_FLAG} --psk-file FILE`"
@@ -698,12 +703,15 @@ fn third_party(
     };
     // The local side is this agent's: its CPUs are checked where the run starts.
     let _reservation = accept(spec, cfg, slot, a.peer, events, false)?;
+    // Resolved once: the address logged is the one logged in to and sent data to.
+    let dialled = dial_peer(peer.host, peer.port)?;
     events(ServerEvent::ThirdParty {
         peer: a.peer,
         test: spec.netperf_name(),
         target: format!("{}:{}", crate::control::text::peer_text(peer.host), peer.port),
+        address: dialled.addr,
     });
-    let report = serve(&a.stream, spec, peer.host, peer.port, synchronized, Some(psk))?;
+    let report = serve(&a.stream, spec, dialled, synchronized, Some(psk))?;
     let figures = TestFigures {
         test: spec.netperf_name(),
         bytes: report.local.bytes_sent + report.local.bytes_received,

@@ -5,6 +5,8 @@
 //!
 //! One module per attack surface; what they share is below.
 
+mod relay;
+
 use std::thread;
 use std::time::Duration;
 
