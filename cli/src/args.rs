@@ -1094,7 +1094,8 @@ pub struct SweepSendfileArgs {
 #[derive(Args, Debug)]
 pub struct PlotCmdArgs {
     /// A --json report, the JSON array of `sweep --json` / `sweep --output`, or the folded
-    /// stacks of `--profile-out` (drawn as a flame graph).
+    /// stacks of `--profile-out` (drawn as a flame graph); `-` reads stdin. A regular file
+    /// of at most 1 GiB.
     pub input: std::path::PathBuf,
     /// Where to write the SVG.
     #[arg(short = 'o', long = "output", value_name = "FILE.svg")]
@@ -1105,9 +1106,10 @@ pub struct PlotCmdArgs {
 
 #[derive(Args, Debug)]
 pub struct DiffArgs {
-    /// The baseline report (a --json output).
+    /// The baseline report (a --json output, a regular file of at most 1 GiB; `-` reads
+    /// stdin).
     pub a: std::path::PathBuf,
-    /// The report to compare against it.
+    /// The report to compare against it (the same; one of the two may be `-`).
     pub b: std::path::PathBuf,
     /// Exit 1 if any of these figures got significantly worse: throughput, transactions,
     /// local_cpu, remote_cpu, local_sd, remote_sd, p50, p99, or a profile category's cost
@@ -1208,7 +1210,8 @@ pub struct ServeArgs {
 
 #[derive(Args, Debug)]
 pub struct PlanArgs {
-    /// The plan: agents, and the tests to run at once between them (TOML; see the README).
+    /// The plan: agents, and the tests to run at once between them (TOML, a regular file of
+    /// at most 64 MiB; see the README).
     #[arg(value_name = "FILE")]
     pub file: std::path::PathBuf,
     /// Print the plan's report as JSON instead of the table.

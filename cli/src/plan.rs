@@ -99,8 +99,7 @@ pub fn run(a: &PlanArgs) -> Result<i32, Error> {
 
 /// Reads and checks the whole plan: every name, option and key, before anything starts.
 pub fn load(path: &Path) -> Result<(Vec<Agent>, Vec<PlannedTest>), Error> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::Usage(format!("cannot read the plan {}: {e}", path.display())))?;
+    let text = ringperf_engine::input::read_text(path, ringperf_engine::input::PLAN)?;
     let file: PlanFile = toml::from_str(&text).map_err(|e| {
         Error::Usage(format!(
             "{}: {}",

@@ -2,7 +2,6 @@
 //! flows dealt round-robin), and the measurement window around them, turned into a
 //! SideReport.
 
-use std::fs::File;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::mpsc;
@@ -147,11 +146,7 @@ impl Side {
             for w in 0..n {
                 let splice_file = match (&side.splice_file, side.send_engine) {
                     (Some(path), SendEngine::Splice) if role == Role::StreamSender => {
-                        Some(File::open(path).map_err(|e| {
-                            Error::Usage(format!(
-                                "cannot open the -F file '{path}': {e}: check the path and its permissions"
-                            ))
-                        })?)
+                        Some(crate::input::open_regular(std::path::Path::new(path), "-F file")?)
                     }
                     _ => None,
                 };

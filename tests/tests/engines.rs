@@ -217,7 +217,7 @@ fn sendfile_sends_a_named_file_and_refuses_a_missing_one() {
     check_stream_report(&r, false);
     assert_eq!(str_at(&r, "spec.local.splice_file"), "/proc/self/exe");
     let out = ringperf!().run(&["sendfile", "-l", "0.5", "-F", "/nonexistent/ringperf-test"]);
-    out.failure(2, &["cannot open", "-F"]);
+    out.failure(2, &["cannot read the -F file", "/nonexistent/ringperf-test"]);
     let out = ringperf!().run(&["sendfile", "-l", "0.5", "-F", "/etc/hostname", "--verify"]);
     out.failure(2, &["--verify"]);
 }

@@ -62,12 +62,7 @@ pub fn write(path: &Path, svg: &str) -> Result<(), Error> {
 /// `ringperf plot INPUT.json -o OUT.svg`: a single report gets the report charts, a sweep's
 /// array the sweep chart, folded stacks (`--profile-out`) a flame graph.
 pub fn from_file(a: &PlotCmdArgs) -> Result<i32, Error> {
-    let text = std::fs::read_to_string(&a.input).map_err(|e| {
-        Error::Usage(format!(
-            "cannot read '{}': {e}: give a --json report, a sweep's JSON or a --profile-out .folded file",
-            a.input.display()
-        ))
-    })?;
+    let text = ringperf_engine::input::read_text_or_stdin(&a.input, ringperf_engine::input::REPORT)?;
     if flamegraph::looks_folded(&text) {
         write(&a.output, &flamegraph::render(&a.input, &text)?)?;
     } else if text.trim_start().starts_with('[') {
