@@ -13,7 +13,7 @@ use crate::{print, render};
 /// A report from `p` (`-` is stdin), read within the report cap.
 fn load(p: &Path) -> Result<TestReport, Error> {
     let text = input::read_text_or_stdin(p, input::REPORT)?;
-    serde_json::from_str(&text).map_err(|e| {
+    ringperf_engine::report_upgrade::parse(&text).map_err(|e| {
         Error::Usage(format!(
             "'{}' is not a single ringperf --json report ({e}); `engines --json` arrays are compared per element",
             p.display()
