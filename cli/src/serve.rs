@@ -10,6 +10,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use ringperf_engine::control::auth::{Endpoint, Psk};
 use ringperf_engine::control::limits::{default_total_memory, Limits};
 use ringperf_engine::control::text::one_line;
+use ringperf_engine::payload::PayloadFiles;
 use ringperf_engine::spec::{MAX_DURATION_MS, MAX_FLOWS};
 use ringperf_engine::units::format_bytes;
 use ringperf_engine::{Error, Server, ServerConfig, ServerEvent};
@@ -39,6 +40,7 @@ pub fn run(a: &ServeArgs) -> Result<i32, Error> {
         in_client_process: false,
         allow_third_party: a.allow_third_party,
         public_endpoints: public_endpoints(&a.public_endpoint)?,
+        payload_files: PayloadFiles::new(a.payload_files.clone())?,
     };
     let server = match a.bind {
         Some(ip) => Server::bind(SocketAddr::new(ip, a.port))?,
@@ -77,6 +79,9 @@ pub fn run(a: &ServeArgs) -> Result<i32, Error> {
     }
     if config.allow_third_party {
         say("third-party runs allowed (--allow-third-party): a controller with the key may have this agent send to or receive from another agent that proves it holds the same key");
+    }
+    for f in config.payload_files.iter() {
+        say(&format!("payload file {f} may be sent for a peer that names its label (--payload-file)"));
     }
     if server.is_dual_stack() {
         say("one IPv6 socket serves IPv4 clients too (shown as their IPv4 addresses)");
@@ -135,6 +140,9 @@ fn log(e: ServerEvent) {
         ServerEvent::ThirdParty { peer, test, target, address } => format!(
             "{peer}: third party: running the client side of {test} against {target} ({address}) for this controller"
         ),
+        ServerEvent::PayloadFile { peer, label, path } => {
+            format!("{peer}: sending payload file '{label}' ({}) for this peer", path.display())
+        }
         ServerEvent::TestDone { peer, test, bytes, transactions } => {
             format!("{peer}: {test} done ({bytes} bytes, {transactions} transactions)")
         }

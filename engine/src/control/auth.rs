@@ -15,7 +15,6 @@
 //! client's own endpoint is not bound (NAT).
 
 use std::fmt;
-use std::fs;
 use std::net::{IpAddr, SocketAddr};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -120,14 +119,10 @@ impl Psk {
     /// users may have any access to it (mode 600 or 400), like an ssh private key.
     pub fn from_file(path: &Path) -> Result<Psk> {
         let shown = path.display();
-        let meta = fs::metadata(path).map_err(|e| {
-            Error::Usage(format!(
-                "cannot read the key file '{shown}': {e}: check the path given to --psk-file"
-            ))
-        })?;
-        if !meta.is_file() {
-            return Err(Error::Usage(format!("the key file '{shown}' is not a regular file")));
-        }
+        // Opened without blocking and checked to be a regular file: a FIFO named as the key
+        // cannot hold the server's start or a client.
+        let file = crate::input::open_regular(path, "key file")?;
+        let meta = file.metadata().map_err(|e| Error::io(format!("reading the key file '{shown}'"), e))?;
         // Like an ssh private key: a key its group can read is a key shared with the group.
         let mode = meta.permissions().mode() & 0o777;
         if mode & 0o077 != 0 {
@@ -140,7 +135,7 @@ impl Psk {
                 "the key file '{shown}' is over {MAX_KEY_LEN} bytes: a key, not a document, belongs there"
             )));
         }
-        let bytes = fs::read(path).map_err(|e| Error::io(format!("reading the key file '{shown}'"), e))?;
+        let bytes = crate::input::read_from(file, path, crate::input::KEY)?;
         Psk::new(bytes, &format!("the key in '{shown}'"))
     }
 

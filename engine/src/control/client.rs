@@ -24,6 +24,7 @@ use crate::measure::clock::monotonic_ns;
 use crate::measure::confidence::{batch_means, estimate, Estimate};
 use crate::measure::profile::Work as ProfileWork;
 use crate::net::connect_flows;
+use crate::payload::{Payload, Recipient};
 use crate::report::{
     ClockReport, Environments, IntervalSample, IterationFigures, SideReport, Summary, TestReport,
     SCHEMA_VERSION,
@@ -108,6 +109,18 @@ pub fn run_test_with(spec: &TestSpec, target: &Target, opts: &RunOptions<'_>) ->
     for &cpu in &spec.local.cpus {
         check_cpu(cpu, "local")?;
     }
+    match (&spec.local.payload, target) {
+        // Checked before connecting, so a FIFO or a typo fails here, not mid-setup.
+        (Payload::File(path), Target::Embedded | Target::Remote { .. }) => {
+            crate::input::open_regular(path, "payload file")?;
+        }
+        (Payload::Label(label), Target::Embedded | Target::Remote { .. }) => {
+            return Err(Error::Usage(format!(
+                "payload label '{label}' names a file that an agent's operator listed, which only that agent sends: run the test from that agent"
+            )))
+        }
+        _ => {}
+    }
     match target {
         Target::Embedded => {
             let server = Server::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?
@@ -133,6 +146,8 @@ pub fn run_test_with(spec: &TestSpec, target: &Target, opts: &RunOptions<'_>) ->
             run_on(stream, spec, format!("{host}:{port}"), false, opts)
         }
         Target::ThirdParty { agent_host, agent_port, peer_host, peer_port } => {
+            // Before connecting: a spec that names a path of this host never leaves it.
+            spec.to_wire(Recipient::Agent)?;
             let stream = connect(&resolve(agent_host, *agent_port, "--from")?)?;
             let agent = format!("{agent_host}:{agent_port}");
             crate::control::third_party::request(stream, spec, &agent, peer_host, *peer_port, opts)
@@ -324,6 +339,7 @@ fn run_on(
     embedded: bool,
     opts: &RunOptions<'_>,
 ) -> Result<TestReport> {
+    let wire = spec.to_wire(Recipient::Server)?;
     let (mut c, remote_env, authenticated) = login(stream, &server, opts)?;
     // Data connections go to the address that proved itself, and only there.
     let peer_ip = authenticated.ip();
@@ -334,7 +350,7 @@ fn run_on(
         None
     };
     let clock_offset_ns = clock.map_or(0, |k| k.applied_offset_ns);
-    c.send(&ClientMessage::Test { spec: Box::new(spec.clone()), clock_offset_ns })?;
+    c.send(&ClientMessage::Test { spec: Box::new(wire), clock_offset_ns })?;
     let (port, cookie, udp_ports) = match c.expect("the server to get ready", CONTROL_TIMEOUT)? {
         ServerMessage::Ready { data_port, cookie, udp_ports } => (data_port, cookie, udp_ports),
         other => return Err(unexpected("ready", &other)),

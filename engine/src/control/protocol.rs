@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::control::text::{one_line, peer_text};
 use crate::env::Environment;
 use crate::error::{Error, Result};
+use crate::payload::{WirePayload, WireSpec};
 use crate::report::{SideReport, TestReport};
 use crate::spec::TestSpec;
 
@@ -122,7 +123,7 @@ pub enum ClientMessage {
     /// The test to run, and the server's clock minus the client's that the server's
     /// one-way stamps and arrivals are corrected by (0 on one host or without probes).
     Test {
-        spec: Box<TestSpec>,
+        spec: Box<WireSpec>,
         #[serde(default)]
         clock_offset_ns: i64,
     },
@@ -140,7 +141,7 @@ pub enum ClientMessage {
     /// `--allow-third-party` takes it. With `synchronized`, the agent sets the test up,
     /// says ThirdPartyArmed and opens the window at the StartAt time the controller sends.
     ThirdParty {
-        spec: Box<TestSpec>,
+        spec: Box<WireSpec>,
         peer_host: String,
         peer_port: u16,
         #[serde(default)]
@@ -194,7 +195,7 @@ pub enum ServerMessage {
     /// A third-party run's whole report, both sides merged by the agent that ran the
     /// client side (partial when it was cut short).
     ThirdPartyReport {
-        report: Box<TestReport>,
+        report: Box<TestReport<WirePayload>>,
     },
     /// The session failed; the server closes it after sending this.
     Error {
@@ -616,8 +617,13 @@ mod fuzz {
         Ok(None)
     }
 
-    fn spec_strategy() -> impl Strategy<Value = TestSpec> {
-        let engines = (0..4usize, 0..4usize, any::<u32>(), any::<bool>());
+    fn label() -> impl Strategy<Value = WirePayload> {
+        proptest::option::of("[a-zA-Z0-9._-]{1,64}")
+            .prop_map(|l| l.map_or(WirePayload::Pattern, WirePayload::Label))
+    }
+
+    fn spec_strategy() -> impl Strategy<Value = WireSpec> {
+        let engines = (0..4usize, 0..4usize, any::<u32>(), any::<bool>(), label(), label());
         let shape = (any::<bool>(), any::<bool>(), any::<u64>(), any::<u32>(), any::<u32>(), any::<u32>());
         let scale = (
             proptest::option::of(any::<u64>()),
@@ -629,8 +635,8 @@ mod fuzz {
             |(
                 (rr, reverse, duration_ms, size, flows, resp),
                 (total_bps, per_flow_bps, threads, bidir),
-                (se, re, depth, verify),
-            )| TestSpec {
+                (se, re, depth, verify, local_payload, remote_payload),
+            )| WireSpec {
                 workload: if rr { Workload::Rr } else { Workload::Stream },
                 direction: if reverse { Direction::ServerToClient } else { Direction::ClientToServer },
                 duration_ms,
@@ -642,13 +648,15 @@ mod fuzz {
                 bidir,
                 pacing: Pacing { total_bps, per_flow_bps },
                 verify,
+                local: SideSpec { payload: local_payload, ..SideSpec::default() },
                 remote: SideSpec {
                     send_engine: SendEngine::ALL[se],
                     recv_engine: RecvEngine::ALL[re],
+                    payload: remote_payload,
                     ..SideSpec::default()
                 },
                 ring: RingTuning { send_depth: depth, ..RingTuning::default() },
-                ..TestSpec::default()
+                ..TestSpec::default().to_wire(crate::payload::Recipient::Agent).expect("a default spec")
             },
         )
     }
@@ -732,8 +740,15 @@ mod fuzz {
 
         #[test]
         fn decoded_specs_validate_without_panicking(spec in spec_strategy()) {
-            let _ = spec.validate();
-            let _ = crate::control::limits::Limits::default().check(&spec);
+            use crate::payload::PayloadFiles;
+            use crate::spec::SpecSide;
+            for own in [SpecSide::Local, SpecSide::Remote] {
+                // What the server or agent does with a spec: make it local, then check it.
+                if let Ok((spec, _)) = spec.clone().into_local(own, &PayloadFiles::default()) {
+                    let _ = spec.validate();
+                    let _ = crate::control::limits::Limits::default().check(&spec);
+                }
+            }
         }
     }
 }

@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
@@ -27,8 +28,9 @@ use crate::env::{allowed_cpus, Environment};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
 use crate::net::{accept_flows, listen, random_cookie, udp};
+use crate::payload::{PayloadFile, PayloadFiles, WireSpec};
 use crate::side::{DataSockets, Side};
-use crate::spec::{TestSpec, Workload};
+use crate::spec::{SpecSide, TestSpec, Workload};
 use crate::units::format_bytes;
 use crate::workload::Ending;
 
@@ -76,6 +78,12 @@ pub enum ServerEvent {
         test: &'static str,
         target: String,
         address: SocketAddr,
+    },
+    /// An accepted test sends a file the operator listed, by the label the peer named.
+    PayloadFile {
+        peer: SocketAddr,
+        label: String,
+        path: PathBuf,
     },
     TestDone {
         peer: SocketAddr,
@@ -127,6 +135,8 @@ pub struct ServerConfig {
     /// --public-endpoint`): with a key, it proves it is the host dialled at these as well
     /// as at the address and port a connection was accepted on.
     pub public_endpoints: Vec<Endpoint>,
+    /// The files a peer may have this host send, by label (`serve --payload-file`).
+    pub payload_files: PayloadFiles,
 }
 
 /// A bound control listener.
@@ -537,18 +547,19 @@ fn session(
 
     let spec_by = Instant::now() + SPEC_TIMEOUT;
     let mut probes = 0;
-    let spec = loop {
+    let (spec, payload_file) = loop {
         match read_frame_by(stream, "the test spec", spec_by, MAX_CLIENT_FRAME, None) {
-            Ok(ClientMessage::Test { mut spec, clock_offset_ns }) => {
+            Ok(ClientMessage::Test { spec, clock_offset_ns }) => {
+                let (mut spec, file) = spec.into_local(SpecSide::Remote, &cfg.payload_files)?;
                 spec.clock_offset_ns = clock_offset_ns;
                 if cfg.in_client_process {
                     spec.profile.enabled = false;
                 }
-                break spec;
+                break (spec, file);
             }
             Ok(ClientMessage::ThirdParty { spec, peer_host, peer_port, synchronized }) => {
                 let peer = Peer { host: &peer_host, port: peer_port };
-                return third_party(a, cfg, slot, events, &spec, peer, synchronized);
+                return third_party(a, cfg, slot, events, *spec, peer, synchronized);
             }
             Ok(ClientMessage::ClockProbe {}) if probes < MAX_CLOCK_PROBES => {
                 probes += 1;
@@ -570,6 +581,7 @@ fn session(
         }
     };
     let _reservation = accept(&spec, cfg, slot, a.peer, events, true)?;
+    log_payload_file(payload_file, a.peer, events);
 
     let cookie = random_cookie();
     // UDP: the descriptors that echo late hellos until `Go` (see net::udp).
@@ -679,14 +691,14 @@ struct Peer<'a> {
     port: u16,
 }
 
-/// Runs a controller's third-party request: this agent runs the client side of `spec`
+/// Runs a controller's third-party request: this agent runs the client side of `wire`
 /// against `peer`, under this agent's own limits, and sends the whole report back.
 fn third_party(
     a: &Authenticated,
     cfg: &ServerConfig,
     slot: &SessionSlot,
     events: &EventSink,
-    spec: &TestSpec,
+    wire: WireSpec,
     peer: Peer<'_>,
     synchronized: bool,
 ) -> Result<SessionEnd> {
@@ -701,7 +713,10 @@ fn third_party(
             "this agent takes third-party work only with a key: its operator must start it with `ringperf serve {ALLOW_FLAG} --psk-file FILE`"
         )));
     };
-    // The local side is this agent's: its CPUs are checked where the run starts.
+    // The local side is this agent's: its payload label names a file of this agent's
+    // operator, and its CPUs are checked where the run starts.
+    let (spec, payload_file) = wire.clone().into_local(SpecSide::Local, &cfg.payload_files)?;
+    let spec = &spec;
     let _reservation = accept(spec, cfg, slot, a.peer, events, false)?;
     // Resolved once: the address logged is the one logged in to and sent data to.
     let dialled = dial_peer(peer.host, peer.port)?;
@@ -711,7 +726,8 @@ fn third_party(
         target: format!("{}:{}", crate::control::text::peer_text(peer.host), peer.port),
         address: dialled.addr,
     });
-    let report = serve(&a.stream, spec, dialled, synchronized, Some(psk))?;
+    log_payload_file(payload_file, a.peer, events);
+    let report = serve(&a.stream, &wire, spec, dialled, synchronized, Some(psk))?;
     let figures = TestFigures {
         test: spec.netperf_name(),
         bytes: report.local.bytes_sent + report.local.bytes_received,
@@ -747,6 +763,13 @@ fn accept<'a>(
         running: r.running,
     });
     Ok(r)
+}
+
+/// Names the listed file an accepted test sends, and for whom.
+fn log_payload_file(file: Option<PayloadFile>, peer: SocketAddr, events: &EventSink) {
+    if let Some(PayloadFile { label, path }) = file {
+        events(ServerEvent::PayloadFile { peer, label, path });
+    }
 }
 
 fn out_of_order(expected: &str, got: &ClientMessage) -> Error {

@@ -23,6 +23,7 @@ use crate::control::protocol::{
 use crate::control::server::CONTROL_TIMEOUT;
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
+use crate::payload::{Recipient, WireSpec};
 use crate::report::TestReport;
 use crate::spec::TestSpec;
 use crate::workload::PEER_GRACE_NS;
@@ -100,6 +101,7 @@ impl<'a> AgentSession<'a> {
     }
 
     /// Asks the agent to run the client side of `spec` against `peer_host`:`peer_port`.
+    /// The spec goes in its wire form: payload labels, never a path of this host.
     pub fn request(
         &mut self,
         spec: &TestSpec,
@@ -107,9 +109,10 @@ impl<'a> AgentSession<'a> {
         peer_port: u16,
         synchronized: bool,
     ) -> Result<()> {
+        let wire = spec.to_wire(Recipient::Agent)?;
         self.spec = spec.clone();
         self.c.send(&ClientMessage::ThirdParty {
-            spec: Box::new(spec.clone()),
+            spec: Box::new(wire),
             peer_host: peer_host.to_string(),
             peer_port,
             synchronized,
@@ -135,8 +138,9 @@ impl<'a> AgentSession<'a> {
         let _ = self.c.send(&ClientMessage::Abort {});
     }
 
-    /// The agent's report, naming the agent as the client. On the interrupt (Ctrl-C) the
-    /// agent is told to stop and its partial report is taken.
+    /// The agent's report, naming the agent as the client and stating the spec as this
+    /// controller asked it. On the interrupt (Ctrl-C) the agent is told to stop and its
+    /// partial report is taken.
     pub fn report(&mut self) -> Result<TestReport> {
         let cap = third_party_frame_cap(&self.spec);
         let got = match self.c.expect_capped("the agent's report", report_wait(&self.spec), cap) {
@@ -152,7 +156,7 @@ impl<'a> AgentSession<'a> {
         };
         match got {
             ServerMessage::ThirdPartyReport { report } => {
-                let mut r = *report;
+                let mut r = report.with_spec(self.spec.clone());
                 r.client = Some(self.agent.clone());
                 Ok(r)
             }
@@ -177,12 +181,14 @@ pub(crate) fn dial_peer(host: &str, port: u16) -> Result<DialledPeer> {
     Ok(DialledPeer { name: format!("{host}:{port}"), stream, addr })
 }
 
-/// The agent's side: runs the client side of `spec` against the dialled peer agent on
-/// behalf of the controller on `stream`, and sends the report back. The controller's
-/// Abort, or its connection closing (a controller killed mid-run), stops the run at once,
-/// so the agent and its peer are free for the next test.
+/// The agent's side: runs the client side of `spec` (the controller's `wire` spec, as
+/// this agent resolved it) against the dialled peer agent on behalf of the controller on
+/// `stream`, and sends the report back, stating `wire`. The controller's Abort, or its
+/// connection closing (a controller killed mid-run), stops the run at once, so the agent
+/// and its peer are free for the next test.
 pub(crate) fn serve(
     stream: &TcpStream,
+    wire: &WireSpec,
     spec: &TestSpec,
     peer: DialledPeer,
     synchronized: bool,
@@ -233,7 +239,7 @@ pub(crate) fn serve(
     let mut w = stream;
     write_frame_capped(
         &mut w,
-        &ServerMessage::ThirdPartyReport { report: Box::new(report.clone()) },
+        &ServerMessage::ThirdPartyReport { report: Box::new(report.clone().with_spec(wire.clone())) },
         third_party_frame_cap(spec),
     )?;
     Ok(report)
