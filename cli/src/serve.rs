@@ -9,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use ringperf_engine::control::auth::Psk;
 use ringperf_engine::control::limits::{default_total_memory, Limits};
-use ringperf_engine::control::text::one_line;
+use ringperf_engine::control::text::{one_line, peer_text};
 use ringperf_engine::spec::{MAX_DURATION_MS, MAX_FLOWS};
 use ringperf_engine::units::format_bytes;
 use ringperf_engine::{Error, Server, ServerConfig, ServerEvent};
@@ -113,6 +113,11 @@ fn log(e: ServerEvent) {
             "{peer}: {test} stopped by the client ({bytes} bytes, {transactions} transactions until then)"
         ),
         ServerEvent::SessionFailed { peer, error } => format!("{peer}: session failed: {error}"),
+        ServerEvent::ForeignDatagrams { peer, datagrams, first } => format!(
+            "{peer}: dropped {datagrams} datagrams sent to this session's UDP ports from other addresses than {}, the control connection's (the first from {}): a hello claiming another host's address, or a NAT mapping UDP elsewhere",
+            peer.ip().to_canonical(),
+            peer_text(&first.to_string())
+        ),
         ServerEvent::Rejected { peer, reason } => format!("{peer}: rejected: {reason}"),
         ServerEvent::Stopping { sessions: 0 } => "stopping".to_string(),
         ServerEvent::Stopping { sessions } => {

@@ -480,6 +480,20 @@ impl Control {
         }
     }
 
+    /// Asks for the UDP test `spec` and returns the server's UDP ports (in flow order) and
+    /// the session cookie of its 'ready'; anything else fails the test.
+    pub fn start_udp_test(&mut self, spec: &Value) -> (Vec<u16>, u64) {
+        self.send_json(&serde_json::json!({"type": "test", "spec": spec}));
+        match self.read_reply() {
+            Reply::Frame(v) if v["type"] == "ready" => {
+                let ports = v["udp_ports"].as_array().expect("udp_ports");
+                let ports = ports.iter().map(|p| p.as_u64().expect("a port") as u16).collect();
+                (ports, v["cookie"].as_u64().expect("cookie"))
+            }
+            other => panic!("expected 'ready', got {other:?}"),
+        }
+    }
+
     /// Reads the server's next frame, or notes that it closed the connection. A read
     /// timeout fails the test: the server must answer or close, never leave us hanging.
     pub fn read_reply(&mut self) -> Reply {

@@ -92,6 +92,13 @@ pub enum ServerEvent {
         peer: SocketAddr,
         error: String,
     },
+    /// A UDP test's data ports received `datagrams` from other addresses than the control
+    /// connection's (`first` is the first one's source) and dropped them: once per session.
+    ForeignDatagrams {
+        peer: SocketAddr,
+        datagrams: u64,
+        first: SocketAddr,
+    },
     /// A connection closed before it became a session: not on the allow list, a failed
     /// or timed-out handshake, a wrong key, or the server at a session limit.
     Rejected {
@@ -569,10 +576,15 @@ fn session(
     let cookie = random_cookie();
     // UDP: the descriptors that echo late hellos until `Go` (see net::udp).
     let mut udp_fds = Vec::new();
+    let mut foreign = udp::Foreign::default();
     let data = if spec.workload.is_udp() {
         let (socks, udp_ports) = udp::bind_flows(local_ip, &spec)?;
         write_frame(&mut w, &ServerMessage::Ready { data_port: 0, cookie, udp_ports })?;
-        udp::accept_flows(&socks, cookie)?;
+        let accepted = udp::accept_flows(&socks, cookie, a.peer.ip(), &mut foreign);
+        if let Some(first) = foreign.first {
+            events(ServerEvent::ForeignDatagrams { peer: a.peer, datagrams: foreign.datagrams, first });
+        }
+        accepted?;
         udp_fds = socks.iter().map(AsRawFd::as_raw_fd).collect();
         DataSockets::Flows(socks)
     } else {
@@ -629,7 +641,10 @@ fn session(
         }
     }
     let finished = side.finish()?;
-    let report = finished.report;
+    let mut report = finished.report;
+    if let Some(u) = report.udp.as_mut() {
+        u.foreign_datagrams = foreign.datagrams;
+    }
     let report_cap = report_frame_cap(&spec);
     let figures = TestFigures {
         test: spec.netperf_name(),
