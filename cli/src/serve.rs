@@ -97,9 +97,10 @@ fn log(e: ServerEvent) {
     say(&match e {
         ServerEvent::Listening { addr } => format!("listening on {addr}"),
         ServerEvent::SessionStarted { peer } => format!("{peer}: session started"),
-        ServerEvent::TestAccepted { peer, test, memory, in_use, budget, running } => format!(
-            "{peer}: {test} accepted: {} of payload memory reserved ({} of {} in use by {running} running tests)",
+        ServerEvent::TestAccepted { peer, test, client_side, memory, in_use, budget, running } => format!(
+            "{peer}: {test} accepted: {} of payload memory reserved{} ({} of {} in use by {running} running tests)",
             format_bytes(memory),
+            if client_side { " for its client side" } else { "" },
             format_bytes(in_use),
             format_bytes(budget)
         ),

@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 use crate::control::access::{allowed, Cidr};
 use crate::control::auth::{Party, Psk};
 use crate::control::handshake::{self, Authenticated, Pending, Step};
-use crate::control::limits::{session_memory, Limits};
+use crate::control::limits::{side_memory, Limits};
 use crate::control::protocol::{
     read_frame_by, report_frame_cap, write_frame, write_frame_capped, ClientMessage, ErrorKind,
     ServerMessage, MAX_CLIENT_FRAME, MAX_CLOCK_PROBES, PROTOCOL_VERSION,
@@ -61,6 +61,9 @@ pub enum ServerEvent {
     TestAccepted {
         peer: SocketAddr,
         test: &'static str,
+        /// This agent runs the test's client side (a third-party run): what it reserved
+        /// is that side's memory.
+        client_side: bool,
         /// This test's payload memory estimate, in bytes.
         memory: u64,
         /// Reserved by all tests now running, this one included, and the budget.
@@ -739,15 +742,17 @@ fn accept<'a>(
     serving: bool,
 ) -> Result<Reservation<'a>> {
     spec.validate()?;
-    cfg.limits.check(spec)?;
+    // A third-party run holds the client side's buffers, not the server's.
+    cfg.limits.check_side(spec, !serving)?;
     for &cpu in spec.remote.cpus.iter().filter(|_| serving) {
         check_cpu(cpu, "remote")?;
     }
-    let memory = session_memory(spec);
+    let memory = side_memory(spec, !serving);
     let r = slot.reserve(memory, cfg.limits.max_total_memory)?;
     events(ServerEvent::TestAccepted {
         peer,
         test: spec.netperf_name(),
+        client_side: !serving,
         memory,
         in_use: r.in_use,
         budget: cfg.limits.max_total_memory,

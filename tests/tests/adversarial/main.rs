@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use ringperf_tests::{check_stream_report, Ringperf, Server};
 
+mod memory;
 mod reflection;
 
 /// How long a server may take to give back a finished session's threads and fds.
