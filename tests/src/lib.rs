@@ -364,12 +364,7 @@ impl Server {
 
     /// Resident memory of the server process, in KiB (VmRSS).
     pub fn rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).expect("reading status");
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmRSS:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .expect("VmRSS in /proc/PID/status")
+        rss_kib(self.pid()).expect("VmRSS in /proc/PID/status")
     }
 
     /// Waits up to `timeout` for the server's fds and threads to come back to at most
@@ -384,6 +379,15 @@ impl Server {
             thread::sleep(Duration::from_millis(50));
         }
     }
+}
+
+/// Resident memory of process `pid`, in KiB (VmRSS); `None` once it is gone.
+pub fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 fn proc_count(pid: u32, dir: &str) -> usize {

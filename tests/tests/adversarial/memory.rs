@@ -15,7 +15,7 @@ use ringperf_cli::args::Cli;
 use ringperf_engine::control::limits::side_memory;
 use ringperf_engine::units::format_bytes;
 use ringperf_tests::fabric::KeyFile;
-use ringperf_tests::{check_stream_report, Outcome, Ringperf, Server};
+use ringperf_tests::{check_stream_report, rss_kib, Outcome, Ringperf, Server};
 
 use crate::{baseline, still_serves};
 
@@ -57,28 +57,16 @@ fn through(rp: &Ringperf, a: &Server, b: &Server, key: &KeyFile, test: &[&str]) 
         thread::spawn(move || {
             let mut peak = 0;
             while !done.load(Ordering::Relaxed) {
-                peak = peak.max(rss_kib(pid));
+                peak = peak.max(rss_kib(pid).unwrap_or(0));
                 thread::sleep(Duration::from_millis(5));
             }
-            peak.max(rss_kib(pid))
+            peak.max(rss_kib(pid).unwrap_or(0))
         })
     };
     let outcome = rp.run(&args);
     done.store(true, Ordering::Relaxed);
     let peak = sampler.join().expect("the sampler");
     (outcome, peak.saturating_sub(before) << 10)
-}
-
-/// VmRSS of `pid` in KiB (0 once it is gone).
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 /// The probe: refused by A with --max-memory and its value, before A allocates anything;
