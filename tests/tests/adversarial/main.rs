@@ -5,14 +5,15 @@
 //!
 //! One module per attack surface; what they share is below.
 
-mod relay;
-
 use std::thread;
 use std::time::Duration;
 
 use ringperf_tests::{check_stream_report, Ringperf, Server};
 
 mod file_read;
+mod memory;
+mod reflection;
+mod relay;
 
 /// How long a server may take to give back a finished session's threads and fds.
 pub const SETTLE: Duration = Duration::from_secs(10);
