@@ -208,7 +208,7 @@ pub(crate) fn run(
             sys::set_nonblocking(fd, nflows > 1)?;
         }
     }
-    if role == ClassicRole::StreamReceiver && plan.police_bps.is_some() {
+    if role == ClassicRole::StreamReceiver && plan.max_rate_bps.is_some() {
         return Err(Error::Usage(
             "the syscall receive engine cannot hold a stream to this server's --max-rate: use --recv-engine recv".into(),
         ));
