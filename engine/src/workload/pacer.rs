@@ -7,7 +7,7 @@
 //! a datagram. A transaction that finds no tokens waits for the next tick: the role keeps
 //! it as it keeps one waiting for a send buffer, and the tick's [`Pacer::take_waiting`]
 //! sends it. Unpaced, [`Pacer::allow`] is one compare of a field: the hot path reads no
-//! clock. The classic loops have no ring timer: they refill by the clock when a flow is
+//! clock. The classic loops have no ring timer: they refill by the clock when a bucket is
 //! in debt and sleep until it is not ([`Pacer::debt_ns`]).
 
 use io_uring::{opcode, types};
@@ -41,6 +41,8 @@ pub fn crr_server_rate_bps(spec: &TestSpec, max_rate_bps: Option<u64>) -> Option
 /// The refill tick's bounds: at most every 20 us, at least every 10 ms.
 const MIN_TICK_NS: f64 = 20_000.0;
 const MAX_TICK_NS: f64 = 10_000_000.0;
+/// How much time of its rate a bucket holds.
+const BUCKET_NS: f64 = 2.0 * MAX_TICK_NS;
 /// The most often a message sender's bucket ticks (see [`Pacer::for_messages`]).
 const MIN_MESSAGE_TICK_NS: f64 = 250_000.0;
 
@@ -48,7 +50,7 @@ pub struct Pacer {
     /// Bytes per nanosecond per flow; 0 when pacing is off.
     rate: f64,
     tokens: Vec<f64>,
-    /// The most a flow may save up: 5 ms of its rate, and at least two sends.
+    /// The most a flow may save up: [`BUCKET_NS`] of its rate, and at least two sends.
     burst: f64,
     last_ns: u64,
     /// The refill period, and its timespec (boxed: the kernel reads it when the multishot
@@ -84,11 +86,12 @@ impl Pacer {
     fn ticking(rate_bps: Option<u64>, flows: usize, send_size: u32, unit: f64, min_tick_ns: f64) -> Pacer {
         let rate = rate_bps.map_or(0.0, |r| r as f64 / 8.0 / 1e9);
         let tick_ns = if rate > 0.0 { (unit / rate / 2.0).clamp(min_tick_ns, MAX_TICK_NS) as u64 } else { 0 };
-        // The bucket holds 5 ms of rate, and two ticks' worth at least: a worker that
-        // handles its ticks late (a busy machine) catches up instead of losing the time,
-        // while the rate stays the rate. (With no more than a tick's worth, a stream paced
-        // at 200 Mbit/s, ticking every 10 ms, lost a quarter of its rate to late ticks.)
-        let burst = (rate * 5e6).max(rate * 2.0 * tick_ns as f64).max(2.0 * f64::from(send_size));
+        // The bucket holds 20 ms of rate (two of the longest ticks): a worker that handles
+        // its ticks late, or runs late on a busy machine, catches up instead of losing the
+        // time, while the rate stays the rate. (Holding 5 ms, a stream paced at 200 Mbit/s
+        // and ticking every 10 ms sent 125-156 Mbit/s, and a udp-rr server under load half
+        // its rate.)
+        let burst = (rate * BUCKET_NS).max(2.0 * f64::from(send_size));
         Pacer {
             rate,
             tokens: vec![f64::from(send_size); flows],
@@ -328,7 +331,7 @@ mod tests {
         // would tick every 1.3 us per half request.
         assert_eq!(tick(&Pacer::for_messages(Some(200_000_000), 1, 64)), 250_000);
         assert_eq!(tick(&Pacer::for_messages(Some(200_000_000), 1, 60_000)), 1_200_000);
-        // The bucket holds two ticks of rate: a late tick loses nothing.
+        // The bucket holds two of the longest ticks of rate: a late tick loses nothing.
         let stream = Pacer::for_chains(Some(200_000_000), 1, 128 * 1024, 4);
         assert_eq!(stream.tick_ns, 10_000_000);
         assert_eq!(stream.burst, 25e-3 * 2.0 * 10_000_000.0);
