@@ -6,10 +6,13 @@
 //! per call.
 //!
 //! Pacing (`-b`, `--flow-rate`, a server's `--max-rate`) uses the ring engines' token
-//! bucket ([`Pacer`]) without its ring timer: before a send (a stream's, a request, a
-//! response, a datagram) a flow in debt refills by the clock and, still in debt, sleeps
-//! until it is out of it or the watcher raises a flag ([`Ctx::pace`]); each send then
-//! charges what it carried ([`Ctx::charge`]). Unpaced, that is one compare per send and no clock read.
+//! bucket ([`Pacer`]) without its ring timer, one bucket per worker at the sum of its
+//! flows' rates: before a send (a stream's, a request, a response, a datagram) a worker in
+//! debt refills by the clock and, still in debt, sleeps until it is out of it or the
+//! watcher raises a flag ([`Ctx::pace`]); each send then charges what it carried
+//! ([`Ctx::charge`]). A bucket per flow would have the loop sleep off one flow's debt
+//! while the others waited: over epoll the flows then took turns at one flow's rate.
+//! Unpaced, that is one compare per send and no clock read.
 
 mod crr;
 mod msgzc;
@@ -106,7 +109,7 @@ pub(crate) struct Ctx<'a> {
     pub deadline_ns: u64,
     pub record_latency: bool,
     pub calls: SyscallCounters,
-    /// Paces what this side sends (see the module's comment).
+    /// Paces what this worker sends, all its flows together (see the module's comment).
     pub pacer: Pacer,
 }
 
@@ -148,12 +151,12 @@ impl Ctx<'_> {
         now
     }
 
-    /// Waits until flow `f` may send (its pacing bucket is out of debt); false if a flag
-    /// of `stop` came up first. Unpaced it returns at once, reading no clock. What the
+    /// Waits until the worker may send (its pacing bucket is out of debt); false if a
+    /// flag of `stop` came up first. Unpaced it returns at once, reading no clock. What the
     /// send then carries is [`Ctx::charge`]d.
     #[inline]
-    pub fn pace(&mut self, f: usize, stop: u32) -> bool {
-        while let Some(ns) = self.pacer.debt_ns(f) {
+    pub fn pace(&mut self, stop: u32) -> bool {
+        while let Some(ns) = self.pacer.debt_ns(0) {
             if self.events() & stop != 0 {
                 return false;
             }
@@ -162,10 +165,10 @@ impl Ctx<'_> {
         true
     }
 
-    /// Charges flow `f`'s pacing bucket the `bytes` a send carried.
+    /// Charges the worker's pacing bucket the `bytes` a send carried.
     #[inline]
-    pub fn charge(&mut self, f: usize, bytes: usize) {
-        self.pacer.charge(f, u32::try_from(bytes).unwrap_or(u32::MAX));
+    pub fn charge(&mut self, bytes: usize) {
+        self.pacer.charge(0, u32::try_from(bytes).unwrap_or(u32::MAX));
     }
 
     /// Sleeps `ns`, or less if the watcher raises a flag meanwhile (its wake-up, drained
@@ -308,11 +311,12 @@ pub(crate) fn run(
         ClassicRole::RrServer | ClassicRole::CrrServer | ClassicRole::UdpRrServer => spec.response_size,
         ClassicRole::StreamReceiver | ClassicRole::UdpReceiver => 0,
     };
-    let mut pacer = match role {
-        // One bucket for the worker: any connection may be any flow's.
-        ClassicRole::CrrServer => Pacer::new(crr_server_rate_bps(spec, plan.max_rate_bps), 1, message),
-        _ => Pacer::new(flow_send_rate_bps(spec, plan.max_rate_bps), nflows, message),
+    let rate = match role {
+        // Any connection may be any flow's: the worker's share of the session's flows.
+        ClassicRole::CrrServer => crr_server_rate_bps(spec, plan.max_rate_bps),
+        _ => flow_send_rate_bps(spec, plan.max_rate_bps).map(|r| r.saturating_mul(nflows as u64)),
     };
+    let mut pacer = Pacer::new(rate, 1, message);
     pacer.start_clock();
     let mut cx = Ctx {
         fds: &plan.fds,

@@ -53,7 +53,7 @@ impl Sender {
                 self.offsets[f] += n as u64;
                 self.report.sends += 1;
                 cx.counters[f].bytes_sent += n as u64;
-                cx.charge(f, n);
+                cx.charge(n);
                 if let Some(zc) = &mut self.zero_copy {
                     zc.sent(f, n);
                     zc.between_sends(cx, f)?;
@@ -76,7 +76,7 @@ impl Sender {
 
     fn run_blocking(&mut self, cx: &mut Ctx) -> Result<()> {
         while cx.events() & (DEADLINE | ABORT | GUARD) == 0 {
-            if cx.pace(0, DEADLINE | ABORT | GUARD) {
+            if cx.pace(DEADLINE | ABORT | GUARD) {
                 self.send_once(cx, 0)?;
             }
         }
@@ -103,9 +103,7 @@ impl Sender {
                     zc.read(cx, token as usize)?;
                 }
                 for _ in 0..CALLS_PER_TURN {
-                    if !cx.pace(token as usize, DEADLINE | ABORT | GUARD)
-                        || !self.send_once(cx, token as usize)?
-                    {
+                    if !cx.pace(DEADLINE | ABORT | GUARD) || !self.send_once(cx, token as usize)? {
                         break;
                     }
                 }

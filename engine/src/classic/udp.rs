@@ -95,7 +95,7 @@ impl Sender {
         cx.calls.sends += 1;
         match sys::send(cx.fds[f], &self.buf) {
             Io::Done(n) => {
-                cx.charge(f, n);
+                cx.charge(n);
                 let d = n.div_ceil(self.size) as u64;
                 self.seq[f] += self.per_send as u64;
                 self.report.sends += 1;
@@ -123,7 +123,7 @@ impl Loop for Sender {
     fn run(&mut self, cx: &mut Ctx) -> Result<Ending> {
         if cx.fds.len() == 1 {
             while cx.events() & (DEADLINE | ABORT) == 0 {
-                if cx.pace(0, DEADLINE | ABORT) {
+                if cx.pace(DEADLINE | ABORT) {
                     self.send_once(cx, 0)?;
                 }
             }
@@ -143,9 +143,7 @@ impl Loop for Sender {
                         continue;
                     }
                     for _ in 0..CALLS_PER_TURN {
-                        if !cx.pace(token as usize, DEADLINE | ABORT)
-                            || !self.send_once(cx, token as usize)?
-                        {
+                        if !cx.pace(DEADLINE | ABORT) || !self.send_once(cx, token as usize)? {
                             break;
                         }
                     }
@@ -358,14 +356,14 @@ impl Datagrams for RrServer {
             self.report.flows[f].duplicated += 1;
         }
         number(&mut self.response, usize::MAX, seq);
-        if !cx.pace(f, ABORT | GUARD) {
+        if !cx.pace(ABORT | GUARD) {
             return Ok(());
         }
         cx.calls.sends += 1;
         self.report.sends += 1;
         match sys::send(cx.fds[f], &self.response) {
             Io::Done(n) => {
-                cx.charge(f, n);
+                cx.charge(n);
                 self.report.datagrams_sent += 1;
                 self.report.flows[f].datagrams_sent += 1;
             }
@@ -454,10 +452,10 @@ impl RrClient {
     /// its pacing: then its timeout ends it) and arms its timeout.
     fn send_request(&mut self, cx: &mut Ctx, f: usize) -> Result<()> {
         number(&mut self.request, usize::MAX, self.seq[f]);
-        if !cx.pace(f, DEADLINE | ABORT) {
+        if !cx.pace(DEADLINE | ABORT) {
             return self.arm_timeout(cx, f);
         }
-        cx.charge(f, self.request.len());
+        cx.charge(self.request.len());
         cx.calls.sends += 1;
         self.report.sends += 1;
         self.report.datagrams_sent += 1;
