@@ -500,6 +500,19 @@ impl Control {
         }
     }
 
+    /// Opens the one data connection of a one-flow TCP test the server is 'ready' for on
+    /// `port` (its header: `cookie`, flow 0), waits for 'armed' and says 'go': the window is
+    /// open when this returns.
+    pub fn open_flow_and_go(&mut self, port: u16, cookie: u64) -> TcpStream {
+        let mut flow = TcpStream::connect(("127.0.0.1", port)).expect("data connection");
+        let mut h = cookie.to_le_bytes().to_vec();
+        h.extend_from_slice(&0u32.to_le_bytes());
+        flow.write_all(&h).expect("flow header");
+        assert!(matches!(self.read_reply(), Reply::Frame(v) if v["type"] == "armed"), "no 'armed' before go");
+        self.send_json(&serde_json::json!({"type": "go"}));
+        flow
+    }
+
     /// Reads the server's next frame, or notes that it closed the connection. A read
     /// timeout fails the test: the server must answer or close, never leave us hanging.
     pub fn read_reply(&mut self) -> Reply {

@@ -235,9 +235,22 @@ impl Client {
         Ok(Cycle::Done)
     }
 
+    /// Waits for the worker's pacing and charges it a cycle's request; `None` if a flag of
+    /// `stop` came up first. Returns the clock for the cycle's start: `now`, or read again
+    /// after a wait.
+    fn paced(&self, cx: &mut Ctx, stop: u32, now: u64) -> Option<u64> {
+        if !cx.pace(stop) {
+            return None;
+        }
+        cx.charge(self.request_len - FLOW_HEADER_LEN);
+        Some(if cx.pacer.enabled() { cx.start_clock() } else { now })
+    }
+
     fn run_blocking(&mut self, cx: &mut Ctx) -> Result<Ending> {
         let mut now = cx.start_clock();
         while cx.events() & (DEADLINE | ABORT | GUARD) == 0 {
+            let Some(paced) = self.paced(cx, DEADLINE | ABORT | GUARD, now) else { break };
+            now = paced;
             self.flows[0].started = now;
             let fd = self.open(cx, false)?;
             let r = self.cycle(cx, 0, fd);
@@ -311,7 +324,10 @@ impl Client {
         ep.add(cx.wake_fd, WAKE, libc::EPOLLIN as u32)?;
         let now = cx.start_clock();
         for f in 0..nflows {
-            self.begin(cx, &ep, f, now)?;
+            // A stop while waiting: the loop below sees it.
+            if let Some(now) = self.paced(cx, ABORT | GUARD, now) {
+                self.begin(cx, &ep, f, now)?;
+            }
         }
         let mut active = nflows;
         while active > 0 {
@@ -384,7 +400,7 @@ impl Client {
                             let now = self.count(cx, f);
                             if stopping {
                                 active -= 1;
-                            } else {
+                            } else if let Some(now) = self.paced(cx, ABORT | GUARD, now) {
                                 self.begin(cx, &ep, f, now)?;
                             }
                         }
@@ -616,10 +632,15 @@ impl Server {
 
     fn respond(&mut self, cx: &mut Ctx, ep: &Epoll, slot: usize, mut sent: usize) -> Result<bool> {
         let fd = self.conns[slot].fd;
-        while sent < self.response.len() {
+        // The worker's one pacing bucket; the guard (seen at the loop's top) ends a wait.
+        let go = sent > 0 || cx.pace(GUARD);
+        while go && sent < self.response.len() {
             cx.calls.sends += 1;
             match sys::send(fd, &self.response[sent..]) {
-                Io::Done(n) => sent += n,
+                Io::Done(n) => {
+                    sent += n;
+                    cx.charge(n);
+                }
                 Io::Again | Io::Eof => break,
                 Io::Failed(_) => {
                     self.report.rejected += 1;
@@ -728,11 +749,17 @@ impl Server {
             return self.reject(cx);
         }
         self.conns[0].flow = flow;
+        if !cx.pace(GUARD) {
+            return self.reject(cx);
+        }
         let mut sent = 0;
         while sent < self.response.len() {
             cx.calls.sends += 1;
             match sys::send(fd, &self.response[sent..]) {
-                Io::Done(n) => sent += n,
+                Io::Done(n) => {
+                    sent += n;
+                    cx.charge(n);
+                }
                 Io::Again => {}
                 Io::Eof | Io::Failed(_) => return self.reject(cx),
             }

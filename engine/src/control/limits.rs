@@ -4,7 +4,7 @@
 
 use crate::error::{Error, Result};
 use crate::io::send::{zc_arena_bytes_per_flow, zc_slots_per_flow, ZC_STREAM_UNNOTIFIED_BYTES};
-use crate::spec::{RecvEngine, Role, SendEngine, SideSpec, TestSpec, Workload, MAX_DURATION_MS, MAX_FLOWS};
+use crate::spec::{RecvEngine, Role, SendEngine, SideSpec, TestSpec, MAX_DURATION_MS, MAX_FLOWS};
 
 /// The operator's limits. The defaults let any valid spec through except ones that would
 /// make the server allocate more than [`Limits::max_memory`] or a message over 64 MiB.
@@ -20,7 +20,9 @@ pub struct Limits {
     /// oldest is closed, so a flood of silent connections cannot lock others out.
     pub max_handshakes: usize,
     /// Highest send rate of one session, in bits/s (`--max-rate`): a session must ask for
-    /// a rate at or below it (`-b`), and the server's own sender is paced to it.
+    /// a rate at or below it (`-b`), and whatever it asked, the server paces what it sends
+    /// in every workload to it (a stream, responses, datagrams) and holds a stream it
+    /// receives to it.
     pub max_rate_bps: Option<u64>,
     /// Largest message, request, response or receive buffer (`--max-message`).
     pub max_message: u64,
@@ -135,11 +137,6 @@ impl Limits {
             ));
         }
         if let Some(max) = self.max_rate_bps {
-            if spec.workload == Workload::Rr {
-                return refuse(format!(
-                    "this server limits each session to {max} bit/s (--max-rate) and request/response tests cannot be paced: run rr against a server without --max-rate"
-                ));
-            }
             if roles.contains(&Role::StreamReceiver) && spec.remote.recv_engine.uses_buffer_ring() {
                 return refuse(format!(
                     "this server holds what it receives to {max} bit/s (--max-rate), which a multishot receive cannot do: use --recv-engine recv or trunc"
@@ -150,7 +147,11 @@ impl Limits {
                     "this server holds what it receives to {max} bit/s (--max-rate) with ring timers, which the syscall receive engine has not: use --recv-engine recv or trunc"
                 ));
             }
-            // What the client's pacing (-b, --flow-rate) adds up to over its flows.
+            // What the client's pacing (-b, --flow-rate) adds up to over its flows. Each side
+            // paces what it sends to it: this server's sending is the stream of maerts or
+            // bidir, and the responses of rr, crr and udp-rr, which are paced like the
+            // requests however large they are; the server paces to this limit even if the
+            // client asked for more (see `pacer::flow_send_rate_bps`).
             match spec.pacing.effective_total_bps(spec.flows) {
                 Some(r) if r <= max => {}
                 Some(r) => {
@@ -288,7 +289,7 @@ pub fn payload_memory(spec: &TestSpec, role: Role, side: &SideSpec) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::Pacing;
+    use crate::spec::{Pacing, Workload};
 
     fn refused(l: &Limits, s: &TestSpec, needle: &str) {
         match l.check(s) {
@@ -323,7 +324,19 @@ mod tests {
             ..TestSpec::default()
         };
         refused(&l, &paced(Some(2_000_000), None, 1), "-b 1000000 or less");
-        refused(&l, &TestSpec { workload: Workload::Rr, ..TestSpec::default() }, "--max-rate");
+        // Every workload is paced: rr, crr and udp-rr are held to the limit like a stream
+        // (each side's -b is what it sends: the server's responses however large), and
+        // must ask for a rate within it like a stream.
+        for workload in [Workload::Rr, Workload::Crr, Workload::UdpRr] {
+            let big = TestSpec { workload, request_size: 64, response_size: 60_000, ..TestSpec::default() };
+            refused(&l, &big, "pass -b 1000000");
+            let asked = |total| TestSpec {
+                pacing: Pacing { total_bps: Some(total), per_flow_bps: None },
+                ..big.clone()
+            };
+            l.check(&asked(1_000_000)).unwrap();
+            refused(&l, &asked(1_000_001), "-b 1000000 or less");
+        }
         l.check(&paced(Some(1_000_000), None, 1)).unwrap();
         // --flow-rate counts for every flow; -b with it is the tighter of the two.
         refused(&l, &paced(None, Some(600_000), 2), "-b 1000000 or less");

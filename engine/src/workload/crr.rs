@@ -38,7 +38,13 @@
 //! client closes first, the client closed after it), as the client counts it. The client
 //! tells the session when all its cycles are done (after its deadline); the session then
 //! signals every server worker through an eventfd that each ring polls.
+//!
+//! Pacing (`-b`, `--flow-rate`, a server's `--max-rate`): a client flow starts a cycle
+//! only with its request's tokens, and a server worker sends a response only with its
+//! tokens (one bucket per worker: any worker may serve any flow); a cycle or a response
+//! that finds none waits for the pacer's tick, the server's in arrival order.
 
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
 
@@ -56,6 +62,7 @@ use crate::spec::{CloseFirst, CrrOptions, RecvEngine, TestSpec};
 use crate::verify::Verifier;
 use crate::with_fd;
 use crate::workload::driver::{RoleReport, Run, Timers, Workload};
+use crate::workload::pacer::Pacer;
 use crate::workload::Ending;
 
 /// One socket option, with its value already encoded, so applying it allocates nothing.
@@ -289,6 +296,9 @@ pub struct CrrClient {
     /// Connections each flow makes before it stops (the spec's transaction limit;
     /// u64::MAX when timed).
     limit: u64,
+    /// Paces the requests: a flow starts its cycle with its request's tokens.
+    pacer: Pacer,
+    request_size: u32,
 }
 
 /// The header every flow's request starts with: `cookie` and its global flow number.
@@ -307,6 +317,7 @@ impl CrrClient {
         send: AnySend,
         recv: AnyRecv,
         verify: Verifier,
+        pacer: Pacer,
     ) -> CrrClient {
         let request_len = FLOW_HEADER_LEN + spec.request_size as usize;
         let response_len = spec.response_size as usize;
@@ -342,16 +353,22 @@ impl CrrClient {
             aborting: false,
             report: CrrReport { linger0, ..CrrReport::default() },
             limit: spec.transaction_limit.unwrap_or(u64::MAX),
+            pacer,
+            request_size: spec.request_size,
         }
     }
 
-    /// Starts flow `f`'s next cycle, or marks it waiting for a send buffer.
+    /// Starts flow `f`'s next cycle, or marks it waiting for a send buffer, or leaves it
+    /// for the pacer's tick (which calls this again).
     fn begin(&mut self, ring: &mut Ring, f: usize, now: u64) -> Result<()> {
         let c = &mut self.cycles[f];
         *c = Cycle::idle();
         if self.send.available(f) == 0 {
             self.send.short_of_buffers(f);
             c.waiting = true;
+            return Ok(());
+        }
+        if !self.pacer.allow(f, self.request_size) {
             return Ok(());
         }
         c.started = now;
@@ -615,9 +632,25 @@ impl Workload for CrrClient {
     }
 
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
+        self.pacer.start(ring)?;
         let now = monotonic_ns();
         for f in 0..self.cycles.len() {
             self.begin(ring, f, now)?;
+        }
+        Ok(())
+    }
+
+    /// A pacing tick: the flows whose next cycle waited for tokens start it.
+    fn on_pace(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()> {
+        self.pacer.tick();
+        let mut now = 0;
+        for f in 0..self.cycles.len() {
+            if self.pacer.take_waiting(f) && !run.stopping {
+                if now == 0 {
+                    now = monotonic_ns();
+                }
+                self.begin(ring, f, now)?;
+            }
         }
         Ok(())
     }
@@ -743,8 +776,11 @@ struct Conn {
     recv_due: bool,
     send_due: bool,
     wait_due: bool,
-    /// The response waits for a send buffer (a zero-copy notification).
+    /// The response waits for a send buffer (a zero-copy notification) or for pacing
+    /// tokens.
     owed: bool,
+    /// It waits in the pacer's queue (`CrrServer::paced`), once.
+    queued: bool,
     /// The response was queued, and went out whole.
     answered: bool,
     sent: bool,
@@ -768,6 +804,7 @@ impl Conn {
             send_due: false,
             wait_due: false,
             owed: false,
+            queued: false,
             answered: false,
             sent: false,
             peer_closed: false,
@@ -811,6 +848,11 @@ pub struct CrrServer {
     /// The multishot accept is still armed.
     accepting: bool,
     report: CrrReport,
+    /// Paces the responses, one bucket for the worker.
+    pacer: Pacer,
+    /// Slots whose response waits for the pacer's tokens, in arrival order (sized for
+    /// every slot: pushing never allocates).
+    paced: VecDeque<u32>,
 }
 
 impl CrrServer {
@@ -836,11 +878,11 @@ impl CrrServer {
     pub fn new(
         spec: &TestSpec,
         listener: FlowFd,
-        cookie: u64,
-        stop: RawFd,
+        (cookie, stop): (u64, RawFd),
         send: AnySend,
         recv: AnyRecv,
         verify: Verifier,
+        pacer: Pacer,
     ) -> CrrServer {
         let slots = Self::slots(spec);
         CrrServer {
@@ -866,6 +908,8 @@ impl CrrServer {
                 server_closed_first: spec.crr.close_first == CloseFirst::Server,
                 ..CrrReport::default()
             },
+            pacer,
+            paced: VecDeque::with_capacity(slots),
         }
     }
 
@@ -985,7 +1029,8 @@ impl CrrServer {
     }
 
     /// Queues `slot`'s response (and, for a one-shot receive, the wait for the client's
-    /// close), or marks it owed until a send buffer comes back.
+    /// close), or marks it owed until a send buffer comes back, or until the pacer's tick
+    /// (behind the responses that already wait for one).
     fn respond(&mut self, ring: &mut Ring, slot: usize) -> Result<()> {
         let conn = &mut self.conns[slot];
         if self.send.available(slot) == 0 {
@@ -993,6 +1038,21 @@ impl CrrServer {
             conn.owed = true;
             return Ok(());
         }
+        if conn.queued {
+            return Ok(());
+        }
+        if !self.paced.is_empty() || !self.pacer.allow(0, self.response_len as u32) {
+            conn.owed = true;
+            conn.queued = true;
+            self.paced.push_back(slot as u32);
+            return Ok(());
+        }
+        self.send_response(ring, slot)
+    }
+
+    /// Queues `slot`'s response, its buffer and tokens in hand.
+    fn send_response(&mut self, ring: &mut Ring, slot: usize) -> Result<()> {
+        let conn = &mut self.conns[slot];
         conn.owed = false;
         let fd = conn.fd;
         let skip = if self.skip_send { Flags::SKIP_SUCCESS } else { Flags::empty() };
@@ -1104,6 +1164,7 @@ impl Workload for CrrServer {
     }
 
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
+        self.pacer.start(ring)?;
         crate::workload::watch_flows_done(ring, self.stop)?;
         self.arm_accept(ring)?;
         self.accepting = true;
@@ -1112,6 +1173,30 @@ impl Workload for CrrServer {
 
     fn done(&self, run: &Run) -> bool {
         run.stopping && self.active == 0 && !self.accepting && self.send.outstanding() == 0
+    }
+
+    /// A pacing tick: the responses that waited for tokens go, oldest first, as the
+    /// refill allows.
+    fn on_pace(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
+        self.pacer.tick();
+        self.pacer.take_waiting(0);
+        while let Some(&slot) = self.paced.front() {
+            let slot = slot as usize;
+            if self.send.available(slot) == 0 {
+                // Its buffer's return answers it (`respond` again).
+                self.paced.pop_front();
+                self.conns[slot].queued = false;
+                self.send.short_of_buffers(slot);
+                continue;
+            }
+            if !self.pacer.allow(0, self.response_len as u32) {
+                break;
+            }
+            self.paced.pop_front();
+            self.conns[slot].queued = false;
+            self.send_response(ring, slot)?;
+        }
+        Ok(())
     }
 
     fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
