@@ -173,8 +173,32 @@ const TORN: i32 = -libc::EPROTO;
 
 /// How long a stopped client waits for the cycles it cancelled to come back, so that it
 /// closes their sockets itself. A cancel comes back within one ring round trip; a cycle
-/// still out after this is left to the ring's teardown, its socket to the process's exit.
+/// still out after this is taken back by [`reclaim`].
 const ABORT_DRAIN_NS: u64 = 100_000_000;
+
+/// How long the end of a run waits for the ops it cancels to come back (see [`reclaim`]).
+const RECLAIM_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The end of a crr run, however it ended (the guard, a stop, an error): cancels every op
+/// still in flight and waits for each to come back, so that each descriptor's fate is
+/// known; returns what the run left to handle, `unhandled` and the cancelled ops'
+/// completions. The role then closes every descriptor still open ([`close_all`]):
+/// without this a session cut short left its connections open, in CLOSE-WAIT once the
+/// peer closed, until the process exited.
+fn take_back(ring: &mut Ring, unhandled: &[Completion]) -> Vec<Completion> {
+    let mut left = Vec::with_capacity(unhandled.len() + ring.cq_entries());
+    ring.cancel_everything(RECLAIM_WAIT, &mut left);
+    left.extend_from_slice(unhandled);
+    left
+}
+
+fn close_all(fds: impl IntoIterator<Item = RawFd>) {
+    for fd in fds {
+        // SAFETY: a descriptor the role made that no op uses any more (every op has come
+        // back) and no Close op closed.
+        unsafe { libc::close(fd) };
+    }
+}
 
 /// How a client cycle moves its request and response, from what the side's engines allow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -610,8 +634,7 @@ impl CrrClient {
 /// counted), and their sockets are closed as they come back, for at most ABORT_DRAIN_NS.
 impl Workload for CrrClient {
     fn timers(&self) -> Timers {
-        // The guard is armed only by a stop (see `on_abort`).
-        Timers { deadline: true, guard: false }
+        Timers { deadline: true }
     }
 
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
@@ -638,8 +661,12 @@ impl Workload for CrrClient {
     }
 
     fn on_guard(&mut self) -> Result<Ending> {
-        // Only a stop arms it: some cancelled cycle did not come back in time.
-        Ok(Ending::Aborted)
+        if self.aborting {
+            // The stop's own guard: some cancelled cycle did not come back in time.
+            return Ok(Ending::Aborted);
+        }
+        // The grace after the deadline is over and cycles are still under way.
+        Err(crate::workload::peer_stuck())
     }
 
     fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
@@ -689,6 +716,31 @@ impl Workload for CrrClient {
 
     fn finish(&mut self, _run: &Run) -> Result<Ending> {
         Ok(if self.aborting { Ending::Aborted } else { Ending::Completed })
+    }
+
+    fn reclaim(&mut self, ring: &mut Ring, unhandled: &[Completion]) {
+        let mut open = Vec::new();
+        for c in take_back(ring, unhandled) {
+            match c.op() {
+                // A socket no cycle took yet.
+                op::SOCKET if c.result >= 0 && !self.cycles.iter().any(|cy| cy.fd == c.result) => {
+                    open.push(c.result)
+                }
+                op::CLOSE if c.result >= 0 => {
+                    if let Some(cy) = self.cycles.get_mut(c.flow()) {
+                        cy.closed = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+        for cy in &mut self.cycles {
+            if cy.fd >= 0 && !cy.closed {
+                open.push(cy.fd);
+            }
+            cy.fd = -1;
+        }
+        close_all(open);
     }
 
     fn report(&self) -> RoleReport {
@@ -1096,7 +1148,7 @@ impl CrrServer {
 /// client's FlowsDone mid-run, which would look like a stop.
 impl Workload for CrrServer {
     fn timers(&self) -> Timers {
-        Timers { deadline: false, guard: true }
+        Timers { deadline: false }
     }
 
     fn watches(&self) -> bool {
@@ -1187,6 +1239,31 @@ impl Workload for CrrServer {
 
     fn after_batch(&mut self) {
         self.recv.after_batch();
+    }
+
+    fn reclaim(&mut self, ring: &mut Ring, unhandled: &[Completion]) {
+        let mut open = Vec::new();
+        for c in take_back(ring, unhandled) {
+            match c.op() {
+                // A connection accepted after the last batch the run handled.
+                op::ACCEPT if c.result >= 0 && !self.conns.iter().any(|k| k.fd == c.result) => {
+                    open.push(c.result)
+                }
+                op::SERVER_CLOSE if c.result >= 0 => {
+                    if let Some(k) = self.conns.get_mut(c.flow()) {
+                        k.closed = true;
+                    }
+                }
+                _ => {}
+            }
+        }
+        for k in &mut self.conns {
+            if k.fd >= 0 && !k.closed {
+                open.push(k.fd);
+            }
+            k.fd = -1;
+        }
+        close_all(open);
     }
 
     fn report(&self) -> RoleReport {
