@@ -396,7 +396,7 @@ fn run_on(
                 Ok(ServerMessage::Report { side }) => Some(*side),
                 _ => None,
             };
-            (remote, Some(Error::Interrupted("interrupted by the user (Ctrl-C)".into())))
+            (remote, Some(Error::Interrupted("interrupted by the user (Ctrl-C, SIGTERM or SIGHUP)".into())))
         }
         Err(e) => {
             // The server's own account of what went wrong is usually the better message.
