@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use ringperf_tests::{check_stream_report, Ringperf, Server};
 
+mod stopped_peer;
+
 /// How long a server may take to give back a finished session's threads and fds.
 pub const SETTLE: Duration = Duration::from_secs(10);
 
