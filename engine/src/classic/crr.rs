@@ -404,13 +404,16 @@ impl Client {
 /// close with the loop.
 impl Drop for Client {
     fn drop(&mut self) {
-        for f in &mut self.flows {
-            if f.fd >= 0 {
-                // SAFETY: a socket this loop made; `fd` is -1 once it is closed.
-                unsafe { libc::close(f.fd) };
-                f.fd = -1;
-            }
-        }
+        close_held(self.flows.iter_mut().map(|f| &mut f.fd));
+    }
+}
+
+/// Closes each of `fds` still open (a loop sets a descriptor it closed to -1).
+fn close_held<'a>(fds: impl Iterator<Item = &'a mut RawFd>) {
+    for fd in fds.filter(|fd| **fd >= 0) {
+        // SAFETY: a descriptor the loop made and has not closed.
+        unsafe { libc::close(*fd) };
+        *fd = -1;
     }
 }
 
@@ -820,13 +823,7 @@ fn signalled(stop: RawFd) -> bool {
 /// their client closed: they close with the loop.
 impl Drop for Server {
     fn drop(&mut self) {
-        for k in &mut self.conns {
-            if k.fd >= 0 {
-                // SAFETY: a connection this loop accepted; `fd` is -1 once it is closed.
-                unsafe { libc::close(k.fd) };
-                k.fd = -1;
-            }
-        }
+        close_held(self.conns.iter_mut().map(|k| &mut k.fd));
     }
 }
 

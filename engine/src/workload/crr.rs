@@ -179,21 +179,41 @@ const ABORT_DRAIN_NS: u64 = 100_000_000;
 /// How long the end of a run waits for the ops it cancels to come back (see [`reclaim`]).
 const RECLAIM_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// A descriptor a crr role owns (a client cycle's socket, a server connection): -1 once
+/// the role is done with it, and whether a Close op of the ring closed it.
+trait Held {
+    fn held(&mut self) -> (&mut RawFd, &mut bool);
+}
+
 /// The end of a crr run, however it ended (the guard, a stop, an error): cancels every op
 /// still in flight and waits for each to come back, so that each descriptor's fate is
-/// known; returns what the run left to handle, `unhandled` and the cancelled ops'
-/// completions. The role then closes every descriptor still open ([`close_all`]):
-/// without this a session cut short left its connections open, in CLOSE-WAIT once the
-/// peer closed, until the process exited.
-fn take_back(ring: &mut Ring, unhandled: &[Completion]) -> Vec<Completion> {
+/// known, then closes every descriptor of `slots` still open and every new one the ring
+/// made that no slot took (completions of op `made`). Without it a session cut short left
+/// its connections open, in CLOSE-WAIT once the peer closed, until the process exited.
+/// `unhandled`: what the run reaped and did not handle; `closed_by`: the op of the Close
+/// that closes a slot's descriptor (flow = slot).
+fn reclaim<T: Held>(ring: &mut Ring, unhandled: &[Completion], (made, closed_by): (u8, u8), slots: &mut [T]) {
     let mut left = Vec::with_capacity(unhandled.len() + ring.cq_entries());
     ring.cancel_everything(RECLAIM_WAIT, &mut left);
     left.extend_from_slice(unhandled);
-    left
-}
-
-fn close_all(fds: impl IntoIterator<Item = RawFd>) {
-    for fd in fds {
+    let mut open = Vec::new();
+    for c in left.iter().filter(|c| c.result >= 0) {
+        if c.op() == made && !slots.iter_mut().any(|s| *s.held().0 == c.result) {
+            open.push(c.result);
+        } else if c.op() == closed_by {
+            if let Some(s) = slots.get_mut(c.flow()) {
+                *s.held().1 = true;
+            }
+        }
+    }
+    for s in slots {
+        let (fd, closed) = s.held();
+        if *fd >= 0 && !*closed {
+            open.push(*fd);
+        }
+        *fd = -1;
+    }
+    for fd in open {
         // SAFETY: a descriptor the role made that no op uses any more (every op has come
         // back) and no Close op closed.
         unsafe { libc::close(fd) };
@@ -236,6 +256,12 @@ struct Cycle {
     failed: i32,
     /// The cycle waits for a send buffer (a zero-copy notification) to start.
     waiting: bool,
+}
+
+impl Held for Cycle {
+    fn held(&mut self) -> (&mut RawFd, &mut bool) {
+        (&mut self.fd, &mut self.closed)
+    }
 }
 
 impl Cycle {
@@ -719,28 +745,7 @@ impl Workload for CrrClient {
     }
 
     fn reclaim(&mut self, ring: &mut Ring, unhandled: &[Completion]) {
-        let mut open = Vec::new();
-        for c in take_back(ring, unhandled) {
-            match c.op() {
-                // A socket no cycle took yet.
-                op::SOCKET if c.result >= 0 && !self.cycles.iter().any(|cy| cy.fd == c.result) => {
-                    open.push(c.result)
-                }
-                op::CLOSE if c.result >= 0 => {
-                    if let Some(cy) = self.cycles.get_mut(c.flow()) {
-                        cy.closed = true;
-                    }
-                }
-                _ => {}
-            }
-        }
-        for cy in &mut self.cycles {
-            if cy.fd >= 0 && !cy.closed {
-                open.push(cy.fd);
-            }
-            cy.fd = -1;
-        }
-        close_all(open);
+        reclaim(ring, unhandled, (op::SOCKET, op::CLOSE), &mut self.cycles);
     }
 
     fn report(&self) -> RoleReport {
@@ -806,6 +811,12 @@ struct Conn {
     closed: bool,
     /// Not a good cycle of the client's: a torn or foreign request, a failed response.
     bad: bool,
+}
+
+impl Held for Conn {
+    fn held(&mut self) -> (&mut RawFd, &mut bool) {
+        (&mut self.fd, &mut self.closed)
+    }
 }
 
 impl Conn {
@@ -1242,28 +1253,7 @@ impl Workload for CrrServer {
     }
 
     fn reclaim(&mut self, ring: &mut Ring, unhandled: &[Completion]) {
-        let mut open = Vec::new();
-        for c in take_back(ring, unhandled) {
-            match c.op() {
-                // A connection accepted after the last batch the run handled.
-                op::ACCEPT if c.result >= 0 && !self.conns.iter().any(|k| k.fd == c.result) => {
-                    open.push(c.result)
-                }
-                op::SERVER_CLOSE if c.result >= 0 => {
-                    if let Some(k) = self.conns.get_mut(c.flow()) {
-                        k.closed = true;
-                    }
-                }
-                _ => {}
-            }
-        }
-        for k in &mut self.conns {
-            if k.fd >= 0 && !k.closed {
-                open.push(k.fd);
-            }
-            k.fd = -1;
-        }
-        close_all(open);
+        reclaim(ring, unhandled, (op::ACCEPT, op::SERVER_CLOSE), &mut self.conns);
     }
 
     fn report(&self) -> RoleReport {

@@ -96,23 +96,22 @@ fn a_stopped_server_ends_every_classic_loop_within_the_grace() {
 /// Runs [`a_stopped_server_ends_the_run`] for each of `runs` at once; fails naming every
 /// run that failed.
 fn every_run_ends(rp: &Ringperf, runs: &[&[&str]]) {
-    let failures: Vec<String> = thread::scope(|s| {
-        let handles: Vec<_> = runs
+    thread::scope(|s| {
+        let handles = runs
             .iter()
-            .map(|&args| (args, s.spawn(move || a_stopped_server_ends_the_run(rp, args))))
-            .collect();
-        handles
-            .into_iter()
-            .filter_map(|(args, h)| h.join().err().map(|e| format!("{args:?}: {}", panic_text(&*e))))
-            .collect()
+            .map(|&args| (format!("{args:?}"), s.spawn(move || a_stopped_server_ends_the_run(rp, args))));
+        all_pass(handles.collect());
     });
-    assert!(
-        failures.is_empty(),
-        "{} of {} runs failed:\n{}",
-        failures.len(),
-        runs.len(),
-        failures.join("\n\n")
-    );
+}
+
+/// Joins each named run; fails naming every run that failed, and why.
+fn all_pass(runs: Vec<(String, thread::ScopedJoinHandle<'_, ()>)>) {
+    let n = runs.len();
+    let failures: Vec<String> = runs
+        .into_iter()
+        .filter_map(|(what, h)| h.join().err().map(|e| format!("{what}: {}", panic_text(&*e))))
+        .collect();
+    assert!(failures.is_empty(), "{} of {n} runs failed:\n{}", failures.len(), failures.join("\n\n"));
 }
 
 /// The client `args` against its own server, stopped as the client's first interval shows
@@ -159,11 +158,7 @@ fn a_stopped_peer_agent_ends_a_third_party_run_and_a_plan_within_the_grace() {
     thread::scope(|s| {
         let from = s.spawn(|| through_an_agent(&rp, &key, false));
         let plan = s.spawn(|| through_an_agent(&rp, &key, true));
-        let failures: Vec<String> = [("--from", from), ("plan", plan)]
-            .into_iter()
-            .filter_map(|(what, h)| h.join().err().map(|e| format!("{what}: {}", panic_text(&*e))))
-            .collect();
-        assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+        all_pass(vec![("--from".into(), from), ("plan".into(), plan)]);
     });
 }
 
@@ -232,15 +227,11 @@ fn a_crr_server_keeps_no_connection_of_a_stopped_client() {
     let ring: &[&str] = &[];
     let classic2: Vec<&str> = CLASSIC.iter().copied().chain(["--flows", "2"]).collect();
     let runs: [&[&str]; 3] = [ring, &CLASSIC, &classic2];
-    let failures: Vec<String> = thread::scope(|s| {
-        let handles: Vec<_> =
-            runs.iter().map(|&extra| (extra, s.spawn(|| crr_client_stopped(&rp, extra)))).collect();
-        handles
-            .into_iter()
-            .filter_map(|(extra, h)| h.join().err().map(|e| format!("crr {extra:?}: {}", panic_text(&*e))))
-            .collect()
+    thread::scope(|s| {
+        let handles =
+            runs.iter().map(|&extra| (format!("crr {extra:?}"), s.spawn(|| crr_client_stopped(&rp, extra))));
+        all_pass(handles.collect());
     });
-    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
 fn crr_client_stopped(rp: &Ringperf, extra: &[&str]) {
@@ -365,12 +356,9 @@ fn one_sigterm_ends_a_server_whatever_its_sessions_wait_for() {
             still_serves(&rp, &mut server, base, None);
             assert!(server.wait_for_log("stopping", Duration::ZERO).is_none(), "{:?}", server.log());
         });
-        let failures: Vec<String> =
-            [("one SIGTERM", graceful), ("a second signal", at_once), ("SIGHUP", idle), ("nohup", nohup)]
-                .into_iter()
-                .filter_map(|(what, h)| h.join().err().map(|e| format!("{what}: {}", panic_text(&*e))))
-                .collect();
-        assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+        let runs =
+            [("one SIGTERM", graceful), ("a second signal", at_once), ("SIGHUP", idle), ("nohup", nohup)];
+        all_pass(runs.into_iter().map(|(what, h)| (what.to_string(), h)).collect());
     });
 }
 
