@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use ringperf_engine::control::auth::Psk;
 use ringperf_engine::control::plan::{run_plan, Agent, PlanReport, PlannedTest};
+use ringperf_engine::payload::Payload;
 use ringperf_engine::{Error, TestSpec, DEFAULT_PORT};
 use serde::Deserialize;
 
@@ -99,8 +100,7 @@ pub fn run(a: &PlanArgs) -> Result<i32, Error> {
 
 /// Reads and checks the whole plan: every name, option and key, before anything starts.
 pub fn load(path: &Path) -> Result<(Vec<Agent>, Vec<PlannedTest>), Error> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::Usage(format!("cannot read the plan {}: {e}", path.display())))?;
+    let text = ringperf_engine::input::read_text(path, ringperf_engine::input::PLAN)?;
     let file: PlanFile = toml::from_str(&text).map_err(|e| {
         Error::Usage(format!(
             "{}: {}",
@@ -220,10 +220,18 @@ fn spec_of(t: &TestEntry, group: &str) -> Result<TestSpec, Error> {
     argv.extend(options.iter().map(|s| s.to_string()));
     let cli =
         args::parse(&argv).map_err(|e| Error::Usage(format!("{group}: {}", crate::one_line(&e, &argv))))?;
-    crate::test_spec(&cli.command).map_err(|e| match e {
+    let spec = crate::test_spec(&cli.command).map_err(|e| match e {
         Error::Usage(m) => Error::Usage(format!("{group}: {m}")),
         e => e,
-    })
+    })?;
+    // By meaning, not by token: whatever spelled it, a path never goes to an agent.
+    if let Payload::File(_) = spec.local.payload {
+        return Err(Error::Usage(format!(
+            "{group}: -F in options {}",
+            crate::agent_names_no_path("that sends")
+        )));
+    }
+    Ok(spec)
 }
 
 /// The table: a row per test, then each host, then the aggregates.

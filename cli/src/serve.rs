@@ -3,14 +3,15 @@
 //! under `nohup`), saying which: once the sessions in progress end, or when its grace is
 //! over (cutting those still running), and at once on a second signal.
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use ringperf_engine::control::auth::Psk;
+use ringperf_engine::control::auth::{Endpoint, Psk};
 use ringperf_engine::control::limits::{default_total_memory, Limits};
-use ringperf_engine::control::text::one_line;
+use ringperf_engine::control::text::{one_line, peer_text};
+use ringperf_engine::payload::PayloadFiles;
 use ringperf_engine::spec::{MAX_DURATION_MS, MAX_FLOWS};
 use ringperf_engine::units::format_bytes;
 use ringperf_engine::{Error, Server, ServerConfig, ServerEvent};
@@ -39,6 +40,8 @@ pub fn run(a: &ServeArgs) -> Result<i32, Error> {
         allow: a.allow.clone(),
         in_client_process: false,
         allow_third_party: a.allow_third_party,
+        public_endpoints: public_endpoints(&a.public_endpoint)?,
+        payload_files: PayloadFiles::new(a.payload_files.clone())?,
     };
     let server = match a.bind {
         Some(ip) => Server::bind(SocketAddr::new(ip, a.port))?,
@@ -68,8 +71,18 @@ pub fn run(a: &ServeArgs) -> Result<i32, Error> {
             addr.port()
         ));
     }
+    if !config.public_endpoints.is_empty() {
+        let listed: Vec<String> = config.public_endpoints.iter().map(ToString::to_string).collect();
+        say(&format!(
+            "proves it is the host dialled at the address a connection arrives on and at {} (--public-endpoint)",
+            listed.join(", ")
+        ));
+    }
     if config.allow_third_party {
         say("third-party runs allowed (--allow-third-party): a controller with the key may have this agent send to or receive from another agent that proves it holds the same key");
+    }
+    for f in config.payload_files.iter() {
+        say(&format!("payload file {f} may be sent for a peer that names its label (--payload-file)"));
     }
     if server.is_dual_stack() {
         say("one IPv6 socket serves IPv4 clients too (shown as their IPv4 addresses)");
@@ -89,6 +102,27 @@ pub fn run(a: &ServeArgs) -> Result<i32, Error> {
     }
     server.serve(&stop, Arc::new(move |e| log(e, which.load(Ordering::SeqCst))))?;
     Ok(0)
+}
+
+/// The endpoints of --public-endpoint, each name resolved once, here, to its addresses.
+fn public_endpoints(given: &[String]) -> Result<Vec<Endpoint>, Error> {
+    let mut all = Vec::new();
+    for g in given {
+        let addrs = g.to_socket_addrs().map_err(|e| {
+            Error::Usage(format!(
+                "cannot use --public-endpoint '{g}': {e}: give the HOST:PORT clients dial, e.g. 203.0.113.5:12866 or [2001:db8::5]:12866"
+            ))
+        })?;
+        let before = all.len();
+        all.extend(addrs.map(Endpoint::of));
+        if all.len() == before {
+            return Err(Error::Usage(format!(
+                "--public-endpoint '{g}' resolves to no address: check the name"
+            )));
+        }
+    }
+    all.dedup();
+    Ok(all)
 }
 
 /// The name of a stop signal, for the log.
@@ -112,14 +146,18 @@ fn log(e: ServerEvent, signal: usize) {
     say(&match e {
         ServerEvent::Listening { addr } => format!("listening on {addr}"),
         ServerEvent::SessionStarted { peer } => format!("{peer}: session started"),
-        ServerEvent::TestAccepted { peer, test, memory, in_use, budget, running } => format!(
-            "{peer}: {test} accepted: {} of payload memory reserved ({} of {} in use by {running} running tests)",
+        ServerEvent::TestAccepted { peer, test, client_side, memory, in_use, budget, running } => format!(
+            "{peer}: {test} accepted: {} of payload memory reserved{} ({} of {} in use by {running} running tests)",
             format_bytes(memory),
+            if client_side { " for its client side" } else { "" },
             format_bytes(in_use),
             format_bytes(budget)
         ),
-        ServerEvent::ThirdParty { peer, test, target } => {
-            format!("{peer}: third party: running the client side of {test} against {target} for this controller")
+        ServerEvent::ThirdParty { peer, test, target, address } => format!(
+            "{peer}: third party: running the client side of {test} against {target} ({address}) for this controller"
+        ),
+        ServerEvent::PayloadFile { peer, label, path } => {
+            format!("{peer}: sending payload file '{label}' ({}) for this peer", path.display())
         }
         ServerEvent::TestDone { peer, test, bytes, transactions } => {
             format!("{peer}: {test} done ({bytes} bytes, {transactions} transactions)")
@@ -128,6 +166,11 @@ fn log(e: ServerEvent, signal: usize) {
             "{peer}: {test} stopped by the client ({bytes} bytes, {transactions} transactions until then)"
         ),
         ServerEvent::SessionFailed { peer, error } => format!("{peer}: session failed: {error}"),
+        ServerEvent::ForeignDatagrams { peer, datagrams, first } => format!(
+            "{peer}: dropped {datagrams} datagrams sent to this session's UDP ports from other addresses than {}, the control connection's (the first from {}): a hello claiming another host's address, or a NAT mapping UDP elsewhere",
+            peer.ip().to_canonical(),
+            peer_text(&first.to_string())
+        ),
         ServerEvent::Rejected { peer, reason } => format!("{peer}: rejected: {reason}"),
         ServerEvent::Stopping { sessions: 0, .. } => format!("stopping on {}", signal_name(signal)),
         ServerEvent::Stopping { sessions, grace } => format!(

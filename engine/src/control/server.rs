@@ -10,15 +10,16 @@ use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use crate::control::access::{allowed, Cidr};
-use crate::control::auth::{Party, Psk};
-use crate::control::handshake::{self, Authenticated, Pending, Step};
-use crate::control::limits::{session_memory, Limits};
+use crate::control::auth::{Endpoint, Psk};
+use crate::control::handshake::{self, Authenticated, Identity, Pending, Step};
+use crate::control::limits::{side_memory, Limits};
 use crate::control::protocol::{
     read_frame_by, report_frame_cap, write_frame, write_frame_capped, ClientMessage, ErrorKind,
     ServerMessage, MAX_CLIENT_FRAME, MAX_CLOCK_PROBES, PROTOCOL_VERSION,
@@ -28,8 +29,9 @@ use crate::env::{allowed_cpus, Environment};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
 use crate::net::{accept_flows, listen, random_cookie, udp};
+use crate::payload::{PayloadFile, PayloadFiles, WireSpec};
 use crate::side::{DataSockets, Side};
-use crate::spec::{TestSpec, Workload};
+use crate::spec::{SpecSide, TestSpec, Workload};
 use crate::units::format_bytes;
 use crate::workload::Ending;
 
@@ -79,6 +81,9 @@ pub enum ServerEvent {
     TestAccepted {
         peer: SocketAddr,
         test: &'static str,
+        /// This agent runs the test's client side (a third-party run): what it reserved
+        /// is that side's memory.
+        client_side: bool,
         /// This test's payload memory estimate, in bytes.
         memory: u64,
         /// Reserved by all tests now running, this one included, and the budget.
@@ -87,11 +92,19 @@ pub enum ServerEvent {
         running: usize,
     },
     /// A controller's third-party request was accepted: this agent now runs the client
-    /// side of `test` against the agent at `target`.
+    /// side of `test` against the agent at `target` (the name it was given, escaped), which
+    /// it resolved once to `address`, the one address its control and data go to.
     ThirdParty {
         peer: SocketAddr,
         test: &'static str,
         target: String,
+        address: SocketAddr,
+    },
+    /// An accepted test sends a file the operator listed, by the label the peer named.
+    PayloadFile {
+        peer: SocketAddr,
+        label: String,
+        path: PathBuf,
     },
     TestDone {
         peer: SocketAddr,
@@ -109,6 +122,13 @@ pub enum ServerEvent {
     SessionFailed {
         peer: SocketAddr,
         error: String,
+    },
+    /// A UDP test's data ports received `datagrams` from other addresses than the control
+    /// connection's (`first` is the first one's source) and dropped them: once per session.
+    ForeignDatagrams {
+        peer: SocketAddr,
+        datagrams: u64,
+        first: SocketAddr,
     },
     /// A connection closed before it became a session: not on the allow list, a failed
     /// or timed-out handshake, a wrong key, or the server at a session limit.
@@ -152,6 +172,12 @@ pub struct ServerConfig {
     /// Takes ThirdParty requests: runs the client side of a test against another agent
     /// for a controller (`serve --allow-third-party`, which needs a key).
     pub allow_third_party: bool,
+    /// Endpoints that forward to this server (NAT, port forwards, proxies; `serve
+    /// --public-endpoint`): with a key, it proves it is the host dialled at these as well
+    /// as at the address and port a connection was accepted on.
+    pub public_endpoints: Vec<Endpoint>,
+    /// The files a peer may have this host send, by label (`serve --payload-file`).
+    pub payload_files: PayloadFiles,
 }
 
 /// A bound control listener.
@@ -228,7 +254,8 @@ impl Server {
                     continue;
                 }
                 let mut p = p;
-                match p.on_readable(cfg.psk.as_ref()) {
+                let id = Identity { psk: cfg.psk.as_ref(), public: &cfg.public_endpoints };
+                match p.on_readable(id) {
                     Step::Wait => keep.push(p),
                     Step::Refuse { reason, reply } => {
                         events(ServerEvent::Rejected { peer: p.peer(), reason });
@@ -585,31 +612,30 @@ fn session(
         stream.local_addr().map_err(|e| Error::io("reading the control address", e))?.ip().to_canonical();
     let by = || Instant::now() + CONTROL_TIMEOUT;
 
-    let proof = cfg.psk.as_ref().map(|k| k.proof(Party::Server, &a.server_nonce, &a.client_nonce));
     write_frame(
         &mut w,
         &ServerMessage::Welcome {
             protocol: PROTOCOL_VERSION,
             tool_version: env!("CARGO_PKG_VERSION").into(),
             environment: Box::new(Environment::capture()),
-            proof,
         },
     )?;
 
     let spec_by = Instant::now() + SPEC_TIMEOUT;
     let mut probes = 0;
-    let spec = loop {
+    let (spec, payload_file) = loop {
         match read_frame_by(stream, "the test spec", spec_by, MAX_CLIENT_FRAME, None) {
-            Ok(ClientMessage::Test { mut spec, clock_offset_ns }) => {
+            Ok(ClientMessage::Test { spec, clock_offset_ns }) => {
+                let (mut spec, file) = spec.into_local(SpecSide::Remote, &cfg.payload_files)?;
                 spec.clock_offset_ns = clock_offset_ns;
                 if cfg.in_client_process {
                     spec.profile.enabled = false;
                 }
-                break spec;
+                break (spec, file);
             }
             Ok(ClientMessage::ThirdParty { spec, peer_host, peer_port, synchronized }) => {
                 let peer = Peer { host: &peer_host, port: peer_port };
-                return third_party(a, cfg, slot, events, &spec, peer, synchronized);
+                return third_party(a, cfg, slot, events, *spec, peer, synchronized);
             }
             Ok(ClientMessage::ClockProbe {}) if probes < MAX_CLOCK_PROBES => {
                 probes += 1;
@@ -631,6 +657,7 @@ fn session(
         }
     };
     let _reservation = accept(&spec, cfg, slot, a.peer, events, true)?;
+    log_payload_file(payload_file, a.peer, events);
     let test_and_grace =
         Duration::from_millis(spec.duration_ms) + Duration::from_nanos(crate::workload::PEER_GRACE_NS);
     slot.deadline_in(SETUP_LIMIT + test_and_grace + REPORT_SLACK);
@@ -638,10 +665,15 @@ fn session(
     let cookie = random_cookie();
     // UDP: the descriptors that echo late hellos until `Go` (see net::udp).
     let mut udp_fds = Vec::new();
+    let mut foreign = udp::Foreign::default();
     let data = if spec.workload.is_udp() {
         let (socks, udp_ports) = udp::bind_flows(local_ip, &spec)?;
         write_frame(&mut w, &ServerMessage::Ready { data_port: 0, cookie, udp_ports })?;
-        udp::accept_flows(&socks, cookie)?;
+        let accepted = udp::accept_flows(&socks, cookie, a.peer.ip(), &mut foreign);
+        if let Some(first) = foreign.first {
+            events(ServerEvent::ForeignDatagrams { peer: a.peer, datagrams: foreign.datagrams, first });
+        }
+        accepted?;
         udp_fds = socks.iter().map(AsRawFd::as_raw_fd).collect();
         DataSockets::Flows(socks)
     } else {
@@ -699,7 +731,10 @@ fn session(
         }
     }
     let finished = side.finish()?;
-    let report = finished.report;
+    let mut report = finished.report;
+    if let Some(u) = report.udp.as_mut() {
+        u.foreign_datagrams = foreign.datagrams;
+    }
     let report_cap = report_frame_cap(&spec);
     let figures = TestFigures {
         test: spec.netperf_name(),
@@ -744,18 +779,18 @@ struct Peer<'a> {
     port: u16,
 }
 
-/// Runs a controller's third-party request: this agent runs the client side of `spec`
+/// Runs a controller's third-party request: this agent runs the client side of `wire`
 /// against `peer`, under this agent's own limits, and sends the whole report back.
 fn third_party(
     a: &Authenticated,
     cfg: &ServerConfig,
     slot: &SessionSlot,
     events: &EventSink,
-    spec: &TestSpec,
+    wire: WireSpec,
     peer: Peer<'_>,
     synchronized: bool,
 ) -> Result<SessionEnd> {
-    use crate::control::third_party::{serve, ALLOW_FLAG};
+    use crate::control::third_party::{dial_peer, serve, ALLOW_FLAG};
     if !cfg.allow_third_party {
         return Err(Error::Peer(format!(
             "this agent does not run tests against other agents: its operator must start it with `ringperf serve {ALLOW_FLAG} --psk-file FILE`"
@@ -766,16 +801,23 @@ fn third_party(
             "this agent takes third-party work only with a key: its operator must start it with `ringperf serve {ALLOW_FLAG} --psk-file FILE`"
         )));
     };
-    // The local side is this agent's: its CPUs are checked where the run starts.
+    // The local side is this agent's: its payload label names a file of this agent's
+    // operator, and its CPUs are checked where the run starts.
+    let (spec, payload_file) = wire.clone().into_local(SpecSide::Local, &cfg.payload_files)?;
+    let spec = &spec;
     let _reservation = accept(spec, cfg, slot, a.peer, events, false)?;
     // The run as a client keeps to its own bounds; this is the controller's.
     slot.deadline_in(crate::control::third_party::report_wait(spec) + REPORT_SLACK);
+    // Resolved once: the address logged is the one logged in to and sent data to.
+    let dialled = dial_peer(peer.host, peer.port)?;
     events(ServerEvent::ThirdParty {
         peer: a.peer,
         test: spec.netperf_name(),
         target: format!("{}:{}", crate::control::text::peer_text(peer.host), peer.port),
+        address: dialled.addr,
     });
-    let report = serve(&a.stream, spec, peer.host, peer.port, synchronized, Some(psk))?;
+    log_payload_file(payload_file, a.peer, events);
+    let report = serve(&a.stream, &wire, spec, dialled, synchronized, Some(psk))?;
     let figures = TestFigures {
         test: spec.netperf_name(),
         bytes: report.local.bytes_sent + report.local.bytes_received,
@@ -796,11 +838,12 @@ fn accept<'a>(
     serving: bool,
 ) -> Result<Reservation<'a>> {
     spec.validate()?;
-    cfg.limits.check(spec)?;
+    // A third-party run holds the client side's buffers, not the server's.
+    cfg.limits.check_side(spec, !serving)?;
     for &cpu in spec.remote.cpus.iter().filter(|_| serving) {
         check_cpu(cpu, "remote")?;
     }
-    let memory = session_memory(spec);
+    let memory = side_memory(spec, !serving);
     let r = slot.reserve(memory, cfg.limits.max_total_memory)?;
     if let Some(w) = &slot.watch {
         w.testing(spec.netperf_name());
@@ -808,12 +851,20 @@ fn accept<'a>(
     events(ServerEvent::TestAccepted {
         peer,
         test: spec.netperf_name(),
+        client_side: !serving,
         memory,
         in_use: r.in_use,
         budget: cfg.limits.max_total_memory,
         running: r.running,
     });
     Ok(r)
+}
+
+/// Names the listed file an accepted test sends, and for whom.
+fn log_payload_file(file: Option<PayloadFile>, peer: SocketAddr, events: &EventSink) {
+    if let Some(PayloadFile { label, path }) = file {
+        events(ServerEvent::PayloadFile { peer, label, path });
+    }
 }
 
 fn out_of_order(expected: &str, got: &ClientMessage) -> Error {

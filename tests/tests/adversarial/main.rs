@@ -10,6 +10,10 @@ use std::time::Duration;
 
 use ringperf_tests::{check_stream_report, Ringperf, Server};
 
+mod file_read;
+mod memory;
+mod reflection;
+mod relay;
 mod stopped_peer;
 
 /// How long a server may take to give back a finished session's threads and fds.
