@@ -42,7 +42,7 @@ impl Runner {
         Ok(Runner { stop, psk: client_psk(t)?, units: render::Units::parse(&t.units) })
     }
 
-    /// True once Ctrl-C (or SIGTERM) came.
+    /// True once Ctrl-C (or SIGTERM, or SIGHUP) came.
     pub fn stopped(&self) -> bool {
         self.stop.fired()
     }

@@ -1,9 +1,10 @@
 //! `ringperf serve`: binds (both address families by default), logs server events to
-//! stderr with a timestamp, stops on SIGINT or SIGTERM once the sessions in progress end,
-//! and at once on a second signal.
+//! stderr with a timestamp, and stops on SIGINT, SIGTERM or SIGHUP (unless ignored, as
+//! under `nohup`), saying which: once the sessions in progress end, or when its grace is
+//! over (cutting those still running), and at once on a second signal.
 
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -14,7 +15,7 @@ use ringperf_engine::payload::PayloadFiles;
 use ringperf_engine::spec::{MAX_DURATION_MS, MAX_FLOWS};
 use ringperf_engine::units::format_bytes;
 use ringperf_engine::{Error, Server, ServerConfig, ServerEvent};
-use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::flag;
 
 use crate::args::ServeArgs;
@@ -89,14 +90,17 @@ pub fn run(a: &ServeArgs) -> Result<i32, Error> {
     let server = server.with_config(config);
 
     let stop = Arc::new(AtomicBool::new(false));
-    for sig in [SIGINT, SIGTERM] {
+    // The signal that stopped the server, for the log.
+    let which = Arc::new(AtomicUsize::new(0));
+    for sig in crate::interrupt::stop_signals() {
         let fail = |e| Error::io("installing a signal handler", e);
         // Registered first, so it sees the flag before this signal sets it: the second
         // signal ends the process at once, sessions or not.
         flag::register_conditional_shutdown(sig, STOPPED_NOW, stop.clone()).map_err(fail)?;
+        flag::register_usize(sig, which.clone(), sig as usize).map_err(fail)?;
         flag::register(sig, stop.clone()).map_err(fail)?;
     }
-    server.serve(&stop, Arc::new(log))?;
+    server.serve(&stop, Arc::new(move |e| log(e, which.load(Ordering::SeqCst))))?;
     Ok(0)
 }
 
@@ -121,13 +125,24 @@ fn public_endpoints(given: &[String]) -> Result<Vec<Endpoint>, Error> {
     Ok(all)
 }
 
+/// The name of a stop signal, for the log.
+fn signal_name(sig: usize) -> &'static str {
+    match sig as i32 {
+        SIGINT => "SIGINT (Ctrl-C)",
+        SIGTERM => "SIGTERM",
+        SIGHUP => "SIGHUP",
+        _ => "a signal",
+    }
+}
+
 /// One log line: a timestamp, then `line` kept to one line.
 fn say(line: &str) {
     // The engine escapes what a peer sent; this keeps any line to one line regardless.
     eprintln!("{} ringperf serve: {}", timestamp(SystemTime::now()), one_line(line));
 }
 
-fn log(e: ServerEvent) {
+/// Logs `e`; `signal`: the signal that stopped the server (0: none yet).
+fn log(e: ServerEvent, signal: usize) {
     say(&match e {
         ServerEvent::Listening { addr } => format!("listening on {addr}"),
         ServerEvent::SessionStarted { peer } => format!("{peer}: session started"),
@@ -157,10 +172,24 @@ fn log(e: ServerEvent) {
             peer_text(&first.to_string())
         ),
         ServerEvent::Rejected { peer, reason } => format!("{peer}: rejected: {reason}"),
-        ServerEvent::Stopping { sessions: 0 } => "stopping".to_string(),
-        ServerEvent::Stopping { sessions } => {
-            format!("stopping: waiting for {sessions} session(s) to end; press Ctrl-C again to stop now")
-        }
+        ServerEvent::Stopping { sessions: 0, .. } => format!("stopping on {}", signal_name(signal)),
+        ServerEvent::Stopping { sessions, grace } => format!(
+            "stopping on {}: waiting up to {} s for {sessions} session(s) to end, then cutting them; press Ctrl-C again (or send the signal again) to stop now",
+            signal_name(signal),
+            grace.as_secs()
+        ),
+        ServerEvent::SessionCut { peer, test, stopping } => format!(
+            "{peer}: {} cut: {}; its connections are closed",
+            test.unwrap_or("session"),
+            if stopping {
+                "still running at the end of the stopping server's grace"
+            } else {
+                "stopped making progress: still running past its deadline (its test's length plus the peer grace)"
+            }
+        ),
+        ServerEvent::Stopped { unfinished } => format!(
+            "stopped: {unfinished} session(s) did not end even once cut (blocked outside their sockets); exiting without them"
+        ),
     });
 }
 

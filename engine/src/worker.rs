@@ -464,6 +464,9 @@ fn run(mut plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>
         stopping: false,
     };
     let ending = drive(&mut engine.ring, engine.role.as_mut(), &mut run, plan.watch_fd);
+    if !matches!(ending, Ok(Ending::Completed)) {
+        shut_down(&plan.fds);
+    }
     let role_report = engine.role.report();
     let end_ns = role_report.end_ns.unwrap_or_else(monotonic_ns);
     let ClosedWindow { end_ns, tool, tcp, intervals, latency, latency_split } =
@@ -570,6 +573,17 @@ impl WorkerWindow {
         let tcp = fds.iter().map(|&fd| TcpFlowInfo::read(fd).unwrap_or_default()).collect();
         let (intervals, latency, latency_split) = self.sampler.finish(end_ns, flows);
         ClosedWindow { end_ns, tool, tcp, intervals, latency, latency_split }
+    }
+}
+
+/// Shuts a run's data sockets down once it ended early (the guard, a stop, an error):
+/// nothing more goes over them, and an operation still blocked on one (a splice on io-wq
+/// waiting for a stopped peer's window, which holds its pipe's lock, so that even closing
+/// the pipe would wait for it) returns at once instead of holding the worker.
+fn shut_down(fds: &[RawFd]) {
+    for &fd in fds {
+        // SAFETY: shutdown on a socket the side keeps open until this worker is joined.
+        unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
     }
 }
 

@@ -24,6 +24,7 @@ use crate::control::protocol::{
     read_frame_by, report_frame_cap, write_frame, write_frame_capped, ClientMessage, ErrorKind,
     ServerMessage, MAX_CLIENT_FRAME, MAX_CLOCK_PROBES, PROTOCOL_VERSION,
 };
+use crate::control::reclaim::{Watch, Watchdog};
 use crate::env::{allowed_cpus, Environment};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
@@ -45,6 +46,23 @@ pub const SPEC_TIMEOUT: Duration = Duration::from_secs(2);
 /// How long a session whose run was cut short waits for the client's Abort before it
 /// decides the client is gone.
 const ABORT_WAIT: Duration = Duration::from_millis(500);
+
+/// How long a stopping server (the first SIGINT, SIGTERM or SIGHUP) waits for its sessions
+/// before it cuts those still running: the peer grace, so a test that is ending anyway ends
+/// whole, and whatever a session is blocked on, the server exits soon after.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_nanos(crate::workload::PEER_GRACE_NS);
+
+/// How long a cut session has to end before a stopping server exits without it.
+const CUT_WAIT: Duration = Duration::from_secs(2);
+
+/// What a session may take beyond its test's end and the peer grace: its partial
+/// report's wait for the client's abort and the writing of its last reply. Past that, it is
+/// cut ([`Watchdog`]).
+const REPORT_SLACK: Duration = Duration::from_secs(2);
+
+/// The longest a session's setup may take, from its accepted spec to `go`: the data
+/// connections (or UDP hellos), the client's `go`, and between them its own work.
+const SETUP_LIMIT: Duration = Duration::from_secs(3 * CONTROL_TIMEOUT.as_secs());
 
 /// After accept fails for lack of descriptors, the accept loop pauses this long instead
 /// of spinning on a listener that stays readable.
@@ -118,8 +136,21 @@ pub enum ServerEvent {
         peer: SocketAddr,
         reason: String,
     },
+    /// The server stops: it waits up to `grace` for `sessions`, then cuts them.
     Stopping {
         sessions: usize,
+        grace: Duration,
+    },
+    /// A session stopped making progress and was cut: past its deadline (its test's length
+    /// plus the peer grace), or still running at the end of a stopping server's grace.
+    SessionCut {
+        peer: SocketAddr,
+        test: Option<&'static str>,
+        stopping: bool,
+    },
+    /// The server exits with `unfinished` sessions that did not end even once cut.
+    Stopped {
+        unfinished: usize,
     },
 }
 
@@ -202,6 +233,7 @@ impl Server {
         events(ServerEvent::Listening { addr: self.addr });
         let cfg = &self.config;
         let live = Arc::new(SessionTable::default());
+        let dog = Arc::new(Watchdog::default());
         let mut sessions: Vec<JoinHandle<()>> = Vec::new();
         let mut pending: Vec<Pending> = Vec::new();
         let mut fds: Vec<libc::pollfd> = Vec::new();
@@ -231,7 +263,7 @@ impl Server {
                     }
                     Step::Done(a) => {
                         drop(p);
-                        start_session(*a, cfg, &live, &mut sessions, &events);
+                        start_session(*a, cfg, (&live, &dog), &mut sessions, &events);
                     }
                 }
             }
@@ -249,14 +281,27 @@ impl Server {
             if fds[0].revents != 0 {
                 self.accept_all(cfg, &mut pending, &events);
             }
+            cut_overdue(&dog, &events);
             sessions.retain(|h| !h.is_finished());
         }
         for p in pending {
             p.close_with(Some((ErrorKind::Peer, "the server is shutting down".into())));
         }
         sessions.retain(|h| !h.is_finished());
-        events(ServerEvent::Stopping { sessions: sessions.len() });
-        for h in sessions {
+        events(ServerEvent::Stopping { sessions: sessions.len(), grace: SHUTDOWN_GRACE });
+        // Sessions that end within the grace end whole; the rest are cut then, and the
+        // server exits without those that still do not end.
+        dog.stop_within(SHUTDOWN_GRACE);
+        let give_up = Instant::now() + SHUTDOWN_GRACE + CUT_WAIT;
+        while !sessions.is_empty() && Instant::now() < give_up {
+            thread::sleep(STOP_LOOK);
+            cut_overdue(&dog, &events);
+            sessions.retain(|h| !h.is_finished());
+        }
+        if !sessions.is_empty() {
+            events(ServerEvent::Stopped { unfinished: sessions.len() });
+        }
+        for h in sessions.into_iter().filter(|h| h.is_finished()) {
             let _ = h.join();
         }
         Ok(())
@@ -338,6 +383,16 @@ fn bind_error(addr: SocketAddr, e: io::Error) -> Error {
     }
 }
 
+/// How often a stopping server looks whether its sessions ended.
+const STOP_LOOK: Duration = Duration::from_millis(20);
+
+/// Cuts the sessions past their deadline, and says so.
+fn cut_overdue(dog: &Watchdog, events: &EventSink) {
+    for c in dog.cut_overdue() {
+        events(ServerEvent::SessionCut { peer: c.peer, test: c.test, stopping: c.stopping });
+    }
+}
+
 fn poll(fds: &mut [libc::pollfd], wait: Duration) -> Result<()> {
     let ms = wait.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
     // SAFETY: `fds` is a valid, exclusively borrowed array of pollfds for the whole call.
@@ -359,12 +414,12 @@ fn poll(fds: &mut [libc::pollfd], wait: Duration) -> Result<()> {
 fn start_session(
     a: Authenticated,
     cfg: &Arc<ServerConfig>,
-    live: &Arc<SessionTable>,
+    (live, dog): (&Arc<SessionTable>, &Arc<Watchdog>),
     sessions: &mut Vec<JoinHandle<()>>,
     events: &EventSink,
 ) {
     let max = cfg.limits.max_sessions;
-    let slot = match SessionTable::admit(live, a.peer.ip(), max, cfg.limits.max_sessions_per_host) {
+    let mut slot = match SessionTable::admit(live, a.peer.ip(), max, cfg.limits.max_sessions_per_host) {
         Ok(slot) => slot,
         Err(reason) => {
             events(ServerEvent::Rejected { peer: a.peer, reason: reason.clone() });
@@ -375,6 +430,8 @@ fn start_session(
             return;
         }
     };
+    // Until it has a test: the welcome's write, then the spec.
+    slot.watch = Watchdog::register(dog, &a.stream, a.peer, CONTROL_TIMEOUT + SPEC_TIMEOUT + REPORT_SLACK);
     let (cfg, events2) = (cfg.clone(), events.clone());
     let spawned = thread::Builder::new().name("ringperf-session".into()).spawn(move || {
         run_session(a, &cfg, &slot, &events2);
@@ -436,7 +493,7 @@ impl SessionTable {
         }
         t.live += 1;
         *t.per_host.entry(host).or_insert(0) += 1;
-        Ok(SessionSlot { table: table.clone(), host })
+        Ok(SessionSlot { table: table.clone(), host, watch: None })
     }
 }
 
@@ -444,9 +501,18 @@ impl SessionTable {
 struct SessionSlot {
     table: Arc<SessionTable>,
     host: IpAddr,
+    /// The session's deadline, past which the accept loop cuts it.
+    watch: Option<Watch>,
 }
 
 impl SessionSlot {
+    /// The session is cut unless it ends within `within` from now (or moves this again).
+    fn deadline_in(&self, within: Duration) {
+        if let Some(w) = &self.watch {
+            w.deadline_in(within);
+        }
+    }
+
     /// Reserves `memory` bytes of `budget` for this session's test, or says what is in use
     /// and what the test asks.
     fn reserve(&self, memory: u64, budget: u64) -> Result<Reservation<'_>> {
@@ -592,6 +658,9 @@ fn session(
     };
     let _reservation = accept(&spec, cfg, slot, a.peer, events, true)?;
     log_payload_file(payload_file, a.peer, events);
+    let test_and_grace =
+        Duration::from_millis(spec.duration_ms) + Duration::from_nanos(crate::workload::PEER_GRACE_NS);
+    slot.deadline_in(SETUP_LIMIT + test_and_grace + REPORT_SLACK);
 
     let cookie = random_cookie();
     // UDP: the descriptors that echo late hellos until `Go` (see net::udp).
@@ -630,6 +699,7 @@ fn session(
         ClientMessage::Go {} => {}
         other => return Err(out_of_order("go", &other)),
     }
+    slot.deadline_in(test_and_grace + REPORT_SLACK);
     side.start()?;
     // crr: the client stopped mid-run (Ctrl-C) and asked for what was measured.
     let mut aborted = false;
@@ -736,6 +806,8 @@ fn third_party(
     let (spec, payload_file) = wire.clone().into_local(SpecSide::Local, &cfg.payload_files)?;
     let spec = &spec;
     let _reservation = accept(spec, cfg, slot, a.peer, events, false)?;
+    // The run as a client keeps to its own bounds; this is the controller's.
+    slot.deadline_in(crate::control::third_party::report_wait(spec) + REPORT_SLACK);
     // Resolved once: the address logged is the one logged in to and sent data to.
     let dialled = dial_peer(peer.host, peer.port)?;
     events(ServerEvent::ThirdParty {
@@ -773,6 +845,9 @@ fn accept<'a>(
     }
     let memory = side_memory(spec, !serving);
     let r = slot.reserve(memory, cfg.limits.max_total_memory)?;
+    if let Some(w) = &slot.watch {
+        w.testing(spec.netperf_name());
+    }
     events(ServerEvent::TestAccepted {
         peer,
         test: spec.netperf_name(),

@@ -41,7 +41,7 @@ pub const START_WAIT: Duration = Duration::from_secs(8);
 
 /// How long the agent may take from the request to the report, beyond the test itself:
 /// connecting to the peer, logging in, setting up both sides, and the peer's report.
-fn report_wait(spec: &TestSpec) -> Duration {
+pub(crate) fn report_wait(spec: &TestSpec) -> Duration {
     Duration::from_millis(spec.duration_ms)
         + Duration::from_nanos(PEER_GRACE_NS)
         + CONNECT_TIMEOUT

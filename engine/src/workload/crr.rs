@@ -180,8 +180,52 @@ const TORN: i32 = -libc::EPROTO;
 
 /// How long a stopped client waits for the cycles it cancelled to come back, so that it
 /// closes their sockets itself. A cancel comes back within one ring round trip; a cycle
-/// still out after this is left to the ring's teardown, its socket to the process's exit.
+/// still out after this is taken back by [`reclaim`].
 const ABORT_DRAIN_NS: u64 = 100_000_000;
+
+/// How long the end of a run waits for the ops it cancels to come back (see [`reclaim`]).
+const RECLAIM_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A descriptor a crr role owns (a client cycle's socket, a server connection): -1 once
+/// the role is done with it, and whether a Close op of the ring closed it.
+trait Held {
+    fn held(&mut self) -> (&mut RawFd, &mut bool);
+}
+
+/// The end of a crr run, however it ended (the guard, a stop, an error): cancels every op
+/// still in flight and waits for each to come back, so that each descriptor's fate is
+/// known, then closes every descriptor of `slots` still open and every new one the ring
+/// made that no slot took (completions of op `made`). Without it a session cut short left
+/// its connections open, in CLOSE-WAIT once the peer closed, until the process exited.
+/// `unhandled`: what the run reaped and did not handle; `closed_by`: the op of the Close
+/// that closes a slot's descriptor (flow = slot).
+fn reclaim<T: Held>(ring: &mut Ring, unhandled: &[Completion], (made, closed_by): (u8, u8), slots: &mut [T]) {
+    let mut left = Vec::with_capacity(unhandled.len() + ring.cq_entries());
+    ring.cancel_everything(RECLAIM_WAIT, &mut left);
+    left.extend_from_slice(unhandled);
+    let mut open = Vec::new();
+    for c in left.iter().filter(|c| c.result >= 0) {
+        if c.op() == made && !slots.iter_mut().any(|s| *s.held().0 == c.result) {
+            open.push(c.result);
+        } else if c.op() == closed_by {
+            if let Some(s) = slots.get_mut(c.flow()) {
+                *s.held().1 = true;
+            }
+        }
+    }
+    for s in slots {
+        let (fd, closed) = s.held();
+        if *fd >= 0 && !*closed {
+            open.push(*fd);
+        }
+        *fd = -1;
+    }
+    for fd in open {
+        // SAFETY: a descriptor the role made that no op uses any more (every op has come
+        // back) and no Close op closed.
+        unsafe { libc::close(fd) };
+    }
+}
 
 /// How a client cycle moves its request and response, from what the side's engines allow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -219,6 +263,12 @@ struct Cycle {
     failed: i32,
     /// The cycle waits for a send buffer (a zero-copy notification) to start.
     waiting: bool,
+}
+
+impl Held for Cycle {
+    fn held(&mut self) -> (&mut RawFd, &mut bool) {
+        (&mut self.fd, &mut self.closed)
+    }
 }
 
 impl Cycle {
@@ -627,8 +677,7 @@ impl CrrClient {
 /// counted), and their sockets are closed as they come back, for at most ABORT_DRAIN_NS.
 impl Workload for CrrClient {
     fn timers(&self) -> Timers {
-        // The guard is armed only by a stop (see `on_abort`).
-        Timers { deadline: true, guard: false }
+        Timers { deadline: true }
     }
 
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
@@ -671,8 +720,12 @@ impl Workload for CrrClient {
     }
 
     fn on_guard(&mut self) -> Result<Ending> {
-        // Only a stop arms it: some cancelled cycle did not come back in time.
-        Ok(Ending::Aborted)
+        if self.aborting {
+            // The stop's own guard: some cancelled cycle did not come back in time.
+            return Ok(Ending::Aborted);
+        }
+        // The grace after the deadline is over and cycles are still under way.
+        Err(crate::workload::peer_stuck())
     }
 
     fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
@@ -722,6 +775,10 @@ impl Workload for CrrClient {
 
     fn finish(&mut self, _run: &Run) -> Result<Ending> {
         Ok(if self.aborting { Ending::Aborted } else { Ending::Completed })
+    }
+
+    fn reclaim(&mut self, ring: &mut Ring, unhandled: &[Completion]) {
+        reclaim(ring, unhandled, (op::SOCKET, op::CLOSE), &mut self.cycles);
     }
 
     fn report(&self) -> RoleReport {
@@ -790,6 +847,12 @@ struct Conn {
     closed: bool,
     /// Not a good cycle of the client's: a torn or foreign request, a failed response.
     bad: bool,
+}
+
+impl Held for Conn {
+    fn held(&mut self) -> (&mut RawFd, &mut bool) {
+        (&mut self.fd, &mut self.closed)
+    }
 }
 
 impl Conn {
@@ -1156,7 +1219,7 @@ impl CrrServer {
 /// client's FlowsDone mid-run, which would look like a stop.
 impl Workload for CrrServer {
     fn timers(&self) -> Timers {
-        Timers { deadline: false, guard: true }
+        Timers { deadline: false }
     }
 
     fn watches(&self) -> bool {
@@ -1272,6 +1335,10 @@ impl Workload for CrrServer {
 
     fn after_batch(&mut self) {
         self.recv.after_batch();
+    }
+
+    fn reclaim(&mut self, ring: &mut Ring, unhandled: &[Completion]) {
+        reclaim(ring, unhandled, (op::ACCEPT, op::SERVER_CLOSE), &mut self.conns);
     }
 
     fn report(&self) -> RoleReport {

@@ -430,7 +430,7 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
 
 impl<S: SendPath, R: RecvPath> Workload for RrClient<S, R> {
     fn timers(&self) -> Timers {
-        Timers { deadline: true, guard: false }
+        Timers { deadline: true }
     }
 
     fn start(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()> {
@@ -736,7 +736,7 @@ impl<S: SendPath, R: RecvPath> RrServer<S, R> {
 
 impl<S: SendPath, R: RecvPath> Workload for RrServer<S, R> {
     fn timers(&self) -> Timers {
-        Timers { deadline: false, guard: true }
+        Timers { deadline: false }
     }
 
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {

@@ -364,7 +364,7 @@ impl<S: SendPath, R: RecvPath> UdpRrClient<S, R> {
 /// transactions in flight then are not counted.
 impl<S: SendPath, R: RecvPath> Workload for UdpRrClient<S, R> {
     fn timers(&self) -> Timers {
-        Timers { deadline: true, guard: false }
+        Timers { deadline: true }
     }
 
     fn start(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()> {
@@ -679,7 +679,7 @@ impl<S: SendPath, R: RecvPath> UdpRrServer<S, R> {
 /// new request counts as it arrives. A stop ends it at once.
 impl<S: SendPath, R: RecvPath> Workload for UdpRrServer<S, R> {
     fn timers(&self) -> Timers {
-        Timers { deadline: true, guard: false }
+        Timers { deadline: true }
     }
 
     /// A counted test's session reads the control connection itself (for the client's

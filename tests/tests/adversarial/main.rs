@@ -15,6 +15,7 @@ mod memory;
 mod rate;
 mod reflection;
 mod relay;
+mod stopped_peer;
 
 /// How long a server may take to give back a finished session's threads and fds.
 pub const SETTLE: Duration = Duration::from_secs(10);
