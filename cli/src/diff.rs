@@ -42,7 +42,7 @@ pub fn run(a: &DiffArgs) -> Result<i32, Error> {
     let units = render::Units::parse(&a.units);
     let sides = [(&a.a, &ra), (&a.b, &rb)]
         .map(|(p, r)| render::diff::Side { path: p.display().to_string(), report: r });
-    print(&render::diff::render(&c, &sides, units));
+    print("the comparison", &render::diff::render(&c, &sides, units));
     let failed: Vec<&str> = c
         .figures
         .iter()

@@ -4,14 +4,13 @@
 //! contract (classic tables, `-k`/`-o`/`-O` selectors, demo-mode interim lines), so harnesses
 //! built on netperf (flent) run unchanged.
 
-use std::io::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use ringperf_engine::report::IntervalSample;
 use ringperf_engine::{Error, TestReport, TestSpec};
 
 use crate::render::Units;
-use crate::{args, live, netperf_titles, render, runner, test_spec};
+use crate::{args, live, netperf_titles, print, render, runner, test_spec};
 
 /// netperf's control port, where a `netserver` (or `ringperf serve -p 12865`) listens.
 pub const NETPERF_PORT: u16 = 12865;
@@ -576,7 +575,7 @@ pub fn main(argv: Vec<String>) -> i32 {
     let cli = match args::parse(&call.native) {
         Ok(c) => c,
         Err(e) if !e.use_stderr() => {
-            let _ = e.print();
+            crate::print_help(&e);
             return 0;
         }
         Err(e) => {
@@ -614,10 +613,15 @@ fn run(cli: &args::Cli, out: &Output) -> Result<i32, Error> {
     }
     let runner = runner::Runner::new(t)?;
     if out.banner {
-        print(&banner(&spec, out, t.host.as_deref().unwrap_or("127.0.0.1")));
+        print("the banner", &banner(&spec, out, t.host.as_deref().unwrap_or("127.0.0.1")));
+        if crate::output::stdout_failed() {
+            // Its result could only fail to print too (the exit code says so).
+            return Ok(0);
+        }
     }
     let rr = spec.workload.is_transactional();
     let keyval_lines = matches!(out.select, Some((Style::Keyval, _)));
+    let stop = runner.stopper();
     let printer = out.demo.then(|| {
         let mut n = 0usize;
         let mut origin = None;
@@ -634,7 +638,7 @@ fn run(cli: &args::Cli, out: &Output) -> Result<i32, Error> {
                 interim_line(&s, rr, units, ending)
             };
             n += 1;
-            print(&line);
+            live::print_or_stop(&line, &stop);
         })
     });
     let confidence = crate::confidence_target(t);
@@ -642,14 +646,8 @@ fn run(cli: &args::Cli, out: &Output) -> Result<i32, Error> {
     if std::env::var("DUMP_TCP_INFO").is_ok_and(|v| v != "0" && !v.is_empty()) {
         eprint!("{}", tcp_info_lines(&report));
     }
-    print(&render(&report, out, units));
+    print("the result", &render(&report, out, units));
     Ok(runner.partial(&report).unwrap_or_else(|| crate::requirements(&report)))
-}
-
-fn print(s: &str) {
-    let mut o = std::io::stdout().lock();
-    let _ = o.write_all(s.as_bytes());
-    let _ = o.flush();
 }
 
 /// The longest a count test (negative -l) may run: netperf has no bound, every ringperf

@@ -86,7 +86,7 @@ pub fn run(a: &PlanArgs) -> Result<i32, Error> {
     } else {
         human(&report, Units::parse(&a.units))
     };
-    crate::print(&out);
+    crate::print("the plan report", &out);
     if report.partial {
         for t in report.tests.iter().filter(|t| t.error.is_some()) {
             eprintln!("ringperf: {}: {}", t.name, t.error.as_deref().unwrap_or(""));

@@ -3,8 +3,8 @@
 //! and at once on a second signal.
 
 use std::net::SocketAddr;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use ringperf_engine::control::auth::Psk;
@@ -76,6 +76,7 @@ pub fn run(a: &ServeArgs) -> Result<i32, Error> {
     let server = server.with_config(config);
 
     let stop = Arc::new(AtomicBool::new(false));
+    STOP_ON_LOG_FAILURE.get_or_init(|| stop.clone());
     for sig in [SIGINT, SIGTERM] {
         let fail = |e| Error::io("installing a signal handler", e);
         // Registered first, so it sees the flag before this signal sets it: the second
@@ -87,10 +88,21 @@ pub fn run(a: &ServeArgs) -> Result<i32, Error> {
     Ok(0)
 }
 
-/// One log line: a timestamp, then `line` kept to one line.
+/// Set once serving: a log line that cannot be written stops the server through it.
+static STOP_ON_LOG_FAILURE: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
+/// One log line: a timestamp, then `line` kept to one line. A server whose log cannot be
+/// written (its reader gone, a full disk) would go on serving with no record of who it
+/// served and whom it refused: it stops instead, as on SIGTERM (the sessions running end
+/// first), and its exit code says so (see crate::output).
 fn say(line: &str) {
     // The engine escapes what a peer sent; this keeps any line to one line regardless.
-    eprintln!("{} ringperf serve: {}", timestamp(SystemTime::now()), one_line(line));
+    let line = format!("{} ringperf serve: {}\n", timestamp(SystemTime::now()), one_line(line));
+    if crate::output::log(&line).is_err() {
+        if let Some(stop) = STOP_ON_LOG_FAILURE.get() {
+            stop.store(true, Ordering::Relaxed);
+        }
+    }
 }
 
 fn log(e: ServerEvent) {

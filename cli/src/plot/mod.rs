@@ -53,10 +53,25 @@ pub fn drawing_error<E: std::fmt::Debug>(e: E) -> Error {
     Error::Usage(format!("cannot draw the chart ({e:?}): report it with the command line that made it"))
 }
 
+/// Writes a chart to `path` (see [`crate::output::file`]: a failure is said and decides the
+/// exit code, and the caller goes on to its other outputs).
 pub fn write(path: &Path, svg: &str) -> Result<(), Error> {
-    std::fs::write(path, svg).map_err(|e| {
-        Error::Usage(format!("cannot write '{}': {e}: give a writable path for --plot", path.display()))
-    })
+    let _ = crate::output::file(path, "the chart", &xml_chars(svg));
+    Ok(())
+}
+
+/// `svg` with every character XML 1.0 does not allow (C0 controls but tab, newline and
+/// carriage return; U+FFFE, U+FFFF) replaced by U+FFFD. The markup itself has none: only
+/// text taken from a report (a host name, a function name) can bring them, and one would
+/// make the whole file unreadable to an XML parser. (`<`, `&` and quotes are escaped where
+/// the text is placed.)
+pub fn xml_chars(svg: &str) -> std::borrow::Cow<'_, str> {
+    let allowed =
+        |c: char| matches!(c, '\t' | '\n' | '\r') || !(c < ' ' || c == '\u{fffe}' || c == '\u{ffff}');
+    if svg.chars().all(allowed) {
+        return std::borrow::Cow::Borrowed(svg);
+    }
+    svg.chars().map(|c| if allowed(c) { c } else { '\u{fffd}' }).collect::<String>().into()
 }
 
 /// `ringperf plot INPUT.json -o OUT.svg`: a single report gets the report charts, a sweep's
