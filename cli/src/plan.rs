@@ -56,8 +56,9 @@ pub struct TestEntry {
     /// The test command's own flags, e.g. "-l 5 -m 64K --flows 2".
     #[serde(default)]
     pub options: String,
-    /// A list of [sender, receiver] pairs.
-    pub pairs: Option<Vec<[String; 2]>>,
+    /// A list of [sender, receiver] pairs. Read as lists and checked for two names each:
+    /// the TOML reader would fill a two-name array from the first two of a longer list.
+    pub pairs: Option<Vec<Vec<String>>>,
     /// Incast: each of `senders` into `receiver`.
     pub senders: Option<Vec<String>>,
     pub receiver: Option<String>,
@@ -68,10 +69,14 @@ pub struct TestEntry {
     pub mesh: Option<Vec<String>>,
 }
 
-/// Flags that choose hosts or keys: a plan gives those itself, per agent.
-const HOST_FLAGS: &[&str] = &["-H", "--host", "-p", "--port", "--from", "--from-port", "--psk-file"];
-/// Flags about the output of one test, which a plan renders its own way.
-const OUTPUT_FLAGS: &[&str] = &["--json", "--json-stream", "--keyval", "--csv", "--plot", "-i", "-I"];
+/// Settings (clap argument ids) that choose hosts, addresses or keys: a plan gives those
+/// itself, per agent. Checked on what clap parsed, so every spelling is caught (`-H x`,
+/// `-Hx`, `--host=x`, an abbreviation).
+const HOST_SETTINGS: &[&str] = &["host", "port", "local_bind", "from", "from_port", "psk_file"];
+/// Settings about the output of one test, which a plan renders its own way (`out` is
+/// --profile-out's files).
+const OUTPUT_SETTINGS: &[&str] =
+    &["json", "json_stream", "keyval", "csv", "plot", "iterations", "confidence", "out"];
 const WORKLOADS: &[&str] = &["stream", "rr", "crr", "udp-stream", "udp-rr", "sendfile"];
 
 pub fn run(a: &PlanArgs) -> Result<i32, Error> {
@@ -89,12 +94,23 @@ pub fn run(a: &PlanArgs) -> Result<i32, Error> {
     crate::print("the plan report", &out);
     if report.partial {
         for t in report.tests.iter().filter(|t| t.error.is_some()) {
-            eprintln!("ringperf: {}: {}", t.name, t.error.as_deref().unwrap_or(""));
+            let error = t.error.as_deref().unwrap_or("");
+            eprintln!("ringperf: {}: {error}{}", t.name, key_advice(error));
         }
         eprintln!("ringperf: partial plan: the other tests' figures stand");
         return Ok(if stop.fired() { 130 } else { 3 });
     }
     Ok(0)
+}
+
+/// A key error's advice in a plan's words: the engine's names --psk-file, which a plan
+/// spells `key_file`.
+fn key_advice(error: &str) -> &'static str {
+    if error.contains("--psk-file") {
+        " (in a plan: the agent's key_file, or RINGPERF_PSK)"
+    } else {
+        ""
+    }
 }
 
 /// Reads and checks the whole plan: every name, option and key, before anything starts.
@@ -125,9 +141,10 @@ pub fn plan(file: &PlanFile, dir: &Path) -> Result<(Vec<Agent>, Vec<PlannedTest>
         if index.insert(a.name.clone(), agents.len()).is_some() {
             return Err(Error::Usage(format!("agent {} is listed twice: list each agent once", a.name)));
         }
+        // Like every client: the agent's key_file, else RINGPERF_PSK.
         let psk = match &a.key_file {
             Some(f) => Some(Psk::from_file(&dir.join(f))?),
-            None => None,
+            None => crate::psk_from(None)?,
         };
         let data_host = a.data_address.clone().unwrap_or_else(|| a.address.clone());
         agents.push(Agent { name: a.name.clone(), host: a.address.clone(), port: a.port, data_host, psk });
@@ -174,7 +191,16 @@ fn pairs_of(t: &TestEntry, group: &str) -> Result<Vec<(String, String)>, Error> 
     }
     let missing = |what: &str| Error::Usage(format!("{group}: {what} is missing"));
     Ok(if let Some(p) = &t.pairs {
-        p.iter().map(|[a, b]| (a.clone(), b.clone())).collect()
+        let mut out = Vec::with_capacity(p.len());
+        for pair in p {
+            let [a, b] = pair.as_slice() else {
+                return Err(Error::Usage(format!(
+                    "{group}: pairs: {pair:?} is not a pair: give each as [\"sender\", \"receiver\"]"
+                )));
+            };
+            out.push((a.clone(), b.clone()));
+        }
+        out
     } else if t.senders.is_some() || t.receiver.is_some() {
         let r = t.receiver.clone().ok_or_else(|| missing("receiver"))?;
         t.senders.clone().ok_or_else(|| missing("senders"))?.into_iter().map(|s| (s, r.clone())).collect()
@@ -203,27 +229,53 @@ fn spec_of(t: &TestEntry, group: &str) -> Result<TestSpec, Error> {
         )));
     }
     let options: Vec<&str> = t.options.split_whitespace().collect();
-    for o in &options {
-        let flag = o.split('=').next().unwrap_or(o);
-        if HOST_FLAGS.contains(&flag) {
-            return Err(Error::Usage(format!(
-                "{group}: {flag} in options: a plan names its hosts and keys under [[agent]]"
-            )));
-        }
-        if OUTPUT_FLAGS.contains(&flag) {
-            return Err(Error::Usage(format!(
-                "{group}: {flag} in options: a plan runs each test once and renders one report (give --json to `ringperf plan`)"
-            )));
-        }
-    }
     let mut argv = vec!["ringperf".to_string(), t.workload.clone()];
     argv.extend(options.iter().map(|s| s.to_string()));
+    refuse_settings(&argv, group)?;
     let cli =
         args::parse(&argv).map_err(|e| Error::Usage(format!("{group}: {}", crate::one_line(&e, &argv))))?;
     crate::test_spec(&cli.command).map_err(|e| match e {
         Error::Usage(m) => Error::Usage(format!("{group}: {m}")),
         e => e,
     })
+}
+
+/// Refuses options that set what a plan decides itself (see [`HOST_SETTINGS`] and
+/// [`OUTPUT_SETTINGS`]), whichever way they were spelled. The rest of `argv` is checked
+/// after, by the parser itself: here a rule such as --from's need of -H must not speak first.
+fn refuse_settings(argv: &[String], group: &str) -> Result<(), Error> {
+    use clap::parser::ValueSource;
+    let cmd = args::command();
+    let Ok(matches) = cmd.clone().ignore_errors(true).try_get_matches_from(argv) else { return Ok(()) };
+    let (Some((name, m)), Some(sub)) =
+        (matches.subcommand(), argv.get(1).and_then(|n| cmd.find_subcommand(n)))
+    else {
+        return Ok(());
+    };
+    let given = |id: &str| {
+        sub.get_arguments().any(|a| a.get_id() == id) && m.value_source(id) == Some(ValueSource::CommandLine)
+    };
+    for (ids, why) in [
+        (HOST_SETTINGS, "a plan names its hosts and keys under [[agent]]"),
+        (
+            OUTPUT_SETTINGS,
+            "a plan runs each test once and renders one report (give --json to `ringperf plan`)",
+        ),
+    ] {
+        if let Some(id) = ids.iter().find(|id| given(id)) {
+            let flag = sub.get_arguments().find(|a| a.get_id() == *id).map_or_else(
+                || id.to_string(),
+                |a| match (a.get_long(), a.get_short()) {
+                    (Some(l), Some(s)) => format!("-{s}/--{l}"),
+                    (Some(l), None) => format!("--{l}"),
+                    (None, Some(s)) => format!("-{s}"),
+                    (None, None) => id.to_string(),
+                },
+            );
+            return Err(Error::Usage(format!("{group}: {flag} in the {name} options: {why}")));
+        }
+    }
+    Ok(())
 }
 
 /// The table: a row per test, then each host, then the aggregates.
@@ -350,15 +402,65 @@ mod tests {
         assert!(err(&format!("{w}receiver = \"d\"")).contains("senders is missing"));
         assert!(err(&format!("{w}pairs = [[\"a\", \"a\"]]")).contains("needs two agents"));
         assert!(err("[[test]]\nworkload = \"ping\"\npairs = [[\"a\", \"b\"]]").contains("not one of"));
-        for flag in ["-H 192.0.2.9", "--from x", "--psk-file k", "-p 1", "--json", "-i 3,2"] {
+        // By meaning, not by token: every spelling clap takes is refused alike.
+        for flag in [
+            "-H 192.0.2.9",
+            "-H127.0.0.3",
+            "--host=127.0.0.3",
+            "--from x",
+            "--psk-file k",
+            "-p 1",
+            "-p41005",
+            "--port=12866",
+            "-L 127.0.0.1",
+            "-L127.0.0.1",
+            "--from-port 2",
+            "--json",
+            "--json-stream",
+            "--keyval",
+            "--csv",
+            "--plot x.svg",
+            "-i 3,2",
+            "-i3",
+            "-I99,5",
+            "-I 99,5",
+            "--profile-out p",
+            "--profile-out=p",
+        ] {
             let m = err(&format!(
                 "[[test]]\nworkload = \"stream\"\noptions = \"{flag}\"\npairs = [[\"a\", \"b\"]]"
             ));
-            assert!(m.contains("in options"), "{flag}: {m}");
+            assert!(m.contains("in the stream options: a plan"), "{flag}: {m}");
         }
+        let m = err("[[test]]\nworkload = \"rr\"\noptions = \"-l 1 -r 1,1 -Hx\"\npairs = [[\"a\", \"b\"]]");
+        assert!(m.contains("-H/--host in the rr options"), "{m}");
         let unknown =
             "[[test]]\nworkload = \"stream\"\noptions = \"--no-such-flag\"\npairs = [[\"a\", \"b\"]]";
         assert!(err(unknown).starts_with("test1: "), "the group is named");
+    }
+
+    /// Each setting the refusal checks is an argument of every workload's command, so a
+    /// renamed flag cannot slip past it unchecked.
+    #[test]
+    fn every_refused_setting_is_a_real_argument() {
+        let cmd = args::command();
+        for w in WORKLOADS {
+            let sub = cmd.find_subcommand(w).unwrap_or_else(|| panic!("no {w} command"));
+            for id in HOST_SETTINGS.iter().chain(OUTPUT_SETTINGS) {
+                assert!(sub.get_arguments().any(|a| a.get_id() == *id), "{w} has no argument '{id}'");
+            }
+        }
+    }
+
+    #[test]
+    fn a_pair_is_two_names() {
+        let w = "[[test]]\nworkload = \"stream\"\n";
+        for bad in ["[[\"a\", \"b\", \"c\"]]", "[[\"a\", \"b\"], [\"a\"]]", "[[]]"] {
+            match pairs(&format!("{w}pairs = {bad}")) {
+                Err(Error::Usage(m)) => assert!(m.contains("is not a pair"), "{bad}: {m}"),
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
     }
 
     #[test]
