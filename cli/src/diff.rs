@@ -14,12 +14,14 @@ fn load(p: &Path) -> Result<TestReport, Error> {
     let text = fs::read_to_string(p).map_err(|e| {
         Error::Usage(format!("cannot read '{}': {e}: give the path of a --json report", p.display()))
     })?;
-    serde_json::from_str(&text).map_err(|e| {
+    let r: TestReport = serde_json::from_str(&text).map_err(|e| {
         Error::Usage(format!(
             "'{}' is not a single ringperf --json report ({e}); `engines --json` arrays are compared per element",
             p.display()
         ))
-    })
+    })?;
+    crate::plot::warn_unknown_schema(p, [&r]);
+    Ok(r)
 }
 
 pub fn run(a: &DiffArgs) -> Result<i32, Error> {

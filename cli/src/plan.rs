@@ -81,6 +81,7 @@ const WORKLOADS: &[&str] = &["stream", "rr", "crr", "udp-stream", "udp-rr", "sen
 
 pub fn run(a: &PlanArgs) -> Result<i32, Error> {
     let (agents, tests) = load(&a.file)?;
+    descriptors_for(tests.len())?;
     let stop = Interrupt::install()?;
     let report = run_plan(&agents, &tests, Some(stop.fd()))?;
     let out = if a.json {
@@ -101,6 +102,33 @@ pub fn run(a: &PlanArgs) -> Result<i32, Error> {
         return Ok(if stop.fired() { 130 } else { 3 });
     }
     Ok(0)
+}
+
+/// Descriptors the controller needs beyond one control connection per test.
+const SPARE_DESCRIPTORS: u64 = 64;
+
+/// Raises this process's open-file limit to what a plan of `tests` tests holds at once (a
+/// control connection each), as far as the hard limit allows; a plan that would still
+/// not fit is refused before it starts anything.
+fn descriptors_for(tests: usize) -> Result<(), Error> {
+    let need = tests as u64 + SPARE_DESCRIPTORS;
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes one rlimit into `lim`, which is valid and ours.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 || lim.rlim_cur >= need {
+        return Ok(());
+    }
+    if lim.rlim_max < need {
+        return Err(Error::Usage(format!(
+            "a plan of {tests} tests holds {tests} control connections at once, and this process may open at most {} files: raise the hard limit (ulimit -Hn, or LimitNOFILE= for a service) to {need}, or split the plan",
+            lim.rlim_max
+        )));
+    }
+    lim.rlim_cur = need;
+    // SAFETY: setrlimit reads one valid rlimit; the soft limit stays within the hard one.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
+        return Err(Error::io("raising the open-file limit for the plan", std::io::Error::last_os_error()));
+    }
+    Ok(())
 }
 
 /// A key error's advice in a plan's words: the engine's names --psk-file, which a plan

@@ -235,7 +235,7 @@ fn a_plan_naming_a_host_that_is_not_an_agent_is_refused_before_anything_starts()
     let tests =
         "[[test]]\nworkload = \"stream\"\noptions = \"-l 1 -H 192.0.2.1\"\npairs = [[\"a0\", \"a1\"]]\n";
     let plan = PlanFile::new("nonh", &loopback_plan(&key, &named(&agents), tests));
-    run_plan(&rp, &plan, Duration::from_secs(30)).failure(2, &["-H in options"]);
+    run_plan(&rp, &plan, Duration::from_secs(30)).failure(2, &["-H/--host in the stream options"]);
 }
 
 #[test]

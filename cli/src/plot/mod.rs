@@ -12,6 +12,7 @@ pub mod timeseries;
 use std::path::Path;
 
 use plotters::style::RGBColor;
+use ringperf_engine::report::SCHEMA_VERSION;
 use ringperf_engine::{Error, TestReport};
 
 use crate::args::PlotCmdArgs;
@@ -92,15 +93,34 @@ pub fn from_file(a: &PlotCmdArgs) -> Result<i32, Error> {
                 a.input.display()
             ))
         })?;
+        warn_unknown_schema(&a.input, entries.iter().filter_map(|e| e.report.as_ref()));
         sweep::draw(&entries, &a.chart, &a.output)?;
     } else if let Ok(sweep) = serde_json::from_str::<PartialSweep>(&text) {
         // A sweep stopped early: the points it has.
+        warn_unknown_schema(&a.input, sweep.points.iter().filter_map(|e| e.report.as_ref()));
         sweep::draw(&sweep.points, &a.chart, &a.output)?;
     } else {
         let r: TestReport = serde_json::from_str(&text).map_err(|e| {
             Error::Usage(format!("'{}' is not a ringperf --json report ({e})", a.input.display()))
         })?;
+        warn_unknown_schema(&a.input, [&r]);
         report::draw(&r, &a.output)?;
     }
     Ok(0)
+}
+
+/// Says on stderr when a report read from `path` has a schema version this ringperf does
+/// not know (1 to [`SCHEMA_VERSION`]): it parsed, but a field may have changed meaning
+/// since (see SCHEMA_VERSION), so its figures may be misread.
+pub fn warn_unknown_schema<'a>(path: &Path, reports: impl IntoIterator<Item = &'a TestReport>) {
+    let mut unknown: Vec<u32> =
+        reports.into_iter().map(|r| r.schema_version).filter(|v| !(1..=SCHEMA_VERSION).contains(v)).collect();
+    unknown.sort_unstable();
+    unknown.dedup();
+    if let Some(v) = unknown.last() {
+        eprintln!(
+            "ringperf: warning: '{}' has schema_version {v}, which this ringperf (schema {SCHEMA_VERSION}) does not know: a figure may have changed meaning since; read it with the ringperf that wrote it (its tool_version)",
+            path.display()
+        );
+    }
 }

@@ -23,6 +23,7 @@ use crate::control::protocol::{
     read_frame_by, report_frame_cap, write_frame, write_frame_capped, ClientMessage, ErrorKind,
     ServerMessage, MAX_CLIENT_FRAME, MAX_CLOCK_PROBES, PROTOCOL_VERSION,
 };
+use crate::control::third_party::granted_go_wait;
 use crate::env::{allowed_cpus, Environment};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
@@ -517,7 +518,6 @@ fn session(
     stream.set_write_timeout(Some(CONTROL_TIMEOUT)).map_err(|e| Error::io("setting a write timeout", e))?;
     let local_ip =
         stream.local_addr().map_err(|e| Error::io("reading the control address", e))?.ip().to_canonical();
-    let by = || Instant::now() + CONTROL_TIMEOUT;
 
     let proof = cfg.psk.as_ref().map(|k| k.proof(Party::Server, &a.server_nonce, &a.client_nonce));
     write_frame(
@@ -532,18 +532,19 @@ fn session(
 
     let spec_by = Instant::now() + SPEC_TIMEOUT;
     let mut probes = 0;
-    let spec = loop {
+    let (spec, go_within_ms) = loop {
         match read_frame_by(stream, "the test spec", spec_by, MAX_CLIENT_FRAME, None) {
-            Ok(ClientMessage::Test { mut spec, clock_offset_ns }) => {
+            Ok(ClientMessage::Test { mut spec, clock_offset_ns, go_within_ms }) => {
                 spec.clock_offset_ns = clock_offset_ns;
                 if cfg.in_client_process {
                     spec.profile.enabled = false;
                 }
-                break spec;
+                break (spec, go_within_ms);
             }
-            Ok(ClientMessage::ThirdParty { spec, peer_host, peer_port, synchronized }) => {
+            Ok(ClientMessage::ThirdParty { spec, peer_host, peer_port, synchronized, start_within_ms }) => {
                 let peer = Peer { host: &peer_host, port: peer_port };
-                return third_party(a, cfg, slot, events, &spec, peer, synchronized);
+                let start = synchronized.then_some(start_within_ms);
+                return third_party(a, cfg, slot, events, &spec, peer, start);
             }
             Ok(ClientMessage::ClockProbe {}) if probes < MAX_CLOCK_PROBES => {
                 probes += 1;
@@ -594,7 +595,9 @@ fn session(
         // The side owns the sockets now; it only uses them once the window opens.
         udp::echo_hellos_until(&udp_fds, cookie, stream.as_raw_fd())?;
     }
-    match read_frame_by(stream, "go", by(), MAX_CLIENT_FRAME, None)? {
+    // A plan's client may wait for its start longer than a control read (see third_party).
+    let go_by = Instant::now() + granted_go_wait(go_within_ms);
+    match read_frame_by(stream, "go", go_by, MAX_CLIENT_FRAME, None)? {
         ClientMessage::Go {} => {}
         other => return Err(out_of_order("go", &other)),
     }
@@ -683,7 +686,8 @@ fn third_party(
     events: &EventSink,
     spec: &TestSpec,
     peer: Peer<'_>,
-    synchronized: bool,
+    // Synchronized (a plan's test), with how long the controller says its start may take.
+    start: Option<Option<u64>>,
 ) -> Result<SessionEnd> {
     use crate::control::third_party::{serve, ALLOW_FLAG};
     if !cfg.allow_third_party {
@@ -703,7 +707,7 @@ fn third_party(
         test: spec.netperf_name(),
         target: format!("{}:{}", crate::control::text::peer_text(peer.host), peer.port),
     });
-    let report = serve(&a.stream, spec, peer.host, peer.port, synchronized, Some(psk))?;
+    let report = serve(&a.stream, spec, peer.host, peer.port, start.is_some(), start.flatten(), Some(psk))?;
     let figures = TestFigures {
         test: spec.netperf_name(),
         bytes: report.local.bytes_sent + report.local.bytes_received,

@@ -29,21 +29,49 @@ use crate::workload::PEER_GRACE_NS;
 /// The serve flag an agent needs before it takes third-party work.
 pub const ALLOW_FLAG: &str = "--allow-third-party";
 
-/// The furthest ahead a StartAt may lie: past it the peer agent, armed and waiting for
-/// Go, would give up (it waits [`CONTROL_TIMEOUT`]).
-pub const MAX_START_AHEAD: Duration = Duration::from_secs(5);
-
-/// How long a synchronized agent waits for its start time after saying it is armed: the
-/// controller waits for every other test to arm first.
+/// How long a synchronized agent waits for its start time after saying it is armed, and
+/// how far ahead of that moment the start may lie, when the controller does not say
+/// (`start_within_ms`): the controller waits for every other test to arm first.
 pub const START_WAIT: Duration = Duration::from_secs(8);
 
+/// The longest an armed test waits for its start, whatever its controller asks: a plan's
+/// wait grows with its tests (plan::armed_wait), and both agents of each test hold the
+/// test's sockets and threads while they wait.
+pub const MAX_ARMED_WAIT: Duration = Duration::from_secs(600);
+
+/// The armed wait an agent grants a controller that asks `start_within_ms`.
+pub fn armed_wait(start_within_ms: Option<u64>) -> Duration {
+    start_within_ms.map_or(START_WAIT, Duration::from_millis).min(MAX_ARMED_WAIT)
+}
+
+/// How long the peer's armed side waits for Go when its client waits `armed` for the start:
+/// the client's wait, plus the control timeout for what comes around it (the peer armed
+/// before the controller heard so, and Go follows the start).
+pub fn go_wait(armed: Duration) -> Duration {
+    armed + CONTROL_TIMEOUT
+}
+
+/// `d` in whole milliseconds, rounded up: a wait sent in ms is never shorter than meant.
+pub fn whole_ms(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
+}
+
+/// How long a server's armed side waits for Go when its client asks `go_within_ms` (absent:
+/// [`CONTROL_TIMEOUT`]): never less than that, never more than a plan may need.
+pub fn granted_go_wait(go_within_ms: Option<u64>) -> Duration {
+    go_within_ms
+        .map_or(CONTROL_TIMEOUT, Duration::from_millis)
+        .clamp(CONTROL_TIMEOUT, go_wait(MAX_ARMED_WAIT))
+}
+
 /// How long the agent may take from the request to the report, beyond the test itself:
-/// connecting to the peer, logging in, setting up both sides, and the peer's report.
-fn report_wait(spec: &TestSpec) -> Duration {
+/// connecting to the peer, logging in, setting up both sides, waiting `armed` for the
+/// start, and the peer's report.
+fn report_wait(spec: &TestSpec, armed: Duration) -> Duration {
     Duration::from_millis(spec.duration_ms)
         + Duration::from_nanos(PEER_GRACE_NS)
         + CONNECT_TIMEOUT
-        + START_WAIT
+        + armed
         + 3 * CONTROL_TIMEOUT
 }
 
@@ -58,7 +86,7 @@ pub(crate) fn request(
     opts: &RunOptions<'_>,
 ) -> Result<TestReport> {
     let mut s = AgentSession::login(stream, agent, opts)?;
-    s.request(spec, peer_host, peer_port, false)?;
+    s.request(spec, peer_host, peer_port, None)?;
     s.report()
 }
 
@@ -67,13 +95,15 @@ pub struct AgentSession<'a> {
     c: Control<'a>,
     agent: String,
     spec: TestSpec,
+    /// How long the agent waits armed for its start (synchronized runs).
+    armed: Duration,
 }
 
 impl<'a> AgentSession<'a> {
     /// Logs in to `agent` (`host:port`, for messages) on `stream`.
     pub fn login(stream: TcpStream, agent: &str, opts: &RunOptions<'a>) -> Result<AgentSession<'a>> {
         let (c, _) = login(stream, agent, opts)?;
-        Ok(AgentSession { c, agent: agent.to_string(), spec: TestSpec::default() })
+        Ok(AgentSession { c, agent: agent.to_string(), spec: TestSpec::default(), armed: START_WAIT })
     }
 
     /// Probes the agent's clock `probes` times (before the request): (offset, uncertainty)
@@ -98,20 +128,24 @@ impl<'a> AgentSession<'a> {
         Ok((offset, rtt.div_ceil(2)))
     }
 
-    /// Asks the agent to run the client side of `spec` against `peer_host`:`peer_port`.
+    /// Asks the agent to run the client side of `spec` against `peer_host`:`peer_port`;
+    /// `synchronized`: set it up, say so, and wait up to this long for the start time (see
+    /// [`armed_wait`]).
     pub fn request(
         &mut self,
         spec: &TestSpec,
         peer_host: &str,
         peer_port: u16,
-        synchronized: bool,
+        synchronized: Option<Duration>,
     ) -> Result<()> {
         self.spec = spec.clone();
+        self.armed = synchronized.map_or(START_WAIT, |d| d.min(MAX_ARMED_WAIT));
         self.c.send(&ClientMessage::ThirdParty {
             spec: Box::new(spec.clone()),
             peer_host: peer_host.to_string(),
             peer_port,
-            synchronized,
+            synchronized: synchronized.is_some(),
+            start_within_ms: synchronized.map(whole_ms),
         })
     }
 
@@ -138,7 +172,7 @@ impl<'a> AgentSession<'a> {
     /// agent is told to stop and its partial report is taken.
     pub fn report(&mut self) -> Result<TestReport> {
         let cap = third_party_frame_cap(&self.spec);
-        let got = match self.c.expect_capped("the agent's report", report_wait(&self.spec), cap) {
+        let got = match self.c.expect_capped("the agent's report", report_wait(&self.spec, self.armed), cap) {
             Err(Error::Interrupted(why)) => {
                 self.c.interrupt = None;
                 self.abort();
@@ -170,12 +204,14 @@ pub(crate) fn serve(
     peer_host: &str,
     peer_port: u16,
     synchronized: bool,
+    start_within_ms: Option<u64>,
     psk: Option<&crate::control::auth::Psk>,
 ) -> Result<TestReport> {
+    let armed = armed_wait(start_within_ms);
     let wait_for_start = || -> Result<()> {
         let mut w = stream;
         write_frame(&mut w, &ServerMessage::ThirdPartyArmed {})?;
-        let by = Instant::now() + START_WAIT;
+        let by = Instant::now() + armed;
         let agent_ns = match read_frame_by(stream, "the controller's start time", by, MAX_CLIENT_FRAME, None)?
         {
             ClientMessage::StartAt { agent_ns } => agent_ns,
@@ -191,11 +227,13 @@ pub(crate) fn serve(
         };
         let now = monotonic_ns();
         let ahead = Duration::from_nanos(agent_ns.saturating_sub(now));
-        if ahead > MAX_START_AHEAD {
+        let left = by.saturating_duration_since(Instant::now());
+        if ahead > left {
             return Err(Error::Protocol(format!(
-                "the start time is {} ms ahead, more than the {} s an armed peer waits: the controller's clock estimate is wrong",
+                "the start time is {} ms ahead, past the {} ms left of the {} ms this run's agents wait armed for it: the controller's clock estimate is wrong",
                 ahead.as_millis(),
-                MAX_START_AHEAD.as_secs()
+                left.as_millis(),
+                armed.as_millis()
             )));
         }
         std::thread::sleep(ahead);
@@ -207,7 +245,7 @@ pub(crate) fn serve(
         psk: psk.cloned(),
         // The controller's connection: readable means Abort or a controller gone.
         interrupt: Some(stream.as_fd()),
-        before_go: synchronized.then_some(BeforeGo(&wait_for_start)),
+        before_go: synchronized.then_some(BeforeGo(&wait_for_start, go_wait(armed))),
         peer_must_prove_key: true,
         server_in_process: false,
         local_bind: None,
