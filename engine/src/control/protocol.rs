@@ -222,11 +222,7 @@ const SERVER_MESSAGE_MAX: usize = 1000;
 
 /// `message` as one line of at most [`SERVER_MESSAGE_MAX`] characters.
 fn escape_bounded_line(message: &str) -> String {
-    let line = one_line(message);
-    match line.char_indices().nth(SERVER_MESSAGE_MAX) {
-        Some((at, _)) => format!("{}…({} more bytes)", &line[..at], line.len() - at),
-        None => line,
-    }
+    crate::control::text::cut(&one_line(message), SERVER_MESSAGE_MAX)
 }
 
 /// Encodes one frame of at most [`MAX_FRAME`] bytes.

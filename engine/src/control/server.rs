@@ -689,24 +689,24 @@ fn third_party(
     // Synchronized (a plan's test), with how long the controller says its start may take.
     start: Option<Option<u64>>,
 ) -> Result<SessionEnd> {
-    use crate::control::third_party::{serve, ALLOW_FLAG};
+    use crate::control::third_party::{check_peer_host, refused, serve, ALLOW_FLAG};
+    let target = format!("{}:{}", crate::control::text::peer_text(peer.host), peer.port);
+    // A refusal says what was asked, so its log line reads as a refused third-party request.
+    let refuse = |e: Error| refused(e, spec.netperf_name(), &target);
     if !cfg.allow_third_party {
-        return Err(Error::Peer(format!(
+        return Err(refuse(Error::Peer(format!(
             "this agent does not run tests against other agents: its operator must start it with `ringperf serve {ALLOW_FLAG} --psk-file FILE`"
-        )));
+        ))));
     }
     let Some(psk) = cfg.psk.as_ref() else {
-        return Err(Error::Peer(format!(
+        return Err(refuse(Error::Peer(format!(
             "this agent takes third-party work only with a key: its operator must start it with `ringperf serve {ALLOW_FLAG} --psk-file FILE`"
-        )));
+        ))));
     };
+    check_peer_host(peer.host).map_err(refuse)?;
     // The local side is this agent's: its CPUs are checked where the run starts.
-    let _reservation = accept(spec, cfg, slot, a.peer, events, false)?;
-    events(ServerEvent::ThirdParty {
-        peer: a.peer,
-        test: spec.netperf_name(),
-        target: format!("{}:{}", crate::control::text::peer_text(peer.host), peer.port),
-    });
+    let _reservation = accept(spec, cfg, slot, a.peer, events, false).map_err(refuse)?;
+    events(ServerEvent::ThirdParty { peer: a.peer, test: spec.netperf_name(), target });
     let report = serve(&a.stream, spec, peer.host, peer.port, start.is_some(), start.flatten(), Some(psk))?;
     let figures = TestFigures {
         test: spec.netperf_name(),

@@ -20,6 +20,7 @@ use crate::control::protocol::{
     MAX_CLIENT_FRAME,
 };
 use crate::control::server::CONTROL_TIMEOUT;
+use crate::control::text::{cut, peer_text, PEER_TEXT_MAX};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
 use crate::report::TestReport;
@@ -263,17 +264,49 @@ pub(crate) fn serve(
 }
 
 /// The peer agent's refusal as the controller should read it: "server: " would name this
-/// agent, which only passes the words on, so the peer is named instead.
+/// agent, which only passes the words on, so the peer is named instead. The message goes
+/// to this agent's log too, so what came from a peer is cut to [`PEER_TEXT_MAX`]: the peer
+/// agent's words, and a host name the controller gave that is longer.
 fn from_peer(e: Error, host: &str, port: u16) -> Error {
-    let name = |m: String| match m.strip_prefix("server: ") {
-        Some(rest) => format!("the peer agent {host}:{port}: {rest}"),
-        None => m,
+    let shown = peer_text(host);
+    let name = |m: String| {
+        let m = if shown != host { m.replace(host, &shown) } else { m };
+        match m.strip_prefix("server: ") {
+            Some(rest) => format!("the peer agent {shown}:{port}: {}", cut(rest, PEER_TEXT_MAX)),
+            None => m,
+        }
     };
+    map_message(e, name)
+}
+
+/// `e` with its message passed through `f`, its kind (and so its exit code) kept.
+fn map_message(e: Error, f: impl FnOnce(String) -> String) -> Error {
     match e {
-        Error::Usage(m) => Error::Usage(name(m)),
-        Error::Requirement(m) => Error::Requirement(name(m)),
-        Error::Protocol(m) => Error::Protocol(name(m)),
-        Error::Peer(m) => Error::Peer(name(m)),
+        Error::Usage(m) => Error::Usage(f(m)),
+        Error::Requirement(m) => Error::Requirement(f(m)),
+        Error::Protocol(m) => Error::Protocol(f(m)),
+        Error::Peer(m) => Error::Peer(f(m)),
+        Error::Interrupted(m) => Error::Interrupted(f(m)),
         e => e,
     }
+}
+
+/// A refused third-party request's error, saying what was asked (`test` against
+/// `target`, already escaped), so that the agent's log line and the controller both read
+/// it as a refused third-party request.
+pub(crate) fn refused(e: Error, test: &str, target: &str) -> Error {
+    map_message(e, |m| format!("third-party request refused ({test} against {target}): {m}"))
+}
+
+/// Checks the peer a controller names: a host name or an address (letters, digits and
+/// `.-_:%[]`), at most 253 characters as DNS allows. Anything else is refused before this
+/// agent resolves or quotes it.
+pub(crate) fn check_peer_host(host: &str) -> Result<()> {
+    let fits = !host.is_empty()
+        && host.len() <= 255
+        && host.bytes().all(|b| b.is_ascii_alphanumeric() || b".-_:%[]".contains(&b));
+    if fits {
+        return Ok(());
+    }
+    Err(Error::Usage(format!("the peer '{}' is not a host name or an address", peer_text(host))))
 }
