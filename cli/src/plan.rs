@@ -145,7 +145,13 @@ fn key_advice(error: &str) -> &'static str {
 pub fn load(path: &Path) -> Result<(Vec<Agent>, Vec<PlannedTest>), Error> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Error::Usage(format!("cannot read the plan {}: {e}", path.display())))?;
-    let file: PlanFile = toml::from_str(&text).map_err(|e| {
+    parse(&text, path)
+}
+
+/// The plan in `text`, read from `path` (which names it in errors; its folder is where
+/// relative key files are): every name, option and key checked.
+pub fn parse(text: &str, path: &Path) -> Result<(Vec<Agent>, Vec<PlannedTest>), Error> {
+    let file: PlanFile = toml::from_str(text).map_err(|e| {
         Error::Usage(format!(
             "{}: {}",
             path.display(),
@@ -497,5 +503,281 @@ mod tests {
         let direct =
             crate::spec_from_args(&["ringperf", "rr", "-l", "3", "-r", "64,128", "--flows", "2"]).unwrap();
         assert_eq!(t[0].spec, direct);
+    }
+
+    /// The plan parser on what a user or a mangled file can give it: never a panic, always
+    /// a plan or a usage error; and a plan written out from its parts reads back as them.
+    /// Bounded case counts keep it to a few seconds.
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// A folder with nothing in it: a key_file the generators make names no file.
+        fn empty_dir() -> std::path::PathBuf {
+            let d = std::env::temp_dir().join(format!("ringperf-plan-props-{}", std::process::id()));
+            let _ = std::fs::create_dir_all(&d);
+            d.join("plan.toml")
+        }
+
+        fn parses_or_refuses(text: &str) -> Result<(), TestCaseError> {
+            match parse(text, &empty_dir()) {
+                Ok(_) | Err(Error::Usage(_)) => Ok(()),
+                Err(e) => Err(TestCaseError::fail(format!("not a usage error: {e:?}"))),
+            }
+        }
+
+        /// A value of every TOML kind, the plan's own among them.
+        fn toml_value() -> impl Strategy<Value = String> {
+            prop_oneof![
+                "\"[a-d]\"",
+                "\"[a-z0-9 .:-]{0,12}\"",
+                "-?[0-9]{1,12}",
+                Just("true".to_string()),
+                "\\[(\"[a-d]\", ?){0,4}\\]",
+                "\\[(\\[(\"[a-d]\",? ?){0,3}\\],? ?){0,3}\\]",
+                "\"(stream|rr|crr|udp-stream|udp-rr|sendfile|ping)\"",
+                "\"(-l 0.1|-m 1K|-H ?x|-p1|--json|-i3|-r 1,1|--flows 2|-L 1.2.3.4|--nope|-b 1g)( -l 1)?\"",
+                "[^\n]{0,10}",
+            ]
+        }
+
+        /// A value for `key`: mostly of the kind the plan expects there, else any.
+        fn value_for(key: &'static str) -> BoxedStrategy<String> {
+            let typed: BoxedStrategy<String> = match key {
+                "port" => "[0-9]{1,6}".boxed(),
+                "pairs" => "\\[(\\[(\"[a-d]\", ){0,3}\\], ){0,3}\\]".boxed(),
+                "senders" | "receivers" | "mesh" => "\\[(\"[a-d]\", ){0,4}\\]".boxed(),
+                "workload" => "\"(stream|rr|crr|udp-stream|udp-rr|sendfile|ping)\"".boxed(),
+                "options" => {
+                    "\"(-l 0.1|-m 1K|-H ?x|-p1|--json|-i3|-r 1,1|--flows 2|-L 1.2.3.4|--nope|-b 1g)( -l 1)?\""
+                        .boxed()
+                }
+                "name" | "receiver" | "sender" => "\"[a-d]\"".boxed(),
+                _ => "\"[a-z0-9 .:-]{0,12}\"".boxed(),
+            };
+            prop_oneof![15 => typed, 1 => toml_value()].boxed()
+        }
+
+        /// TOML of the plan's shape: tables of its kinds and others, each with keys of its
+        /// own kind, the other kind's and unknown ones, with values of every kind.
+        fn toml_plan() -> impl Strategy<Value = String> {
+            fn keys(own: &'static [&'static str]) -> impl Strategy<Value = &'static str> {
+                let any = prop_oneof![
+                    Just("name"),
+                    Just("address"),
+                    Just("port"),
+                    Just("data_address"),
+                    Just("key_file"),
+                    Just("workload"),
+                    Just("options"),
+                    Just("pairs"),
+                    Just("senders"),
+                    Just("receiver"),
+                    Just("sender"),
+                    Just("receivers"),
+                    Just("mesh"),
+                    Just("other"),
+                ];
+                prop_oneof![6 => proptest::sample::select(own), 1 => any]
+            }
+            const AGENT: &[&str] = &["name", "address", "port", "data_address", "key_file"];
+            const TEST: &[&str] = &[
+                "name",
+                "workload",
+                "options",
+                "pairs",
+                "senders",
+                "receiver",
+                "sender",
+                "receivers",
+                "mesh",
+            ];
+            let lines = |own| {
+                proptest::collection::vec(
+                    keys(own).prop_flat_map(|k| value_for(k).prop_map(move |v| (k, v))),
+                    0..7,
+                )
+            };
+            // Mostly with the keys a table needs first, so that many reach the plan's checks.
+            let needed = |first: &'static [&'static str]| {
+                proptest::sample::subsequence(first, 0..=first.len()).prop_flat_map(|ks| {
+                    let fixed: Vec<BoxedStrategy<(&'static str, String)>> =
+                        ks.into_iter().map(|k| value_for(k).prop_map(move |v| (k, v)).boxed()).collect();
+                    fixed
+                })
+            };
+            let with = |h: &'static str, first: &'static [&'static str], own: &'static [&'static str]| {
+                (needed(first), lines(own)).prop_map(move |(mut a, b)| {
+                    a.extend(b);
+                    (h.to_string(), a)
+                })
+            };
+            let table = prop_oneof![
+                4 => with("[[agent]]", &["name", "address"], AGENT),
+                4 => with("[[test]]", &["workload", "pairs"], TEST),
+                2 => with("[[test]]", &["workload", "mesh"], TEST),
+                1 => ("\\[[a-z\\[\\]]{0,8}\\]?", lines(TEST)),
+            ]
+            .prop_map(|(h, kv)| {
+                // A key twice in a table is a TOML error every time: keep the first.
+                let mut seen = std::collections::HashSet::new();
+                let body: Vec<String> = kv
+                    .into_iter()
+                    .filter(|(k, _)| seen.insert(*k))
+                    .map(|(k, v)| format!("{k} = {v}"))
+                    .collect();
+                format!("{h}\n{}\n", body.join("\n"))
+            });
+            proptest::collection::vec(table, 0..7).prop_map(|t| t.concat())
+        }
+
+        /// A valid plan: agents with unique names, and tests of each shape over them.
+        #[derive(Debug, Clone)]
+        struct Written {
+            agents: Vec<(String, String, u16)>,
+            tests: Vec<(String, String, Shape)>,
+        }
+
+        #[derive(Debug, Clone)]
+        enum Shape {
+            Pairs(Vec<(usize, usize)>),
+            Incast(Vec<usize>, usize),
+            OneToMany(usize, Vec<usize>),
+            Mesh(Vec<usize>),
+        }
+
+        fn written() -> impl Strategy<Value = Written> {
+            (2usize..6)
+                .prop_flat_map(|n| {
+                    let agents = proptest::collection::vec((any::<[u8; 2]>(), 1u16..), n).prop_map(|v| {
+                        v.into_iter()
+                            .enumerate()
+                            .map(|(i, (ip, port))| {
+                                (format!("h{i}"), format!("198.18.{}.{}", ip[0], ip[1]), port)
+                            })
+                            .collect::<Vec<_>>()
+                    });
+                    let pair = (0..n, 1..n).prop_map(move |(a, d)| (a, (a + d) % n));
+                    let others = move |k| {
+                        proptest::collection::btree_set(0..n, 1..n)
+                            .prop_map(move |s| s.into_iter().filter(|&x| x != k).collect::<Vec<_>>())
+                    };
+                    let shape = prop_oneof![
+                        proptest::collection::vec(pair, 1..4).prop_map(Shape::Pairs),
+                        (0..n).prop_flat_map(move |r| others(r).prop_map(move |s| Shape::Incast(s, r))),
+                        (0..n).prop_flat_map(move |s| others(s).prop_map(move |r| Shape::OneToMany(s, r))),
+                        proptest::collection::btree_set(0..n, 2..=n)
+                            .prop_map(|s| Shape::Mesh(s.into_iter().collect())),
+                    ];
+                    let test = (
+                        prop_oneof![Just("stream"), Just("rr"), Just("crr"), Just("udp-rr")]
+                            .prop_map(String::from),
+                        prop_oneof![Just(""), Just("-l 0.5"), Just("-l 2 --flows 2"), Just("-l 1 -b 10m")]
+                            .prop_map(String::from),
+                        shape,
+                    );
+                    (agents, proptest::collection::vec(test, 1..4))
+                        .prop_map(|(agents, tests)| Written { agents, tests })
+                })
+                .prop_filter("a shape with a test in it", |w| {
+                    w.tests.iter().all(|(_, _, s)| match s {
+                        Shape::Incast(v, _) | Shape::OneToMany(_, v) => !v.is_empty(),
+                        _ => true,
+                    })
+                })
+        }
+
+        fn names(w: &Written, ix: &[usize]) -> String {
+            let q: Vec<String> = ix.iter().map(|&i| format!("\"{}\"", w.agents[i].0)).collect();
+            format!("[{}]", q.join(", "))
+        }
+
+        /// `w` as a plan file.
+        fn text(w: &Written) -> String {
+            let mut t = String::new();
+            for (name, address, port) in &w.agents {
+                t.push_str(&format!(
+                    "[[agent]]\nname = \"{name}\"\naddress = \"{address}\"\nport = {port}\n\n"
+                ));
+            }
+            for (workload, options, shape) in &w.tests {
+                t.push_str(&format!("[[test]]\nworkload = \"{workload}\"\noptions = \"{options}\"\n"));
+                match shape {
+                    Shape::Pairs(p) => {
+                        let p: Vec<String> = p.iter().map(|&(a, b)| names(w, &[a, b])).collect();
+                        t.push_str(&format!("pairs = [{}]\n", p.join(", ")));
+                    }
+                    Shape::Incast(s, r) => {
+                        t.push_str(&format!("senders = {}\nreceiver = \"{}\"\n", names(w, s), w.agents[*r].0))
+                    }
+                    Shape::OneToMany(s, r) => {
+                        t.push_str(&format!("sender = \"{}\"\nreceivers = {}\n", w.agents[*s].0, names(w, r)))
+                    }
+                    Shape::Mesh(m) => t.push_str(&format!("mesh = {}\n", names(w, m))),
+                }
+                t.push('\n');
+            }
+            t
+        }
+
+        /// The (sender, receiver) pairs `w`'s tests expand to, in order.
+        fn expected_pairs(w: &Written) -> Vec<(usize, usize)> {
+            let mut out = Vec::new();
+            for (_, _, shape) in &w.tests {
+                match shape {
+                    Shape::Pairs(p) => out.extend(p.iter().copied()),
+                    Shape::Incast(s, r) => out.extend(s.iter().map(|&x| (x, *r))),
+                    Shape::OneToMany(s, r) => out.extend(r.iter().map(|&x| (*s, x))),
+                    Shape::Mesh(m) => {
+                        for &a in m {
+                            out.extend(m.iter().filter(|&&b| b != a).map(|&b| (a, b)));
+                        }
+                    }
+                }
+            }
+            out
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
+
+            #[test]
+            fn arbitrary_bytes_parse_or_are_refused(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+                if let Ok(text) = std::str::from_utf8(&bytes) {
+                    parses_or_refuses(text)?;
+                }
+                parses_or_refuses(&String::from_utf8_lossy(&bytes))?;
+            }
+
+            #[test]
+            fn toml_shaped_input_parses_or_is_refused(text in toml_plan()) {
+                parses_or_refuses(&text)?;
+            }
+
+            #[test]
+            fn a_valid_plan_reads_back_as_written(w in written()) {
+                let (agents, tests) = parse(&text(&w), &empty_dir())
+                    .map_err(|e| TestCaseError::fail(format!("{e}\n{}", text(&w))))?;
+                let read: Vec<(String, String, u16)> =
+                    agents.iter().map(|a| (a.name.clone(), a.host.clone(), a.port)).collect();
+                prop_assert_eq!(&read, &w.agents);
+                prop_assert!(agents.iter().all(|a| a.data_host == a.host));
+                let pairs: Vec<(usize, usize)> = tests.iter().map(|t| (t.from, t.to)).collect();
+                prop_assert_eq!(pairs, expected_pairs(&w));
+                // Each test of a group carries the spec its options make on the command line.
+                let mut at = 0;
+                for t in &w.tests {
+                    let (workload, options, _) = t;
+                    let mut argv = vec!["ringperf", workload.as_str()];
+                    argv.extend(options.split_whitespace());
+                    let spec = crate::spec_from_args(&argv).map_err(TestCaseError::fail)?;
+                    let count = expected_pairs(&Written { agents: w.agents.clone(), tests: vec![t.clone()] }).len();
+                    for planned in &tests[at..at + count] {
+                        prop_assert_eq!(&planned.spec, &spec, "{} {}", workload, options);
+                    }
+                    at += count;
+                }
+            }
+        }
     }
 }
