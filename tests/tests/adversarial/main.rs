@@ -5,6 +5,9 @@
 //!
 //! One module per attack surface; what they share is below.
 
+mod outputs;
+mod plans;
+
 use std::thread;
 use std::time::Duration;
 
