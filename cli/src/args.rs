@@ -8,6 +8,7 @@ use ringperf_engine::control::limits::{
     DEFAULT_MAX_HANDSHAKES, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_HOST,
 };
 use ringperf_engine::load::LoadKind;
+use ringperf_engine::payload::{Payload, PayloadFile};
 use ringperf_engine::report::OpenLoopReport;
 use ringperf_engine::spec::{
     CloseFirst, Direction, OpenLoop, RecvEngine, SendEngine, SocketBuffers, TaskRun, DEFAULT_BACKLOG,
@@ -772,9 +773,18 @@ flag_group! {
 pub struct SendfileArgs {
     #[command(flatten)]
     test: TestArgs,
-    /// File to send; without it, a memfd of patterned payload.
+    /// File of this host to send; without it, a memfd of patterned payload. Not with
+    /// --from: an agent sends only files its operator listed (--payload).
     #[arg(short = 'F', value_name = "FILE")]
-    file: Option<String> => spec.local.splice_file,
+    file: Option<std::path::PathBuf> => with { |spec, file| if let Some(f) = file {
+        spec.local.payload = Payload::File(f.clone());
+    } },
+    /// With --from (or in a plan): the file the agent's operator listed under LABEL
+    /// (`serve --payload-file LABEL=PATH`) is what the agent sends.
+    #[arg(long = "payload", value_name = "LABEL", conflicts_with = "file", value_parser = parse_label)]
+    payload: Option<String> => with { |spec, label| if let Some(l) = label {
+        spec.local.payload = Payload::Label(l.clone());
+    } },
     /// Bytes per splice (netperf -m).
     #[arg(short = 'm', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
     send_size: u32 => spec.send_size [sweep "send_size", ','],
@@ -1094,7 +1104,8 @@ pub struct SweepSendfileArgs {
 #[derive(Args, Debug)]
 pub struct PlotCmdArgs {
     /// A --json report, the JSON array of `sweep --json` / `sweep --output`, or the folded
-    /// stacks of `--profile-out` (drawn as a flame graph).
+    /// stacks of `--profile-out` (drawn as a flame graph); `-` reads stdin. A regular file
+    /// of at most 1 GiB.
     pub input: std::path::PathBuf,
     /// Where to write the SVG.
     #[arg(short = 'o', long = "output", value_name = "FILE.svg")]
@@ -1105,9 +1116,10 @@ pub struct PlotCmdArgs {
 
 #[derive(Args, Debug)]
 pub struct DiffArgs {
-    /// The baseline report (a --json output).
+    /// The baseline report (a --json output, a regular file of at most 1 GiB; `-` reads
+    /// stdin).
     pub a: std::path::PathBuf,
-    /// The report to compare against it.
+    /// The report to compare against it (the same; one of the two may be `-`).
     pub b: std::path::PathBuf,
     /// Exit 1 if any of these figures got significantly worse: throughput, transactions,
     /// local_cpu, remote_cpu, local_sd, remote_sd, p50, p99, or a profile category's cost
@@ -1204,11 +1216,24 @@ pub struct ServeArgs {
     /// prove it holds the same key [default: refused].
     #[arg(long, requires = "psk_file")]
     pub allow_third_party: bool,
+    /// An address and port that forwards to this server (NAT, a port forward, a proxy),
+    /// which clients may dial to reach it (repeatable; a name is resolved at start): the
+    /// server proves it is the host dialled there too [default: only the address and port a
+    /// connection arrives on].
+    #[arg(long, value_name = "HOST:PORT", requires = "psk_file")]
+    pub public_endpoint: Vec<String>,
+    /// A file a controller may have this agent send, by LABEL (repeatable): `--payload-file
+    /// big=/srv/big.bin` lets `sendfile --from` this agent `--payload big`. Checked at start
+    /// (a readable, non-empty regular file), opened again non-blocking when sent [default:
+    /// none: an agent sends only ringperf's pattern].
+    #[arg(long = "payload-file", value_name = "LABEL=PATH", value_parser = parse_payload_file)]
+    pub payload_files: Vec<PayloadFile>,
 }
 
 #[derive(Args, Debug)]
 pub struct PlanArgs {
-    /// The plan: agents, and the tests to run at once between them (TOML; see the README).
+    /// The plan: agents, and the tests to run at once between them (TOML, a regular file of
+    /// at most 64 MiB; see the README).
     #[arg(value_name = "FILE")]
     pub file: std::path::PathBuf,
     /// Print the plan's report as JSON instead of the table.
@@ -1221,6 +1246,15 @@ pub struct PlanArgs {
 
 fn msg(e: Error) -> String {
     e.to_string()
+}
+
+fn parse_label(s: &str) -> Result<String, String> {
+    ringperf_engine::payload::check_label(s).map_err(msg)?;
+    Ok(s.to_string())
+}
+
+fn parse_payload_file(s: &str) -> Result<PayloadFile, String> {
+    PayloadFile::parse(s).map_err(msg)
 }
 
 fn parse_seconds(s: &str) -> Result<u64, String> {

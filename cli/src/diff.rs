@@ -1,20 +1,19 @@
 //! `ringperf diff A.json B.json`: reads two reports, asks the engine to compare them, and
 //! exits 1 when a figure named in --fail-on got significantly worse.
 
-use std::fs;
 use std::path::Path;
 
 use ringperf_engine::compare::compare;
+use ringperf_engine::input;
 use ringperf_engine::{Error, TestReport};
 
 use crate::args::DiffArgs;
 use crate::{print, render};
 
+/// A report from `p` (`-` is stdin), read within the report cap.
 fn load(p: &Path) -> Result<TestReport, Error> {
-    let text = fs::read_to_string(p).map_err(|e| {
-        Error::Usage(format!("cannot read '{}': {e}: give the path of a --json report", p.display()))
-    })?;
-    let r: TestReport = serde_json::from_str(&text).map_err(|e| {
+    let text = input::read_text_or_stdin(p, input::REPORT)?;
+    let r: TestReport = ringperf_engine::report_upgrade::parse(&text).map_err(|e| {
         Error::Usage(format!(
             "'{}' is not a single ringperf --json report ({e}); `engines --json` arrays are compared per element",
             p.display()
@@ -27,6 +26,9 @@ fn load(p: &Path) -> Result<TestReport, Error> {
 pub fn run(a: &DiffArgs) -> Result<i32, Error> {
     if !(50.0..100.0).contains(&a.level) {
         return Err(Error::Usage(format!("--level {}: use 50 to 99.99 (percent)", a.level)));
+    }
+    if a.a.as_os_str() == "-" && a.b.as_os_str() == "-" {
+        return Err(Error::Usage("both reports are '-': stdin holds one; give the other as a file".into()));
     }
     let (ra, rb) = (load(&a.a)?, load(&a.b)?);
     if ra.test != rb.test {

@@ -111,7 +111,14 @@ fn run(cli: Cli) -> Result<i32, Error> {
             Ok(0)
         }
         Command::Stream(ref a) => run_and_render(&test_spec(&cli.command)?, &a.test, &a.plot),
-        Command::Sendfile(ref a) => run_and_render(&test_spec(&cli.command)?, &a.test, &a.plot),
+        Command::Sendfile(ref a) => {
+            if a.payload.is_some() && a.test.from.is_none() {
+                return Err(Error::Usage(
+                    "--payload names a file that an agent's operator listed, which only that agent sends: give --from AGENT (for a file of this host, -F FILE)".into(),
+                ));
+            }
+            run_and_render(&test_spec(&cli.command)?, &a.test, &a.plot)
+        }
         Command::Rr(ref a) => run_and_render(&test_spec(&cli.command)?, &a.test, &a.plot),
         Command::Crr(ref a) => run_and_render(&test_spec(&cli.command)?, &a.test, &a.plot),
         Command::UdpStream(ref a) => run_and_render(&test_spec(&cli.command)?, &a.test, &a.plot),
@@ -186,11 +193,22 @@ pub fn netperf_spec(args: &[&str]) -> Result<TestSpec, String> {
 
 /// A sendfile spec: a stream whose sender splices from a file (or a memfd).
 pub fn sendfile_spec(a: &SendfileArgs) -> Result<TestSpec, Error> {
+    if let (Some(agent), Some(_)) = (&a.test.from, &a.file) {
+        return Err(Error::Usage(format!("-F {}", agent_names_no_path(agent))));
+    }
     let mut spec = base_spec(&a.test, Workload::Stream)?;
     a.copy_to(&mut spec);
     spec.local.send_engine = SendEngine::Splice;
     spec.remote.send_engine = SendEngine::Splice;
     Ok(resolved(spec, &a.test))
+}
+
+/// Why a file of the controller's host cannot be what `agent` sends, and what to do instead
+/// (after the flag that named it).
+pub(crate) fn agent_names_no_path(agent: &str) -> String {
+    format!(
+        "names a file of this host, and the agent {agent} never opens a path a controller names: have its operator list the file (`ringperf serve --payload-file LABEL=PATH`) and give --payload LABEL"
+    )
 }
 
 /// An rr spec from its flags.
@@ -373,12 +391,31 @@ pub(crate) fn print_help(e: &clap::Error) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ringperf_engine::payload::Payload;
     use ringperf_engine::spec::{CloseFirst, CrrOptions, Direction, RecvEngine};
 
     fn spec(args: &str) -> TestSpec {
         let mut v = vec!["ringperf"];
         v.extend(args.split_whitespace());
         spec_from_args(&v).unwrap()
+    }
+
+    /// A third-party sendfile names the agent's file by its operator's label; a path of
+    /// this host with --from is refused, saying what to do instead.
+    #[test]
+    fn an_agent_is_given_a_label_never_a_path() {
+        let s = spec("sendfile -H b --from a --payload big.bin");
+        assert_eq!(s.local.payload, Payload::Label("big.bin".into()));
+        let refused = |args: &str| {
+            let mut v = vec!["ringperf"];
+            v.extend(args.split_whitespace());
+            spec_from_args(&v).expect_err(args)
+        };
+        let e = refused("sendfile -F /etc/shadow -H b --from a");
+        assert!(e.starts_with("-F names a file of this host, and the agent a never opens"), "{e}");
+        assert!(e.contains("--payload-file LABEL=PATH") && e.contains("--payload LABEL"), "{e}");
+        assert!(refused("sendfile -F /x --payload big -H b --from a").contains("cannot be used with"));
+        assert!(refused("sendfile --payload ../etc -H b --from a").contains("is not a label"));
     }
 
     /// An unnamed receive engine is the workload's own default, or the classic loop's when
@@ -444,7 +481,7 @@ mod tests {
         assert_eq!((s.direction, s.send_size, s.recv_size), (Direction::ServerToClient, 4096, 8192));
         assert!(spec("stream --bidir").bidir);
         let s = spec("sendfile -F /etc/hostname -m 4K -M 8K");
-        assert_eq!(s.local.splice_file.as_deref(), Some("/etc/hostname"));
+        assert_eq!(s.local.payload, Payload::File("/etc/hostname".into()));
         assert_eq!((s.send_size, s.recv_size), (4096, 8192));
         assert_eq!(s.local.send_engine, SendEngine::Splice);
         let s = spec("udp-stream --gso 1400 --gro");

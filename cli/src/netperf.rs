@@ -281,9 +281,8 @@ pub fn parse(args: &[String], by_name: bool) -> Result<Call, Refusal> {
         } else {
             // netperf reads its fill file before it connects; a file it cannot read is an
             // error there too.
-            std::fs::File::open(&file).map_err(|e| {
-                usage(format!("-F {file}: cannot open the fill file: {e}: give a readable file"))
-            })?;
+            ringperf_engine::input::read_prefix(std::path::Path::new(&file), "fill file", 1)
+                .map_err(|e| usage(format!("-F {file}: {e}")))?;
             out.fill_file = Some(file);
         }
     }
@@ -571,8 +570,8 @@ fn parse_ipqos(s: &str) -> Result<Option<u8>, Refusal> {
 fn selection(arg: Option<&str>) -> Result<Vec<String>, Refusal> {
     let Some(arg) = arg else { return Ok(Vec::new()) };
     let text = if std::path::Path::new(arg).is_file() {
-        std::fs::read_to_string(arg)
-            .map_err(|e| usage(format!("cannot read the output selection file {arg}: {e}")))?
+        ringperf_engine::input::read_text(std::path::Path::new(arg), ringperf_engine::input::SELECTION)
+            .map_err(|e| usage(e.to_string()))?
     } else {
         arg.to_string()
     };
@@ -638,7 +637,6 @@ fn run(cli: &args::Cli, out: &Output) -> Result<i32, Error> {
     let t = cli.command.test_args().ok_or_else(|| Error::Usage("not a test command".into()))?;
     let units = Units::parse(&out.units);
     if let Some(file) = &out.fill_file {
-        use std::io::Read;
         if spec.verify {
             return Err(Error::Usage(format!(
                 "-F {file} and --verify: the check expects ringperf's pattern: drop one of them"
@@ -646,10 +644,8 @@ fn run(cli: &args::Cli, out: &Output) -> Result<i32, Error> {
         }
         // netperf fills its buffers from the file's start; a megabyte repeats well enough
         // (and /dev/urandom never ends).
-        let mut bytes = Vec::new();
-        std::fs::File::open(file).and_then(|f| f.take(FILL_BYTES).read_to_end(&mut bytes)).map_err(|e| {
-            Error::Usage(format!("-F {file}: cannot read the fill file ({e}): give a readable file"))
-        })?;
+        let bytes = ringperf_engine::input::read_prefix(std::path::Path::new(file), "fill file", FILL_BYTES)
+            .map_err(|e| Error::Usage(format!("-F {file}: {e}")))?;
         ringperf_engine::verify::set_fill_source(bytes);
     }
     let runner = runner::Runner::new(t)?;

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use ringperf_engine::control::auth::Psk;
 use ringperf_engine::control::plan::{run_plan, Agent, PlanReport, PlannedTest};
+use ringperf_engine::payload::Payload;
 use ringperf_engine::{Error, TestSpec, DEFAULT_PORT};
 use serde::Deserialize;
 
@@ -143,8 +144,7 @@ fn key_advice(error: &str) -> &'static str {
 
 /// Reads and checks the whole plan: every name, option and key, before anything starts.
 pub fn load(path: &Path) -> Result<(Vec<Agent>, Vec<PlannedTest>), Error> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::Usage(format!("cannot read the plan {}: {e}", path.display())))?;
+    let text = ringperf_engine::input::read_text(path, ringperf_engine::input::PLAN)?;
     parse(&text, path)
 }
 
@@ -268,10 +268,18 @@ fn spec_of(t: &TestEntry, group: &str) -> Result<TestSpec, Error> {
     refuse_settings(&argv, group)?;
     let cli =
         args::parse(&argv).map_err(|e| Error::Usage(format!("{group}: {}", crate::one_line(&e, &argv))))?;
-    crate::test_spec(&cli.command).map_err(|e| match e {
+    let spec = crate::test_spec(&cli.command).map_err(|e| match e {
         Error::Usage(m) => Error::Usage(format!("{group}: {m}")),
         e => e,
-    })
+    })?;
+    // By meaning, not by token: whatever spelled it, a path never goes to an agent.
+    if let Payload::File(_) = spec.local.payload {
+        return Err(Error::Usage(format!(
+            "{group}: -F in options {}",
+            crate::agent_names_no_path("that sends")
+        )));
+    }
+    Ok(spec)
 }
 
 /// Refuses options that set what a plan decides itself (see [`HOST_SETTINGS`] and

@@ -2,14 +2,15 @@
 //! stderr with a timestamp, stops on SIGINT or SIGTERM once the sessions in progress end,
 //! and at once on a second signal.
 
-use std::net::SocketAddr;
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use ringperf_engine::control::auth::Psk;
+use ringperf_engine::control::auth::{Endpoint, Psk};
 use ringperf_engine::control::limits::{default_total_memory, Limits};
 use ringperf_engine::control::text::one_line;
+use ringperf_engine::payload::PayloadFiles;
 use ringperf_engine::spec::{MAX_DURATION_MS, MAX_FLOWS};
 use ringperf_engine::units::format_bytes;
 use ringperf_engine::{Error, Server, ServerConfig, ServerEvent};
@@ -38,6 +39,8 @@ pub fn run(a: &ServeArgs) -> Result<i32, Error> {
         allow: a.allow.clone(),
         in_client_process: false,
         allow_third_party: a.allow_third_party,
+        public_endpoints: public_endpoints(&a.public_endpoint)?,
+        payload_files: PayloadFiles::new(a.payload_files.clone())?,
     };
     let server = match a.bind {
         Some(ip) => Server::bind(SocketAddr::new(ip, a.port))?,
@@ -67,8 +70,18 @@ pub fn run(a: &ServeArgs) -> Result<i32, Error> {
             addr.port()
         ));
     }
+    if !config.public_endpoints.is_empty() {
+        let listed: Vec<String> = config.public_endpoints.iter().map(ToString::to_string).collect();
+        say(&format!(
+            "proves it is the host dialled at the address a connection arrives on and at {} (--public-endpoint)",
+            listed.join(", ")
+        ));
+    }
     if config.allow_third_party {
         say("third-party runs allowed (--allow-third-party): a controller with the key may have this agent send to or receive from another agent that proves it holds the same key");
+    }
+    for f in config.payload_files.iter() {
+        say(&format!("payload file {f} may be sent for a peer that names its label (--payload-file)"));
     }
     if server.is_dual_stack() {
         say("one IPv6 socket serves IPv4 clients too (shown as their IPv4 addresses)");
@@ -86,6 +99,27 @@ pub fn run(a: &ServeArgs) -> Result<i32, Error> {
     }
     server.serve(&stop, Arc::new(log))?;
     Ok(0)
+}
+
+/// The endpoints of --public-endpoint, each name resolved once, here, to its addresses.
+fn public_endpoints(given: &[String]) -> Result<Vec<Endpoint>, Error> {
+    let mut all = Vec::new();
+    for g in given {
+        let addrs = g.to_socket_addrs().map_err(|e| {
+            Error::Usage(format!(
+                "cannot use --public-endpoint '{g}': {e}: give the HOST:PORT clients dial, e.g. 203.0.113.5:12866 or [2001:db8::5]:12866"
+            ))
+        })?;
+        let before = all.len();
+        all.extend(addrs.map(Endpoint::of));
+        if all.len() == before {
+            return Err(Error::Usage(format!(
+                "--public-endpoint '{g}' resolves to no address: check the name"
+            )));
+        }
+    }
+    all.dedup();
+    Ok(all)
 }
 
 /// Set once serving: a log line that cannot be written stops the server through it.
@@ -115,8 +149,11 @@ fn log(e: ServerEvent) {
             format_bytes(in_use),
             format_bytes(budget)
         ),
-        ServerEvent::ThirdParty { peer, test, target } => {
-            format!("{peer}: third party: running the client side of {test} against {target} for this controller")
+        ServerEvent::ThirdParty { peer, test, target, address } => format!(
+            "{peer}: third party: running the client side of {test} against {target} ({address}) for this controller"
+        ),
+        ServerEvent::PayloadFile { peer, label, path } => {
+            format!("{peer}: sending payload file '{label}' ({}) for this peer", path.display())
         }
         ServerEvent::TestDone { peer, test, bytes, transactions } => {
             format!("{peer}: {test} done ({bytes} bytes, {transactions} transactions)")

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use crate::env::{Environment, NetworkEnvironment};
 use crate::measure::confidence::{ConfidenceReport, Estimate};
 use crate::measure::tcp_info::TcpReport;
+use crate::payload::Payload;
 use crate::spec::{RecvEngine, Role, SendEngine, TestSpec};
 
 /// Bumped whenever a field changes meaning or disappears (adding fields does not bump it).
@@ -12,16 +13,20 @@ use crate::spec::{RecvEngine, Role, SendEngine, TestSpec};
 /// 3: a side's `ring` may describe no ring at all (the classic engines: `enters` 0 and the
 /// system calls in `ring.syscalls`), and sides carry `profile` and `kernel`; readers of
 /// version 2 that divide by `enters` or assume an io_uring side must check the engines.
-pub const SCHEMA_VERSION: u32 = 3;
+/// 4: a side's `splice_file` (a path or null) is its `payload`: "pattern", {"file": PATH}
+/// or {"label": LABEL} (`report_upgrade` reads the old form).
+pub const SCHEMA_VERSION: u32 = 4;
 
-/// A whole test: what was asked, what each side measured, and where it ran.
+/// A whole test: what was asked, what each side measured, and where it ran. `P` is how
+/// the spec's payloads are known: this host's report has a [`TestSpec`]; the one an agent
+/// sends its controller has the [`crate::payload::WireSpec`] it was sent.
 #[derive(Serialize, Deserialize, Clone, Debug)]
-pub struct TestReport {
+pub struct TestReport<P = Payload> {
     pub schema_version: u32,
     /// ringperf version that produced the report.
     pub tool_version: String,
     pub test: String,
-    pub spec: TestSpec,
+    pub spec: TestSpec<P>,
     /// The server the client talked to (`host:port`).
     pub server: String,
     /// True when the client ran against a server inside its own process.
@@ -77,6 +82,49 @@ impl ClockReport {
             0
         } else {
             self.uncertainty_ns
+        }
+    }
+}
+
+impl<P> TestReport<P> {
+    /// The same report with `spec` in place of its own (an agent's report as the
+    /// controller, which asked for it, states the spec).
+    pub fn with_spec<Q>(self, spec: TestSpec<Q>) -> TestReport<Q> {
+        let TestReport {
+            schema_version,
+            tool_version,
+            test,
+            spec: _,
+            server,
+            embedded_server,
+            partial,
+            partial_reason,
+            summary,
+            iterations,
+            confidence,
+            local,
+            remote,
+            environment,
+            clock,
+            client,
+        } = self;
+        TestReport {
+            schema_version,
+            tool_version,
+            test,
+            spec,
+            server,
+            embedded_server,
+            partial,
+            partial_reason,
+            summary,
+            iterations,
+            confidence,
+            local,
+            remote,
+            environment,
+            clock,
+            client,
         }
     }
 }
@@ -739,7 +787,7 @@ impl SpliceReport {
         let send = self.file_smaller_than_send?;
         let file = self.file_bytes?;
         Some(format!(
-            "the -F file is {file} bytes, smaller than the {send}-byte send size (-m): each send moved at most {file} bytes, so this measures the cost per send, not throughput: use a file of at least {send} bytes"
+            "the payload file is {file} bytes, smaller than the {send}-byte send size (-m): each send moved at most {file} bytes, so this measures the cost per send, not throughput: use a file of at least {send} bytes"
         ))
     }
 }

@@ -2,7 +2,6 @@
 //! flows dealt round-robin), and the measurement window around them, turned into a
 //! SideReport.
 
-use std::fs::File;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::mpsc;
@@ -18,6 +17,7 @@ use crate::measure::profile::{Profiler, Stopped as ProfileSamples, Work as Profi
 use crate::measure::service_demand::{service_demand, tool_overhead_percent};
 use crate::measure::tcp_info::{TcpFlowInfo, TcpReport};
 use crate::merge;
+use crate::payload::Payload;
 use crate::probe::IoUringProbe;
 use crate::report::{CpuUsage, FlowReport, IntervalSample, SideReport, SocketSizes, WorkerReport};
 use crate::spec::{ProfileSpec, RecvEngine, Role, SendEngine, SideSpec, TestSpec};
@@ -145,13 +145,17 @@ impl Side {
                 }
             }
             for w in 0..n {
-                let splice_file = match (&side.splice_file, side.send_engine) {
-                    (Some(path), SendEngine::Splice) if role == Role::StreamSender => {
-                        Some(File::open(path).map_err(|e| {
-                            Error::Usage(format!(
-                                "cannot open the -F file '{path}': {e}: check the path and its permissions"
-                            ))
-                        })?)
+                let splice_file = match (&side.payload, side.send_engine) {
+                    (Payload::File(path), SendEngine::Splice) if role == Role::StreamSender => {
+                        Some(crate::input::open_regular(path, "payload file")?)
+                    }
+                    // Labels are resolved where a spec comes off the wire (and refused
+                    // by the client that would send one itself): none should get here.
+                    (Payload::Label(label), SendEngine::Splice) if role == Role::StreamSender => {
+                        return Err(Error::Usage(format!(
+                            "payload label '{}' was not resolved to a listed file: report this",
+                            crate::control::text::peer_text(label)
+                        )))
                     }
                     _ => None,
                 };

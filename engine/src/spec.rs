@@ -1,10 +1,12 @@
 //! TestSpec: everything both sides need to run one test. The client builds it from the
-//! command line and sends it to the server unchanged, so it must say everything.
+//! command line; what goes to the other host is its wire form ([`crate::payload::WireSpec`]),
+//! the same settings with payloads that can name no path.
 
 use serde::{Deserialize, Serialize};
 
 use crate::control::text::peer_text;
 use crate::error::{Error, Result};
+use crate::payload::Payload;
 use crate::units::{check_size, MAX_SIZE};
 
 /// What traffic pattern to run.
@@ -288,18 +290,19 @@ impl Pacing {
     }
 }
 
-/// Settings that belong to one side of the test.
+/// Settings that belong to one side of the test. `P` is how the side's payload is known:
+/// [`Payload`] on the host that builds or runs the spec, [`crate::payload::WirePayload`]
+/// on the wire.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, Default)]
 #[serde(deny_unknown_fields)]
-pub struct SideSpec {
+pub struct SideSpec<P = Payload> {
     pub socket_buffers: SocketBuffers,
     /// CPUs the side's workers are pinned to, round-robin (netperf `-T` gives one).
     pub cpus: Vec<usize>,
     pub send_engine: SendEngine,
     pub recv_engine: RecvEngine,
-    /// File the `splice` engine reads payload from (client side only: a server never
-    /// opens a path a client names). `None` splices from a memfd of patterned payload.
-    pub splice_file: Option<String>,
+    /// What the side's `splice` sender reads: the pattern from a memfd, or a file.
+    pub payload: P,
 }
 
 /// How the rings are set up and driven.
@@ -434,10 +437,12 @@ impl Default for RingTuning {
     }
 }
 
-/// One test, as agreed between client ("local") and server ("remote").
+/// One test, as agreed between client ("local") and server ("remote"). `P` is how each
+/// side's payload is known (see [`SideSpec`]): a `TestSpec` is this host's, a
+/// [`crate::payload::WireSpec`] what travels.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
-pub struct TestSpec {
+pub struct TestSpec<P = Payload> {
     pub workload: Workload,
     pub direction: Direction,
     /// Length of the measurement window.
@@ -490,8 +495,8 @@ pub struct TestSpec {
     /// Only the client's side reads it; left out when not split.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_split_ms: Option<u64>,
-    pub local: SideSpec,
-    pub remote: SideSpec,
+    pub local: SideSpec<P>,
+    pub remote: SideSpec<P>,
     pub ring: RingTuning,
     /// TCP_CRR settings (ignored by other workloads).
     #[serde(default)]
@@ -569,6 +574,90 @@ pub struct Explicit {
     pub sq_batch: Option<u32>,
     /// The interval sample period in milliseconds; `Some(0)` takes no samples.
     pub interval_ms: Option<u64>,
+}
+
+/// Which side of a spec: the client's ("local") or the server's ("remote").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SpecSide {
+    Local,
+    Remote,
+}
+
+impl<P> TestSpec<P> {
+    /// The same spec with each side's payload mapped by `f` (told which side it is), every
+    /// other setting unchanged: how a spec crosses between its local and wire forms.
+    pub fn map_payloads<Q>(self, mut f: impl FnMut(SpecSide, P) -> Result<Q>) -> Result<TestSpec<Q>> {
+        // Every field by name: a field added to the spec cannot be forgotten here.
+        let TestSpec {
+            workload,
+            direction,
+            duration_ms,
+            send_size,
+            recv_size,
+            request_size,
+            response_size,
+            burst,
+            open_loop,
+            byte_limit,
+            transaction_limit,
+            flows,
+            threads,
+            bidir,
+            congestion_control,
+            socket,
+            pacing,
+            verify,
+            require_zero_copy,
+            interval_ms,
+            record_latency,
+            latency_split_ms,
+            local,
+            remote,
+            ring,
+            crr,
+            udp,
+            profile,
+            clock_offset_ns,
+        } = self;
+        Ok(TestSpec {
+            workload,
+            direction,
+            duration_ms,
+            send_size,
+            recv_size,
+            request_size,
+            response_size,
+            burst,
+            open_loop,
+            byte_limit,
+            transaction_limit,
+            flows,
+            threads,
+            bidir,
+            congestion_control,
+            socket,
+            pacing,
+            verify,
+            require_zero_copy,
+            interval_ms,
+            record_latency,
+            latency_split_ms,
+            local: local.map_payload(|p| f(SpecSide::Local, p))?,
+            remote: remote.map_payload(|p| f(SpecSide::Remote, p))?,
+            ring,
+            crr,
+            udp,
+            profile,
+            clock_offset_ns,
+        })
+    }
+}
+
+impl<P> SideSpec<P> {
+    fn map_payload<Q>(self, f: impl FnOnce(P) -> Result<Q>) -> Result<SideSpec<Q>> {
+        let SideSpec { socket_buffers, cpus, send_engine, recv_engine, payload } = self;
+        Ok(SideSpec { socket_buffers, cpus, send_engine, recv_engine, payload: f(payload)? })
+    }
 }
 
 impl Default for TestSpec {
@@ -833,16 +922,7 @@ impl TestSpec {
         self.validate_open_loop()?;
         self.validate_workload()?;
         self.validate_classic()?;
-        if self.remote.splice_file.is_some() {
-            return Err(Error::Usage(
-                "a server never opens a file a client names: -F applies to the local sender only".into(),
-            ));
-        }
-        if self.verify && self.local.splice_file.is_some() {
-            return Err(Error::Usage(
-                "--verify checks ringperf's own pattern, so it cannot be combined with -F FILE".into(),
-            ));
-        }
+        self.validate_payloads()?;
         let zero_copy = [self.local.send_engine, self.remote.send_engine].iter().any(|e| e.is_zero_copy());
         if self.require_zero_copy && !zero_copy {
             return Err(Error::Usage(
@@ -998,6 +1078,33 @@ impl TestSpec {
             return Err(Error::Usage(
                 "-b and --flow-rate pace through the ring's timers, which the syscall engine has not: drop them or pick another send engine".into(),
             ));
+        }
+        Ok(())
+    }
+
+    /// A payload file (`-F`, or a label an operator listed) is what a splice stream sender
+    /// reads: on a side that does not send that way it would never be read, and --verify
+    /// checks ringperf's own pattern.
+    fn validate_payloads(&self) -> Result<()> {
+        let stream = self.workload == Workload::Stream;
+        let local_sends = stream && (self.bidir || self.direction == Direction::ClientToServer);
+        let remote_sends = stream && (self.bidir || self.direction == Direction::ServerToClient);
+        for (name, side, sends) in
+            [("local", &self.local, local_sends), ("remote", &self.remote, remote_sends)]
+        {
+            if side.payload == Payload::Pattern {
+                continue;
+            }
+            if self.verify {
+                return Err(Error::Usage(
+                    "--verify checks ringperf's own pattern, so it cannot be combined with a payload file (-F FILE or a label): drop one".into(),
+                ));
+            }
+            if !sends || side.send_engine != SendEngine::Splice {
+                return Err(Error::Usage(format!(
+                    "the {name} side has a payload file but does not send a stream by splice, so nothing would read it: use sendfile (or --send-engine splice on the side that sends)"
+                )));
+            }
         }
         Ok(())
     }

@@ -395,6 +395,8 @@ fn proc_count(pid: u32, dir: &str) -> usize {
 /// A raw control connection, for feeding the server what a real client never sends.
 pub struct Control {
     stream: TcpStream,
+    /// The client nonce (hex) and server endpoint the last Hello sent.
+    login: Option<(String, String)>,
 }
 
 /// What the server did after we sent something.
@@ -450,7 +452,7 @@ impl Control {
         stream.set_read_timeout(Some(CONTROL_IO_TIMEOUT)).expect("read timeout");
         stream.set_write_timeout(Some(CONTROL_IO_TIMEOUT)).expect("write timeout");
         let _ = stream.set_nodelay(true);
-        Control { stream }
+        Control { stream, login: None }
     }
 
     pub fn send_raw(&mut self, bytes: &[u8]) {
@@ -516,33 +518,54 @@ impl Control {
         }
     }
 
-    /// Says hello with this build's protocol version and returns the challenge.
+    /// Says hello with this build's protocol version, a fresh client nonce and the
+    /// endpoint dialled, and returns the challenge.
     pub fn hello(&mut self) -> Value {
+        let nonce =
+            ringperf_engine::control::auth::hex(&ringperf_engine::control::auth::nonce().expect("nonce"));
+        let dialled = self.stream.peer_addr().expect("the server's address");
+        let endpoint = ringperf_engine::control::auth::Endpoint::of(dialled).to_string();
+        self.hello_with(&nonce, &endpoint)
+    }
+
+    /// Says hello with this client nonce (hex) and server endpoint, and returns the
+    /// challenge (to replay a recorded hello, or to name an endpoint not dialled).
+    pub fn hello_with(&mut self, client_nonce: &str, server_endpoint: &str) -> Value {
         let v = ringperf_engine::control::protocol::PROTOCOL_VERSION;
-        self.send_json(&serde_json::json!({"type": "hello", "protocol": v, "tool_version": "test"}));
+        self.send_json(&serde_json::json!({
+            "type": "hello",
+            "protocol": v,
+            "tool_version": "test",
+            "client_nonce": client_nonce,
+            "server_endpoint": server_endpoint,
+        }));
+        self.login = Some((client_nonce.to_string(), server_endpoint.to_string()));
         match self.read_reply() {
             Reply::Frame(c) if c["type"] == "challenge" => c,
             other => panic!("expected a challenge, got {other:?}"),
         }
     }
 
-    /// Answers a challenge: a fresh client nonce and, with a key, the proof for it.
-    /// Returns the (client nonce, proof) sent.
-    pub fn answer(&mut self, challenge: &Value, psk: Option<&str>) -> (String, Option<String>) {
-        use ringperf_engine::control::auth::{self, Party, Psk};
+    /// Answers a challenge: with a key, checks that the server proved it holds it for the
+    /// endpoint the hello named, and sends the client's proof. Returns the proof sent.
+    pub fn answer(&mut self, challenge: &Value, psk: Option<&str>) -> Option<String> {
+        use ringperf_engine::control::auth::{self, Endpoint, Party, Psk, Session};
+        let (nonce, endpoint) = self.login.clone().expect("answer follows hello");
         let server_nonce = auth::unhex(challenge["server_nonce"].as_str().expect("server_nonce"))
             .expect("the server nonce is hex");
-        let client_nonce = auth::nonce().expect("nonce");
+        let client_nonce = auth::unhex(&nonce).expect("the client nonce is hex");
+        let server_endpoint: Endpoint = endpoint.parse().expect("an endpoint");
+        let session = Session { server_nonce: &server_nonce, client_nonce: &client_nonce, server_endpoint };
         let proof = psk.map(|k| {
-            Psk::from_secret(k, "test key").expect("test key").proof(
-                Party::Client,
-                &server_nonce,
-                &client_nonce,
-            )
+            let key = Psk::from_secret(k, "test key").expect("test key");
+            let theirs = challenge["proof"]
+                .as_str()
+                .unwrap_or_else(|| panic!("the server sent no proof: {challenge}"));
+            assert!(key.verify(Party::Server, &session, theirs), "the server's proof is wrong: {challenge}");
+            key.proof(Party::Client, &session)
         });
-        let nonce = auth::hex(&client_nonce);
-        self.send_json(&serde_json::json!({"type": "auth", "client_nonce": nonce, "proof": proof}));
-        (nonce, proof)
+        self.send_json(&serde_json::json!({"type": "auth", "proof": proof}));
+        proof
     }
 
     /// Hello and auth (with `psk` if given); returns the welcome.

@@ -215,9 +215,9 @@ fn provided_buffers_share_a_landing_area_and_wake_per_buffer() {
 fn sendfile_sends_a_named_file_and_refuses_a_missing_one() {
     let r = ringperf!().run_json(&["sendfile", "-l", "0.5", "-F", "/proc/self/exe"]);
     check_stream_report(&r, false);
-    assert_eq!(str_at(&r, "spec.local.splice_file"), "/proc/self/exe");
+    assert_eq!(str_at(&r, "spec.local.payload.file"), "/proc/self/exe");
     let out = ringperf!().run(&["sendfile", "-l", "0.5", "-F", "/nonexistent/ringperf-test"]);
-    out.failure(2, &["cannot open", "-F"]);
+    out.failure(2, &["cannot read the payload file", "/nonexistent/ringperf-test"]);
     let out = ringperf!().run(&["sendfile", "-l", "0.5", "-F", "/etc/hostname", "--verify"]);
     out.failure(2, &["--verify"]);
 }

@@ -139,9 +139,14 @@ fn hostile_inputs_are_answered_while_a_real_test_completes() {
         s[field] = value;
         spec_refused(&server, what, s, kind);
     }
+    // A path for the server to open: the wire spec has no field for one (the old one is
+    // unknown) and its payload no variant.
     let mut s = spec.clone();
     s["remote"]["splice_file"] = json!("/etc/shadow");
-    spec_refused(&server, "a file for the server to open", s, "usage");
+    spec_refused(&server, "a file for the server to open", s, "protocol");
+    let mut s = spec.clone();
+    s["remote"]["payload"] = json!({ "file": "/etc/shadow" });
+    spec_refused(&server, "a payload path for the server", s, "protocol");
 
     // The real client finished its test while all of that went on.
     let r = real.join().expect("real client").success().json();
@@ -167,7 +172,7 @@ fn hostile_inputs_are_answered_while_a_real_test_completes() {
         flooded,
         baseline.1,
         cases.len(),
-        8
+        9
     );
     assert!(
         rss_after < rss_before + 32 * 1024,

@@ -52,10 +52,25 @@ fn right_key_is_served_wrong_or_missing_key_is_refused_and_logged() {
         server.log()
     );
 
+    // Another key: the client finds the server's proof wrong and leaves before it proves
+    // anything; the server logs a client that left after the challenge.
     let mut cmd = rp.command(&base);
     cmd.env("RINGPERF_PSK", "another-key-of-enough-length-here");
     let o = ringperf_tests::run_with_timeout(cmd, ringperf_tests::RUN_TIMEOUT);
-    o.failure(3, &["authentication failed", "key"]);
+    o.failure(3, &["authentication failed", "did not prove", "check --psk-file or RINGPERF_PSK"]);
+    assert!(
+        server
+            .wait_for_log("after the challenge", Duration::from_secs(5))
+            .is_some_and(|l| l.contains("127.0.0.1:")),
+        "the client that left is not logged with the peer: {:?}",
+        server.log()
+    );
+    // A client that proves a wrong key without checking the server first is refused.
+    let mut c = Control::connect(server.port());
+    let ch = c.hello();
+    c.send_json(&serde_json::json!({"type": "auth", "proof": "ab".repeat(32)}));
+    let (kind, msg) = c.expect_error();
+    assert_eq!(kind, "auth", "a wrong proof for {ch} was not refused: {msg}");
     assert!(
         server.wait_for_log("wrong key", Duration::from_secs(5)).is_some_and(|l| l.contains("127.0.0.1:")),
         "the wrong key is not logged with the peer: {:?}",
@@ -69,18 +84,21 @@ fn a_recorded_answer_replayed_in_a_new_session_is_refused() {
     let rp = ringperf!();
     let (mut server, _key) = psk_server(&rp, "replay");
     // An honest session, recorded.
+    let nonce = ringperf_engine::control::auth::hex(&[7u8; 32]);
+    let endpoint = format!("127.0.0.1:{}", server.port());
     let mut c = Control::connect(server.port());
-    let first = c.hello();
+    let first = c.hello_with(&nonce, &endpoint);
     assert_eq!(first["auth_required"], true, "the server does not ask for the key: {first}");
-    let (nonce, proof) = c.answer(&first, Some(KEY));
+    let proof = c.answer(&first, Some(KEY));
     assert!(matches!(c.read_reply(), Reply::Frame(v) if v["type"] == "welcome"));
     drop(c);
 
-    // The same answer, word for word, to a new challenge.
+    // The same hello and answer, word for word, in a new session.
     let mut c = Control::connect(server.port());
-    let second = c.hello();
+    let second = c.hello_with(&nonce, &endpoint);
     assert_ne!(first["server_nonce"], second["server_nonce"], "the server reused its nonce");
-    c.send_json(&serde_json::json!({"type": "auth", "client_nonce": nonce, "proof": proof}));
+    assert_ne!(first["proof"], second["proof"], "the server proved the same for two sessions");
+    c.send_json(&serde_json::json!({"type": "auth", "proof": proof}));
     let (kind, msg) = c.expect_error();
     assert_eq!(kind, "auth", "a replayed proof was not refused as an auth failure: {msg}");
     c.expect_closed();
@@ -88,11 +106,80 @@ fn a_recorded_answer_replayed_in_a_new_session_is_refused() {
     // The server's own proof reflected back as a client's is refused too.
     let mut c = Control::connect(server.port());
     let ch = c.hello();
-    c.send_json(
-        &serde_json::json!({"type": "auth", "client_nonce": "00".repeat(32), "proof": "ab".repeat(32)}),
-    );
+    c.send_json(&serde_json::json!({"type": "auth", "proof": ch["proof"]}));
     let (kind, _) = c.expect_error();
-    assert_eq!(kind, "auth", "a made-up proof for {ch} was not refused");
+    assert_eq!(kind, "auth", "the server's proof in {ch} was taken as a client's");
+    server.assert_running();
+}
+
+/// The server proves it holds the key only for an endpoint of its own: a hello naming
+/// another (what a relay passes on) gets no proof, an auth error that names the flag for a
+/// real forward, and a log line.
+#[test]
+fn a_hello_naming_another_endpoint_gets_no_proof() {
+    let rp = ringperf!();
+    let (mut server, _key) = psk_server(&rp, "endpoint");
+    let own = format!("127.0.0.1:{}", server.port());
+    for elsewhere in
+        ["127.0.0.2:12866".to_string(), format!("127.0.0.1:{}", server.port() ^ 1), "[::1]:1".into()]
+    {
+        let mut c = Control::connect(server.port());
+        let nonce = ringperf_engine::control::auth::hex(&[9u8; 32]);
+        let v = ringperf_engine::control::protocol::PROTOCOL_VERSION;
+        c.send_json(&serde_json::json!({
+            "type": "hello", "protocol": v, "tool_version": "t",
+            "client_nonce": nonce, "server_endpoint": elsewhere,
+        }));
+        let (kind, msg) = c.expect_error();
+        assert_eq!(kind, "auth", "{elsewhere}: {msg}");
+        assert!(msg.contains(&format!("--public-endpoint {elsewhere}")), "{msg}");
+        assert!(!msg.contains(&own), "the refusal tells a stranger the server's own address: {msg}");
+        c.expect_closed();
+    }
+    let line = server.wait_for_log("not this server's endpoint", Duration::from_secs(5)).expect("logged");
+    assert!(line.contains(&format!("accepted on {own}")), "{line}");
+    // Its own endpoint is proved.
+    let mut c = Control::connect(server.port());
+    c.handshake(Some(KEY));
+    server.assert_running();
+}
+
+/// A dual-stack server accepts an IPv4 client on ::ffff:a.b.c.d and proves for a.b.c.d,
+/// the endpoint the client dialled; an IPv6 client gets its proof for [::1].
+#[test]
+fn a_dual_stack_server_proves_for_the_endpoint_each_family_dialled() {
+    if std::net::TcpListener::bind("[::1]:0").is_err() {
+        ringperf_tests::skip(
+            "a_dual_stack_server_proves_for_the_endpoint_each_family_dialled",
+            "no IPv6 loopback",
+        );
+        return;
+    }
+    let rp = ringperf!();
+    let key = key_file("dual", KEY);
+    let mut server =
+        Server::start(rp.command(&["serve", "--port", "0", "--psk-file", key.to_str().expect("path")]));
+    let port = server.port_arg();
+    for host in ["127.0.0.1", "::1"] {
+        let r = rp.run_json(&[
+            "stream",
+            "-H",
+            host,
+            "-p",
+            &port,
+            "-l",
+            "0.3",
+            "--psk-file",
+            key.to_str().expect("path"),
+        ]);
+        check_stream_report(&r, false);
+    }
+    assert_eq!(
+        server.log().iter().filter(|l| l.contains("session started")).count(),
+        2,
+        "{:?}",
+        server.log()
+    );
     server.assert_running();
 }
 
@@ -246,4 +333,16 @@ fn a_client_that_ignores_the_agreed_rate_is_held_to_it() {
     assert!(sent < 48 << 20, "the client pushed {sent} bytes past a server at 8 Mbit/s");
     assert_eq!(got, sent, "the server lost bytes it was sent");
     server.assert_running();
+}
+
+#[test]
+fn a_public_endpoint_needs_a_key_and_a_port() {
+    let rp = ringperf!();
+    let serve = ["serve", "--bind", "127.0.0.1", "--port", "0"];
+    // Without a key the server proves nothing, so there is nothing to prove for.
+    rp.run(&[&serve[..], &["--public-endpoint", "127.0.0.1:1"]].concat()).failure(2, &["--psk-file"]);
+    let key = key_file("public", KEY);
+    let with_key = [&serve[..], &["--psk-file", key.to_str().expect("path")]].concat();
+    rp.run(&[&with_key[..], &["--public-endpoint", "203.0.113.5"]].concat())
+        .failure(2, &["--public-endpoint '203.0.113.5'", "HOST:PORT"]);
 }

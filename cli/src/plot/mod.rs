@@ -13,7 +13,7 @@ use std::path::Path;
 
 use plotters::style::RGBColor;
 use ringperf_engine::report::SCHEMA_VERSION;
-use ringperf_engine::{Error, TestReport};
+use ringperf_engine::{report_upgrade, Error, TestReport};
 
 use crate::args::PlotCmdArgs;
 use crate::sweep::{Entry, PartialSweep};
@@ -78,16 +78,11 @@ pub fn xml_chars(svg: &str) -> std::borrow::Cow<'_, str> {
 /// `ringperf plot INPUT.json -o OUT.svg`: a single report gets the report charts, a sweep's
 /// array the sweep chart, folded stacks (`--profile-out`) a flame graph.
 pub fn from_file(a: &PlotCmdArgs) -> Result<i32, Error> {
-    let text = std::fs::read_to_string(&a.input).map_err(|e| {
-        Error::Usage(format!(
-            "cannot read '{}': {e}: give a --json report, a sweep's JSON or a --profile-out .folded file",
-            a.input.display()
-        ))
-    })?;
+    let text = ringperf_engine::input::read_text_or_stdin(&a.input, ringperf_engine::input::REPORT)?;
     if flamegraph::looks_folded(&text) {
         write(&a.output, &flamegraph::render(&a.input, &text)?)?;
     } else if text.trim_start().starts_with('[') {
-        let entries: Vec<Entry> = serde_json::from_str(&text).map_err(|e| {
+        let entries: Vec<Entry> = report_upgrade::parse(&text).map_err(|e| {
             Error::Usage(format!(
                 "'{}' is not a sweep's JSON ({e}): give the output of sweep --json",
                 a.input.display()
@@ -95,12 +90,12 @@ pub fn from_file(a: &PlotCmdArgs) -> Result<i32, Error> {
         })?;
         warn_unknown_schema(&a.input, entries.iter().filter_map(|e| e.report.as_ref()));
         sweep::draw(&entries, &a.chart, &a.output)?;
-    } else if let Ok(sweep) = serde_json::from_str::<PartialSweep>(&text) {
+    } else if let Ok(sweep) = report_upgrade::parse::<PartialSweep>(&text) {
         // A sweep stopped early: the points it has.
         warn_unknown_schema(&a.input, sweep.points.iter().filter_map(|e| e.report.as_ref()));
         sweep::draw(&sweep.points, &a.chart, &a.output)?;
     } else {
-        let r: TestReport = serde_json::from_str(&text).map_err(|e| {
+        let r: TestReport = report_upgrade::parse(&text).map_err(|e| {
             Error::Usage(format!("'{}' is not a ringperf --json report ({e})", a.input.display()))
         })?;
         warn_unknown_schema(&a.input, [&r]);

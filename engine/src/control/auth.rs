@@ -1,15 +1,24 @@
-//! Pre-shared-key authentication: challenge and response with HMAC-SHA256.
+//! Pre-shared-key authentication: a mutual challenge and response with HMAC-SHA256, in
+//! which the server proves first and each proof is valid only for the endpoint the client
+//! dialled.
 //!
-//! The key never crosses the wire. Each session the server picks a fresh random nonce and
-//! the client adds its own; each side proves it holds the key with an HMAC over both
-//! nonces and a label naming the side. A recorded answer is worthless in the next session
-//! (the server's nonce differs), and the server's proof cannot be replayed as a client's
-//! (the label differs). Proofs are compared in constant time (`Mac::verify_slice`).
+//! The key never crosses the wire. The client sends its nonce and the endpoint it dialled
+//! (the address and port it connected to) in its Hello; the server adds a fresh nonce and,
+//! if that endpoint is one of its own, proves it holds the key with an HMAC over a label,
+//! its role, both nonces and that endpoint. Only once that proof checks out against the
+//! endpoint the client really dialled does the client prove itself, over the same session
+//! with its own role. So a relay at another endpoint cannot pass a real server's proof off
+//! as its own (the endpoint differs), the client proves nothing to it, and a recorded
+//! answer is worthless in the next session (the nonces differ). Every field is
+//! length-prefixed or of fixed length, so no two sessions feed the HMAC the same bytes.
+//! Proofs are compared in constant time (`Mac::verify_slice`). SECURITY.md says why the
+//! client's own endpoint is not bound (NAT).
 
 use std::fmt;
-use std::fs;
+use std::net::{IpAddr, SocketAddr};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use std::str::FromStr;
 
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
@@ -26,7 +35,7 @@ pub const MAX_KEY_LEN: usize = 4096;
 pub const PSK_ENV: &str = "RINGPERF_PSK";
 
 /// Domain separation: a proof from this protocol means nothing anywhere else.
-const LABEL: &[u8] = b"ringperf-auth/2";
+const LABEL: &[u8] = b"ringperf-auth/3";
 
 type HmacSha256 = Hmac<Sha256>;
 
@@ -47,19 +56,73 @@ pub enum Party {
     Server,
 }
 
+/// A server's endpoint as a proof binds it: an IP address and a port, an IPv4-mapped IPv6
+/// address taken as the IPv4 one (a dual-stack server sees ::ffff:a.b.c.d where the client
+/// dialled a.b.c.d) and an IPv6 scope left out (each host numbers its own interfaces).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Endpoint {
+    ip: IpAddr,
+    port: u16,
+}
+
+impl Endpoint {
+    pub fn of(addr: SocketAddr) -> Endpoint {
+        Endpoint { ip: addr.ip().to_canonical(), port: addr.port() }
+    }
+
+    pub fn addr(self) -> SocketAddr {
+        SocketAddr::new(self.ip, self.port)
+    }
+
+    /// What the HMAC takes: a family tag, the address's bytes, the port (big-endian).
+    fn feed(self, m: &mut HmacSha256) {
+        match self.ip {
+            IpAddr::V4(v4) => {
+                m.update(&[4]);
+                m.update(&v4.octets());
+            }
+            IpAddr::V6(v6) => {
+                m.update(&[6]);
+                m.update(&v6.octets());
+            }
+        }
+        m.update(&self.port.to_be_bytes());
+    }
+}
+
+impl fmt::Display for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.addr().fmt(f)
+    }
+}
+
+impl FromStr for Endpoint {
+    type Err = std::net::AddrParseError;
+
+    /// `a.b.c.d:port` or `[v6]:port`, as [`Endpoint`]'s Display writes it.
+    fn from_str(s: &str) -> std::result::Result<Endpoint, Self::Err> {
+        s.parse().map(Endpoint::of)
+    }
+}
+
+/// One login as both proofs bind it: the server's nonce, the client's, and the server's
+/// endpoint (as the prover sees it; the verifier checks with the endpoint as it sees it).
+#[derive(Clone, Copy, Debug)]
+pub struct Session<'a> {
+    pub server_nonce: &'a [u8],
+    pub client_nonce: &'a [u8],
+    pub server_endpoint: Endpoint,
+}
+
 impl Psk {
     /// Reads a key file: its bytes less trailing whitespace. Neither its group nor other
     /// users may have any access to it (mode 600 or 400), like an ssh private key.
     pub fn from_file(path: &Path) -> Result<Psk> {
         let shown = path.display();
-        let meta = fs::metadata(path).map_err(|e| {
-            Error::Usage(format!(
-                "cannot read the key file '{shown}': {e}: check the path given to --psk-file"
-            ))
-        })?;
-        if !meta.is_file() {
-            return Err(Error::Usage(format!("the key file '{shown}' is not a regular file")));
-        }
+        // Opened without blocking and checked to be a regular file: a FIFO named as the key
+        // cannot hold the server's start or a client.
+        let file = crate::input::open_regular(path, "key file")?;
+        let meta = file.metadata().map_err(|e| Error::io(format!("reading the key file '{shown}'"), e))?;
         // Like an ssh private key: a key its group can read is a key shared with the group.
         let mode = meta.permissions().mode() & 0o777;
         if mode & 0o077 != 0 {
@@ -72,7 +135,7 @@ impl Psk {
                 "the key file '{shown}' is over {MAX_KEY_LEN} bytes: a key, not a document, belongs there"
             )));
         }
-        let bytes = fs::read(path).map_err(|e| Error::io(format!("reading the key file '{shown}'"), e))?;
+        let bytes = crate::input::read_from(file, path, crate::input::KEY)?;
         Psk::new(bytes, &format!("the key in '{shown}'"))
     }
 
@@ -94,7 +157,7 @@ impl Psk {
         Ok(Psk(bytes))
     }
 
-    fn mac(&self, party: Party, server_nonce: &[u8], client_nonce: &[u8]) -> HmacSha256 {
+    fn mac(&self, party: Party, session: &Session<'_>) -> HmacSha256 {
         // HMAC takes keys of any length; new_from_slice cannot fail for it.
         let mut m = <HmacSha256 as Mac>::new_from_slice(&self.0).expect("HMAC accepts any key length");
         m.update(LABEL);
@@ -102,20 +165,25 @@ impl Psk {
             Party::Client => b"\0client\0",
             Party::Server => b"\0server\0",
         });
-        m.update(server_nonce);
-        m.update(client_nonce);
+        // Nonces are of variable length: each is prefixed with its own (at most 128 bytes,
+        // see `unhex`), so the boundary between them cannot be shifted.
+        for nonce in [session.server_nonce, session.client_nonce] {
+            m.update(&(nonce.len() as u16).to_be_bytes());
+            m.update(nonce);
+        }
+        session.server_endpoint.feed(&mut m);
         m
     }
 
-    /// The proof `party` sends for the session with these nonces, hex-encoded.
-    pub fn proof(&self, party: Party, server_nonce: &[u8], client_nonce: &[u8]) -> String {
-        hex(&self.mac(party, server_nonce, client_nonce).finalize().into_bytes())
+    /// The proof `party` sends for `session`, hex-encoded.
+    pub fn proof(&self, party: Party, session: &Session<'_>) -> String {
+        hex(&self.mac(party, session).finalize().into_bytes())
     }
 
     /// Checks a hex proof in constant time. Malformed hex is simply a wrong proof.
-    pub fn verify(&self, party: Party, server_nonce: &[u8], client_nonce: &[u8], proof: &str) -> bool {
+    pub fn verify(&self, party: Party, session: &Session<'_>, proof: &str) -> bool {
         let Some(bytes) = unhex(proof) else { return false };
-        self.mac(party, server_nonce, client_nonce).verify_slice(&bytes).is_ok()
+        self.mac(party, session).verify_slice(&bytes).is_ok()
     }
 }
 
@@ -171,19 +239,67 @@ mod tests {
         Psk::from_secret(s, "test key").unwrap()
     }
 
+    fn endpoint(s: &str) -> Endpoint {
+        s.parse().unwrap()
+    }
+
     #[test]
-    fn a_proof_verifies_only_for_its_key_party_and_nonces() {
+    fn a_proof_verifies_only_for_its_key_party_nonces_and_endpoint() {
         let k = key("correct horse battery staple");
         let (sn, cn) = (nonce().unwrap(), nonce().unwrap());
-        let p = k.proof(Party::Client, &sn, &cn);
-        assert!(k.verify(Party::Client, &sn, &cn, &p));
-        assert!(!k.verify(Party::Server, &sn, &cn, &p), "a client proof passed as the server's");
+        let at = endpoint("192.0.2.7:12866");
+        let s = Session { server_nonce: &sn, client_nonce: &cn, server_endpoint: at };
+        let p = k.proof(Party::Client, &s);
+        assert!(k.verify(Party::Client, &s, &p));
+        assert!(!k.verify(Party::Server, &s, &p), "a client proof passed as the server's");
         let other = nonce().unwrap();
-        assert!(!k.verify(Party::Client, &other, &cn, &p), "a proof replayed under a new server nonce");
-        assert!(!key("another key of enough length").verify(Party::Client, &sn, &cn, &p));
+        let fresh = Session { server_nonce: &other, ..s };
+        assert!(!k.verify(Party::Client, &fresh, &p), "a proof replayed under a new server nonce");
+        let fresh = Session { client_nonce: &other, ..s };
+        assert!(!k.verify(Party::Client, &fresh, &p), "a proof replayed under a new client nonce");
+        assert!(!key("another key of enough length").verify(Party::Client, &s, &p));
         for bad in ["", "zz", "00", &p[..10], &format!("{p}00")] {
-            assert!(!k.verify(Party::Client, &sn, &cn, bad), "{bad:?}");
+            assert!(!k.verify(Party::Client, &s, bad), "{bad:?}");
         }
+        // A relay at another address or port cannot pass this proof off as its own.
+        for relay in ["192.0.2.8:12866", "192.0.2.7:12867", "[2001:db8::7]:12866"] {
+            let moved = Session { server_endpoint: endpoint(relay), ..s };
+            assert!(!k.verify(Party::Client, &moved, &p), "a proof for {at} passed for {relay}");
+            let server = k.proof(Party::Server, &s);
+            assert!(
+                !k.verify(Party::Server, &moved, &server),
+                "the server's proof for {at} passed for {relay}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_nonce_boundary_cannot_be_shifted() {
+        let k = key("correct horse battery staple");
+        let at = endpoint("127.0.0.1:1");
+        let (a, b) = ([1u8; 33], [2u8; 31]);
+        let (a2, b2) = ([1u8; 32], {
+            let mut v = [2u8; 32];
+            v[0] = 1;
+            v
+        });
+        let s = Session { server_nonce: &a, client_nonce: &b, server_endpoint: at };
+        let shifted = Session { server_nonce: &a2, client_nonce: &b2, server_endpoint: at };
+        assert!(!k.verify(Party::Server, &shifted, &k.proof(Party::Server, &s)));
+    }
+
+    #[test]
+    fn endpoints_are_taken_as_each_side_sees_the_same_one() {
+        // A dual-stack server accepts an IPv4 client on ::ffff:a.b.c.d.
+        let mapped: SocketAddr = "[::ffff:127.0.0.1]:12866".parse().unwrap();
+        assert_eq!(Endpoint::of(mapped), endpoint("127.0.0.1:12866"));
+        // The scope is each host's own interface number.
+        let scoped = SocketAddr::V6(std::net::SocketAddrV6::new("fe80::1".parse().unwrap(), 7, 0, 3));
+        assert_eq!(Endpoint::of(scoped), endpoint("[fe80::1]:7"));
+        for shown in ["127.0.0.1:12866", "[::1]:80", "[fe80::1]:7"] {
+            assert_eq!(endpoint(shown).to_string(), shown);
+        }
+        assert!("127.0.0.1".parse::<Endpoint>().is_err() && "host:1".parse::<Endpoint>().is_err());
     }
 
     #[test]
@@ -200,7 +316,8 @@ mod tests {
         let a = key("0123456789abcdef\n");
         let b = key("0123456789abcdef");
         let (sn, cn) = ([1u8; 32], [2u8; 32]);
-        assert!(b.verify(Party::Server, &sn, &cn, &a.proof(Party::Server, &sn, &cn)));
+        let s = Session { server_nonce: &sn, client_nonce: &cn, server_endpoint: endpoint("[::1]:9") };
+        assert!(b.verify(Party::Server, &s, &a.proof(Party::Server, &s)));
         assert_eq!(format!("{a:?}"), "Psk(16 bytes)");
     }
 }

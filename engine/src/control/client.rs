@@ -12,7 +12,8 @@ use std::sync::{mpsc, Arc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::control::auth::{self, Party, Psk};
+use crate::control::auth::{self, Endpoint, Psk};
+use crate::control::handshake::{answer_challenge, Unproved, PUBLIC_ENDPOINT_FLAG};
 use crate::control::protocol::{
     read_frame_by, report_frame_cap, write_frame, ClientMessage, ServerMessage, MAX_FRAME, PROTOCOL_VERSION,
 };
@@ -23,6 +24,7 @@ use crate::measure::clock::monotonic_ns;
 use crate::measure::confidence::{batch_means, estimate, Estimate};
 use crate::measure::profile::Work as ProfileWork;
 use crate::net::connect_flows;
+use crate::payload::{Payload, Recipient};
 use crate::report::{
     ClockReport, Environments, IntervalSample, IterationFigures, SideReport, Summary, TestReport,
     SCHEMA_VERSION,
@@ -108,6 +110,18 @@ pub fn run_test_with(spec: &TestSpec, target: &Target, opts: &RunOptions<'_>) ->
     for &cpu in &spec.local.cpus {
         check_cpu(cpu, "local")?;
     }
+    match (&spec.local.payload, target) {
+        // Checked before connecting, so a FIFO or a typo fails here, not mid-setup.
+        (Payload::File(path), Target::Embedded | Target::Remote { .. }) => {
+            crate::input::open_regular(path, "payload file")?;
+        }
+        (Payload::Label(label), Target::Embedded | Target::Remote { .. }) => {
+            return Err(Error::Usage(format!(
+                "payload label '{label}' names a file that an agent's operator listed, which only that agent sends: run the test from that agent"
+            )))
+        }
+        _ => {}
+    }
     match target {
         Target::Embedded => {
             let server = Server::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))?
@@ -133,11 +147,29 @@ pub fn run_test_with(spec: &TestSpec, target: &Target, opts: &RunOptions<'_>) ->
             run_on(stream, spec, format!("{host}:{port}"), false, opts)
         }
         Target::ThirdParty { agent_host, agent_port, peer_host, peer_port } => {
+            // Before connecting: a spec that names a path of this host never leaves it.
+            spec.to_wire(Recipient::Agent)?;
             let stream = connect(&resolve(agent_host, *agent_port, "--from")?)?;
             let agent = format!("{agent_host}:{agent_port}");
             crate::control::third_party::request(stream, spec, &agent, peer_host, *peer_port, opts)
         }
     }
+}
+
+/// Runs `spec` against the server on the connected control `stream`, named `server` in
+/// messages and the report: a third-party agent resolves and dials its peer once, logs
+/// the address, and runs on that connection.
+pub(crate) fn run_connected(
+    stream: TcpStream,
+    spec: &TestSpec,
+    server: String,
+    opts: &RunOptions<'_>,
+) -> Result<TestReport> {
+    spec.validate()?;
+    for &cpu in &spec.local.cpus {
+        check_cpu(cpu, "local")?;
+    }
+    run_on(stream, spec, server, false, opts)
 }
 
 /// The addresses of `host`, for errors naming the flag that gave it.
@@ -252,56 +284,53 @@ impl Control<'_> {
     }
 }
 
-/// Says Hello, answers the challenge and checks the server's proof: the control connection
-/// logged in, and the server's environment.
+/// Logs in on the control connection `stream` to `server` (its name, for messages): says
+/// Hello with a nonce and the endpoint it dialled (the address and port `stream` is
+/// connected to), checks the server's proof for that endpoint when it has a key or must
+/// see one, and only then proves itself. Returns the connection logged in, the server's
+/// environment, and the address it authenticated, the one place data connections go.
 pub(crate) fn login<'a>(
     stream: TcpStream,
     server: &str,
     opts: &RunOptions<'a>,
-) -> Result<(Control<'a>, Environment)> {
+) -> Result<(Control<'a>, Environment, SocketAddr)> {
+    let dialled = stream.peer_addr().map_err(|e| Error::io("reading the server address", e))?;
+    let endpoint = Endpoint::of(dialled);
     let _ = stream.set_nodelay(true);
     stream.set_write_timeout(Some(CONTROL_TIMEOUT)).map_err(|e| Error::io("setting a write timeout", e))?;
     let mut c = Control { stream, interrupt: opts.interrupt };
 
+    let client_nonce = auth::nonce()?;
+    let hello = ClientMessage::Hello {
+        protocol: PROTOCOL_VERSION,
+        tool_version: version(),
+        client_nonce: Some(auth::hex(&client_nonce)),
+        server_endpoint: Some(endpoint.to_string()),
+    };
     let challenge = c
-        .send(&ClientMessage::Hello { protocol: PROTOCOL_VERSION, tool_version: version() })
+        .send(&hello)
         .and_then(|()| c.expect("the server's challenge", CONTROL_TIMEOUT))
         .map_err(|e| refused_at_hello(e, server))?;
-    let (server_nonce, auth_required) = match challenge {
-        ServerMessage::Challenge { server_nonce, auth_required, .. } => {
-            let nonce = auth::unhex(&server_nonce)
-                .filter(|n| n.len() >= 16)
-                .ok_or_else(|| Error::Protocol("the server's nonce is not 16 or more bytes of hex".into()))?;
-            (nonce, auth_required)
-        }
-        other => return Err(unexpected("challenge", &other)),
-    };
-    if opts.peer_must_prove_key && !auth_required {
-        return Err(Error::Peer(format!(
-            "the agent at {server} asks for no key: a third-party run sends data only to an agent that proves it holds this agent's key: start it with `ringperf serve --psk-file` and the same key"
-        )));
+    if !matches!(challenge, ServerMessage::Challenge { .. }) {
+        return Err(unexpected("challenge", &challenge));
     }
-    let client_nonce = auth::nonce()?;
-    let proof = match (&opts.psk, auth_required) {
-        (Some(k), true) => Some(k.proof(Party::Client, &server_nonce, &client_nonce)),
-        _ => None,
-    };
-    c.send(&ClientMessage::Auth { client_nonce: auth::hex(&client_nonce), proof })?;
+    let must_prove = opts.peer_must_prove_key;
+    let answer = answer_challenge(opts.psk.as_ref(), must_prove, endpoint, &client_nonce, &challenge)
+        .map_err(|u| match u {
+            Unproved::NoKey => Error::Peer(format!(
+                "the agent at {server} asks for no key: a third-party run sends data only to an agent that proves it holds this agent's key: start it with `ringperf serve --psk-file` and the same key"
+            )),
+            Unproved::WrongProof => Error::Peer(format!(
+                "authentication failed: the server at {server} did not prove it is the host dialled ({endpoint}) and holds this key: its key is another (check --psk-file or RINGPERF_PSK), or it passes logins on to another host (a relay); if {endpoint} forwards to the server (NAT, a port forward, a proxy), its operator must list it with `ringperf serve {PUBLIC_ENDPOINT_FLAG} {endpoint}`"
+            )),
+            Unproved::Malformed(why) => Error::Protocol(format!("the server at {server} sent a bad challenge: {why}")),
+        })?;
+    c.send(&answer)?;
     let remote_env = match c.expect("the server's welcome", CONTROL_TIMEOUT)? {
-        ServerMessage::Welcome { environment, proof, .. } => {
-            if let (Some(k), true) = (&opts.psk, auth_required) {
-                let ok = proof.is_some_and(|p| k.verify(Party::Server, &server_nonce, &client_nonce, &p));
-                if !ok {
-                    return Err(Error::Peer(format!(
-                        "the server at {server} did not prove it holds the key: it is not the server you meant, or it has another key"
-                    )));
-                }
-            }
-            *environment
-        }
+        ServerMessage::Welcome { environment, .. } => *environment,
         other => return Err(unexpected("welcome", &other)),
     };
-    Ok((c, remote_env))
+    Ok((c, remote_env, dialled))
 }
 
 fn run_on(
@@ -311,8 +340,10 @@ fn run_on(
     embedded: bool,
     opts: &RunOptions<'_>,
 ) -> Result<TestReport> {
-    let peer_ip = stream.peer_addr().map_err(|e| Error::io("reading the server address", e))?.ip();
-    let (mut c, remote_env) = login(stream, &server, opts)?;
+    let wire = spec.to_wire(Recipient::Server)?;
+    let (mut c, remote_env, authenticated) = login(stream, &server, opts)?;
+    // Data connections go to the address that proved itself, and only there.
+    let peer_ip = authenticated.ip();
     let clock = if measures_one_way(spec) {
         let same_host = embedded || peer_ip.is_loopback() || peer_ip.to_canonical().is_loopback();
         Some(estimate_clock(&mut c, same_host)?)
@@ -322,7 +353,7 @@ fn run_on(
     let clock_offset_ns = clock.map_or(0, |k| k.applied_offset_ns);
     // A wait before Go (a plan's start) longer than the server's control timeout: say so.
     let go_within_ms = opts.before_go.as_ref().map(|b| crate::control::third_party::whole_ms(b.1));
-    c.send(&ClientMessage::Test { spec: Box::new(spec.clone()), clock_offset_ns, go_within_ms })?;
+    c.send(&ClientMessage::Test { spec: Box::new(wire), clock_offset_ns, go_within_ms })?;
     let (port, cookie, udp_ports) = match c.expect("the server to get ready", CONTROL_TIMEOUT)? {
         ServerMessage::Ready { data_port, cookie, udp_ports } => (data_port, cookie, udp_ports),
         other => return Err(unexpected("ready", &other)),
@@ -542,6 +573,16 @@ fn within_run(side: &SideReport, rr: bool, level: f64) -> Option<Estimate> {
 /// the client sees a close or a reset where the challenge should be: say what that means.
 fn refused_at_hello(e: Error, server: &str) -> Error {
     match e {
+        // A server older than protocol 5 refuses this Hello's new fields by name.
+        Error::Protocol(m) if m.contains("unknown field `") && m.contains("` in hello") => {
+            let theirs = m
+                .split_once("(protocol ")
+                .and_then(|(_, rest)| rest.split_once(')'))
+                .map_or(String::new(), |(n, _)| format!(", protocol {n}"));
+            Error::Protocol(format!(
+                "the server at {server} runs an older ringperf{theirs} (this client speaks protocol {PROTOCOL_VERSION}): run the same ringperf version on both hosts ({m})"
+            ))
+        }
         // The server's own error reply, or no answer at all, say what they say.
         Error::Peer(m) if !m.starts_with("server: ") && !m.starts_with("timed out") => Error::Peer(format!(
             "the server at {server} closed the connection before answering ({m}): it refused this client, most likely because this host is not in its --allow list: ask its operator to allow it"
@@ -567,4 +608,44 @@ pub(crate) fn unexpected(expected: &str, got: &ServerMessage) -> Error {
 
 pub(crate) fn version() -> String {
     env!("CARGO_PKG_VERSION").into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::control::protocol::{decode, ErrorKind, Message};
+
+    /// The Hello of protocol 4 and before, as those servers parse it.
+    #[derive(serde::Deserialize, Debug)]
+    #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+    enum OldClientMessage {
+        #[allow(dead_code)]
+        Hello { protocol: u32, tool_version: String },
+    }
+
+    impl Message for OldClientMessage {
+        const FROM: &'static str = "client";
+        const TO: &'static str = "server";
+    }
+
+    #[test]
+    fn an_older_server_refusing_this_hello_is_reported_as_older() {
+        let hello = ClientMessage::Hello {
+            protocol: PROTOCOL_VERSION,
+            tool_version: version(),
+            client_nonce: Some("00".repeat(32)),
+            server_endpoint: Some("127.0.0.1:12866".into()),
+        };
+        let body = serde_json::to_vec(&hello).unwrap();
+        // An older server's decoder names the first new field...
+        let Err(Error::Protocol(said)) = decode::<OldClientMessage>(&body, "hello") else {
+            panic!("an old-shape decoder took the new hello")
+        };
+        assert!(said.starts_with("unknown field `client_nonce` in hello: the client is newer"), "{said}");
+        // ...in the words a protocol-4 server sends, which this client reports as such.
+        let reply = "unknown field `client_nonce` in hello: the client is newer than this server (protocol 4); upgrade the server";
+        let e = refused_at_hello(ErrorKind::Protocol.into_error(reply.into()), "b:12866");
+        let Error::Protocol(m) = e else { panic!("{e:?}") };
+        assert!(m.starts_with("the server at b:12866 runs an older ringperf, protocol 4 (this client speaks protocol 5): run the same ringperf version"), "{m}");
+    }
 }

@@ -211,6 +211,7 @@ pub fn run_plan(
             )));
         }
         t.spec.validate()?;
+        t.spec.to_wire(crate::payload::Recipient::Agent)?;
     }
     let mut addrs = Vec::with_capacity(agents.len());
     for a in agents {

@@ -6,8 +6,10 @@
 //! -> Ready -> Go -> Report, and the client may send Abort during the run. A controller
 //! sends ThirdParty instead of Test: the agent runs that session against another agent as
 //! its client (after ThirdPartyArmed -> StartAt when synchronized) and answers with
-//! ThirdPartyReport. Hello is kept to two fields forever,
-//! so a server of any version can tell a client of another version what is wrong.
+//! ThirdPartyReport. Hello's first two fields never change and every later one is
+//! optional, so a server of any version parses an older client's Hello and says which
+//! version to run; an older server refuses a newer Hello's extra field by name, which the
+//! client reports as the server being older (see `client::refused_at_hello`).
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
@@ -20,6 +22,7 @@ use serde::{Deserialize, Serialize};
 use crate::control::text::{one_line, peer_text};
 use crate::env::Environment;
 use crate::error::{Error, Result};
+use crate::payload::{WirePayload, WireSpec};
 use crate::report::{SideReport, TestReport};
 use crate::spec::TestSpec;
 
@@ -28,7 +31,10 @@ use crate::spec::TestSpec;
 /// 3: ClockProbe/ClockReply and Test's clock offset; UDP datagrams carry send stamps.
 /// 4: ThirdParty/StartAt and ThirdPartyArmed/ThirdPartyReport: a controller has an agent
 ///    run the client side against another agent.
-pub const PROTOCOL_VERSION: u32 = 4;
+/// 5: the server proves first, for the endpoint the client dialled: Hello carries the
+///    client's nonce and that endpoint, Challenge the server's proof, Auth only the
+///    client's proof, Welcome none (auth label "ringperf-auth/3").
+pub const PROTOCOL_VERSION: u32 = 5;
 
 /// The most clock probes a server answers in one session.
 pub const MAX_CLOCK_PROBES: u32 = 64;
@@ -94,18 +100,30 @@ impl Message for ServerMessage {
 #[derive(Serialize, Deserialize, Debug, Clone)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ClientMessage {
-    /// Always first. Kept minimal so every version can parse another's.
-    Hello { protocol: u32, tool_version: String },
-    /// The answer to the server's challenge: the client's own nonce (hex) and, when the
-    /// server asked for a key, the client's proof (hex HMAC-SHA256, see `auth`).
-    Auth { client_nonce: String, proof: Option<String> },
+    /// Always first. `protocol` and `tool_version` never change; the rest is optional on
+    /// the wire so that a server parses an older client's Hello and names the version to
+    /// run, but a protocol-5 Hello must carry both.
+    Hello {
+        protocol: u32,
+        tool_version: String,
+        /// The client's nonce (hex, 16 to 64 bytes).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        client_nonce: Option<String>,
+        /// The server's address and port as the client dialled it (`a.b.c.d:p`, `[v6]:p`):
+        /// the endpoint the server's proof must be made for.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        server_endpoint: Option<String>,
+    },
+    /// After the server's Challenge (and, when it asked for a key, after the client
+    /// checked the server's proof): the client's proof (hex HMAC-SHA256, see `auth`).
+    Auth { proof: Option<String> },
     /// Asks for the server's CLOCK_MONOTONIC now (before Test; at most
     /// [`MAX_CLOCK_PROBES`]), for the one-way delay's clock offset.
     ClockProbe {},
     /// The test to run, and the server's clock minus the client's that the server's
     /// one-way stamps and arrivals are corrected by (0 on one host or without probes).
     Test {
-        spec: Box<TestSpec>,
+        spec: Box<WireSpec>,
         #[serde(default)]
         clock_offset_ns: i64,
         /// How long the server's armed side waits for Go, ms, when a plan's start keeps
@@ -128,7 +146,7 @@ pub enum ClientMessage {
     /// `--allow-third-party` takes it. With `synchronized`, the agent sets the test up,
     /// says ThirdPartyArmed and opens the window at the StartAt time the controller sends.
     ThirdParty {
-        spec: Box<TestSpec>,
+        spec: Box<WireSpec>,
         peer_host: String,
         peer_port: u16,
         #[serde(default)]
@@ -148,16 +166,23 @@ pub enum ClientMessage {
 #[derive(Serialize, Deserialize, Debug, Clone)]
 #[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
 pub enum ServerMessage {
-    /// The answer to Hello: a fresh nonce for this session, and whether a key is required.
-    Challenge { protocol: u32, server_nonce: String, auth_required: bool },
+    /// The answer to Hello: a fresh nonce for this session, whether a key is required and,
+    /// when it is, the server's proof for the endpoint the Hello named.
+    Challenge {
+        protocol: u32,
+        server_nonce: String,
+        auth_required: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        proof: Option<String>,
+    },
     /// The answer to ClockProbe: the server's CLOCK_MONOTONIC when it read the probe, ns.
-    ClockReply { server_ns: u64 },
+    ClockReply {
+        server_ns: u64,
+    },
     Welcome {
         protocol: u32,
         tool_version: String,
         environment: Box<Environment>,
-        /// The server's proof that it holds the key too (present when it requires one).
-        proof: Option<String>,
     },
     /// Data connections may now be opened to `data_port`, each starting with `cookie`.
     Ready {
@@ -172,14 +197,21 @@ pub enum ServerMessage {
     /// window late, and the two sides would measure different windows.
     Armed {},
     /// The server side's measurements, after its window closed (or after an Abort).
-    Report { side: Box<SideReport> },
+    Report {
+        side: Box<SideReport>,
+    },
     /// A synchronized third-party run is set up on both agents: send StartAt.
     ThirdPartyArmed {},
     /// A third-party run's whole report, both sides merged by the agent that ran the
     /// client side (partial when it was cut short).
-    ThirdPartyReport { report: Box<TestReport> },
+    ThirdPartyReport {
+        report: Box<TestReport<WirePayload>>,
+    },
     /// The session failed; the server closes it after sending this.
-    Error { kind: ErrorKind, message: String },
+    Error {
+        kind: ErrorKind,
+        message: String,
+    },
 }
 
 /// Which exit code an error reply maps to on the client.
@@ -591,8 +623,13 @@ mod fuzz {
         Ok(None)
     }
 
-    fn spec_strategy() -> impl Strategy<Value = TestSpec> {
-        let engines = (0..4usize, 0..4usize, any::<u32>(), any::<bool>());
+    fn label() -> impl Strategy<Value = WirePayload> {
+        proptest::option::of("[a-zA-Z0-9._-]{1,64}")
+            .prop_map(|l| l.map_or(WirePayload::Pattern, WirePayload::Label))
+    }
+
+    fn spec_strategy() -> impl Strategy<Value = WireSpec> {
+        let engines = (0..4usize, 0..4usize, any::<u32>(), any::<bool>(), label(), label());
         let shape = (any::<bool>(), any::<bool>(), any::<u64>(), any::<u32>(), any::<u32>(), any::<u32>());
         let scale = (
             proptest::option::of(any::<u64>()),
@@ -604,8 +641,8 @@ mod fuzz {
             |(
                 (rr, reverse, duration_ms, size, flows, resp),
                 (total_bps, per_flow_bps, threads, bidir),
-                (se, re, depth, verify),
-            )| TestSpec {
+                (se, re, depth, verify, local_payload, remote_payload),
+            )| WireSpec {
                 workload: if rr { Workload::Rr } else { Workload::Stream },
                 direction: if reverse { Direction::ServerToClient } else { Direction::ClientToServer },
                 duration_ms,
@@ -617,23 +654,31 @@ mod fuzz {
                 bidir,
                 pacing: Pacing { total_bps, per_flow_bps },
                 verify,
+                local: SideSpec { payload: local_payload, ..SideSpec::default() },
                 remote: SideSpec {
                     send_engine: SendEngine::ALL[se],
                     recv_engine: RecvEngine::ALL[re],
+                    payload: remote_payload,
                     ..SideSpec::default()
                 },
                 ring: RingTuning { send_depth: depth, ..RingTuning::default() },
-                ..TestSpec::default()
+                ..TestSpec::default().to_wire(crate::payload::Recipient::Agent).expect("a default spec")
             },
         )
     }
 
     fn message_strategy() -> impl Strategy<Value = ClientMessage> {
         prop_oneof![
-            (any::<u32>(), ".{0,40}")
-                .prop_map(|(protocol, tool_version)| ClientMessage::Hello { protocol, tool_version }),
-            ("[0-9a-f]{0,128}", proptest::option::of("[0-9a-zA-Z]{0,80}"))
-                .prop_map(|(client_nonce, proof)| ClientMessage::Auth { client_nonce, proof }),
+            (
+                any::<u32>(),
+                ".{0,40}",
+                proptest::option::of("[0-9a-f]{0,128}"),
+                proptest::option::of(".{0,50}")
+            )
+                .prop_map(|(protocol, tool_version, client_nonce, server_endpoint)| {
+                    ClientMessage::Hello { protocol, tool_version, client_nonce, server_endpoint }
+                }),
+            proptest::option::of("[0-9a-zA-Z]{0,80}").prop_map(|proof| ClientMessage::Auth { proof }),
             (spec_strategy(), any::<i64>(), proptest::option::of(any::<u64>())).prop_map(
                 |(s, clock_offset_ns, go_within_ms)| ClientMessage::Test {
                     spec: Box::new(s),
@@ -690,6 +735,15 @@ mod fuzz {
         }
 
         #[test]
+        fn challenges_roundtrip(protocol in any::<u32>(), server_nonce in "[0-9a-f]{0,64}",
+                                auth_required in any::<bool>(), proof in proptest::option::of("[0-9a-f]{64}")) {
+            let msg = ServerMessage::Challenge { protocol, server_nonce, auth_required, proof };
+            let frame = encode_frame(&msg).unwrap();
+            let back: ServerMessage = read_frame(&mut &frame[..], "fuzz").unwrap();
+            prop_assert_eq!(serde_json::to_value(&back).unwrap(), serde_json::to_value(&msg).unwrap());
+        }
+
+        #[test]
         fn a_corrupted_valid_frame_is_an_error_or_a_message(msg in message_strategy(), at in any::<usize>(), byte in any::<u8>()) {
             let mut frame = encode_frame(&msg).unwrap();
             let i = at % frame.len();
@@ -699,8 +753,15 @@ mod fuzz {
 
         #[test]
         fn decoded_specs_validate_without_panicking(spec in spec_strategy()) {
-            let _ = spec.validate();
-            let _ = crate::control::limits::Limits::default().check(&spec);
+            use crate::payload::PayloadFiles;
+            use crate::spec::SpecSide;
+            for own in [SpecSide::Local, SpecSide::Remote] {
+                // What the server or agent does with a spec: make it local, then check it.
+                if let Ok((spec, _)) = spec.clone().into_local(own, &PayloadFiles::default()) {
+                    let _ = spec.validate();
+                    let _ = crate::control::limits::Limits::default().check(&spec);
+                }
+            }
         }
     }
 }

@@ -10,14 +10,15 @@ use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use crate::control::access::{allowed, Cidr};
-use crate::control::auth::{Party, Psk};
-use crate::control::handshake::{self, Authenticated, Pending, Step};
+use crate::control::auth::{Endpoint, Psk};
+use crate::control::handshake::{self, Authenticated, Identity, Pending, Step};
 use crate::control::limits::{session_memory, Limits};
 use crate::control::protocol::{
     read_frame_by, report_frame_cap, write_frame, write_frame_capped, ClientMessage, ErrorKind,
@@ -28,8 +29,9 @@ use crate::env::{allowed_cpus, Environment};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
 use crate::net::{accept_flows, listen, random_cookie, udp};
+use crate::payload::{PayloadFile, PayloadFiles, WireSpec};
 use crate::side::{DataSockets, Side};
-use crate::spec::{TestSpec, Workload};
+use crate::spec::{SpecSide, TestSpec, Workload};
 use crate::units::format_bytes;
 use crate::workload::Ending;
 
@@ -70,11 +72,19 @@ pub enum ServerEvent {
         running: usize,
     },
     /// A controller's third-party request was accepted: this agent now runs the client
-    /// side of `test` against the agent at `target`.
+    /// side of `test` against the agent at `target` (the name it was given, escaped), which
+    /// it resolved once to `address`, the one address its control and data go to.
     ThirdParty {
         peer: SocketAddr,
         test: &'static str,
         target: String,
+        address: SocketAddr,
+    },
+    /// An accepted test sends a file the operator listed, by the label the peer named.
+    PayloadFile {
+        peer: SocketAddr,
+        label: String,
+        path: PathBuf,
     },
     TestDone {
         peer: SocketAddr,
@@ -122,6 +132,12 @@ pub struct ServerConfig {
     /// Takes ThirdParty requests: runs the client side of a test against another agent
     /// for a controller (`serve --allow-third-party`, which needs a key).
     pub allow_third_party: bool,
+    /// Endpoints that forward to this server (NAT, port forwards, proxies; `serve
+    /// --public-endpoint`): with a key, it proves it is the host dialled at these as well
+    /// as at the address and port a connection was accepted on.
+    pub public_endpoints: Vec<Endpoint>,
+    /// The files a peer may have this host send, by label (`serve --payload-file`).
+    pub payload_files: PayloadFiles,
 }
 
 /// A bound control listener.
@@ -197,7 +213,8 @@ impl Server {
                     continue;
                 }
                 let mut p = p;
-                match p.on_readable(cfg.psk.as_ref()) {
+                let id = Identity { psk: cfg.psk.as_ref(), public: &cfg.public_endpoints };
+                match p.on_readable(id) {
                     Step::Wait => keep.push(p),
                     Step::Refuse { reason, reply } => {
                         events(ServerEvent::Rejected { peer: p.peer(), reason });
@@ -519,32 +536,31 @@ fn session(
     let local_ip =
         stream.local_addr().map_err(|e| Error::io("reading the control address", e))?.ip().to_canonical();
 
-    let proof = cfg.psk.as_ref().map(|k| k.proof(Party::Server, &a.server_nonce, &a.client_nonce));
     write_frame(
         &mut w,
         &ServerMessage::Welcome {
             protocol: PROTOCOL_VERSION,
             tool_version: env!("CARGO_PKG_VERSION").into(),
             environment: Box::new(Environment::capture()),
-            proof,
         },
     )?;
 
     let spec_by = Instant::now() + SPEC_TIMEOUT;
     let mut probes = 0;
-    let (spec, go_within_ms) = loop {
+    let (spec, payload_file, go_within_ms) = loop {
         match read_frame_by(stream, "the test spec", spec_by, MAX_CLIENT_FRAME, None) {
-            Ok(ClientMessage::Test { mut spec, clock_offset_ns, go_within_ms }) => {
+            Ok(ClientMessage::Test { spec, clock_offset_ns, go_within_ms }) => {
+                let (mut spec, file) = spec.into_local(SpecSide::Remote, &cfg.payload_files)?;
                 spec.clock_offset_ns = clock_offset_ns;
                 if cfg.in_client_process {
                     spec.profile.enabled = false;
                 }
-                break (spec, go_within_ms);
+                break (spec, file, go_within_ms);
             }
             Ok(ClientMessage::ThirdParty { spec, peer_host, peer_port, synchronized, start_within_ms }) => {
                 let peer = Peer { host: &peer_host, port: peer_port };
                 let start = synchronized.then_some(start_within_ms);
-                return third_party(a, cfg, slot, events, &spec, peer, start);
+                return third_party(a, cfg, slot, events, *spec, peer, start);
             }
             Ok(ClientMessage::ClockProbe {}) if probes < MAX_CLOCK_PROBES => {
                 probes += 1;
@@ -566,6 +582,7 @@ fn session(
         }
     };
     let _reservation = accept(&spec, cfg, slot, a.peer, events, true)?;
+    log_payload_file(payload_file, a.peer, events);
 
     let cookie = random_cookie();
     // UDP: the descriptors that echo late hellos until `Go` (see net::udp).
@@ -677,22 +694,26 @@ struct Peer<'a> {
     port: u16,
 }
 
-/// Runs a controller's third-party request: this agent runs the client side of `spec`
+/// Runs a controller's third-party request: this agent runs the client side of `wire`
 /// against `peer`, under this agent's own limits, and sends the whole report back.
 fn third_party(
     a: &Authenticated,
     cfg: &ServerConfig,
     slot: &SessionSlot,
     events: &EventSink,
-    spec: &TestSpec,
+    wire: WireSpec,
     peer: Peer<'_>,
     // Synchronized (a plan's test), with how long the controller says its start may take.
     start: Option<Option<u64>>,
 ) -> Result<SessionEnd> {
-    use crate::control::third_party::{check_peer_host, refused, serve, ALLOW_FLAG};
+    use crate::control::third_party::{check_peer_host, dial_peer, refused, serve, ALLOW_FLAG};
     let target = format!("{}:{}", crate::control::text::peer_text(peer.host), peer.port);
+    // The local side is this agent's: its payload label names a file of this agent's
+    // operator, and its CPUs are checked where the run starts.
+    let local = wire.clone().into_local(SpecSide::Local, &cfg.payload_files);
+    let test = local.as_ref().map_or("a test", |(s, _)| s.netperf_name());
     // A refusal says what was asked, so its log line reads as a refused third-party request.
-    let refuse = |e: Error| refused(e, spec.netperf_name(), &target);
+    let refuse = |e: Error| refused(e, test, &target);
     if !cfg.allow_third_party {
         return Err(refuse(Error::Peer(format!(
             "this agent does not run tests against other agents: its operator must start it with `ringperf serve {ALLOW_FLAG} --psk-file FILE`"
@@ -704,10 +725,14 @@ fn third_party(
         ))));
     };
     check_peer_host(peer.host).map_err(refuse)?;
-    // The local side is this agent's: its CPUs are checked where the run starts.
+    let (spec, payload_file) = local.map_err(refuse)?;
+    let spec = &spec;
     let _reservation = accept(spec, cfg, slot, a.peer, events, false).map_err(refuse)?;
-    events(ServerEvent::ThirdParty { peer: a.peer, test: spec.netperf_name(), target });
-    let report = serve(&a.stream, spec, peer.host, peer.port, start.is_some(), start.flatten(), Some(psk))?;
+    // Resolved once: the address logged is the one logged in to and sent data to.
+    let dialled = dial_peer(peer.host, peer.port)?;
+    events(ServerEvent::ThirdParty { peer: a.peer, test, target, address: dialled.addr });
+    log_payload_file(payload_file, a.peer, events);
+    let report = serve(&a.stream, &wire, spec, dialled, start.is_some(), start.flatten(), Some(psk))?;
     let figures = TestFigures {
         test: spec.netperf_name(),
         bytes: report.local.bytes_sent + report.local.bytes_received,
@@ -743,6 +768,13 @@ fn accept<'a>(
         running: r.running,
     });
     Ok(r)
+}
+
+/// Names the listed file an accepted test sends, and for whom.
+fn log_payload_file(file: Option<PayloadFile>, peer: SocketAddr, events: &EventSink) {
+    if let Some(PayloadFile { label, path }) = file {
+        events(ServerEvent::PayloadFile { peer, label, path });
+    }
 }
 
 fn out_of_order(expected: &str, got: &ClientMessage) -> Error {

@@ -8,12 +8,13 @@
 //! ThirdPartyArmed, the controller answers StartAt with a time on A's clock, and A sends Go
 //! when its clock reaches it.
 
-use std::net::TcpStream;
+use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
 use crate::control::client::{
-    login, unexpected, BeforeGo, Control, RunOptions, Target, CONNECT_TIMEOUT, PARTIAL_REPORT_WAIT,
+    connect, login, resolve, run_connected, unexpected, BeforeGo, Control, RunOptions, CONNECT_TIMEOUT,
+    PARTIAL_REPORT_WAIT,
 };
 use crate::control::protocol::{
     read_frame_by, third_party_frame_cap, write_frame, write_frame_capped, ClientMessage, ServerMessage,
@@ -23,6 +24,7 @@ use crate::control::server::CONTROL_TIMEOUT;
 use crate::control::text::{cut, peer_text, PEER_TEXT_MAX};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
+use crate::payload::{Recipient, WireSpec};
 use crate::report::TestReport;
 use crate::spec::TestSpec;
 use crate::workload::PEER_GRACE_NS;
@@ -103,7 +105,7 @@ pub struct AgentSession<'a> {
 impl<'a> AgentSession<'a> {
     /// Logs in to `agent` (`host:port`, for messages) on `stream`.
     pub fn login(stream: TcpStream, agent: &str, opts: &RunOptions<'a>) -> Result<AgentSession<'a>> {
-        let (c, _) = login(stream, agent, opts)?;
+        let (c, _, _) = login(stream, agent, opts)?;
         Ok(AgentSession { c, agent: agent.to_string(), spec: TestSpec::default(), armed: START_WAIT })
     }
 
@@ -129,7 +131,8 @@ impl<'a> AgentSession<'a> {
         Ok((offset, rtt.div_ceil(2)))
     }
 
-    /// Asks the agent to run the client side of `spec` against `peer_host`:`peer_port`;
+    /// Asks the agent to run the client side of `spec` against `peer_host`:`peer_port`.
+    /// The spec goes in its wire form: payload labels, never a path of this host.
     /// `synchronized`: set it up, say so, and wait up to this long for the start time (see
     /// [`armed_wait`]).
     pub fn request(
@@ -139,10 +142,11 @@ impl<'a> AgentSession<'a> {
         peer_port: u16,
         synchronized: Option<Duration>,
     ) -> Result<()> {
+        let wire = spec.to_wire(Recipient::Agent)?;
         self.spec = spec.clone();
         self.armed = synchronized.map_or(START_WAIT, |d| d.min(MAX_ARMED_WAIT));
         self.c.send(&ClientMessage::ThirdParty {
-            spec: Box::new(spec.clone()),
+            spec: Box::new(wire),
             peer_host: peer_host.to_string(),
             peer_port,
             synchronized: synchronized.is_some(),
@@ -169,8 +173,9 @@ impl<'a> AgentSession<'a> {
         let _ = self.c.send(&ClientMessage::Abort {});
     }
 
-    /// The agent's report, naming the agent as the client. On the interrupt (Ctrl-C) the
-    /// agent is told to stop and its partial report is taken.
+    /// The agent's report, naming the agent as the client and stating the spec as this
+    /// controller asked it. On the interrupt (Ctrl-C) the agent is told to stop and its
+    /// partial report is taken.
     pub fn report(&mut self) -> Result<TestReport> {
         let cap = third_party_frame_cap(&self.spec);
         let got = match self.c.expect_capped("the agent's report", report_wait(&self.spec, self.armed), cap) {
@@ -186,7 +191,7 @@ impl<'a> AgentSession<'a> {
         };
         match got {
             ServerMessage::ThirdPartyReport { report } => {
-                let mut r = *report;
+                let mut r = report.with_spec(self.spec.clone());
                 r.client = Some(self.agent.clone());
                 Ok(r)
             }
@@ -195,15 +200,35 @@ impl<'a> AgentSession<'a> {
     }
 }
 
-/// The agent's side: runs the client side of `spec` against the peer agent on behalf of
-/// the controller on `stream`, and sends the report back. The controller's Abort, or its
+/// The peer agent of a third-party run, resolved and dialled once: its control connection
+/// is the one the agent logs in on, and the address it reached is where the data goes.
+pub(crate) struct DialledPeer {
+    /// The name the controller gave, `host:port`.
+    pub name: String,
+    pub stream: TcpStream,
+    pub addr: SocketAddr,
+}
+
+/// Resolves `host` once and connects to the first of its addresses that answers.
+pub(crate) fn dial_peer(host: &str, port: u16) -> Result<DialledPeer> {
+    // The error quotes the name for this agent's log: cut to PEER_TEXT_MAX if longer.
+    let addrs =
+        resolve(host, port, "-H").map_err(|e| map_message(e, |m| m.replace(host, &peer_text(host))))?;
+    let stream = connect(&addrs)?;
+    let addr = stream.peer_addr().map_err(|e| Error::io("reading the peer agent's address", e))?;
+    Ok(DialledPeer { name: format!("{host}:{port}"), stream, addr })
+}
+
+/// The agent's side: runs the client side of `spec` (the controller's `wire` spec, as
+/// this agent resolved it) against the dialled peer agent on behalf of the controller on
+/// `stream`, and sends the report back, stating `wire`. The controller's Abort, or its
 /// connection closing (a controller killed mid-run), stops the run at once, so the agent
 /// and its peer are free for the next test.
 pub(crate) fn serve(
     stream: &TcpStream,
+    wire: &WireSpec,
     spec: &TestSpec,
-    peer_host: &str,
-    peer_port: u16,
+    peer: DialledPeer,
     synchronized: bool,
     start_within_ms: Option<u64>,
     psk: Option<&crate::control::auth::Psk>,
@@ -251,13 +276,12 @@ pub(crate) fn serve(
         server_in_process: false,
         local_bind: None,
     };
-    let target = Target::Remote { host: peer_host.to_string(), port: peer_port };
-    let report = crate::control::client::run_test_with(spec, &target, &opts)
-        .map_err(|e| from_peer(e, peer_host, peer_port))?;
+    let name = peer.name.clone();
+    let report = run_connected(peer.stream, spec, peer.name, &opts).map_err(|e| from_peer(e, &name))?;
     let mut w = stream;
     write_frame_capped(
         &mut w,
-        &ServerMessage::ThirdPartyReport { report: Box::new(report.clone()) },
+        &ServerMessage::ThirdPartyReport { report: Box::new(report.clone().with_spec(wire.clone())) },
         third_party_frame_cap(spec),
     )?;
     Ok(report)
@@ -266,13 +290,13 @@ pub(crate) fn serve(
 /// The peer agent's refusal as the controller should read it: "server: " would name this
 /// agent, which only passes the words on, so the peer is named instead. The message goes
 /// to this agent's log too, so what came from a peer is cut to [`PEER_TEXT_MAX`]: the peer
-/// agent's words, and a host name the controller gave that is longer.
-fn from_peer(e: Error, host: &str, port: u16) -> Error {
-    let shown = peer_text(host);
+/// agent's words, and a peer name the controller gave that is longer.
+fn from_peer(e: Error, peer: &str) -> Error {
+    let shown = peer_text(peer);
     let name = |m: String| {
-        let m = if shown != host { m.replace(host, &shown) } else { m };
+        let m = if shown != peer { m.replace(peer, &shown) } else { m };
         match m.strip_prefix("server: ") {
-            Some(rest) => format!("the peer agent {shown}:{port}: {}", cut(rest, PEER_TEXT_MAX)),
+            Some(rest) => format!("the peer agent {shown}: {}", cut(rest, PEER_TEXT_MAX)),
             None => m,
         }
     };

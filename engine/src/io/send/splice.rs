@@ -137,9 +137,12 @@ impl SpliceSend {
     pub fn new(fds: &[FlowFd], max_len: usize, depth: usize, file: Option<File>) -> Result<SpliceSend> {
         let (source, memfd_span, file_len) = match file {
             Some(f) => {
-                let len = f.metadata().map_err(|e| Error::io("reading the size of the -F file", e))?.len();
+                let len =
+                    f.metadata().map_err(|e| Error::io("reading the size of the payload file", e))?.len();
                 if len == 0 {
-                    return Err(Error::Usage("the -F file is empty: give a file with payload in it".into()));
+                    return Err(Error::Usage(
+                        "the payload file is empty: give a file with payload in it".into(),
+                    ));
                 }
                 (f, None, len)
             }
