@@ -56,7 +56,7 @@ impl Drop for Scratch {
 
 /// Runs `cmd` with its standard output sent to `stdout`, stderr captured; bounded by
 /// RUN_TIMEOUT. Returns the exit status and stderr.
-fn run_into(mut cmd: Command, stdout: Stdio) -> (ExitStatus, String) {
+pub(crate) fn run_into(mut cmd: Command, stdout: Stdio) -> (ExitStatus, String) {
     cmd.stdin(Stdio::null()).stdout(stdout).stderr(Stdio::piped());
     let mut child = ChildGuard::spawn(cmd);
     let mut err = child.child_mut().stderr.take().expect("piped stderr");
@@ -70,7 +70,7 @@ fn run_into(mut cmd: Command, stdout: Stdio) -> (ExitStatus, String) {
     (status, reader.join().unwrap_or_default())
 }
 
-fn dev_full() -> Stdio {
+pub(crate) fn dev_full() -> Stdio {
     Stdio::from(fs::OpenOptions::new().write(true).open("/dev/full").expect("/dev/full"))
 }
 

@@ -11,6 +11,7 @@ use serde_json::Value;
 use ringperf_tests::fabric::KeyFile;
 use ringperf_tests::{at, bool_at, ringperf, run_with_timeout, u64_at, Outcome, Ringperf, Server};
 
+use crate::outputs::{dev_full, run_into};
 use crate::{baseline, still_serves};
 
 /// A plan file removed when dropped.
@@ -130,6 +131,12 @@ fn a_plan_takes_the_key_from_ringperf_psk() {
     let r =
         run_plan(&rp, &plan, &[("RINGPERF_PSK", secret.trim())], Duration::from_secs(60)).success().json();
     check_whole(&r, 1);
+    // The plan's report into a full device: named, and the exit says so.
+    let mut cmd = rp.command(&["plan", plan.arg()]);
+    cmd.env("RINGPERF_PSK", secret.trim());
+    let (status, err) = run_into(cmd, dev_full());
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(err.contains("writing the plan report to standard output: No space left on device"), "{err}");
     let o = run_plan(&rp, &plan, &[], Duration::from_secs(60));
     assert_eq!(o.code(), 3, "{o}");
     assert!(o.stderr.contains("(in a plan: the agent's key_file, or RINGPERF_PSK)"), "{o}");
