@@ -327,7 +327,7 @@ fn a_separate_server_sends_its_profile_and_keyval_carries_both_sides() {
 }
 
 /// The sender's cost per KB in the TCP, IP and device categories, per iteration, of a
-/// 3-iteration stream from host a to host b of a lab brought up with `lab_args`.
+/// 5-iteration stream from host a to host b of a lab brought up with `lab_args`.
 fn sender_stack_cost_per_kb(tag: &str, lab_args: &[&str], test: &str) -> Option<Vec<f64>> {
     let rp = ringperf!();
     let lab = Lab::up(&lab_name(tag), lab_args);
@@ -338,7 +338,7 @@ fn sender_stack_cost_per_kb(tag: &str, lab_args: &[&str], test: &str) -> Option<
         lab.exec(
             "a",
             rp.path(),
-            &["stream", "-H", "198.18.0.2", "-p", &port, "-l", "1", "-i", "3,3", "--profile", "--json"],
+            &["stream", "-H", "198.18.0.2", "-p", &port, "-l", "1", "-i", "5,5", "--profile", "--json"],
         ),
         RUN_TIMEOUT,
     )
@@ -347,7 +347,7 @@ fn sender_stack_cost_per_kb(tag: &str, lab_args: &[&str], test: &str) -> Option<
     let r = o.json();
     let p = profile(&r, "local", test)?;
     let iterations = p["iterations"].as_array().expect("per-iteration costs with -i");
-    assert_eq!(iterations.len(), 3, "{}", p["iterations"]);
+    assert_eq!(iterations.len(), 5, "{}", p["iterations"]);
     let stack = |costs: &Value| -> f64 {
         costs
             .as_array()
@@ -372,7 +372,13 @@ fn tso_off_raises_the_senders_stack_cost_per_kb() {
     }
     let Some(on) = sender_stack_cost_per_kb("tsoon", &[], test) else { return };
     let Some(off) = sender_stack_cost_per_kb("tsooff", &["--tso", "a=off"], test) else { return };
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len() as f64;
-    assert!(mean(&on) > 0.0, "no TCP/IP/device cost with TSO on: {on:?}");
-    assert!(mean(&off) > mean(&on), "TSO off {off:?} us/KB is not above TSO on {on:?}");
+    // The median: one iteration that something else on the host disturbed (a scheduler
+    // hiccup, another process's kernel work in the window) does not decide it.
+    let median = |v: &[f64]| {
+        let mut s = v.to_vec();
+        s.sort_by(f64::total_cmp);
+        s[s.len() / 2]
+    };
+    assert!(median(&on) > 0.0, "no TCP/IP/device cost with TSO on: {on:?}");
+    assert!(median(&off) > median(&on), "TSO off {off:?} us/KB is not above TSO on {on:?}");
 }
