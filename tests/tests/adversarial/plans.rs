@@ -3,37 +3,15 @@
 //! agent's log, a refused request; and a plan whose tests arm more slowly than any fixed
 //! wait allowed, which must start whole. Each checks the agents serve on afterwards.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use ringperf_tests::fabric::KeyFile;
+use ringperf_tests::fabric::{KeyFile, PlanFile};
 use ringperf_tests::{at, bool_at, ringperf, run_with_timeout, u64_at, Outcome, Ringperf, Server};
 
 use crate::outputs::{dev_full, run_into};
 use crate::{baseline, still_serves};
-
-/// A plan file removed when dropped.
-struct PlanFile(PathBuf);
-
-impl PlanFile {
-    fn new(tag: &str, text: &str) -> PlanFile {
-        let p = std::env::temp_dir().join(format!("ringperf-adv-plan-{tag}-{}.toml", std::process::id()));
-        std::fs::write(&p, text).expect("writing the plan");
-        PlanFile(p)
-    }
-
-    fn arg(&self) -> &str {
-        self.0.to_str().expect("a UTF-8 temp path")
-    }
-}
-
-impl Drop for PlanFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
 
 /// Loopback agents that take third-party work with `key` (and `extra` flags).
 fn agents(rp: &Ringperf, key: &KeyFile, n: usize, extra: &[&str]) -> Vec<Server> {
@@ -113,8 +91,7 @@ fn options_that_aim_a_test_elsewhere_are_refused_however_spelled() {
     let plan = PlanFile::new("three", &plan_text(&ag, Some(&key), tests));
     run_plan(&rp, &plan, &[], Duration::from_secs(30)).failure(2, &["is not a pair"]);
     nothing_started(&ag);
-    let psk = key.path().to_path_buf();
-    still_serves(&rp, &mut ag[0], base, Some(&psk));
+    still_serves(&rp, &mut ag[0], base, Some(key.path()));
 }
 
 /// A plan keys its agents as every client does: RINGPERF_PSK when an agent has no
@@ -140,8 +117,7 @@ fn a_plan_takes_the_key_from_ringperf_psk() {
     let o = run_plan(&rp, &plan, &[], Duration::from_secs(60));
     assert_eq!(o.code(), 3, "{o}");
     assert!(o.stderr.contains("(in a plan: the agent's key_file, or RINGPERF_PSK)"), "{o}");
-    let psk = key.path().to_path_buf();
-    still_serves(&rp, &mut ag[0], base, Some(&psk));
+    still_serves(&rp, &mut ag[0], base, Some(key.path()));
 }
 
 /// An agent that takes no third-party work logs a refused request as one: what it was
@@ -180,8 +156,7 @@ fn a_refused_third_party_request_is_logged_with_its_target() {
         "the controller's address is not on the line: {line}"
     );
     assert!(line.contains("--allow-third-party"), "{line}");
-    let psk = key.path().to_path_buf();
-    still_serves(&rp, &mut agent, base, Some(&psk));
+    still_serves(&rp, &mut agent, base, Some(key.path()));
 }
 
 /// A controller names a peer of thousands of characters, or one too long to quote: the
@@ -223,8 +198,7 @@ fn a_peer_name_cannot_flood_an_agents_log() {
         let longest = l.split(|c| c != 'a').map(str::len).max().unwrap_or(0);
         assert!(longest <= 120, "{longest} characters of the peer's name in one log line: {l}");
     }
-    let psk = key.path().to_path_buf();
-    still_serves(&rp, &mut agent, base, Some(&psk));
+    still_serves(&rp, &mut agent, base, Some(key.path()));
 }
 
 /// A plan whose last test arms 12 s after its first, longer than the 8 s an armed agent
@@ -265,8 +239,7 @@ fn a_plan_that_arms_slower_than_the_old_fixed_waits_starts_whole() {
         u64_at(&r, "start.skew_ns") as f64 / 1e6,
         began.elapsed().as_secs_f64()
     );
-    let psk = key.path().to_path_buf();
-    still_serves(&rp, &mut ag[0], base, Some(&psk));
+    still_serves(&rp, &mut ag[0], base, Some(key.path()));
 }
 
 /// As many tests as run in a few seconds here, between four agents: all arm, all start,
@@ -296,6 +269,5 @@ fn a_plan_of_many_tests_starts_whole() {
         u64_at(&r, "start.skew_ns") as f64 / 1e6,
         u64_at(&r, "controller.cpu_ns") as f64 / 1e6
     );
-    let psk = key.path().to_path_buf();
-    still_serves(&rp, &mut ag[0], base, Some(&psk));
+    still_serves(&rp, &mut ag[0], base, Some(key.path()));
 }
