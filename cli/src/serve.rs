@@ -9,7 +9,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use ringperf_engine::control::auth::{Endpoint, Psk};
 use ringperf_engine::control::limits::{default_total_memory, Limits};
-use ringperf_engine::control::text::one_line;
+use ringperf_engine::control::text::{one_line, peer_text};
 use ringperf_engine::payload::PayloadFiles;
 use ringperf_engine::spec::{MAX_DURATION_MS, MAX_FLOWS};
 use ringperf_engine::units::format_bytes;
@@ -143,9 +143,10 @@ fn log(e: ServerEvent) {
     say(&match e {
         ServerEvent::Listening { addr } => format!("listening on {addr}"),
         ServerEvent::SessionStarted { peer } => format!("{peer}: session started"),
-        ServerEvent::TestAccepted { peer, test, memory, in_use, budget, running } => format!(
-            "{peer}: {test} accepted: {} of payload memory reserved ({} of {} in use by {running} running tests)",
+        ServerEvent::TestAccepted { peer, test, client_side, memory, in_use, budget, running } => format!(
+            "{peer}: {test} accepted: {} of payload memory reserved{} ({} of {} in use by {running} running tests)",
             format_bytes(memory),
+            if client_side { " for its client side" } else { "" },
             format_bytes(in_use),
             format_bytes(budget)
         ),
@@ -162,6 +163,11 @@ fn log(e: ServerEvent) {
             "{peer}: {test} stopped by the client ({bytes} bytes, {transactions} transactions until then)"
         ),
         ServerEvent::SessionFailed { peer, error } => format!("{peer}: session failed: {error}"),
+        ServerEvent::ForeignDatagrams { peer, datagrams, first } => format!(
+            "{peer}: dropped {datagrams} datagrams sent to this session's UDP ports from other addresses than {}, the control connection's (the first from {}): a hello claiming another host's address, or a NAT mapping UDP elsewhere",
+            peer.ip().to_canonical(),
+            peer_text(&first.to_string())
+        ),
         ServerEvent::Rejected { peer, reason } => format!("{peer}: rejected: {reason}"),
         ServerEvent::Stopping { sessions: 0 } => "stopping".to_string(),
         ServerEvent::Stopping { sessions } => {

@@ -82,9 +82,16 @@ impl Default for Limits {
 }
 
 impl Limits {
-    /// Checks a (valid) spec against the limits; the error is a usage error the client
-    /// shows as is.
+    /// Checks a (valid) spec against the limits for a server running its server side; the
+    /// error is a usage error the client shows as is.
     pub fn check(&self, spec: &TestSpec) -> Result<()> {
+        self.check_side(spec, false)
+    }
+
+    /// [`Limits::check`] for the side this host runs: the server's (`local` false) or, for
+    /// an agent's third-party run, the client's (`local` true), whose payload memory is
+    /// what `--max-memory` bounds then.
+    pub fn check_side(&self, spec: &TestSpec, local: bool) -> Result<()> {
         let refuse = |m: String| Err(Error::Usage(m));
         if spec.duration_ms > self.max_duration_ms {
             return refuse(format!(
@@ -118,10 +125,11 @@ impl Limits {
             }
         }
         let roles = spec.group_roles(false);
-        let memory = session_memory(spec);
+        let memory = side_memory(spec, local);
         if memory > self.max_memory {
+            let who = if local { "this agent's client side" } else { "the server" };
             return refuse(format!(
-                "this test would make the server allocate about {} MiB of payload buffers, over its --max-memory of {} MiB: use fewer flows or smaller sizes",
+                "this test would make {who} allocate about {} MiB of payload buffers, over its --max-memory of {} MiB: use fewer flows or smaller sizes",
                 memory >> 20,
                 self.max_memory >> 20
             ));
@@ -172,9 +180,15 @@ fn secs(ms: u64) -> String {
 /// Payload memory the server's side of `spec` allocates, over all its groups of workers:
 /// what one session reserves of `--max-total-memory`.
 pub fn session_memory(spec: &TestSpec) -> u64 {
-    spec.group_roles(false)
-        .iter()
-        .fold(0u64, |m, &role| m.saturating_add(payload_memory(spec, role, &spec.remote)))
+    side_memory(spec, false)
+}
+
+/// Payload memory one side of `spec` allocates over all its groups of workers: the
+/// server's (`local` false), or the client's (`local` true), which an agent runs for a
+/// third-party request and reserves instead.
+pub fn side_memory(spec: &TestSpec, local: bool) -> u64 {
+    let side = if local { &spec.local } else { &spec.remote };
+    spec.group_roles(local).iter().fold(0u64, |m, &role| m.saturating_add(payload_memory(spec, role, side)))
 }
 
 /// Payload memory the workers of one group of `role` allocate for `spec` (user buffers,
@@ -318,6 +332,32 @@ mod tests {
         let bidir = TestSpec { bidir: true, flows: 3, duration_ms: 1000, ..TestSpec::default() };
         let l = Limits { max_flows: 4, ..Limits::default() };
         refused(&l, &bidir, "--flows 2 or fewer");
+    }
+
+    /// The probe's third-party run: 64 MiB zero-copy sends on 8 flows and 8 threads. The
+    /// server's side receives into 4 KiB buffers (the 32 KiB the agent reserved); the client
+    /// side, which the agent runs, holds gigabytes of arena, and that is what is checked.
+    #[test]
+    fn an_agent_checks_the_client_side_it_runs() {
+        let mut s =
+            TestSpec { send_size: 64 << 20, recv_size: 4096, flows: 8, threads: 8, ..TestSpec::default() };
+        s.local.send_engine = SendEngine::Zc;
+        assert_eq!(side_memory(&s, false), 8 * 4096);
+        assert_eq!(side_memory(&s, false), session_memory(&s));
+        let client = side_memory(&s, true);
+        assert_eq!(client, payload_memory(&s, Role::StreamSender, &s.local));
+        assert!(client > 3 << 30, "the client side's estimate is {client} bytes");
+        let l = Limits { max_memory: 64 << 20, ..Limits::default() };
+        l.check(&s).unwrap();
+        match l.check_side(&s, true) {
+            Err(Error::Usage(m)) => {
+                assert!(m.contains("client side") && m.contains("--max-memory of 64 MiB"), "{m}")
+            }
+            other => panic!("the client side was not refused: {other:?}"),
+        }
+        // --bidir: both groups of each side, with that side's engines.
+        let b = TestSpec { bidir: true, ..s.clone() };
+        assert_eq!(side_memory(&b, true), client + payload_memory(&b, Role::StreamReceiver, &b.local));
     }
 
     #[test]

@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use crate::control::access::{allowed, Cidr};
 use crate::control::auth::{Endpoint, Psk};
 use crate::control::handshake::{self, Authenticated, Identity, Pending, Step};
-use crate::control::limits::{session_memory, Limits};
+use crate::control::limits::{side_memory, Limits};
 use crate::control::protocol::{
     read_frame_by, report_frame_cap, write_frame, write_frame_capped, ClientMessage, ErrorKind,
     ServerMessage, MAX_CLIENT_FRAME, MAX_CLOCK_PROBES, PROTOCOL_VERSION,
@@ -64,6 +64,9 @@ pub enum ServerEvent {
     TestAccepted {
         peer: SocketAddr,
         test: &'static str,
+        /// This agent runs the test's client side (a third-party run): what it reserved
+        /// is that side's memory.
+        client_side: bool,
         /// This test's payload memory estimate, in bytes.
         memory: u64,
         /// Reserved by all tests now running, this one included, and the budget.
@@ -102,6 +105,13 @@ pub enum ServerEvent {
     SessionFailed {
         peer: SocketAddr,
         error: String,
+    },
+    /// A UDP test's data ports received `datagrams` from other addresses than the control
+    /// connection's (`first` is the first one's source) and dropped them: once per session.
+    ForeignDatagrams {
+        peer: SocketAddr,
+        datagrams: u64,
+        first: SocketAddr,
     },
     /// A connection closed before it became a session: not on the allow list, a failed
     /// or timed-out handshake, a wrong key, or the server at a session limit.
@@ -587,10 +597,15 @@ fn session(
     let cookie = random_cookie();
     // UDP: the descriptors that echo late hellos until `Go` (see net::udp).
     let mut udp_fds = Vec::new();
+    let mut foreign = udp::Foreign::default();
     let data = if spec.workload.is_udp() {
         let (socks, udp_ports) = udp::bind_flows(local_ip, &spec)?;
         write_frame(&mut w, &ServerMessage::Ready { data_port: 0, cookie, udp_ports })?;
-        udp::accept_flows(&socks, cookie)?;
+        let accepted = udp::accept_flows(&socks, cookie, a.peer.ip(), &mut foreign);
+        if let Some(first) = foreign.first {
+            events(ServerEvent::ForeignDatagrams { peer: a.peer, datagrams: foreign.datagrams, first });
+        }
+        accepted?;
         udp_fds = socks.iter().map(AsRawFd::as_raw_fd).collect();
         DataSockets::Flows(socks)
     } else {
@@ -649,7 +664,10 @@ fn session(
         }
     }
     let finished = side.finish()?;
-    let report = finished.report;
+    let mut report = finished.report;
+    if let Some(u) = report.udp.as_mut() {
+        u.foreign_datagrams = foreign.datagrams;
+    }
     let report_cap = report_frame_cap(&spec);
     let figures = TestFigures {
         test: spec.netperf_name(),
@@ -753,15 +771,17 @@ fn accept<'a>(
     serving: bool,
 ) -> Result<Reservation<'a>> {
     spec.validate()?;
-    cfg.limits.check(spec)?;
+    // A third-party run holds the client side's buffers, not the server's.
+    cfg.limits.check_side(spec, !serving)?;
     for &cpu in spec.remote.cpus.iter().filter(|_| serving) {
         check_cpu(cpu, "remote")?;
     }
-    let memory = session_memory(spec);
+    let memory = side_memory(spec, !serving);
     let r = slot.reserve(memory, cfg.limits.max_total_memory)?;
     events(ServerEvent::TestAccepted {
         peer,
         test: spec.netperf_name(),
+        client_side: !serving,
         memory,
         in_use: r.in_use,
         budget: cfg.limits.max_total_memory,

@@ -5,16 +5,17 @@
 //!
 //! One module per attack surface; what they share is below.
 
-mod outputs;
-mod plans;
-mod relay;
-
 use std::thread;
 use std::time::Duration;
 
 use ringperf_tests::{check_stream_report, Ringperf, Server};
 
 mod file_read;
+mod memory;
+mod outputs;
+mod plans;
+mod reflection;
+mod relay;
 
 /// How long a server may take to give back a finished session's threads and fds.
 pub const SETTLE: Duration = Duration::from_secs(10);
