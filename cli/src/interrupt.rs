@@ -1,13 +1,14 @@
 //! Ctrl-C for a test: the first SIGINT (or SIGTERM, or SIGHUP, the terminal gone, unless
-//! started under `nohup`) writes a byte to a socket pair that the engine watches, so the run stops at once and
-//! the partial report is still printed; a second one ends the process on the spot, in case
-//! something does not stop.
+//! started under `nohup`) writes a byte to a socket pair that the engine watches, so the run
+//! stops at once and the partial report is still printed; a second one ends the process on
+//! the spot, in case something does not stop. A [`Stopper`] stops the run the same way from
+//! inside the process: standard output's reader went away.
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::net::UnixStream;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::{flag, low_level};
@@ -37,6 +38,27 @@ fn ignored(sig: i32) -> bool {
 pub struct Interrupt {
     read: UnixStream,
     fired: Arc<AtomicBool>,
+    stopper: Stopper,
+}
+
+/// Stops the run as Ctrl-C does (the engine sees the same pipe, tells the server, and keeps
+/// what was measured), for a reason of the process's own.
+#[derive(Clone)]
+pub struct Stopper {
+    write: Arc<UnixStream>,
+    why: Arc<Mutex<Option<String>>>,
+}
+
+impl Stopper {
+    /// Stops the run; the first `why` is the partial report's reason.
+    pub fn stop(&self, why: &str) {
+        self.why.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert_with(|| why.to_string());
+        let _ = (&*self.write).write_all(&[1]);
+    }
+
+    fn why(&self) -> Option<String> {
+        self.why.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
 }
 
 impl Interrupt {
@@ -52,7 +74,18 @@ impl Interrupt {
             let w = write.try_clone().map_err(|e| Error::io("creating the Ctrl-C pipe", e))?;
             low_level::pipe::register(sig, w).map_err(fail)?;
         }
-        Ok(Interrupt { read, fired })
+        let stopper = Stopper { write: Arc::new(write), why: Arc::new(Mutex::new(None)) };
+        Ok(Interrupt { read, fired, stopper })
+    }
+
+    /// A handle that stops the run from another thread (an output that failed).
+    pub fn stopper(&self) -> Stopper {
+        self.stopper.clone()
+    }
+
+    /// Why the process stopped the run itself, if it did (not a signal).
+    pub fn stopped_because(&self) -> Option<String> {
+        self.stopper.why()
     }
 
     /// Readable once a signal came.
@@ -60,8 +93,9 @@ impl Interrupt {
         self.read.as_fd()
     }
 
+    /// True once a signal came or the run was stopped (see [`Stopper`]).
     pub fn fired(&self) -> bool {
-        self.fired.load(Ordering::SeqCst) || {
+        self.fired.load(Ordering::SeqCst) || self.stopper.why().is_some() || {
             let _ = self.read.set_nonblocking(true);
             let mut b = [0u8; 1];
             matches!((&self.read).read(&mut b), Ok(1))

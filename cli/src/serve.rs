@@ -5,7 +5,7 @@
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use ringperf_engine::control::auth::{Endpoint, Psk};
@@ -92,6 +92,7 @@ pub fn run(a: &ServeArgs) -> Result<i32, Error> {
     let stop = Arc::new(AtomicBool::new(false));
     // The signal that stopped the server, for the log.
     let which = Arc::new(AtomicUsize::new(0));
+    STOP_ON_LOG_FAILURE.get_or_init(|| stop.clone());
     for sig in crate::interrupt::stop_signals() {
         let fail = |e| Error::io("installing a signal handler", e);
         // Registered first, so it sees the flag before this signal sets it: the second
@@ -136,9 +137,21 @@ fn signal_name(sig: usize) -> &'static str {
 }
 
 /// One log line: a timestamp, then `line` kept to one line.
+/// Set once serving: a log line that cannot be written stops the server through it.
+static STOP_ON_LOG_FAILURE: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
+/// One log line: a timestamp, then `line` kept to one line. A server whose log cannot be
+/// written (its reader gone, a full disk) would go on serving with no record of who it
+/// served and whom it refused: it stops instead, as on SIGTERM (the sessions running end
+/// first), and its exit code says so (see crate::output).
 fn say(line: &str) {
     // The engine escapes what a peer sent; this keeps any line to one line regardless.
-    eprintln!("{} ringperf serve: {}", timestamp(SystemTime::now()), one_line(line));
+    let line = format!("{} ringperf serve: {}\n", timestamp(SystemTime::now()), one_line(line));
+    if crate::output::log(&line).is_err() {
+        if let Some(stop) = STOP_ON_LOG_FAILURE.get() {
+            stop.store(true, Ordering::Relaxed);
+        }
+    }
 }
 
 /// Logs `e`; `signal`: the signal that stopped the server (0: none yet).

@@ -54,9 +54,10 @@ pub enum Target {
 }
 
 /// Runs just before Go, once both sides are armed: a synchronized third-party run waits
-/// there for the controller's start time. An error ends the run before its window opens.
+/// there for the controller's start time, at most the Duration, which the server is told
+/// so that its armed side waits as long. An error ends the run before its window opens.
 #[derive(Clone, Copy)]
-pub struct BeforeGo<'a>(pub &'a (dyn Fn() -> Result<()> + Sync));
+pub struct BeforeGo<'a>(pub &'a (dyn Fn() -> Result<()> + Sync), pub Duration);
 
 impl std::fmt::Debug for BeforeGo<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -363,7 +364,9 @@ fn run_on(
         None
     };
     let clock_offset_ns = clock.map_or(0, |k| k.applied_offset_ns);
-    c.send(&ClientMessage::Test { spec: Box::new(wire), clock_offset_ns })?;
+    // A wait before Go (a plan's start) longer than the server's control timeout: say so.
+    let go_within_ms = opts.before_go.as_ref().map(|b| crate::control::third_party::whole_ms(b.1));
+    c.send(&ClientMessage::Test { spec: Box::new(wire), clock_offset_ns, go_within_ms })?;
     let (port, cookie, udp_ports) = match c.expect("the server to get ready", CONTROL_TIMEOUT)? {
         ServerMessage::Ready { data_port, cookie, udp_ports } => (data_port, cookie, udp_ports),
         other => return Err(unexpected("ready", &other)),
@@ -389,7 +392,7 @@ fn run_on(
         ServerMessage::Armed {} => {}
         other => return Err(unexpected("armed", &other)),
     }
-    if let Some(BeforeGo(wait)) = opts.before_go {
+    if let Some(BeforeGo(wait, _)) = opts.before_go {
         wait()?;
     }
     c.send(&ClientMessage::Go {})?;

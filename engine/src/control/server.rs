@@ -25,6 +25,7 @@ use crate::control::protocol::{
     ServerMessage, MAX_CLIENT_FRAME, MAX_CLOCK_PROBES, PROTOCOL_VERSION,
 };
 use crate::control::reclaim::{Watch, Watchdog};
+use crate::control::third_party::granted_go_wait;
 use crate::env::{allowed_cpus, Environment};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
@@ -610,7 +611,6 @@ fn session(
     stream.set_write_timeout(Some(CONTROL_TIMEOUT)).map_err(|e| Error::io("setting a write timeout", e))?;
     let local_ip =
         stream.local_addr().map_err(|e| Error::io("reading the control address", e))?.ip().to_canonical();
-    let by = || Instant::now() + CONTROL_TIMEOUT;
 
     write_frame(
         &mut w,
@@ -623,19 +623,20 @@ fn session(
 
     let spec_by = Instant::now() + SPEC_TIMEOUT;
     let mut probes = 0;
-    let (spec, payload_file) = loop {
+    let (spec, payload_file, go_within_ms) = loop {
         match read_frame_by(stream, "the test spec", spec_by, MAX_CLIENT_FRAME, None) {
-            Ok(ClientMessage::Test { spec, clock_offset_ns }) => {
+            Ok(ClientMessage::Test { spec, clock_offset_ns, go_within_ms }) => {
                 let (mut spec, file) = spec.into_local(SpecSide::Remote, &cfg.payload_files)?;
                 spec.clock_offset_ns = clock_offset_ns;
                 if cfg.in_client_process {
                     spec.profile.enabled = false;
                 }
-                break (spec, file);
+                break (spec, file, go_within_ms);
             }
-            Ok(ClientMessage::ThirdParty { spec, peer_host, peer_port, synchronized }) => {
+            Ok(ClientMessage::ThirdParty { spec, peer_host, peer_port, synchronized, start_within_ms }) => {
                 let peer = Peer { host: &peer_host, port: peer_port };
-                return third_party(a, cfg, slot, events, *spec, peer, synchronized);
+                let start = synchronized.then_some(start_within_ms);
+                return third_party(a, cfg, slot, events, *spec, peer, start);
             }
             Ok(ClientMessage::ClockProbe {}) if probes < MAX_CLOCK_PROBES => {
                 probes += 1;
@@ -660,7 +661,10 @@ fn session(
     log_payload_file(payload_file, a.peer, events);
     let test_and_grace =
         Duration::from_millis(spec.duration_ms) + Duration::from_nanos(crate::workload::PEER_GRACE_NS);
-    slot.deadline_in(SETUP_LIMIT + test_and_grace + REPORT_SLACK);
+    // A plan's client may wait for its start longer than a control read (see third_party);
+    // only a key holder may hold a session that long: a keyless server grants no more.
+    let go_wait = granted_go_wait(go_within_ms.filter(|_| cfg.psk.is_some()));
+    slot.deadline_in(SETUP_LIMIT + go_wait + test_and_grace + REPORT_SLACK);
 
     let cookie = random_cookie();
     // UDP: the descriptors that echo late hellos until `Go` (see net::udp).
@@ -695,7 +699,8 @@ fn session(
         // The side owns the sockets now; it only uses them once the window opens.
         udp::echo_hellos_until(&udp_fds, cookie, stream.as_raw_fd())?;
     }
-    match read_frame_by(stream, "go", by(), MAX_CLIENT_FRAME, None)? {
+    let go_by = Instant::now() + go_wait;
+    match read_frame_by(stream, "go", go_by, MAX_CLIENT_FRAME, None)? {
         ClientMessage::Go {} => {}
         other => return Err(out_of_order("go", &other)),
     }
@@ -788,36 +793,39 @@ fn third_party(
     events: &EventSink,
     wire: WireSpec,
     peer: Peer<'_>,
-    synchronized: bool,
+    // Synchronized (a plan's test), with how long the controller says its start may take.
+    start: Option<Option<u64>>,
 ) -> Result<SessionEnd> {
-    use crate::control::third_party::{dial_peer, serve, ALLOW_FLAG};
-    if !cfg.allow_third_party {
-        return Err(Error::Peer(format!(
-            "this agent does not run tests against other agents: its operator must start it with `ringperf serve {ALLOW_FLAG} --psk-file FILE`"
-        )));
-    }
-    let Some(psk) = cfg.psk.as_ref() else {
-        return Err(Error::Peer(format!(
-            "this agent takes third-party work only with a key: its operator must start it with `ringperf serve {ALLOW_FLAG} --psk-file FILE`"
-        )));
-    };
+    use crate::control::third_party::{check_peer_host, dial_peer, refused, serve, ALLOW_FLAG};
+    let target = format!("{}:{}", crate::control::text::peer_text(peer.host), peer.port);
     // The local side is this agent's: its payload label names a file of this agent's
     // operator, and its CPUs are checked where the run starts.
-    let (spec, payload_file) = wire.clone().into_local(SpecSide::Local, &cfg.payload_files)?;
+    let local = wire.clone().into_local(SpecSide::Local, &cfg.payload_files);
+    let test = local.as_ref().map_or("a test", |(s, _)| s.netperf_name());
+    // A refusal says what was asked, so its log line reads as a refused third-party request.
+    let refuse = |e: Error| refused(e, test, &target);
+    if !cfg.allow_third_party {
+        return Err(refuse(Error::Peer(format!(
+            "this agent does not run tests against other agents: its operator must start it with `ringperf serve {ALLOW_FLAG} --psk-file FILE`"
+        ))));
+    }
+    let Some(psk) = cfg.psk.as_ref() else {
+        return Err(refuse(Error::Peer(format!(
+            "this agent takes third-party work only with a key: its operator must start it with `ringperf serve {ALLOW_FLAG} --psk-file FILE`"
+        ))));
+    };
+    check_peer_host(peer.host).map_err(refuse)?;
+    let (spec, payload_file) = local.map_err(refuse)?;
     let spec = &spec;
-    let _reservation = accept(spec, cfg, slot, a.peer, events, false)?;
+    let _reservation = accept(spec, cfg, slot, a.peer, events, false).map_err(refuse)?;
     // The run as a client keeps to its own bounds; this is the controller's.
-    slot.deadline_in(crate::control::third_party::report_wait(spec) + REPORT_SLACK);
+    let armed = crate::control::third_party::armed_wait(start.flatten());
+    slot.deadline_in(crate::control::third_party::report_wait(spec, armed) + REPORT_SLACK);
     // Resolved once: the address logged is the one logged in to and sent data to.
     let dialled = dial_peer(peer.host, peer.port)?;
-    events(ServerEvent::ThirdParty {
-        peer: a.peer,
-        test: spec.netperf_name(),
-        target: format!("{}:{}", crate::control::text::peer_text(peer.host), peer.port),
-        address: dialled.addr,
-    });
+    events(ServerEvent::ThirdParty { peer: a.peer, test, target, address: dialled.addr });
     log_payload_file(payload_file, a.peer, events);
-    let report = serve(&a.stream, &wire, spec, dialled, synchronized, Some(psk))?;
+    let report = serve(&a.stream, &wire, spec, dialled, start.is_some(), start.flatten(), Some(psk))?;
     let figures = TestFigures {
         test: spec.netperf_name(),
         bytes: report.local.bytes_sent + report.local.bytes_received,

@@ -12,6 +12,8 @@ use ringperf_tests::{check_stream_report, Ringperf, Server};
 
 mod file_read;
 mod memory;
+mod outputs;
+mod plans;
 mod rate;
 mod reflection;
 mod relay;
