@@ -24,8 +24,8 @@ use std::io::{ErrorKind, Read, Write};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use ringperf_tests::fabric::KeyFile;
-use ringperf_tests::{bool_at, ringperf, u64_at, Control, Reply, Ringperf, Server};
+use ringperf_tests::fabric::{KeyFile, PlanFile};
+use ringperf_tests::{bool_at, ringperf, run_with_timeout, u64_at, Control, Reply, Ringperf, Server};
 use serde_json::Value;
 
 use crate::{baseline, still_serves_with};
@@ -204,6 +204,37 @@ fn a_third_party_run_is_held_to_the_peers_limit() {
         assert!(!bool_at(&r, "partial"), "{workload} through --from: partial: {r}");
         check_bound(&format!("{workload} -r {sizes} through --from"), server_send_bps(&r));
     }
+    let key_path = key.path().to_path_buf();
+    still_serves_with(&rp, &mut b, base, Some(&key_path), &["-b", LIMIT]);
+}
+
+/// In a plan: agent a runs crr against b, which is at the limit; b paces its responses as
+/// it would a direct client's.
+#[test]
+fn a_plans_test_is_held_to_the_peers_limit() {
+    let _turn = take_turn();
+    let rp = ringperf!();
+    let key = KeyFile::new("rateplan");
+    let a = Server::spawn_with(&rp, &["--psk-file", key.arg(), "--allow-third-party"]);
+    let (mut b, base) = limited_server(&rp, &["--psk-file", key.arg(), "--allow-third-party"]);
+    let mut plan = String::new();
+    for (name, server) in [("a", &a), ("b", &b)] {
+        plan.push_str(&format!(
+            "[[agent]]\nname = \"{name}\"\naddress = \"127.0.0.1\"\nport = {}\nkey_file = \"{}\"\n\n",
+            server.port(),
+            key.arg()
+        ));
+    }
+    plan.push_str(&format!(
+        "[[test]]\nname = \"crr\"\nworkload = \"crr\"\noptions = \"-l {SECS} -b {LIMIT} -r 64,256K --flows 4\"\npairs = [[\"a\", \"b\"]]\n"
+    ));
+    let plan = PlanFile::new("rate", &plan);
+    let o = run_with_timeout(rp.command(&["plan", plan.arg(), "--json"]), Duration::from_secs(60)).success();
+    let r = o.json();
+    let test = &r["tests"][0];
+    let report = &test["report"];
+    assert!(report.is_object() && !bool_at(report, "partial"), "the plan's crr did not complete: {test}");
+    check_bound("crr -r 64,256K in a plan", server_send_bps(report));
     let key_path = key.path().to_path_buf();
     still_serves_with(&rp, &mut b, base, Some(&key_path), &["-b", LIMIT]);
 }
