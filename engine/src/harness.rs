@@ -109,11 +109,6 @@ pub enum EngineReason {
 }
 
 impl EngineReason {
-    /// Whether the rule chose (rather than the command line).
-    pub fn is_default(self) -> bool {
-        !matches!(self, EngineReason::Asked | EngineReason::HarnessAsked | EngineReason::Paired)
-    }
-
     /// A short name, as the JSON has it.
     pub fn name(self) -> &'static str {
         match self {
