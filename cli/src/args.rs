@@ -388,8 +388,10 @@ pub struct TestArgs {
         spec.local.cpus = cpus.clone();
         spec.remote.cpus = cpus.clone();
     } },
-    /// Pace the payload to this total rate in bits/s over all flows (k/m/g suffixes, powers of
-    /// 10): a token bucket per flow refilled by a ring timeout, no sleeping [default: unpaced].
+    /// Pace the payload each side sends to this total rate in bits/s over all flows (k/m/g
+    /// suffixes, powers of 10): a stream's sends; for rr, crr and udp-rr the requests, and the
+    /// server paces its responses to it too. A token bucket per flow refilled by a ring
+    /// timeout (the syscall engines: by the clock, sleeping while in debt) [default: unpaced].
     #[arg(short = 'b', value_name = "RATE", value_parser = parse_rate_arg)]
     rate: Option<u64> => spec.pacing.total_bps,
     /// Pace each flow to at most this rate in bits/s.
@@ -453,7 +455,7 @@ pub struct TestArgs {
     /// Open loop: each flow sends R requests per second on a fixed schedule (k/m suffixes),
     /// whatever the responses do, with requests still unanswered kept in flight; a round
     /// trip counts from the request's intended send time, so a stall shows in every request
-    /// it delayed. Not -b, which paces a stream in bits/s [default: closed loop].
+    /// it delayed. Not -b, which paces each side's payload in bits/s [default: closed loop].
     #[arg(long = "rate", value_name = "R", value_parser = parse_tx_rate, group = "open_loop")]
     tx_rate: Option<u64> => with { |spec, rate| if let Some(rate) = *rate {
         spec.open_loop = Some(OpenLoop { rate, total: false, backlog: DEFAULT_BACKLOG });
@@ -1212,7 +1214,7 @@ pub struct ServeArgs {
     /// Most connections still in their handshake; past it the oldest is closed.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_HANDSHAKES, value_parser = clap::value_parser!(u64).range(1..=65536).map(|n| n as usize))]
     pub max_handshakes: usize,
-    /// Highest send rate of one test in bits/s (e.g. 1g): clients must pace to it or below (-b, --flow-rate); rr is refused [default: none].
+    /// Highest send rate of one test in bits/s (e.g. 1g): clients must pace to it or below (-b, --flow-rate), and the server paces what it sends in every workload to it whatever they ask [default: none].
     #[arg(long, value_name = "BITS", value_parser = parse_rate_arg)]
     pub max_rate: Option<u64>,
     /// Largest message, request, response or receive buffer a client may ask for (K/M/G: KiB/MiB/GiB).

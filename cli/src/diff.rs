@@ -13,12 +13,14 @@ use crate::{print, render};
 /// A report from `p` (`-` is stdin), read within the report cap.
 fn load(p: &Path) -> Result<TestReport, Error> {
     let text = input::read_text_or_stdin(p, input::REPORT)?;
-    ringperf_engine::report_upgrade::parse(&text).map_err(|e| {
+    let r: TestReport = ringperf_engine::report_upgrade::parse(&text).map_err(|e| {
         Error::Usage(format!(
             "'{}' is not a single ringperf --json report ({e}); `engines --json` arrays are compared per element",
             p.display()
         ))
-    })
+    })?;
+    crate::plot::warn_unknown_schema(p, [&r]);
+    Ok(r)
 }
 
 pub fn run(a: &DiffArgs) -> Result<i32, Error> {
@@ -44,7 +46,7 @@ pub fn run(a: &DiffArgs) -> Result<i32, Error> {
     let units = render::Units::parse(&a.units);
     let sides = [(&a.a, &ra), (&a.b, &rb)]
         .map(|(p, r)| render::diff::Side { path: p.display().to_string(), report: r });
-    print(&render::diff::render(&c, &sides, units));
+    print("the comparison", &render::diff::render(&c, &sides, units));
     let failed: Vec<&str> = c
         .figures
         .iter()

@@ -169,7 +169,7 @@ pub fn run(a: &EnginesArgs) -> Result<i32, Error> {
     } else {
         render::engines::render(&reports, units, default)
     };
-    print(&out);
+    print("the engines table", &out);
     if let Some(code) = reports.last().and_then(|r| runner.partial(r)) {
         return Ok(code);
     }

@@ -10,6 +10,7 @@ mod load;
 pub mod netperf;
 mod netperf_titles;
 mod netserver;
+pub mod output;
 pub mod plan;
 pub mod plot;
 mod profile_out;
@@ -23,8 +24,6 @@ mod usage;
 
 pub(crate) use usage::one_line;
 
-use std::io::Write;
-
 use ringperf_engine::control::auth::{Psk, PSK_ENV};
 use ringperf_engine::measure::confidence::ConfidenceTarget;
 use ringperf_engine::spec::{Explicit, SendEngine, SqPoll, Workload};
@@ -32,8 +31,14 @@ use ringperf_engine::{Error, Target, TestReport, TestSpec};
 
 use crate::args::{Cli, Command, PlotArgs, RrArgs, SendfileArgs, TestArgs};
 
-/// Runs the command line and returns the process exit code.
+/// Runs the command line and returns the process exit code: an output that could not be
+/// written decides it (see [`output`]).
 pub fn main() -> i32 {
+    output::exit_code(dispatch())
+}
+
+/// Runs the command line under the name it was invoked by.
+fn dispatch() -> i32 {
     let argv: Result<Vec<String>, _> = std::env::args_os().map(|a| a.into_string()).collect();
     let Ok(argv) = argv else {
         eprintln!("ringperf: an argument is not valid UTF-8: give names and values in UTF-8");
@@ -42,8 +47,14 @@ pub fn main() -> i32 {
     // Invoked through a link named netperf or netserver: that program's command line.
     let invoked_as = argv.first().and_then(|a| std::path::Path::new(a).file_name()).and_then(|n| n.to_str());
     match invoked_as {
-        Some("netperf") => return netperf::main(argv),
-        Some("netserver") => return netserver::main(argv),
+        Some("netperf") => {
+            output::set_program("netperf");
+            return netperf::main(argv);
+        }
+        Some("netserver") => {
+            output::set_program("netserver");
+            return netserver::main(argv);
+        }
         _ => {}
     }
     run_native(argv)
@@ -57,7 +68,7 @@ pub(crate) fn run_native(argv: Vec<String>) -> i32 {
     }
     // The README's flag table, from the same definitions as the parser.
     if argv.get(1).map(String::as_str) == Some("--help-markdown") {
-        print(&args::flags_markdown());
+        print("the flags table", &args::flags_markdown());
         return 0;
     }
     // A sweep's lists are not what the single-test parsers take: split them out first.
@@ -74,8 +85,7 @@ pub(crate) fn run_native(argv: Vec<String>) -> i32 {
     let cli = match args::parse(&argv) {
         Ok(c) => c,
         Err(e) if !e.use_stderr() => {
-            // --help and --version
-            let _ = e.print();
+            print_help(&e);
             return 0;
         }
         Err(e) => {
@@ -97,7 +107,7 @@ fn run(cli: Cli) -> Result<i32, Error> {
         Command::Serve(a) => serve::run(&a),
         Command::Probe(a) => {
             let out = if a.json { render::probe::json() } else { render::probe::human() };
-            print(&out);
+            print("the probe's report", &out);
             Ok(0)
         }
         Command::Stream(ref a) => run_and_render(&test_spec(&cli.command)?, &a.test, &a.plot),
@@ -349,13 +359,13 @@ fn run_and_render(spec: &TestSpec, t: &TestArgs, plot: &PlotArgs) -> Result<i32,
         render::Format::Csv => render::keyval::render_csv(&report, units, t.banner == 1),
         render::Format::Human => render::human::render(&report, units, &render::HumanOptions::of(t)),
     };
-    print(&out);
-    if let Some(path) = &plot.plot {
-        plot::report::draw(&report, path)?;
-    }
+    // Each output is written even if another failed: what was measured survives in any of them.
+    print("the report", &out);
+    let drawn = plot.plot.as_ref().map(|path| plot::report::draw(&report, path));
     if let Some(prefix) = &t.profile.out {
-        profile_out::write(&report, prefix)?;
+        profile_out::write(&report, prefix);
     }
+    drawn.transpose()?;
     Ok(runner.partial(&report).unwrap_or_else(|| requirements(&report)))
 }
 
@@ -368,9 +378,17 @@ pub fn requirements(report: &TestReport) -> i32 {
     i32::from(!failed.is_empty())
 }
 
-pub(crate) fn print(s: &str) {
-    // A closed pipe (`| head`) is not an error worth a non-zero exit.
-    let _ = std::io::stdout().lock().write_all(s.as_bytes());
+/// Prints `s` (`what`, for the error line if standard output fails: see [`output`]).
+pub(crate) fn print(what: &str, s: &str) {
+    let _ = output::stdout(what, s);
+}
+
+/// Prints clap's --help or --version text (coloured on a terminal, as clap would).
+pub(crate) fn print_help(e: &clap::Error) {
+    use std::io::IsTerminal;
+    let text =
+        if std::io::stdout().is_terminal() { e.render().ansi().to_string() } else { e.render().to_string() };
+    print("the help", &text);
 }
 
 #[cfg(test)]

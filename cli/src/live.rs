@@ -10,6 +10,7 @@ use ringperf_engine::report::IntervalSample;
 use ringperf_engine::spec::TestSpec;
 
 use crate::args::TestArgs;
+use crate::interrupt::Stopper;
 use crate::render::{Format, Units};
 
 pub struct Printer {
@@ -52,7 +53,13 @@ fn collect(
 impl Printer {
     /// Starts printing if -D or --json-stream was given, or by default for runs over 10 s
     /// on a terminal. JSON and CSV carry the series in the report instead.
-    pub fn start(t: &TestArgs, spec: &TestSpec, format: Format, units: Units) -> Option<Printer> {
+    pub fn start(
+        t: &TestArgs,
+        spec: &TestSpec,
+        format: Format,
+        units: Units,
+        stop: Stopper,
+    ) -> Option<Printer> {
         if spec.interval_ms == 0 || matches!(format, Format::Json | Format::Csv) {
             return None;
         }
@@ -62,11 +69,9 @@ impl Printer {
             return None;
         }
         let mut lines = Lines { format, rr: spec.workload.is_transactional(), units, printed: 0 };
-        let mut out = std::io::stdout();
         let (tx, handle) = collect(spec, move |s| {
             if let Some(line) = lines.line(&s) {
-                let _ = out.write_all(line.as_bytes());
-                let _ = out.flush();
+                print_or_stop(&line, &stop);
             }
         });
         Some(Printer { tx, handle })
@@ -87,6 +92,19 @@ impl Printer {
     pub fn finish(self) {
         drop(self.tx);
         let _ = self.handle.join();
+    }
+}
+
+/// Prints an interval line; once standard output cannot take one (its reader is gone, the
+/// disk is full), stops the run through `stop`, which tells the server and keeps what was
+/// measured, and prints no more.
+pub fn print_or_stop(line: &str, stop: &Stopper) {
+    if crate::output::stdout_failed() {
+        return;
+    }
+    if let Err(f) = crate::output::stdout("an interval line", line) {
+        let why = if f.closed_pipe { "standard output was closed by its reader" } else { &f.message };
+        stop.stop(&format!("stopped: {why}"));
     }
 }
 

@@ -198,7 +198,7 @@ pub fn run(a: &LoadArgs) -> Result<i32, Error> {
     } else {
         render::load::human(&report, units)
     };
-    print(&out);
+    print("the report", &out);
     if let Some(path) = &a.plot {
         plot::load::draw(&report, path)?;
     }

@@ -4,14 +4,13 @@
 //! contract (classic tables, `-k`/`-o`/`-O` selectors, demo-mode interim lines), so harnesses
 //! built on netperf (flent) run unchanged.
 
-use std::io::Write;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use ringperf_engine::report::IntervalSample;
 use ringperf_engine::{Error, TestReport, TestSpec};
 
 use crate::render::Units;
-use crate::{args, live, netperf_titles, render, runner, test_spec};
+use crate::{args, live, netperf_titles, print, render, runner, test_spec};
 
 /// netperf's control port, where a `netserver` (or `ringperf serve -p 12865`) listens.
 pub const NETPERF_PORT: u16 = 12865;
@@ -167,10 +166,14 @@ pub fn parse(args: &[String], by_name: bool) -> Result<Call, Refusal> {
             "-4" => family6 = false,
             "-6" => family6 = true,
             "-l" => {
+                // The last -l wins, a length or a count.
                 let v = value(&mut it)?;
                 match v.trim().strip_prefix('-') {
                     Some(n) => count = Some(n.to_string()),
-                    None => globals.extend(["-l".into(), v]),
+                    None => {
+                        count = None;
+                        globals.extend(["-l".into(), v]);
+                    }
                 }
             }
             "-D" => {
@@ -306,7 +309,8 @@ pub fn parse(args: &[String], by_name: bool) -> Result<Call, Refusal> {
                 let extra: u32 = v
                     .parse()
                     .map_err(|_| usage(format!("-b {v}: give the extra requests in flight, like -b 3")))?;
-                if extra > 0 {
+                // -b 0 alone asks nothing; after -b 3 it is netperf's last word: one in flight.
+                if extra > 0 || native_args.iter().any(|a| a == "--burst") {
                     native_args.extend(["--burst".into(), extra.saturating_add(1).to_string()]);
                 }
             }
@@ -404,7 +408,43 @@ pub fn parse(args: &[String], by_name: bool) -> Result<Call, Refusal> {
             native_args.extend(extra.split_whitespace().map(String::from));
         }
     }
-    Ok(Call { native: native_args, output: out })
+    Ok(Call { native: last_wins(native_args), output: out })
+}
+
+/// `native` with each option kept only where it was last given, as netperf takes a repeated
+/// option (`-l 1 -l 2` runs 2 s), where ringperf's own parser refuses the repeat. The
+/// parser's definitions say which options take a value and which gather a list (kept whole).
+fn last_wins(native: Vec<String>) -> Vec<String> {
+    let cmd = args::command();
+    let Some(sub) = native.get(1).and_then(|n| cmd.find_subcommand(n)) else { return native };
+    // (argument id, its words) in command-line order.
+    let mut options: Vec<(Option<String>, Vec<String>)> = Vec::new();
+    let mut words = native.iter().skip(2).peekable();
+    while let Some(w) = words.next() {
+        let (name, inline) = match w.split_once('=') {
+            Some((n, _)) if w.starts_with("--") => (n, true),
+            _ => (w.as_str(), false),
+        };
+        let arg = sub.get_arguments().find(|a| match name.strip_prefix("--") {
+            Some(long) => a.get_long() == Some(long),
+            None => name.len() == 2 && name.strip_prefix('-').and_then(|s| s.chars().next()) == a.get_short(),
+        });
+        let Some(arg) = arg else {
+            options.push((None, vec![w.clone()]));
+            continue;
+        };
+        let mut group = vec![w.clone()];
+        if !inline && arg.get_action().takes_values() {
+            group.extend(words.next().cloned());
+        }
+        let gathers = matches!(arg.get_action(), clap::ArgAction::Append | clap::ArgAction::Count);
+        let id = arg.get_id().to_string();
+        if !gathers {
+            options.retain(|(o, _)| o.as_deref() != Some(id.as_str()));
+        }
+        options.push((Some(id), group));
+    }
+    native.into_iter().take(2).chain(options.into_iter().flat_map(|(_, g)| g)).collect()
 }
 
 /// The netperf test an omni test's -d (among the test-specific options in `rest`) makes
@@ -575,7 +615,7 @@ pub fn main(argv: Vec<String>) -> i32 {
     let cli = match args::parse(&call.native) {
         Ok(c) => c,
         Err(e) if !e.use_stderr() => {
-            let _ = e.print();
+            crate::print_help(&e);
             return 0;
         }
         Err(e) => {
@@ -610,10 +650,15 @@ fn run(cli: &args::Cli, out: &Output) -> Result<i32, Error> {
     }
     let runner = runner::Runner::new(t)?;
     if out.banner {
-        print(&banner(&spec, out, t.host.as_deref().unwrap_or("127.0.0.1")));
+        print("the banner", &banner(&spec, out, t.host.as_deref().unwrap_or("127.0.0.1")));
+        if crate::output::stdout_failed() {
+            // Its result could only fail to print too (the exit code says so).
+            return Ok(0);
+        }
     }
     let rr = spec.workload.is_transactional();
     let keyval_lines = matches!(out.select, Some((Style::Keyval, _)));
+    let stop = runner.stopper();
     let printer = out.demo.then(|| {
         let mut n = 0usize;
         let mut origin = None;
@@ -630,7 +675,7 @@ fn run(cli: &args::Cli, out: &Output) -> Result<i32, Error> {
                 interim_line(&s, rr, units, ending)
             };
             n += 1;
-            print(&line);
+            live::print_or_stop(&line, &stop);
         })
     });
     let confidence = crate::confidence_target(t);
@@ -638,14 +683,8 @@ fn run(cli: &args::Cli, out: &Output) -> Result<i32, Error> {
     if std::env::var("DUMP_TCP_INFO").is_ok_and(|v| v != "0" && !v.is_empty()) {
         eprint!("{}", tcp_info_lines(&report));
     }
-    print(&render(&report, out, units));
+    print("the result", &render(&report, out, units));
     Ok(runner.partial(&report).unwrap_or_else(|| crate::requirements(&report)))
-}
-
-fn print(s: &str) {
-    let mut o = std::io::stdout().lock();
-    let _ = o.write_all(s.as_bytes());
-    let _ = o.flush();
 }
 
 /// The longest a count test (negative -l) may run: netperf has no bound, every ringperf
@@ -1097,6 +1136,38 @@ mod tests {
         }
         let s = spec_from_args(&["ringperf", "-t", "TCP_STREAM", "--", "-m", "64K"]).unwrap();
         assert_eq!(s.send_size, 65536);
+    }
+
+    /// netperf takes a repeated option's last value; so does its drop-in, for global and
+    /// test-specific options, flags, and a count given after a length or before one.
+    #[test]
+    fn a_repeated_option_takes_its_last_value() {
+        let twins: [(&str, &str); 12] = [
+            ("netperf -l 1 -l 2", "ringperf stream -H 127.0.0.1 -p 12865 -l 2"),
+            ("netperf -H 127.0.0.9 -H 127.0.0.1", "ringperf stream -H 127.0.0.1 -p 12865"),
+            ("netperf -f k -f g -P 0 -P 1", "ringperf stream -H 127.0.0.1 -p 12865 -f g"),
+            ("netperf -T 0,1 -T 1,0 -l 5", "ringperf stream -H 127.0.0.1 -p 12865 -T 1,0 -l 5"),
+            ("netperf -i 3,2 -i 5,3", "ringperf stream -H 127.0.0.1 -p 12865 -i 5,3"),
+            ("netperf -D 1 -l 3 -D 2", "ringperf stream -H 127.0.0.1 -p 12865 -D 2 -l 3"),
+            ("netperf -- -m 1K -m 2K -s 64K -s 128K", "ringperf stream -H 127.0.0.1 -p 12865 -m 2K -s 128K"),
+            (
+                "netperf -- -K reno -K cubic -D -D",
+                "ringperf stream -H 127.0.0.1 -p 12865 --cc cubic --nodelay",
+            ),
+            ("netperf -t TCP_RR -- -r 1,1 -r 64,64", "ringperf rr -H 127.0.0.1 -p 12865 -r 64,64"),
+            ("netperf -t TCP_RR -- -b 3 -b 0", "ringperf rr -H 127.0.0.1 -p 12865"),
+            ("netperf -t TCP_RR -l -100 -l 2", "ringperf rr -H 127.0.0.1 -p 12865 -l 2"),
+            ("netperf -t TCP_RR -l 2 -l -100", "ringperf rr -H 127.0.0.1 -p 12865 --transactions 100 -l 600"),
+        ];
+        for (np, native) in twins {
+            let a = crate::netperf_spec(&np.split_whitespace().collect::<Vec<_>>())
+                .unwrap_or_else(|e| panic!("{np}: {e}"));
+            let b = crate::spec_from_args(&native.split_whitespace().collect::<Vec<_>>()).unwrap();
+            assert_eq!(a, b, "{np} vs {native}");
+        }
+        let c = call("netperf -f k -f g");
+        assert_eq!(c.output.units, "g", "the unit the output shows is the last -f too");
+        assert_eq!(c.native.iter().filter(|a| *a == "-f").count(), 1, "{:?}", c.native);
     }
 
     #[test]

@@ -41,7 +41,14 @@ pub fn parse(args: &[String]) -> Result<ServerCall, String> {
             "-D" => foreground = true,
             // One process serves every session already (netserver's -f: do not fork).
             "-f" => {}
-            "-p" => port = value()?,
+            "-p" => {
+                let v = value()?;
+                port = v
+                    .trim()
+                    .parse::<u16>()
+                    .map_err(|_| format!("-p {v}: not a port number: give the control port, 0 to 65535"))?
+                    .to_string();
+            }
             "-L" => {
                 let v = value()?;
                 let (addr, family) = v.split_once(',').unwrap_or((&v, ""));
@@ -152,11 +159,17 @@ pub fn main(argv: Vec<String>) -> i32 {
                 .cloned()
                 .unwrap_or_else(|| "IN(6)ADDR_ANY".into());
             // The pid is the server's own (it is no shell): what stops it is `kill PID`.
-            println!(
-                "Starting netserver with host '{host}' port '{}' (ringperf serve, pid {})",
+            let line = format!(
+                "Starting netserver with host '{host}' port '{}' (ringperf serve, pid {})\n",
                 addr.port(),
                 child.id()
             );
+            if crate::output::stdout("the start line", &line).is_err() {
+                eprintln!(
+                    "netserver: the server runs on regardless (pid {0}): stop it with 'kill {0}'",
+                    child.id()
+                );
+            }
             0
         }
         None => {
@@ -219,7 +232,10 @@ pub fn install_links(dir: &Path) -> Result<i32, ringperf_engine::Error> {
         if let Ok(meta) = std::fs::symlink_metadata(&link) {
             let ours = meta.file_type().is_symlink() && std::fs::read_link(&link).is_ok_and(|t| t == exe);
             if ours {
-                println!("{} -> {} (already there)", link.display(), exe.display());
+                crate::print(
+                    "the list of links",
+                    &format!("{} -> {} (already there)\n", link.display(), exe.display()),
+                );
                 continue;
             }
             return Err(Error::Usage(format!(
@@ -229,7 +245,7 @@ pub fn install_links(dir: &Path) -> Result<i32, ringperf_engine::Error> {
         }
         std::os::unix::fs::symlink(&exe, &link)
             .map_err(|e| Error::io(format!("making the link {}", link.display()), e))?;
-        println!("{} -> {}", link.display(), exe.display());
+        crate::print("the list of links", &format!("{} -> {}\n", link.display(), exe.display()));
     }
     Ok(0)
 }
@@ -261,5 +277,9 @@ mod tests {
             v("netserver serve -p 12865 --max-sessions-per-host 64 --bind ::")
         );
         assert!(parse(&v("netserver -Z key")).unwrap_err().contains("invalid option -- 'Z'"));
+        for bad in ["x", "65536", "-1", "12865,4"] {
+            let e = parse(&[String::from("netserver"), "-D".into(), "-p".into(), bad.into()]).unwrap_err();
+            assert!(e.contains(&format!("-p {bad}: not a port number")), "{bad}: {e}");
+        }
     }
 }

@@ -57,8 +57,9 @@ pub struct TestEntry {
     /// The test command's own flags, e.g. "-l 5 -m 64K --flows 2".
     #[serde(default)]
     pub options: String,
-    /// A list of [sender, receiver] pairs.
-    pub pairs: Option<Vec<[String; 2]>>,
+    /// A list of [sender, receiver] pairs. Read as lists and checked for two names each:
+    /// the TOML reader would fill a two-name array from the first two of a longer list.
+    pub pairs: Option<Vec<Vec<String>>>,
     /// Incast: each of `senders` into `receiver`.
     pub senders: Option<Vec<String>>,
     pub receiver: Option<String>,
@@ -69,14 +70,19 @@ pub struct TestEntry {
     pub mesh: Option<Vec<String>>,
 }
 
-/// Flags that choose hosts or keys: a plan gives those itself, per agent.
-const HOST_FLAGS: &[&str] = &["-H", "--host", "-p", "--port", "--from", "--from-port", "--psk-file"];
-/// Flags about the output of one test, which a plan renders its own way.
-const OUTPUT_FLAGS: &[&str] = &["--json", "--json-stream", "--keyval", "--csv", "--plot", "-i", "-I"];
+/// Settings (clap argument ids) that choose hosts, addresses or keys: a plan gives those
+/// itself, per agent. Checked on what clap parsed, so every spelling is caught (`-H x`,
+/// `-Hx`, `--host=x`, an abbreviation).
+const HOST_SETTINGS: &[&str] = &["host", "port", "local_bind", "from", "from_port", "psk_file"];
+/// Settings about the output of one test, which a plan renders its own way (`out` is
+/// --profile-out's files).
+const OUTPUT_SETTINGS: &[&str] =
+    &["json", "json_stream", "keyval", "csv", "plot", "iterations", "confidence", "out"];
 const WORKLOADS: &[&str] = &["stream", "rr", "crr", "udp-stream", "udp-rr", "sendfile"];
 
 pub fn run(a: &PlanArgs) -> Result<i32, Error> {
     let (agents, tests) = load(&a.file)?;
+    descriptors_for(tests.len())?;
     let stop = Interrupt::install()?;
     let report = run_plan(&agents, &tests, Some(stop.fd()))?;
     let out = if a.json {
@@ -87,10 +93,11 @@ pub fn run(a: &PlanArgs) -> Result<i32, Error> {
     } else {
         human(&report, Units::parse(&a.units))
     };
-    crate::print(&out);
+    crate::print("the plan report", &out);
     if report.partial {
         for t in report.tests.iter().filter(|t| t.error.is_some()) {
-            eprintln!("ringperf: {}: {}", t.name, t.error.as_deref().unwrap_or(""));
+            let error = t.error.as_deref().unwrap_or("");
+            eprintln!("ringperf: {}: {error}{}", t.name, key_advice(error));
         }
         eprintln!("ringperf: partial plan: the other tests' figures stand");
         return Ok(if stop.fired() { 130 } else { 3 });
@@ -98,10 +105,53 @@ pub fn run(a: &PlanArgs) -> Result<i32, Error> {
     Ok(0)
 }
 
+/// Descriptors the controller needs beyond one control connection per test.
+const SPARE_DESCRIPTORS: u64 = 64;
+
+/// Raises this process's open-file limit to what a plan of `tests` tests holds at once (a
+/// control connection each), as far as the hard limit allows; a plan that would still
+/// not fit is refused before it starts anything.
+fn descriptors_for(tests: usize) -> Result<(), Error> {
+    let need = tests as u64 + SPARE_DESCRIPTORS;
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: getrlimit writes one rlimit into `lim`, which is valid and ours.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 || lim.rlim_cur >= need {
+        return Ok(());
+    }
+    if lim.rlim_max < need {
+        return Err(Error::Usage(format!(
+            "a plan of {tests} tests holds {tests} control connections at once, and this process may open at most {} files: raise the hard limit (ulimit -Hn, or LimitNOFILE= for a service) to {need}, or split the plan",
+            lim.rlim_max
+        )));
+    }
+    lim.rlim_cur = need;
+    // SAFETY: setrlimit reads one valid rlimit; the soft limit stays within the hard one.
+    if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &lim) } != 0 {
+        return Err(Error::io("raising the open-file limit for the plan", std::io::Error::last_os_error()));
+    }
+    Ok(())
+}
+
+/// A key error's advice in a plan's words: the engine's names --psk-file, which a plan
+/// spells `key_file`.
+fn key_advice(error: &str) -> &'static str {
+    if error.contains("--psk-file") {
+        " (in a plan: the agent's key_file, or RINGPERF_PSK)"
+    } else {
+        ""
+    }
+}
+
 /// Reads and checks the whole plan: every name, option and key, before anything starts.
 pub fn load(path: &Path) -> Result<(Vec<Agent>, Vec<PlannedTest>), Error> {
     let text = ringperf_engine::input::read_text(path, ringperf_engine::input::PLAN)?;
-    let file: PlanFile = toml::from_str(&text).map_err(|e| {
+    parse(&text, path)
+}
+
+/// The plan in `text`, read from `path` (which names it in errors; its folder is where
+/// relative key files are): every name, option and key checked.
+pub fn parse(text: &str, path: &Path) -> Result<(Vec<Agent>, Vec<PlannedTest>), Error> {
+    let file: PlanFile = toml::from_str(text).map_err(|e| {
         Error::Usage(format!(
             "{}: {}",
             path.display(),
@@ -125,9 +175,10 @@ pub fn plan(file: &PlanFile, dir: &Path) -> Result<(Vec<Agent>, Vec<PlannedTest>
         if index.insert(a.name.clone(), agents.len()).is_some() {
             return Err(Error::Usage(format!("agent {} is listed twice: list each agent once", a.name)));
         }
+        // Like every client: the agent's key_file, else RINGPERF_PSK.
         let psk = match &a.key_file {
             Some(f) => Some(Psk::from_file(&dir.join(f))?),
-            None => None,
+            None => crate::psk_from(None)?,
         };
         let data_host = a.data_address.clone().unwrap_or_else(|| a.address.clone());
         agents.push(Agent { name: a.name.clone(), host: a.address.clone(), port: a.port, data_host, psk });
@@ -174,7 +225,16 @@ fn pairs_of(t: &TestEntry, group: &str) -> Result<Vec<(String, String)>, Error> 
     }
     let missing = |what: &str| Error::Usage(format!("{group}: {what} is missing"));
     Ok(if let Some(p) = &t.pairs {
-        p.iter().map(|[a, b]| (a.clone(), b.clone())).collect()
+        let mut out = Vec::with_capacity(p.len());
+        for pair in p {
+            let [a, b] = pair.as_slice() else {
+                return Err(Error::Usage(format!(
+                    "{group}: pairs: {pair:?} is not a pair: give each as [\"sender\", \"receiver\"]"
+                )));
+            };
+            out.push((a.clone(), b.clone()));
+        }
+        out
     } else if t.senders.is_some() || t.receiver.is_some() {
         let r = t.receiver.clone().ok_or_else(|| missing("receiver"))?;
         t.senders.clone().ok_or_else(|| missing("senders"))?.into_iter().map(|s| (s, r.clone())).collect()
@@ -203,21 +263,9 @@ fn spec_of(t: &TestEntry, group: &str) -> Result<TestSpec, Error> {
         )));
     }
     let options: Vec<&str> = t.options.split_whitespace().collect();
-    for o in &options {
-        let flag = o.split('=').next().unwrap_or(o);
-        if HOST_FLAGS.contains(&flag) {
-            return Err(Error::Usage(format!(
-                "{group}: {flag} in options: a plan names its hosts and keys under [[agent]]"
-            )));
-        }
-        if OUTPUT_FLAGS.contains(&flag) {
-            return Err(Error::Usage(format!(
-                "{group}: {flag} in options: a plan runs each test once and renders one report (give --json to `ringperf plan`)"
-            )));
-        }
-    }
     let mut argv = vec!["ringperf".to_string(), t.workload.clone()];
     argv.extend(options.iter().map(|s| s.to_string()));
+    refuse_settings(&argv, group)?;
     let cli =
         args::parse(&argv).map_err(|e| Error::Usage(format!("{group}: {}", crate::one_line(&e, &argv))))?;
     let spec = crate::test_spec(&cli.command).map_err(|e| match e {
@@ -232,6 +280,44 @@ fn spec_of(t: &TestEntry, group: &str) -> Result<TestSpec, Error> {
         )));
     }
     Ok(spec)
+}
+
+/// Refuses options that set what a plan decides itself (see [`HOST_SETTINGS`] and
+/// [`OUTPUT_SETTINGS`]), whichever way they were spelled. The rest of `argv` is checked
+/// after, by the parser itself: here a rule such as --from's need of -H must not speak first.
+fn refuse_settings(argv: &[String], group: &str) -> Result<(), Error> {
+    use clap::parser::ValueSource;
+    let cmd = args::command();
+    let Ok(matches) = cmd.clone().ignore_errors(true).try_get_matches_from(argv) else { return Ok(()) };
+    let (Some((name, m)), Some(sub)) =
+        (matches.subcommand(), argv.get(1).and_then(|n| cmd.find_subcommand(n)))
+    else {
+        return Ok(());
+    };
+    let given = |id: &str| {
+        sub.get_arguments().any(|a| a.get_id() == id) && m.value_source(id) == Some(ValueSource::CommandLine)
+    };
+    for (ids, why) in [
+        (HOST_SETTINGS, "a plan names its hosts and keys under [[agent]]"),
+        (
+            OUTPUT_SETTINGS,
+            "a plan runs each test once and renders one report (give --json to `ringperf plan`)",
+        ),
+    ] {
+        if let Some(id) = ids.iter().find(|id| given(id)) {
+            let flag = sub.get_arguments().find(|a| a.get_id() == *id).map_or_else(
+                || id.to_string(),
+                |a| match (a.get_long(), a.get_short()) {
+                    (Some(l), Some(s)) => format!("-{s}/--{l}"),
+                    (Some(l), None) => format!("--{l}"),
+                    (None, Some(s)) => format!("-{s}"),
+                    (None, None) => id.to_string(),
+                },
+            );
+            return Err(Error::Usage(format!("{group}: {flag} in the {name} options: {why}")));
+        }
+    }
+    Ok(())
 }
 
 /// The table: a row per test, then each host, then the aggregates.
@@ -358,15 +444,65 @@ mod tests {
         assert!(err(&format!("{w}receiver = \"d\"")).contains("senders is missing"));
         assert!(err(&format!("{w}pairs = [[\"a\", \"a\"]]")).contains("needs two agents"));
         assert!(err("[[test]]\nworkload = \"ping\"\npairs = [[\"a\", \"b\"]]").contains("not one of"));
-        for flag in ["-H 192.0.2.9", "--from x", "--psk-file k", "-p 1", "--json", "-i 3,2"] {
+        // By meaning, not by token: every spelling clap takes is refused alike.
+        for flag in [
+            "-H 192.0.2.9",
+            "-H127.0.0.3",
+            "--host=127.0.0.3",
+            "--from x",
+            "--psk-file k",
+            "-p 1",
+            "-p41005",
+            "--port=12866",
+            "-L 127.0.0.1",
+            "-L127.0.0.1",
+            "--from-port 2",
+            "--json",
+            "--json-stream",
+            "--keyval",
+            "--csv",
+            "--plot x.svg",
+            "-i 3,2",
+            "-i3",
+            "-I99,5",
+            "-I 99,5",
+            "--profile-out p",
+            "--profile-out=p",
+        ] {
             let m = err(&format!(
                 "[[test]]\nworkload = \"stream\"\noptions = \"{flag}\"\npairs = [[\"a\", \"b\"]]"
             ));
-            assert!(m.contains("in options"), "{flag}: {m}");
+            assert!(m.contains("in the stream options: a plan"), "{flag}: {m}");
         }
+        let m = err("[[test]]\nworkload = \"rr\"\noptions = \"-l 1 -r 1,1 -Hx\"\npairs = [[\"a\", \"b\"]]");
+        assert!(m.contains("-H/--host in the rr options"), "{m}");
         let unknown =
             "[[test]]\nworkload = \"stream\"\noptions = \"--no-such-flag\"\npairs = [[\"a\", \"b\"]]";
         assert!(err(unknown).starts_with("test1: "), "the group is named");
+    }
+
+    /// Each setting the refusal checks is an argument of every workload's command, so a
+    /// renamed flag cannot slip past it unchecked.
+    #[test]
+    fn every_refused_setting_is_a_real_argument() {
+        let cmd = args::command();
+        for w in WORKLOADS {
+            let sub = cmd.find_subcommand(w).unwrap_or_else(|| panic!("no {w} command"));
+            for id in HOST_SETTINGS.iter().chain(OUTPUT_SETTINGS) {
+                assert!(sub.get_arguments().any(|a| a.get_id() == *id), "{w} has no argument '{id}'");
+            }
+        }
+    }
+
+    #[test]
+    fn a_pair_is_two_names() {
+        let w = "[[test]]\nworkload = \"stream\"\n";
+        for bad in ["[[\"a\", \"b\", \"c\"]]", "[[\"a\", \"b\"], [\"a\"]]", "[[]]"] {
+            match pairs(&format!("{w}pairs = {bad}")) {
+                Err(Error::Usage(m)) => assert!(m.contains("is not a pair"), "{bad}: {m}"),
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
     }
 
     #[test]
@@ -375,5 +511,281 @@ mod tests {
         let direct =
             crate::spec_from_args(&["ringperf", "rr", "-l", "3", "-r", "64,128", "--flows", "2"]).unwrap();
         assert_eq!(t[0].spec, direct);
+    }
+
+    /// The plan parser on what a user or a mangled file can give it: never a panic, always
+    /// a plan or a usage error; and a plan written out from its parts reads back as them.
+    /// Bounded case counts keep it to a few seconds.
+    mod properties {
+        use super::*;
+        use proptest::prelude::*;
+
+        /// A folder with nothing in it: a key_file the generators make names no file.
+        fn empty_dir() -> std::path::PathBuf {
+            let d = std::env::temp_dir().join(format!("ringperf-plan-props-{}", std::process::id()));
+            let _ = std::fs::create_dir_all(&d);
+            d.join("plan.toml")
+        }
+
+        fn parses_or_refuses(text: &str) -> Result<(), TestCaseError> {
+            match parse(text, &empty_dir()) {
+                Ok(_) | Err(Error::Usage(_)) => Ok(()),
+                Err(e) => Err(TestCaseError::fail(format!("not a usage error: {e:?}"))),
+            }
+        }
+
+        /// A value of every TOML kind, the plan's own among them.
+        fn toml_value() -> impl Strategy<Value = String> {
+            prop_oneof![
+                "\"[a-d]\"",
+                "\"[a-z0-9 .:-]{0,12}\"",
+                "-?[0-9]{1,12}",
+                Just("true".to_string()),
+                "\\[(\"[a-d]\", ?){0,4}\\]",
+                "\\[(\\[(\"[a-d]\",? ?){0,3}\\],? ?){0,3}\\]",
+                "\"(stream|rr|crr|udp-stream|udp-rr|sendfile|ping)\"",
+                "\"(-l 0.1|-m 1K|-H ?x|-p1|--json|-i3|-r 1,1|--flows 2|-L 1.2.3.4|--nope|-b 1g)( -l 1)?\"",
+                "[^\n]{0,10}",
+            ]
+        }
+
+        /// A value for `key`: mostly of the kind the plan expects there, else any.
+        fn value_for(key: &'static str) -> BoxedStrategy<String> {
+            let typed: BoxedStrategy<String> = match key {
+                "port" => "[0-9]{1,6}".boxed(),
+                "pairs" => "\\[(\\[(\"[a-d]\", ){0,3}\\], ){0,3}\\]".boxed(),
+                "senders" | "receivers" | "mesh" => "\\[(\"[a-d]\", ){0,4}\\]".boxed(),
+                "workload" => "\"(stream|rr|crr|udp-stream|udp-rr|sendfile|ping)\"".boxed(),
+                "options" => {
+                    "\"(-l 0.1|-m 1K|-H ?x|-p1|--json|-i3|-r 1,1|--flows 2|-L 1.2.3.4|--nope|-b 1g)( -l 1)?\""
+                        .boxed()
+                }
+                "name" | "receiver" | "sender" => "\"[a-d]\"".boxed(),
+                _ => "\"[a-z0-9 .:-]{0,12}\"".boxed(),
+            };
+            prop_oneof![15 => typed, 1 => toml_value()].boxed()
+        }
+
+        /// TOML of the plan's shape: tables of its kinds and others, each with keys of its
+        /// own kind, the other kind's and unknown ones, with values of every kind.
+        fn toml_plan() -> impl Strategy<Value = String> {
+            fn keys(own: &'static [&'static str]) -> impl Strategy<Value = &'static str> {
+                let any = prop_oneof![
+                    Just("name"),
+                    Just("address"),
+                    Just("port"),
+                    Just("data_address"),
+                    Just("key_file"),
+                    Just("workload"),
+                    Just("options"),
+                    Just("pairs"),
+                    Just("senders"),
+                    Just("receiver"),
+                    Just("sender"),
+                    Just("receivers"),
+                    Just("mesh"),
+                    Just("other"),
+                ];
+                prop_oneof![6 => proptest::sample::select(own), 1 => any]
+            }
+            const AGENT: &[&str] = &["name", "address", "port", "data_address", "key_file"];
+            const TEST: &[&str] = &[
+                "name",
+                "workload",
+                "options",
+                "pairs",
+                "senders",
+                "receiver",
+                "sender",
+                "receivers",
+                "mesh",
+            ];
+            let lines = |own| {
+                proptest::collection::vec(
+                    keys(own).prop_flat_map(|k| value_for(k).prop_map(move |v| (k, v))),
+                    0..7,
+                )
+            };
+            // Mostly with the keys a table needs first, so that many reach the plan's checks.
+            let needed = |first: &'static [&'static str]| {
+                proptest::sample::subsequence(first, 0..=first.len()).prop_flat_map(|ks| {
+                    let fixed: Vec<BoxedStrategy<(&'static str, String)>> =
+                        ks.into_iter().map(|k| value_for(k).prop_map(move |v| (k, v)).boxed()).collect();
+                    fixed
+                })
+            };
+            let with = |h: &'static str, first: &'static [&'static str], own: &'static [&'static str]| {
+                (needed(first), lines(own)).prop_map(move |(mut a, b)| {
+                    a.extend(b);
+                    (h.to_string(), a)
+                })
+            };
+            let table = prop_oneof![
+                4 => with("[[agent]]", &["name", "address"], AGENT),
+                4 => with("[[test]]", &["workload", "pairs"], TEST),
+                2 => with("[[test]]", &["workload", "mesh"], TEST),
+                1 => ("\\[[a-z\\[\\]]{0,8}\\]?", lines(TEST)),
+            ]
+            .prop_map(|(h, kv)| {
+                // A key twice in a table is a TOML error every time: keep the first.
+                let mut seen = std::collections::HashSet::new();
+                let body: Vec<String> = kv
+                    .into_iter()
+                    .filter(|(k, _)| seen.insert(*k))
+                    .map(|(k, v)| format!("{k} = {v}"))
+                    .collect();
+                format!("{h}\n{}\n", body.join("\n"))
+            });
+            proptest::collection::vec(table, 0..7).prop_map(|t| t.concat())
+        }
+
+        /// A valid plan: agents with unique names, and tests of each shape over them.
+        #[derive(Debug, Clone)]
+        struct Written {
+            agents: Vec<(String, String, u16)>,
+            tests: Vec<(String, String, Shape)>,
+        }
+
+        #[derive(Debug, Clone)]
+        enum Shape {
+            Pairs(Vec<(usize, usize)>),
+            Incast(Vec<usize>, usize),
+            OneToMany(usize, Vec<usize>),
+            Mesh(Vec<usize>),
+        }
+
+        fn written() -> impl Strategy<Value = Written> {
+            (2usize..6)
+                .prop_flat_map(|n| {
+                    let agents = proptest::collection::vec((any::<[u8; 2]>(), 1u16..), n).prop_map(|v| {
+                        v.into_iter()
+                            .enumerate()
+                            .map(|(i, (ip, port))| {
+                                (format!("h{i}"), format!("198.18.{}.{}", ip[0], ip[1]), port)
+                            })
+                            .collect::<Vec<_>>()
+                    });
+                    let pair = (0..n, 1..n).prop_map(move |(a, d)| (a, (a + d) % n));
+                    let others = move |k| {
+                        proptest::collection::btree_set(0..n, 1..n)
+                            .prop_map(move |s| s.into_iter().filter(|&x| x != k).collect::<Vec<_>>())
+                    };
+                    let shape = prop_oneof![
+                        proptest::collection::vec(pair, 1..4).prop_map(Shape::Pairs),
+                        (0..n).prop_flat_map(move |r| others(r).prop_map(move |s| Shape::Incast(s, r))),
+                        (0..n).prop_flat_map(move |s| others(s).prop_map(move |r| Shape::OneToMany(s, r))),
+                        proptest::collection::btree_set(0..n, 2..=n)
+                            .prop_map(|s| Shape::Mesh(s.into_iter().collect())),
+                    ];
+                    let test = (
+                        prop_oneof![Just("stream"), Just("rr"), Just("crr"), Just("udp-rr")]
+                            .prop_map(String::from),
+                        prop_oneof![Just(""), Just("-l 0.5"), Just("-l 2 --flows 2"), Just("-l 1 -b 10m")]
+                            .prop_map(String::from),
+                        shape,
+                    );
+                    (agents, proptest::collection::vec(test, 1..4))
+                        .prop_map(|(agents, tests)| Written { agents, tests })
+                })
+                .prop_filter("a shape with a test in it", |w| {
+                    w.tests.iter().all(|(_, _, s)| match s {
+                        Shape::Incast(v, _) | Shape::OneToMany(_, v) => !v.is_empty(),
+                        _ => true,
+                    })
+                })
+        }
+
+        fn names(w: &Written, ix: &[usize]) -> String {
+            let q: Vec<String> = ix.iter().map(|&i| format!("\"{}\"", w.agents[i].0)).collect();
+            format!("[{}]", q.join(", "))
+        }
+
+        /// `w` as a plan file.
+        fn text(w: &Written) -> String {
+            let mut t = String::new();
+            for (name, address, port) in &w.agents {
+                t.push_str(&format!(
+                    "[[agent]]\nname = \"{name}\"\naddress = \"{address}\"\nport = {port}\n\n"
+                ));
+            }
+            for (workload, options, shape) in &w.tests {
+                t.push_str(&format!("[[test]]\nworkload = \"{workload}\"\noptions = \"{options}\"\n"));
+                match shape {
+                    Shape::Pairs(p) => {
+                        let p: Vec<String> = p.iter().map(|&(a, b)| names(w, &[a, b])).collect();
+                        t.push_str(&format!("pairs = [{}]\n", p.join(", ")));
+                    }
+                    Shape::Incast(s, r) => {
+                        t.push_str(&format!("senders = {}\nreceiver = \"{}\"\n", names(w, s), w.agents[*r].0))
+                    }
+                    Shape::OneToMany(s, r) => {
+                        t.push_str(&format!("sender = \"{}\"\nreceivers = {}\n", w.agents[*s].0, names(w, r)))
+                    }
+                    Shape::Mesh(m) => t.push_str(&format!("mesh = {}\n", names(w, m))),
+                }
+                t.push('\n');
+            }
+            t
+        }
+
+        /// The (sender, receiver) pairs `w`'s tests expand to, in order.
+        fn expected_pairs(w: &Written) -> Vec<(usize, usize)> {
+            let mut out = Vec::new();
+            for (_, _, shape) in &w.tests {
+                match shape {
+                    Shape::Pairs(p) => out.extend(p.iter().copied()),
+                    Shape::Incast(s, r) => out.extend(s.iter().map(|&x| (x, *r))),
+                    Shape::OneToMany(s, r) => out.extend(r.iter().map(|&x| (*s, x))),
+                    Shape::Mesh(m) => {
+                        for &a in m {
+                            out.extend(m.iter().filter(|&&b| b != a).map(|&b| (a, b)));
+                        }
+                    }
+                }
+            }
+            out
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig { cases: 200, failure_persistence: None, ..ProptestConfig::default() })]
+
+            #[test]
+            fn arbitrary_bytes_parse_or_are_refused(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+                if let Ok(text) = std::str::from_utf8(&bytes) {
+                    parses_or_refuses(text)?;
+                }
+                parses_or_refuses(&String::from_utf8_lossy(&bytes))?;
+            }
+
+            #[test]
+            fn toml_shaped_input_parses_or_is_refused(text in toml_plan()) {
+                parses_or_refuses(&text)?;
+            }
+
+            #[test]
+            fn a_valid_plan_reads_back_as_written(w in written()) {
+                let (agents, tests) = parse(&text(&w), &empty_dir())
+                    .map_err(|e| TestCaseError::fail(format!("{e}\n{}", text(&w))))?;
+                let read: Vec<(String, String, u16)> =
+                    agents.iter().map(|a| (a.name.clone(), a.host.clone(), a.port)).collect();
+                prop_assert_eq!(&read, &w.agents);
+                prop_assert!(agents.iter().all(|a| a.data_host == a.host));
+                let pairs: Vec<(usize, usize)> = tests.iter().map(|t| (t.from, t.to)).collect();
+                prop_assert_eq!(pairs, expected_pairs(&w));
+                // Each test of a group carries the spec its options make on the command line.
+                let mut at = 0;
+                for t in &w.tests {
+                    let (workload, options, _) = t;
+                    let mut argv = vec!["ringperf", workload.as_str()];
+                    argv.extend(options.split_whitespace());
+                    let spec = crate::spec_from_args(&argv).map_err(TestCaseError::fail)?;
+                    let count = expected_pairs(&Written { agents: w.agents.clone(), tests: vec![t.clone()] }).len();
+                    for planned in &tests[at..at + count] {
+                        prop_assert_eq!(&planned.spec, &spec, "{} {}", workload, options);
+                    }
+                    at += count;
+                }
+            }
+        }
     }
 }

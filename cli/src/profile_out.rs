@@ -4,26 +4,27 @@
 use std::path::{Path, PathBuf};
 
 use ringperf_engine::report::SideReport;
-use ringperf_engine::{Error, TestReport};
+use ringperf_engine::TestReport;
 
 /// Writes the folded stacks each side sent; a side without them (no profile, or the
-/// kernel refused) gets no file and a line on stderr that says why.
-pub fn write(report: &TestReport, prefix: &Path) -> Result<Vec<PathBuf>, Error> {
+/// kernel refused) gets no file and a line on stderr that says why. Returns the files written.
+pub fn write(report: &TestReport, prefix: &Path) -> Vec<PathBuf> {
     let mut written = Vec::new();
     for (name, side) in [("local", Some(&report.local)), ("remote", report.remote.as_ref())] {
         let path = side_path(prefix, name);
         match side.map(folded) {
+            // A file that cannot be written is said and decides the exit code (see
+            // output); the other side's is still written.
             Some(Ok(text)) => {
-                std::fs::write(&path, text).map_err(|e| {
-                    Error::io(format!("writing {}: check --profile-out's directory", path.display()), e)
-                })?;
-                written.push(path);
+                if crate::output::file(&path, &format!("the {name} side's folded stacks"), text).is_ok() {
+                    written.push(path);
+                }
             }
             Some(Err(why)) => eprintln!("ringperf: no {}: {why}", path.display()),
             None => eprintln!("ringperf: no {}: the {name} side never reported", path.display()),
         }
     }
-    Ok(written)
+    written
 }
 
 /// A side's folded stacks, or why it has none.

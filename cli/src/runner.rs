@@ -8,7 +8,7 @@ use ringperf_engine::measure::confidence::ConfidenceTarget;
 use ringperf_engine::{run_iterations, Error, RunOptions, TestReport, TestSpec};
 
 use crate::args::TestArgs;
-use crate::interrupt::Interrupt;
+use crate::interrupt::{Interrupt, Stopper};
 use crate::{client_psk, live, render, target};
 
 /// How a run shows progress while it goes.
@@ -42,7 +42,7 @@ impl Runner {
         Ok(Runner { stop, psk: client_psk(t)?, units: render::Units::parse(&t.units) })
     }
 
-    /// True once Ctrl-C (or SIGTERM) came.
+    /// True once Ctrl-C (or SIGTERM, or SIGHUP) came.
     pub fn stopped(&self) -> bool {
         self.stop.fired()
     }
@@ -64,9 +64,10 @@ impl Runner {
                 quiet = true;
                 (printer, String::new())
             }
-            Progress::Test(format, t) => {
-                (live::Printer::start(t, spec, format, self.units), live::heading(spec, t.host.as_deref()))
-            }
+            Progress::Test(format, t) => (
+                live::Printer::start(t, spec, format, self.units, self.stop.stopper()),
+                live::heading(spec, t.host.as_deref()),
+            ),
         };
         // Interval lines are progress already; without them a terminal gets a status line.
         let status =
@@ -109,7 +110,16 @@ impl Runner {
         }
         let mut report = result?;
         report.server = render::socket_addr(&report.server);
+        // The engine says Ctrl-C for whatever came on the interrupt pipe.
+        if let (true, Some(why)) = (report.partial, self.stop.stopped_because()) {
+            report.partial_reason = Some(why);
+        }
         Ok(report)
+    }
+
+    /// Stops the current run as Ctrl-C does (see [`Stopper`]).
+    pub fn stopper(&self) -> Stopper {
+        self.stop.stopper()
     }
 
     /// For a partial report: says why on stderr and returns the exit code (130 after

@@ -1,20 +1,21 @@
 //! `ringperf serve`: binds (both address families by default), logs server events to
-//! stderr with a timestamp, stops on SIGINT or SIGTERM once the sessions in progress end,
-//! and at once on a second signal.
+//! stderr with a timestamp, and stops on SIGINT, SIGTERM or SIGHUP (unless ignored, as
+//! under `nohup`), saying which: once the sessions in progress end, or when its grace is
+//! over (cutting those still running), and at once on a second signal.
 
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use ringperf_engine::control::auth::{Endpoint, Psk};
 use ringperf_engine::control::limits::{default_total_memory, Limits};
-use ringperf_engine::control::text::one_line;
+use ringperf_engine::control::text::{one_line, peer_text};
 use ringperf_engine::payload::PayloadFiles;
 use ringperf_engine::spec::{MAX_DURATION_MS, MAX_FLOWS};
 use ringperf_engine::units::format_bytes;
 use ringperf_engine::{Error, Server, ServerConfig, ServerEvent};
-use signal_hook::consts::{SIGINT, SIGTERM};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::flag;
 
 use crate::args::ServeArgs;
@@ -89,14 +90,18 @@ pub fn run(a: &ServeArgs) -> Result<i32, Error> {
     let server = server.with_config(config);
 
     let stop = Arc::new(AtomicBool::new(false));
-    for sig in [SIGINT, SIGTERM] {
+    // The signal that stopped the server, for the log.
+    let which = Arc::new(AtomicUsize::new(0));
+    STOP_ON_LOG_FAILURE.get_or_init(|| stop.clone());
+    for sig in crate::interrupt::stop_signals() {
         let fail = |e| Error::io("installing a signal handler", e);
         // Registered first, so it sees the flag before this signal sets it: the second
         // signal ends the process at once, sessions or not.
         flag::register_conditional_shutdown(sig, STOPPED_NOW, stop.clone()).map_err(fail)?;
+        flag::register_usize(sig, which.clone(), sig as usize).map_err(fail)?;
         flag::register(sig, stop.clone()).map_err(fail)?;
     }
-    server.serve(&stop, Arc::new(log))?;
+    server.serve(&stop, Arc::new(move |e| log(e, which.load(Ordering::SeqCst))))?;
     Ok(0)
 }
 
@@ -121,19 +126,43 @@ fn public_endpoints(given: &[String]) -> Result<Vec<Endpoint>, Error> {
     Ok(all)
 }
 
-/// One log line: a timestamp, then `line` kept to one line.
-fn say(line: &str) {
-    // The engine escapes what a peer sent; this keeps any line to one line regardless.
-    eprintln!("{} ringperf serve: {}", timestamp(SystemTime::now()), one_line(line));
+/// The name of a stop signal, for the log.
+fn signal_name(sig: usize) -> &'static str {
+    match sig as i32 {
+        SIGINT => "SIGINT (Ctrl-C)",
+        SIGTERM => "SIGTERM",
+        SIGHUP => "SIGHUP",
+        _ => "a signal",
+    }
 }
 
-fn log(e: ServerEvent) {
+/// One log line: a timestamp, then `line` kept to one line.
+/// Set once serving: a log line that cannot be written stops the server through it.
+static STOP_ON_LOG_FAILURE: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
+/// One log line: a timestamp, then `line` kept to one line. A server whose log cannot be
+/// written (its reader gone, a full disk) would go on serving with no record of who it
+/// served and whom it refused: it stops instead, as on SIGTERM (the sessions running end
+/// first), and its exit code says so (see crate::output).
+fn say(line: &str) {
+    // The engine escapes what a peer sent; this keeps any line to one line regardless.
+    let line = format!("{} ringperf serve: {}\n", timestamp(SystemTime::now()), one_line(line));
+    if crate::output::log(&line).is_err() {
+        if let Some(stop) = STOP_ON_LOG_FAILURE.get() {
+            stop.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Logs `e`; `signal`: the signal that stopped the server (0: none yet).
+fn log(e: ServerEvent, signal: usize) {
     say(&match e {
         ServerEvent::Listening { addr } => format!("listening on {addr}"),
         ServerEvent::SessionStarted { peer } => format!("{peer}: session started"),
-        ServerEvent::TestAccepted { peer, test, memory, in_use, budget, running } => format!(
-            "{peer}: {test} accepted: {} of payload memory reserved ({} of {} in use by {running} running tests)",
+        ServerEvent::TestAccepted { peer, test, client_side, memory, in_use, budget, running } => format!(
+            "{peer}: {test} accepted: {} of payload memory reserved{} ({} of {} in use by {running} running tests)",
             format_bytes(memory),
+            if client_side { " for its client side" } else { "" },
             format_bytes(in_use),
             format_bytes(budget)
         ),
@@ -150,11 +179,30 @@ fn log(e: ServerEvent) {
             "{peer}: {test} stopped by the client ({bytes} bytes, {transactions} transactions until then)"
         ),
         ServerEvent::SessionFailed { peer, error } => format!("{peer}: session failed: {error}"),
+        ServerEvent::ForeignDatagrams { peer, datagrams, first } => format!(
+            "{peer}: dropped {datagrams} datagrams sent to this session's UDP ports from other addresses than {}, the control connection's (the first from {}): a hello claiming another host's address, or a NAT mapping UDP elsewhere",
+            peer.ip().to_canonical(),
+            peer_text(&first.to_string())
+        ),
         ServerEvent::Rejected { peer, reason } => format!("{peer}: rejected: {reason}"),
-        ServerEvent::Stopping { sessions: 0 } => "stopping".to_string(),
-        ServerEvent::Stopping { sessions } => {
-            format!("stopping: waiting for {sessions} session(s) to end; press Ctrl-C again to stop now")
-        }
+        ServerEvent::Stopping { sessions: 0, .. } => format!("stopping on {}", signal_name(signal)),
+        ServerEvent::Stopping { sessions, grace } => format!(
+            "stopping on {}: waiting up to {} s for {sessions} session(s) to end, then cutting them; press Ctrl-C again (or send the signal again) to stop now",
+            signal_name(signal),
+            grace.as_secs()
+        ),
+        ServerEvent::SessionCut { peer, test, stopping } => format!(
+            "{peer}: {} cut: {}; its connections are closed",
+            test.unwrap_or("session"),
+            if stopping {
+                "still running at the end of the stopping server's grace"
+            } else {
+                "stopped making progress: still running past its deadline (its test's length plus the peer grace)"
+            }
+        ),
+        ServerEvent::Stopped { unfinished } => format!(
+            "stopped: {unfinished} session(s) did not end even once cut (blocked outside their sockets); exiting without them"
+        ),
     });
 }
 

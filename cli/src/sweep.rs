@@ -14,7 +14,7 @@ use ringperf_engine::{Error, TestReport, TestSpec};
 
 use crate::args::{sweep_lists, Command, SweepOutArgs, SweepWorkload, TestArgs};
 use crate::runner::{Progress, Runner};
-use crate::{confidence_target, one_line, plot, print, render, requirements};
+use crate::{confidence_target, one_line, output, plot, print, render, requirements};
 
 /// One point's parameters, in command-line order: (name, value as typed).
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -197,7 +197,7 @@ pub fn main(argv: Vec<String>) -> i32 {
         match parse_point(point, &line) {
             Ok(p) => parsed.push(p),
             Err(e) if !e.use_stderr() => {
-                let _ = e.print();
+                crate::print_help(&e);
                 return 0;
             }
             Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
@@ -278,20 +278,26 @@ fn run(points: &[Parsed]) -> Result<i32, Error> {
         if stopped.is_none() && runner.stopped() {
             stopped = Some(stopped_reason(n + 1, points.len(), false));
         }
-        if let Some(path) = &out.output {
-            write(path, &json(&entries, stopped.as_deref()))?;
+        // A file is rewritten after every point, so an interrupted sweep keeps what it
+        // measured; a device or a FIFO is a stream, and gets the whole once, below.
+        if let Some(path) = out.output.as_ref().filter(|p| output::replaces(p)) {
+            let _ = output::file(path, "the sweep's JSON", &json(&entries, stopped.as_deref()));
         }
         if stopped.is_some() {
             break;
         }
     }
+    if let Some(path) = out.output.as_ref().filter(|p| !output::replaces(p)) {
+        let _ = output::file(path, "the sweep's JSON", &json(&entries, stopped.as_deref()));
+    }
     if test.json {
-        print(&json(&entries, stopped.as_deref()));
+        print("the sweep's JSON", &json(&entries, stopped.as_deref()));
     } else {
-        print(&render::sweep::render(&entries, units, test.banner == 1, figure));
+        let mut table = render::sweep::render(&entries, units, test.banner == 1, figure);
         if let Some(why) = &stopped {
-            print(&format!("PARTIAL SWEEP: {why}.\n"));
+            table.push_str(&format!("PARTIAL SWEEP: {why}.\n"));
         }
+        print("the sweep's table", &table);
     }
     if let Some(path) = &first.plot {
         plot::sweep::draw(&entries, &out.chart, path)?;
@@ -337,19 +343,6 @@ pub fn json(entries: &[Entry], stopped: Option<&str>) -> String {
     .expect("sweep entries serialize");
     s.push('\n');
     s
-}
-
-/// Writes the file beside itself and renames it into place, so a reader (or a Ctrl-C)
-/// never meets half a JSON document.
-fn write(path: &std::path::Path, text: &str) -> Result<(), Error> {
-    let fail = |e: std::io::Error| {
-        Error::Usage(format!("cannot write '{}': {e}: give a writable path", path.display()))
-    };
-    let mut name = path.file_name().unwrap_or_default().to_os_string();
-    name.push(".partial-write");
-    let tmp = path.with_file_name(name);
-    std::fs::write(&tmp, text).map_err(fail)?;
-    std::fs::rename(&tmp, path).map_err(fail)
 }
 
 #[cfg(test)]

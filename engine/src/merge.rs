@@ -74,6 +74,7 @@ pub fn udp(all: Vec<Option<&UdpReport>>, nflows: usize, busy_us: f64) -> Option<
         o.late += r.late;
         o.sequence_span += r.sequence_span;
         o.stray += r.stray;
+        o.foreign_datagrams += r.foreign_datagrams;
         o.timeouts += r.timeouts;
         o.retransmissions += r.retransmissions;
         o.stale_responses += r.stale_responses;

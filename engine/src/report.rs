@@ -588,6 +588,10 @@ pub struct UdpReport {
     /// Receiver: times the provided-buffer ring ran dry (the kernel drops meanwhile).
     #[serde(default)]
     pub no_buffers: u64,
+    /// Server: datagrams its UDP ports received during the handshake from other addresses
+    /// than the control connection's, dropped (see `net::udp`). Absent from older reports.
+    #[serde(default)]
+    pub foreign_datagrams: u64,
     /// udp-rr: transactions whose response did not arrive within --timeout-us.
     pub timeouts: u64,
     /// udp-rr: requests sent again after a timeout.

@@ -455,6 +455,32 @@ impl Ring {
         self.counters.cqes += out.len() as u64;
     }
 
+    /// Takes back everything in flight once a run is over: submits what is still queued,
+    /// cancels every operation (IORING_REGISTER_SYNC_CANCEL, which returns once each has
+    /// completed, or after `bound`), runs their task work and reaps every completion into
+    /// `out`. Afterwards no operation the ring was given runs any more, so the caller knows
+    /// for each of its descriptors whether a Close ran. `false` if some operation ignored
+    /// the cancel for `bound` (Linux 6.0: before it, also `false`).
+    pub fn cancel_everything(&mut self, bound: std::time::Duration, out: &mut Vec<Completion>) -> bool {
+        // An unfinished chain goes in as it is: the kernel ends a chain at the batch's end.
+        self.open_chain = 0;
+        if !self.held.is_empty() && self.publish_held().is_err() {
+            self.held.clear();
+        }
+        let _ = self.enter_with(0, 0);
+        let cancelled =
+            self.ring.submitter().register_sync_cancel(Some(bound.into()), types::CancelBuilder::any());
+        let all = match cancelled {
+            Ok(()) => true,
+            // Nothing was in flight.
+            Err(e) => e.raw_os_error() == Some(libc::ENOENT),
+        };
+        // Deferred task work (the completions' own) runs only inside an enter.
+        let _ = self.enter_with(0, 0);
+        self.reap(out);
+        all
+    }
+
     /// CQ capacity: the right capacity for the `out` vector of [`Ring::reap`].
     pub fn cq_entries(&self) -> usize {
         self.ring.params().cq_entries() as usize
@@ -583,6 +609,35 @@ mod tests {
         }
         let msg = refused.expect("a ninth linked entry cannot fit an 8-entry queue");
         assert!(msg.contains("raise --sq-entries"), "{msg}");
+    }
+
+    /// What is in flight at a run's end comes back, queued or submitted, and nothing runs
+    /// afterwards: a Close queued but never submitted runs, and a wait that would last a
+    /// minute is cancelled.
+    #[test]
+    fn cancel_everything_takes_back_what_was_submitted_and_what_was_queued() {
+        let mut ring = Ring::new(&RingTuning::default(), 16).unwrap();
+        let mut fds = [0; 2];
+        // SAFETY: `fds` has room for the two descriptors pipe writes.
+        assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+        ring.push_deadline(monotonic_ns() + 60_000_000_000, token(1, 0)).unwrap();
+        ring.push_watch(fds[0], token(2, 0)).unwrap();
+        ring.enter_with(0, 0).unwrap();
+        let close = opcode::Close::new(types::Fd(fds[1])).build().user_data(token(5, 0));
+        // SAFETY: Close points at no memory.
+        unsafe { ring.push(&close) }.unwrap();
+        let mut out = Vec::new();
+        assert!(ring.cancel_everything(std::time::Duration::from_secs(1), &mut out));
+        let result = |op: u8| out.iter().find(|c| c.op() == op).map(|c| c.result);
+        assert_eq!(result(1), Some(-libc::ECANCELED), "{out:?}");
+        assert_eq!(result(2), Some(-libc::ECANCELED), "{out:?}");
+        assert_eq!(result(5), Some(0), "the queued Close did not run: {out:?}");
+        // SAFETY: fcntl on a number: EBADF now that the Close ran.
+        assert_eq!(unsafe { libc::fcntl(fds[1], libc::F_GETFD) }, -1);
+        // SAFETY: closes the pipe's read end, which this test made.
+        unsafe { libc::close(fds[0]) };
+        assert!(ring.cancel_everything(std::time::Duration::from_secs(1), &mut out));
+        assert!(out.is_empty(), "{out:?}");
     }
 
     fn deadline_fires(tuning: RingTuning) {

@@ -74,8 +74,9 @@ impl Side {
     /// Spawns and readies `spec.workers()` workers per group of connections (one group, or
     /// two for --bidir, each with its role), flows dealt round-robin within a group.
     /// `live`: where interval samples go as they happen; `watch_fd`: readable means "stop
-    /// now" for every worker (see [`WorkerPlan::watch_fd`]); `police_bps`: hold what this
-    /// side receives to this rate ([`WorkerPlan::police_bps`]).
+    /// now" for every worker (see [`WorkerPlan::watch_fd`]); `max_rate_bps`: this side's
+    /// limit, which paces what it sends and holds what it receives
+    /// ([`WorkerPlan::max_rate_bps`]).
     pub fn prepare(
         spec: &TestSpec,
         roles: &[Role],
@@ -92,7 +93,7 @@ impl Side {
         roles: &[Role],
         side: &SideSpec,
         data: DataSockets,
-        (live, watch_fd, police_bps): Controls,
+        (live, watch_fd, max_rate_bps): Controls,
     ) -> Result<Side> {
         IoUringProbe::get().check_engines(side.send_engine, side.recv_engine)?;
         let mut stop = None;
@@ -183,7 +184,7 @@ impl Side {
                     crr: crr.clone(),
                     flows_done_fd,
                     watch_fd,
-                    police_bps,
+                    max_rate_bps,
                 };
                 workers.push(Worker::spawn(plan)?);
                 cpus.push(cpu);
@@ -389,7 +390,7 @@ impl Side {
 }
 
 /// What steers a side's workers besides the spec: where interval samples go as they
-/// happen, the descriptor whose readability stops the run, and the receive rate to hold.
+/// happen, the descriptor whose readability stops the run, and the side's rate limit.
 pub type Controls = (Option<mpsc::Sender<IntervalSample>>, Option<RawFd>, Option<u64>);
 
 /// A side's report, and how its run ended.

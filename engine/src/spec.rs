@@ -1058,7 +1058,7 @@ impl TestSpec {
 
     /// The classic engines replace a worker's ring with a loop of system calls: a side that
     /// sends and receives on one socket (rr, crr, udp-rr) runs one such loop, so it takes
-    /// both classic engines or neither; and the loop sends as fast as it can (no pacing).
+    /// both classic engines or neither.
     fn validate_classic(&self) -> Result<()> {
         for (flag, stream_only) in [
             (
@@ -1086,12 +1086,6 @@ impl TestSpec {
                     )));
                 }
             }
-        }
-        let classic_sender = [&self.local, &self.remote].iter().any(|s| s.send_engine.is_classic());
-        if classic_sender && self.pacing != Pacing::default() {
-            return Err(Error::Usage(
-                "-b and --flow-rate pace through the ring's timers, which the syscall engine has not: drop them or pick another send engine".into(),
-            ));
         }
         Ok(())
     }

@@ -28,7 +28,7 @@ use crate::spec::{RecvEngine, Role, SendEngine, SideSpec, TestSpec};
 use crate::verify::Verifier;
 use crate::workload::crr::{flow_headers as crr_flow_headers, CrrClient, CrrServer};
 use crate::workload::driver::{drive, Run, Workload};
-use crate::workload::pacer::Pacer;
+use crate::workload::pacer::{crr_server_rate_bps, flow_send_rate_bps, Pacer};
 use crate::workload::rr::{RrClient, RrServer, Transaction};
 use crate::workload::schedule::Schedule;
 use crate::workload::stream::{StreamReceiver, StreamSender};
@@ -59,9 +59,10 @@ pub struct WorkerPlan {
     /// A descriptor whose readability stops the run at once: the server's control
     /// connection (the client sent Abort, or died), or the client's Ctrl-C pipe.
     pub watch_fd: Option<RawFd>,
-    /// Hold what this side receives to this many bits/s over the whole test, shared
-    /// evenly by its flows (a server's `--max-rate`).
-    pub police_bps: Option<u64>,
+    /// This side's limit in bits/s over the whole test, shared evenly by its flows (a
+    /// server's `--max-rate`): what it sends is paced to it whatever the spec asks, and a
+    /// stream it receives is held to it.
+    pub max_rate_bps: Option<u64>,
     /// crr: where to connect (client) or how to know the client is done (server).
     pub crr: Option<CrrPlan>,
     /// A counted UDP test's server: the eventfd the session writes when the client says
@@ -164,7 +165,9 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
         build: Box::new(|_, _| unreachable_role()),
     };
     let socks = plan.fds.clone();
-    let police_bps = plan.police_bps;
+    let max_rate_bps = plan.max_rate_bps;
+    // What each flow of this side sends is paced to this (see `flow_send_rate_bps`).
+    let send_rate = flow_send_rate_bps(&spec, max_rate_bps);
     let verify_on = spec.verify;
     let flows_done = plan.flows_done_fd;
     let tx = Transaction {
@@ -203,8 +206,7 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
                         file: splice_file,
                     },
                 )?;
-                let rate = spec.pacing.flow_rate_bps(spec.flows);
-                let pacer = Pacer::for_chains(rate, fds.len(), spec.send_size, send_depth as u32);
+                let pacer = Pacer::for_chains(send_rate, fds.len(), spec.send_size, send_depth as u32);
                 Ok(Box::new(StreamSender::new(
                     send,
                     &socks,
@@ -223,7 +225,7 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
                 let recv_setup = RecvSetup { fds, max_len: spec.recv_size as usize, depth };
                 let recv = AnyRecv::new(recv_engine, ring, recv_setup, &spec.ring, &mut verify)?;
                 // Each flow is held to its share of the session's limit.
-                let police = police_bps.map(|b| (b / u64::from(spec.flows.max(1))).max(1));
+                let police = max_rate_bps.map(|b| (b / u64::from(spec.flows.max(1))).max(1));
                 let police = Pacer::new(police, fds.len(), spec.recv_size);
                 Ok(Box::new(StreamReceiver::new(
                     recv,
@@ -255,14 +257,17 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
                 let send = AnySend::new(send_engine, ring, send_setup)?;
                 let recv_setup = RecvSetup { fds, max_len: recv_len as usize, depth: 1 };
                 let recv = AnyRecv::new(recv_engine, ring, recv_setup, &spec.ring, &mut verify)?;
+                // Tokens for a whole send: a burst's send carries several messages.
+                let pacer = Pacer::for_messages(send_rate, fds.len(), send_len);
                 Ok(if client {
                     let window_ns = spec.duration_ms * 1_000_000;
                     let schedule = spec
                         .open_loop
                         .map(|o| Schedule::new(o.interval_ns(spec.flows), fds.len(), window_ns));
-                    Box::new(RrClient::new(send, recv, verify, tx, fds.len(), schedule)) as Box<dyn Workload>
+                    Box::new(RrClient::new(send, recv, verify, tx, fds.len(), schedule, pacer))
+                        as Box<dyn Workload>
                 } else {
-                    Box::new(RrServer::new(send, recv, verify, tx, fds.len()))
+                    Box::new(RrServer::new(send, recv, verify, tx, fds.len(), pacer))
                 })
             });
         }
@@ -288,7 +293,8 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
                 let recv_len = spec.response_size as usize;
                 let recv =
                     AnyRecv::per_op(recv_engine, ring, flows, recv_len, false, &spec.ring, &mut verify)?;
-                Ok(Box::new(CrrClient::new(&spec, peer, &flow_ids, send, recv, verify)))
+                let pacer = Pacer::for_messages(send_rate, flows, spec.request_size);
+                Ok(Box::new(CrrClient::new(&spec, peer, &flow_ids, send, recv, verify, pacer)))
             });
         }
         Role::CrrServer => {
@@ -311,7 +317,10 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
                 let recv_len = CrrServer::recv_len(&spec, recv_engine);
                 let recv =
                     AnyRecv::per_op(recv_engine, ring, slots, recv_len, true, &spec.ring, &mut verify)?;
-                Ok(Box::new(CrrServer::new(&spec, listener, c.cookie, stop, send, recv, verify)))
+                // One bucket for the worker: any connection may be any flow's.
+                let pacer =
+                    Pacer::for_messages(crr_server_rate_bps(&spec, max_rate_bps), 1, spec.response_size);
+                Ok(Box::new(CrrServer::new(&spec, listener, (c.cookie, stop), send, recv, verify, pacer)))
             });
         }
         Role::UdpSender | Role::UdpReceiver => {
@@ -344,14 +353,15 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
                 let path = DatagramSend::new(fds, size as usize, 1, udp_rr_send_depth(depth));
                 let buffers = udp_rr_recv_buffers(fds.len(), depth);
                 let recv = DatagramRecv::new(ring, fds, buffers, recv_size as usize)?;
+                let pacer = Pacer::for_messages(send_rate, fds.len(), size);
                 Ok(if client {
                     let window_ns = spec.duration_ms * 1_000_000;
                     let schedule = spec
                         .open_loop
                         .map(|o| Schedule::new(o.interval_ns(spec.flows), fds.len(), window_ns));
-                    Box::new(UdpRrClient::new(&spec, fds, path, recv, schedule)) as Box<dyn Workload>
+                    Box::new(UdpRrClient::new(&spec, fds, path, recv, schedule, pacer)) as Box<dyn Workload>
                 } else {
-                    Box::new(UdpRrServer::new(&spec, fds, path, recv, flows_done))
+                    Box::new(UdpRrServer::new(&spec, fds, path, recv, flows_done, pacer))
                 })
             });
         }
@@ -454,6 +464,9 @@ fn run(mut plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>
         stopping: false,
     };
     let ending = drive(&mut engine.ring, engine.role.as_mut(), &mut run, plan.watch_fd);
+    if !matches!(ending, Ok(Ending::Completed)) {
+        shut_down(&plan.fds);
+    }
     let role_report = engine.role.report();
     let end_ns = role_report.end_ns.unwrap_or_else(monotonic_ns);
     let ClosedWindow { end_ns, tool, tcp, intervals, latency, latency_split } =
@@ -560,6 +573,17 @@ impl WorkerWindow {
         let tcp = fds.iter().map(|&fd| TcpFlowInfo::read(fd).unwrap_or_default()).collect();
         let (intervals, latency, latency_split) = self.sampler.finish(end_ns, flows);
         ClosedWindow { end_ns, tool, tcp, intervals, latency, latency_split }
+    }
+}
+
+/// Shuts a run's data sockets down once it ended early (the guard, a stop, an error):
+/// nothing more goes over them, and an operation still blocked on one (a splice on io-wq
+/// waiting for a stopped peer's window, which holds its pipe's lock, so that even closing
+/// the pipe would wait for it) returns at once instead of holding the worker.
+fn shut_down(fds: &[RawFd]) {
+    for &fd in fds {
+        // SAFETY: shutdown on a socket the side keeps open until this worker is joined.
+        unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
     }
 }
 

@@ -30,6 +30,28 @@ pub struct FabricHost {
     pub agent: Server,
 }
 
+/// A plan file in the temporary folder, removed when dropped.
+pub struct PlanFile(PathBuf);
+
+impl PlanFile {
+    /// Writes `text` to a plan file named after `tag` and this process.
+    pub fn new(tag: &str, text: &str) -> PlanFile {
+        let p = std::env::temp_dir().join(format!("ringperf-plan-{tag}-{}.toml", std::process::id()));
+        std::fs::write(&p, text).expect("writing the plan");
+        PlanFile(p)
+    }
+
+    pub fn arg(&self) -> &str {
+        self.0.to_str().expect("a UTF-8 temp path")
+    }
+}
+
+impl Drop for PlanFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
 /// A key file that is removed when dropped.
 pub struct KeyFile {
     path: PathBuf,

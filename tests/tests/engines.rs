@@ -1,9 +1,7 @@
 //! Every send engine with every receive engine, stream and rr, with --verify: the stream
 //! arrives whole and intact, and each engine's own accounting adds up.
 
-use ringperf_tests::{
-    at, bool_at, check_rr_report, check_stream_report, f64_at, is_root, ringperf, str_at, u64_at,
-};
+use ringperf_tests::{at, bool_at, check_rr_report, check_stream_report, is_root, ringperf, str_at, u64_at};
 use serde_json::Value;
 
 /// What every verified report must show on the receiving side(s) and the sending side(s).
@@ -226,22 +224,13 @@ fn sendfile_sends_a_named_file_and_refuses_a_missing_one() {
 /// awaiting their notifications, not one more than its chain, and sends under a page go
 /// from plain memory, where the kernel merges adjacent ones into one fragment. With one
 /// buffer more than the chain, `-m 1K` zc ran at 2 Mbit/s against copy's thousands (every
-/// buffer waited tens of ms for its notification); from the registered arena with enough
-/// buffers, at a sixth of copy (one fragment per send, 17 to a segment, each partial segment held by
-/// Nagle). On loopback the kernel copies zero-copy sends anyway and pins and notifies on
-/// top: the ratio measures 0.45-0.55 on this VM, so the bound is a third, which either old
-/// failure is far below.
+/// buffer waited tens of ms for its notification). What the test checks is that cause, not
+/// a speed (the bench's): as root no send waits for one of ringperf's buffers.
 #[test]
 fn small_zero_copy_sends_are_not_throttled_by_ringperfs_buffers() {
-    let run = |engine: &str| {
+    for engine in ["zc", "zc-msg"] {
         let r = ringperf!().run_json(&["stream", "-m", "1K", "--send-engine", engine, "-l", "2"]);
         check_stream_report(&r, false);
-        r
-    };
-    let copy = run("copy");
-    let copy_bps = f64_at(&copy, "summary.throughput_bits_per_sec");
-    for engine in ["zc", "zc-msg"] {
-        let r = run(engine);
         let zc = at(&r, "local.send.zero_copy");
         // 4 MiB of 1 KiB sends on the one flow, not the 5 a chain of 4 had; as non-root
         // fewer, since each pins two pages against a quarter of `ulimit -l` (8 MiB by
@@ -252,26 +241,12 @@ fn small_zero_copy_sends_are_not_throttled_by_ringperfs_buffers() {
         } else {
             assert!(buffers >= 64, "{engine}: {buffers} buffers of 1 KiB: {zc}");
         }
-        let waits = u64_at(zc, "buffer_waits");
-        let bps = f64_at(&r, "summary.throughput_bits_per_sec");
-        eprintln!(
-            "figures: -m 1K {engine} {:.0} Mbit/s, copy {:.0} Mbit/s (ratio {:.2}), {waits} buffer waits",
-            bps / 1e6,
-            copy_bps / 1e6,
-            bps / copy_bps
-        );
         assert!(!bool_at(zc, "fixed_buffers"), "{engine}: 1 KiB sends came from the registered arena: {zc}");
         // Never held back by ringperf: as root the 4 MiB of buffers outlast the kernel's
         // notifications. (Non-root, `ulimit -l` may leave too few, and the report says so.)
         if is_root() {
-            assert_eq!(waits, 0, "{engine}: sends waited for ringperf's buffers: {zc}");
+            assert_eq!(u64_at(zc, "buffer_waits"), 0, "{engine}: sends waited for ringperf's buffers: {zc}");
         }
-        // The rest of the gap to copy is the kernel's zero-copy path on loopback (it copies
-        // and still notifies): a third, since debug builds measured 0.45-0.68 of copy.
-        assert!(
-            bps * 3.0 >= copy_bps,
-            "{engine} -m 1K ran at {bps} bit/s, under a third of copy's {copy_bps}: {zc}"
-        );
     }
     // A send of a page or more still comes from the registered arena.
     let r = ringperf!().run_json(&["stream", "-m", "16K", "--send-engine", "zc", "-l", "0.5"]);

@@ -2,6 +2,8 @@
 //! request's intended send time (no coordinated omission), and the report accounts for
 //! every request the schedule made: sent, dropped at the backlog, or due at the end.
 
+use std::time::Duration;
+
 use ringperf_tests::{at, check_rr_report, f64_at, ringperf, run_with_a_stalled_server, u64_at};
 use serde_json::Value;
 
@@ -55,7 +57,7 @@ fn rate_total_is_split_over_the_flows() {
 fn rr_with_a_stalled_server(extra: &[&str]) -> Value {
     let mut args = vec!["rr", "-l", "3", "-D", "0.5"];
     args.extend_from_slice(extra);
-    run_with_a_stalled_server(&ringperf!(), &args)
+    run_with_a_stalled_server(&ringperf!(), &args, Duration::from_millis(200))
 }
 
 /// The stall test: a server stopped for 200 ms delays every request the schedule

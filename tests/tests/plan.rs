@@ -4,37 +4,15 @@
 //! an unreachable agent leaves the others' figures standing, a controller killed mid-plan
 //! leaves its agents ready, and fifty agents start together.
 
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use ringperf_tests::fabric::{Fabric, KeyFile};
+use ringperf_tests::fabric::{Fabric, KeyFile, PlanFile};
 use ringperf_tests::{
     at, bool_at, f64_at, ringperf, run_with_timeout, skip_unless, u64_at, Outcome, RefusingPort, Ringperf,
     Server, IP, LAB_PROGRAMS,
 };
-
-/// A plan file removed when dropped.
-struct PlanFile(PathBuf);
-
-impl PlanFile {
-    fn new(tag: &str, text: &str) -> PlanFile {
-        let p = std::env::temp_dir().join(format!("ringperf-plan-{tag}-{}.toml", std::process::id()));
-        std::fs::write(&p, text).expect("writing the plan");
-        PlanFile(p)
-    }
-
-    fn arg(&self) -> &str {
-        self.0.to_str().expect("a UTF-8 temp path")
-    }
-}
-
-impl Drop for PlanFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
-    }
-}
 
 fn run_plan(rp: &Ringperf, plan: &PlanFile, timeout: Duration) -> Outcome {
     run_with_timeout(rp.command(&["plan", plan.arg(), "--json"]), timeout)
@@ -235,7 +213,7 @@ fn a_plan_naming_a_host_that_is_not_an_agent_is_refused_before_anything_starts()
     let tests =
         "[[test]]\nworkload = \"stream\"\noptions = \"-l 1 -H 192.0.2.1\"\npairs = [[\"a0\", \"a1\"]]\n";
     let plan = PlanFile::new("nonh", &loopback_plan(&key, &named(&agents), tests));
-    run_plan(&rp, &plan, Duration::from_secs(30)).failure(2, &["-H in options"]);
+    run_plan(&rp, &plan, Duration::from_secs(30)).failure(2, &["-H/--host in the stream options"]);
 }
 
 #[test]

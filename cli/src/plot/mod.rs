@@ -12,6 +12,7 @@ pub mod timeseries;
 use std::path::Path;
 
 use plotters::style::RGBColor;
+use ringperf_engine::report::SCHEMA_VERSION;
 use ringperf_engine::{report_upgrade, Error, TestReport};
 
 use crate::args::PlotCmdArgs;
@@ -53,10 +54,25 @@ pub fn drawing_error<E: std::fmt::Debug>(e: E) -> Error {
     Error::Usage(format!("cannot draw the chart ({e:?}): report it with the command line that made it"))
 }
 
+/// Writes a chart to `path` (see [`crate::output::file`]: a failure is said and decides the
+/// exit code, and the caller goes on to its other outputs).
 pub fn write(path: &Path, svg: &str) -> Result<(), Error> {
-    std::fs::write(path, svg).map_err(|e| {
-        Error::Usage(format!("cannot write '{}': {e}: give a writable path for --plot", path.display()))
-    })
+    let _ = crate::output::file(path, "the chart", &xml_chars(svg));
+    Ok(())
+}
+
+/// `svg` with every character XML 1.0 does not allow (C0 controls but tab, newline and
+/// carriage return; U+FFFE, U+FFFF) replaced by U+FFFD. The markup itself has none: only
+/// text taken from a report (a host name, a function name) can bring them, and one would
+/// make the whole file unreadable to an XML parser. (`<`, `&` and quotes are escaped where
+/// the text is placed.)
+pub fn xml_chars(svg: &str) -> std::borrow::Cow<'_, str> {
+    let allowed =
+        |c: char| matches!(c, '\t' | '\n' | '\r') || !(c < ' ' || c == '\u{fffe}' || c == '\u{ffff}');
+    if svg.chars().all(allowed) {
+        return std::borrow::Cow::Borrowed(svg);
+    }
+    svg.chars().map(|c| if allowed(c) { c } else { '\u{fffd}' }).collect::<String>().into()
 }
 
 /// `ringperf plot INPUT.json -o OUT.svg`: a single report gets the report charts, a sweep's
@@ -72,15 +88,34 @@ pub fn from_file(a: &PlotCmdArgs) -> Result<i32, Error> {
                 a.input.display()
             ))
         })?;
+        warn_unknown_schema(&a.input, entries.iter().filter_map(|e| e.report.as_ref()));
         sweep::draw(&entries, &a.chart, &a.output)?;
     } else if let Ok(sweep) = report_upgrade::parse::<PartialSweep>(&text) {
         // A sweep stopped early: the points it has.
+        warn_unknown_schema(&a.input, sweep.points.iter().filter_map(|e| e.report.as_ref()));
         sweep::draw(&sweep.points, &a.chart, &a.output)?;
     } else {
         let r: TestReport = report_upgrade::parse(&text).map_err(|e| {
             Error::Usage(format!("'{}' is not a ringperf --json report ({e})", a.input.display()))
         })?;
+        warn_unknown_schema(&a.input, [&r]);
         report::draw(&r, &a.output)?;
     }
     Ok(0)
+}
+
+/// Says on stderr when a report read from `path` has a schema version this ringperf does
+/// not know (1 to [`SCHEMA_VERSION`]): it parsed, but a field may have changed meaning
+/// since (see SCHEMA_VERSION), so its figures may be misread.
+pub fn warn_unknown_schema<'a>(path: &Path, reports: impl IntoIterator<Item = &'a TestReport>) {
+    let mut unknown: Vec<u32> =
+        reports.into_iter().map(|r| r.schema_version).filter(|v| !(1..=SCHEMA_VERSION).contains(v)).collect();
+    unknown.sort_unstable();
+    unknown.dedup();
+    if let Some(v) = unknown.last() {
+        eprintln!(
+            "ringperf: warning: '{}' has schema_version {v}, which this ringperf (schema {SCHEMA_VERSION}) does not know: a figure may have changed meaning since; read it with the ringperf that wrote it (its tool_version)",
+            path.display()
+        );
+    }
 }

@@ -131,8 +131,10 @@ impl Client {
                 o.apply(fd)?;
             }
             if !nonblocking {
-                cx.calls.other += 1;
+                cx.calls.other += 2;
                 sys::set_recv_timeout(fd, STOP_CHECK_NS)?;
+                // Bounds the connect and the request's sends too.
+                sys::set_send_timeout(fd, STOP_CHECK_NS)?;
             }
             if let Some((lo, hi)) = self.ports {
                 self.bind_port(cx, fd, lo, hi)?;
@@ -209,7 +211,12 @@ impl Client {
             cx.calls.sends += 1;
             match sys::send(fd, &self.messages[start + sent..start + self.request_len]) {
                 Io::Done(n) => sent += n,
-                Io::Again | Io::Eof => {}
+                // SO_SNDTIMEO (or still connecting): look whether the run was stopped.
+                Io::Again | Io::Eof => {
+                    if let Some(end) = stop_or_guard(cx) {
+                        return end;
+                    }
+                }
                 Io::Failed(e) => return Err(Error::Peer(format!("a crr request send failed: {e}"))),
             }
         }
@@ -220,12 +227,8 @@ impl Client {
                 Io::Done(n) => got += n,
                 // SO_RCVTIMEO: nothing yet; look whether the run was stopped.
                 Io::Again => {
-                    let flags = cx.events();
-                    if flags & ABORT != 0 {
-                        return Ok(Cycle::Stopped);
-                    }
-                    if flags & GUARD != 0 {
-                        return Err(peer_stuck());
+                    if let Some(end) = stop_or_guard(cx) {
+                        return end;
                     }
                 }
                 Io::Eof => return Err(torn()),
@@ -235,9 +238,22 @@ impl Client {
         Ok(Cycle::Done)
     }
 
+    /// Waits for the worker's pacing and charges it a cycle's request; `None` if a flag of
+    /// `stop` came up first. Returns the clock for the cycle's start: `now`, or read again
+    /// after a wait.
+    fn paced(&self, cx: &mut Ctx, stop: u32, now: u64) -> Option<u64> {
+        if !cx.pace(stop) {
+            return None;
+        }
+        cx.charge(self.request_len - FLOW_HEADER_LEN);
+        Some(if cx.pacer.enabled() { cx.start_clock() } else { now })
+    }
+
     fn run_blocking(&mut self, cx: &mut Ctx) -> Result<Ending> {
         let mut now = cx.start_clock();
         while cx.events() & (DEADLINE | ABORT | GUARD) == 0 {
+            let Some(paced) = self.paced(cx, DEADLINE | ABORT | GUARD, now) else { break };
+            now = paced;
             self.flows[0].started = now;
             let fd = self.open(cx, false)?;
             let r = self.cycle(cx, 0, fd);
@@ -311,7 +327,10 @@ impl Client {
         ep.add(cx.wake_fd, WAKE, libc::EPOLLIN as u32)?;
         let now = cx.start_clock();
         for f in 0..nflows {
-            self.begin(cx, &ep, f, now)?;
+            // A stop while waiting: the loop below sees it.
+            if let Some(now) = self.paced(cx, ABORT | GUARD, now) {
+                self.begin(cx, &ep, f, now)?;
+            }
         }
         let mut active = nflows;
         while active > 0 {
@@ -384,7 +403,7 @@ impl Client {
                             let now = self.count(cx, f);
                             if stopping {
                                 active -= 1;
-                            } else {
+                            } else if let Some(now) = self.paced(cx, ABORT | GUARD, now) {
                                 self.begin(cx, &ep, f, now)?;
                             }
                         }
@@ -394,6 +413,23 @@ impl Client {
             }
         }
         Ok(Ending::Completed)
+    }
+}
+
+/// A run that ended early (the guard, an error) leaves cycles under way: their sockets
+/// close with the loop.
+impl Drop for Client {
+    fn drop(&mut self) {
+        close_held(self.flows.iter_mut().map(|f| &mut f.fd));
+    }
+}
+
+/// Closes each of `fds` still open (a loop sets a descriptor it closed to -1).
+fn close_held<'a>(fds: impl Iterator<Item = &'a mut RawFd>) {
+    for fd in fds.filter(|fd| **fd >= 0) {
+        // SAFETY: a descriptor the loop made and has not closed.
+        unsafe { libc::close(*fd) };
+        *fd = -1;
     }
 }
 
@@ -409,6 +445,19 @@ impl Loop for Client {
     fn report(&self) -> RoleReport {
         RoleReport { crr: Some(self.report.clone()), ..RoleReport::default() }
     }
+}
+
+/// How a blocking cycle that waited a STOP_CHECK_NS for its peer ends: stopped, failed by
+/// the guard, or (`None`) it goes on waiting.
+fn stop_or_guard(cx: &mut Ctx) -> Option<Result<Cycle>> {
+    let flags = cx.events();
+    if flags & ABORT != 0 {
+        return Some(Ok(Cycle::Stopped));
+    }
+    if flags & GUARD != 0 {
+        return Some(Err(peer_stuck()));
+    }
+    None
 }
 
 /// SO_ERROR of a socket whose non-blocking connect finished: `None` when it connected.
@@ -616,10 +665,15 @@ impl Server {
 
     fn respond(&mut self, cx: &mut Ctx, ep: &Epoll, slot: usize, mut sent: usize) -> Result<bool> {
         let fd = self.conns[slot].fd;
-        while sent < self.response.len() {
+        // The worker's one pacing bucket; the guard (seen at the loop's top) ends a wait.
+        let go = sent > 0 || cx.pace(GUARD);
+        while go && sent < self.response.len() {
             cx.calls.sends += 1;
             match sys::send(fd, &self.response[sent..]) {
-                Io::Done(n) => sent += n,
+                Io::Done(n) => {
+                    sent += n;
+                    cx.charge(n);
+                }
                 Io::Again | Io::Eof => break,
                 Io::Failed(_) => {
                     self.report.rejected += 1;
@@ -699,8 +753,9 @@ impl Server {
                     _ => return Err(Error::io("accepting a crr connection", e)),
                 }
             }
-            sys::set_recv_timeout(fd, STOP_CHECK_NS)?;
             self.conns[0] = Conn { fd, flow: 0, phase: ConnPhase::Request(0) };
+            sys::set_recv_timeout(fd, STOP_CHECK_NS)?;
+            sys::set_send_timeout(fd, STOP_CHECK_NS)?;
             self.serve_blocking(cx)?;
         }
         Ok(Ending::Completed)
@@ -728,11 +783,19 @@ impl Server {
             return self.reject(cx);
         }
         self.conns[0].flow = flow;
+        if !cx.pace(GUARD) {
+            return self.reject(cx);
+        }
         let mut sent = 0;
         while sent < self.response.len() {
             cx.calls.sends += 1;
             match sys::send(fd, &self.response[sent..]) {
-                Io::Done(n) => sent += n,
+                Io::Done(n) => {
+                    sent += n;
+                    cx.charge(n);
+                }
+                // SO_SNDTIMEO: a client that stopped reading is failed by the guard.
+                Io::Again if cx.events() & GUARD != 0 => return Err(peer_stuck()),
                 Io::Again => {}
                 Io::Eof | Io::Failed(_) => return self.reject(cx),
             }
@@ -752,6 +815,7 @@ impl Server {
         }
         self.count(cx, 0);
         close(cx, fd);
+        self.conns[0].fd = -1;
         Ok(())
     }
 
@@ -769,6 +833,7 @@ impl Server {
     fn reject(&mut self, cx: &mut Ctx) -> Result<()> {
         self.report.rejected += 1;
         close(cx, self.conns[0].fd);
+        self.conns[0].fd = -1;
         Ok(())
     }
 }
@@ -779,6 +844,14 @@ fn signalled(stop: RawFd) -> bool {
     let mut p = libc::pollfd { fd: stop, events: libc::POLLIN, revents: 0 };
     // SAFETY: one valid pollfd for the call; a zero timeout never blocks.
     unsafe { libc::poll(&mut p, 1, 0) > 0 && p.revents & libc::POLLIN != 0 }
+}
+
+/// A run that ended early (the guard, an error) leaves connections open, in CLOSE-WAIT once
+/// their client closed: they close with the loop.
+impl Drop for Server {
+    fn drop(&mut self) {
+        close_held(self.conns.iter_mut().map(|k| &mut k.fd));
+    }
 }
 
 /// Serves connections until the stop signal, then until every one under way is done; the

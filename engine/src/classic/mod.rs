@@ -4,6 +4,15 @@
 //! recv(2) on blocking sockets when it has one flow, non-blocking sockets over epoll when
 //! it has several. Time comes from a watcher thread ([`watch`]), never from a clock read
 //! per call.
+//!
+//! Pacing (`-b`, `--flow-rate`, a server's `--max-rate`) uses the ring engines' token
+//! bucket ([`Pacer`]) without its ring timer, one bucket per worker at the sum of its
+//! flows' rates: before a send (a stream's, a request, a response, a datagram) a worker in
+//! debt refills by the clock and, still in debt, sleeps until it is out of it or the
+//! watcher raises a flag ([`Ctx::pace`]); each send then charges what it carried
+//! ([`Ctx::charge`]). A bucket per flow would have the loop sleep off one flow's debt
+//! while the others waited: over epoll the flows then took turns at one flow's rate.
+//! Unpaced, that is one compare per send and no clock read.
 
 mod crr;
 mod msgzc;
@@ -26,6 +35,7 @@ use crate::spec::{Role, SideSpec, TestSpec};
 use crate::verify::{fill_payload, phase, PERIOD};
 use crate::worker::{ClosedWindow, WorkerOutcome, WorkerPlan, WorkerWindow};
 use crate::workload::driver::RoleReport;
+use crate::workload::pacer::{crr_server_rate_bps, flow_send_rate_bps, Pacer};
 use crate::workload::{Ending, FlowCounters, PEER_GRACE_NS};
 
 /// The error for a classic engine asked to build an io_uring path.
@@ -99,6 +109,8 @@ pub(crate) struct Ctx<'a> {
     pub deadline_ns: u64,
     pub record_latency: bool,
     pub calls: SyscallCounters,
+    /// Paces what this worker sends, all its flows together (see the module's comment).
+    pub pacer: Pacer,
 }
 
 impl Ctx<'_> {
@@ -137,6 +149,39 @@ impl Ctx<'_> {
         let now = monotonic_ns();
         self.sampler.record(now.saturating_sub(started));
         now
+    }
+
+    /// Waits until the worker may send (its pacing bucket is out of debt); false if a
+    /// flag of `stop` came up first. Unpaced it returns at once, reading no clock. What the
+    /// send then carries is [`Ctx::charge`]d.
+    #[inline]
+    pub fn pace(&mut self, stop: u32) -> bool {
+        while let Some(ns) = self.pacer.debt_ns(0) {
+            if self.events() & stop != 0 {
+                return false;
+            }
+            self.pause(ns);
+        }
+        true
+    }
+
+    /// Charges the worker's pacing bucket the `bytes` a send carried.
+    #[inline]
+    pub fn charge(&mut self, bytes: usize) {
+        self.pacer.charge(0, u32::try_from(bytes).unwrap_or(u32::MAX));
+    }
+
+    /// Sleeps `ns`, or less if the watcher raises a flag meanwhile (its wake-up, drained
+    /// here: the flags themselves say what happened).
+    fn pause(&mut self, ns: u64) {
+        let ts = libc::timespec { tv_sec: (ns / 1_000_000_000) as _, tv_nsec: (ns % 1_000_000_000) as _ };
+        let mut p = libc::pollfd { fd: self.wake_fd, events: libc::POLLIN, revents: 0 };
+        self.calls.other += 1;
+        // SAFETY: one valid pollfd and a valid timespec for the call; no signal mask.
+        let n = unsafe { libc::ppoll(&mut p, 1, &ts, std::ptr::null()) };
+        if n > 0 && p.revents != 0 {
+            sys::drain(self.wake_fd);
+        }
     }
 
     /// The clock for a transaction's start (0 when latency is not recorded).
@@ -208,7 +253,7 @@ pub(crate) fn run(
             sys::set_nonblocking(fd, nflows > 1)?;
         }
     }
-    if role == ClassicRole::StreamReceiver && plan.police_bps.is_some() {
+    if role == ClassicRole::StreamReceiver && plan.max_rate_bps.is_some() {
         return Err(Error::Usage(
             "the syscall receive engine cannot hold a stream to this server's --max-rate: use --recv-engine recv".into(),
         ));
@@ -257,6 +302,22 @@ pub(crate) fn run(
         sockets: if crr { Vec::new() } else { plan.fds.clone() },
     })?;
     let mut flows = vec![FlowCounters::default(); nflows];
+    // Each bucket holds two of the role's messages at least, so a sleep that ends late
+    // (a busy machine) carries the time over instead of losing it.
+    let message = match role {
+        ClassicRole::StreamSender => spec.send_size,
+        ClassicRole::UdpSender => spec.send_size.saturating_mul(spec.udp_datagrams_per_send()),
+        ClassicRole::RrClient | ClassicRole::CrrClient | ClassicRole::UdpRrClient => spec.request_size,
+        ClassicRole::RrServer | ClassicRole::CrrServer | ClassicRole::UdpRrServer => spec.response_size,
+        ClassicRole::StreamReceiver | ClassicRole::UdpReceiver => 0,
+    };
+    let rate = match role {
+        // Any connection may be any flow's: the worker's share of the session's flows.
+        ClassicRole::CrrServer => crr_server_rate_bps(spec, plan.max_rate_bps),
+        _ => flow_send_rate_bps(spec, plan.max_rate_bps).map(|r| r.saturating_mul(nflows as u64)),
+    };
+    let mut pacer = Pacer::new(rate, 1, message);
+    pacer.start_clock();
     let mut cx = Ctx {
         fds: &plan.fds,
         flags: watcher.flags(),
@@ -266,6 +327,7 @@ pub(crate) fn run(
         deadline_ns: deadline,
         record_latency: spec.record_latency,
         calls: SyscallCounters::default(),
+        pacer,
     };
     let ending = lp.run(&mut cx);
     let calls = cx.calls;

@@ -69,8 +69,12 @@ impl Ends {
     }
 
     /// Sends what is left of flow `f`'s message from byte `done`; returns the bytes now
-    /// out (less than `send_len` when a non-blocking socket ran out of room).
+    /// out (less than `send_len` when a non-blocking socket ran out of room, or a stop
+    /// came while a new message waited for its pacing).
     fn send_from(&mut self, cx: &mut Ctx, f: usize, mut done: usize) -> Result<usize> {
+        if done == 0 && !cx.pace(ABORT | GUARD) {
+            return Ok(0);
+        }
         while done < self.send_len {
             cx.calls.sends += 1;
             let off = self.flows[f].send_offset;
@@ -78,6 +82,7 @@ impl Ends {
                 Io::Done(n) => {
                     self.send.sends += 1;
                     self.flows[f].send_offset += n as u64;
+                    cx.charge(n);
                     done += n;
                 }
                 Io::Again | Io::Eof if cx.fds.len() > 1 => break,

@@ -53,6 +53,7 @@ impl Sender {
                 self.offsets[f] += n as u64;
                 self.report.sends += 1;
                 cx.counters[f].bytes_sent += n as u64;
+                cx.charge(n);
                 if let Some(zc) = &mut self.zero_copy {
                     zc.sent(f, n);
                     zc.between_sends(cx, f)?;
@@ -75,7 +76,9 @@ impl Sender {
 
     fn run_blocking(&mut self, cx: &mut Ctx) -> Result<()> {
         while cx.events() & (DEADLINE | ABORT | GUARD) == 0 {
-            self.send_once(cx, 0)?;
+            if cx.pace(DEADLINE | ABORT | GUARD) {
+                self.send_once(cx, 0)?;
+            }
         }
         Ok(())
     }
@@ -100,7 +103,7 @@ impl Sender {
                     zc.read(cx, token as usize)?;
                 }
                 for _ in 0..CALLS_PER_TURN {
-                    if !self.send_once(cx, token as usize)? {
+                    if !cx.pace(DEADLINE | ABORT | GUARD) || !self.send_once(cx, token as usize)? {
                         break;
                     }
                 }

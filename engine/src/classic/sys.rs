@@ -64,19 +64,29 @@ pub fn recv(fd: RawFd, buf: &mut [u8]) -> Io {
 /// SO_RCVTIMEO: a blocking receive on `fd` returns `Again` after `ns` without data (the
 /// kernel keeps the time; the loop reads no clock).
 pub fn set_recv_timeout(fd: RawFd, ns: u64) -> Result<()> {
+    set_timeout(fd, libc::SO_RCVTIMEO, ns, "setting SO_RCVTIMEO on a data socket")
+}
+
+/// SO_SNDTIMEO: a blocking send (or connect) on `fd` returns `Again` after `ns` without
+/// room, so a loop blocked by a peer that stopped reading still sees the guard.
+pub fn set_send_timeout(fd: RawFd, ns: u64) -> Result<()> {
+    set_timeout(fd, libc::SO_SNDTIMEO, ns, "setting SO_SNDTIMEO on a data socket")
+}
+
+fn set_timeout(fd: RawFd, name: libc::c_int, ns: u64, what: &str) -> Result<()> {
     let tv = libc::timeval { tv_sec: (ns / 1_000_000_000) as _, tv_usec: ((ns % 1_000_000_000) / 1000) as _ };
     // SAFETY: `tv` is a valid timeval of the size given.
     let r = unsafe {
         libc::setsockopt(
             fd,
             libc::SOL_SOCKET,
-            libc::SO_RCVTIMEO,
+            name,
             (&tv as *const libc::timeval).cast(),
             std::mem::size_of::<libc::timeval>() as libc::socklen_t,
         )
     };
     if r != 0 {
-        return Err(Error::io("setting SO_RCVTIMEO on a data socket", io::Error::last_os_error()));
+        return Err(Error::io(what, io::Error::last_os_error()));
     }
     Ok(())
 }

@@ -95,6 +95,7 @@ impl Sender {
         cx.calls.sends += 1;
         match sys::send(cx.fds[f], &self.buf) {
             Io::Done(n) => {
+                cx.charge(n);
                 let d = n.div_ceil(self.size) as u64;
                 self.seq[f] += self.per_send as u64;
                 self.report.sends += 1;
@@ -122,7 +123,9 @@ impl Loop for Sender {
     fn run(&mut self, cx: &mut Ctx) -> Result<Ending> {
         if cx.fds.len() == 1 {
             while cx.events() & (DEADLINE | ABORT) == 0 {
-                self.send_once(cx, 0)?;
+                if cx.pace(DEADLINE | ABORT) {
+                    self.send_once(cx, 0)?;
+                }
             }
         } else {
             let mut ep = Epoll::new(cx.fds.len() + 1)?;
@@ -140,7 +143,7 @@ impl Loop for Sender {
                         continue;
                     }
                     for _ in 0..CALLS_PER_TURN {
-                        if !self.send_once(cx, token as usize)? {
+                        if !cx.pace(DEADLINE | ABORT) || !self.send_once(cx, token as usize)? {
                             break;
                         }
                     }
@@ -353,10 +356,14 @@ impl Datagrams for RrServer {
             self.report.flows[f].duplicated += 1;
         }
         number(&mut self.response, usize::MAX, seq);
+        if !cx.pace(ABORT | GUARD) {
+            return Ok(());
+        }
         cx.calls.sends += 1;
         self.report.sends += 1;
         match sys::send(cx.fds[f], &self.response) {
-            Io::Done(_) => {
+            Io::Done(n) => {
+                cx.charge(n);
                 self.report.datagrams_sent += 1;
                 self.report.flows[f].datagrams_sent += 1;
             }
@@ -441,8 +448,14 @@ impl RrClient {
         })
     }
 
+    /// Sends flow `f`'s request (unless a stop or the deadline comes while it waits for
+    /// its pacing: then its timeout ends it) and arms its timeout.
     fn send_request(&mut self, cx: &mut Ctx, f: usize) -> Result<()> {
         number(&mut self.request, usize::MAX, self.seq[f]);
+        if !cx.pace(DEADLINE | ABORT) {
+            return self.arm_timeout(cx, f);
+        }
+        cx.charge(self.request.len());
         cx.calls.sends += 1;
         self.report.sends += 1;
         self.report.datagrams_sent += 1;
@@ -457,6 +470,10 @@ impl RrClient {
             Io::Failed(_) if cx.events() & ABORT != 0 => {}
             Io::Failed(e) => return Err(Error::io("a UDP request send", e)),
         }
+        self.arm_timeout(cx, f)
+    }
+
+    fn arm_timeout(&mut self, cx: &mut Ctx, f: usize) -> Result<()> {
         if let Some(t) = self.timers.get(f) {
             cx.calls.other += 1;
             t.arm(self.timeout_ns)?;

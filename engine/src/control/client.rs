@@ -54,9 +54,10 @@ pub enum Target {
 }
 
 /// Runs just before Go, once both sides are armed: a synchronized third-party run waits
-/// there for the controller's start time. An error ends the run before its window opens.
+/// there for the controller's start time, at most the Duration, which the server is told
+/// so that its armed side waits as long. An error ends the run before its window opens.
 #[derive(Clone, Copy)]
-pub struct BeforeGo<'a>(pub &'a (dyn Fn() -> Result<()> + Sync));
+pub struct BeforeGo<'a>(pub &'a (dyn Fn() -> Result<()> + Sync), pub Duration);
 
 impl std::fmt::Debug for BeforeGo<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -95,6 +96,19 @@ pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// How long a client that stopped early waits for the server's partial report.
 pub(crate) const PARTIAL_REPORT_WAIT: Duration = Duration::from_secs(2);
+
+/// How long a client whose run failed waits for the server's report, which usually
+/// says better what went wrong.
+const FAILED_REPORT_WAIT: Duration = Duration::from_secs(1);
+
+/// The least a wait for the server's report lasts, even past the grace: time to read a
+/// report already on its way.
+const LATE_REPORT_WAIT: Duration = Duration::from_millis(200);
+
+/// The wait from now until `give_up`, and at least `floor`.
+fn until(give_up: Instant, floor: Duration) -> Duration {
+    give_up.saturating_duration_since(Instant::now()).max(floor)
+}
 
 /// Runs one test and returns the merged report of both sides.
 pub fn run_test(spec: &TestSpec, target: &Target) -> Result<TestReport> {
@@ -350,7 +364,9 @@ fn run_on(
         None
     };
     let clock_offset_ns = clock.map_or(0, |k| k.applied_offset_ns);
-    c.send(&ClientMessage::Test { spec: Box::new(wire), clock_offset_ns })?;
+    // A wait before Go (a plan's start) longer than the server's control timeout: say so.
+    let go_within_ms = opts.before_go.as_ref().map(|b| crate::control::third_party::whole_ms(b.1));
+    c.send(&ClientMessage::Test { spec: Box::new(wire), clock_offset_ns, go_within_ms })?;
     let (port, cookie, udp_ports) = match c.expect("the server to get ready", CONTROL_TIMEOUT)? {
         ServerMessage::Ready { data_port, cookie, udp_ports } => (data_port, cookie, udp_ports),
         other => return Err(unexpected("ready", &other)),
@@ -376,11 +392,15 @@ fn run_on(
         ServerMessage::Armed {} => {}
         other => return Err(unexpected("armed", &other)),
     }
-    if let Some(BeforeGo(wait)) = opts.before_go {
+    if let Some(BeforeGo(wait, _)) = opts.before_go {
         wait()?;
     }
     c.send(&ClientMessage::Go {})?;
     side.start()?;
+    // The grace after the test's end: however the run goes from here, the client is done
+    // waiting for the server by then (the workers' guard fires at the same time).
+    let give_up =
+        Instant::now() + Duration::from_millis(spec.duration_ms) + Duration::from_nanos(PEER_GRACE_NS);
     let finished = side.finish()?;
     if spec.client_says_flows_done() && !matches!(finished.ending, Ok(Ending::Aborted)) {
         // Every cycle or count is over (or the side failed): the server's workers may stop. A
@@ -395,10 +415,7 @@ fn run_on(
     // From here on a result exists: every failure makes it partial, never discards it.
     let (remote, failure) = match finished.ending {
         Ok(Ending::Completed) => {
-            let wait = Duration::from_millis(spec.duration_ms)
-                + Duration::from_nanos(PEER_GRACE_NS)
-                + CONTROL_TIMEOUT;
-            match c.expect_capped("the server's report", wait, report_cap) {
+            match c.expect_capped("the server's report", until(give_up, LATE_REPORT_WAIT), report_cap) {
                 Ok(ServerMessage::Report { side }) => (Some(*side), None),
                 Ok(other) => (None, Some(unexpected("report", &other))),
                 Err(e) => (None, Some(e)),
@@ -413,12 +430,13 @@ fn run_on(
                 Ok(ServerMessage::Report { side }) => Some(*side),
                 _ => None,
             };
-            (remote, Some(Error::Interrupted("interrupted by the user (Ctrl-C)".into())))
+            (remote, Some(Error::Interrupted("interrupted by the user (Ctrl-C, SIGTERM or SIGHUP)".into())))
         }
         Err(e) => {
             // The server's own account of what went wrong is usually the better message.
             c.interrupt = None;
-            let e = match c.expect_capped("the server's report", Duration::from_secs(1), report_cap) {
+            let wait = until(give_up, LATE_REPORT_WAIT).min(FAILED_REPORT_WAIT);
+            let e = match c.expect_capped("the server's report", wait, report_cap) {
                 Err(server @ (Error::Usage(_) | Error::Requirement(_) | Error::Protocol(_))) => server,
                 Err(Error::Peer(m)) if m.starts_with("server: ") => Error::Peer(m),
                 _ => e,

@@ -4,7 +4,7 @@
 
 use crate::error::{Error, Result};
 use crate::io::send::{zc_arena_bytes_per_flow, zc_slots_per_flow, ZC_STREAM_UNNOTIFIED_BYTES};
-use crate::spec::{RecvEngine, Role, SendEngine, SideSpec, TestSpec, Workload, MAX_DURATION_MS, MAX_FLOWS};
+use crate::spec::{RecvEngine, Role, SendEngine, SideSpec, TestSpec, MAX_DURATION_MS, MAX_FLOWS};
 
 /// The operator's limits. The defaults let any valid spec through except ones that would
 /// make the server allocate more than [`Limits::max_memory`] or a message over 64 MiB.
@@ -20,7 +20,9 @@ pub struct Limits {
     /// oldest is closed, so a flood of silent connections cannot lock others out.
     pub max_handshakes: usize,
     /// Highest send rate of one session, in bits/s (`--max-rate`): a session must ask for
-    /// a rate at or below it (`-b`), and the server's own sender is paced to it.
+    /// a rate at or below it (`-b`), and whatever it asked, the server paces what it sends
+    /// in every workload to it (a stream, responses, datagrams) and holds a stream it
+    /// receives to it.
     pub max_rate_bps: Option<u64>,
     /// Largest message, request, response or receive buffer (`--max-message`).
     pub max_message: u64,
@@ -82,9 +84,16 @@ impl Default for Limits {
 }
 
 impl Limits {
-    /// Checks a (valid) spec against the limits; the error is a usage error the client
-    /// shows as is.
+    /// Checks a (valid) spec against the limits for a server running its server side; the
+    /// error is a usage error the client shows as is.
     pub fn check(&self, spec: &TestSpec) -> Result<()> {
+        self.check_side(spec, false)
+    }
+
+    /// [`Limits::check`] for the side this host runs: the server's (`local` false) or, for
+    /// an agent's third-party run, the client's (`local` true), whose payload memory is
+    /// what `--max-memory` bounds then.
+    pub fn check_side(&self, spec: &TestSpec, local: bool) -> Result<()> {
         let refuse = |m: String| Err(Error::Usage(m));
         if spec.duration_ms > self.max_duration_ms {
             return refuse(format!(
@@ -118,20 +127,16 @@ impl Limits {
             }
         }
         let roles = spec.group_roles(false);
-        let memory = session_memory(spec);
+        let memory = side_memory(spec, local);
         if memory > self.max_memory {
+            let who = if local { "this agent's client side" } else { "the server" };
             return refuse(format!(
-                "this test would make the server allocate about {} MiB of payload buffers, over its --max-memory of {} MiB: use fewer flows or smaller sizes",
+                "this test would make {who} allocate about {} MiB of payload buffers, over its --max-memory of {} MiB: use fewer flows or smaller sizes",
                 memory >> 20,
                 self.max_memory >> 20
             ));
         }
         if let Some(max) = self.max_rate_bps {
-            if spec.workload == Workload::Rr {
-                return refuse(format!(
-                    "this server limits each session to {max} bit/s (--max-rate) and request/response tests cannot be paced: run rr against a server without --max-rate"
-                ));
-            }
             if roles.contains(&Role::StreamReceiver) && spec.remote.recv_engine.uses_buffer_ring() {
                 return refuse(format!(
                     "this server holds what it receives to {max} bit/s (--max-rate), which a multishot receive cannot do: use --recv-engine recv or trunc"
@@ -142,7 +147,11 @@ impl Limits {
                     "this server holds what it receives to {max} bit/s (--max-rate) with ring timers, which the syscall receive engine has not: use --recv-engine recv or trunc"
                 ));
             }
-            // What the client's pacing (-b, --flow-rate) adds up to over its flows.
+            // What the client's pacing (-b, --flow-rate) adds up to over its flows. Each side
+            // paces what it sends to it: this server's sending is the stream of maerts or
+            // bidir, and the responses of rr, crr and udp-rr, which are paced like the
+            // requests however large they are; the server paces to this limit even if the
+            // client asked for more (see `pacer::flow_send_rate_bps`).
             match spec.pacing.effective_total_bps(spec.flows) {
                 Some(r) if r <= max => {}
                 Some(r) => {
@@ -172,9 +181,15 @@ fn secs(ms: u64) -> String {
 /// Payload memory the server's side of `spec` allocates, over all its groups of workers:
 /// what one session reserves of `--max-total-memory`.
 pub fn session_memory(spec: &TestSpec) -> u64 {
-    spec.group_roles(false)
-        .iter()
-        .fold(0u64, |m, &role| m.saturating_add(payload_memory(spec, role, &spec.remote)))
+    side_memory(spec, false)
+}
+
+/// Payload memory one side of `spec` allocates over all its groups of workers: the
+/// server's (`local` false), or the client's (`local` true), which an agent runs for a
+/// third-party request and reserves instead.
+pub fn side_memory(spec: &TestSpec, local: bool) -> u64 {
+    let side = if local { &spec.local } else { &spec.remote };
+    spec.group_roles(local).iter().fold(0u64, |m, &role| m.saturating_add(payload_memory(spec, role, side)))
 }
 
 /// Payload memory the workers of one group of `role` allocate for `spec` (user buffers,
@@ -274,7 +289,7 @@ pub fn payload_memory(spec: &TestSpec, role: Role, side: &SideSpec) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::Pacing;
+    use crate::spec::{Pacing, Workload};
 
     fn refused(l: &Limits, s: &TestSpec, needle: &str) {
         match l.check(s) {
@@ -309,7 +324,19 @@ mod tests {
             ..TestSpec::default()
         };
         refused(&l, &paced(Some(2_000_000), None, 1), "-b 1000000 or less");
-        refused(&l, &TestSpec { workload: Workload::Rr, ..TestSpec::default() }, "--max-rate");
+        // Every workload is paced: rr, crr and udp-rr are held to the limit like a stream
+        // (each side's -b is what it sends: the server's responses however large), and
+        // must ask for a rate within it like a stream.
+        for workload in [Workload::Rr, Workload::Crr, Workload::UdpRr] {
+            let big = TestSpec { workload, request_size: 64, response_size: 60_000, ..TestSpec::default() };
+            refused(&l, &big, "pass -b 1000000");
+            let asked = |total| TestSpec {
+                pacing: Pacing { total_bps: Some(total), per_flow_bps: None },
+                ..big.clone()
+            };
+            l.check(&asked(1_000_000)).unwrap();
+            refused(&l, &asked(1_000_001), "-b 1000000 or less");
+        }
         l.check(&paced(Some(1_000_000), None, 1)).unwrap();
         // --flow-rate counts for every flow; -b with it is the tighter of the two.
         refused(&l, &paced(None, Some(600_000), 2), "-b 1000000 or less");
@@ -318,6 +345,32 @@ mod tests {
         let bidir = TestSpec { bidir: true, flows: 3, duration_ms: 1000, ..TestSpec::default() };
         let l = Limits { max_flows: 4, ..Limits::default() };
         refused(&l, &bidir, "--flows 2 or fewer");
+    }
+
+    /// The probe's third-party run: 64 MiB zero-copy sends on 8 flows and 8 threads. The
+    /// server's side receives into 4 KiB buffers (the 32 KiB the agent reserved); the client
+    /// side, which the agent runs, holds gigabytes of arena, and that is what is checked.
+    #[test]
+    fn an_agent_checks_the_client_side_it_runs() {
+        let mut s =
+            TestSpec { send_size: 64 << 20, recv_size: 4096, flows: 8, threads: 8, ..TestSpec::default() };
+        s.local.send_engine = SendEngine::Zc;
+        assert_eq!(side_memory(&s, false), 8 * 4096);
+        assert_eq!(side_memory(&s, false), session_memory(&s));
+        let client = side_memory(&s, true);
+        assert_eq!(client, payload_memory(&s, Role::StreamSender, &s.local));
+        assert!(client > 3 << 30, "the client side's estimate is {client} bytes");
+        let l = Limits { max_memory: 64 << 20, ..Limits::default() };
+        l.check(&s).unwrap();
+        match l.check_side(&s, true) {
+            Err(Error::Usage(m)) => {
+                assert!(m.contains("client side") && m.contains("--max-memory of 64 MiB"), "{m}")
+            }
+            other => panic!("the client side was not refused: {other:?}"),
+        }
+        // --bidir: both groups of each side, with that side's engines.
+        let b = TestSpec { bidir: true, ..s.clone() };
+        assert_eq!(side_memory(&b, true), client + payload_memory(&b, Role::StreamReceiver, &b.local));
     }
 
     #[test]

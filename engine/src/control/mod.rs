@@ -9,6 +9,7 @@ pub mod iterate;
 pub mod limits;
 pub mod plan;
 pub mod protocol;
+pub mod reclaim;
 pub mod server;
 pub mod text;
 pub mod third_party;

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::control::auth::Psk;
 use crate::control::client::{connect, resolve, RunOptions};
-use crate::control::third_party::AgentSession;
+use crate::control::third_party::{AgentSession, MAX_ARMED_WAIT};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::latency::merge_summaries;
@@ -26,13 +26,37 @@ use crate::spec::TestSpec;
 pub const PLAN_CLOCK_PROBES: u32 = 8;
 
 /// The start time lies this far after the last test armed, plus [`START_LEAD_PER_TEST`]
-/// for each test: time for the StartAt messages to reach every agent.
+/// for each test: time for the StartAt messages to reach every agent. The lead grows with
+/// the count because the messages go out one after another once the last test armed: each
+/// test's thread is woken with the start time and writes its own StartAt.
 const START_LEAD: Duration = Duration::from_millis(30);
 const START_LEAD_PER_TEST: Duration = Duration::from_micros(500);
 
-/// The longest a test may take to connect, log in, probe and set up: past it the plan
-/// starts without it (its thread then finds no start time and gives up).
+/// How long the controller waits for every test to connect, log in, probe and set up:
+/// [`ARM_WAIT`] plus [`ARM_WAIT_PER_TEST`] for each test, since the controller's own share
+/// of every test's setup (a login, clock probes, a Welcome to read) adds up. Past it the
+/// plan starts without the tests still setting up (their threads find no start time and
+/// give up).
 const ARM_WAIT: Duration = Duration::from_secs(45);
+const ARM_WAIT_PER_TEST: Duration = Duration::from_millis(2);
+
+/// The start's lead over the moment the last of `tests` tests armed.
+pub fn start_lead(tests: usize) -> Duration {
+    START_LEAD + START_LEAD_PER_TEST.saturating_mul(u32::try_from(tests).unwrap_or(u32::MAX))
+}
+
+/// How long the controller waits for `tests` tests to arm.
+pub fn arm_wait(tests: usize) -> Duration {
+    ARM_WAIT + ARM_WAIT_PER_TEST.saturating_mul(u32::try_from(tests).unwrap_or(u32::MAX))
+}
+
+/// How long an armed test of a plan of `tests` tests may wait for its start: the others
+/// may take [`arm_wait`] to arm, and the start lies [`start_lead`] after. Each agent is told
+/// (ThirdParty's `start_within_ms`), and tells its peer, so that neither gives up first: a
+/// fixed wait would make a plan past some thousands of tests fail every test.
+pub fn armed_wait(tests: usize) -> Duration {
+    arm_wait(tests) + start_lead(tests)
+}
 
 /// Version of the plan report's JSON shape.
 pub const PLAN_SCHEMA_VERSION: u32 = 1;
@@ -170,6 +194,15 @@ pub fn run_plan(
     tests: &[PlannedTest],
     interrupt: Option<BorrowedFd<'_>>,
 ) -> Result<PlanReport> {
+    if armed_wait(tests.len()) > MAX_ARMED_WAIT {
+        return Err(Error::Usage(format!(
+            "a plan of {} tests may take {} s to start, past the {} s an agent waits armed: split it into plans of at most {} tests",
+            tests.len(),
+            armed_wait(tests.len()).as_secs(),
+            MAX_ARMED_WAIT.as_secs(),
+            max_tests()
+        )));
+    }
     for t in tests {
         if t.from >= agents.len() || t.to >= agents.len() {
             return Err(Error::Usage(format!(
@@ -199,7 +232,7 @@ pub fn run_plan(
             let from_addrs = &addrs[t.from];
             let spawned =
                 std::thread::Builder::new().name("ringperf-plan".into()).spawn_scoped(scope, move || {
-                    one_test(i, t, from, to, from_addrs, interrupt, &armed_tx, &start_rx)
+                    one_test(i, t, from, to, from_addrs, interrupt, &armed_tx, &start_rx, armed_wait(n))
                 });
             handles.push(spawned);
         }
@@ -208,7 +241,7 @@ pub fn run_plan(
         // one start time, each on its own agent's clock.
         let mut offsets: Vec<Option<i64>> = vec![None; n];
         // Each thread says once; the bound only guards against one that never could.
-        let by = Instant::now() + ARM_WAIT;
+        let by = Instant::now() + arm_wait(n);
         for _ in 0..n {
             match armed_rx.recv_timeout(by.saturating_duration_since(Instant::now())) {
                 Ok((i, Armed::Yes { offset_ns })) => offsets[i] = Some(offset_ns),
@@ -217,8 +250,7 @@ pub fn run_plan(
             }
         }
         let setup_ns = began.elapsed().as_nanos() as u64;
-        let lead = START_LEAD + START_LEAD_PER_TEST * n as u32;
-        let start = monotonic_ns() + lead.as_nanos() as u64;
+        let start = monotonic_ns() + start_lead(n).as_nanos() as u64;
         for (tx, off) in start_txs.iter().zip(&offsets) {
             let _ = tx.send(off.map(|o| start.wrapping_add_signed(o)));
         }
@@ -260,6 +292,7 @@ fn one_test(
     interrupt: Option<BorrowedFd<'_>>,
     armed: &mpsc::Sender<(usize, Armed)>,
     start: &mpsc::Receiver<Option<u64>>,
+    armed_wait: Duration,
 ) -> Outcome {
     let opts = RunOptions { psk: from.psk.clone(), interrupt, ..RunOptions::default() };
     let agent = format!("{}:{}", from.host, from.port);
@@ -269,7 +302,7 @@ fn one_test(
         let mut s = AgentSession::login(stream, &agent, &opts)?;
         let c = s.probe_clock(PLAN_CLOCK_PROBES)?;
         clock = Some(c);
-        s.request(&t.spec, &to.data_host, to.port, true)?;
+        s.request(&t.spec, &to.data_host, to.port, Some(armed_wait))?;
         s.armed()?;
         Ok(s)
     };
@@ -308,6 +341,12 @@ fn one_test(
         }
         Err(e) => Outcome { clock, ..Outcome::failed(named(e, from, to)) },
     }
+}
+
+/// The most tests a plan may have: past it, [`armed_wait`] would pass [`MAX_ARMED_WAIT`].
+pub fn max_tests() -> usize {
+    let per_test = START_LEAD_PER_TEST + ARM_WAIT_PER_TEST;
+    ((MAX_ARMED_WAIT - ARM_WAIT - START_LEAD).as_nanos() / per_test.as_nanos()) as usize
 }
 
 /// `e` with the test's agents named, so a plan's error lines say which test failed.
@@ -430,6 +469,52 @@ mod tests {
         assert_eq!(jain(&[0.0, 0.0]), None);
         let j = jain(&[1.0, 2.0]).unwrap();
         assert!((j - 0.9).abs() < 1e-12, "{j}");
+    }
+
+    /// A plan's waits grow with it. At 100,000 tests (ten times the count at which the old
+    /// fixed 5 s made every test fail) the start's lead fits inside the wait every agent
+    /// grants its armed test, and the peer agent's wait for Go covers the agent's own. The
+    /// integration test (tests/adversarial/plans.rs) checks the same on real agents with a
+    /// plan whose arming takes longer than the old fixed waits; 100,000 real tests would
+    /// need far more threads and sockets than a test machine has.
+    #[test]
+    fn the_waits_of_a_plan_of_100000_tests_hold_its_start() {
+        use crate::control::third_party::{armed_wait as granted, go_wait, granted_go_wait, whole_ms};
+        for n in [1, 50, 9_950, 10_000, 100_000] {
+            let asked = armed_wait(n);
+            let armed = granted(Some(whole_ms(asked)));
+            assert!(armed >= asked, "{n} tests: the agent cuts the wait the controller asks");
+            // The first test may arm at once and the last at the end of arm_wait; the start
+            // then lies start_lead ahead: all within the first one's wait.
+            assert!(arm_wait(n) + start_lead(n) <= armed, "{n} tests");
+            let peer = granted_go_wait(Some(whole_ms(go_wait(armed))));
+            assert!(
+                peer > armed,
+                "{n} tests: the peer gives up on Go ({peer:?}) before the agent's start ({armed:?})"
+            );
+        }
+        assert!(start_lead(100_000) > Duration::from_secs(5), "this count broke the old fixed 5 s");
+        assert!(max_tests() >= 100_000, "{}", max_tests());
+        assert!(armed_wait(max_tests()) <= MAX_ARMED_WAIT && armed_wait(max_tests() + 1) > MAX_ARMED_WAIT);
+    }
+
+    #[test]
+    fn a_plan_too_large_for_its_agents_waits_is_refused_before_it_starts() {
+        let agents = vec![
+            Agent {
+                name: "a".into(),
+                host: "127.0.0.1".into(),
+                port: 1,
+                data_host: "127.0.0.1".into(),
+                psk: None
+            };
+            2
+        ];
+        let tests: Vec<PlannedTest> = (0..=max_tests())
+            .map(|i| PlannedTest { name: format!("t{i}"), from: 0, to: 1, spec: TestSpec::default() })
+            .collect();
+        let e = run_plan(&agents, &tests, None).unwrap_err();
+        assert!(matches!(e, Error::Usage(_)) && e.to_string().contains("split it"), "{e}");
     }
 
     #[test]

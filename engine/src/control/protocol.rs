@@ -126,6 +126,11 @@ pub enum ClientMessage {
         spec: Box<WireSpec>,
         #[serde(default)]
         clock_offset_ns: i64,
+        /// How long the server's armed side waits for Go, ms, when a plan's start keeps
+        /// its client longer than the server's own control timeout (see
+        /// third_party::MAX_ARMED_WAIT, which caps it).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        go_within_ms: Option<u64>,
     },
     /// Open the measurement window now.
     Go {},
@@ -146,6 +151,11 @@ pub enum ClientMessage {
         peer_port: u16,
         #[serde(default)]
         synchronized: bool,
+        /// Synchronized: how long after ThirdPartyArmed the start time may come, and how far
+        /// ahead it may then lie, ms: the plan's other tests arm first, and a large plan's
+        /// StartAt messages take long to go out. Absent: third_party::START_WAIT.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        start_within_ms: Option<u64>,
     },
     /// The answer to ThirdPartyArmed: open the window when this agent's CLOCK_MONOTONIC
     /// reads `agent_ns`.
@@ -244,11 +254,7 @@ const SERVER_MESSAGE_MAX: usize = 1000;
 
 /// `message` as one line of at most [`SERVER_MESSAGE_MAX`] characters.
 fn escape_bounded_line(message: &str) -> String {
-    let line = one_line(message);
-    match line.char_indices().nth(SERVER_MESSAGE_MAX) {
-        Some((at, _)) => format!("{}…({} more bytes)", &line[..at], line.len() - at),
-        None => line,
-    }
+    crate::control::text::cut(&one_line(message), SERVER_MESSAGE_MAX)
 }
 
 /// Encodes one frame of at most [`MAX_FRAME`] bytes.
@@ -673,17 +679,24 @@ mod fuzz {
                     ClientMessage::Hello { protocol, tool_version, client_nonce, server_endpoint }
                 }),
             proptest::option::of("[0-9a-zA-Z]{0,80}").prop_map(|proof| ClientMessage::Auth { proof }),
-            (spec_strategy(), any::<i64>())
-                .prop_map(|(s, clock_offset_ns)| ClientMessage::Test { spec: Box::new(s), clock_offset_ns }),
-            Just(ClientMessage::ClockProbe {}),
-            (spec_strategy(), ".{0,40}", any::<u16>(), any::<bool>()).prop_map(
-                |(s, peer_host, peer_port, synchronized)| ClientMessage::ThirdParty {
+            (spec_strategy(), any::<i64>(), proptest::option::of(any::<u64>())).prop_map(
+                |(s, clock_offset_ns, go_within_ms)| ClientMessage::Test {
                     spec: Box::new(s),
-                    peer_host,
-                    peer_port,
-                    synchronized
+                    clock_offset_ns,
+                    go_within_ms
                 }
             ),
+            Just(ClientMessage::ClockProbe {}),
+            (spec_strategy(), ".{0,40}", any::<u16>(), any::<bool>(), proptest::option::of(any::<u64>()))
+                .prop_map(|(s, peer_host, peer_port, synchronized, start_within_ms)| {
+                    ClientMessage::ThirdParty {
+                        spec: Box::new(s),
+                        peer_host,
+                        peer_port,
+                        synchronized,
+                        start_within_ms,
+                    }
+                }),
             any::<u64>().prop_map(|agent_ns| ClientMessage::StartAt { agent_ns }),
             Just(ClientMessage::Go {}),
             Just(ClientMessage::Abort {}),

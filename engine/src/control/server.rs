@@ -19,11 +19,13 @@ use std::time::{Duration, Instant};
 use crate::control::access::{allowed, Cidr};
 use crate::control::auth::{Endpoint, Psk};
 use crate::control::handshake::{self, Authenticated, Identity, Pending, Step};
-use crate::control::limits::{session_memory, Limits};
+use crate::control::limits::{side_memory, Limits};
 use crate::control::protocol::{
     read_frame_by, report_frame_cap, write_frame, write_frame_capped, ClientMessage, ErrorKind,
     ServerMessage, MAX_CLIENT_FRAME, MAX_CLOCK_PROBES, PROTOCOL_VERSION,
 };
+use crate::control::reclaim::{Watch, Watchdog};
+use crate::control::third_party::granted_go_wait;
 use crate::env::{allowed_cpus, Environment};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
@@ -46,6 +48,23 @@ pub const SPEC_TIMEOUT: Duration = Duration::from_secs(2);
 /// decides the client is gone.
 const ABORT_WAIT: Duration = Duration::from_millis(500);
 
+/// How long a stopping server (the first SIGINT, SIGTERM or SIGHUP) waits for its sessions
+/// before it cuts those still running: the peer grace, so a test that is ending anyway ends
+/// whole, and whatever a session is blocked on, the server exits soon after.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_nanos(crate::workload::PEER_GRACE_NS);
+
+/// How long a cut session has to end before a stopping server exits without it.
+const CUT_WAIT: Duration = Duration::from_secs(2);
+
+/// What a session may take beyond its test's end and the peer grace: its partial
+/// report's wait for the client's abort and the writing of its last reply. Past that, it is
+/// cut ([`Watchdog`]).
+const REPORT_SLACK: Duration = Duration::from_secs(2);
+
+/// The longest a session's setup may take, from its accepted spec to `go`: the data
+/// connections (or UDP hellos), the client's `go`, and between them its own work.
+const SETUP_LIMIT: Duration = Duration::from_secs(3 * CONTROL_TIMEOUT.as_secs());
+
 /// After accept fails for lack of descriptors, the accept loop pauses this long instead
 /// of spinning on a listener that stays readable.
 const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
@@ -63,6 +82,9 @@ pub enum ServerEvent {
     TestAccepted {
         peer: SocketAddr,
         test: &'static str,
+        /// This agent runs the test's client side (a third-party run): what it reserved
+        /// is that side's memory.
+        client_side: bool,
         /// This test's payload memory estimate, in bytes.
         memory: u64,
         /// Reserved by all tests now running, this one included, and the budget.
@@ -102,14 +124,34 @@ pub enum ServerEvent {
         peer: SocketAddr,
         error: String,
     },
+    /// A UDP test's data ports received `datagrams` from other addresses than the control
+    /// connection's (`first` is the first one's source) and dropped them: once per session.
+    ForeignDatagrams {
+        peer: SocketAddr,
+        datagrams: u64,
+        first: SocketAddr,
+    },
     /// A connection closed before it became a session: not on the allow list, a failed
     /// or timed-out handshake, a wrong key, or the server at a session limit.
     Rejected {
         peer: SocketAddr,
         reason: String,
     },
+    /// The server stops: it waits up to `grace` for `sessions`, then cuts them.
     Stopping {
         sessions: usize,
+        grace: Duration,
+    },
+    /// A session stopped making progress and was cut: past its deadline (its test's length
+    /// plus the peer grace), or still running at the end of a stopping server's grace.
+    SessionCut {
+        peer: SocketAddr,
+        test: Option<&'static str>,
+        stopping: bool,
+    },
+    /// The server exits with `unfinished` sessions that did not end even once cut.
+    Stopped {
+        unfinished: usize,
     },
 }
 
@@ -192,6 +234,7 @@ impl Server {
         events(ServerEvent::Listening { addr: self.addr });
         let cfg = &self.config;
         let live = Arc::new(SessionTable::default());
+        let dog = Arc::new(Watchdog::default());
         let mut sessions: Vec<JoinHandle<()>> = Vec::new();
         let mut pending: Vec<Pending> = Vec::new();
         let mut fds: Vec<libc::pollfd> = Vec::new();
@@ -221,7 +264,7 @@ impl Server {
                     }
                     Step::Done(a) => {
                         drop(p);
-                        start_session(*a, cfg, &live, &mut sessions, &events);
+                        start_session(*a, cfg, (&live, &dog), &mut sessions, &events);
                     }
                 }
             }
@@ -239,14 +282,27 @@ impl Server {
             if fds[0].revents != 0 {
                 self.accept_all(cfg, &mut pending, &events);
             }
+            cut_overdue(&dog, &events);
             sessions.retain(|h| !h.is_finished());
         }
         for p in pending {
             p.close_with(Some((ErrorKind::Peer, "the server is shutting down".into())));
         }
         sessions.retain(|h| !h.is_finished());
-        events(ServerEvent::Stopping { sessions: sessions.len() });
-        for h in sessions {
+        events(ServerEvent::Stopping { sessions: sessions.len(), grace: SHUTDOWN_GRACE });
+        // Sessions that end within the grace end whole; the rest are cut then, and the
+        // server exits without those that still do not end.
+        dog.stop_within(SHUTDOWN_GRACE);
+        let give_up = Instant::now() + SHUTDOWN_GRACE + CUT_WAIT;
+        while !sessions.is_empty() && Instant::now() < give_up {
+            thread::sleep(STOP_LOOK);
+            cut_overdue(&dog, &events);
+            sessions.retain(|h| !h.is_finished());
+        }
+        if !sessions.is_empty() {
+            events(ServerEvent::Stopped { unfinished: sessions.len() });
+        }
+        for h in sessions.into_iter().filter(|h| h.is_finished()) {
             let _ = h.join();
         }
         Ok(())
@@ -328,6 +384,16 @@ fn bind_error(addr: SocketAddr, e: io::Error) -> Error {
     }
 }
 
+/// How often a stopping server looks whether its sessions ended.
+const STOP_LOOK: Duration = Duration::from_millis(20);
+
+/// Cuts the sessions past their deadline, and says so.
+fn cut_overdue(dog: &Watchdog, events: &EventSink) {
+    for c in dog.cut_overdue() {
+        events(ServerEvent::SessionCut { peer: c.peer, test: c.test, stopping: c.stopping });
+    }
+}
+
 fn poll(fds: &mut [libc::pollfd], wait: Duration) -> Result<()> {
     let ms = wait.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
     // SAFETY: `fds` is a valid, exclusively borrowed array of pollfds for the whole call.
@@ -349,12 +415,12 @@ fn poll(fds: &mut [libc::pollfd], wait: Duration) -> Result<()> {
 fn start_session(
     a: Authenticated,
     cfg: &Arc<ServerConfig>,
-    live: &Arc<SessionTable>,
+    (live, dog): (&Arc<SessionTable>, &Arc<Watchdog>),
     sessions: &mut Vec<JoinHandle<()>>,
     events: &EventSink,
 ) {
     let max = cfg.limits.max_sessions;
-    let slot = match SessionTable::admit(live, a.peer.ip(), max, cfg.limits.max_sessions_per_host) {
+    let mut slot = match SessionTable::admit(live, a.peer.ip(), max, cfg.limits.max_sessions_per_host) {
         Ok(slot) => slot,
         Err(reason) => {
             events(ServerEvent::Rejected { peer: a.peer, reason: reason.clone() });
@@ -365,6 +431,8 @@ fn start_session(
             return;
         }
     };
+    // Until it has a test: the welcome's write, then the spec.
+    slot.watch = Watchdog::register(dog, &a.stream, a.peer, CONTROL_TIMEOUT + SPEC_TIMEOUT + REPORT_SLACK);
     let (cfg, events2) = (cfg.clone(), events.clone());
     let spawned = thread::Builder::new().name("ringperf-session".into()).spawn(move || {
         run_session(a, &cfg, &slot, &events2);
@@ -426,7 +494,7 @@ impl SessionTable {
         }
         t.live += 1;
         *t.per_host.entry(host).or_insert(0) += 1;
-        Ok(SessionSlot { table: table.clone(), host })
+        Ok(SessionSlot { table: table.clone(), host, watch: None })
     }
 }
 
@@ -434,9 +502,18 @@ impl SessionTable {
 struct SessionSlot {
     table: Arc<SessionTable>,
     host: IpAddr,
+    /// The session's deadline, past which the accept loop cuts it.
+    watch: Option<Watch>,
 }
 
 impl SessionSlot {
+    /// The session is cut unless it ends within `within` from now (or moves this again).
+    fn deadline_in(&self, within: Duration) {
+        if let Some(w) = &self.watch {
+            w.deadline_in(within);
+        }
+    }
+
     /// Reserves `memory` bytes of `budget` for this session's test, or says what is in use
     /// and what the test asks.
     fn reserve(&self, memory: u64, budget: u64) -> Result<Reservation<'_>> {
@@ -534,7 +611,6 @@ fn session(
     stream.set_write_timeout(Some(CONTROL_TIMEOUT)).map_err(|e| Error::io("setting a write timeout", e))?;
     let local_ip =
         stream.local_addr().map_err(|e| Error::io("reading the control address", e))?.ip().to_canonical();
-    let by = || Instant::now() + CONTROL_TIMEOUT;
 
     write_frame(
         &mut w,
@@ -547,19 +623,20 @@ fn session(
 
     let spec_by = Instant::now() + SPEC_TIMEOUT;
     let mut probes = 0;
-    let (spec, payload_file) = loop {
+    let (spec, payload_file, go_within_ms) = loop {
         match read_frame_by(stream, "the test spec", spec_by, MAX_CLIENT_FRAME, None) {
-            Ok(ClientMessage::Test { spec, clock_offset_ns }) => {
+            Ok(ClientMessage::Test { spec, clock_offset_ns, go_within_ms }) => {
                 let (mut spec, file) = spec.into_local(SpecSide::Remote, &cfg.payload_files)?;
                 spec.clock_offset_ns = clock_offset_ns;
                 if cfg.in_client_process {
                     spec.profile.enabled = false;
                 }
-                break (spec, file);
+                break (spec, file, go_within_ms);
             }
-            Ok(ClientMessage::ThirdParty { spec, peer_host, peer_port, synchronized }) => {
+            Ok(ClientMessage::ThirdParty { spec, peer_host, peer_port, synchronized, start_within_ms }) => {
                 let peer = Peer { host: &peer_host, port: peer_port };
-                return third_party(a, cfg, slot, events, *spec, peer, synchronized);
+                let start = synchronized.then_some(start_within_ms);
+                return third_party(a, cfg, slot, events, *spec, peer, start);
             }
             Ok(ClientMessage::ClockProbe {}) if probes < MAX_CLOCK_PROBES => {
                 probes += 1;
@@ -582,14 +659,25 @@ fn session(
     };
     let _reservation = accept(&spec, cfg, slot, a.peer, events, true)?;
     log_payload_file(payload_file, a.peer, events);
+    let test_and_grace =
+        Duration::from_millis(spec.duration_ms) + Duration::from_nanos(crate::workload::PEER_GRACE_NS);
+    // A plan's client may wait for its start longer than a control read (see third_party);
+    // only a key holder may hold a session that long: a keyless server grants no more.
+    let go_wait = granted_go_wait(go_within_ms.filter(|_| cfg.psk.is_some()));
+    slot.deadline_in(SETUP_LIMIT + go_wait + test_and_grace + REPORT_SLACK);
 
     let cookie = random_cookie();
     // UDP: the descriptors that echo late hellos until `Go` (see net::udp).
     let mut udp_fds = Vec::new();
+    let mut foreign = udp::Foreign::default();
     let data = if spec.workload.is_udp() {
         let (socks, udp_ports) = udp::bind_flows(local_ip, &spec)?;
         write_frame(&mut w, &ServerMessage::Ready { data_port: 0, cookie, udp_ports })?;
-        udp::accept_flows(&socks, cookie)?;
+        let accepted = udp::accept_flows(&socks, cookie, a.peer.ip(), &mut foreign);
+        if let Some(first) = foreign.first {
+            events(ServerEvent::ForeignDatagrams { peer: a.peer, datagrams: foreign.datagrams, first });
+        }
+        accepted?;
         udp_fds = socks.iter().map(AsRawFd::as_raw_fd).collect();
         DataSockets::Flows(socks)
     } else {
@@ -611,10 +699,12 @@ fn session(
         // The side owns the sockets now; it only uses them once the window opens.
         udp::echo_hellos_until(&udp_fds, cookie, stream.as_raw_fd())?;
     }
-    match read_frame_by(stream, "go", by(), MAX_CLIENT_FRAME, None)? {
+    let go_by = Instant::now() + go_wait;
+    match read_frame_by(stream, "go", go_by, MAX_CLIENT_FRAME, None)? {
         ClientMessage::Go {} => {}
         other => return Err(out_of_order("go", &other)),
     }
+    slot.deadline_in(test_and_grace + REPORT_SLACK);
     side.start()?;
     // crr: the client stopped mid-run (Ctrl-C) and asked for what was measured.
     let mut aborted = false;
@@ -646,7 +736,10 @@ fn session(
         }
     }
     let finished = side.finish()?;
-    let report = finished.report;
+    let mut report = finished.report;
+    if let Some(u) = report.udp.as_mut() {
+        u.foreign_datagrams = foreign.datagrams;
+    }
     let report_cap = report_frame_cap(&spec);
     let figures = TestFigures {
         test: spec.netperf_name(),
@@ -700,34 +793,39 @@ fn third_party(
     events: &EventSink,
     wire: WireSpec,
     peer: Peer<'_>,
-    synchronized: bool,
+    // Synchronized (a plan's test), with how long the controller says its start may take.
+    start: Option<Option<u64>>,
 ) -> Result<SessionEnd> {
-    use crate::control::third_party::{dial_peer, serve, ALLOW_FLAG};
-    if !cfg.allow_third_party {
-        return Err(Error::Peer(format!(
-            "this agent does not run tests against other agents: its operator must start it with `ringperf serve {ALLOW_FLAG} --psk-file FILE`"
-        )));
-    }
-    let Some(psk) = cfg.psk.as_ref() else {
-        return Err(Error::Peer(format!(
-            "this agent takes third-party work only with a key: its operator must start it with `ringperf serve {ALLOW_FLAG} --psk-file FILE`"
-        )));
-    };
+    use crate::control::third_party::{check_peer_host, dial_peer, refused, serve, ALLOW_FLAG};
+    let target = format!("{}:{}", crate::control::text::peer_text(peer.host), peer.port);
     // The local side is this agent's: its payload label names a file of this agent's
     // operator, and its CPUs are checked where the run starts.
-    let (spec, payload_file) = wire.clone().into_local(SpecSide::Local, &cfg.payload_files)?;
+    let local = wire.clone().into_local(SpecSide::Local, &cfg.payload_files);
+    let test = local.as_ref().map_or("a test", |(s, _)| s.netperf_name());
+    // A refusal says what was asked, so its log line reads as a refused third-party request.
+    let refuse = |e: Error| refused(e, test, &target);
+    if !cfg.allow_third_party {
+        return Err(refuse(Error::Peer(format!(
+            "this agent does not run tests against other agents: its operator must start it with `ringperf serve {ALLOW_FLAG} --psk-file FILE`"
+        ))));
+    }
+    let Some(psk) = cfg.psk.as_ref() else {
+        return Err(refuse(Error::Peer(format!(
+            "this agent takes third-party work only with a key: its operator must start it with `ringperf serve {ALLOW_FLAG} --psk-file FILE`"
+        ))));
+    };
+    check_peer_host(peer.host).map_err(refuse)?;
+    let (spec, payload_file) = local.map_err(refuse)?;
     let spec = &spec;
-    let _reservation = accept(spec, cfg, slot, a.peer, events, false)?;
+    let _reservation = accept(spec, cfg, slot, a.peer, events, false).map_err(refuse)?;
+    // The run as a client keeps to its own bounds; this is the controller's.
+    let armed = crate::control::third_party::armed_wait(start.flatten());
+    slot.deadline_in(crate::control::third_party::report_wait(spec, armed) + REPORT_SLACK);
     // Resolved once: the address logged is the one logged in to and sent data to.
     let dialled = dial_peer(peer.host, peer.port)?;
-    events(ServerEvent::ThirdParty {
-        peer: a.peer,
-        test: spec.netperf_name(),
-        target: format!("{}:{}", crate::control::text::peer_text(peer.host), peer.port),
-        address: dialled.addr,
-    });
+    events(ServerEvent::ThirdParty { peer: a.peer, test, target, address: dialled.addr });
     log_payload_file(payload_file, a.peer, events);
-    let report = serve(&a.stream, &wire, spec, dialled, synchronized, Some(psk))?;
+    let report = serve(&a.stream, &wire, spec, dialled, start.is_some(), start.flatten(), Some(psk))?;
     let figures = TestFigures {
         test: spec.netperf_name(),
         bytes: report.local.bytes_sent + report.local.bytes_received,
@@ -748,15 +846,20 @@ fn accept<'a>(
     serving: bool,
 ) -> Result<Reservation<'a>> {
     spec.validate()?;
-    cfg.limits.check(spec)?;
+    // A third-party run holds the client side's buffers, not the server's.
+    cfg.limits.check_side(spec, !serving)?;
     for &cpu in spec.remote.cpus.iter().filter(|_| serving) {
         check_cpu(cpu, "remote")?;
     }
-    let memory = session_memory(spec);
+    let memory = side_memory(spec, !serving);
     let r = slot.reserve(memory, cfg.limits.max_total_memory)?;
+    if let Some(w) = &slot.watch {
+        w.testing(spec.netperf_name());
+    }
     events(ServerEvent::TestAccepted {
         peer,
         test: spec.netperf_name(),
+        client_side: !serving,
         memory,
         in_use: r.in_use,
         budget: cfg.limits.max_total_memory,

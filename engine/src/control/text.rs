@@ -23,6 +23,14 @@ pub fn escape_bounded(s: &str, max: usize) -> String {
     out
 }
 
+/// `s`, already one line, cut after `max` characters with "…(N more bytes)".
+pub fn cut(s: &str, max: usize) -> String {
+    match s.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…({} more bytes)", &s[..at], s.len() - at),
+        None => s.to_string(),
+    }
+}
+
 /// [`escape_bounded`] with [`PEER_TEXT_MAX`].
 pub fn peer_text(s: &str) -> String {
     escape_bounded(s, PEER_TEXT_MAX)
@@ -101,5 +109,7 @@ mod tests {
         assert_eq!(e, format!("{}…(160 more bytes)", "é".repeat(120)));
         assert_eq!(escape_bounded("short", 120), "short");
         assert_eq!(escape_bounded("abc", 3), "abc");
+        assert_eq!(cut(&"é".repeat(200), 120), format!("{}…(160 more bytes)", "é".repeat(120)));
+        assert_eq!(cut("a\\b", 120), "a\\b", "cut escapes nothing");
     }
 }

@@ -21,6 +21,7 @@ use crate::control::protocol::{
     MAX_CLIENT_FRAME,
 };
 use crate::control::server::CONTROL_TIMEOUT;
+use crate::control::text::{cut, peer_text, PEER_TEXT_MAX};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
 use crate::payload::{Recipient, WireSpec};
@@ -31,21 +32,49 @@ use crate::workload::PEER_GRACE_NS;
 /// The serve flag an agent needs before it takes third-party work.
 pub const ALLOW_FLAG: &str = "--allow-third-party";
 
-/// The furthest ahead a StartAt may lie: past it the peer agent, armed and waiting for
-/// Go, would give up (it waits [`CONTROL_TIMEOUT`]).
-pub const MAX_START_AHEAD: Duration = Duration::from_secs(5);
-
-/// How long a synchronized agent waits for its start time after saying it is armed: the
-/// controller waits for every other test to arm first.
+/// How long a synchronized agent waits for its start time after saying it is armed, and
+/// how far ahead of that moment the start may lie, when the controller does not say
+/// (`start_within_ms`): the controller waits for every other test to arm first.
 pub const START_WAIT: Duration = Duration::from_secs(8);
 
+/// The longest an armed test waits for its start, whatever its controller asks: a plan's
+/// wait grows with its tests (plan::armed_wait), and both agents of each test hold the
+/// test's sockets and threads while they wait.
+pub const MAX_ARMED_WAIT: Duration = Duration::from_secs(600);
+
+/// The armed wait an agent grants a controller that asks `start_within_ms`.
+pub fn armed_wait(start_within_ms: Option<u64>) -> Duration {
+    start_within_ms.map_or(START_WAIT, Duration::from_millis).min(MAX_ARMED_WAIT)
+}
+
+/// How long the peer's armed side waits for Go when its client waits `armed` for the start:
+/// the client's wait, plus the control timeout for what comes around it (the peer armed
+/// before the controller heard so, and Go follows the start).
+pub fn go_wait(armed: Duration) -> Duration {
+    armed + CONTROL_TIMEOUT
+}
+
+/// `d` in whole milliseconds, rounded up: a wait sent in ms is never shorter than meant.
+pub fn whole_ms(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
+}
+
+/// How long a server's armed side waits for Go when its client asks `go_within_ms` (absent:
+/// [`CONTROL_TIMEOUT`]): never less than that, never more than a plan may need.
+pub fn granted_go_wait(go_within_ms: Option<u64>) -> Duration {
+    go_within_ms
+        .map_or(CONTROL_TIMEOUT, Duration::from_millis)
+        .clamp(CONTROL_TIMEOUT, go_wait(MAX_ARMED_WAIT))
+}
+
 /// How long the agent may take from the request to the report, beyond the test itself:
-/// connecting to the peer, logging in, setting up both sides, and the peer's report.
-fn report_wait(spec: &TestSpec) -> Duration {
+/// connecting to the peer, logging in, setting up both sides, waiting `armed` for the
+/// start, and the peer's report.
+pub(crate) fn report_wait(spec: &TestSpec, armed: Duration) -> Duration {
     Duration::from_millis(spec.duration_ms)
         + Duration::from_nanos(PEER_GRACE_NS)
         + CONNECT_TIMEOUT
-        + START_WAIT
+        + armed
         + 3 * CONTROL_TIMEOUT
 }
 
@@ -60,7 +89,7 @@ pub(crate) fn request(
     opts: &RunOptions<'_>,
 ) -> Result<TestReport> {
     let mut s = AgentSession::login(stream, agent, opts)?;
-    s.request(spec, peer_host, peer_port, false)?;
+    s.request(spec, peer_host, peer_port, None)?;
     s.report()
 }
 
@@ -69,13 +98,15 @@ pub struct AgentSession<'a> {
     c: Control<'a>,
     agent: String,
     spec: TestSpec,
+    /// How long the agent waits armed for its start (synchronized runs).
+    armed: Duration,
 }
 
 impl<'a> AgentSession<'a> {
     /// Logs in to `agent` (`host:port`, for messages) on `stream`.
     pub fn login(stream: TcpStream, agent: &str, opts: &RunOptions<'a>) -> Result<AgentSession<'a>> {
         let (c, _, _) = login(stream, agent, opts)?;
-        Ok(AgentSession { c, agent: agent.to_string(), spec: TestSpec::default() })
+        Ok(AgentSession { c, agent: agent.to_string(), spec: TestSpec::default(), armed: START_WAIT })
     }
 
     /// Probes the agent's clock `probes` times (before the request): (offset, uncertainty)
@@ -102,20 +133,24 @@ impl<'a> AgentSession<'a> {
 
     /// Asks the agent to run the client side of `spec` against `peer_host`:`peer_port`.
     /// The spec goes in its wire form: payload labels, never a path of this host.
+    /// `synchronized`: set it up, say so, and wait up to this long for the start time (see
+    /// [`armed_wait`]).
     pub fn request(
         &mut self,
         spec: &TestSpec,
         peer_host: &str,
         peer_port: u16,
-        synchronized: bool,
+        synchronized: Option<Duration>,
     ) -> Result<()> {
         let wire = spec.to_wire(Recipient::Agent)?;
         self.spec = spec.clone();
+        self.armed = synchronized.map_or(START_WAIT, |d| d.min(MAX_ARMED_WAIT));
         self.c.send(&ClientMessage::ThirdParty {
             spec: Box::new(wire),
             peer_host: peer_host.to_string(),
             peer_port,
-            synchronized,
+            synchronized: synchronized.is_some(),
+            start_within_ms: synchronized.map(whole_ms),
         })
     }
 
@@ -143,7 +178,7 @@ impl<'a> AgentSession<'a> {
     /// partial report is taken.
     pub fn report(&mut self) -> Result<TestReport> {
         let cap = third_party_frame_cap(&self.spec);
-        let got = match self.c.expect_capped("the agent's report", report_wait(&self.spec), cap) {
+        let got = match self.c.expect_capped("the agent's report", report_wait(&self.spec, self.armed), cap) {
             Err(Error::Interrupted(why)) => {
                 self.c.interrupt = None;
                 self.abort();
@@ -176,7 +211,10 @@ pub(crate) struct DialledPeer {
 
 /// Resolves `host` once and connects to the first of its addresses that answers.
 pub(crate) fn dial_peer(host: &str, port: u16) -> Result<DialledPeer> {
-    let stream = connect(&resolve(host, port, "-H")?)?;
+    // The error quotes the name for this agent's log: cut to PEER_TEXT_MAX if longer.
+    let addrs =
+        resolve(host, port, "-H").map_err(|e| map_message(e, |m| m.replace(host, &peer_text(host))))?;
+    let stream = connect(&addrs)?;
     let addr = stream.peer_addr().map_err(|e| Error::io("reading the peer agent's address", e))?;
     Ok(DialledPeer { name: format!("{host}:{port}"), stream, addr })
 }
@@ -192,12 +230,14 @@ pub(crate) fn serve(
     spec: &TestSpec,
     peer: DialledPeer,
     synchronized: bool,
+    start_within_ms: Option<u64>,
     psk: Option<&crate::control::auth::Psk>,
 ) -> Result<TestReport> {
+    let armed = armed_wait(start_within_ms);
     let wait_for_start = || -> Result<()> {
         let mut w = stream;
         write_frame(&mut w, &ServerMessage::ThirdPartyArmed {})?;
-        let by = Instant::now() + START_WAIT;
+        let by = Instant::now() + armed;
         let agent_ns = match read_frame_by(stream, "the controller's start time", by, MAX_CLIENT_FRAME, None)?
         {
             ClientMessage::StartAt { agent_ns } => agent_ns,
@@ -213,11 +253,13 @@ pub(crate) fn serve(
         };
         let now = monotonic_ns();
         let ahead = Duration::from_nanos(agent_ns.saturating_sub(now));
-        if ahead > MAX_START_AHEAD {
+        let left = by.saturating_duration_since(Instant::now());
+        if ahead > left {
             return Err(Error::Protocol(format!(
-                "the start time is {} ms ahead, more than the {} s an armed peer waits: the controller's clock estimate is wrong",
+                "the start time is {} ms ahead, past the {} ms left of the {} ms this run's agents wait armed for it: the controller's clock estimate is wrong",
                 ahead.as_millis(),
-                MAX_START_AHEAD.as_secs()
+                left.as_millis(),
+                armed.as_millis()
             )));
         }
         std::thread::sleep(ahead);
@@ -229,7 +271,7 @@ pub(crate) fn serve(
         psk: psk.cloned(),
         // The controller's connection: readable means Abort or a controller gone.
         interrupt: Some(stream.as_fd()),
-        before_go: synchronized.then_some(BeforeGo(&wait_for_start)),
+        before_go: synchronized.then_some(BeforeGo(&wait_for_start, go_wait(armed))),
         peer_must_prove_key: true,
         server_in_process: false,
         local_bind: None,
@@ -246,17 +288,49 @@ pub(crate) fn serve(
 }
 
 /// The peer agent's refusal as the controller should read it: "server: " would name this
-/// agent, which only passes the words on, so the peer is named instead.
+/// agent, which only passes the words on, so the peer is named instead. The message goes
+/// to this agent's log too, so what came from a peer is cut to [`PEER_TEXT_MAX`]: the peer
+/// agent's words, and a peer name the controller gave that is longer.
 fn from_peer(e: Error, peer: &str) -> Error {
-    let name = |m: String| match m.strip_prefix("server: ") {
-        Some(rest) => format!("the peer agent {peer}: {rest}"),
-        None => m,
+    let shown = peer_text(peer);
+    let name = |m: String| {
+        let m = if shown != peer { m.replace(peer, &shown) } else { m };
+        match m.strip_prefix("server: ") {
+            Some(rest) => format!("the peer agent {shown}: {}", cut(rest, PEER_TEXT_MAX)),
+            None => m,
+        }
     };
+    map_message(e, name)
+}
+
+/// `e` with its message passed through `f`, its kind (and so its exit code) kept.
+fn map_message(e: Error, f: impl FnOnce(String) -> String) -> Error {
     match e {
-        Error::Usage(m) => Error::Usage(name(m)),
-        Error::Requirement(m) => Error::Requirement(name(m)),
-        Error::Protocol(m) => Error::Protocol(name(m)),
-        Error::Peer(m) => Error::Peer(name(m)),
+        Error::Usage(m) => Error::Usage(f(m)),
+        Error::Requirement(m) => Error::Requirement(f(m)),
+        Error::Protocol(m) => Error::Protocol(f(m)),
+        Error::Peer(m) => Error::Peer(f(m)),
+        Error::Interrupted(m) => Error::Interrupted(f(m)),
         e => e,
     }
+}
+
+/// A refused third-party request's error, saying what was asked (`test` against
+/// `target`, already escaped), so that the agent's log line and the controller both read
+/// it as a refused third-party request.
+pub(crate) fn refused(e: Error, test: &str, target: &str) -> Error {
+    map_message(e, |m| format!("third-party request refused ({test} against {target}): {m}"))
+}
+
+/// Checks the peer a controller names: a host name or an address (letters, digits and
+/// `.-_:%[]`), at most 253 characters as DNS allows. Anything else is refused before this
+/// agent resolves or quotes it.
+pub(crate) fn check_peer_host(host: &str) -> Result<()> {
+    let fits = !host.is_empty()
+        && host.len() <= 255
+        && host.bytes().all(|b| b.is_ascii_alphanumeric() || b".-_:%[]".contains(&b));
+    if fits {
+        return Ok(());
+    }
+    Err(Error::Usage(format!("the peer '{}' is not a host name or an address", peer_text(host))))
 }

@@ -54,6 +54,9 @@ pub mod op {
     pub const CRR_HEADER: u8 = 18;
     /// crr server: the close linked behind a response when the server closes first.
     pub const SERVER_CLOSE: u8 = 19;
+    /// Open loop: the wakeup for the next due request (a one-shot absolute Timeout), told
+    /// apart from a paced run's refill ticks.
+    pub const DUE: u8 = 20;
 }
 
 /// What a send-side completion meant for the workload.

@@ -4,11 +4,18 @@
 //! connection's address and lists the ports in `Ready` (flow order). The client connects
 //! one UDP socket per flow to its port and sends a hello datagram (the session cookie with
 //! its top bit set, then the flow index: 12 bytes, like a TCP flow header) every 50 ms until
-//! the server echoes it. The server checks cookie and flow, `connect()`s its socket to the
-//! hello's source (from then on the kernel drops datagrams from anyone else) and echoes the
-//! hello; it keeps echoing repeated hellos (an echo may be lost) until the client sends
-//! `Go` on the control connection, which the client does only when every flow was echoed.
-//! So a lossy path delays the handshake, never breaks it, and no stranger can feed a flow.
+//! the server echoes it. The server takes a hello only from the control connection's peer
+//! address, checks cookie and flow, `connect()`s its socket to the hello's source (from
+//! then on the kernel drops datagrams from anyone else) and echoes the hello; it keeps
+//! echoing repeated hellos (an echo may be lost) until the client sends `Go` on the control
+//! connection, which the client does only when every flow was echoed. So a lossy path
+//! delays the handshake, never breaks it, and no stranger can feed a flow.
+//!
+//! The address check is what stops reflection: the cookie travels in the clear, so without
+//! it a client could claim another host's address in its hellos (a keyless server asks for
+//! no proof at all) and have the server send a udp-rr's responses or a udp-stream there.
+//! Datagrams from other addresses are dropped and counted ([`Foreign`]). The client connects
+//! each socket to the server's port before it sends, so it takes datagrams only from there.
 //!
 //! Data datagrams start with an 8-byte sequence number below 2^63; a datagram whose first
 //! word has the top bit set is a (late) hello, which the data path ignores.
@@ -34,7 +41,8 @@ const HELLO_EVERY: Duration = Duration::from_millis(50);
 const UDP_SEGMENT: i32 = 103;
 const UDP_GRO: i32 = 104;
 
-fn hello(cookie: u64, flow: u32) -> [u8; FLOW_HEADER_LEN] {
+/// Flow `flow`'s hello datagram for the session `cookie`.
+pub fn hello(cookie: u64, flow: u32) -> [u8; FLOW_HEADER_LEN] {
     let mut h = [0u8; FLOW_HEADER_LEN];
     h[..8].copy_from_slice(&(cookie | HELLO_BIT).to_le_bytes());
     h[8..].copy_from_slice(&flow.to_le_bytes());
@@ -84,6 +92,23 @@ pub fn bind_flows(ip: IpAddr, spec: &TestSpec) -> Result<(Vec<Socket>, Vec<u16>)
     Ok((socks, ports))
 }
 
+/// Datagrams the server's UDP setup dropped because they came from another address than
+/// the control connection's peer (hellos claiming another host's address, or a NAT that
+/// maps the client's UDP to another address than its TCP).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Foreign {
+    pub datagrams: u64,
+    /// The first one's source, for the log.
+    pub first: Option<SocketAddr>,
+}
+
+impl Foreign {
+    fn note(&mut self, from: SocketAddr) {
+        self.datagrams += 1;
+        self.first.get_or_insert(from);
+    }
+}
+
 /// Waits up to `timeout` for any of `fds` to be readable; returns which are.
 fn poll_many(fds: &[RawFd], timeout: Duration) -> Result<Vec<bool>> {
     let mut p: Vec<libc::pollfd> =
@@ -101,8 +126,11 @@ fn poll_many(fds: &[RawFd], timeout: Duration) -> Result<Vec<bool>> {
     Ok(p.iter().map(|x| x.revents != 0).collect())
 }
 
-/// Server: waits for every flow's hello, connects each socket to its client and echoes.
-pub fn accept_flows(socks: &[Socket], cookie: u64) -> Result<()> {
+/// Server: waits for every flow's hello from `peer` (the control connection's peer
+/// address), connects each socket to its client and echoes; datagrams from any other
+/// address are dropped and counted in `foreign`.
+pub fn accept_flows(socks: &[Socket], cookie: u64, peer: IpAddr, foreign: &mut Foreign) -> Result<()> {
+    let peer = peer.to_canonical();
     let deadline = Instant::now() + SETUP_TIMEOUT;
     let mut connected = vec![false; socks.len()];
     let mut missing = socks.len();
@@ -110,8 +138,15 @@ pub fn accept_flows(socks: &[Socket], cookie: u64) -> Result<()> {
     while missing > 0 {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
+            let elsewhere = match foreign.first {
+                Some(from) => format!(
+                    " {} datagrams came from other addresses than {peer}, the control connection's (the first from {from}), and were dropped: the UDP flows must come from the control connection's address",
+                    foreign.datagrams
+                ),
+                None => " is a firewall dropping UDP to the server's ephemeral ports?".into(),
+            };
             return Err(Error::Peer(format!(
-                "only {} of {} UDP flows said hello within {} s: is a firewall dropping UDP to the server's ephemeral ports?",
+                "only {} of {} UDP flows said hello within {} s:{elsewhere}",
                 socks.len() - missing,
                 socks.len(),
                 SETUP_TIMEOUT.as_secs()
@@ -125,6 +160,11 @@ pub fn accept_flows(socks: &[Socket], cookie: u64) -> Result<()> {
             }
             let udp = as_udp(sock.as_raw_fd());
             while let Ok((n, from)) = udp.recv_from(&mut buf) {
+                // Before the connect below, and for what was queued before it.
+                if from.ip().to_canonical() != peer {
+                    foreign.note(from);
+                    continue;
+                }
                 if n != FLOW_HEADER_LEN || buf[..n] != hello(cookie, f as u32) {
                     continue; // a stranger: ignore
                 }
@@ -196,6 +236,9 @@ pub fn connect_flows(
         crate::net::bind_local(&sock, bind)?;
         sock.connect(&addr.into()).map_err(|e| Error::io(format!("connecting a UDP socket to {addr}"), e))?;
         sock.set_nonblocking(true).map_err(|e| Error::io("making a UDP socket non-blocking", e))?;
+        // Connected, it takes datagrams only from the server's port; what came between the
+        // bind and the connect is from someone else (nothing was sent to the server yet).
+        while as_udp(sock.as_raw_fd()).recv(&mut [0u8; 1]).is_ok() {}
         socks.push(sock);
     }
     let deadline = Instant::now() + SETUP_TIMEOUT;
@@ -246,4 +289,42 @@ fn as_udp(fd: RawFd) -> std::mem::ManuallyDrop<UdpSocket> {
     // SAFETY: the caller's socket stays open while the view is used, and the view never
     // closes the descriptor.
     std::mem::ManuallyDrop::new(unsafe { UdpSocket::from_raw_fd(fd) })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::Ipv4Addr;
+
+    use super::*;
+    use crate::spec::Workload;
+
+    /// A hello from another address than the control peer's is dropped and counted, the
+    /// peer's is echoed, and the socket is connected to the peer's flow: the stranger gets
+    /// nothing, neither the echo nor what is sent afterwards.
+    #[test]
+    fn a_hello_from_another_address_is_dropped_and_counted() {
+        let spec = TestSpec::for_workload(Workload::UdpRr);
+        let (socks, ports) = bind_flows(Ipv4Addr::LOCALHOST.into(), &spec).expect("a flow socket");
+        let to = SocketAddr::from((Ipv4Addr::LOCALHOST, ports[0]));
+        let stranger = UdpSocket::bind((Ipv4Addr::new(127, 0, 0, 77), 0)).expect("a socket on 127.0.0.77");
+        let peer = UdpSocket::bind((Ipv4Addr::LOCALHOST, 0)).expect("a socket on 127.0.0.1");
+        let cookie = 0x1234_5678;
+        stranger.send_to(&hello(cookie, 0), to).expect("the stranger's hello");
+        peer.send_to(&hello(cookie, 0), to).expect("the peer's hello");
+        let mut foreign = Foreign::default();
+        accept_flows(&socks, cookie, Ipv4Addr::LOCALHOST.into(), &mut foreign).expect("the peer's flow");
+        assert_eq!(
+            foreign,
+            Foreign { datagrams: 1, first: Some(stranger.local_addr().expect("an address")) }
+        );
+        peer.set_read_timeout(Some(SETUP_TIMEOUT)).expect("a timeout");
+        let mut buf = [0u8; 64];
+        let (n, from) = peer.recv_from(&mut buf).expect("the echo");
+        assert_eq!((&buf[..n], from), (&hello(cookie, 0)[..], to));
+        as_udp(socks[0].as_raw_fd()).send(b"after").expect("a send on the connected flow");
+        assert_eq!(peer.recv(&mut buf).expect("the flow's datagram"), 5);
+        stranger.set_nonblocking(true).expect("non-blocking");
+        let got = stranger.recv_from(&mut buf);
+        assert!(matches!(&got, Err(e) if e.kind() == io::ErrorKind::WouldBlock), "{got:?}");
+    }
 }

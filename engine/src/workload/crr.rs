@@ -38,7 +38,13 @@
 //! client closes first, the client closed after it), as the client counts it. The client
 //! tells the session when all its cycles are done (after its deadline); the session then
 //! signals every server worker through an eventfd that each ring polls.
+//!
+//! Pacing (`-b`, `--flow-rate`, a server's `--max-rate`): a client flow starts a cycle
+//! only with its request's tokens, and a server worker sends a response only with its
+//! tokens (one bucket per worker: any worker may serve any flow); a cycle or a response
+//! that finds none waits for the pacer's tick, the server's in arrival order.
 
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, RawFd};
 
@@ -56,6 +62,7 @@ use crate::spec::{CloseFirst, CrrOptions, RecvEngine, TestSpec};
 use crate::verify::Verifier;
 use crate::with_fd;
 use crate::workload::driver::{RoleReport, Run, Timers, Workload};
+use crate::workload::pacer::Pacer;
 use crate::workload::Ending;
 
 /// One socket option, with its value already encoded, so applying it allocates nothing.
@@ -173,8 +180,52 @@ const TORN: i32 = -libc::EPROTO;
 
 /// How long a stopped client waits for the cycles it cancelled to come back, so that it
 /// closes their sockets itself. A cancel comes back within one ring round trip; a cycle
-/// still out after this is left to the ring's teardown, its socket to the process's exit.
+/// still out after this is taken back by [`reclaim`].
 const ABORT_DRAIN_NS: u64 = 100_000_000;
+
+/// How long the end of a run waits for the ops it cancels to come back (see [`reclaim`]).
+const RECLAIM_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A descriptor a crr role owns (a client cycle's socket, a server connection): -1 once
+/// the role is done with it, and whether a Close op of the ring closed it.
+trait Held {
+    fn held(&mut self) -> (&mut RawFd, &mut bool);
+}
+
+/// The end of a crr run, however it ended (the guard, a stop, an error): cancels every op
+/// still in flight and waits for each to come back, so that each descriptor's fate is
+/// known, then closes every descriptor of `slots` still open and every new one the ring
+/// made that no slot took (completions of op `made`). Without it a session cut short left
+/// its connections open, in CLOSE-WAIT once the peer closed, until the process exited.
+/// `unhandled`: what the run reaped and did not handle; `closed_by`: the op of the Close
+/// that closes a slot's descriptor (flow = slot).
+fn reclaim<T: Held>(ring: &mut Ring, unhandled: &[Completion], (made, closed_by): (u8, u8), slots: &mut [T]) {
+    let mut left = Vec::with_capacity(unhandled.len() + ring.cq_entries());
+    ring.cancel_everything(RECLAIM_WAIT, &mut left);
+    left.extend_from_slice(unhandled);
+    let mut open = Vec::new();
+    for c in left.iter().filter(|c| c.result >= 0) {
+        if c.op() == made && !slots.iter_mut().any(|s| *s.held().0 == c.result) {
+            open.push(c.result);
+        } else if c.op() == closed_by {
+            if let Some(s) = slots.get_mut(c.flow()) {
+                *s.held().1 = true;
+            }
+        }
+    }
+    for s in slots {
+        let (fd, closed) = s.held();
+        if *fd >= 0 && !*closed {
+            open.push(*fd);
+        }
+        *fd = -1;
+    }
+    for fd in open {
+        // SAFETY: a descriptor the role made that no op uses any more (every op has come
+        // back) and no Close op closed.
+        unsafe { libc::close(fd) };
+    }
+}
 
 /// How a client cycle moves its request and response, from what the side's engines allow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -212,6 +263,12 @@ struct Cycle {
     failed: i32,
     /// The cycle waits for a send buffer (a zero-copy notification) to start.
     waiting: bool,
+}
+
+impl Held for Cycle {
+    fn held(&mut self) -> (&mut RawFd, &mut bool) {
+        (&mut self.fd, &mut self.closed)
+    }
 }
 
 impl Cycle {
@@ -289,6 +346,9 @@ pub struct CrrClient {
     /// Connections each flow makes before it stops (the spec's transaction limit;
     /// u64::MAX when timed).
     limit: u64,
+    /// Paces the requests: a flow starts its cycle with its request's tokens.
+    pacer: Pacer,
+    request_size: u32,
 }
 
 /// The header every flow's request starts with: `cookie` and its global flow number.
@@ -307,6 +367,7 @@ impl CrrClient {
         send: AnySend,
         recv: AnyRecv,
         verify: Verifier,
+        pacer: Pacer,
     ) -> CrrClient {
         let request_len = FLOW_HEADER_LEN + spec.request_size as usize;
         let response_len = spec.response_size as usize;
@@ -342,16 +403,22 @@ impl CrrClient {
             aborting: false,
             report: CrrReport { linger0, ..CrrReport::default() },
             limit: spec.transaction_limit.unwrap_or(u64::MAX),
+            pacer,
+            request_size: spec.request_size,
         }
     }
 
-    /// Starts flow `f`'s next cycle, or marks it waiting for a send buffer.
+    /// Starts flow `f`'s next cycle, or marks it waiting for a send buffer, or leaves it
+    /// for the pacer's tick (which calls this again).
     fn begin(&mut self, ring: &mut Ring, f: usize, now: u64) -> Result<()> {
         let c = &mut self.cycles[f];
         *c = Cycle::idle();
         if self.send.available(f) == 0 {
             self.send.short_of_buffers(f);
             c.waiting = true;
+            return Ok(());
+        }
+        if !self.pacer.allow(f, self.request_size) {
             return Ok(());
         }
         c.started = now;
@@ -610,14 +677,29 @@ impl CrrClient {
 /// counted), and their sockets are closed as they come back, for at most ABORT_DRAIN_NS.
 impl Workload for CrrClient {
     fn timers(&self) -> Timers {
-        // The guard is armed only by a stop (see `on_abort`).
-        Timers { deadline: true, guard: false }
+        Timers { deadline: true }
     }
 
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
+        self.pacer.start(ring)?;
         let now = monotonic_ns();
         for f in 0..self.cycles.len() {
             self.begin(ring, f, now)?;
+        }
+        Ok(())
+    }
+
+    /// A pacing tick: the flows whose next cycle waited for tokens start it.
+    fn on_pace(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()> {
+        self.pacer.tick();
+        let mut now = 0;
+        for f in 0..self.cycles.len() {
+            if self.pacer.take_waiting(f) && !run.stopping {
+                if now == 0 {
+                    now = monotonic_ns();
+                }
+                self.begin(ring, f, now)?;
+            }
         }
         Ok(())
     }
@@ -638,8 +720,12 @@ impl Workload for CrrClient {
     }
 
     fn on_guard(&mut self) -> Result<Ending> {
-        // Only a stop arms it: some cancelled cycle did not come back in time.
-        Ok(Ending::Aborted)
+        if self.aborting {
+            // The stop's own guard: some cancelled cycle did not come back in time.
+            return Ok(Ending::Aborted);
+        }
+        // The grace after the deadline is over and cycles are still under way.
+        Err(crate::workload::peer_stuck())
     }
 
     fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
@@ -689,6 +775,10 @@ impl Workload for CrrClient {
 
     fn finish(&mut self, _run: &Run) -> Result<Ending> {
         Ok(if self.aborting { Ending::Aborted } else { Ending::Completed })
+    }
+
+    fn reclaim(&mut self, ring: &mut Ring, unhandled: &[Completion]) {
+        reclaim(ring, unhandled, (op::SOCKET, op::CLOSE), &mut self.cycles);
     }
 
     fn report(&self) -> RoleReport {
@@ -743,8 +833,11 @@ struct Conn {
     recv_due: bool,
     send_due: bool,
     wait_due: bool,
-    /// The response waits for a send buffer (a zero-copy notification).
+    /// The response waits for a send buffer (a zero-copy notification) or for pacing
+    /// tokens.
     owed: bool,
+    /// It waits in the pacer's queue (`CrrServer::paced`), once.
+    queued: bool,
     /// The response was queued, and went out whole.
     answered: bool,
     sent: bool,
@@ -754,6 +847,12 @@ struct Conn {
     closed: bool,
     /// Not a good cycle of the client's: a torn or foreign request, a failed response.
     bad: bool,
+}
+
+impl Held for Conn {
+    fn held(&mut self) -> (&mut RawFd, &mut bool) {
+        (&mut self.fd, &mut self.closed)
+    }
 }
 
 impl Conn {
@@ -768,6 +867,7 @@ impl Conn {
             send_due: false,
             wait_due: false,
             owed: false,
+            queued: false,
             answered: false,
             sent: false,
             peer_closed: false,
@@ -811,6 +911,11 @@ pub struct CrrServer {
     /// The multishot accept is still armed.
     accepting: bool,
     report: CrrReport,
+    /// Paces the responses, one bucket for the worker.
+    pacer: Pacer,
+    /// Slots whose response waits for the pacer's tokens, in arrival order (sized for
+    /// every slot: pushing never allocates).
+    paced: VecDeque<u32>,
 }
 
 impl CrrServer {
@@ -836,11 +941,11 @@ impl CrrServer {
     pub fn new(
         spec: &TestSpec,
         listener: FlowFd,
-        cookie: u64,
-        stop: RawFd,
+        (cookie, stop): (u64, RawFd),
         send: AnySend,
         recv: AnyRecv,
         verify: Verifier,
+        pacer: Pacer,
     ) -> CrrServer {
         let slots = Self::slots(spec);
         CrrServer {
@@ -866,6 +971,8 @@ impl CrrServer {
                 server_closed_first: spec.crr.close_first == CloseFirst::Server,
                 ..CrrReport::default()
             },
+            pacer,
+            paced: VecDeque::with_capacity(slots),
         }
     }
 
@@ -985,7 +1092,8 @@ impl CrrServer {
     }
 
     /// Queues `slot`'s response (and, for a one-shot receive, the wait for the client's
-    /// close), or marks it owed until a send buffer comes back.
+    /// close), or marks it owed until a send buffer comes back, or until the pacer's tick
+    /// (behind the responses that already wait for one).
     fn respond(&mut self, ring: &mut Ring, slot: usize) -> Result<()> {
         let conn = &mut self.conns[slot];
         if self.send.available(slot) == 0 {
@@ -993,6 +1101,21 @@ impl CrrServer {
             conn.owed = true;
             return Ok(());
         }
+        if conn.queued {
+            return Ok(());
+        }
+        if !self.paced.is_empty() || !self.pacer.allow(0, self.response_len as u32) {
+            conn.owed = true;
+            conn.queued = true;
+            self.paced.push_back(slot as u32);
+            return Ok(());
+        }
+        self.send_response(ring, slot)
+    }
+
+    /// Queues `slot`'s response, its buffer and tokens in hand.
+    fn send_response(&mut self, ring: &mut Ring, slot: usize) -> Result<()> {
+        let conn = &mut self.conns[slot];
         conn.owed = false;
         let fd = conn.fd;
         let skip = if self.skip_send { Flags::SKIP_SUCCESS } else { Flags::empty() };
@@ -1096,7 +1219,7 @@ impl CrrServer {
 /// client's FlowsDone mid-run, which would look like a stop.
 impl Workload for CrrServer {
     fn timers(&self) -> Timers {
-        Timers { deadline: false, guard: true }
+        Timers { deadline: false }
     }
 
     fn watches(&self) -> bool {
@@ -1104,6 +1227,7 @@ impl Workload for CrrServer {
     }
 
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
+        self.pacer.start(ring)?;
         crate::workload::watch_flows_done(ring, self.stop)?;
         self.arm_accept(ring)?;
         self.accepting = true;
@@ -1112,6 +1236,30 @@ impl Workload for CrrServer {
 
     fn done(&self, run: &Run) -> bool {
         run.stopping && self.active == 0 && !self.accepting && self.send.outstanding() == 0
+    }
+
+    /// A pacing tick: the responses that waited for tokens go, oldest first, as the
+    /// refill allows.
+    fn on_pace(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
+        self.pacer.tick();
+        self.pacer.take_waiting(0);
+        while let Some(&slot) = self.paced.front() {
+            let slot = slot as usize;
+            if self.send.available(slot) == 0 {
+                // Its buffer's return answers it (`respond` again).
+                self.paced.pop_front();
+                self.conns[slot].queued = false;
+                self.send.short_of_buffers(slot);
+                continue;
+            }
+            if !self.pacer.allow(0, self.response_len as u32) {
+                break;
+            }
+            self.paced.pop_front();
+            self.conns[slot].queued = false;
+            self.send_response(ring, slot)?;
+        }
+        Ok(())
     }
 
     fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
@@ -1187,6 +1335,10 @@ impl Workload for CrrServer {
 
     fn after_batch(&mut self) {
         self.recv.after_batch();
+    }
+
+    fn reclaim(&mut self, ring: &mut Ring, unhandled: &[Completion]) {
+        reclaim(ring, unhandled, (op::ACCEPT, op::SERVER_CLOSE), &mut self.conns);
     }
 
     fn report(&self) -> RoleReport {

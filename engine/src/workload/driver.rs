@@ -34,13 +34,14 @@ pub enum Wait {
     All(usize),
 }
 
-/// The timers the driver arms for a role before its start.
+/// The timers the driver arms for a role before its start, besides the guard, which it
+/// arms for every role: GUARD comes [`PEER_GRACE_NS`] after the deadline, so whatever the
+/// workload a peer that stops answering ends the run within the grace
+/// ([`Workload::on_guard`] says what it means).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timers {
     /// DEADLINE at the end of the window; [`Workload::on_deadline`] says what it means.
     pub deadline: bool,
-    /// GUARD [`PEER_GRACE_NS`] after the deadline; [`Workload::on_guard`] says what it means.
-    pub guard: bool,
 }
 
 /// What the driver shares with the role while it runs.
@@ -70,7 +71,7 @@ pub struct RoleReport {
 
 /// One workload role's own logic over a worker's flows.
 pub trait Workload {
-    /// Which of the deadline and the guard the driver arms.
+    /// Whether the driver arms the deadline (it arms the guard for every role).
     fn timers(&self) -> Timers;
     /// Whether the stop watch applies (the crr server stops through its own eventfd).
     fn watches(&self) -> bool {
@@ -95,6 +96,11 @@ pub trait Workload {
     fn on_guard(&mut self) -> Result<Ending> {
         Err(peer_stuck())
     }
+    /// Called once the run is over, however it ended, with the completions it reaped but
+    /// did not handle: a role that owns descriptors of its own (crr's per-cycle sockets)
+    /// takes back what is still in flight and closes them, so a run cut short (the guard, a
+    /// stop, an error) leaks none.
+    fn reclaim(&mut self, _ring: &mut Ring, _unhandled: &[Completion]) {}
     /// The stop watch fired: `Some` ends the run at once (the default: aborted), `None`
     /// goes on (a role that first takes back what it has in flight).
     fn on_abort(&mut self, _ring: &mut Ring, _run: &mut Run) -> Result<Option<Ending>> {
@@ -114,13 +120,33 @@ pub trait Workload {
     fn report(&self) -> RoleReport;
 }
 
-/// Runs `role` on `ring` until it is done, fails, or is stopped. `watch`: a descriptor
-/// whose readability stops the run (see `WorkerPlan::watch_fd`).
+/// Runs `role` on `ring` until it is done, fails, or is stopped, then lets it take back
+/// what it still has in flight ([`Workload::reclaim`]). `watch`: a descriptor whose
+/// readability stops the run (see `WorkerPlan::watch_fd`).
 pub fn drive(
     ring: &mut Ring,
     role: &mut dyn Workload,
     run: &mut Run,
     watch: Option<RawFd>,
+) -> Result<Ending> {
+    // Sized once: reaping never allocates.
+    let mut done = Vec::with_capacity(ring.cq_entries());
+    let mut handled = 0;
+    let ending = run_batches(ring, role, run, watch, &mut done, &mut handled);
+    role.reclaim(ring, done.get(handled..).unwrap_or_default());
+    ending
+}
+
+/// The loop of [`drive`]. `done` holds the batch being handled and `handled` how many of
+/// its completions were handled whole, so a run that ends mid-batch leaves the rest to
+/// [`Workload::reclaim`].
+fn run_batches(
+    ring: &mut Ring,
+    role: &mut dyn Workload,
+    run: &mut Run,
+    watch: Option<RawFd>,
+    done: &mut Vec<Completion>,
+    handled: &mut usize,
 ) -> Result<Ending> {
     if let Some(fd) = watch.filter(|_| role.watches()) {
         ring.push_watch(fd, token(op::ABORT, 0))?;
@@ -129,11 +155,7 @@ pub fn drive(
     if timers.deadline {
         ring.push_deadline(run.deadline_ns, token(op::DEADLINE, 0))?;
     }
-    if timers.guard {
-        ring.push_deadline(run.deadline_ns + PEER_GRACE_NS, token(op::GUARD, 0))?;
-    }
-    // Sized once: reaping never allocates.
-    let mut done = Vec::with_capacity(ring.cq_entries());
+    ring.push_deadline(run.deadline_ns + PEER_GRACE_NS, token(op::GUARD, 0))?;
     role.start(ring, run)?;
     while !role.done(run) {
         match role.wait() {
@@ -142,8 +164,9 @@ pub fn drive(
             Wait::Chain(_) => ring.submit_and_wait()?,
             Wait::All(n) => ring.submit_and_wait_for(n)?,
         }
-        ring.reap(&mut done);
-        for c in &done {
+        *handled = 0;
+        ring.reap(done);
+        for &c in done.iter() {
             match c.op() {
                 op::DEADLINE if timers.deadline => role.on_deadline(ring, run)?,
                 op::GUARD => return role.on_guard(),
@@ -155,11 +178,12 @@ pub fn drive(
                 op::INTERVAL => run.sampler.tick(run.counters),
                 op::PACE => role.on_pace(ring, run)?,
                 other => {
-                    if !role.complete(ring, c, run)? {
+                    if !role.complete(ring, &c, run)? {
                         return Err(unexpected(other));
                     }
                 }
             }
+            *handled += 1;
         }
         role.after_batch();
     }
@@ -184,6 +208,8 @@ mod tests {
         saw_deadline: bool,
         finished: bool,
         never_done: bool,
+        /// The ops of the completions `reclaim` was given, if it was called.
+        reclaimed: Option<Vec<u8>>,
     }
 
     impl Fake {
@@ -197,6 +223,7 @@ mod tests {
                 saw_deadline: false,
                 finished: false,
                 never_done: false,
+                reclaimed: None,
             }
         }
 
@@ -251,6 +278,9 @@ mod tests {
             self.finished = true;
             Ok(Ending::Completed)
         }
+        fn reclaim(&mut self, _ring: &mut Ring, unhandled: &[Completion]) {
+            self.reclaimed = Some(unhandled.iter().map(Completion::op).collect());
+        }
         fn report(&self) -> RoleReport {
             RoleReport::default()
         }
@@ -265,11 +295,11 @@ mod tests {
         (ending, counters[0])
     }
 
-    const NO_TIMERS: Timers = Timers { deadline: false, guard: false };
+    const NO_DEADLINE: Timers = Timers { deadline: false };
 
     #[test]
     fn a_completion_nobody_expects_is_an_error() {
-        let mut role = Fake::new(NO_TIMERS);
+        let mut role = Fake::new(NO_DEADLINE);
         role.stray = Some(op::SOCKET);
         role.never_done = true;
         let (ending, _) = drive_fake(&mut role, monotonic_ns(), None);
@@ -282,7 +312,7 @@ mod tests {
 
     #[test]
     fn a_deadline_the_role_did_not_ask_for_is_unexpected() {
-        let mut role = Fake::new(NO_TIMERS);
+        let mut role = Fake::new(NO_DEADLINE);
         role.stray = Some(op::DEADLINE);
         role.never_done = true;
         let (ending, _) = drive_fake(&mut role, monotonic_ns(), None);
@@ -297,7 +327,7 @@ mod tests {
         assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
         // SAFETY: writes one byte from a live buffer to the pipe just made.
         assert_eq!(unsafe { libc::write(fds[1], [1u8].as_ptr().cast(), 1) }, 1);
-        let mut role = Fake::new(Timers { deadline: true, guard: true });
+        let mut role = Fake::new(Timers { deadline: true });
         role.never_done = true;
         let (ending, _) = drive_fake(&mut role, monotonic_ns() + 60_000_000_000, Some(fds[0]));
         // SAFETY: closes the pipe this test made.
@@ -311,7 +341,7 @@ mod tests {
 
     #[test]
     fn the_deadline_stops_new_work_and_the_driver_drains_what_is_in_flight() {
-        let mut role = Fake::new(Timers { deadline: true, guard: false });
+        let mut role = Fake::new(Timers { deadline: true });
         role.width = 4;
         let (ending, counters) = drive_fake(&mut role, monotonic_ns() + 5_000_000, None);
         assert!(matches!(ending, Ok(Ending::Completed)), "{ending:?}");
@@ -321,9 +351,28 @@ mod tests {
         assert!(counters.transactions >= 4);
     }
 
+    /// A run that ends mid-batch hands the completions it did not handle to `reclaim`
+    /// (the one that ended it included); a whole run hands none.
+    #[test]
+    fn reclaim_gets_what_a_run_cut_short_left_unhandled() {
+        let mut role = Fake::new(NO_DEADLINE);
+        role.never_done = true;
+        role.stray = Some(op::ABORT);
+        role.width = 2;
+        let (ending, _) = drive_fake(&mut role, monotonic_ns() + 60_000_000_000, None);
+        assert!(matches!(ending, Ok(Ending::Aborted)), "{ending:?}");
+        assert_eq!(role.reclaimed, Some(vec![op::ABORT, op::SEND, op::SEND]));
+
+        let mut whole = Fake::new(Timers { deadline: true });
+        whole.width = 2;
+        let (ending, _) = drive_fake(&mut whole, monotonic_ns() + 5_000_000, None);
+        assert!(matches!(ending, Ok(Ending::Completed)), "{ending:?}");
+        assert_eq!(whole.reclaimed, Some(Vec::new()));
+    }
+
     #[test]
     fn the_guard_fails_a_role_whose_peer_never_finishes() {
-        let mut role = Fake::new(Timers { deadline: false, guard: true });
+        let mut role = Fake::new(NO_DEADLINE);
         role.never_done = true;
         let deadline = (monotonic_ns() + 2_000_000).saturating_sub(PEER_GRACE_NS);
         let (ending, _) = drive_fake(&mut role, deadline, None);

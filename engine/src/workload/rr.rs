@@ -17,6 +17,12 @@
 //! come due on a [`Schedule`] instead of with responses: an absolute timeout on the ring
 //! wakes the client when the next request is due, and a round trip counts from the
 //! request's intended send time, so a stall shows in every request it delayed.
+//!
+//! Pacing (`-b`, `--flow-rate`, a server's `--max-rate`): each side's [`Pacer`] holds the
+//! payload it sends (requests, responses) to its rate. A request or response that finds
+//! its flow's bucket short waits, as one short of a send buffer does, until the pacer's
+//! tick; a chained server arms its next receive -> send chain only with the response's
+//! tokens in hand, so the response never leaves before them.
 
 use io_uring::squeue::Flags;
 
@@ -27,6 +33,7 @@ use crate::report::RrReport;
 use crate::ring::{Completion, Ring};
 use crate::verify::Verifier;
 use crate::workload::driver::{RoleReport, Run, Timers, Workload};
+use crate::workload::pacer::Pacer;
 use crate::workload::schedule::Schedule;
 use crate::workload::{check_not_early, datagram_on_tcp, FlowCounters};
 
@@ -76,12 +83,13 @@ struct SendSlot {
 
 impl SendSlot {
     /// Burst: puts up to `per_send` of `due` messages of `len` bytes in one send on flow
-    /// `f`, unless a send of the flow is in flight or its buffers are all with the kernel
-    /// (that send's or buffer's completion comes back here); returns how many it sent. The
-    /// send keeps its CQE: the next one waits for it.
+    /// `f`, as many as its pacing tokens cover, unless a send of the flow is in flight or
+    /// its buffers are all with the kernel (that send's or buffer's completion, or the
+    /// pacer's tick, comes back here); returns how many it sent. The send keeps its CQE:
+    /// the next one waits for it.
     fn send_due<S: SendPath>(
         &mut self,
-        send: &mut S,
+        (send, pacer): (&mut S, &mut Pacer),
         ring: &mut Ring,
         f: usize,
         due: u32,
@@ -94,7 +102,10 @@ impl SendSlot {
             send.short_of_buffers(f);
             return Ok(0);
         }
-        let k = due.min(per_send);
+        let k = pacer.allow_up_to(f, len, due.min(per_send));
+        if k == 0 {
+            return Ok(0);
+        }
         self.offset += u64::from(send.push(ring, f, self.offset, k * len, Flags::empty())?);
         self.in_flight = true;
         Ok(k)
@@ -155,6 +166,8 @@ pub struct RrClient<S, R> {
     max_in_flight: u32,
     /// Open loop: the schedule requests come due on (`tx.burst` is then the backlog).
     schedule: Option<Schedule>,
+    /// Paces the requests (`-b`, `--flow-rate`).
+    pacer: Pacer,
 }
 
 impl<S: SendPath, R: RecvPath> RrClient<S, R> {
@@ -166,6 +179,7 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
         tx: Transaction,
         flows: usize,
         schedule: Option<Schedule>,
+        pacer: Pacer,
     ) -> RrClient<S, R> {
         let burst = tx.burst.max(1);
         let tx = Transaction { burst, ..tx };
@@ -196,6 +210,7 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
             sending: 0,
             max_in_flight: 0,
             schedule,
+            pacer,
         }
     }
 
@@ -251,7 +266,8 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
     /// completion calls this again). The send keeps its CQE: the next one waits for it.
     fn send_due(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
         let fl = &mut self.flows[f];
-        let k = fl.slot.send_due(&mut self.send, ring, f, fl.queued, (self.per_send, self.tx.request))?;
+        let paths = (&mut self.send, &mut self.pacer);
+        let k = fl.slot.send_due(paths, ring, f, fl.queued, (self.per_send, self.tx.request))?;
         if k == 0 {
             return Ok(());
         }
@@ -314,10 +330,16 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
         self.send_due(ring, f)
     }
 
+    /// Sends flow `f`'s next request at `now`, or leaves it for a send buffer to come back,
+    /// or for the pacer's tick (which then calls this again).
     fn start_tx(&mut self, ring: &mut Ring, f: usize, now: u64) -> Result<()> {
         if self.send.available(f) == 0 {
             self.send.short_of_buffers(f);
             self.flows[f].want_send = true;
+            return Ok(());
+        }
+        if !self.pacer.allow(f, self.tx.request) {
+            self.flows[f].want_send = false;
             return Ok(());
         }
         let skip = if self.send.can_skip_success() { Flags::SKIP_SUCCESS } else { Flags::empty() };
@@ -408,10 +430,11 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
 
 impl<S: SendPath, R: RecvPath> Workload for RrClient<S, R> {
     fn timers(&self) -> Timers {
-        Timers { deadline: true, guard: false }
+        Timers { deadline: true }
     }
 
     fn start(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()> {
+        self.pacer.start(ring)?;
         if !self.chained {
             for f in 0..self.flows.len() {
                 self.recv.arm(ring, f, self.recv_len, false, Flags::empty())?;
@@ -458,21 +481,36 @@ impl<S: SendPath, R: RecvPath> Workload for RrClient<S, R> {
         Ok(())
     }
 
-    /// Open loop: the wakeup for the next due request.
+    /// A pacing tick: the requests that waited for tokens go, as the refill allows.
     fn on_pace(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()> {
-        if self.schedule.is_none() {
-            return Err(crate::workload::unexpected(op::PACE));
+        self.pacer.tick();
+        let mut now = 0;
+        for f in 0..self.flows.len() {
+            if !self.pacer.take_waiting(f) || run.stopping {
+                continue;
+            }
+            if self.bursting() {
+                self.send_due(ring, f)?;
+            } else if !self.flows[f].active {
+                if now == 0 {
+                    now = monotonic_ns();
+                }
+                self.start_tx(ring, f, now)?;
+            }
         }
-        if run.stopping {
-            return Ok(());
-        }
-        self.release_due(ring, monotonic_ns(), run.deadline_ns)
+        Ok(())
     }
 
     fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
         match c.op() {
             op::SEND | op::SPLICE_IN => self.on_send(ring, c, run)?,
             op::RECV => self.on_recv(ring, c, run)?,
+            // Open loop: the wakeup for the next due request.
+            op::DUE if self.schedule.is_some() => {
+                if !run.stopping {
+                    self.release_due(ring, monotonic_ns(), run.deadline_ns)?;
+                }
+            }
             _ => return Ok(false),
         }
         Ok(true)
@@ -531,10 +569,19 @@ pub struct RrServer<S, R> {
     sending: usize,
     /// The most whole requests one flow had waiting for an answer at once.
     max_waiting: u32,
+    /// Paces the responses (the client's `-b`, `--flow-rate`, held to `--max-rate`).
+    pacer: Pacer,
 }
 
 impl<S: SendPath, R: RecvPath> RrServer<S, R> {
-    pub fn new(send: S, recv: R, verify: Verifier, tx: Transaction, flows: usize) -> RrServer<S, R> {
+    pub fn new(
+        send: S,
+        recv: R,
+        verify: Verifier,
+        tx: Transaction,
+        flows: usize,
+        pacer: Pacer,
+    ) -> RrServer<S, R> {
         let tx = Transaction { burst: tx.burst.max(1), ..tx };
         let chained = tx.burst == 1 && !recv.multishot() && send.can_chain();
         let flows = (0..flows)
@@ -553,6 +600,7 @@ impl<S: SendPath, R: RecvPath> RrServer<S, R> {
             cancels_due: 0,
             sending: 0,
             max_waiting: 0,
+            pacer,
         }
     }
 
@@ -561,7 +609,8 @@ impl<S: SendPath, R: RecvPath> RrServer<S, R> {
     /// call this again). The send keeps its CQE: the next one waits for it.
     fn answer_one_send(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
         let fl = &mut self.flows[f];
-        let k = fl.slot.send_due(&mut self.send, ring, f, fl.owed, (self.per_send, self.tx.response))?;
+        let paths = (&mut self.send, &mut self.pacer);
+        let k = fl.slot.send_due(paths, ring, f, fl.owed, (self.per_send, self.tx.response))?;
         if k > 0 {
             fl.owed -= k;
             self.sending += 1;
@@ -569,7 +618,8 @@ impl<S: SendPath, R: RecvPath> RrServer<S, R> {
         Ok(())
     }
 
-    /// Chained mode: receive a whole request, then (linked) send the response.
+    /// Chained mode: receive a whole request, then (linked) send the response; the chain
+    /// waits for a send buffer, and for the response's pacing tokens (the tick arms it).
     fn arm_chain(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
         if self.send.available(f) == 0 {
             self.send.short_of_buffers(f);
@@ -577,6 +627,9 @@ impl<S: SendPath, R: RecvPath> RrServer<S, R> {
             return Ok(());
         }
         self.flows[f].waiting = false;
+        if !self.pacer.allow(f, self.tx.response) {
+            return Ok(());
+        }
         self.recv.arm(ring, f, self.tx.request, true, Flags::IO_LINK)?;
         let skip = if self.send.can_skip_success() { Flags::SKIP_SUCCESS } else { Flags::empty() };
         self.flows[f].slot.send_one(&mut self.send, ring, f, self.tx.response, skip)?;
@@ -591,6 +644,10 @@ impl<S: SendPath, R: RecvPath> RrServer<S, R> {
         }
         let skip = if self.send.can_skip_success() { Flags::SKIP_SUCCESS } else { Flags::empty() };
         while self.flows[f].owed > 0 && self.send.available(f) > 0 {
+            if !self.pacer.allow(f, self.tx.response) {
+                // The pacer's tick answers it.
+                return Ok(());
+            }
             self.flows[f].slot.send_one(&mut self.send, ring, f, self.tx.response, skip)?;
             self.flows[f].owed -= 1;
         }
@@ -657,7 +714,7 @@ impl<S: SendPath, R: RecvPath> RrServer<S, R> {
                 self.max_waiting = self.max_waiting.max(fl.owed);
                 self.answer(ring, flow)?;
             }
-            RecvEvent::Eof { .. } => {
+            RecvEvent::Eof { flow } => {
                 // A counted client closes when its transactions are done.
                 if tx.limit == u64::MAX {
                     check_not_early(run.deadline_ns)?;
@@ -666,6 +723,10 @@ impl<S: SendPath, R: RecvPath> RrServer<S, R> {
                 if self.chained {
                     self.cancels_due += 1;
                 }
+                // A client closes once it has every answer it waits for: what is still
+                // owed went to a client that did not wait (a flood of requests, paced
+                // answers), and nobody reads it.
+                self.flows[flow].owed = 0;
             }
             RecvEvent::Nothing | RecvEvent::Cancelled { .. } => {}
         }
@@ -675,10 +736,11 @@ impl<S: SendPath, R: RecvPath> RrServer<S, R> {
 
 impl<S: SendPath, R: RecvPath> Workload for RrServer<S, R> {
     fn timers(&self) -> Timers {
-        Timers { deadline: false, guard: true }
+        Timers { deadline: false }
     }
 
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
+        self.pacer.start(ring)?;
         self.open = self.flows.len();
         for f in 0..self.flows.len() {
             if self.chained {
@@ -692,6 +754,22 @@ impl<S: SendPath, R: RecvPath> Workload for RrServer<S, R> {
 
     fn done(&self, _run: &Run) -> bool {
         self.open == 0 && self.cancels_due == 0 && self.sending == 0 && self.send.outstanding() == 0
+    }
+
+    /// A pacing tick: the responses (chained: the chains) that waited for tokens go.
+    fn on_pace(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
+        self.pacer.tick();
+        for f in 0..self.flows.len() {
+            if !self.pacer.take_waiting(f) {
+                continue;
+            }
+            if self.chained {
+                self.arm_chain(ring, f)?;
+            } else {
+                self.answer(ring, f)?;
+            }
+        }
+        Ok(())
     }
 
     fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {

@@ -118,7 +118,7 @@ impl Schedule {
         let e = opcode::Timeout::new(&*self.ts)
             .flags(types::TimeoutFlags::ABS)
             .build()
-            .user_data(token(op::PACE, 0));
+            .user_data(token(op::DUE, 0));
         // SAFETY: the timespec is boxed in self, which outlives the submission that reads it,
         // and it is rewritten only after this timeout has completed.
         unsafe { ring.push(&e) }

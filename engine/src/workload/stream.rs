@@ -95,7 +95,7 @@ impl<S: SendPath> StreamSender<S> {
 
 impl<S: SendPath> Workload for StreamSender<S> {
     fn timers(&self) -> Timers {
-        Timers { deadline: true, guard: true }
+        Timers { deadline: true }
     }
 
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
@@ -241,7 +241,7 @@ impl<R: RecvPath> StreamReceiver<R> {
 impl<R: RecvPath> Workload for StreamReceiver<R> {
     fn timers(&self) -> Timers {
         // The deadline matters only to policing, which ends with the window.
-        Timers { deadline: self.policing, guard: true }
+        Timers { deadline: self.policing }
     }
 
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {

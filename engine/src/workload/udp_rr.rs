@@ -29,6 +29,10 @@
 //! read that ends the transaction; the server reads its clock once per completion batch,
 //! records each request's delay against it and stamps the responses with it.
 //!
+//! Pacing (`-b`, `--flow-rate`, a server's `--max-rate`): each side's [`Pacer`] holds the
+//! datagrams it sends to its rate. A request without tokens waits with those waiting for
+//! a send buffer, a response with the answers owed; the pacer's tick sends them.
+//!
 //! Server: every request is answered with its number. A number seen before is a
 //! retransmission (answered again, counted once): the server keeps the newest number seen
 //! per slot of the client's table. It ends like the UDP stream receiver: after its
@@ -49,6 +53,7 @@ use crate::spec::TestSpec;
 use crate::verify::Verifier;
 use crate::workload::drain::Drain;
 use crate::workload::driver::{RoleReport, Run, Timers, Workload};
+use crate::workload::pacer::Pacer;
 use crate::workload::schedule::Schedule;
 use crate::workload::FlowCounters;
 
@@ -152,6 +157,8 @@ pub struct UdpRrClient<S, R> {
     /// Transactions each flow makes before it stops (the spec's transaction limit;
     /// u64::MAX when timed).
     limit: u64,
+    /// Paces the requests; one without tokens waits with those short of a buffer.
+    pacer: Pacer,
 }
 
 impl<S: SendPath, R: RecvPath> UdpRrClient<S, R> {
@@ -161,6 +168,7 @@ impl<S: SendPath, R: RecvPath> UdpRrClient<S, R> {
         path: S,
         recv: R,
         schedule: Option<Schedule>,
+        pacer: Pacer,
     ) -> UdpRrClient<S, R> {
         let timeout_ns = u64::from(spec.udp.timeout_us) * 1000;
         let depth = spec.rr_depth().max(1);
@@ -177,7 +185,8 @@ impl<S: SendPath, R: RecvPath> UdpRrClient<S, R> {
             tracked: depth > 1,
             flows: vec![ClientFlow::default(); fds.len()],
             table: vec![NO_REQUEST; slots],
-            unsent: vec![0; if depth > 1 { slots } else { 0 }],
+            // Requests wait here for a buffer (deeper than one) or for pacing tokens.
+            unsent: vec![0; slots],
             active: 0,
             sends: 0,
             max_in_flight: 0,
@@ -190,6 +199,7 @@ impl<S: SendPath, R: RecvPath> UdpRrClient<S, R> {
             one_way: OneWayRecorder::for_direction(spec, false),
             stamp_requests: spec.one_way_unmeasured(true).is_none(),
             limit: spec.transaction_limit.unwrap_or(u64::MAX),
+            pacer,
         }
     }
 
@@ -235,7 +245,8 @@ impl<S: SendPath, R: RecvPath> UdpRrClient<S, R> {
     }
 
     /// Makes flow `f`'s next request, due at `due` (the flow has room for it), and sends it
-    /// at `now` unless its sends are all in flight: then it waits for a buffer.
+    /// at `now` unless its sends are all in flight or it has no pacing tokens: then it
+    /// waits for a buffer or the pacer's tick.
     fn issue(&mut self, ring: &mut Ring, f: usize, due: u64, now: u64) -> Result<()> {
         // A lost request keeps its slot: the next number whose slot is free goes next.
         let mut seq = self.flows[f].next_seq;
@@ -248,7 +259,7 @@ impl<S: SendPath, R: RecvPath> UdpRrClient<S, R> {
         fl.next_seq = seq + 1;
         fl.outstanding += 1;
         self.active += 1;
-        if fl.unsent == 0 && self.path.available(f) > 0 {
+        if fl.unsent == 0 && self.path.available(f) > 0 && self.pacer.allow(f, self.req as u32) {
             return self.send_first(ring, f, i, now);
         }
         let at = f * self.depth as usize + ((fl.unsent_head + fl.unsent) % self.depth) as usize;
@@ -257,10 +268,10 @@ impl<S: SendPath, R: RecvPath> UdpRrClient<S, R> {
         Ok(())
     }
 
-    /// Sends flow `f`'s requests that wait for a buffer, as buffers allow.
+    /// Sends flow `f`'s requests that wait for a buffer or tokens, as both allow.
     fn send_unsent(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
         let mut now = 0;
-        while self.flows[f].unsent > 0 && self.path.available(f) > 0 {
+        while self.flows[f].unsent > 0 && self.path.available(f) > 0 && self.pacer.allow(f, self.req as u32) {
             if now == 0 {
                 now = monotonic_ns();
             }
@@ -325,7 +336,7 @@ impl<S: SendPath, R: RecvPath> UdpRrClient<S, R> {
                             self.report.timeouts += 1;
                             self.report.flows[f].timeouts += 1;
                             self.free(f, i);
-                        } else if self.path.available(f) > 0 {
+                        } else if self.path.available(f) > 0 && self.pacer.allow(f, self.req as u32) {
                             self.report.timeouts += 1;
                             self.report.flows[f].timeouts += 1;
                             self.report.retransmissions += 1;
@@ -353,10 +364,11 @@ impl<S: SendPath, R: RecvPath> UdpRrClient<S, R> {
 /// transactions in flight then are not counted.
 impl<S: SendPath, R: RecvPath> Workload for UdpRrClient<S, R> {
     fn timers(&self) -> Timers {
-        Timers { deadline: true, guard: false }
+        Timers { deadline: true }
     }
 
     fn start(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()> {
+        self.pacer.start(ring)?;
         for f in 0..self.flows_n {
             self.arm(ring, f)?;
         }
@@ -404,19 +416,25 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrClient<S, R> {
         Ok(())
     }
 
-    /// Open loop: the wakeup for the next due request.
+    /// A pacing tick: the requests that waited for tokens go, as the refill allows.
     fn on_pace(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()> {
-        if self.schedule.is_none() {
-            return Err(crate::workload::unexpected(op::PACE));
+        self.pacer.tick();
+        for f in 0..self.flows_n {
+            if self.pacer.take_waiting(f) && !run.stopping {
+                self.send_unsent(ring, f)?;
+            }
         }
-        if run.stopping {
-            return Ok(());
-        }
-        self.release_due(ring, monotonic_ns(), run.deadline_ns)
+        Ok(())
     }
 
     fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
         match c.op() {
+            // Open loop: the wakeup for the next due request.
+            op::DUE if self.schedule.is_some() => {
+                if !run.stopping {
+                    self.release_due(ring, monotonic_ns(), run.deadline_ns)?;
+                }
+            }
             // The retransmission check's tick (-ETIME). A multishot timeout that ended
             // (no F_MORE) is armed again.
             op::TX_TIMEOUT => {
@@ -553,6 +571,8 @@ pub struct UdpRrServer<S, R> {
     /// A counted test: the eventfd the session writes when the client has made all its
     /// transactions, which starts the drain then instead of at the deadline.
     flows_done: Option<RawFd>,
+    /// Paces the responses; one without tokens is owed until the pacer's tick.
+    pacer: Pacer,
 }
 
 impl<S: SendPath, R: RecvPath> UdpRrServer<S, R> {
@@ -563,6 +583,7 @@ impl<S: SendPath, R: RecvPath> UdpRrServer<S, R> {
         path: S,
         recv: R,
         flows_done: Option<RawFd>,
+        pacer: Pacer,
     ) -> UdpRrServer<S, R> {
         // Quiet for two client timeouts: a retransmission would have come by then.
         let quiet_ns = (2 * u64::from(spec.udp.timeout_us) * 1000).max(20_000_000);
@@ -596,6 +617,7 @@ impl<S: SendPath, R: RecvPath> UdpRrServer<S, R> {
             clock_offset_ns: spec.clock_offset_ns,
             batch_stamp: 0,
             flows_done,
+            pacer,
         }
     }
 
@@ -604,10 +626,11 @@ impl<S: SendPath, R: RecvPath> UdpRrServer<S, R> {
     }
 
     fn answer(&mut self, ring: &mut Ring, f: usize, seq: u64) -> Result<()> {
-        if self.path.available(f) == 0 {
-            // The buffers are in use: answer when a send is done. With more owed than the
-            // client keeps outstanding (retransmissions), the newest owed answer gives way:
-            // the client sends that request again.
+        if self.path.available(f) == 0 || !self.pacer.allow(f, self.rsp as u32) {
+            // The buffers are in use or the tokens spent: answer when a send is done or at
+            // the pacer's tick. With more owed than the client keeps outstanding
+            // (retransmissions), the newest owed answer gives way: the client sends that
+            // request again.
             let depth = self.depth;
             let (head, n) = (self.owed_head[f], self.owed[f]);
             let at = if n == depth { (head + n - 1) % depth } else { (head + n) % depth };
@@ -618,6 +641,20 @@ impl<S: SendPath, R: RecvPath> UdpRrServer<S, R> {
         self.path.push(ring, f, seq, self.rsp as u32, Flags::empty())?;
         self.in_flight += 1;
         self.report.sends += 1;
+        Ok(())
+    }
+
+    /// Answers what flow `f` owes, as buffers and tokens allow.
+    fn send_owed(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
+        let depth = self.depth;
+        while self.owed[f] > 0 && self.path.available(f) > 0 && self.pacer.allow(f, self.rsp as u32) {
+            let seq = self.owed_seqs[f * depth as usize + self.owed_head[f] as usize];
+            self.owed_head[f] = (self.owed_head[f] + 1) % depth;
+            self.owed[f] -= 1;
+            self.path.push(ring, f, seq, self.rsp as u32, Flags::empty())?;
+            self.in_flight += 1;
+            self.report.sends += 1;
+        }
         Ok(())
     }
 
@@ -642,7 +679,7 @@ impl<S: SendPath, R: RecvPath> UdpRrServer<S, R> {
 /// new request counts as it arrives. A stop ends it at once.
 impl<S: SendPath, R: RecvPath> Workload for UdpRrServer<S, R> {
     fn timers(&self) -> Timers {
-        Timers { deadline: true, guard: false }
+        Timers { deadline: true }
     }
 
     /// A counted test's session reads the control connection itself (for the client's
@@ -652,6 +689,7 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrServer<S, R> {
     }
 
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
+        self.pacer.start(ring)?;
         if let Some(fd) = self.flows_done {
             crate::workload::watch_flows_done(ring, fd)?;
         }
@@ -668,6 +706,17 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrServer<S, R> {
 
     fn on_deadline(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()> {
         self.drain.start(ring, run.deadline_ns)
+    }
+
+    /// A pacing tick: the answers owed for want of tokens go, as the refill allows.
+    fn on_pace(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
+        self.pacer.tick();
+        for f in 0..self.flows_n {
+            if self.pacer.take_waiting(f) {
+                self.send_owed(ring, f)?;
+            }
+        }
+        Ok(())
     }
 
     fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
@@ -687,13 +736,7 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrServer<S, R> {
                     SendEvent::Dropped { .. } => self.report.send_errors += 1,
                     _ => return Err(cqe_error("a UDP response send", c.result)),
                 }
-                if self.owed[f] > 0 {
-                    let depth = self.depth;
-                    let seq = self.owed_seqs[f * depth as usize + self.owed_head[f] as usize];
-                    self.owed_head[f] = (self.owed_head[f] + 1) % depth;
-                    self.owed[f] -= 1;
-                    self.answer(ring, f, seq)?;
-                }
+                self.send_owed(ring, f)?;
             }
             op::RECV => {
                 let f = c.flow();

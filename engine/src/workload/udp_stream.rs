@@ -196,7 +196,7 @@ pub fn udp_send_depth(spec: &TestSpec) -> usize {
 /// in flight at a stop die with the ring, which goes before their buffers.
 impl<S: SendPath> Workload for UdpSender<S> {
     fn timers(&self) -> Timers {
-        Timers { deadline: true, guard: false }
+        Timers { deadline: true }
     }
 
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
@@ -328,7 +328,7 @@ impl<R: RecvPath> UdpReceiver<R> {
 /// receives at a stop die with the ring, which goes before the buffer ring they fill.
 impl<R: RecvPath> Workload for UdpReceiver<R> {
     fn timers(&self) -> Timers {
-        Timers { deadline: true, guard: false }
+        Timers { deadline: true }
     }
 
     /// A counted test's session reads the control connection itself (for the client's

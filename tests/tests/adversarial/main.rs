@@ -5,14 +5,19 @@
 //!
 //! One module per attack surface; what they share is below.
 
-mod relay;
-
 use std::thread;
 use std::time::Duration;
 
 use ringperf_tests::{check_stream_report, Ringperf, Server};
 
 mod file_read;
+mod memory;
+mod outputs;
+mod plans;
+mod rate;
+mod reflection;
+mod relay;
+mod stopped_peer;
 
 /// How long a server may take to give back a finished session's threads and fds.
 pub const SETTLE: Duration = Duration::from_secs(10);
@@ -26,9 +31,22 @@ pub fn baseline(server: &Server) -> (usize, usize) {
 /// Asserts that `server` still serves an honest 1-second stream whole, and that its fds
 /// and threads come back to `base` afterwards.
 pub fn still_serves(rp: &Ringperf, server: &mut Server, base: (usize, usize), psk: Option<&std::path::Path>) {
+    still_serves_with(rp, server, base, psk, &[]);
+}
+
+/// [`still_serves`] with `extra` flags for the honest stream (a rate the server's limits
+/// ask for).
+pub fn still_serves_with(
+    rp: &Ringperf,
+    server: &mut Server,
+    base: (usize, usize),
+    psk: Option<&std::path::Path>,
+    extra: &[&str],
+) {
     server.assert_running();
     let port = server.port_arg();
     let mut args = vec!["stream", "-H", "127.0.0.1", "-p", &port, "-l", "1", "--json"];
+    args.extend_from_slice(extra);
     let key;
     if let Some(p) = psk {
         key = p.display().to_string();
