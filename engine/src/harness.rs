@@ -12,9 +12,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::spec::{
-    Explicit, Pacing, RecvEngine, RingTuning, SendEngine, TestSpec, Workload, UDP_STAMPED_LEN,
-};
+use crate::spec::{Explicit, RecvEngine, RingTuning, SendEngine, TestSpec, Workload, UDP_STAMPED_LEN};
 
 /// The two families of engines a side can run.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
@@ -97,8 +95,6 @@ pub enum EngineReason {
     Datagrams,
     /// Default: a transaction count, which the classic loops do not keep (ring).
     Counted,
-    /// Default: pacing, which needs the ring's timers (ring).
-    Paced,
     /// Default: crr with payload checks, which the classic crr loop does not make (ring).
     Verified,
     /// Default: udp-rr datagrams large enough for one-way delay stamps, which the classic
@@ -122,7 +118,6 @@ impl EngineReason {
             EngineReason::Bulk => "bulk",
             EngineReason::Datagrams => "datagrams",
             EngineReason::Counted => "counted",
-            EngineReason::Paced => "paced",
             EngineReason::Verified => "verified",
             EngineReason::Stamped => "stamped",
             EngineReason::RingTuned => "ring-tuned",
@@ -165,9 +160,6 @@ impl TestSpec {
         // lose a figure.
         if self.transaction_limit.is_some() {
             return ring(EngineReason::Counted);
-        }
-        if self.pacing != Pacing::default() {
-            return ring(EngineReason::Paced);
         }
         if self.verify && self.workload == Workload::Crr {
             return ring(EngineReason::Verified);
@@ -276,7 +268,7 @@ mod tests {
     #[test]
     fn the_rule_picks_classic_only_where_one_transaction_waits_alone() {
         use EngineReason::{
-            Bulk, Burst, Counted, Datagrams, OneInFlight, Paced, RingTuned, SeveralFlows, Stamped, Verified,
+            Bulk, Burst, Counted, Datagrams, OneInFlight, RingTuned, SeveralFlows, Stamped, Verified,
         };
         const OPEN: OpenLoop = OpenLoop { rate: 1000, total: false, backlog: DEFAULT_BACKLOG };
         let none = Explicit::default();
@@ -388,14 +380,8 @@ mod tests {
                 (SendEngine::Copy, RecvEngine::Recv),
                 Counted,
             ),
-            (
-                "rr paced",
-                Workload::Rr,
-                none,
-                |s| s.pacing.total_bps = Some(1_000_000),
-                (SendEngine::Copy, RecvEngine::Multishot),
-                Paced,
-            ),
+            // The classic loops pace too (-b, --flow-rate).
+            ("rr paced", Workload::Rr, none, |s| s.pacing.total_bps = Some(1_000_000), classic, OneInFlight),
             (
                 "crr verify",
                 Workload::Crr,
