@@ -294,7 +294,10 @@ fn a_separate_server_sends_its_profile_and_keyval_carries_both_sides() {
     let rp = ringperf!();
     let server = rp.serve();
     let port = server.port_arg();
-    let r = rp.run_json(&["rr", "-H", "127.0.0.1", "-p", &port, "-l", "0.5", "--profile"]);
+    // On the ring, whose work the server's profile must show (one-flow rr runs the classic
+    // loop by default).
+    let ring = ["rr", "-H", "127.0.0.1", "-p", &port, "-l", "0.5", "--profile", "--harness", "io-uring"];
+    let r = rp.run_json(&ring);
     let Some(remote) = profile(&r, "remote", test) else { return };
     assert!(u64_at(remote, "samples") > 0);
     assert!(share(remote, "io_uring") > 0.0, "the server's io_uring work is missing: {remote}");
