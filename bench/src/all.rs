@@ -22,7 +22,8 @@ pub struct Case {
 /// The seeds' workloads: 128 KiB TCP_STREAM, TCP_MAERTS and TCP_SENDFILE (of `file`) across
 /// CPUs; 1-byte TCP_RR on one CPU and across two (netperf's -T 1 and -T 0,1); 1-byte
 /// TCP_CRR; UDP_RR at 8 bytes (ringperf's UDP transactions carry an 8-byte sequence
-/// number, so every tool gets 8); 1400-byte UDP_STREAM, unpaced.
+/// number, so every tool gets 8); 1400-byte UDP_STREAM, unpaced; 64-byte UDP_STREAM,
+/// unpaced, datagrams received per second, every socket buffer 8 MiB as in `scale`.
 pub fn cases(secs: u32, cpus: (usize, usize), cc: Option<&str>, file: &Path) -> Vec<Case> {
     let cfg = |workload, size, client_cpu, server_cpu, cc: Option<&str>| {
         Config::new(workload, secs, (client_cpu, server_cpu), size, cc.map(str::to_owned))
@@ -33,6 +34,8 @@ pub fn cases(secs: u32, cpus: (usize, usize), cc: Option<&str>, file: &Path) -> 
     maerts.stream.reverse = true;
     let mut sendfile = stream.clone();
     sendfile.stream.sendfile = Some(file.to_path_buf());
+    let mut udp64 = cfg(Workload::UdpStream, crate::scale::SMALL_DATAGRAM, c, s, None);
+    udp64.udp.socket_buffer = Some(crate::scale::UDP_SOCKET_BUFFER.into());
     vec![
         Case { label: format!("stream 128 KiB, CPUs {c}/{s}"), cfg: stream },
         Case { label: format!("maerts 128 KiB, CPUs {c}/{s}"), cfg: maerts },
@@ -45,10 +48,12 @@ pub fn cases(secs: u32, cpus: (usize, usize), cc: Option<&str>, file: &Path) -> 
             label: format!("udp-stream 1400 B, CPUs {c}/{s}"),
             cfg: cfg(Workload::UdpStream, 1400, c, s, None),
         },
+        Case { label: format!("udp-stream 64 B, CPUs {c}/{s}"), cfg: udp64 },
     ]
 }
 
 /// What one case ended with.
+#[derive(Clone)]
 pub enum Outcome {
     Ratios(Vec<RatioRow>),
     Failed(String),
@@ -92,7 +97,12 @@ pub fn run(
 
 /// The table of every case's ratios.
 pub fn render(cases: &[Case], outcomes: &[Outcome]) -> String {
-    let mut t = Table::new(&["workload", "peer", "ringperf / peer: rate", "service demand"]);
+    let profiled = cases.iter().any(|c| c.cfg.profile);
+    let mut head = vec!["workload", "ringperf's default", "peer", "ringperf / peer: rate", "service demand"];
+    if profiled {
+        head.push("network-path service demand");
+    }
+    let mut t = Table::new(&head);
     let x = |v: Option<f64>, interval: &Option<String>| {
         let r = v.map_or_else(|| "-".into(), |v| format!("{v:.2}x"));
         match interval {
@@ -101,20 +111,31 @@ pub fn render(cases: &[Case], outcomes: &[Outcome]) -> String {
         }
     };
     for (case, outcome) in cases.iter().zip(outcomes) {
+        let harness = default_harness_cell(&case.cfg);
         match outcome {
             Outcome::Ratios(rows) => {
                 for r in rows {
-                    t.row(vec![
+                    let mut row = vec![
                         case.label.clone(),
+                        harness.clone(),
                         r.peer.to_string(),
                         x(r.rate, &r.rate_interval),
                         x(r.service_demand, &r.sd_interval),
-                    ]);
+                    ];
+                    if profiled {
+                        row.push(x(r.network_sd, &r.network_sd_interval));
+                    }
+                    t.row(row);
                 }
             }
             Outcome::Failed(e) => {
                 let first = e.lines().next().unwrap_or_default();
-                t.row(vec![case.label.clone(), "-".into(), format!("failed: {first}"), "-".into()]);
+                let mut row =
+                    vec![case.label.clone(), harness, "-".into(), format!("failed: {first}"), "-".into()];
+                if profiled {
+                    row.push("-".into());
+                }
+                t.row(row);
             }
         }
     }
@@ -122,9 +143,23 @@ pub fn render(cases: &[Case], outcomes: &[Outcome]) -> String {
     out.push_str(&t.render());
     let _ = writeln!(
         out,
-        "\nrate: throughput or transactions/s; service demand: busy CPU µs per KB or per transaction over all CPUs, measured by the bench the same way for every tool (lower is cheaper); in brackets the 95 % interval of the ratio over the runs"
+        "\nrate: throughput, transactions/s or datagrams received/s; service demand: busy CPU µs per KB, per transaction or per datagram over all CPUs, measured by the bench the same way for every tool (lower is cheaper); in brackets the 95 % interval of the ratio over the runs; ringperf's default: the harness its rule picks for the case (`--classic` runs the other one as the peer \"ringperf classic\" or \"ringperf io_uring\")"
     );
+    if profiled {
+        let _ = writeln!(
+            out,
+            "network-path service demand: each run's service demand less the tool's own share of busy CPU (user space and io_uring machinery) by the kernel cost profile of its window (ringperf's own profile, the bench's for a peer); each case's cost table above gives the figures"
+        );
+    }
     out
+}
+
+/// The harness ringperf's rule picks for a case, with its engines.
+fn default_harness_cell(cfg: &crate::peers::Config) -> String {
+    match crate::peers::ringperf::default_harness(cfg) {
+        Some(h) => crate::peers::ringperf::harness_label(h).to_string(),
+        None => "io_uring (splice)".to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -149,8 +184,11 @@ mod tests {
                 ("TCP_CRR", 0, 1, 1),
                 ("UDP_RR", 0, 1, 8),
                 ("UDP_STREAM", 0, 1, 1400),
+                ("UDP_STREAM", 0, 1, 64),
             ]
         );
+        assert_eq!(c[8].cfg.udp.socket_buffer.as_deref(), Some("8M"), "as scale's 64-byte datagrams");
+        assert!(c[8].label.starts_with("udp-stream 64 B"));
         assert!(c.iter().all(|c| c.cfg.secs == 4));
         assert_eq!(c[6].cfg.cc, None, "UDP has no congestion control");
         assert_eq!(c[0].cfg.cc.as_deref(), Some("cubic"));
@@ -166,11 +204,29 @@ mod tests {
             rate_interval: Some("95 % interval 1.02x-1.20x".into()),
             service_demand: Some(0.9),
             sd_interval: None,
+            network_sd: Some(1.01),
+            network_sd_interval: None,
         }]);
-        let text = render(&c[..2], &[Outcome::Failed("netperf was not found\nmore".into()), ok]);
+        let text = render(&c[..2], &[Outcome::Failed("netperf was not found\nmore".into()), ok.clone()]);
         assert!(text.contains("failed: netperf was not found"), "{text}");
         assert!(!text.contains("more"), "{text}");
         assert!(text.contains("| 1.10x (95 % interval 1.02x-1.20x)"), "{text}");
         assert!(text.contains("| 0.90x "), "{text}");
+        assert!(!text.contains("network-path"), "no profile, no column: {text}");
+        // Each case names the harness ringperf's rule picks for it.
+        let cells = |text: &str, label: &str| -> Vec<String> {
+            let line = text.lines().find(|l| l.starts_with(&format!("| {label} "))).unwrap_or_default();
+            line.trim_matches('|').split('|').map(|c| c.trim().to_string()).collect()
+        };
+        let text = render(&c[3..4], std::slice::from_ref(&ok));
+        assert_eq!(cells(&text, "rr 1 B, same CPU (0/0)")[1..3], ["classic", "netperf"], "{text}");
+        let text = render(&c[..1], std::slice::from_ref(&ok));
+        assert_eq!(cells(&text, "stream 128 KiB, CPUs 0/1")[1], "io_uring", "{text}");
+        let text = render(&c[2..3], std::slice::from_ref(&ok));
+        assert_eq!(cells(&text, "sendfile 128 KiB, CPUs 0/1")[1], "io_uring (splice)", "{text}");
+        let mut profiled = c[3..4].to_vec();
+        profiled[0].cfg.profile = true;
+        let text = render(&profiled, &[ok]);
+        assert!(text.contains("network-path service demand") && text.contains("| 1.01x"), "{text}");
     }
 }

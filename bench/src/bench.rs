@@ -17,6 +17,7 @@ use crate::peers::ringperf::{self, Ringperf};
 use crate::peers::sockperf::{self, Sockperf};
 use crate::peers::{Config, RunResult, Tool, Workload};
 use crate::report;
+use ringperf_engine::harness::Harness;
 
 /// Everything one invocation asks for.
 #[derive(Clone, Debug)]
@@ -30,7 +31,8 @@ pub struct Plan {
     pub ringperf: Option<PathBuf>,
     /// Another ringperf binary (an older build) run as one more peer.
     pub baseline: Option<PathBuf>,
-    /// Run ringperf's classic syscall engines as one more peer ("ringperf syscall").
+    /// Run ringperf on the harness its default rule does not pick, as one more peer
+    /// ("ringperf classic" or "ringperf io_uring").
     pub classic: bool,
 }
 
@@ -62,8 +64,18 @@ impl Host {
 /// The label of `--baseline`'s ringperf.
 pub const BASELINE: &str = "ringperf baseline";
 
-/// The label of `--classic`'s ringperf: the same build on its syscall engines.
-pub const CLASSIC: &str = "ringperf syscall";
+/// The labels of `--classic`'s ringperf: the same build on the harness its default rule
+/// does not pick for the workload.
+pub const OTHER_CLASSIC: &str = "ringperf classic";
+pub const OTHER_IO_URING: &str = "ringperf io_uring";
+
+/// The label of the member on `harness`.
+pub fn other_label(harness: Harness) -> &'static str {
+    match harness {
+        Harness::Classic => OTHER_CLASSIC,
+        Harness::IoUring => OTHER_IO_URING,
+    }
+}
 
 /// The label of crr's second ringperf member: the server waits for the client's close.
 pub const CLIENT_FIRST: &str = "ringperf client-first";
@@ -79,22 +91,49 @@ fn client_first_member(plan: &Plan, bin: &std::path::Path) -> Option<Ringperf> {
     })
 }
 
-/// `--classic`'s member: ringperf's send(2)/recv(2) loop on both sides, the counterpart
-/// its io_uring default must at least match. None where the workload has no classic loop
-/// (sendfile always splices).
-fn classic_member(plan: &Plan, bin: &std::path::Path) -> Option<Ringperf> {
-    if !plan.classic || plan.cfg.stream.sendfile.is_some() {
+/// What a report must show for ringperf to have run `harness`'s engines on the workload.
+fn expect_harness(cfg: &crate::peers::Config, harness: Harness) -> ringperf::Expect {
+    let (send, recv) = harness.engines(engine_workload(cfg.workload));
+    ringperf::Expect {
+        send_engine: Some(send.name()),
+        recv_engine: Some(recv.name()),
+        ..ringperf::Expect::default()
+    }
+}
+
+/// The engine's workload of a bench workload.
+fn engine_workload(w: Workload) -> ringperf_engine::spec::Workload {
+    use ringperf_engine::spec::Workload as W;
+    match w {
+        Workload::Stream => W::Stream,
+        Workload::Rr => W::Rr,
+        Workload::Crr => W::Crr,
+        Workload::UdpRr => W::UdpRr,
+        Workload::UdpStream => W::UdpStream,
+    }
+}
+
+/// The plain ringperf member, checked to run the engines its default rule picks (so a
+/// changed rule cannot pass for the harness the report names).
+fn default_member(plan: &Plan, bin: PathBuf) -> Ringperf {
+    let expect = ringperf::default_harness(&plan.cfg)
+        .map_or_else(ringperf::Expect::default, |h| expect_harness(&plan.cfg, h));
+    Ringperf { expect, ..Ringperf::new(bin) }
+}
+
+/// `--classic`'s member: ringperf on the harness its default rule does not pick for the
+/// workload (`--harness classic` where the default is io_uring, `--harness io-uring` where
+/// it is the classic loop), the counterpart the default must at least match. None where
+/// the workload has no other harness (sendfile always splices).
+fn other_harness_member(plan: &Plan, bin: &std::path::Path) -> Option<Ringperf> {
+    if !plan.classic {
         return None;
     }
-    let engines = ["--send-engine", "syscall", "--recv-engine", "syscall"];
+    let other = ringperf::default_harness(&plan.cfg)?.other();
     Some(Ringperf {
-        label: CLASSIC,
-        extra: engines.iter().map(|s| s.to_string()).collect(),
-        expect: ringperf::Expect {
-            send_engine: Some("syscall"),
-            recv_engine: Some("syscall"),
-            ..ringperf::Expect::default()
-        },
+        label: other_label(other),
+        extra: vec!["--harness".into(), other.name().into()],
+        expect: expect_harness(&plan.cfg, other),
         ..Ringperf::new(bin.to_path_buf())
     })
 }
@@ -110,9 +149,9 @@ pub fn run_collect(plan: &Plan) -> Result<Vec<report::RatioRow>> {
     let host = check_host(cfg)?;
     // The peers first: a missing package should not wait for a ringperf build.
     let peers = find_peers(cfg)?;
-    let ringperf = Ringperf::new(ringperf::locate(plan.ringperf.as_deref())?);
+    let ringperf = default_member(plan, ringperf::locate(plan.ringperf.as_deref())?);
     let baseline = plan.baseline.clone().map(|bin| Ringperf { label: BASELINE, ..Ringperf::new(bin) });
-    let classic = classic_member(plan, &ringperf.bin);
+    let classic = other_harness_member(plan, &ringperf.bin);
     let client_first = client_first_member(plan, &ringperf.bin);
     let tools: Vec<&dyn Tool> = std::iter::once(&ringperf as &dyn Tool)
         .chain(baseline.as_ref().map(|b| b as &dyn Tool))
@@ -392,20 +431,35 @@ mod tests {
         assert!(failures_note(&[]).is_empty());
     }
 
+    /// `--classic` adds the harness the rule does not pick: the classic loop beside a
+    /// stream's io_uring default, the ring beside one-flow rr's classic default; the default
+    /// member is checked to run what the rule picks.
     #[test]
-    fn classic_adds_the_syscall_engines_except_where_there_are_none() {
+    fn classic_adds_the_other_harness_except_where_there_is_none() {
         let bin = std::path::Path::new("/bin/ringperf");
-        assert!(classic_member(&plan(), bin).is_none(), "not asked for");
+        assert!(other_harness_member(&plan(), bin).is_none(), "not asked for");
         let asked = Plan { classic: true, ..plan() };
-        let m = classic_member(&asked, bin).expect("a plain stream has a classic loop");
-        assert_eq!(m.label, CLASSIC);
+        let m = other_harness_member(&asked, bin).expect("a plain stream has a classic loop");
+        assert_eq!(m.label, OTHER_CLASSIC);
         let args = m.args(&asked.cfg);
-        assert!(args.windows(2).any(|w| w == ["--send-engine", "syscall"]), "{args:?}");
-        assert!(args.windows(2).any(|w| w == ["--recv-engine", "syscall"]), "{args:?}");
+        assert!(args.windows(2).any(|w| w == ["--harness", "classic"]), "{args:?}");
         assert_eq!((m.expect.send_engine, m.expect.recv_engine), (Some("syscall"), Some("syscall")));
+        let d = default_member(&asked, bin.to_path_buf());
+        assert_eq!(
+            (d.label, d.expect.send_engine, d.expect.recv_engine),
+            ("ringperf", Some("copy"), Some("recv"))
+        );
+        let mut rr = asked.clone();
+        rr.cfg.workload = Workload::Rr;
+        let m = other_harness_member(&rr, bin).expect("rr has a ring");
+        assert_eq!(m.label, OTHER_IO_URING);
+        assert!(m.args(&rr.cfg).windows(2).any(|w| w == ["--harness", "io-uring"]));
+        assert_eq!((m.expect.send_engine, m.expect.recv_engine), (Some("copy"), Some("multishot")));
+        assert_eq!(default_member(&rr, bin.to_path_buf()).expect.send_engine, Some("syscall"));
         let mut sendfile = asked.clone();
         sendfile.cfg.stream.sendfile = Some("/tmp/f".into());
-        assert!(classic_member(&sendfile, bin).is_none(), "sendfile always splices");
+        assert!(other_harness_member(&sendfile, bin).is_none(), "sendfile always splices");
+        assert_eq!(default_member(&sendfile, bin.to_path_buf()).expect, ringperf::Expect::default());
     }
 
     #[test]

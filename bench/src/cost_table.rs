@@ -107,6 +107,9 @@ pub fn render(cfg: &Config, columns: &[Column]) -> String {
     let mut total = vec![format!("total = service demand")];
     total.extend(columns.iter().map(|col| sd(col.total)));
     t.row(total);
+    let mut network = vec!["network path = total less the tool's own".to_string()];
+    network.extend(columns.iter().map(|col| sd(network_path(col))));
+    t.row(network);
     let per = if cfg.workload.is_transactional() { "transaction" } else { "KB" };
     let mut out = format!("\n## Cost per {per} by category ({unit}, median over runs)\n\n");
     out.push_str(&t.render());
@@ -124,6 +127,13 @@ pub fn render(cfg: &Config, columns: &[Column]) -> String {
     }
     out.push('\n');
     out
+}
+
+/// A column's network path: its total less the categories that are the tool's own (its
+/// user space and io_uring), as the engine's profile defines the network path.
+pub fn network_path(col: &Column) -> Option<f64> {
+    let tool: f64 = col.costs.as_ref()?.iter().filter(|(c, _)| c.is_tool()).map(|(_, x)| x).sum();
+    Some(col.total? - tool)
 }
 
 /// A category's cost: "0" for none at all, so it reads apart from a small one.
@@ -222,6 +232,8 @@ mod tests {
         let t = table(&cfg(), &rs, &["ringperf", "netperf"]);
         assert!(t.contains("us/Tr, median over runs"), "{t}");
         assert_eq!(row(&t, "total = service demand"), Some(vec!["250.0", "100.0"]), "{t}");
+        // Less the tool's own 30 % (median share): 175 and 70 us/Tr.
+        assert_eq!(row(&t, "network path = total less the tool's own"), Some(vec!["175.0", "70.00"]), "{t}");
     }
 
     #[test]
@@ -255,7 +267,7 @@ mod tests {
         let present = [Category::Scheduler, Category::Tcp, Category::ToolUser];
         let mut want: Vec<&str> =
             TABLE.iter().filter(|r| present.contains(&r.category)).map(|r| r.label).collect();
-        want.push("total = service demand");
+        want.extend(["total = service demand", "network path = total less the tool's own"]);
         assert_eq!(labels, want, "{t}");
         // 60 % of 200 us/Tr and of 100 us/Tr.
         assert_eq!(row(&t, Category::Tcp.label()), Some(vec!["120.0", "60.00"]), "{t}");

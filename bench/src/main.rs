@@ -6,7 +6,7 @@
 //!   cargo run --release -p ringperf-bench -- rr [--secs 10] [--runs 3] [--size 1] [--cc cubic]
 //!   cargo run --release -p ringperf-bench -- crr|udp-rr [--secs 10] [--runs 3]
 //!   cargo run --release -p ringperf-bench -- rr|crr|udp-rr|stream --profile [...]
-//!   cargo run --release -p ringperf-bench -- all [--secs 10] [--runs 3]
+//!   cargo run --release -p ringperf-bench -- all [--secs 10] [--runs 3] [--classic] [--profile]
 //!   cargo run --release -p ringperf-bench -- engines [--secs 10] [--runs 3] [--sizes 64K,1M]
 //!   cargo run --release -p ringperf-bench -- stats [--secs 10] [--runs 5]
 //!   cargo run --release -p ringperf-bench -- profile [--secs 10] [--runs 5]
@@ -55,8 +55,10 @@ enum Command {
     Crr(RrArgs),
     /// UDP request/response: ringperf udp-rr against netperf UDP_RR and neper udp_rr.
     UdpRr(UdpRrArgs),
-    /// Every seed workload against its peers (stream, rr on one CPU and across two, crr,
-    /// udp-rr) and one table of ratios with their intervals.
+    /// Every seed workload against its peers (stream, maerts, sendfile, rr on one CPU and
+    /// across two, crr, udp-rr, udp-stream of 1400 and of 64 bytes) and one table of ratios
+    /// with their intervals; --classic adds ringperf's other harness, --profile the
+    /// network-path service demand.
     All(AllArgs),
     /// Every send/receive engine pair's stream against copy/recv, and splice against iperf3 -Z.
     Engines(EnginesArgs),
@@ -92,10 +94,11 @@ struct Common {
     /// udp-rr, all).
     #[arg(long, value_name = "PATH")]
     baseline: Option<PathBuf>,
-    /// Also run this ringperf on its classic engines (`--send-engine syscall --recv-engine
-    /// syscall`) as one more peer ("ringperf syscall"): whether the io_uring default is at
-    /// least its syscall counterpart (stream, rr, crr, udp-rr, all; sendfile has none).
-    #[arg(long)]
+    /// Also run this ringperf on the harness its default rule does not pick for the workload
+    /// as one more peer: "ringperf classic" (`--harness classic`) beside an io_uring default,
+    /// "ringperf io_uring" (`--harness io-uring`) beside a classic one; whether the default
+    /// adds least (stream, rr, crr, udp-rr, all; sendfile has none).
+    #[arg(long, alias = "other-harness")]
     classic: bool,
 }
 
@@ -165,6 +168,11 @@ struct AllArgs {
     /// default (netperf's TCP_SENDFILE can take part only then).
     #[arg(long, value_name = "NAME", default_value = "cubic")]
     cc: String,
+    /// Profile every run's window and add, per case, each tool's cost table (with its
+    /// network path: service demand less the tool's own share) and to the final table the
+    /// ratio of the network-path service demands.
+    #[arg(long)]
+    profile: bool,
 }
 
 #[derive(Args, Debug)]
@@ -309,7 +317,10 @@ fn run(cli: Cli) -> error::Result<()> {
         Command::All(a) => {
             let c = a.common;
             let file = PayloadFile::create()?;
-            let cases = all::cases(c.secs, c.cpus, cc_arg(a.cc).as_deref(), &file.path);
+            let mut cases = all::cases(c.secs, c.cpus, cc_arg(a.cc).as_deref(), &file.path);
+            for case in &mut cases {
+                case.cfg.profile = a.profile;
+            }
             all::run(
                 &cases,
                 c.runs.unwrap_or(3),

@@ -317,6 +317,8 @@ pub struct ToolSummary {
     pub loss_percent: Option<f64>,
     pub payload_bps: Option<f64>,
     pub service_demand_per_kb: Option<f64>,
+    /// With `--profile`: the network path's service demand (`RunResult::network_service_demand`).
+    pub network_service_demand: Option<f64>,
 }
 
 pub fn summarize(tool: &'static str, results: &[RunResult]) -> ToolSummary {
@@ -347,6 +349,7 @@ pub fn summarize(tool: &'static str, results: &[RunResult]) -> ToolSummary {
         loss_percent: med(&|r| r.loss_percent()),
         payload_bps: med(&|r| r.payload_bps()),
         service_demand_per_kb: med(&|r| r.service_demand_per_kb()),
+        network_service_demand: med(&|r| r.network_service_demand()),
     }
 }
 
@@ -358,6 +361,9 @@ pub struct RatioRow {
     pub rate_interval: Option<String>,
     pub service_demand: Option<f64>,
     pub sd_interval: Option<String>,
+    /// The network path's service demand (with `--profile`): the ratio and its interval.
+    pub network_sd: Option<f64>,
+    pub network_sd_interval: Option<String>,
 }
 
 /// A row for each peer after the first tool of `sums`.
@@ -379,6 +385,8 @@ pub fn ratio_rows(results: &[RunResult], sums: &[ToolSummary]) -> Vec<RatioRow> 
             rate_interval: interval(&|r| Some(r.rate()), peer.tool),
             service_demand: ratio(ours.service_demand, peer.service_demand),
             sd_interval: interval(&|r| r.service_demand(), peer.tool),
+            network_sd: ratio(ours.network_service_demand, peer.network_service_demand),
+            network_sd_interval: interval(&|r| r.network_service_demand(), peer.tool),
         })
         .collect()
 }

@@ -525,6 +525,7 @@ mod tests {
             loss_percent: None,
             payload_bps: Some(rate),
             service_demand_per_kb: Some(sd_kb),
+            network_service_demand: None,
         }
     }
 

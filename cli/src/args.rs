@@ -7,6 +7,7 @@ use ringperf_engine::control::access::Cidr;
 use ringperf_engine::control::limits::{
     DEFAULT_MAX_HANDSHAKES, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_HOST,
 };
+use ringperf_engine::harness::Harness;
 use ringperf_engine::load::LoadKind;
 use ringperf_engine::payload::{Payload, PayloadFile};
 use ringperf_engine::report::OpenLoopReport;
@@ -218,8 +219,10 @@ pub enum Command {
     UdpRr(UdpRrArgs),
     /// Stream from a file (or a memfd) through file -> pipe -> socket splices (netperf TCP_SENDFILE).
     Sendfile(SendfileArgs),
-    /// Run one stream per engine, each against the default of the other side (--matrix: every
-    /// pair), and print one table.
+    /// Run a workload on each harness or engine pair and print one table: rr, crr, udp-rr or
+    /// udp-stream on its default harness and the other one, with the difference in service
+    /// demand; a stream once per engine, each against the default of the other side
+    /// (--matrix: every pair).
     Engines(EnginesArgs),
     /// Latency under load: rr (or udp-rr) probes alone for --idle seconds, then with TCP
     /// streams or a UDP flood added for -l seconds; idle and loaded percentiles side by side
@@ -576,29 +579,32 @@ flag_group! {
 pub struct EngineArgs {
     /// How the sending side puts payload on the socket (copy, zc, zc-msg, splice; without a
     /// ring, the classic references: syscall, send(2); msg-zerocopy, MSG_ZEROCOPY for stream);
-    /// crr sends each request and response this way on the connection it is for.
-    #[arg(long, value_name = "ENGINE", default_value = SendEngine::default().name(), value_parser = parse_send_engine)]
-    send_engine: SendEngine => with { |spec, engine| (spec.local.send_engine, spec.remote.send_engine) = (*engine, *engine) }
+    /// crr sends each request and response this way on the connection it is for [default:
+    /// the harness's (see --harness): syscall or copy].
+    #[arg(long, value_name = "ENGINE", value_parser = parse_send_engine)]
+    send_engine: Option<SendEngine>
         [sweep "send_engine", ',']
         [only "stream", "rr", "crr", "udp-stream", "udp-rr", "engines"; "sendfile always splices"]
         [keyval "SEND_ENGINE" after "CONFIDENCE_ITERATION" = |r| r.engine_pair().0.name().into()],
     /// How the receiving side takes payload off the socket (recv, multishot, bundle, trunc;
     /// without a ring: syscall, recv(2); zerocopy-receive, TCP_ZEROCOPY_RECEIVE for stream)
-    /// [default: syscall with a classic --send-engine; multishot for rr, whose standing
-    /// receive is never re-armed; recv otherwise].
+    /// [default: a named --send-engine's harness where one loop sends and receives (rr, crr,
+    /// UDP) or the send engine is classic; else the harness's: syscall, or on the ring
+    /// multishot for rr (a standing receive, never re-armed) and recv otherwise].
     #[arg(long, value_name = "ENGINE", value_parser = parse_recv_engine)]
-    recv_engine: Option<RecvEngine> => with { |spec, engine| {
-        let chosen = match *engine {
-            Some(e) => Some(e),
-            None if spec.local.send_engine.is_classic() => Some(RecvEngine::Syscall),
-            None => None,
-        };
-        if let Some(e) = chosen {
-            (spec.local.recv_engine, spec.remote.recv_engine) = (e, e);
-        }
-    } }
+    recv_engine: Option<RecvEngine>
         [sweep "recv_engine", ',']
         [keyval "RECV_ENGINE" after "SEND_ENGINE" = |r| r.engine_pair().1.name().into()],
+    /// Run both sides on the io_uring engines or on the classic send(2)/recv(2) loops,
+    /// whatever the default rule picks; a named --send-engine or --recv-engine still wins
+    /// [default: classic where one transaction waits alone: rr, crr or udp-rr closed loop,
+    /// one flow per worker, no burst, nothing the classic loops lack (README: "The default
+    /// engines"); io-uring otherwise].
+    #[arg(long, value_name = "io-uring|classic", value_parser = parse_harness)]
+    harness: Option<Harness> [only "stream", "rr", "crr", "udp-stream", "udp-rr"; "sendfile always splices, engines runs both"]
+        // Why the send engine (and the receive engine, when it differs) is the one it is;
+        // at the end, so no older CSV column moves.
+        [keyval "ENGINE_REASON" after "ONE_WAY_CLOCK_UNCERTAINTY" = |r| crate::render::engine_choice::keyval(r)],
     /// Fill the payload with a pattern and check every received byte (its cost is reported).
     #[arg(long)]
     verify: bool => spec.verify [only "stream", "rr", "crr", "sendfile", "engines"; "the UDP tests use their own operations"],
@@ -800,15 +806,22 @@ pub struct SendfileArgs {
 
 #[derive(Args, Debug)]
 pub struct EnginesArgs {
+    /// The workload: stream runs every engine pair (below); rr, crr, udp-rr and udp-stream
+    /// run their default harness and the other one, side by side.
+    #[arg(value_name = "WORKLOAD", default_value = "stream", value_parser = ["stream", "rr", "crr", "udp-stream", "udp-rr"])]
+    pub workload: String,
     #[command(flatten)]
     pub test: TestArgs,
-    /// Bytes per send (netperf -m).
-    #[arg(short = 'm', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
-    pub send_size: u32,
-    /// Bytes per receive (netperf -M).
-    #[arg(short = 'M', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
-    pub recv_size: u32,
-    /// Server sends, client receives.
+    /// Bytes per send (netperf -m; udp-stream: per datagram) [default: 128K; udp-stream: 1024].
+    #[arg(short = 'm', value_name = "SIZE", value_parser = parse_one_size)]
+    pub send_size: Option<u32>,
+    /// Bytes per receive (netperf -M) [default: 128K; udp-stream: -m].
+    #[arg(short = 'M', value_name = "SIZE", value_parser = parse_one_size)]
+    pub recv_size: Option<u32>,
+    /// Request and response sizes of rr, crr and udp-rr (netperf -r) [default: 1,1; udp-rr: 8,8].
+    #[arg(short = 'r', value_name = "REQ,RSP", value_parser = parse_sizes)]
+    pub sizes: Option<(Option<u32>, Option<u32>)>,
+    /// Server sends, client receives (stream).
     #[arg(long)]
     pub reverse: bool,
     /// Send engines to try (default: every one), each against --recv-engine.
@@ -1401,6 +1414,13 @@ fn parse_task_run(s: &str) -> Result<TaskRun, String> {
     TaskRun::ALL.into_iter().find(|t| t.name() == s).ok_or_else(|| {
         let names: Vec<&str> = TaskRun::ALL.iter().map(|t| t.name()).collect();
         format!("unknown task-run mode '{s}': use one of {}", names.join(", "))
+    })
+}
+
+fn parse_harness(s: &str) -> Result<Harness, String> {
+    Harness::ALL.into_iter().find(|h| h.name() == s).ok_or_else(|| {
+        let names: Vec<&str> = Harness::ALL.iter().map(|h| h.name()).collect();
+        format!("unknown harness '{s}': use one of {}", names.join(", "))
     })
 }
 

@@ -1,19 +1,96 @@
-//! `ringperf engines`: the same stream once per engine combination, one table.
+//! `ringperf engines`: one workload once per engine pair, one table, and the default
+//! harness against the other one.
 
-use ringperf_engine::spec::{RecvEngine, SendEngine, Workload};
-use ringperf_engine::{Error, TestReport};
+use ringperf_engine::harness::Harness;
+use ringperf_engine::spec::{Explicit, RecvEngine, SendEngine, Workload};
+use ringperf_engine::{Error, TestReport, TestSpec};
 
 use crate::args::EnginesArgs;
 use crate::runner::{Progress, Runner};
-use crate::{explicit, print, render, requirements, stream_spec};
+use crate::{base_spec, explicit, print, render, requirements};
 
-/// The combinations to run: every send engine with the chosen receive engine, then the
-/// chosen send engine with every other receive engine; with --matrix, every pair. Without
-/// lists, the io_uring engines, each classic engine right after the pair it is the
-/// counterpart of: syscall on both sides after copy/recv, msg-zerocopy after zc, and
-/// zerocopy-receive after the ring's receive engines.
-pub fn combinations(a: &EnginesArgs) -> Vec<(SendEngine, RecvEngine)> {
-    let defaults = a.send_engines.is_empty() && a.recv_engines.is_empty() && !a.matrix;
+/// The workload `engines` was given.
+pub fn workload(a: &EnginesArgs) -> Workload {
+    match a.workload.as_str() {
+        "rr" => Workload::Rr,
+        "crr" => Workload::Crr,
+        "udp-rr" => Workload::UdpRr,
+        "udp-stream" => Workload::UdpStream,
+        _ => Workload::Stream,
+    }
+}
+
+/// The spec of one row: the workload with the flags given, on `engines` (both sides).
+pub fn spec(a: &EnginesArgs, engines: Option<(SendEngine, RecvEngine)>) -> Result<TestSpec, Error> {
+    let w = workload(a);
+    let mut spec = base_spec(&a.test, w)?;
+    let refuse = |flag: &str, applies: &str| {
+        Err(Error::Usage(format!("{flag} applies to engines {applies}, not {}: drop it", a.workload)))
+    };
+    match w {
+        Workload::Stream | Workload::UdpStream => {
+            if a.sizes.is_some() {
+                return refuse("-r", "rr, crr and udp-rr");
+            }
+            if let Some(m) = a.send_size {
+                spec.send_size = m;
+                spec.recv_size = m;
+            }
+            if w == Workload::Stream {
+                spec.recv_size = a.recv_size.unwrap_or(spec.recv_size);
+            } else if a.recv_size.is_some() {
+                return refuse("-M", "stream");
+            }
+        }
+        Workload::Rr | Workload::Crr | Workload::UdpRr => {
+            if a.send_size.is_some() || a.recv_size.is_some() {
+                return refuse("-m and -M", "stream and udp-stream (-r gives rr's sizes)");
+            }
+            if let Some((request, response)) = a.sizes {
+                spec.request_size = request.unwrap_or(spec.request_size);
+                spec.response_size = response.unwrap_or(spec.response_size);
+            }
+        }
+    }
+    if a.reverse && w != Workload::Stream {
+        return refuse("--reverse", "stream");
+    }
+    spec.direction = crate::args::direction(a.reverse);
+    // Each pair gets its own defaults (chain length) unless the user fixed them for all.
+    let (send_engine, recv_engine) = engines.unzip();
+    spec.resolve(&Explicit { send_engine, recv_engine, ..explicit(&a.test) });
+    // --require-zc makes sense per zero-copy engine only.
+    spec.require_zero_copy &= spec.local.send_engine.is_zero_copy();
+    Ok(spec)
+}
+
+/// The harness the rule picks for the workload as the flags give it.
+pub fn default_harness(a: &EnginesArgs) -> Result<Harness, Error> {
+    let s = spec(a, None)?;
+    Ok(Harness::of_send(s.local.send_engine))
+}
+
+/// The pairs to run. Without lists: a stream's every send engine with the default receive
+/// engine, then the default send engine with every other receive engine, the io_uring
+/// engines each with their classic counterpart right after (syscall on both sides after
+/// copy/recv, msg-zerocopy after zc, and zerocopy-receive after the ring's receive
+/// engines); another workload's default harness, then its other harness. With lists: each
+/// send engine against --recv-engine, then each receive engine against --send-engine, or
+/// with --matrix every pair.
+pub fn combinations(a: &EnginesArgs) -> Result<Vec<(SendEngine, RecvEngine)>, Error> {
+    let w = workload(a);
+    let lists = !(a.send_engines.is_empty() && a.recv_engines.is_empty() && !a.matrix);
+    if w != Workload::Stream && !lists {
+        if a.test.engine.send_engine.is_some() || a.test.engine.recv_engine.is_some() {
+            return Err(Error::Usage(format!(
+                "engines {} runs its default harness and the other one: drop --send-engine and --recv-engine, or give --send-engines/--recv-engines lists to run them against",
+                a.workload
+            )));
+        }
+        let first = default_harness(a)?;
+        return Ok(vec![first.engines(w), first.other().engines(w)]);
+    }
+    let defaults = !lists;
     let sends = if a.send_engines.is_empty() {
         SendEngine::ALL.into_iter().filter(|e| !(defaults && e.is_classic())).collect()
     } else {
@@ -25,13 +102,12 @@ pub fn combinations(a: &EnginesArgs) -> Vec<(SendEngine, RecvEngine)> {
         a.recv_engines.clone()
     };
     if a.matrix {
-        return sends.iter().flat_map(|&s| recvs.iter().map(move |&r| (s, r))).collect();
+        return Ok(sends.iter().flat_map(|&s| recvs.iter().map(move |&r| (s, r))).collect());
     }
-    // `engines` runs streams, so an unnamed receive engine is the stream's.
-    let base = (
-        a.test.engine.send_engine,
-        a.test.engine.recv_engine.unwrap_or(RecvEngine::default_for(Workload::Stream)),
-    );
+    // An unnamed engine of the other side is the ring's default for the workload.
+    let (ring_send, ring_recv) = Harness::IoUring.engines(w);
+    let base =
+        (a.test.engine.send_engine.unwrap_or(ring_send), a.test.engine.recv_engine.unwrap_or(ring_recv));
     let mut out: Vec<(SendEngine, RecvEngine)> = sends.iter().map(|&s| (s, base.1)).collect();
     for r in recvs {
         if !out.contains(&(base.0, r)) {
@@ -53,25 +129,18 @@ pub fn combinations(a: &EnginesArgs) -> Vec<(SendEngine, RecvEngine)> {
             out.push(zero_copy_receive);
         }
     }
-    out
+    Ok(out)
 }
 
 pub fn run(a: &EnginesArgs) -> Result<i32, Error> {
     let units = render::Units::parse(&a.test.units);
+    let pairs = combinations(a)?;
+    let default = default_harness(a)?;
     let runner = Runner::new(&a.test)?;
     let mut reports: Vec<TestReport> = Vec::new();
     let mut failure = None;
-    let pairs = combinations(a);
     for (n, &(send, recv)) in pairs.iter().enumerate() {
-        let mut spec = stream_spec(&a.test, a.send_size, a.recv_size, a.reverse)?;
-        for side in [&mut spec.local, &mut spec.remote] {
-            side.send_engine = send;
-            side.recv_engine = recv;
-        }
-        // Each engine gets its own defaults (chain length) unless the user fixed them for all.
-        spec.resolve(&explicit(&a.test));
-        // --require-zc makes sense per zero-copy engine only.
-        spec.require_zero_copy &= send.is_zero_copy();
+        let spec = spec(a, Some((send, recv)))?;
         // On a terminal: which pair runs and how many remain, with the run's status line.
         let heading = format!(
             "[{}/{}] {}/{} ({} left after this)",
@@ -98,7 +167,7 @@ pub fn run(a: &EnginesArgs) -> Result<i32, Error> {
     let out = if a.test.json {
         render::json::render_all(&reports)
     } else {
-        render::engines::render(&reports, units)
+        render::engines::render(&reports, units, default)
     };
     print("the engines table", &out);
     if let Some(code) = reports.last().and_then(|r| runner.partial(r)) {
@@ -109,4 +178,58 @@ pub fn run(a: &EnginesArgs) -> Result<i32, Error> {
         return Ok(e.exit_code());
     }
     Ok(reports.iter().map(requirements).max().unwrap_or(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(line: &str) -> EnginesArgs {
+        let mut v = vec!["ringperf".to_string(), "engines".to_string()];
+        v.extend(line.split_whitespace().map(String::from));
+        match crate::args::parse(&v).expect("parses").command {
+            crate::args::Command::Engines(a) => a,
+            _ => unreachable!("engines parses as engines"),
+        }
+    }
+
+    /// A workload other than stream runs its default harness, then the other one; a
+    /// stream runs every engine pair as before, both harnesses' pairs among them.
+    #[test]
+    fn each_workload_runs_its_default_harness_then_the_other() {
+        let classic = (SendEngine::Syscall, RecvEngine::Syscall);
+        let pairs = |line: &str| combinations(&args(line)).expect(line);
+        assert_eq!(pairs("rr"), vec![classic, (SendEngine::Copy, RecvEngine::Multishot)]);
+        assert_eq!(pairs("crr"), vec![classic, (SendEngine::Copy, RecvEngine::Recv)]);
+        assert_eq!(pairs("udp-rr"), vec![classic, (SendEngine::Copy, RecvEngine::Recv)]);
+        assert_eq!(pairs("udp-stream"), vec![(SendEngine::Copy, RecvEngine::Recv), classic]);
+        assert_eq!(pairs("rr --flows 4"), vec![(SendEngine::Copy, RecvEngine::Multishot), classic]);
+        assert_eq!(default_harness(&args("rr")).expect("rr"), Harness::Classic);
+        assert_eq!(default_harness(&args("stream")).expect("stream"), Harness::IoUring);
+        let stream = pairs("");
+        assert_eq!(&stream[..2], &[(SendEngine::Copy, RecvEngine::Recv), classic]);
+        assert_eq!(stream.len(), 10, "{stream:?}");
+        assert_eq!(
+            pairs("rr --send-engines copy,zc --recv-engines multishot"),
+            vec![(SendEngine::Copy, RecvEngine::Multishot), (SendEngine::Zc, RecvEngine::Multishot)]
+        );
+        for bad in ["rr --send-engine zc", "rr -m 4K", "stream -r 1,1", "rr --reverse", "udp-stream -M 1K"] {
+            let a = args(bad);
+            let e = combinations(&a).and_then(|_| spec(&a, None)).expect_err(bad);
+            assert!(matches!(e, Error::Usage(_)), "{bad}: {e}");
+        }
+    }
+
+    /// Each row's spec runs the pair it names, with the workload's sizes as given.
+    #[test]
+    fn each_row_runs_its_pair_with_the_sizes_given() {
+        let s = spec(&args("rr -r 64,128"), Some((SendEngine::Copy, RecvEngine::Bundle))).expect("rr");
+        assert_eq!((s.request_size, s.response_size), (64, 128));
+        assert_eq!((s.remote.send_engine, s.remote.recv_engine), (SendEngine::Copy, RecvEngine::Bundle));
+        let s = spec(&args("udp-stream -m 64"), None).expect("udp-stream");
+        assert_eq!((s.send_size, s.recv_size), (64, 64));
+        let s =
+            spec(&args("-m 16K -M 8K --reverse"), Some((SendEngine::Splice, RecvEngine::Recv))).expect("s");
+        assert_eq!((s.send_size, s.recv_size, s.ring.send_depth), (16384, 8192, 32));
+    }
 }

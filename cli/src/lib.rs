@@ -166,6 +166,9 @@ pub fn explicit(t: &TestArgs) -> Explicit {
         buf_size: e.buf_size,
         sq_batch: e.sq_batch,
         interval_ms: if t.stats.no_intervals { Some(0) } else { t.stats.interval },
+        send_engine: e.send_engine,
+        recv_engine: e.recv_engine,
+        harness: e.harness,
     }
 }
 
@@ -198,9 +201,9 @@ pub fn sendfile_spec(a: &SendfileArgs) -> Result<TestSpec, Error> {
     }
     let mut spec = base_spec(&a.test, Workload::Stream)?;
     a.copy_to(&mut spec);
-    spec.local.send_engine = SendEngine::Splice;
-    spec.remote.send_engine = SendEngine::Splice;
-    Ok(resolved(spec, &a.test))
+    // The command names the send engine: splice, on both sides.
+    spec.resolve(&Explicit { send_engine: Some(SendEngine::Splice), ..explicit(&a.test) });
+    Ok(spec)
 }
 
 /// Why a file of the controller's host cannot be what `agent` sends, and what to do instead
@@ -218,7 +221,7 @@ pub fn rr_spec(a: &RrArgs) -> Result<TestSpec, Error> {
     Ok(resolved(spec, &a.test))
 }
 
-/// A stream spec from the shared flags and the sizes and direction `engines` gives.
+/// A stream spec from the shared flags and the sizes and direction a sweep point gives.
 pub fn stream_spec(t: &TestArgs, send_size: u32, recv_size: u32, reverse: bool) -> Result<TestSpec, Error> {
     let mut spec = base_spec(t, Workload::Stream)?;
     spec.send_size = send_size;
@@ -418,24 +421,76 @@ mod tests {
         assert!(refused("sendfile --payload ../etc -H b --from a").contains("is not a label"));
     }
 
-    /// An unnamed receive engine is the workload's own default, or the classic loop's when
-    /// the send engine is classic; a named one wins on both sides.
+    /// Unnamed engines follow the engine's rule (classic where one transaction waits alone
+    /// per worker, the ring otherwise) in the native and both netperf forms alike; a named
+    /// engine wins, and its partner follows its harness where one loop needs both; a named
+    /// harness overrides the rule.
     #[test]
-    fn the_receive_engine_defaults_per_workload_and_follows_a_classic_sender() {
-        let recv = |args: &str| {
-            let s = spec(args);
-            assert_eq!(s.local.recv_engine, s.remote.recv_engine, "{args}: both sides get one engine");
-            s.local.recv_engine
+    fn the_engines_follow_the_rule_unless_an_engine_or_a_harness_is_named() {
+        use ringperf_engine::harness::EngineReason;
+        let engines = |s: &TestSpec, args: &str| {
+            assert_eq!(
+                (s.local.send_engine, s.local.recv_engine),
+                (s.remote.send_engine, s.remote.recv_engine),
+                "{args}: both sides get one pair"
+            );
+            (s.local.send_engine, s.local.recv_engine)
         };
-        assert_eq!(recv("rr"), RecvEngine::Multishot);
-        assert_eq!(recv("-t TCP_RR"), RecvEngine::Multishot, "the netperf form runs the same test");
-        assert_eq!(recv("rr --recv-engine recv"), RecvEngine::Recv);
-        assert_eq!(recv("stream"), RecvEngine::Recv);
-        assert_eq!(recv("crr"), RecvEngine::Recv);
-        assert_eq!(recv("rr --send-engine syscall"), RecvEngine::Syscall);
-        assert_eq!(recv("stream --send-engine msg-zerocopy"), RecvEngine::Syscall);
-        assert_eq!(recv("stream --send-engine msg-zerocopy --recv-engine multishot"), RecvEngine::Multishot);
-        assert_eq!(recv("rr --send-engine zc"), RecvEngine::Multishot);
+        let pair = |args: &str| engines(&spec(args), args);
+        let classic = (SendEngine::Syscall, RecvEngine::Syscall);
+        let ring = |r| (SendEngine::Copy, r);
+        for (args, want) in [
+            ("rr", classic),
+            ("-t TCP_RR", classic),
+            ("crr", classic),
+            ("udp-rr", classic),
+            ("rr --threads 2 --flows 2", classic),
+            ("stream", ring(RecvEngine::Recv)),
+            ("stream --reverse", ring(RecvEngine::Recv)),
+            ("udp-stream", ring(RecvEngine::Recv)),
+            ("rr --flows 4", ring(RecvEngine::Multishot)),
+            ("rr --burst 4", ring(RecvEngine::Multishot)),
+            ("rr --rate 1000", ring(RecvEngine::Multishot)),
+            ("rr --transactions 100", ring(RecvEngine::Multishot)),
+            ("crr --flows 2", ring(RecvEngine::Recv)),
+            ("udp-rr -r 64", ring(RecvEngine::Recv)),
+            ("rr --sqpoll", ring(RecvEngine::Multishot)),
+            ("rr --harness io-uring", ring(RecvEngine::Multishot)),
+            ("crr --harness io-uring", ring(RecvEngine::Recv)),
+            ("rr --flows 4 --harness classic", classic),
+            ("stream --harness classic", classic),
+            ("rr --recv-engine recv", ring(RecvEngine::Recv)),
+            ("rr --send-engine zc", (SendEngine::Zc, RecvEngine::Multishot)),
+            ("rr --send-engine syscall --flows 4", classic),
+            ("rr --recv-engine syscall --flows 4", classic),
+            ("rr --send-engine copy --recv-engine bundle --harness classic", ring(RecvEngine::Bundle)),
+            ("stream --send-engine msg-zerocopy", (SendEngine::MsgZerocopy, RecvEngine::Syscall)),
+            (
+                "stream --send-engine msg-zerocopy --recv-engine multishot",
+                (SendEngine::MsgZerocopy, RecvEngine::Multishot),
+            ),
+            ("stream --recv-engine syscall", ring(RecvEngine::Syscall)),
+            ("sendfile", (SendEngine::Splice, RecvEngine::Recv)),
+        ] {
+            assert_eq!(pair(args), want, "{args}");
+        }
+        let why = |args: &str| spec(args).engine_choice.expect("a resolved spec says why");
+        assert_eq!(why("rr").send, EngineReason::OneInFlight);
+        assert_eq!(why("rr --flows 4").recv, EngineReason::SeveralFlows);
+        assert_eq!(why("rr --harness io-uring").send, EngineReason::HarnessAsked);
+        assert_eq!(why("rr --send-engine zc").send, EngineReason::Asked);
+        assert_eq!(why("rr --send-engine zc").recv, EngineReason::Paired);
+        assert_eq!(why("sendfile").send, EngineReason::Asked, "the command names splice");
+        // ringperf invoked as netperf builds its spec through the same rule.
+        for (argv, want) in [
+            (&["netperf", "-t", "TCP_RR"][..], classic),
+            (&["netperf", "-t", "TCP_CRR", "-H", "127.0.0.1"][..], classic),
+            (&["netperf", "-t", "UDP_RR"][..], classic),
+            (&["netperf", "-t", "TCP_STREAM"][..], ring(RecvEngine::Recv)),
+        ] {
+            let s = netperf_spec(argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
+            assert_eq!(engines(&s, &argv.join(" ")), want, "{argv:?}");
+        }
     }
 
     #[test]

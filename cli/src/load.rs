@@ -51,22 +51,15 @@ fn check(a: &LoadArgs) -> Result<(), Error> {
     Ok(())
 }
 
-/// Engines, CPUs and congestion control of one part (probe or load), on both sides.
+/// CPUs and congestion control of one part (probe or load), on both sides; the engines it
+/// names, for the engine's defaults to keep (the others follow its rule, as a test's do).
 fn place(
     spec: &mut TestSpec,
     send: Option<SendEngine>,
     recv: Option<RecvEngine>,
     cpus: Option<&[usize]>,
     cc: Option<&String>,
-) {
-    if let Some(e) = send {
-        (spec.local.send_engine, spec.remote.send_engine) = (e, e);
-    }
-    // A classic sender pairs with the classic receive loop, as a test's flags have it.
-    let recv = recv.or_else(|| send.filter(|e| e.is_classic()).map(|_| RecvEngine::Syscall));
-    if let Some(e) = recv {
-        (spec.local.recv_engine, spec.remote.recv_engine) = (e, e);
-    }
+) -> Explicit {
     if let Some(cpus) = cpus {
         spec.local.cpus = cpus.to_vec();
         spec.remote.cpus = cpus.to_vec();
@@ -74,6 +67,7 @@ fn place(
     if !spec.workload.is_udp() {
         spec.congestion_control = cc.cloned();
     }
+    Explicit { send_engine: send, recv_engine: recv, ..Explicit::default() }
 }
 
 /// The probe test: the whole run long, its latency split at the end of the idle phase.
@@ -88,7 +82,7 @@ pub fn probe_spec(a: &LoadArgs) -> Result<(TestSpec, Option<String>), Error> {
         spec.response_size = response.unwrap_or(spec.response_size);
     }
     let cpus = a.probe_cpus.as_ref().map(|c| c.0.as_slice());
-    place(&mut spec, a.probe_send_engine, a.probe_recv_engine, cpus, a.cc.as_ref());
+    let named = place(&mut spec, a.probe_send_engine, a.probe_recv_engine, cpus, a.cc.as_ref());
     let closed = if a.probe_closed_loop {
         Some("--probe-closed-loop: one transaction in flight per flow".into())
     } else {
@@ -101,7 +95,7 @@ pub fn probe_spec(a: &LoadArgs) -> Result<(TestSpec, Option<String>), Error> {
     spec.socket.nodelay = !udp;
     spec.latency_split_ms = Some(a.idle_ms);
     spec.profile.enabled = a.profile;
-    spec.resolve(&Explicit { interval_ms: Some(a.interval_ms), ..Explicit::default() });
+    spec.resolve(&Explicit { interval_ms: Some(a.interval_ms), ..named });
     spec.validate()?;
     Ok((spec, closed))
 }
@@ -122,8 +116,8 @@ pub fn load_spec(a: &LoadArgs, d: LoadDirection) -> Result<TestSpec, Error> {
     }
     spec.pacing.total_bps = a.load_rate;
     let cpus = a.load_cpus.as_ref().map(|c| c.0.as_slice());
-    place(&mut spec, a.load_send_engine, a.load_recv_engine, cpus, a.cc.as_ref());
-    spec.resolve(&Explicit { interval_ms: Some(a.interval_ms), ..Explicit::default() });
+    let named = place(&mut spec, a.load_send_engine, a.load_recv_engine, cpus, a.cc.as_ref());
+    spec.resolve(&Explicit { interval_ms: Some(a.interval_ms), ..named });
     spec.validate()?;
     Ok(spec)
 }

@@ -63,7 +63,9 @@ impl TestSpec {
     /// This spec in its wire form for `to`, or why it cannot be sent: a path for another
     /// host to open.
     pub fn to_wire(&self, to: Recipient) -> Result<WireSpec> {
-        self.clone().map_payloads(|side, p| match (p, side, to) {
+        // Why the engines are the ones they are is this host's to report; no peer acts on it.
+        let local = TestSpec { engine_choice: None, ..self.clone() };
+        local.map_payloads(|side, p| match (p, side, to) {
             (Payload::Pattern, ..) => Ok(WirePayload::Pattern),
             (Payload::Label(l), ..) => Ok(WirePayload::Label(l)),
             (Payload::File(_), SpecSide::Local, Recipient::Server) => Ok(WirePayload::Pattern),
@@ -236,6 +238,8 @@ mod tests {
         assert_eq!(chosen.map(|f| f.label), Some("big".to_string()));
         let mut expected = spec.clone();
         expected.local.payload = Payload::File("/srv/big.bin".into());
+        // Why the engines were chosen stays with the host that chose them.
+        expected.engine_choice = None;
         assert_eq!(local, expected);
         // The server of the same spec resolves the remote side's, which it does not list.
         match wire.into_local(SpecSide::Remote, &files) {

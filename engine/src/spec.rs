@@ -201,7 +201,7 @@ impl RecvEngine {
         RecvEngine::ZerocopyReceive,
     ];
 
-    /// The engine a workload's command uses when `--recv-engine` is not given. rr keeps a
+    /// The ring's receive engine for a workload when none is named. rr keeps a
     /// multishot receive standing on each socket: one-shot receives re-arm and re-poll the
     /// socket every transaction, which cost 1-byte rr 7-12 % more service demand on both
     /// sides (measured same-CPU and across CPUs, see README's "Which engine adds least").
@@ -508,6 +508,11 @@ pub struct TestSpec<P = Payload> {
     /// and gets none; left out when off, so --no-profile still runs against such a server.
     #[serde(default, skip_serializing_if = "ProfileSpec::is_off")]
     pub profile: ProfileSpec,
+    /// Why each engine is the one it is (asked for, or the default rule's ground), for the
+    /// report's header; no side acts on it, so the wire form leaves it out
+    /// ([`TestSpec::to_wire`]). Absent from specs that predate it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_choice: Option<crate::harness::EngineChoice>,
     /// This side's CLOCK_MONOTONIC minus the client's, as the client estimated it before
     /// the test (0 on the client, and on one host). A UDP side subtracts it from every
     /// one-way stamp and arrival time it takes, so both ends' times are on the client's
@@ -574,6 +579,11 @@ pub struct Explicit {
     pub sq_batch: Option<u32>,
     /// The interval sample period in milliseconds; `Some(0)` takes no samples.
     pub interval_ms: Option<u64>,
+    /// Engines named for both sides, and the harness named for both: unnamed ones follow
+    /// the default rule ([`TestSpec::default_harness`]).
+    pub send_engine: Option<SendEngine>,
+    pub recv_engine: Option<RecvEngine>,
+    pub harness: Option<crate::harness::Harness>,
 }
 
 /// Which side of a spec: the client's ("local") or the server's ("remote").
@@ -617,6 +627,7 @@ impl<P> TestSpec<P> {
             crr,
             udp,
             profile,
+            engine_choice,
             clock_offset_ns,
         } = self;
         Ok(TestSpec {
@@ -648,6 +659,7 @@ impl<P> TestSpec<P> {
             crr,
             udp,
             profile,
+            engine_choice,
             clock_offset_ns,
         })
     }
@@ -699,12 +711,13 @@ impl TestSpec {
             require_zero_copy: false,
             interval_ms: 0,
             record_latency: true,
-            local: SideSpec { recv_engine: RecvEngine::default_for(workload), ..SideSpec::default() },
-            remote: SideSpec { recv_engine: RecvEngine::default_for(workload), ..SideSpec::default() },
+            local: SideSpec::default(),
+            remote: SideSpec::default(),
             ring: RingTuning::default(),
             crr: CrrOptions::default(),
             udp: UdpOptions::default(),
             profile: ProfileSpec { enabled: PROFILE_BY_DEFAULT, ..ProfileSpec::default() },
+            engine_choice: None,
             clock_offset_ns: 0,
         };
         spec.resolve(&Explicit::default());
@@ -715,6 +728,7 @@ impl TestSpec {
     /// `given` holds. Call it after the other fields are final (it may be called again
     /// after changing them: only what was not given is recomputed).
     pub fn resolve(&mut self, given: &Explicit) {
+        self.resolve_engines(given);
         let splice = [self.local.send_engine, self.remote.send_engine].contains(&SendEngine::Splice);
         // A chain of sends is submitted in one enter and waited for in one, so the worker's
         // own cost per byte falls with its length; a splice chain runs on io-wq and wakes the
@@ -1382,6 +1396,12 @@ impl Role {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::harness::Harness;
+
+    /// `workload`'s default spec on the ring's engines, which every feature takes.
+    fn ring(workload: Workload) -> TestSpec {
+        TestSpec::for_workload(workload).on_harness(Harness::IoUring)
+    }
 
     /// A byte count ends a one-way stream on ring engines; elsewhere nothing would honour it.
     #[test]
@@ -1395,7 +1415,7 @@ mod tests {
         let mut classic_sender = counted.clone();
         classic_sender.local.send_engine = SendEngine::Syscall;
         let rr = TestSpec { byte_limit: Some(1000), ..TestSpec::for_workload(Workload::Rr) };
-        let rr_counted = TestSpec { transaction_limit: Some(10), ..TestSpec::for_workload(Workload::Rr) };
+        let rr_counted = TestSpec { transaction_limit: Some(10), ..ring(Workload::Rr) };
         assert!(rr_counted.validate().is_ok());
         let open = TestSpec {
             open_loop: Some(OpenLoop { rate: 100, total: false, backlog: 8 }),
@@ -1407,7 +1427,7 @@ mod tests {
             "a stream counts bytes"
         );
         for w in [Workload::Crr, Workload::UdpRr] {
-            let t = TestSpec { transaction_limit: Some(10), ..TestSpec::for_workload(w) };
+            let t = TestSpec { transaction_limit: Some(10), ..ring(w) };
             assert!(t.validate().is_ok(), "{w:?} counts transactions");
         }
         let udp = TestSpec { byte_limit: Some(1000), ..TestSpec::for_workload(Workload::UdpStream) };
@@ -1461,13 +1481,13 @@ mod tests {
     /// bounds; closed-loop specs leave it out of the wire message.
     #[test]
     fn open_loop_is_rrs_and_its_interval_spreads_a_total_over_the_flows() {
-        let rr = TestSpec::for_workload(Workload::Rr);
+        let rr = ring(Workload::Rr);
         assert!(!serde_json::to_string(&rr).expect("json").contains("open_loop"));
         let per_flow = OpenLoop { rate: 2000, total: false, backlog: DEFAULT_BACKLOG };
         let open = TestSpec { open_loop: Some(per_flow), flows: 4, ..rr.clone() };
         assert!(open.validate().is_ok());
         assert_eq!(open.rr_depth(), DEFAULT_BACKLOG);
-        let udp_open = TestSpec { open_loop: Some(per_flow), ..TestSpec::for_workload(Workload::UdpRr) };
+        let udp_open = TestSpec { open_loop: Some(per_flow), ..ring(Workload::UdpRr) };
         assert!(udp_open.validate().is_ok(), "udp-rr keeps a schedule too");
         assert_eq!(per_flow.interval_ns(4), 500_000);
         assert_eq!(OpenLoop { total: true, ..per_flow }.interval_ns(4), 2_000_000);
@@ -1515,12 +1535,12 @@ mod tests {
     /// the wire message, so a server that predates it still takes the spec.
     #[test]
     fn a_burst_is_rrs_through_the_ring_and_absent_from_a_default_spec() {
-        let rr = TestSpec::for_workload(Workload::Rr);
+        let rr = ring(Workload::Rr);
         assert!(!serde_json::to_string(&rr).expect("json").contains("burst"));
         let back: TestSpec = serde_json::from_str(&serde_json::to_string(&rr).expect("json")).expect("parse");
         assert_eq!(back.burst, 1);
         assert!(TestSpec { burst: 16, ..rr.clone() }.validate().is_ok());
-        let udp_rr = TestSpec::for_workload(Workload::UdpRr);
+        let udp_rr = ring(Workload::UdpRr);
         assert!(TestSpec { burst: 16, ..udp_rr.clone() }.validate().is_ok(), "udp-rr bursts too");
         let many = TestSpec { burst: MAX_BURST, flows: 4096, ..rr.clone() };
         assert!(many.validate().unwrap_err().to_string().contains("lower --burst or --flows"));

@@ -61,9 +61,10 @@ fn run_mixed(workload: Workload, local: (SendEngine, RecvEngine), remote: (SendE
     spec.duration_ms = 1000;
     // crr and the UDP tests check their own framing (cookies, sequence numbers) instead.
     spec.verify = matches!(workload, Workload::Stream | Workload::Rr);
+    spec.resolve(&Explicit::default());
+    // After the defaults: the rule gives both sides one pair, and these differ.
     spec.local = SideSpec { send_engine: local.0, recv_engine: local.1, ..SideSpec::default() };
     spec.remote = SideSpec { send_engine: remote.0, recv_engine: remote.1, ..SideSpec::default() };
-    spec.resolve(&Explicit::default());
     let report =
         run_test(&spec, &Target::Embedded).unwrap_or_else(|e| panic!("{workload:?} run failed: {e}"));
     assert!(!report.partial, "{:?}", report.partial_reason);

@@ -373,7 +373,10 @@ fn ring_tuning_is_applied_and_reported() {
     check_rr_report(&r);
     assert_eq!(at(&r, "local.ring_setup.fixed_files"), false);
     assert_eq!(at(&r, "local.ring_setup.registered_ring_fd"), false);
-    let r = ringperf!().run_json(&["rr", "-l", "0.5"]);
+    // Ring settings alone put rr on the ring (they are what is measured), and so does
+    // --harness with the ring's defaults.
+    assert_eq!(str_at(&r, "local.send_engine"), "copy");
+    let r = ringperf!().run_json(&["rr", "-l", "0.5", "--harness", "io-uring"]);
     assert_eq!(at(&r, "local.ring_setup.fixed_files"), true);
     assert_eq!(at(&r, "local.ring_setup.registered_ring_fd"), true);
     // Waits leave iowait alone wherever the kernel can (IORING_FEAT_NO_IOWAIT), on both sides.

@@ -118,7 +118,8 @@ fn the_embedded_server_shares_the_clients_sampler() {
 fn tool_overhead_counts_io_uring_and_the_network_path_costs_less() {
     let _host = host_to_myself();
     let test = "tool_overhead_counts_io_uring_and_the_network_path_costs_less";
-    let r = ringperf!().run_json(&["rr", "-l", "1", "--profile"]);
+    // One-flow rr runs the classic loop by default: ask for the ring this test is about.
+    let r = ringperf!().run_json(&["rr", "-l", "1", "--profile", "--harness", "io-uring"]);
     for side in ["local", "remote"] {
         let Some(p) = profile(&r, side, test) else { return };
         assert!(share(p, "io_uring") > 0.0, "{side}: no io_uring machinery in an io_uring run: {p}");
@@ -293,7 +294,10 @@ fn a_separate_server_sends_its_profile_and_keyval_carries_both_sides() {
     let rp = ringperf!();
     let server = rp.serve();
     let port = server.port_arg();
-    let r = rp.run_json(&["rr", "-H", "127.0.0.1", "-p", &port, "-l", "0.5", "--profile"]);
+    // On the ring, whose work the server's profile must show (one-flow rr runs the classic
+    // loop by default).
+    let ring = ["rr", "-H", "127.0.0.1", "-p", &port, "-l", "0.5", "--profile", "--harness", "io-uring"];
+    let r = rp.run_json(&ring);
     let Some(remote) = profile(&r, "remote", test) else { return };
     assert!(u64_at(remote, "samples") > 0);
     assert!(share(remote, "io_uring") > 0.0, "the server's io_uring work is missing: {remote}");

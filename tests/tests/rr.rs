@@ -21,11 +21,11 @@ fn rr_unequal_sizes_are_counted_per_direction() {
     assert_eq!(u64_at(&r, "spec.response_size"), 3000);
 }
 
-/// rr's default receive is a standing multishot receive on both sides; the one-shot chain
-/// stays one flag away, and both count the same transactions on each side.
+/// rr's receive on the ring is a standing multishot receive on both sides; the one-shot
+/// chain stays one flag away, and both count the same transactions on each side.
 #[test]
-fn rr_defaults_to_a_standing_receive_and_the_chain_still_works() {
-    let r = ringperf!().run_json(&["rr", "-l", "0.5"]);
+fn rr_on_the_ring_defaults_to_a_standing_receive_and_the_chain_still_works() {
+    let r = ringperf!().run_json(&["rr", "-l", "0.5", "--harness", "io-uring"]);
     check_rr_report(&r);
     for side in ["local", "remote"] {
         assert_eq!(str_at(&r, &format!("{side}.recv_engine")), "multishot", "{side}");
@@ -76,7 +76,8 @@ fn burst_depth_is_what_the_server_sees_waiting() {
 /// side saw one transaction at a time.
 #[test]
 fn without_a_burst_each_side_sees_one_transaction_at_a_time() {
-    let r = ringperf!().run_json(&["rr", "-l", "0.5"]);
+    // The ring's workload measures its depth; the classic loop is one deep by construction.
+    let r = ringperf!().run_json(&["rr", "-l", "0.5", "--harness", "io-uring"]);
     check_rr_report(&r);
     assert!(at(&r, "spec").get("burst").is_none(), "a default spec names a burst: {}", at(&r, "spec"));
     for side in ["local", "remote"] {
@@ -90,7 +91,8 @@ fn without_a_burst_each_side_sees_one_transaction_at_a_time() {
 #[test]
 fn transactions_per_second_rise_with_the_burst() {
     let rate = |burst: &str| {
-        let r = ringperf!().run_json(&["rr", "-l", "1", "--burst", burst]);
+        // Both on the ring, which a burst needs: one harness against itself.
+        let r = ringperf!().run_json(&["rr", "-l", "1", "--burst", burst, "--harness", "io-uring"]);
         check_rr_report(&r);
         f64_at(&r, "summary.transactions_per_sec")
     };

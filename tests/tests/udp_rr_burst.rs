@@ -68,8 +68,9 @@ fn udp_burst_depth_is_what_the_server_sees_arrive_together() {
         assert_eq!(u64_at(&r, "local.rr.max_in_flight"), 8, "the client never had the whole burst out");
         assert_eq!(u64_at(&r, "remote.rr.max_in_flight"), 8, "the server never saw the whole burst arrive");
     }
-    // Without a burst each side sees one at a time.
-    let r = ringperf!().run_json(&["udp-rr", "-l", "0.5"]);
+    // Without a burst each side sees one at a time (on the ring, which measures its depth:
+    // one-flow udp-rr runs the classic loop by default).
+    let r = ringperf!().run_json(&["udp-rr", "-l", "0.5", "--harness", "io-uring"]);
     check_udp_rr_counts(&r);
     assert!(at(&r, "spec").get("burst").is_none(), "a default spec names a burst: {}", at(&r, "spec"));
     for side in ["local", "remote"] {
@@ -83,7 +84,8 @@ fn udp_burst_depth_is_what_the_server_sees_arrive_together() {
 #[test]
 fn udp_transactions_per_second_rise_with_the_burst() {
     let rate = |burst: &str| {
-        let r = ringperf!().run_json(&["udp-rr", "-l", "0.5", "--burst", burst]);
+        // Both on the ring, which a burst needs: one harness against itself.
+        let r = ringperf!().run_json(&["udp-rr", "-l", "0.5", "--burst", burst, "--harness", "io-uring"]);
         check_udp_rr_counts(&r);
         f64_at(&r, "summary.transactions_per_sec")
     };
@@ -163,7 +165,8 @@ fn udp_open_loop_sends_at_its_target_rate() {
 /// repeated, never asserted on.
 #[test]
 fn a_stalled_server_shows_in_the_udp_open_loop_p90_only() {
-    let args = ["udp-rr", "-l", "1.5", "-D", "0.3"];
+    // Both on the ring, whose loop keeps the open loop's schedule: one harness against itself.
+    let args = ["udp-rr", "-l", "1.5", "-D", "0.3", "--harness", "io-uring"];
     let stall = Duration::from_millis(400);
     let open = run_with_a_stalled_server(&ringperf!(), &[&args[..], &["--rate", "1000"]].concat(), stall);
     check_udp_open_loop(&open);

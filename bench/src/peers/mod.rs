@@ -355,6 +355,15 @@ impl RunResult {
         self.cpu.service_demand(self.units())
     }
 
+    /// The network path's service demand: the bench's service demand less the tool's share
+    /// of busy CPU (its user space and io_uring machinery) by the kernel cost profile of the
+    /// run; `None` without a profile that saw busy CPU. One method for every tool: the
+    /// figure meant to describe the kernel, not what drove it.
+    pub fn network_service_demand(&self) -> Option<f64> {
+        let p = self.profile.as_ref().filter(|p| p.unavailable.is_none() && p.busy_samples > 0)?;
+        Some(self.service_demand()? * (1.0 - p.tool_overhead_percent / 100.0))
+    }
+
     /// The tool processes' own CPU µs per unit of work (see `process_cpu_us`).
     pub fn process_service_demand(&self) -> Option<f64> {
         let units = self.units();

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::SystemTime;
 
+use ringperf_engine::harness::Harness;
 use ringperf_engine::measure::profile::ProfileReport;
+use ringperf_engine::spec::{Explicit, TestSpec};
 use serde_json::Value;
 
 use crate::error::{BenchError, Result};
@@ -155,6 +157,36 @@ impl Tool for Ringperf {
             ringperf: Some(figures),
             profile: cfg.profile.then(|| profile(&report)).flatten(),
         })
+    }
+}
+
+/// The harness ringperf's default rule picks for `cfg` (the engine's own rule, over the
+/// spec the bench's flags make), or `None` for sendfile, whose sender always splices.
+pub fn default_harness(cfg: &Config) -> Option<Harness> {
+    if cfg.stream.sendfile.is_some() {
+        return None;
+    }
+    let workload = match cfg.workload {
+        Workload::Stream => ringperf_engine::spec::Workload::Stream,
+        Workload::Rr => ringperf_engine::spec::Workload::Rr,
+        Workload::Crr => ringperf_engine::spec::Workload::Crr,
+        Workload::UdpRr => ringperf_engine::spec::Workload::UdpRr,
+        Workload::UdpStream => ringperf_engine::spec::Workload::UdpStream,
+    };
+    let mut spec = TestSpec::for_workload(workload);
+    (spec.flows, spec.threads) = (cfg.layout.flows, cfg.layout.threads);
+    if cfg.workload.is_transactional() {
+        (spec.request_size, spec.response_size) = (cfg.size, cfg.size);
+    }
+    spec.resolve(&Explicit::default());
+    Some(Harness::of_send(spec.local.send_engine))
+}
+
+/// A harness's name in the bench's tables.
+pub fn harness_label(h: Harness) -> &'static str {
+    match h {
+        Harness::IoUring => "io_uring",
+        Harness::Classic => "classic",
     }
 }
 
@@ -468,6 +500,25 @@ mod tests {
             Workload::UdpStream => (64, None),
         };
         Config::new(workload, 5, (0, 1), size, cc)
+    }
+
+    /// The bench asks the engine's own rule which harness a case's default runs.
+    #[test]
+    fn the_default_harness_is_the_engines_rule_over_the_case() {
+        assert_eq!(default_harness(&cfg(Workload::Rr)), Some(Harness::Classic));
+        assert_eq!(default_harness(&cfg(Workload::Crr)), Some(Harness::Classic));
+        assert_eq!(default_harness(&cfg(Workload::UdpRr)), Some(Harness::Classic));
+        assert_eq!(default_harness(&cfg(Workload::Stream)), Some(Harness::IoUring));
+        assert_eq!(default_harness(&cfg(Workload::UdpStream)), Some(Harness::IoUring));
+        let mut many = cfg(Workload::Rr);
+        many.layout = crate::peers::Layout { flows: 100, threads: 2, cpu_set: None };
+        assert_eq!(default_harness(&many), Some(Harness::IoUring), "several flows per worker");
+        let mut stamped = cfg(Workload::UdpRr);
+        stamped.size = 64;
+        assert_eq!(default_harness(&stamped), Some(Harness::IoUring), "one-way stamps need the ring");
+        let mut sendfile = cfg(Workload::Stream);
+        sendfile.stream.sendfile = Some("/tmp/f".into());
+        assert_eq!(default_harness(&sendfile), None);
     }
 
     #[test]

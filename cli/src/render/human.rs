@@ -141,7 +141,6 @@ fn render_table(o: &mut String, r: &TestReport, units: Units) {
         Some(agent) => format!("{server} from agent {}", super::socket_addr(agent)),
         None => server,
     };
-    let (send_engine, recv_engine) = r.engine_pair();
     let remote_cpu = match &r.remote {
         Some(s) => s.pinned_cpu,
         None => r.spec.remote.cpus.first().copied(),
@@ -158,12 +157,11 @@ fn render_table(o: &mut String, r: &TestReport, units: Units) {
     };
     let _ = writeln!(
         o,
-        "ringperf {} to {where_}: {} s, {} flow(s){burst}, send engine {}, receive engine {}, pinned local {} remote {}",
+        "ringperf {} to {where_}: {} s, {} flow(s){burst}, {}, pinned local {} remote {}",
         r.test,
         fmt_secs(r.spec.duration_ms as f64 / 1e3),
         r.spec.flows,
-        send_engine.name(),
-        recv_engine.name(),
+        super::engine_choice::header(r),
         cpu_name(r.local.pinned_cpu),
         cpu_name(remote_cpu)
     );

@@ -1,6 +1,7 @@
 //! Renderers over the one TestReport: a human table and JSON, side by side.
 
 pub mod diff;
+pub mod engine_choice;
 pub mod engines;
 pub mod histogram;
 pub mod human;
