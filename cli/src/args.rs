@@ -597,8 +597,8 @@ pub struct EngineArgs {
         [keyval "RECV_ENGINE" after "SEND_ENGINE" = |r| r.engine_pair().1.name().into()],
     /// Run both sides on the io_uring engines or on the classic send(2)/recv(2) loops,
     /// whatever the default rule picks; a named --send-engine or --recv-engine still wins
-    /// [default: classic where one transaction waits alone: rr, crr or udp-rr closed loop,
-    /// one flow per worker, no burst, nothing the classic loops lack (README: "The default
+    /// [default: classic where one TCP transaction waits alone: rr or crr closed loop, one
+    /// flow per worker, no burst, nothing the classic loops lack (README: "The default
     /// engines"); io-uring otherwise].
     #[arg(long, value_name = "io-uring|classic", value_parser = parse_harness)]
     harness: Option<Harness> [only "stream", "rr", "crr", "udp-stream", "udp-rr"; "sendfile always splices, engines runs both"]

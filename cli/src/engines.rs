@@ -201,7 +201,7 @@ mod tests {
         let pairs = |line: &str| combinations(&args(line)).expect(line);
         assert_eq!(pairs("rr"), vec![classic, (SendEngine::Copy, RecvEngine::Multishot)]);
         assert_eq!(pairs("crr"), vec![classic, (SendEngine::Copy, RecvEngine::Recv)]);
-        assert_eq!(pairs("udp-rr"), vec![classic, (SendEngine::Copy, RecvEngine::Recv)]);
+        assert_eq!(pairs("udp-rr"), vec![(SendEngine::Copy, RecvEngine::Recv), classic]);
         assert_eq!(pairs("udp-stream"), vec![(SendEngine::Copy, RecvEngine::Recv), classic]);
         assert_eq!(pairs("rr --flows 4"), vec![(SendEngine::Copy, RecvEngine::Multishot), classic]);
         assert_eq!(default_harness(&args("rr")).expect("rr"), Harness::Classic);

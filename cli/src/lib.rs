@@ -443,7 +443,7 @@ mod tests {
             ("rr", classic),
             ("-t TCP_RR", classic),
             ("crr", classic),
-            ("udp-rr", classic),
+            ("udp-rr", ring(RecvEngine::Recv)),
             ("rr --threads 2 --flows 2", classic),
             ("stream", ring(RecvEngine::Recv)),
             ("stream --reverse", ring(RecvEngine::Recv)),
@@ -485,7 +485,7 @@ mod tests {
         for (argv, want) in [
             (&["netperf", "-t", "TCP_RR"][..], classic),
             (&["netperf", "-t", "TCP_CRR", "-H", "127.0.0.1"][..], classic),
-            (&["netperf", "-t", "UDP_RR"][..], classic),
+            (&["netperf", "-t", "UDP_RR"][..], ring(RecvEngine::Recv)),
             (&["netperf", "-t", "TCP_STREAM"][..], ring(RecvEngine::Recv)),
         ] {
             let s = netperf_spec(argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));

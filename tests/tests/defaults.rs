@@ -100,10 +100,10 @@ fn the_header_names_the_engines_and_why() {
         let header = out.stdout.lines().next().unwrap_or_default();
         assert!(header.contains(want), "{args:?}: the header does not say {want:?}: {header}");
     }
-    let out = rp.run(&["udp-rr", "-l", "0.3", "--keyval"]).success();
+    let out = rp.run(&["rr", "-l", "0.3", "--keyval"]).success();
     assert!(out.stdout.lines().any(|l| l == "ENGINE_REASON=one-in-flight"), "{out}");
-    let out = rp.run(&["udp-rr", "-l", "0.3", "-r", "64", "--keyval"]).success();
-    assert!(out.stdout.lines().any(|l| l == "ENGINE_REASON=stamped"), "one-way stamps need the ring: {out}");
+    let out = rp.run(&["udp-rr", "-l", "0.3", "--keyval"]).success();
+    assert!(out.stdout.lines().any(|l| l == "ENGINE_REASON=datagrams"), "udp-rr runs on the ring: {out}");
 }
 
 /// Every workload's default run: both sides count the same transactions and bytes (TCP),
@@ -133,7 +133,7 @@ fn every_default_counts_alike_on_both_sides() {
     }
 
     let r = rp.run_json(&["udp-rr", "-l", "1"]);
-    assert_eq!(engines(&r).0, "syscall");
+    assert_eq!(engines(&r).2, both("datagrams"), "udp-rr runs on the ring");
     let t = u64_at(&r, "local.transactions");
     assert!(t > 0, "udp-rr completed no transaction");
     assert_eq!(u64_at(&r, "local.latency.count"), t);

@@ -19,7 +19,6 @@ pub fn reason_text(reason: EngineReason, send: bool) -> &'static str {
         EngineReason::Datagrams => "default: datagrams batch on the ring",
         EngineReason::Counted => "default: the classic loops keep no --transactions count",
         EngineReason::Verified => "default: the classic crr loop does not --verify",
-        EngineReason::Stamped => "default: the classic loop writes no one-way delay stamps",
         EngineReason::RingTuned => "default: ring settings were given",
     }
 }
