@@ -92,7 +92,7 @@ fn a_rate_beyond_the_backlog_reports_dropped_requests() {
     let dropped = u64_at(&r, "local.rr.open_loop.dropped");
     assert!(dropped > 0, "a million requests/s with 2 outstanding dropped none: {}", at(&r, "local.rr"));
     assert!(u64_at(&r, "local.rr.max_in_flight") <= 2, "{}", at(&r, "local.rr"));
-    let out = ringperf!().run(&["rr", "-l", "0.5", "--rate", "1m", "--backlog", "2"]).success();
+    let out = ringperf!().run(&["rr", "-l", "0.5", "--rate", "1m", "--backlog", "2", "-v"]).success();
     assert!(out.stdout.contains("dropped with 2 outstanding"), "{out}");
     let keyval =
         ringperf!().run(&["rr", "-l", "0.5", "--rate", "1m", "--backlog", "2", "--keyval"]).success();
