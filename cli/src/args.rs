@@ -672,12 +672,10 @@ pub struct StreamArgs {
     test: TestArgs,
     /// Bytes per send (netperf -m).
     #[arg(short = 'm', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
-    send_size: u32 => spec.send_size [sweep "send_size", ',']
-        [keyval "LOCAL_SEND_SIZE" after "ELAPSED_TIME" = |r| stream_only(r, r.spec.send_size)],
+    send_size: u32 => spec.send_size [sweep "send_size", ','],
     /// Bytes per receive (netperf -M).
     #[arg(short = 'M', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
-    recv_size: u32 => spec.recv_size [sweep "recv_size", ',']
-        [keyval "REMOTE_RECV_SIZE" after "LOCAL_SEND_SIZE" = |r| stream_only(r, r.spec.recv_size)],
+    recv_size: u32 => spec.recv_size [sweep "recv_size", ','],
     /// Server sends, client receives (netperf TCP_MAERTS).
     #[arg(long)]
     reverse: bool => with { |spec, reverse| spec.direction = direction(*reverse) },
@@ -775,7 +773,6 @@ pub struct UdpRrArgs {
 }
 }
 
-// -m and -M carry their keyval names on stream's declaration (the same fields).
 flag_group! {
 #[derive(Args, Debug)]
 pub struct SendfileArgs {
@@ -957,15 +954,6 @@ fn parse_load_kind(s: &str) -> Result<LoadKind, String> {
     })
 }
 
-/// A size field that only a stream has (empty for request/response).
-fn stream_only(r: &TestReport, v: u32) -> String {
-    if r.spec.workload.is_transactional() {
-        String::new()
-    } else {
-        v.to_string()
-    }
-}
-
 /// A size field that only request/response has (empty for a stream).
 fn rr_only(r: &TestReport, v: u32) -> String {
     if r.spec.workload.is_transactional() {
@@ -1003,7 +991,7 @@ pub struct ChartArgs {
 }
 
 fn parse_chart_figure(s: &str) -> Result<String, String> {
-    let names = crate::figure::names();
+    let names = ringperf_engine::figures::names();
     if names.contains(&s) {
         Ok(s.to_string())
     } else {
@@ -1150,22 +1138,16 @@ pub struct DiffArgs {
     pub units: String,
 }
 
-/// Figures `ringperf diff` compares, by the names `--fail-on` takes.
-pub const DIFF_FIGURES: [&str; 8] =
-    ["throughput", "transactions", "local_cpu", "remote_cpu", "local_sd", "remote_sd", "p50", "p99"];
-
+/// A figure `ringperf diff` judges, by the names `--fail-on` takes (the figures' registry).
 fn parse_figure(s: &str) -> Result<String, String> {
-    let cost = |local| {
-        ringperf_engine::measure::profile::categories::TABLE
-            .iter()
-            .any(|row| ringperf_engine::measure::profile::diff_name(local, row.category) == s)
-    };
-    if DIFF_FIGURES.contains(&s) || cost(true) || cost(false) {
+    use ringperf_engine::figures;
+    if figures::judged_names().any(|n| n == s) {
         Ok(s.to_string())
     } else {
+        let headline: Vec<&str> = figures::judged().filter_map(|f| f.name).collect();
         Err(format!(
             "unknown figure '{s}': use {}, or a profile category's cost (local_cost_tcp, remote_cost_copy, ...)",
-            DIFF_FIGURES.join(", ")
+            headline.join(", ")
         ))
     }
 }

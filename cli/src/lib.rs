@@ -4,7 +4,6 @@
 pub mod args;
 mod diff;
 mod engines;
-pub mod figure;
 mod live;
 mod load;
 pub mod netperf;

@@ -6,6 +6,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use ringperf_engine::figures::{self, Run};
 use ringperf_engine::report::IntervalSample;
 use ringperf_engine::{Error, TestReport, TestSpec};
 
@@ -752,56 +753,15 @@ fn banner(spec: &TestSpec, out: &Output, host: &str) -> String {
     format!("RINGPERF {what} to {host} () port 0 {family}{demo}{burst}\n")
 }
 
-/// The value of netperf omni output `name` for `r`, or `None` for a name ringperf cannot
-/// fill (netperf prints nothing for such a name under -k, and an empty field under -o/-O).
+/// The value of netperf omni output `name` for `r`: the registry's figure of that netperf
+/// name, else the `--keyval` field of that name (a setting, or a figure of ringperf's own);
+/// `None` for a name ringperf cannot fill (netperf prints nothing for such a name under
+/// -k, and an empty field under -o/-O).
 pub fn value(r: &TestReport, name: &str, units: Units) -> Option<String> {
-    let stream = !r.spec.workload.is_transactional();
-    let remote = r.remote.as_ref();
-    let tcp = !r.spec.workload.is_udp();
-    let sending = r.local.bytes_sent >= r.local.bytes_received;
-    let local_tos = r.spec.socket.tos;
-    let tos = |t: Option<u8>| t.map_or_else(|| "0xffffffff".to_string(), |t| format!("{t:#04x}"));
-    let size =
-        |v: u32, used: bool| if used { v.to_string() } else { if stream { "0" } else { "-1" }.to_string() };
-    let reverse = r.spec.direction == ringperf_engine::spec::Direction::ServerToClient;
-    Some(match name {
-        "THROUGHPUT_UNITS" if stream => units.label().to_string(),
-        "PROTOCOL" => if tcp { "TCP" } else { "UDP" }.to_string(),
-        "DIRECTION" => match (stream, sending) {
-            (false, _) => "Send|Recv".to_string(),
-            (true, true) => "Send".to_string(),
-            (true, false) => "Receive".to_string(),
-        },
-        "TRANSPORT_MSS" => r.local.socket.mss.to_string(),
-        "LOCAL_SOCKET_TOS" => tos(local_tos),
-        "REMOTE_SOCKET_TOS" => tos(local_tos),
-        "LOCAL_BYTES_SENT" => r.local.bytes_sent.to_string(),
-        "LOCAL_BYTES_RECVD" => r.local.bytes_received.to_string(),
-        "REMOTE_BYTES_SENT" => remote?.bytes_sent.to_string(),
-        "REMOTE_BYTES_RECVD" => remote?.bytes_received.to_string(),
-        "LOCAL_SEND_SIZE" if stream => size(r.spec.send_size, !reverse),
-        "LOCAL_RECV_SIZE" if stream => size(r.spec.recv_size, reverse),
-        "REMOTE_SEND_SIZE" if stream => size(r.spec.send_size, reverse),
-        "REMOTE_RECV_SIZE" if stream => size(r.spec.recv_size, !reverse),
-        "LOCAL_SEND_SIZE" | "REMOTE_RECV_SIZE" => r.spec.request_size.to_string(),
-        "LOCAL_RECV_SIZE" | "REMOTE_SEND_SIZE" => r.spec.response_size.to_string(),
-        "ELAPSED_TIME" => format!("{:.2}", r.local.elapsed_ns as f64 / 1e9),
-        "LOCAL_TRANSPORT_RETRANS" => r.local.tcp.as_ref().map_or(0, |t| t.total_retrans).to_string(),
-        "REMOTE_TRANSPORT_RETRANS" => remote?.tcp.as_ref().map_or(0, |t| t.total_retrans).to_string(),
-        "COMMAND_LINE" => std::env::args().collect::<Vec<_>>().join(" "),
-        "TEST" => r.spec.netperf_name().to_string(),
-        "LOCAL_VERSION" | "REMOTE_VERSION" => r.tool_version.clone(),
-        "MIN_LATENCY" | "MAX_LATENCY" | "P50_LATENCY" | "P90_LATENCY" | "P99_LATENCY" | "MEAN_LATENCY"
-        | "RT_LATENCY" => {
-            let v = render::keyval::value(r, name, units)?;
-            // netperf prints its latency figures in whole microseconds.
-            match v.parse::<f64>() {
-                Ok(us) if name != "MEAN_LATENCY" && name != "RT_LATENCY" => format!("{}", us.round() as u64),
-                _ => v,
-            }
-        }
-        _ => render::keyval::value(r, name, units)?,
-    })
+    match figures::by_netperf(name) {
+        Some(f) => f.netperf_text(&Run::whole(r, units)),
+        None => render::keyval::value(r, name, units),
+    }
 }
 
 /// netperf's default -k/-o/-O set when no names are given, as its omni code picks it by

@@ -5,11 +5,11 @@
 use std::path::Path;
 
 use plotters::prelude::*;
+use ringperf_engine::figures::{self, Value};
 use ringperf_engine::Error;
 
 use super::{color, drawing_error, write, FONT};
 use crate::args::ChartArgs;
-use crate::figure::{self, Value};
 use crate::sweep::Entry;
 
 /// A line: its label and its (x index, value) points.
@@ -33,11 +33,12 @@ pub fn draw(entries: &[Entry], chart_args: &ChartArgs, path: &Path) -> Result<()
         return Err(Error::Usage("--plot: no point of the sweep produced a report to draw".into()));
     };
     let fig = match &chart_args.figure {
-        Some(n) => figure::by_name(n).ok_or_else(|| Error::Usage(format!("unknown figure '{n}'")))?,
-        None => figure::default_for(first),
+        Some(n) => figures::by_name(n).ok_or_else(|| Error::Usage(format!("unknown figure '{n}'")))?,
+        None => figures::default_for(first),
     };
     let rr = first.summary.transactions_per_sec.is_some();
-    let label = fig.label.replace("us/KB or us/Tr", if rr { "us/Tr" } else { "us/KB" });
+    let name = fig.name.unwrap_or_default();
+    let label = fig.axis_label().replace("us/KB or us/Tr", if rr { "us/Tr" } else { "us/KB" });
     let all: Vec<String> =
         entries.first().map(|e| e.point.0.iter().map(|(n, _)| n.clone()).collect()).unwrap_or_default();
     let swept = varied(entries);
@@ -78,7 +79,7 @@ pub fn draw(entries: &[Entry], chart_args: &ChartArgs, path: &Path) -> Result<()
         } else {
             "use --figure"
         };
-        return Err(Error::Usage(format!("--plot: no point has the figure '{}' ({what})", fig.name)));
+        return Err(Error::Usage(format!("--plot: no point has the figure '{name}' ({what})")));
     }
     let top = series
         .iter()
@@ -126,7 +127,7 @@ pub fn draw(entries: &[Entry], chart_args: &ChartArgs, path: &Path) -> Result<()
             .map_err(drawing_error)?;
         for (i, (key, pts)) in series.iter().enumerate() {
             let c = color(i);
-            let name = if key.is_empty() { fig.name.to_string() } else { key.clone() };
+            let name = if key.is_empty() { name.to_string() } else { key.clone() };
             chart
                 .draw_series(LineSeries::new(
                     pts.iter().map(|(x, v)| (SegmentValue::CenterOf(*x), v.mean)),
