@@ -117,6 +117,17 @@ struct Take {
 const TAKE_NOTHING: Take =
     Take { iteration: None, interval: None, cost: None, profile: false, text: None, netperf_text: None };
 
+/// What a field of script output only is before its names: text, in no chart, not judged.
+const TEXT: Figure = Figure {
+    name: None,
+    label: "",
+    unit: Unit::Text,
+    better: None,
+    keyval: None,
+    netperf: None,
+    take: TAKE_NOTHING,
+};
+
 impl Figure {
     /// A figure `diff`, `sweep` and `plot` know as `name`, taken from each iteration.
     const fn headline(
@@ -138,29 +149,12 @@ impl Figure {
 
     /// A field only script output prints: its keyval name and text.
     const fn field(keyval: &'static str, text: fn(&Run) -> String) -> Figure {
-        Figure {
-            name: None,
-            label: "",
-            unit: Unit::Text,
-            better: None,
-            keyval: None,
-            netperf: None,
-            take: TAKE_NOTHING,
-        }
-        .keyval(keyval, text)
+        TEXT.keyval(keyval, text)
     }
 
     /// A field only netperf's selectors print.
     const fn netperf_only(name: &'static str, text: fn(&Run) -> Option<String>) -> Figure {
-        Figure {
-            name: None,
-            label: "",
-            unit: Unit::Text,
-            better: None,
-            keyval: None,
-            netperf: Some(name),
-            take: Take { netperf_text: Some(text), ..TAKE_NOTHING },
-        }
+        TEXT.netperf_own(name, text)
     }
 
     /// Its keyval name and the text printed under it.
