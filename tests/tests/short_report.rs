@@ -4,12 +4,16 @@
 //! zero copy, one line of doubts); `-v` prints the rest, and the JSON stays whole.
 
 use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader, Read};
+use std::process::Stdio;
+use std::sync::mpsc;
+use std::time::Duration;
 
 use ringperf_cli::render::{doubt, human, HumanOptions, Units};
 use ringperf_engine::measure::profile::report;
 use ringperf_engine::spec::{DEFAULT_PROFILE_HZ, LIGHT_PROFILE_HZ};
 use ringperf_engine::TestReport;
-use ringperf_tests::{at, ringperf, skip};
+use ringperf_tests::{at, ringperf, skip, ChildGuard};
 use serde_json::Value;
 
 /// The most lines a default stream report may take, and an rr, crr or udp-rr one.
@@ -242,4 +246,60 @@ fn the_json_keeps_every_field_and_the_default_adds_a_light_profile() {
     assert_eq!(at(&full, "spec.profile.hz").as_u64(), Some(u64::from(DEFAULT_PROFILE_HZ)));
     let own = rp.run_json(&["stream", "-l", "0.3", "--profile-hz", "99"]);
     assert_eq!(at(&own, "spec.profile.hz").as_u64(), Some(99));
+}
+
+/// How long a run against a server killed under it may take to print its partial report.
+const PARTIAL_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// `args` against a standalone server for 20 s with an interval line every 0.2 s; the server
+/// is killed once the first interval line shows traffic flowing. Returns the exit code and
+/// the report printed after the interval lines.
+fn run_with_the_server_killed(args: &[&str]) -> (Option<i32>, String) {
+    let rp = ringperf!();
+    let mut server = rp.serve();
+    let port = server.port_arg();
+    let mut all = args.to_vec();
+    all.extend(["-H", "127.0.0.1", "-p", &port, "-l", "20", "-D", "0.2"]);
+    let mut cmd = rp.command(&all);
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut client = ChildGuard::spawn(cmd);
+    let stdout = client.child_mut().stdout.take().expect("piped stdout");
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let first =
+        lines.recv_timeout(PARTIAL_TIMEOUT).unwrap_or_else(|e| panic!("{args:?}: no interval line: {e}"));
+    assert!(first.starts_with("interval "), "{args:?}: the first line is no interval: {first}");
+    server.child().kill();
+    let status = client.wait_timeout(PARTIAL_TIMEOUT);
+    let mut err = String::new();
+    if let Some(mut e) = client.child_mut().stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    let status = status.unwrap_or_else(|| panic!("{args:?}: the client ran on after its server died: {err}"));
+    // The reader ends with the client's stdout: every line the client printed is in.
+    let report: Vec<String> = lines.iter().filter(|l| !l.starts_with("interval ")).collect();
+    (status.code(), report.join("\n") + "\n")
+}
+
+#[test]
+fn a_run_whose_server_died_says_it_is_partial_in_the_doubt_line() {
+    for (cmd, max) in [("stream", STREAM_LINES), ("rr", RR_LINES)] {
+        let (code, report) = run_with_the_server_killed(&[cmd]);
+        assert_eq!(code, Some(3), "{cmd}: a dead server is a peer error:\n{report}");
+        assert!(report.contains("Throughput") || report.contains("Trans."), "{cmd}: no table:\n{report}");
+        let line = doubt_line(&report).unwrap_or_else(|| panic!("{cmd}: no doubt line:\n{report}"));
+        assert!(line.contains("a partial run ("), "{cmd}: the doubt line does not say partial: {line}");
+        assert!(
+            report.lines().count() <= max,
+            "{cmd}: {} lines, at most {max}:\n{report}",
+            report.lines().count()
+        );
+    }
 }
