@@ -59,6 +59,17 @@ fn short_report(test: &str, args: &[&str], table: &str, max: usize) -> String {
             assert!(overhead.contains(part), "{args:?}: the tool overhead lacks '{part}': {overhead}");
         }
         assert!(!overhead.contains("not measured"), "{overhead}");
+        // A figure measured from samples: a share of busy CPU, its interval and a count above 0
+        // (the first side's, where the line gives both).
+        let number = |text: Option<&str>| -> f64 {
+            let word = text.unwrap_or_default();
+            word.parse().unwrap_or_else(|e| panic!("'{word}' is no number ({e}): {overhead}"))
+        };
+        let share = number(overhead.split(" % ± ").next().and_then(|l| l.rsplit(' ').next()));
+        let half = number(overhead.split_once(" % ± ").and_then(|(_, r)| r.split_whitespace().next()));
+        assert!((0.0..=100.0).contains(&share) && half > 0.0, "{overhead}");
+        let samples = number(overhead.split(" busy samples").next().and_then(|l| l.rsplit(' ').next()));
+        assert!(samples > 0.0, "no busy samples under the figure: {overhead}");
     }
     for v in VERBOSE_ONLY {
         assert!(!lines.iter().any(|l| l.contains(v)), "{args:?}: '{v}' is for -v:\n{out}");
