@@ -7,9 +7,10 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::Duration;
 
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::{run_with_timeout, u64_at, ChildGuard, Outcome, Server};
+use crate::{parse, run_with_timeout, ChildGuard, Outcome, Server, SideReportExt, TestReport};
 
 /// How long one test command may run before it is killed and the test fails. A 1 s test
 /// takes about 1.2 s; the engine's own error paths are bounded by 10 s timeouts, so this
@@ -51,11 +52,27 @@ impl Ringperf {
         run_with_timeout(self.command(args), RUN_TIMEOUT)
     }
 
-    /// Runs a test that must succeed with `--json` added, and returns the parsed report.
+    /// Runs a command that must succeed with `--json` added, and returns its JSON as it is
+    /// (for tests of the JSON's shape, and outputs that are no report).
     pub fn run_json(&self, args: &[&str]) -> Value {
+        self.run_with_json(args).json()
+    }
+
+    /// Runs a test that must succeed with `--json` added, and returns its report.
+    pub fn run_report(&self, args: &[&str]) -> TestReport {
+        self.run_with_json(args).report()
+    }
+
+    /// Runs a command that must succeed with `--json` added, and returns what it printed as
+    /// a `T` (the reports of `engines`, the environment `probe` finds, ...).
+    pub fn run_parsed<T: DeserializeOwned>(&self, args: &[&str]) -> T {
+        self.run_with_json(args).parsed()
+    }
+
+    fn run_with_json(&self, args: &[&str]) -> Outcome {
         let mut all = args.to_vec();
         all.push("--json");
-        self.run(&all).success().json()
+        self.run(&all).success()
     }
 
     /// Starts `ringperf serve` on 127.0.0.1 with an ephemeral port.
@@ -81,13 +98,13 @@ impl Ringperf {
 /// end: so the stall's ends are read on the clock the report's `window_start_ns` is on, and
 /// a run whose stall did not fall inside the window is run again (a bounded number of
 /// times) instead of being asserted on.
-pub fn run_with_a_stalled_server(rp: &Ringperf, args: &[&str], stall: Duration) -> Value {
+pub fn run_with_a_stalled_server(rp: &Ringperf, args: &[&str], stall: Duration) -> TestReport {
     const ATTEMPTS: usize = 3;
     let mut missed = Vec::new();
     for _ in 0..ATTEMPTS {
         let (report, stopped, resumed) = stall_once(rp, args, stall);
-        let start = u64_at(&report, "local.window_start_ns");
-        let end = start + u64_at(&report, "spec.duration_ms") * 1_000_000;
+        let start = report.local.window_start_ns();
+        let end = start + report.spec.duration_ms * 1_000_000;
         if stopped >= start && resumed + STALL_ANSWER_MARGIN.as_nanos() as u64 <= end {
             return report;
         }
@@ -104,7 +121,7 @@ const STALL_ANSWER_MARGIN: Duration = Duration::from_millis(200);
 
 /// One run of [`run_with_a_stalled_server`]: the report, and when the server was stopped
 /// and resumed (CLOCK_MONOTONIC, as the report's `window_start_ns`).
-fn stall_once(rp: &Ringperf, args: &[&str], stall: Duration) -> (Value, u64, u64) {
+fn stall_once(rp: &Ringperf, args: &[&str], stall: Duration) -> (TestReport, u64, u64) {
     use ringperf_engine::measure::clock::monotonic_ns;
     let mut server = rp.serve();
     let port = server.port_arg();
@@ -130,7 +147,6 @@ fn stall_once(rp: &Ringperf, args: &[&str], stall: Duration) -> (Value, u64, u64
     let status = client.wait_timeout(Duration::from_secs(60));
     assert!(status.is_some_and(|s| s.success()), "the client {args:?} failed: {status:?}");
     server.assert_running();
-    let report =
-        serde_json::from_str(&last).unwrap_or_else(|e| panic!("the last line is no report ({e}): {last}"));
+    let report = parse("the client's last line", &last);
     (report, stopped, resumed)
 }

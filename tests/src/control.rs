@@ -6,7 +6,10 @@ use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
+use ringperf_engine::control::protocol::ServerMessage;
 use serde_json::Value;
+
+use crate::SideReport;
 
 /// A raw control connection, for feeding the server what a real client never sends.
 pub struct Control {
@@ -218,6 +221,19 @@ impl Control {
         match self.read_reply() {
             Reply::Frame(w) if w["type"] == "welcome" => w,
             other => panic!("expected a welcome, got {other:?}"),
+        }
+    }
+
+    /// Reads a reply that must be the server's report of its side (after its window
+    /// closed, or after an abort) and returns that side.
+    pub fn side_report(&mut self) -> SideReport {
+        match self.read_reply() {
+            Reply::Frame(v) => match serde_json::from_value::<ServerMessage>(v.clone()) {
+                Ok(ServerMessage::Report { side }) => *side,
+                Ok(_) => panic!("expected the server's report, got {v}"),
+                Err(e) => panic!("expected the server's report, got a frame it cannot be ({e}): {v}"),
+            },
+            Reply::Closed => panic!("expected the server's report, but it closed the connection"),
         }
     }
 

@@ -8,6 +8,7 @@
 
 pub mod fabric;
 
+mod checks;
 mod clients;
 mod control;
 mod namespaces;
@@ -16,6 +17,7 @@ mod reports;
 mod servers;
 mod skips;
 
+pub use checks::*;
 pub use clients::*;
 pub use control::*;
 pub use namespaces::*;

@@ -6,7 +6,10 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
+use serde::de::DeserializeOwned;
 use serde_json::Value;
+
+use crate::TestReport;
 
 /// A child process that is killed and reaped when dropped, so a panicking test does not
 /// leave it behind.
@@ -122,8 +125,19 @@ impl Outcome {
 
     /// stdout parsed as JSON.
     pub fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("stdout of {} is not JSON ({e}): {self}", self.what))
+        self.parsed()
+    }
+
+    /// stdout parsed as the report of one test.
+    pub fn report(&self) -> TestReport {
+        self.parsed()
+    }
+
+    /// stdout parsed as a `T` (the report of a plan, a load run, a sweep).
+    pub fn parsed<T: DeserializeOwned>(&self) -> T {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!("stdout of {} is not a {} ({e}): {self}", self.what, std::any::type_name::<T>())
+        })
     }
 }
 
