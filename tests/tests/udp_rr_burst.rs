@@ -69,8 +69,8 @@ fn udp_burst_depth_is_what_the_server_sees_arrive_together() {
         assert_eq!(r.local.rr().max_in_flight, 8, "the client never had the whole burst out");
         assert_eq!(r.remote().rr().max_in_flight, 8, "the server never saw the whole burst arrive");
     }
-    // Without a burst each side sees one at a time (on the ring, which measures its depth:
-    // one-flow udp-rr runs the classic loop by default).
+    // Without a burst each side sees one at a time (asked on the ring by name, the harness
+    // that measures its depth, so that a change of the default cannot skip the check).
     let json = ringperf!().run_json(&["udp-rr", "-l", "0.5", "--harness", "io-uring"]);
     let r = report_of(&json);
     check_udp_rr_counts(&r);
@@ -79,25 +79,6 @@ fn udp_burst_depth_is_what_the_server_sees_arrive_together() {
     for (side, x) in r.sides() {
         assert_eq!(x.rr().max_in_flight, 1, "{side}");
     }
-}
-
-/// Eight requests in flight keep loopback busier than one ping-pong: the rate with 8 is at
-/// least 1.2 times the rate with one (a ratio of two runs, alternated so that a busy
-/// moment of the machine does not fall on one depth only).
-#[test]
-fn udp_transactions_per_second_rise_with_the_burst() {
-    let rate = |burst: &str| {
-        // Both on the ring, which a burst needs: one harness against itself.
-        let r = ringperf!().run_report(&["udp-rr", "-l", "0.5", "--burst", burst, "--harness", "io-uring"]);
-        check_udp_rr_counts(&r);
-        r.summary.transactions_per_sec.expect("summary.transactions_per_sec")
-    };
-    let (mut one, mut eight) = (0.0, 0.0);
-    for _ in 0..2 {
-        one += rate("1");
-        eight += rate("8");
-    }
-    assert!(eight >= 1.2 * one, "8 in flight ran {eight:.0} trans/s, one in flight {one:.0}");
 }
 
 /// With a timeout short enough to fire on loopback, requests of a burst are retransmitted,
