@@ -66,7 +66,7 @@ impl Runner {
             }
             Progress::Test(format, t) => (
                 live::Printer::start(t, spec, format, self.units, self.stop.stopper()),
-                live::heading(spec, t.host.as_deref()),
+                live::heading(spec, t.host.as_ref().map(|h| h.host.as_str())),
             ),
         };
         // Interval lines are progress already; without them a terminal gets a status line.
@@ -92,7 +92,7 @@ impl Runner {
         // A third-party run's samples are the agent's: they arrive with its report, and
         // print then, in order, instead of as the run goes.
         let replay = printer.as_ref().map(live::Printer::sender);
-        let result = run_iterations(spec, &target(t), &opts, confidence, &mut |n, r| {
+        let result = run_iterations(spec, &target(t)?, &opts, confidence, &mut |n, r| {
             if let (Some(tx), Some(_)) = (&replay, &r.client) {
                 for s in &r.local.intervals {
                     let _ = tx.send(s.clone());

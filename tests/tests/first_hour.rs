@@ -178,7 +178,7 @@ fn ipv6_hosts_are_accepted_bare_and_bracketed_and_printed_bracketed() {
         let r = rp.run_json(&["rr", "-H", host, "-p", &port, "-l", "0.3"]);
         assert_eq!(ringperf_tests::str_at(&r, "server"), want, "-H {host}: the JSON's server");
     }
-    rp.run(&["stream", "-H", &format!("[::1]:{port}")]).failure(2, &["-p", &port]);
+    rp.run(&["stream", "-H", &format!("[::1]:{port}"), "-p", "1"]).failure(2, &[&want, "-p 1"]);
     rp.run(&["stream", "-H", "[::1"]).failure(2, &["[::1]"]);
 }
 

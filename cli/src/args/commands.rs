@@ -20,7 +20,7 @@ use super::values::{
     parse_chart_figure, parse_cidr, parse_close_first, parse_cpu_list, parse_figure, parse_host, parse_idle,
     parse_interval, parse_label, parse_limit_size, parse_load_kind, parse_one_size, parse_payload_file,
     parse_port_range, parse_rate_arg, parse_recv_engine, parse_seconds, parse_send_engine, parse_sizes,
-    parse_tx_rate, CpuList,
+    parse_tx_rate, CpuList, HostPort,
 };
 
 #[derive(Parser, Debug)]
@@ -292,13 +292,13 @@ pub struct EnginesArgs {
 /// its idle phase is over, each its own session on the same server.
 #[derive(Args, Debug)]
 pub struct LoadArgs {
-    /// Server to test against, as for a test (-p is its control port) [default: a server
-    /// embedded on 127.0.0.1, shared by the probes and the load].
-    #[arg(short = 'H', long = "host", value_name = "HOST", value_parser = parse_host)]
-    pub host: Option<String>,
-    /// Control port of the server.
-    #[arg(short = 'p', long = "port", default_value_t = DEFAULT_PORT, value_parser = clap::value_parser!(u16).range(1..))]
-    pub port: u16,
+    /// Server to test against, as for a test (with its control port or without) [default: a
+    /// server embedded on 127.0.0.1, shared by the probes and the load].
+    #[arg(short = 'H', long = "host", value_name = "HOST[:PORT]", value_parser = parse_host)]
+    pub host: Option<HostPort>,
+    /// Control port of the server, when -H names none [default: 12866].
+    #[arg(short = 'p', long = "port", value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    pub port: Option<u16>,
     /// File holding the server's pre-shared key (default: the RINGPERF_PSK variable, if set).
     #[arg(long, value_name = "FILE")]
     pub psk_file: Option<std::path::PathBuf>,
