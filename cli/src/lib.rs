@@ -4,12 +4,9 @@
 pub mod args;
 mod diff;
 mod engines;
-pub mod figure;
 mod live;
 mod load;
 pub mod netperf;
-mod netperf_titles;
-mod netserver;
 pub mod output;
 pub mod plan;
 pub mod plot;
@@ -22,6 +19,7 @@ mod interrupt;
 mod runner;
 mod usage;
 
+pub(crate) use netperf::netserver;
 pub(crate) use usage::one_line;
 
 use ringperf_engine::control::auth::{Psk, PSK_ENV};

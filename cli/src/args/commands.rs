@@ -14,7 +14,7 @@ use ringperf_engine::payload::{Payload, PayloadFile};
 use ringperf_engine::spec::{CloseFirst, Direction, RecvEngine, SendEngine};
 use ringperf_engine::{TestSpec, DEFAULT_PORT};
 
-use super::registry::{flag_group, rr_only, stream_only, FlagScope, KeyvalSetting};
+use super::registry::{flag_group, rr_only, FlagScope, KeyvalSetting};
 use super::test_flags::{EngineArgs, ProfileArgs, StatsArgs, TestArgs};
 use super::values::{
     parse_chart_figure, parse_cidr, parse_close_first, parse_cpu_list, parse_figure, parse_host, parse_idle,
@@ -115,12 +115,10 @@ pub struct StreamArgs {
     test: TestArgs,
     /// Bytes per send (netperf -m).
     #[arg(short = 'm', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
-    send_size: u32 => spec.send_size [sweep "send_size", ',']
-        [keyval "LOCAL_SEND_SIZE" after "ELAPSED_TIME" = |r| stream_only(r, r.spec.send_size)],
+    send_size: u32 => spec.send_size [sweep "send_size", ','],
     /// Bytes per receive (netperf -M).
     #[arg(short = 'M', value_name = "SIZE", default_value = "128K", value_parser = parse_one_size)]
-    recv_size: u32 => spec.recv_size [sweep "recv_size", ',']
-        [keyval "REMOTE_RECV_SIZE" after "LOCAL_SEND_SIZE" = |r| stream_only(r, r.spec.recv_size)],
+    recv_size: u32 => spec.recv_size [sweep "recv_size", ','],
     /// Server sends, client receives (netperf TCP_MAERTS).
     #[arg(long)]
     reverse: bool => with { |spec, reverse| spec.direction = direction(*reverse) },
@@ -218,7 +216,6 @@ pub struct UdpRrArgs {
 }
 }
 
-// -m and -M carry their keyval names on stream's declaration (the same fields).
 flag_group! {
 #[derive(Args, Debug)]
 pub struct SendfileArgs {

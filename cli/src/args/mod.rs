@@ -33,4 +33,4 @@ pub use docs::flags_markdown;
 pub use parse::{command, parse};
 pub use registry::{FlagScope, KeyvalSetting};
 pub use test_flags::{EngineArgs, ProfileArgs, StatsArgs, TestArgs};
-pub use values::{CpuList, HostPort, DIFF_FIGURES};
+pub use values::{CpuList, HostPort};

@@ -127,15 +127,6 @@ pub(super) const fn first(names: &[&'static str]) -> Option<&'static str> {
     }
 }
 
-/// A size field that only a stream has (empty for request/response).
-pub(super) fn stream_only(r: &TestReport, v: u32) -> String {
-    if r.spec.workload.is_transactional() {
-        String::new()
-    } else {
-        v.to_string()
-    }
-}
-
 /// A size field that only request/response has (empty for a stream).
 pub(super) fn rr_only(r: &TestReport, v: u32) -> String {
     if r.spec.workload.is_transactional() {

@@ -344,7 +344,7 @@ pub(super) fn parse_payload_file(s: &str) -> Result<PayloadFile, String> {
 }
 
 pub(super) fn parse_chart_figure(s: &str) -> Result<String, String> {
-    let names = crate::figure::names();
+    let names = ringperf_engine::figures::names();
     if names.contains(&s) {
         Ok(s.to_string())
     } else {
@@ -352,22 +352,16 @@ pub(super) fn parse_chart_figure(s: &str) -> Result<String, String> {
     }
 }
 
-/// Figures `ringperf diff` compares, by the names `--fail-on` takes.
-pub const DIFF_FIGURES: [&str; 8] =
-    ["throughput", "transactions", "local_cpu", "remote_cpu", "local_sd", "remote_sd", "p50", "p99"];
-
+/// A figure `ringperf diff` judges, by the names `--fail-on` takes (the figures' registry).
 pub(super) fn parse_figure(s: &str) -> Result<String, String> {
-    let cost = |local| {
-        ringperf_engine::measure::profile::categories::TABLE
-            .iter()
-            .any(|row| ringperf_engine::measure::profile::diff_name(local, row.category) == s)
-    };
-    if DIFF_FIGURES.contains(&s) || cost(true) || cost(false) {
+    use ringperf_engine::figures;
+    if figures::judged_names().any(|n| n == s) {
         Ok(s.to_string())
     } else {
+        let headline: Vec<&str> = figures::judged().filter_map(|f| f.name).collect();
         Err(format!(
             "unknown figure '{s}': use {}, or a profile category's cost (local_cost_tcp, remote_cost_copy, ...)",
-            DIFF_FIGURES.join(", ")
+            headline.join(", ")
         ))
     }
 }

@@ -5,11 +5,11 @@
 use std::path::Path;
 
 use plotters::prelude::*;
+use ringperf_engine::figures::{self, Figure, Value};
 use ringperf_engine::{Error, TestReport};
 
 use super::{color, drawing_error, write, FONT};
 use crate::args::ChartArgs;
-use crate::figure::{self, Figure, Value};
 use crate::sweep::Entry;
 
 /// A line: its label and its (x index, value) points.
@@ -35,11 +35,12 @@ pub fn draw(entries: &[Entry], chart_args: &ChartArgs, path: &Path) -> Result<()
         return Err(Error::Usage("--plot: no point of the sweep produced a report to draw".into()));
     };
     let fig = match &chart_args.figure {
-        Some(n) => figure::by_name(n).ok_or_else(|| Error::Usage(format!("unknown figure '{n}'")))?,
-        None => figure::default_for(first),
+        Some(n) => figures::by_name(n).ok_or_else(|| Error::Usage(format!("unknown figure '{n}'")))?,
+        None => figures::default_for(first),
     };
     let rr = first.summary.transactions_per_sec.is_some();
-    let label = fig.label.replace("us/KB or us/Tr", if rr { "us/Tr" } else { "us/KB" });
+    let name = fig.name.unwrap_or_default();
+    let label = fig.axis_label().replace("us/KB or us/Tr", if rr { "us/Tr" } else { "us/KB" });
     let (x_name, others) = axes(entries, chart_args)?;
     let (xs, series) = lines(entries, fig, &x_name, &others);
     if series.is_empty() {
@@ -48,11 +49,11 @@ pub fn draw(entries: &[Entry], chart_args: &ChartArgs, path: &Path) -> Result<()
         } else {
             "use --figure"
         };
-        return Err(Error::Usage(format!("--plot: no point has the figure '{}' ({what})", fig.name)));
+        return Err(Error::Usage(format!("--plot: no point has the figure '{name}' ({what})")));
     }
     let caption = format!("{} {label} by {x_name}{}", first.test, error_bars(&reports));
     let axes = Axes { caption, x_name, y_label: label, xs };
-    write(path, &render(&axes, &series, fig.name)?)
+    write(path, &render(&axes, &series, name)?)
 }
 
 /// The parameter on the x axis (`--x`, else the first that varies, else the first) and the
