@@ -26,7 +26,7 @@ use super::values::{
 #[derive(Parser, Debug)]
 #[command(
     name = "ringperf",
-    version,
+    version = crate::build_info::VERSION,
     about = "An io_uring network traffic engine: netperf-style tests whose numbers describe the kernel, not the tool",
     after_help = "Without -H, a test runs against a server embedded in the same process on 127.0.0.1.\nExit codes: 0 ok, 1 a requirement failed, 2 usage error, 3 peer or network error, 130 stopped by Ctrl-C.\nA run cut short (server gone, connection broken, Ctrl-C) still prints what it measured, marked partial."
 )]
@@ -76,6 +76,11 @@ pub enum Command {
     /// Make `netperf` and `netserver` symlinks to this binary in DIR: invoked by those names,
     /// ringperf takes netperf's and netserver's command lines (for flent and other harnesses).
     InstallLinks(InstallLinksArgs),
+    /// Print the man page (roff) of ringperf or of one of its commands, from the same flags
+    /// as --help; or write every page into a directory (--out-dir).
+    Man(ManArgs),
+    /// Print a shell completion script for every command and flag.
+    Completions(CompletionsArgs),
 }
 
 impl Command {
@@ -512,6 +517,25 @@ pub struct InstallLinksArgs {
     /// Directory for the links (one in PATH, e.g. /usr/local/bin or ~/.local/bin).
     #[arg(value_name = "DIR")]
     pub dir: std::path::PathBuf,
+}
+
+#[derive(Args, Debug)]
+pub struct ManArgs {
+    /// The command whose page to print (stream, rr, sweep, serve...) [default: ringperf's own
+    /// page, which lists the commands].
+    #[arg(value_name = "COMMAND")]
+    pub command: Option<String>,
+    /// Write every page (ringperf.1 and ringperf-COMMAND.1 for each command) into DIR
+    /// (e.g. ~/.local/share/man/man1) instead of printing one.
+    #[arg(long, value_name = "DIR", conflicts_with = "command")]
+    pub out_dir: Option<std::path::PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell whose completion script to print.
+    #[arg(value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Args, Debug)]
