@@ -426,3 +426,32 @@ fn each_help_lists_only_its_own_flags_and_the_others_are_refused() {
     rp.run(&["sendfile", "--send-engine", "zc"]).failure(2, &["--send-engine", "splices"]);
     rp.run(&["rr", "--send-depth", "4"]).failure(2, &["--send-depth", "does not apply to rr"]);
 }
+
+/// `--version` says which build a report came from: the version and the git commit.
+#[test]
+fn version_names_the_version_and_the_commit_it_was_built_from() {
+    let o = ringperf!().run(&["--version"]).success();
+    let want = format!("ringperf {} (commit ", env!("CARGO_PKG_VERSION"));
+    assert!(o.stdout.starts_with(&want), "{o}");
+    let test = "version_names_the_version_and_the_commit_it_was_built_from";
+    let git = std::process::Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).output();
+    match git {
+        Ok(g) if g.status.success() => {
+            let commit = String::from_utf8_lossy(&g.stdout).trim().to_string();
+            assert!(o.stdout.contains(&format!("(commit {commit}")), "not this checkout's {commit}: {o}");
+        }
+        _ => ringperf_tests::skip(test, "not in a git checkout (or no git): the commit cannot be compared"),
+    }
+}
+
+/// The man pages and completion scripts are commands a user runs once to install them.
+#[test]
+fn man_pages_and_completions_print_and_a_wrong_name_is_refused() {
+    let rp = ringperf!();
+    let page = rp.run(&["man", "stream"]).success();
+    assert!(page.stdout.lines().any(|l| l.starts_with(".TH ringperf-stream 1 ")), "{page}");
+    rp.run(&["man", "strem"]).failure(2, &["'strem' is not a command", "stream"]);
+    let bash = rp.run(&["completions", "bash"]).success();
+    assert!(bash.stdout.contains("complete -F"), "{bash}");
+    rp.run(&["completions", "tcsh"]).failure(2, &["tcsh", "bash", "zsh", "fish"]);
+}
