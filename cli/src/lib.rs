@@ -19,6 +19,7 @@ mod serve;
 pub mod sweep;
 
 mod interrupt;
+mod progress;
 mod runner;
 mod usage;
 

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use ringperf_engine::control::auth::Psk;
 use ringperf_engine::control::plan::{run_plan, Agent, PlanReport, PlannedTest};
@@ -15,6 +16,7 @@ use serde::Deserialize;
 
 use crate::args::{self, HostPort, PlanArgs};
 use crate::interrupt::Interrupt;
+use crate::progress;
 use crate::render::{self, Units};
 
 /// The file as written.
@@ -81,7 +83,13 @@ pub fn run(a: &PlanArgs) -> Result<i32, Error> {
     let (agents, tests) = load(&a.file)?;
     descriptors_for(tests.len())?;
     let stop = Interrupt::install()?;
-    let report = run_plan(&agents, &tests, Some(stop.fd()))?;
+    // On a terminal: the tests run together, so one bar over the longest of them.
+    let longest = tests.iter().map(|t| t.spec.duration_ms).max().unwrap_or(0);
+    let heading = format!("plan: {} tests between {} agents, all at once", tests.len(), agents.len());
+    let bar = progress::Timed::start(&heading, Duration::from_millis(longest), progress::shown(a.json));
+    let report = run_plan(&agents, &tests, Some(stop.fd()));
+    bar.finish();
+    let report = report?;
     let out = if a.json {
         let mut s = serde_json::to_string_pretty(&report)
             .map_err(|e| Error::Protocol(format!("cannot encode the plan report: {e}")))?;

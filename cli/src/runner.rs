@@ -69,9 +69,15 @@ impl Runner {
                 live::heading(spec, t.host.as_ref().map(|h| h.host.as_str())),
             ),
         };
-        // Interval lines are progress already; without them a terminal gets a status line.
-        let status =
-            if printer.is_none() && !quiet { live::Status::start(spec, &heading, self.units) } else { None };
+        // Interval lines are progress already; without them a terminal gets a status line
+        // (none for machine output, nor when stdout is kept).
+        let machine = render::Format::of(t) != render::Format::Human;
+        let iterations = confidence.map_or(1, |c| c.max_iterations);
+        let status = if printer.is_none() && !quiet {
+            live::Status::start(spec, &heading, self.units, iterations, machine)
+        } else {
+            None
+        };
         let opts = RunOptions {
             live: printer
                 .as_ref()
@@ -86,7 +92,7 @@ impl Runner {
             local_bind: t.local_bind,
         };
         let println = |line: &str| match &status {
-            Some(s) => s.println(&heading, line),
+            Some(s) => s.println(line),
             None => eprintln!("{line}"),
         };
         // A third-party run's samples are the agent's: they arrive with its report, and
@@ -98,7 +104,10 @@ impl Runner {
                     let _ = tx.send(s.clone());
                 }
             }
-            each(n, r, &println)
+            each(n, r, &println);
+            if let Some(s) = &status {
+                s.iteration_done(n);
+            }
         });
         drop(replay);
         drop(opts);
