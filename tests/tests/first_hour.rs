@@ -334,7 +334,7 @@ fn ctrl_c_stops_a_sweep_table_with_the_points_it_has_and_exit_130() {
 }
 
 /// On a terminal (a pty from util-linux `script`), a short run shows its banner and a
-/// status line with elapsed / total before the report, and `engines` says which pair runs
+/// bar with the seconds done of the whole and left before the report, and `engines` says which pair runs
 /// and how many remain. Through pipes (every other test) none of it appears.
 #[test]
 fn progress_shows_on_a_terminal_and_never_in_a_pipe() {
@@ -363,7 +363,7 @@ fn progress_shows_on_a_terminal_and_never_in_a_pipe() {
         }
     };
     let Some(tty) = in_pty("stream -l 1 -m 16K -M 16K") else { return };
-    let status = tty.find(" / 1.0 s").unwrap_or_else(|| panic!("no status line on a terminal: {tty:?}"));
+    let status = tty.find(" of 1 s, ").unwrap_or_else(|| panic!("no progress bar on a terminal: {tty:?}"));
     let banner =
         tty.find("TCP_STREAM to embedded server").unwrap_or_else(|| panic!("no banner at once: {tty:?}"));
     let report = tty.find("Throughput").unwrap_or_else(|| panic!("no report: {tty:?}"));
