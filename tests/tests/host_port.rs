@@ -72,3 +72,20 @@ fn a_third_party_agent_and_plan_agents_are_given_as_host_colon_port() {
     assert!(test["report"].is_object(), "the plan's test has no report: {r}");
     assert_eq!(str_at(&test["report"], "client"), agent, "{r}");
 }
+
+#[test]
+fn a_server_listens_on_an_address_given_with_its_port() {
+    let rp = ringperf!();
+    // A port free a moment ago; the server takes it at once.
+    let port =
+        std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port").port();
+    let at = format!("127.0.0.1:{port}");
+    let server = Server::start(rp.command(&["serve", "--bind", &at]));
+    assert_eq!(server.port(), port, "--bind {at} listened elsewhere");
+    let r = rp.run_json(&["rr", "-H", &at, "-l", "0.2"]);
+    assert!(!bool_at(&r, "partial"), "partial: {r}");
+    rp.run(&["serve", "--bind", "127.0.0.1:1", "-p", "2"])
+        .failure(2, &["--bind 127.0.0.1:1", "-p 2", "give the port once"]);
+    rp.run(&["stream", "-L", "127.0.0.1:5"])
+        .failure(2, &["names port 5", "give the address alone (127.0.0.1)"]);
+}

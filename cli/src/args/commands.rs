@@ -12,15 +12,15 @@ use ringperf_engine::control::limits::{
 use ringperf_engine::load::LoadKind;
 use ringperf_engine::payload::{Payload, PayloadFile};
 use ringperf_engine::spec::{CloseFirst, Direction, RecvEngine, SendEngine};
-use ringperf_engine::{TestSpec, DEFAULT_PORT};
+use ringperf_engine::TestSpec;
 
 use super::registry::{flag_group, rr_only, FlagScope, KeyvalSetting};
 use super::test_flags::{EngineArgs, ProfileArgs, StatsArgs, TestArgs};
 use super::values::{
-    parse_chart_figure, parse_cidr, parse_close_first, parse_cpu_list, parse_figure, parse_host, parse_idle,
-    parse_interval, parse_label, parse_limit_size, parse_load_kind, parse_one_size, parse_payload_file,
-    parse_port_range, parse_rate_arg, parse_recv_engine, parse_seconds, parse_send_engine, parse_sizes,
-    parse_tx_rate, CpuList, HostPort,
+    parse_bind, parse_chart_figure, parse_cidr, parse_close_first, parse_cpu_list, parse_figure, parse_host,
+    parse_idle, parse_interval, parse_label, parse_limit_size, parse_load_kind, parse_one_size,
+    parse_payload_file, parse_port_range, parse_rate_arg, parse_recv_engine, parse_seconds,
+    parse_send_engine, parse_sizes, parse_tx_rate, CpuList, HostPort,
 };
 
 #[derive(Parser, Debug)]
@@ -547,13 +547,14 @@ pub struct ProbeArgs {
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// Address to listen on [default: every address of both families: [::] with IPv4
-    /// accepted on the same socket, or 0.0.0.0 on a host without IPv6].
-    #[arg(long, value_name = "ADDR")]
-    pub bind: Option<std::net::IpAddr>,
-    /// Control port.
-    #[arg(short = 'p', long, default_value_t = DEFAULT_PORT)]
-    pub port: u16,
+    /// Address to listen on, with the control port or without (192.0.2.1, [::1]:12866)
+    /// [default: every address of both families: [::] with IPv4 accepted on the same socket,
+    /// or 0.0.0.0 on a host without IPv6].
+    #[arg(long, value_name = "ADDR[:PORT]", value_parser = parse_bind)]
+    pub bind: Option<HostPort>,
+    /// Control port, when --bind names none (0: one the kernel picks) [default: 12866].
+    #[arg(short = 'p', long, value_name = "PORT")]
+    pub port: Option<u16>,
     /// Require clients to prove they hold the pre-shared key in FILE (mode 600) [default: no key].
     #[arg(long, value_name = "FILE")]
     pub psk_file: Option<std::path::PathBuf>,

@@ -94,7 +94,9 @@ mod tests {
     #[test]
     fn the_port_flags_state_the_default_port() {
         let default = format!("[default: {}]", ringperf_engine::DEFAULT_PORT);
-        for (path, id) in [(&["stream"][..], "port"), (&["rr"], "from_port"), (&["load"], "port")] {
+        for (path, id) in
+            [(&["stream"][..], "port"), (&["rr"], "from_port"), (&["load"], "port"), (&["serve"], "port")]
+        {
             let mut c = command();
             for name in path {
                 c = c.find_subcommand(name).expect("a command").clone();

@@ -11,8 +11,9 @@ use ringperf_engine::{TestReport, TestSpec};
 use super::registry::{flag_group, rr_only};
 use super::values::{
     parse_confidence, parse_cpu_list, parse_cpus, parse_harness, parse_host, parse_interval,
-    parse_iterations, parse_limit_size, parse_one_size, parse_rate_arg, parse_recv_engine, parse_seconds,
-    parse_send_engine, parse_sizes, parse_task_run, parse_tos, parse_tx_rate, CpuList, HostPort,
+    parse_iterations, parse_limit_size, parse_local, parse_one_size, parse_rate_arg, parse_recv_engine,
+    parse_seconds, parse_send_engine, parse_sizes, parse_task_run, parse_tos, parse_tx_rate, CpuList,
+    HostPort,
 };
 
 /// Both sides' socket buffers of a `-s`/`-S` pair, either side left to the kernel.
@@ -43,7 +44,7 @@ pub struct TestArgs {
     port: Option<u16>,
     /// Local address the control and data connections leave from (netperf -L) [default: the
     /// kernel's choice by route].
-    #[arg(short = 'L', long = "local", value_name = "ADDR")]
+    #[arg(short = 'L', long = "local", value_name = "ADDR", value_parser = parse_local)]
     local_bind: Option<std::net::IpAddr> [only "stream", "rr", "udp-stream", "udp-rr", "sendfile"; "crr's connections come and go on the ring"],
     /// File holding the server's pre-shared key (default: the RINGPERF_PSK variable, if set).
     #[arg(long, value_name = "FILE")]

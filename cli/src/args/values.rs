@@ -247,6 +247,34 @@ pub(super) fn parse_host(s: &str) -> Result<HostPort, String> {
     HostPort::parse(s)
 }
 
+/// An address of this host, as `HOST[:PORT]` reads it, for the messages of -L and --bind.
+fn own_address(s: &str, hp: &HostPort) -> Result<std::net::IpAddr, String> {
+    hp.host
+        .parse()
+        .map_err(|_| format!("'{s}' is not an IP address: give one of this host's, like 192.0.2.1 or ::1"))
+}
+
+/// serve --bind: an address of this host, with the control port or without
+/// (`192.0.2.1:12866`, `[::1]:12866`).
+pub(super) fn parse_bind(s: &str) -> Result<HostPort, String> {
+    let hp = HostPort::parse(s)?;
+    own_address(s, &hp)?;
+    Ok(hp)
+}
+
+/// -L: an address of this host; a port is refused, since the kernel picks the local ones.
+pub(super) fn parse_local(s: &str) -> Result<std::net::IpAddr, String> {
+    let hp = HostPort::parse(s)?;
+    let ip = own_address(s, &hp)?;
+    match hp.port {
+        Some(p) => Err(format!(
+            "'{s}' names port {p}, but the local ports are the kernel's choice: give the address alone ({})",
+            hp.host
+        )),
+        None => Ok(ip),
+    }
+}
+
 pub(super) fn parse_cidr(s: &str) -> Result<Cidr, String> {
     s.parse().map_err(msg)
 }
@@ -429,6 +457,21 @@ mod tests {
         let bare = HostPort::parse("h").expect("a host");
         assert_eq!(bare.port_or("-H", "-p", Some(2), 12866), Ok(2));
         assert_eq!(bare.port_or("-H", "-p", None, 12866), Ok(12866));
+    }
+
+    /// --bind and -L take an address of this host as -H does; -L refuses a port, saying
+    /// why, and neither takes a name.
+    #[test]
+    fn bind_and_local_addresses_take_the_host_forms() {
+        let bind = |s: &str| parse_bind(s).map(|h| (h.host, h.port));
+        assert_eq!(bind("127.0.0.1:5000"), Ok(("127.0.0.1".into(), Some(5000))));
+        assert_eq!(bind("[::1]:5000"), Ok(("::1".into(), Some(5000))));
+        assert_eq!(bind("::"), Ok(("::".into(), None)));
+        assert!(bind("server.example:5").expect_err("a name").contains("is not an IP address"));
+        assert_eq!(parse_local("[::1]"), Ok("::1".parse().expect("an address")));
+        assert_eq!(parse_local("192.0.2.1"), Ok("192.0.2.1".parse().expect("an address")));
+        let e = parse_local("192.0.2.1:5").expect_err("a port");
+        assert!(e.contains("names port 5") && e.contains("give the address alone (192.0.2.1)"), "{e}");
     }
 
     /// Every name a kind has is taken as that value, and an unknown one is refused with
