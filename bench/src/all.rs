@@ -148,7 +148,7 @@ pub fn render(cases: &[Case], outcomes: &[Outcome]) -> String {
     if profiled {
         let _ = writeln!(
             out,
-            "network-path service demand: each run's service demand less the tool's own share of busy CPU (user space and io_uring machinery) by the kernel cost profile of its window (ringperf's own profile, the bench's for a peer); each case's cost table above gives the figures"
+            "network-path service demand: each run's service demand less the tool's own share of busy CPU (user space, helper threads, io_uring machinery and syscall entry/exit) by the kernel cost profile of its window (ringperf's own profile, the bench's for a peer); each case's cost table above gives the figures"
         );
     }
     out

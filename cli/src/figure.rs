@@ -61,12 +61,12 @@ static FIGURES: LazyLock<Vec<Figure>> = LazyLock::new(|| {
         headline("p99", "p99 round trip (us)", 1e-3, |f| f.p99_latency_ns.map(|v| v as f64)),
         profiled(
             "local_tool_overhead_with_kernel",
-            "local tool overhead, user + io_uring (% of busy CPU)",
+            "local tool overhead, user + io_uring + syscalls (% of busy CPU)",
             |f| f.local_tool_overhead_percent,
         ),
         profiled(
             "remote_tool_overhead_with_kernel",
-            "remote tool overhead, user + io_uring (% of busy CPU)",
+            "remote tool overhead, user + io_uring + syscalls (% of busy CPU)",
             |f| f.remote_tool_overhead_percent,
         ),
         profiled("local_network_sd", "local network path service demand (us/KB or us/Tr)", |f| {

@@ -204,7 +204,8 @@ fn rx_cpus(k: &KernelCounters) -> String {
 
 /// Figures placed after every other field (settings included), so the columns before them
 /// keep their places in CSV files: the kernel cost profile's honest tool overhead (user
-/// space + io_uring, percent of busy CPU) and the network path's service demand (in
+/// space, helper threads, io_uring and syscall entry/exit, percent of busy CPU) and the
+/// network path's service demand (in
 /// SD_UNITS, and per segment in ns). Empty without a profile.
 const PROFILE_FIGURES: &[(&str, Extract)] = &[
     ("LOCAL_TOOL_OVERHEAD_WITH_KERNEL", |c| profile(Some(&c.r.local), |p| f(p.tool_overhead_percent, 3))),

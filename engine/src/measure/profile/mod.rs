@@ -148,7 +148,7 @@ pub fn diff_name(local: bool, c: Category) -> &'static str {
         };
     }
     names!(
-        ToolUser "tool_user", IoUring "io_uring", Syscall "syscall", Socket "socket", Tcp "tcp", Udp "udp",
+        ToolUser "tool_user", ToolThreads "tool_threads", IoUring "io_uring", Syscall "syscall", Socket "socket", Tcp "tcp", Udp "udp",
         Ip "ip", SkbAlloc "alloc", Copy "copy", Checksum "checksum", Device "device", Qdisc "qdisc",
         Scheduler "scheduler", Interrupts "interrupts", Locks "locks", Idle "idle",
         OtherUser "other_user", OtherKernel "other_kernel",
