@@ -755,11 +755,17 @@ pub fn of_function(name: &str) -> Category {
 
 /// A socket's readiness check: the socket's code, but when io_uring calls it (arming its
 /// poll) it is io_uring's, as the check a blocked `recv(2)` makes is part of that call.
-const SOCKET_POLL: &[&str] = &["vfs_poll", "sock_poll", "tcp_poll", "udp_poll", "datagram_poll", "tcp_stream_is_readable"];
+const SOCKET_POLL: &[&str] =
+    &["vfs_poll", "sock_poll", "tcp_poll", "udp_poll", "datagram_poll", "tcp_stream_is_readable"];
 
 /// A socket's wake callbacks: what they wake is a task waiting for that socket.
-const SOCKET_WAKE: &[&str] =
-    &["sock_def_readable", "sock_def_write_space*", "sock_def_wakeup", "sock_def_error_report", "sk_stream_write_space"];
+const SOCKET_WAKE: &[&str] = &[
+    "sock_def_readable",
+    "sock_def_write_space*",
+    "sock_def_wakeup",
+    "sock_def_error_report",
+    "sk_stream_write_space",
+];
 
 /// Frames that wake a task up.
 const WAKE_UP: &[&str] = &[
@@ -801,7 +807,9 @@ pub fn of_kernel_stack<'a>(frames: impl IntoIterator<Item = &'a str>) -> Categor
         let context: Vec<&str> = callers
             .iter()
             .copied()
-            .take_while(|f| generic(f).is_some() || matches!(of_function(f), Category::Scheduler | Category::IoUring))
+            .take_while(|f| {
+                generic(f).is_some() || matches!(of_function(f), Category::Scheduler | Category::IoUring)
+            })
             .collect();
         let wakes = context.iter().any(|f| any_rule(WAKE_UP, f));
         let for_a_socket = context.iter().any(|f| any_rule(SOCKET_WAKE, f));
@@ -1055,7 +1063,14 @@ mod tests {
         ];
         assert_eq!(of_kernel_stack(io_wq), Category::IoUring);
         // Waking a completion queue's waiter from task work.
-        let cq = ["try_to_wake_up", "__wake_up_common", "__wake_up", "io_cqring_wake", "tctx_task_work", "task_work_run"];
+        let cq = [
+            "try_to_wake_up",
+            "__wake_up_common",
+            "__wake_up",
+            "io_cqring_wake",
+            "tctx_task_work",
+            "task_work_run",
+        ];
         assert_eq!(of_kernel_stack(cq), Category::IoUring);
         // A timer's wake-up that interrupted a ring's wait is not io_uring's: the interrupt
         // ends the wake-up's context.
@@ -1071,20 +1086,43 @@ mod tests {
         assert_eq!(of_kernel_stack(timer), Category::Scheduler);
         // Going to sleep in the ring's wait is the same context switch as in a blocked
         // recv(2): the network path's, like the wake-up that ends it.
-        let sleep = ["finish_task_switch.isra.0", "__schedule", "schedule", "io_cqring_wait", "__do_sys_io_uring_enter"];
+        let sleep = [
+            "finish_task_switch.isra.0",
+            "__schedule",
+            "schedule",
+            "io_cqring_wait",
+            "__do_sys_io_uring_enter",
+        ];
         assert_eq!(of_kernel_stack(sleep), Category::Scheduler);
-        let blocked = ["finish_task_switch.isra.0", "__schedule", "schedule", "schedule_timeout", "wait_woken", "sk_wait_data"];
+        let blocked = [
+            "finish_task_switch.isra.0",
+            "__schedule",
+            "schedule",
+            "schedule_timeout",
+            "wait_woken",
+            "sk_wait_data",
+        ];
         assert_eq!(of_kernel_stack(blocked), Category::Scheduler);
     }
 
     #[test]
     fn a_socket_poll_check_is_io_urings_when_io_uring_arms_it() {
-        let armed = ["tcp_poll", "sock_poll", "vfs_poll", "__io_arm_poll_handler", "io_arm_poll_handler", "io_issue_sqe"];
+        let armed = [
+            "tcp_poll",
+            "sock_poll",
+            "vfs_poll",
+            "__io_arm_poll_handler",
+            "io_arm_poll_handler",
+            "io_issue_sqe",
+        ];
         assert_eq!(of_kernel_stack(armed), Category::IoUring);
         let generic_leaf = ["_raw_spin_lock", "tcp_poll", "sock_poll", "io_poll_add"];
         assert_eq!(of_kernel_stack(generic_leaf), Category::IoUring);
         // epoll's check, or tcp_poll alone, stays the socket's.
-        assert_eq!(of_kernel_stack(["tcp_poll", "sock_poll", "ep_item_poll", "ep_send_events"]), Category::Tcp);
+        assert_eq!(
+            of_kernel_stack(["tcp_poll", "sock_poll", "ep_item_poll", "ep_send_events"]),
+            Category::Tcp
+        );
         assert_eq!(of_kernel_stack(["tcp_poll"]), Category::Tcp);
     }
 
@@ -1111,7 +1149,10 @@ mod tests {
         // ringperf's threads that move no data, in user and kernel mode.
         for helper in ["ringperf-watch", "ringperf-prof", "ringperf-sessio"] {
             assert_eq!(Runner::of(own, helper, own), Runner::ToolHelper, "{helper}");
-            assert_eq!(of_sample(Runner::of(own, helper, own), false, ["do_sys_poll"]), Category::ToolThreads);
+            assert_eq!(
+                of_sample(Runner::of(own, helper, own), false, ["do_sys_poll"]),
+                Category::ToolThreads
+            );
             assert_eq!(of_sample(Runner::of(own, helper, own), true, []), Category::ToolThreads);
         }
         assert_eq!(Runner::of(own, DATA_THREAD, own), Runner::Tool);

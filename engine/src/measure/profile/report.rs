@@ -537,7 +537,10 @@ mod tests {
         assert!((r.tool_overhead_percent - 100.0 * 44.0 / 120.0).abs() < 1e-9, "{}", r.tool_overhead_percent);
         // Every folded line, read back, lands where its samples did.
         let folded = r.folded.as_deref().unwrap();
-        assert!(folded.lines().any(|l| l == "ringperf-watch;[user];do_syscall_64_[k];do_sys_poll_[k] 4"), "{folded}");
+        assert!(
+            folded.lines().any(|l| l == "ringperf-watch;[user];do_syscall_64_[k];do_sys_poll_[k] 4"),
+            "{folded}"
+        );
         let mut back: HashMap<Category, u64> = HashMap::new();
         for line in folded.lines() {
             let l = FoldedLine::parse(line).unwrap_or_else(|| panic!("unreadable: {line}"));
