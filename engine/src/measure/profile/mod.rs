@@ -3,9 +3,12 @@
 //! symbolized and sorted into categories.
 //!
 //! One idea per file: [`sampler`] (perf events and their drain thread), [`symbolizer`]
-//! (addresses to names), [`categories`] (the one table), [`report`] (the builder).
+//! (addresses to names), [`categories`] (the one table), [`report`] (the builder);
+//! `recorded` checks the table on recorded profiles (`testdata/`).
 
 pub mod categories;
+#[cfg(test)]
+mod recorded;
 pub mod report;
 pub mod sampler;
 pub mod symbolizer;
