@@ -126,9 +126,13 @@ fn tool_overhead_counts_io_uring_and_the_network_path_costs_less() {
         let honest = f64_at(p, "tool_overhead_percent");
         let user_only = f64_at(&r, &format!("{side}.cpu.tool_overhead_percent"));
         assert!(honest >= user_only, "{side}: tool overhead {honest} % is below the user-only {user_only} %");
+        // Every io_uring_enter comes in through the syscall entry, and that is the tool's.
+        assert!(share(p, "syscall") > 0.0, "{side}: no syscall entry/exit in an io_uring run: {p}");
+        let tool: f64 =
+            ["tool-user", "tool-threads", "io_uring", "syscall"].iter().map(|c| share(p, c)).sum();
         assert!(
-            (honest - share(p, "tool-user") - share(p, "io_uring")).abs() < 1e-6,
-            "{side}: tool overhead is not user space + io_uring"
+            (honest - tool).abs() < 1e-6,
+            "{side}: tool overhead {honest} % is not user space + helper threads + io_uring + syscall entry/exit ({tool} %)"
         );
         let plain = f64_at(&r, &format!("{side}.service_demand.us_per_transaction"));
         let net = f64_at(p, "network_service_demand.us_per_transaction");
@@ -144,6 +148,10 @@ fn tool_overhead_counts_io_uring_and_the_network_path_costs_less() {
         }
     }
     assert!(human.contains("network path"), "{human}");
+    assert!(
+        human.contains("+ syscall entry/exit "),
+        "the tool overhead line names the syscall share: {human}"
+    );
 }
 
 /// The receiving side's data-copy cost per KB, mean of `runs` 2 s streams with `engine`.
