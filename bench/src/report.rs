@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use crate::bench::{Host, Plan};
 use crate::peers::{sockperf, Config, RunResult, Tool, Work, Workload};
-use crate::stats::{interval_text, median, min_max, ratio, RATIO_LEVEL};
+use crate::stats::{bimodal_text, interval_text, median, min_max, ratio, RATIO_LEVEL};
 
 /// A left-aligned markdown table with padded columns.
 pub(crate) struct Table {
@@ -374,8 +374,13 @@ pub fn ratio_rows(results: &[RunResult], sums: &[ToolSummary]) -> Vec<RatioRow> 
     let per_run = |tool: &str, f: &dyn Fn(&RunResult) -> Option<f64>| -> Vec<f64> {
         results.iter().filter(|r| r.tool == tool).filter_map(f).collect()
     };
+    // The interval, and after it either tool whose runs fall in two clusters: then the
+    // medians' ratio stands for neither placement, and the runs table shows both.
     let interval = |f: &dyn Fn(&RunResult) -> Option<f64>, peer: &str| {
-        interval_text(&per_run(ours.tool, f), &per_run(peer, f))
+        let (a, b) = (per_run(ours.tool, f), per_run(peer, f));
+        let notes = [interval_text(&a, &b), bimodal_text(ours.tool, &a), bimodal_text(peer, &b)];
+        let text: Vec<String> = notes.into_iter().flatten().collect();
+        (!text.is_empty()).then(|| text.join("; "))
     };
     peers
         .iter()
@@ -513,7 +518,7 @@ pub fn summary(cfg: &Config, host: &Host, results: &[RunResult], tools: &[&dyn T
     }
     let _ = writeln!(
         out,
-        "  (ratios of medians, with the {:.0} % interval of each ratio over the runs (Welch's t on their logarithms); service demand is busy CPU µs over all {} CPUs per {}, measured by this bench the same way for every tool; lower is cheaper)",
+        "  (ratios of medians, with the {:.0} % interval of each ratio over the runs (Welch's t on their logarithms) and any tool whose runs are bimodal (two clusters 10 % or more apart, the jump over three times the spread within either); service demand is busy CPU µs over all {} CPUs per {}, measured by this bench the same way for every tool; lower is cheaper)",
         RATIO_LEVEL * 100.0,
         host.cpus,
         per_unit(cfg)
@@ -625,6 +630,24 @@ mod tests {
         assert!(row.peer.contains("--close-first client"), "{}", row.peer);
         let without: Vec<ToolSummary> = vec![sums[0].clone(), sums[2].clone()];
         assert!(matched_rows(&results, &without).is_empty());
+    }
+
+    /// A tool whose runs fall in two clusters is named next to the ratio it makes.
+    #[test]
+    fn a_bimodal_tool_is_named_beside_its_ratio() {
+        let mut results = Vec::new();
+        for gbit in [20.0, 36.0, 21.0, 35.0] {
+            results.push(stream("ringperf", gbit, 50));
+            results.push(stream("iperf3", 25.0 + gbit / 100.0, 100));
+        }
+        let sums: Vec<ToolSummary> = ["ringperf", "iperf3"].iter().map(|t| summarize(t, &results)).collect();
+        let row = &ratio_rows(&results, &sums)[0];
+        let rate = row.rate_interval.as_deref().unwrap_or_default();
+        assert!(rate.starts_with("95 % interval "), "{rate}");
+        assert!(rate.ends_with("; ringperf's runs bimodal: 2 near 20.50G, 2 near 35.50G"), "{rate}");
+        assert!(!rate.contains("iperf3's"), "iperf3's runs are one cluster: {rate}");
+        // Service demand is per KB moved: the same bytes and busy time every run, one value.
+        assert!(!row.sd_interval.as_deref().unwrap_or_default().contains("bimodal"), "{row:?}");
     }
 
     #[test]

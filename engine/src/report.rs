@@ -311,7 +311,8 @@ pub struct IterationFigures {
     #[serde(default)]
     pub remote_packets_per_net_rx: Option<f64>,
     /// From the kernel cost profile (with --profile), so a sweep can plot them: the honest
-    /// tool overhead (user space + io_uring machinery, percent of busy CPU) and the network
+    /// tool overhead (user space, helper threads, io_uring machinery and syscall entry/exit,
+    /// percent of busy CPU) and the network
     /// path's service demand (us/KB, us/Tr for rr). `None` without a profile.
     #[serde(default)]
     pub local_tool_overhead_percent: Option<f64>,

@@ -215,13 +215,13 @@ pub(super) const FIGURES: &[Figure] = &[
     }),
     Figure::field("LOCAL_RX_CPUS", |c| kernel(Some(&c.report.local), rx_cpus)),
     Figure::field("REMOTE_RX_CPUS", |c| kernel(c.report.remote.as_ref(), rx_cpus)),
-    // The kernel cost profile's honest tool overhead (user space + io_uring, percent of
-    // busy CPU) and the network path's service demand (in SD_UNITS, and per segment in
+    // The kernel cost profile's honest tool overhead (user space, helper threads, io_uring
+    // and syscall entry/exit, percent of busy CPU) and the network path's service demand (in SD_UNITS, and per segment in
     // ns), after every field before them so those keep their CSV columns. Empty without a
     // profile; the keyval fields are the whole side's, the charts' each iteration's.
     Figure::headline(
         "local_tool_overhead_with_kernel",
-        "local tool overhead, user + io_uring",
+        "local tool overhead, user + io_uring + syscalls",
         Unit::BusyPercent,
         |f| f.local_tool_overhead_percent,
     )
@@ -231,7 +231,7 @@ pub(super) const FIGURES: &[Figure] = &[
     }),
     Figure::headline(
         "remote_tool_overhead_with_kernel",
-        "remote tool overhead, user + io_uring",
+        "remote tool overhead, user + io_uring + syscalls",
         Unit::BusyPercent,
         |f| f.remote_tool_overhead_percent,
     )

@@ -2,21 +2,31 @@
 //! it was taken in (its leaf).
 //!
 //! Rules, in the order they apply:
-//! 1. A sample of this process in user mode is `tool-user`; a sample of another process in
-//!    user mode is `other-user`.
-//! 2. A sample of an io_uring helper thread (comm `iou-wrk-*` for io-wq, `iou-sqp-*` for
-//!    SQPOLL) is `io_uring`, whatever it ran: that thread exists only because the tool uses
-//!    io_uring, so all its time is the tool's.
+//! 1. A sample of an io_uring helper thread of the tool (comm `iou-wrk-*` for io-wq,
+//!    `iou-sqp-*` for SQPOLL) is `io_uring`, whatever it ran: that thread exists only
+//!    because the tool uses io_uring, so all its time is the tool's. A sample of one of
+//!    ringperf's threads that move no data ([`Runner::ToolHelper`]: the classic loops'
+//!    watcher, the profile's drain thread, the control threads) is `tool-threads`.
+//! 2. A sample of the tool in user mode is `tool-user`; of another process, `other-user`.
 //! 3. Otherwise the kernel leaf decides: the first [`Category`] whose rules match it.
 //! 4. Generic leaves ([`GENERIC`]: uncontended lock and unlock, memcpy/memset, the slab
-//!    allocator, RCU and preemption bookkeeping, user-copy primitives) say what kind of
-//!    work it was but not whose: they are charged to the first caller up the stack that is
-//!    not generic. `rep_movs_alternative` under `skb_copy_datagram_iter` is a payload copy
-//!    (data copy); a `memcpy` under `io_submit_sqes` is io_uring's; a `kmem_cache_alloc`
-//!    under `__alloc_skb` is skb allocation. Only when the whole stack is generic does the
-//!    leaf's own fallback category apply. Contended locks (the slow paths) are not generic:
-//!    waiting for a lock is a cost of its own, and it is `locks`.
-//! 5. Nothing matched: `other-kernel`.
+//!    allocator, RCU and preemption bookkeeping, user-copy primitives, return thunks) say
+//!    what kind of work it was but not whose: they are charged to the first caller up the
+//!    stack that is not generic. `rep_movs_alternative` under `skb_copy_datagram_iter` is a
+//!    payload copy (data copy); a `memcpy` under `io_submit_sqes` is io_uring's; a
+//!    `kmem_cache_alloc` under `__alloc_skb` is skb allocation. Only when the whole stack is
+//!    generic does the leaf's own fallback category apply. Contended locks (the slow paths)
+//!    are not generic: waiting for a lock is a cost of its own, and it is `locks`.
+//! 5. A wake-up (a scheduler leaf under `try_to_wake_up`, `wake_up_*`, ...) is io_uring's
+//!    when io_uring asked for it: an io_uring function is on the stack and no socket wake
+//!    callback is ([`of_kernel_stack`]). The wake-up of a task waiting for a socket (under
+//!    `sock_def_readable` and its kin) stays `scheduler` whatever waits: a blocked
+//!    `recv(2)` and a ring waiting for its completion are both woken once per arrival, and
+//!    that wake-up belongs to the network path for every tool alike.
+//! 6. Nothing matched: `other-kernel`.
+//! 7. The harness categories ([`Category::is_tool`]: `tool-user`, `tool-threads`,
+//!    `io_uring`, `syscall`) are this tool's only: another process's syscall entry or
+//!    io_uring code is `other-kernel`.
 
 use serde::{Deserialize, Serialize};
 
@@ -27,6 +37,8 @@ use serde::{Deserialize, Serialize};
 pub enum Category {
     #[serde(rename = "tool-user")]
     ToolUser,
+    #[serde(rename = "tool-threads")]
+    ToolThreads,
     #[serde(rename = "io_uring")]
     IoUring,
     #[serde(rename = "syscall")]
@@ -106,7 +118,14 @@ pub const TABLE: &[CategoryInfo] = &[
         category: Category::ToolUser,
         id: "tool-user",
         label: "tool user space",
-        covers: "this ringperf process running in user mode",
+        covers: "the tool's processes running in user mode (ringperf's data workers, a peer's client and server), the vDSO's clock reads included",
+        functions: &[],
+    },
+    CategoryInfo {
+        category: Category::ToolThreads,
+        id: "tool-threads",
+        label: "tool helper threads",
+        covers: "ringperf's threads that move no data, user and kernel time: the classic loops' watcher, the profile's drain thread, the control threads",
         functions: &[],
     },
     CategoryInfo {
@@ -247,6 +266,7 @@ pub const TABLE: &[CategoryInfo] = &[
             "udp_gro_*",
             "__skb_gro_*",
             "dev_hard_start_xmit",
+            "skb_clone_tx_timestamp",
             "xmit_one",
             "__dev_queue_xmit",
             "dev_queue_xmit*",
@@ -312,6 +332,11 @@ pub const TABLE: &[CategoryInfo] = &[
             "__copy_from_iter*",
             "copy_page_to_iter",
             "copy_page_from_iter*",
+            // Hardened usercopy's checks of the user buffer, made on every copy.
+            "__check_object_size",
+            "check_heap_object",
+            "check_stack_object",
+            "__virt_addr_valid",
             "skb_copy_datagram_iter",
             "__skb_datagram_iter",
             "simple_copy_to_iter",
@@ -496,7 +521,7 @@ pub const TABLE: &[CategoryInfo] = &[
         category: Category::IoUring,
         id: "io_uring",
         label: "io_uring machinery",
-        covers: "submission, completion, task work, poll arming, io-wq and SQPOLL threads",
+        covers: "submission, completion, task work, poll arming and the wake-ups it asks for, io-wq and SQPOLL threads",
         functions: &[
             "io_*",
             "__io_*",
@@ -552,7 +577,7 @@ pub const TABLE: &[CategoryInfo] = &[
         category: Category::Syscall,
         id: "syscall",
         label: "syscall entry/exit",
-        covers: "the system call entry and return path, and the per-call lookups around it",
+        covers: "the tool's way into the kernel and back: syscall entry and return (mitigations, rseq, FPU restore, signal delivery), dispatch and the per-call descriptor lookups",
         functions: &[
             "entry_SYSCALL_64*",
             "entry_SYSRETQ*",
@@ -560,7 +585,12 @@ pub const TABLE: &[CategoryInfo] = &[
             "syscall_return_via_sysret",
             "syscall_exit_to_user_mode*",
             "syscall_enter_from_user_mode*",
+            "syscall_exit_work",
+            "syscall_trace_enter",
             "exit_to_user_mode*",
+            "blkcg_maybe_throttle_current",
+            "arch_exit_to_user_mode_prepare",
+            "resume_user_mode_work",
             "__x64_sys_*",
             "x64_sys_call",
             "__x64_sys_call",
@@ -573,13 +603,31 @@ pub const TABLE: &[CategoryInfo] = &[
             "fput",
             "__fget*",
             "fget*",
-            "syscall_trace_enter",
-            "arch_exit_to_user_mode_prepare",
+            // Per-call filters a host may add to every system call.
+            "__secure_computing",
+            "__seccomp_filter",
+            "seccomp_run_filters",
+            "__audit_syscall_*",
+            // Spectre-class mitigations on entry (return thunks are generic: they run on
+            // every return in the kernel, and are charged to whoever returned).
             "clear_bhb_loop",
-            "srso_*",
-            "__x86_return_thunk",
-            "__x86_indirect_thunk*",
             "entry_ibpb",
+            "write_ibpb",
+            // The return to user space: rseq's per-thread area, the FPU state, signals
+            // (netperf's SIGALRM is its clock, as the watcher thread is the classic loop's).
+            "__rseq_handle_notify_resume",
+            "rseq_*",
+            "__rseq_*",
+            "switch_fpu_return",
+            "fpregs_restore_userregs",
+            "restore_fpregs_from_fpstate",
+            "arch_do_signal_or_restart",
+            "get_signal",
+            "handle_signal",
+            "x64_setup_rt_frame",
+            "setup_rt_frame",
+            "restore_sigcontext",
+            "signal_setup_done",
         ],
     },
     CategoryInfo {
@@ -665,6 +713,30 @@ pub const GENERIC: &[(&str, Category)] = &[
     ("read_tsc", Category::OtherKernel),
     ("native_sched_clock", Category::OtherKernel),
     ("sched_clock*", Category::OtherKernel),
+    // Return thunks (retbleed, SRSO, ITS) run at every return of the kernel's functions.
+    ("__x86_return_thunk", Category::OtherKernel),
+    ("__x86_indirect_thunk*", Category::OtherKernel),
+    ("__x86_indirect_call_thunk*", Category::OtherKernel),
+    ("__x86_indirect_jump_thunk*", Category::OtherKernel),
+    ("its_return_thunk", Category::OtherKernel),
+    ("its_static_thunk", Category::OtherKernel),
+    ("retbleed_return_thunk", Category::OtherKernel),
+    ("retbleed_untrain_ret", Category::OtherKernel),
+    ("entry_untrain_ret", Category::OtherKernel),
+    ("srso_*", Category::OtherKernel),
+    ("__pi___x86_*", Category::OtherKernel),
+    // Bit, list and array lookups any caller makes.
+    ("_find_next_bit", Category::OtherKernel),
+    ("_find_first_bit", Category::OtherKernel),
+    ("rb_insert_color", Category::OtherKernel),
+    ("rb_erase", Category::OtherKernel),
+    ("llist_reverse_order", Category::OtherKernel),
+    ("xa_load", Category::OtherKernel),
+    ("import_ubuf", Category::OtherKernel),
+    ("xas_*", Category::OtherKernel),
+    ("__usecs_to_jiffies", Category::OtherKernel),
+    ("__get_user_*", Category::Copy),
+    ("__put_user_*", Category::Copy),
 ];
 
 /// True when `name` matches `rule` (`"x"` exact, `"x*"` prefix, `"*x"` suffix).
@@ -699,28 +771,90 @@ pub fn of_function(name: &str) -> Category {
         .map_or(Category::OtherKernel, |row| row.category)
 }
 
+/// A socket's readiness check: the socket's code, but when io_uring calls it (arming its
+/// poll) it is io_uring's, as the check a blocked `recv(2)` makes is part of that call.
+const SOCKET_POLL: &[&str] =
+    &["vfs_poll", "sock_poll", "tcp_poll", "udp_poll", "datagram_poll", "tcp_stream_is_readable"];
+
+/// A socket's wake callbacks: what they wake is a task waiting for that socket.
+const SOCKET_WAKE: &[&str] = &[
+    "sock_def_readable",
+    "sock_def_write_space*",
+    "sock_def_wakeup",
+    "sock_def_error_report",
+    "sk_stream_write_space",
+];
+
+/// Frames that wake a task up.
+const WAKE_UP: &[&str] = &[
+    "try_to_wake_up",
+    "wake_up_*",
+    "__wake_up*",
+    "*_wake_function",
+    "ttwu_*",
+    "kick_process",
+    "signal_wake_up_state",
+];
+
+fn any_rule(rules: &[&str], name: &str) -> bool {
+    let name = base_name(name);
+    rules.iter().any(|rule| matches(rule, name))
+}
+
 /// The category of a kernel stack, leaf first: the leaf's, or for a generic leaf the
-/// first non-generic caller's (rule 4 of the module comment).
+/// first non-generic caller's (rule 4 of the module comment); a socket's poll check that
+/// io_uring asked for is io_uring's; so is a wake-up io_uring asked for (rule 5).
 pub fn of_kernel_stack<'a>(frames: impl IntoIterator<Item = &'a str>) -> Category {
-    let mut fallback = None;
-    for name in frames {
-        match generic(name) {
-            Some(c) => {
-                fallback.get_or_insert(c);
-            }
-            None => return of_function(name),
+    let frames: Vec<&str> = frames.into_iter().collect();
+    let Some(leaf) = frames.iter().position(|f| generic(f).is_none()) else {
+        return frames.first().and_then(|f| generic(f)).unwrap_or(Category::OtherKernel);
+    };
+    let callers = &frames[leaf..];
+    let io_uring = |f: &&str| of_function(f) == Category::IoUring;
+    if any_rule(SOCKET_POLL, callers[0]) {
+        // The first caller that is neither a poll check nor generic asked for it.
+        let asker = callers.iter().find(|f| generic(f).is_none() && !any_rule(SOCKET_POLL, f));
+        if asker.is_some_and(io_uring) {
+            return Category::IoUring;
         }
     }
-    fallback.unwrap_or(Category::OtherKernel)
+    let category = of_function(callers[0]);
+    if category == Category::Scheduler {
+        // The wake-up's own context: the frames up to the first that is not the
+        // scheduler's, io_uring's or generic (an interrupt's entry, TCP, a syscall).
+        let context: Vec<&str> = callers
+            .iter()
+            .copied()
+            .take_while(|f| {
+                generic(f).is_some() || matches!(of_function(f), Category::Scheduler | Category::IoUring)
+            })
+            .collect();
+        let wakes = context.iter().any(|f| any_rule(WAKE_UP, f));
+        let for_a_socket = context.iter().any(|f| any_rule(SOCKET_WAKE, f));
+        if wakes && !for_a_socket && context.iter().any(io_uring) {
+            return Category::IoUring;
+        }
+    }
+    category
 }
+
+/// The thread that carries ringperf's traffic; every other `ringperf-*` thread is a
+/// [`Runner::ToolHelper`].
+pub const DATA_THREAD: &str = "ringperf-worker";
+/// The profile's drain thread: the measurement's own, in whichever process samples
+/// (ringperf, or ringperf-bench for a peer), so every profiled tool carries one.
+pub const SAMPLER_THREAD: &str = "ringperf-prof";
 
 /// Who ran when a sample was taken.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Runner {
-    /// This process.
+    /// The tool's processes (ringperf's data workers; a peer's client and server).
     Tool,
-    /// An io_uring helper thread (`iou-wrk-*`, `iou-sqp-*`).
+    /// An io_uring helper thread of the tool (`iou-wrk-*`, `iou-sqp-*`).
     IoUringHelper,
+    /// A thread of ringperf's that moves no data: the classic loops' watcher
+    /// (`ringperf-watch`), the profile's drain thread, the control threads.
+    ToolHelper,
     /// Any other task (other processes, kernel threads, the idle task).
     Other,
 }
@@ -734,24 +868,43 @@ impl Runner {
     /// Who a task is when the tool is several processes (a peer's client and server,
     /// profiled by ringperf-bench): any of `tool_pids` is the tool.
     pub fn among(pid: u32, comm: &str, tool_pids: &[u32]) -> Runner {
-        if comm.starts_with("iou-wrk-") || comm.starts_with("iou-sqp-") {
-            Runner::IoUringHelper
-        } else if pid != 0 && tool_pids.contains(&pid) {
-            Runner::Tool
+        let tool = pid != 0 && tool_pids.contains(&pid);
+        if comm == SAMPLER_THREAD {
+            Runner::ToolHelper
+        } else if tool {
+            Runner::of_tool_thread(comm)
         } else {
             Runner::Other
         }
     }
+
+    /// Which of the tool's threads a comm names (io_uring's helpers are threads of the
+    /// process whose ring made them).
+    pub fn of_tool_thread(comm: &str) -> Runner {
+        // `iou-wrk-<tid>`; folded stacks name them `iou-wrk`.
+        if comm.starts_with("iou-wrk") || comm.starts_with("iou-sqp") {
+            Runner::IoUringHelper
+        } else if comm.starts_with("ringperf-") && comm != DATA_THREAD {
+            Runner::ToolHelper
+        } else {
+            Runner::Tool
+        }
+    }
 }
 
-/// The category of one sample (rules 1 to 5): `kernel` is its kernel stack, leaf first,
+/// The category of one sample (rules 1 to 7): `kernel` is its kernel stack, leaf first,
 /// empty for a sample taken in user mode.
 pub fn of_sample<'a>(runner: Runner, user_mode: bool, kernel: impl IntoIterator<Item = &'a str>) -> Category {
     match (runner, user_mode) {
         (Runner::IoUringHelper, _) => Category::IoUring,
+        (Runner::ToolHelper, _) => Category::ToolThreads,
         (Runner::Tool, true) => Category::ToolUser,
         (Runner::Other, true) => Category::OtherUser,
-        (_, false) => of_kernel_stack(kernel),
+        (Runner::Tool, false) => of_kernel_stack(kernel),
+        (Runner::Other, false) => match of_kernel_stack(kernel) {
+            c if c.is_tool() => Category::OtherKernel,
+            c => c,
+        },
     }
 }
 
@@ -766,9 +919,10 @@ impl Category {
     pub fn label(self) -> &'static str {
         self.info().label
     }
-    /// The categories that are the tool's own cost: its user space and io_uring.
+    /// The categories that are the harness's cost, not the network path's: its user space,
+    /// its helper threads, io_uring's machinery, and its way into the kernel and back.
     pub fn is_tool(self) -> bool {
-        matches!(self, Category::ToolUser | Category::IoUring)
+        matches!(self, Category::ToolUser | Category::ToolThreads | Category::IoUring | Category::Syscall)
     }
 }
 
@@ -817,6 +971,19 @@ mod tests {
             ("entry_SYSCALL_64_after_hwframe", Category::Syscall),
             ("do_syscall_64", Category::Syscall),
             ("syscall_exit_to_user_mode", Category::Syscall),
+            ("exit_to_user_mode_loop", Category::Syscall),
+            ("__rseq_handle_notify_resume", Category::Syscall),
+            ("__x64_sys_sendto", Category::Syscall),
+            ("fdget", Category::Syscall),
+            ("arch_do_signal_or_restart", Category::Syscall),
+            ("tctx_task_work", Category::IoUring),
+            ("__io_arm_poll_handler", Category::IoUring),
+            ("io_poll_wake", Category::IoUring),
+            ("io_poll_task_func", Category::IoUring),
+            ("io_req_task_work_add", Category::IoUring),
+            ("__io_req_task_work_add", Category::IoUring),
+            ("io_req_local_work_add", Category::IoUring),
+            ("__do_sys_io_uring_enter", Category::IoUring),
             ("sock_recvmsg", Category::Socket),
             ("inet_recvmsg", Category::Socket),
             ("release_sock", Category::Socket),
@@ -854,9 +1021,127 @@ mod tests {
         // Slab allocation for an skb is skb allocation; for io_uring, io_uring's.
         assert_eq!(of_kernel_stack(["kmem_cache_alloc_node", "__alloc_skb"]), Category::SkbAlloc);
         assert_eq!(of_kernel_stack(["__kmalloc", "io_alloc_async_data"]), Category::IoUring);
+        // A return thunk is whoever returned through it, not the syscall path.
+        assert_eq!(of_kernel_stack(["its_return_thunk", "sock_def_readable"]), Category::Scheduler);
+        assert_eq!(of_kernel_stack(["srso_alias_return_thunk", "tcp_ack"]), Category::Tcp);
+        assert_eq!(of_kernel_stack(["__x86_return_thunk", "io_submit_sqes"]), Category::IoUring);
+        // rseq's user access on the way back to user space is that way's.
+        let rseq = ["__get_user_8", "__rseq_handle_notify_resume", "exit_to_user_mode_loop", "do_syscall_64"];
+        assert_eq!(of_kernel_stack(rseq), Category::Syscall);
         // All generic: the leaf's fallback.
         assert_eq!(of_kernel_stack(["memcpy"]), Category::Copy);
         assert_eq!(of_kernel_stack(Vec::<&str>::new()), Category::OtherKernel);
+    }
+
+    /// Stacks as a cycles profile sees them (a cpu-clock one charges the time with
+    /// interrupts off to where they come back on: the socket's wake callback).
+    #[test]
+    fn a_socket_wakes_its_reader_for_every_tool_and_io_uring_wakes_its_own() {
+        // A blocked recv(2) woken by the data.
+        let classic = [
+            "_raw_spin_unlock_irqrestore",
+            "try_to_wake_up",
+            "default_wake_function",
+            "woken_wake_function",
+            "__wake_up_common",
+            "__wake_up_sync_key",
+            "sock_def_readable",
+            "tcp_data_queue",
+            "tcp_rcv_established",
+        ];
+        assert_eq!(of_kernel_stack(classic), Category::Scheduler);
+        // A ring waiting for its completion, woken by the same data through io_uring's poll
+        // callback: the wake-up is the network path's, the callback's own work io_uring's.
+        let ring = [
+            "try_to_wake_up",
+            "wake_up_state",
+            "io_req_local_work_add",
+            "__io_req_task_work_add",
+            "__io_poll_execute",
+            "io_poll_wake",
+            "__wake_up_common",
+            "__wake_up_sync_key",
+            "sock_def_readable",
+            "tcp_data_queue",
+        ];
+        assert_eq!(of_kernel_stack(ring), Category::Scheduler);
+        assert_eq!(of_kernel_stack(ring[2..].iter().copied()), Category::IoUring);
+        assert_eq!(of_kernel_stack(ring[5..].iter().copied()), Category::IoUring);
+        // Waking an io-wq worker: io_uring's alone.
+        let io_wq = [
+            "ttwu_do_activate",
+            "try_to_wake_up",
+            "wake_up_process",
+            "io_wq_activate_free_worker",
+            "io_wq_enqueue",
+            "io_queue_iowq",
+            "io_submit_sqes",
+            "__do_sys_io_uring_enter",
+            "do_syscall_64",
+        ];
+        assert_eq!(of_kernel_stack(io_wq), Category::IoUring);
+        // Waking a completion queue's waiter from task work.
+        let cq = [
+            "try_to_wake_up",
+            "__wake_up_common",
+            "__wake_up",
+            "io_cqring_wake",
+            "tctx_task_work",
+            "task_work_run",
+        ];
+        assert_eq!(of_kernel_stack(cq), Category::IoUring);
+        // A timer's wake-up that interrupted a ring's wait is not io_uring's: the interrupt
+        // ends the wake-up's context.
+        let timer = [
+            "try_to_wake_up",
+            "hrtimer_wakeup",
+            "__hrtimer_run_queues",
+            "hrtimer_interrupt",
+            "asm_sysvec_apic_timer_interrupt",
+            "io_cqring_wait",
+            "__do_sys_io_uring_enter",
+        ];
+        assert_eq!(of_kernel_stack(timer), Category::Scheduler);
+        // Going to sleep in the ring's wait is the same context switch as in a blocked
+        // recv(2): the network path's, like the wake-up that ends it.
+        let sleep = [
+            "finish_task_switch.isra.0",
+            "__schedule",
+            "schedule",
+            "io_cqring_wait",
+            "__do_sys_io_uring_enter",
+        ];
+        assert_eq!(of_kernel_stack(sleep), Category::Scheduler);
+        let blocked = [
+            "finish_task_switch.isra.0",
+            "__schedule",
+            "schedule",
+            "schedule_timeout",
+            "wait_woken",
+            "sk_wait_data",
+        ];
+        assert_eq!(of_kernel_stack(blocked), Category::Scheduler);
+    }
+
+    #[test]
+    fn a_socket_poll_check_is_io_urings_when_io_uring_arms_it() {
+        let armed = [
+            "tcp_poll",
+            "sock_poll",
+            "vfs_poll",
+            "__io_arm_poll_handler",
+            "io_arm_poll_handler",
+            "io_issue_sqe",
+        ];
+        assert_eq!(of_kernel_stack(armed), Category::IoUring);
+        let generic_leaf = ["_raw_spin_lock", "tcp_poll", "sock_poll", "io_poll_add"];
+        assert_eq!(of_kernel_stack(generic_leaf), Category::IoUring);
+        // epoll's check, or tcp_poll alone, stays the socket's.
+        assert_eq!(
+            of_kernel_stack(["tcp_poll", "sock_poll", "ep_item_poll", "ep_send_events"]),
+            Category::Tcp
+        );
+        assert_eq!(of_kernel_stack(["tcp_poll"]), Category::Tcp);
     }
 
     #[test]
@@ -872,6 +1157,27 @@ mod tests {
             of_sample(Runner::of(0, "swapper/0", own), false, ["pv_native_safe_halt"]),
             Category::Idle
         );
+        // The tool's way into the kernel is the tool's; another process's is not.
+        let entry = ["do_syscall_64", "entry_SYSCALL_64_after_hwframe"];
+        assert_eq!(of_sample(Runner::of(own, "ringperf-worker", own), false, entry), Category::Syscall);
+        assert_eq!(of_sample(Runner::of(17, "cargo", own), false, entry), Category::OtherKernel);
+        assert_eq!(of_sample(Runner::of(17, "cargo", own), false, ["io_submit_sqes"]), Category::OtherKernel);
+        // ... nor are its io_uring helpers.
+        assert_eq!(Runner::of(17, "iou-wrk-18", own), Runner::Other);
+        // ringperf's threads that move no data, in user and kernel mode.
+        for helper in ["ringperf-watch", "ringperf-prof", "ringperf-sessio"] {
+            assert_eq!(Runner::of(own, helper, own), Runner::ToolHelper, "{helper}");
+            assert_eq!(
+                of_sample(Runner::of(own, helper, own), false, ["do_sys_poll"]),
+                Category::ToolThreads
+            );
+            assert_eq!(of_sample(Runner::of(own, helper, own), true, []), Category::ToolThreads);
+        }
+        assert_eq!(Runner::of(own, DATA_THREAD, own), Runner::Tool);
+        // The profile's drain thread is the measurement's in whichever process samples
+        // (ringperf-bench, for a peer).
+        assert_eq!(Runner::of(17, SAMPLER_THREAD, own), Runner::ToolHelper);
+        assert_eq!(Runner::of(17, "ringperf-watch", own), Runner::Other);
     }
 
     #[test]
@@ -894,6 +1200,7 @@ mod tests {
     fn the_table_names_every_category_once() {
         let all = [
             Category::ToolUser,
+            Category::ToolThreads,
             Category::IoUring,
             Category::Syscall,
             Category::Socket,

@@ -3,9 +3,12 @@
 //! symbolized and sorted into categories.
 //!
 //! One idea per file: [`sampler`] (perf events and their drain thread), [`symbolizer`]
-//! (addresses to names), [`categories`] (the one table), [`report`] (the builder).
+//! (addresses to names), [`categories`] (the one table), [`report`] (the builder);
+//! `recorded` checks the table on recorded profiles (`testdata/`).
 
 pub mod categories;
+#[cfg(test)]
+mod recorded;
 pub mod report;
 pub mod sampler;
 pub mod symbolizer;
@@ -148,7 +151,7 @@ pub fn diff_name(local: bool, c: Category) -> &'static str {
         };
     }
     names!(
-        ToolUser "tool_user", IoUring "io_uring", Syscall "syscall", Socket "socket", Tcp "tcp", Udp "udp",
+        ToolUser "tool_user", ToolThreads "tool_threads", IoUring "io_uring", Syscall "syscall", Socket "socket", Tcp "tcp", Udp "udp",
         Ip "ip", SkbAlloc "alloc", Copy "copy", Checksum "checksum", Device "device", Qdisc "qdisc",
         Scheduler "scheduler", Interrupts "interrupts", Locks "locks", Idle "idle",
         OtherUser "other_user", OtherKernel "other_kernel",

@@ -54,8 +54,9 @@ pub struct ProfileReport {
     /// The kernel functions most samples were taken in (their own time, not their callees').
     #[serde(default)]
     pub top_functions: Vec<FunctionShare>,
-    /// Tool user space + io_uring machinery (io-wq and SQPOLL threads included), percent
-    /// of busy CPU.
+    /// The harness's share of busy CPU, percent: tool user space, its helper threads,
+    /// io_uring machinery (io-wq and SQPOLL threads included) and syscall entry/exit
+    /// ([`Category::is_tool`]).
     #[serde(default)]
     pub tool_overhead_percent: f64,
     /// Service demand with the tool's own categories taken out: the kernel and NIC path.
@@ -303,14 +304,17 @@ pub fn build(
 fn fold(stack: &RawStack, r: &Resolved, kernel: &Names, user: Option<&Names>) -> String {
     let mut frames: Vec<String> = Vec::with_capacity(stack.kernel.len() + stack.user.len() + 1);
     frames.push(match r.runner {
-        Runner::Tool => "ringperf".to_string(),
+        // The thread's own name (`ringperf-worker`, `ringperf-watch`, ...): whose work it
+        // was is what a flame graph and the attribution test read from it.
+        Runner::Tool | Runner::ToolHelper if !r.comm.is_empty() => r.comm.to_string(),
+        Runner::Tool | Runner::ToolHelper => "ringperf".to_string(),
         Runner::IoUringHelper => r.comm.split('-').take(2).collect::<Vec<_>>().join("-"),
-        Runner::Other if stack.pid == 0 => "swapper".to_string(),
-        Runner::Other => "[other-process]".to_string(),
+        Runner::Other if stack.pid == 0 => IDLE_TASK.to_string(),
+        Runner::Other => OTHER_PROCESS.to_string(),
     });
     match (r.runner, user) {
         // Only this process's addresses were symbolized (a listed peer's are not ours).
-        (Runner::Tool, Some(names)) if stack.pid == std::process::id() => {
+        (Runner::Tool | Runner::ToolHelper, Some(names)) if stack.pid == std::process::id() => {
             frames.extend(stack.user.iter().rev().map(|&a| names.get(a).to_string()))
         }
         _ if !stack.user.is_empty() => frames.push("[user]".to_string()),
@@ -319,6 +323,47 @@ fn fold(stack: &RawStack, r: &Resolved, kernel: &Names, user: Option<&Names>) ->
     frames.extend(stack.kernel.iter().rev().map(|&a| format!("{}_[k]", kernel.get(a))));
     // A folded line is split at ';' and at its last ' ': neither may appear in a frame.
     frames.iter().map(|f| f.replace([';', ' '], "_")).collect::<Vec<_>>().join(";")
+}
+
+/// The line that counts the samples whose stacks did not fit.
+pub const CUT_LINE: &str = "[stacks cut to fit the report]";
+/// The first frame of another process's sample, and of the idle task's.
+const OTHER_PROCESS: &str = "[other-process]";
+const IDLE_TASK: &str = "swapper";
+
+/// One line of folded stacks read back, as far as its category goes: who ran (the first
+/// frame names the thread, see [`fold`]), in which mode (a sample with no `_[k]` frame was
+/// taken in user mode), its kernel frames, and how many samples it stands for.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FoldedLine<'a> {
+    pub runner: Runner,
+    pub user_mode: bool,
+    /// Kernel frames, leaf first, without their `_[k]` mark.
+    pub kernel: Vec<&'a str>,
+    pub samples: u64,
+}
+
+impl<'a> FoldedLine<'a> {
+    /// One line [`fold`] wrote; `None` for the cut line and anything that is not
+    /// "frames count". A line's tool is the process that wrote it: every first frame but
+    /// another process's and the idle task's is one of its threads.
+    pub fn parse(line: &'a str) -> Option<FoldedLine<'a>> {
+        let (stack, n) = line.rsplit_once(' ')?;
+        let samples = n.parse().ok()?;
+        let mut frames = stack.split(';');
+        let runner = match frames.next()? {
+            "" | CUT_LINE => return None,
+            OTHER_PROCESS | IDLE_TASK => Runner::Other,
+            thread => Runner::of_tool_thread(thread),
+        };
+        let kernel: Vec<&str> = frames.filter_map(|f| f.strip_suffix("_[k]")).rev().collect();
+        Some(FoldedLine { runner, user_mode: kernel.is_empty(), kernel, samples })
+    }
+
+    /// Its category, by the same rules a live profile's samples go by.
+    pub fn category(&self) -> Category {
+        categories::of_sample(self.runner, self.user_mode, self.kernel.iter().copied())
+    }
 }
 
 /// Folded lines, most samples first, cut at [`FOLDED_BUDGET`] bytes.
@@ -335,7 +380,7 @@ fn folded_text(lines: HashMap<String, u64>) -> String {
         out.push_str(&format!("{stack} {n}\n"));
     }
     if cut > 0 {
-        out.push_str(&format!("[stacks cut to fit the report] {cut}\n"));
+        out.push_str(&format!("{CUT_LINE} {cut}\n"));
     }
     out
 }
@@ -358,6 +403,7 @@ mod tests {
             (4, "io_submit_sqes".to_string()),
             (5, "pv_native_safe_halt".to_string()),
             (6, "do_syscall_64".to_string()),
+            (7, "do_sys_poll".to_string()),
         ]);
         let mut raw = RawProfile::default();
         raw.comms.insert(OWN, "ringperf".into());
@@ -470,6 +516,41 @@ mod tests {
         assert!(!folded.contains("bash"));
         let total: u64 = folded.lines().filter_map(|l| l.rsplit_once(' ')?.1.parse::<u64>().ok()).sum();
         assert_eq!(total, 200);
+    }
+
+    #[test]
+    fn syscall_entry_and_helper_threads_are_the_tools_and_folded_lines_read_back_alike() {
+        let (mut raw, names) = sample_profile();
+        raw.comms.insert(OWN + 2, "ringperf-watch".into());
+        raw.comms.insert(8, "cargo".into());
+        // The tool entering the kernel, its watcher waiting, another process entering.
+        raw.stacks.insert(stack(OWN, OWN, false, &[6]), 10);
+        raw.stacks.insert(stack(OWN, OWN + 2, false, &[7, 6]), 4);
+        raw.stacks.insert(stack(8, 8, false, &[6]), 6);
+        let r = build(&raw, &names, None, None, &inputs(true));
+        assert_eq!(r.busy_samples, 120);
+        assert_eq!(r.category(Category::Syscall).map(|c| c.samples), Some(10));
+        assert_eq!(r.category(Category::ToolThreads).map(|c| c.samples), Some(4));
+        // cargo's syscall entry is not the tool's.
+        assert_eq!(r.category(Category::OtherKernel).map(|c| c.samples), Some(6));
+        // User space 10, io_uring 15 + 5, syscall 10, watcher 4: 44 of 120.
+        assert!((r.tool_overhead_percent - 100.0 * 44.0 / 120.0).abs() < 1e-9, "{}", r.tool_overhead_percent);
+        // Every folded line, read back, lands where its samples did.
+        let folded = r.folded.as_deref().unwrap();
+        assert!(
+            folded.lines().any(|l| l == "ringperf-watch;[user];do_syscall_64_[k];do_sys_poll_[k] 4"),
+            "{folded}"
+        );
+        let mut back: HashMap<Category, u64> = HashMap::new();
+        for line in folded.lines() {
+            let l = FoldedLine::parse(line).unwrap_or_else(|| panic!("unreadable: {line}"));
+            *back.entry(l.category()).or_insert(0) += l.samples;
+        }
+        assert_eq!(back.remove(&Category::Idle), Some(r.idle_samples));
+        let built: HashMap<Category, u64> = r.categories.iter().map(|c| (c.category, c.samples)).collect();
+        assert_eq!(back, built);
+        assert_eq!(FoldedLine::parse(&format!("{CUT_LINE} 12")), None);
+        assert_eq!(FoldedLine::parse("ringperf;tcp_ack_[k]"), None);
     }
 
     #[test]
