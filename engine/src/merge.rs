@@ -4,12 +4,12 @@
 use crate::error::Result;
 use crate::measure::intervals::LatencySplit;
 use crate::measure::latency::{merge_summaries, LatencyRecorder};
+use crate::report::Ending;
 use crate::report::{
     CrrReport, IntervalSample, LatencyPhases, LatencySummary, OneWayReport, OpenLoopReport, RecvReport,
     RingCounters, RrReport, SendReport, SpliceReport, SyscallCounters, ToolCpu, UdpFlowReport, UdpReport,
     VerifyReport, ZeroCopyRecvReport, ZeroCopyReport,
 };
-use crate::workload::Ending;
 
 /// crr counters summed over workers; `None` when no worker ran crr.
 pub fn crr<'a>(all: impl Iterator<Item = &'a CrrReport>) -> Option<CrrReport> {

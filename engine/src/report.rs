@@ -56,6 +56,15 @@ pub struct TestReport<P = Payload> {
     pub client: Option<String>,
 }
 
+/// How a workload's run ended, when it did not fail.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ending {
+    /// It ran to its deadline (and, for the side that waits, to the peer's end).
+    Completed,
+    /// The stop watch fired: the peer or the user asked to stop before the deadline.
+    Aborted,
+}
+
 /// How the client put the server's clock on its own for one-way delays: the offset
 /// (server CLOCK_MONOTONIC minus client's) from round trips on the control connection,
 /// keeping the probe with the shortest round trip: the server read its clock somewhere

@@ -347,7 +347,7 @@ impl Ring {
     }
 
     /// Queues a multishot relative timeout: one -ETIME completion (with F_MORE) every
-    /// `interval_ns` until the ring is dropped (Linux 6.4). The pacing clock.
+    /// `interval_ns` until the ring is dropped (Linux 6.4). The pacing clock and the interval tick.
     pub fn push_ticks(&mut self, interval_ns: u64, user_data: u64) -> Result<()> {
         let ts = Box::new(
             types::Timespec::new()

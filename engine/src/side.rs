@@ -18,11 +18,11 @@ use crate::measure::service_demand::{service_demand, tool_overhead_percent};
 use crate::measure::tcp_info::{TcpFlowInfo, TcpReport};
 use crate::merge;
 use crate::payload::Payload;
-use crate::probe::IoUringProbe;
+use crate::probe;
+use crate::report::Ending;
 use crate::report::{CpuUsage, FlowReport, IntervalSample, SideReport, SocketSizes, WorkerReport};
 use crate::spec::{ProfileSpec, RecvEngine, Role, SendEngine, SideSpec, TestSpec};
 use crate::worker::{CrrPlan, Worker, WorkerPlan};
-use crate::workload::Ending;
 
 /// What a side's workers run over.
 pub enum DataSockets {
@@ -95,7 +95,7 @@ impl Side {
         data: DataSockets,
         (live, watch_fd, max_rate_bps): Controls,
     ) -> Result<Side> {
-        IoUringProbe::get().check_engines(side.send_engine, side.recv_engine)?;
+        probe::get().check_engines(side.send_engine, side.recv_engine)?;
         let mut stop = None;
         let mut connector_socket = None;
         let mut crr_peer = None;

@@ -736,9 +736,7 @@ impl TestSpec {
         self.ring.send_depth = given.send_depth.unwrap_or(match self.workload {
             Workload::Stream if splice => 32,
             Workload::Stream => 4,
-            Workload::UdpStream => {
-                crate::workload::udp_stream::udp_chain_sends(self.udp_datagrams_per_send())
-            }
+            Workload::UdpStream => udp_chain_sends(self.udp_datagrams_per_send()),
             _ => 1,
         });
         // A chain of receives is reaped in one wait, as a sender's sends are.
@@ -1391,6 +1389,15 @@ impl Role {
                 | Role::UdpRrServer
         )
     }
+}
+
+/// Datagrams per linked chain of a UDP sender's sends when --send-depth is not given.
+const UDP_CHAIN_DATAGRAMS: u32 = 32;
+
+/// Sends per chain when the user gives no --send-depth: 32 datagrams' worth, since one
+/// datagram per io_uring_enter caps small datagrams far below what the stack can do.
+fn udp_chain_sends(datagrams_per_send: u32) -> u32 {
+    (UDP_CHAIN_DATAGRAMS / datagrams_per_send.max(1)).max(1)
 }
 
 #[cfg(test)]

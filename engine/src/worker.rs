@@ -16,9 +16,11 @@ use crate::io::send::{zc_slots_per_flow, zc_stream_unnotified_bytes, DatagramSen
 use crate::io::{AnyRecv, AnySend, RecvSetup};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::cpu::{helper_threads_ns, ThreadCpuSnapshot};
+use crate::measure::intervals::FlowCounters;
 use crate::measure::intervals::{IntervalSampler, LatencySplit};
 use crate::measure::latency::LatencyRecorder;
 use crate::measure::tcp_info::{wait_until_sent, TcpFlowInfo};
+use crate::report::Ending;
 use crate::report::{
     CrrReport, IntervalSample, RecvReport, RingCounters, RingSetup, RrReport, SendReport, ToolCpu, UdpReport,
     VerifyReport,
@@ -27,14 +29,13 @@ use crate::ring::{FlowFd, Ring, TaskRun};
 use crate::spec::{RecvEngine, Role, SendEngine, SideSpec, TestSpec};
 use crate::verify::Verifier;
 use crate::workload::crr::{flow_headers as crr_flow_headers, CrrClient, CrrServer};
-use crate::workload::driver::{drive, Run, Workload};
+use crate::workload::driver::{drive, start_intervals, Run, Workload};
 use crate::workload::pacer::{crr_server_rate_bps, flow_send_rate_bps, Pacer};
 use crate::workload::rr::{RrClient, RrServer, Transaction};
 use crate::workload::schedule::Schedule;
 use crate::workload::stream::{StreamReceiver, StreamSender};
 use crate::workload::udp_rr::{udp_rr_recv_buffers, udp_rr_send_depth, UdpRrClient, UdpRrServer};
 use crate::workload::udp_stream::{udp_recv_buffers, udp_send_depth, UdpReceiver, UdpSender};
-use crate::workload::{Ending, FlowCounters};
 
 /// How long a stream sender waits after its window for its sockets to transmit what is
 /// still queued, before it reads TCP_INFO.
@@ -455,7 +456,7 @@ fn run(mut plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>
     let mut engine = Engine { ring, role };
     let settle_tcp = setup.settle_tcp;
     let mut window = WorkerWindow::open(&mut plan, &ready, &start, Some(gettid()))?;
-    window.sampler.start(&mut engine.ring, window.start_ns)?;
+    start_intervals(&mut engine.ring, &mut window.sampler, window.start_ns)?;
     let mut flows = vec![FlowCounters::default(); setup.counted];
     let mut run = Run {
         counters: &mut flows,

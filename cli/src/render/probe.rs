@@ -7,14 +7,14 @@ use ringperf_engine::probe::IoUringProbe;
 use ringperf_engine::spec::{RecvEngine, SendEngine};
 
 pub fn json() -> String {
-    let env = Environment::capture();
+    let env = Environment::capture(ringperf_engine::probe::get().clone());
     let mut s = serde_json::to_string_pretty(&env).expect("Environment serializes");
     s.push('\n');
     s
 }
 
 pub fn human() -> String {
-    let env = Environment::capture();
+    let env = Environment::capture(ringperf_engine::probe::get().clone());
     let p: &IoUringProbe = &env.io_uring;
     let mut o = String::new();
     let _ = writeln!(

@@ -21,11 +21,12 @@ use crate::classic::{Ctx, Loop, ABORT, DEADLINE, GUARD};
 use crate::error::{Error, Result};
 use crate::net::FLOW_HEADER_LEN;
 use crate::report::CrrReport;
+use crate::report::Ending;
 use crate::spec::{CloseFirst, TestSpec};
 use crate::verify::fill_payload;
 use crate::workload::crr::{client_options, header, set_port, SockOpt};
 use crate::workload::driver::RoleReport;
-use crate::workload::{peer_stuck, Ending};
+use crate::workload::peer_stuck;
 
 const WAKE: u64 = u64::MAX;
 const LISTENER: u64 = u64::MAX - 1;

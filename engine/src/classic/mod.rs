@@ -29,14 +29,16 @@ use std::sync::mpsc;
 
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
+use crate::measure::intervals::FlowCounters;
 use crate::measure::intervals::IntervalSampler;
+use crate::report::Ending;
 use crate::report::{RingCounters, RingSetup, SyscallCounters};
 use crate::spec::{Role, SideSpec, TestSpec};
 use crate::verify::{fill_payload, phase, PERIOD};
 use crate::worker::{ClosedWindow, WorkerOutcome, WorkerPlan, WorkerWindow};
 use crate::workload::driver::RoleReport;
 use crate::workload::pacer::{crr_server_rate_bps, flow_send_rate_bps, Pacer};
-use crate::workload::{Ending, FlowCounters, PEER_GRACE_NS};
+use crate::workload::PEER_GRACE_NS;
 
 /// The error for a classic engine asked to build an io_uring path.
 pub(crate) fn not_a_ring_engine(what: &str, name: &str) -> Error {

@@ -6,11 +6,13 @@
 use crate::classic::sys::{self, Epoll, Io};
 use crate::classic::{Ctx, Loop, Pattern, ABORT, DEADLINE, GUARD};
 use crate::error::{Error, Result};
+use crate::measure::intervals::FlowCounters;
+use crate::report::Ending;
 use crate::report::{RecvReport, SendReport};
 use crate::spec::{RecvEngine, TestSpec};
 use crate::verify::Verifier;
 use crate::workload::driver::RoleReport;
-use crate::workload::{check_not_early, peer_stuck, shutdown_write, Ending, FlowCounters};
+use crate::workload::{check_not_early, peer_stuck, shutdown_write};
 
 const WAKE: u64 = u64::MAX;
 

@@ -9,11 +9,12 @@ use crate::classic::sys::{self, Epoll, Io};
 use crate::classic::zcrecv::{wait_readable, ZeroCopyRecv};
 use crate::classic::{Ctx, Loop, Pattern, ABORT, DEADLINE, GUARD};
 use crate::error::{Error, Result};
+use crate::report::Ending;
 use crate::report::{RecvReport, SendReport};
 use crate::spec::{RecvEngine, SendEngine, TestSpec};
 use crate::verify::Verifier;
 use crate::workload::driver::RoleReport;
-use crate::workload::{check_not_early, peer_not_reading, peer_stuck, shutdown_write, Ending};
+use crate::workload::{check_not_early, peer_not_reading, peer_stuck, shutdown_write};
 
 /// The epoll token of the watcher's wake-up eventfd (flows use their index).
 const WAKE: u64 = u64::MAX;

@@ -13,13 +13,13 @@ use crate::classic::{Ctx, Loop, ABORT, DEADLINE, GUARD};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
 use crate::net::udp::HELLO_BIT;
+use crate::report::Ending;
 use crate::report::{UdpFlowReport, UdpReport};
 use crate::spec::{TestSpec, UDP_SEQ_LEN};
 use crate::verify::fill_payload;
 use crate::workload::driver::RoleReport;
 use crate::workload::sequence::{add_sequences, SeqTracker};
 use crate::workload::udp_stream::{DRAIN_MAX_NS, DRAIN_TICK_NS};
-use crate::workload::Ending;
 
 const WAKE: u64 = u64::MAX;
 const CALLS_PER_TURN: usize = 16;

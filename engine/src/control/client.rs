@@ -25,13 +25,14 @@ use crate::measure::confidence::{batch_means, estimate, Estimate};
 use crate::measure::profile::Work as ProfileWork;
 use crate::net::connect_flows;
 use crate::payload::{Payload, Recipient};
+use crate::report::Ending;
 use crate::report::{
     ClockReport, Environments, IntervalSample, IterationFigures, SideReport, Summary, TestReport,
     SCHEMA_VERSION,
 };
 use crate::side::{DataSockets, Side};
 use crate::spec::{Role, TestSpec, Workload};
-use crate::workload::{Ending, PEER_GRACE_NS};
+use crate::workload::PEER_GRACE_NS;
 
 /// Where the server is.
 #[derive(Clone, Debug)]
@@ -474,7 +475,10 @@ fn run_on(
         confidence: None,
         local,
         remote,
-        environment: Environments { local: Environment::capture(), remote: remote_env },
+        environment: Environments {
+            local: Environment::capture(crate::probe::get().clone()),
+            remote: remote_env,
+        },
         clock,
         client: None,
     })

@@ -31,10 +31,10 @@ use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
 use crate::net::{accept_flows, listen, random_cookie, udp};
 use crate::payload::{PayloadFile, PayloadFiles, WireSpec};
+use crate::report::Ending;
 use crate::side::{DataSockets, Side};
 use crate::spec::{SpecSide, TestSpec, Workload};
 use crate::units::format_bytes;
-use crate::workload::Ending;
 
 /// How long the server waits for each control message of a session before the test starts.
 pub const CONTROL_TIMEOUT: Duration = Duration::from_secs(10);
@@ -617,7 +617,7 @@ fn session(
         &ServerMessage::Welcome {
             protocol: PROTOCOL_VERSION,
             tool_version: env!("CARGO_PKG_VERSION").into(),
-            environment: Box::new(Environment::capture()),
+            environment: Box::new(Environment::capture(crate::probe::get().clone())),
         },
     )?;
 

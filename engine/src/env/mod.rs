@@ -10,16 +10,16 @@ mod network;
 mod qdisc;
 mod route;
 mod sysctl;
+mod uring;
 
 pub use ethtool::{Coalescing, Offloads};
 pub use network::NetworkEnvironment;
+pub use uring::{FeatureBits, IoUringProbe, SetupSupport};
 
 use std::ffi::CStr;
 use std::fs;
 
 use serde::{Deserialize, Serialize};
-
-use crate::probe::IoUringProbe;
 
 /// One host's environment.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -38,7 +38,9 @@ pub struct Environment {
 }
 
 impl Environment {
-    pub fn capture() -> Environment {
+    /// This host's environment; `io_uring` is what the engine probed of its kernel
+    /// (`ringperf_engine::probe::get`).
+    pub fn capture(io_uring: IoUringProbe) -> Environment {
         let u = uname();
         Environment {
             hostname: u.0,
@@ -50,7 +52,7 @@ impl Environment {
             tcp_congestion_control: fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
                 .map(|s| s.trim().to_string())
                 .unwrap_or_default(),
-            io_uring: IoUringProbe::get().clone(),
+            io_uring,
         }
     }
 }
@@ -99,7 +101,7 @@ mod tests {
 
     #[test]
     fn capture_fills_the_basics() {
-        let e = Environment::capture();
+        let e = Environment::capture(IoUringProbe::default());
         assert!(!e.kernel_release.is_empty());
         assert!(!e.hostname.is_empty());
         assert!(e.cpu_count >= 1);

@@ -1,27 +1,28 @@
-//! Interval samples: a multishot Timeout on the worker's ring ticks every interval, and
-//! each tick snapshots the counters, the system CPU, the interval's latency percentiles
+//! Interval samples: a tick every interval (a multishot Timeout on a ring worker's ring,
+//! armed by the workload driver; a classic worker's timer), and each tick snapshots the counters, the system CPU, the interval's latency percentiles
 //! and TCP_INFO sums. Nothing here runs per operation.
 
 use std::os::fd::RawFd;
 use std::sync::mpsc;
 
-use io_uring::{opcode, types};
-
-use crate::error::Result;
-use crate::io::op;
 use crate::measure::clock::monotonic_ns;
 use crate::measure::cpu::ProcStat;
 use crate::measure::latency::LatencyRecorder;
 use crate::measure::tcp_info::TcpFlowInfo;
 use crate::report::IntervalSample;
-use crate::ring::{token, Ring};
-use crate::workload::FlowCounters;
+
+/// Per-flow totals a workload keeps up to date as it runs, so that a run that fails or
+/// is stopped halfway still reports what it moved.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlowCounters {
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub transactions: u64,
+}
 
 /// Where a worker's interval samples and latency go.
 pub struct IntervalSampler {
     interval_ns: u64,
-    /// Boxed: the kernel reads it when the multishot timeout is submitted.
-    ts: Box<types::Timespec>,
     socks: Vec<RawFd>,
     window_start: u64,
     last_ns: u64,
@@ -61,11 +62,6 @@ impl IntervalSampler {
         let capacity = duration_ns.checked_div(interval_ns).map_or(0, |n| (n + 4) as usize);
         IntervalSampler {
             interval_ns,
-            ts: Box::new(
-                types::Timespec::new()
-                    .sec(interval_ns / 1_000_000_000)
-                    .nsec((interval_ns % 1_000_000_000) as u32),
-            ),
             socks: socks.to_vec(),
             window_start: 0,
             last_ns: 0,
@@ -91,23 +87,8 @@ impl IntervalSampler {
         self
     }
 
-    /// Opens the first interval and arms the repeating tick on `ring`.
-    pub fn start(&mut self, ring: &mut Ring, window_start: u64) -> Result<()> {
-        self.open(window_start);
-        if self.interval_ns == 0 {
-            return Ok(());
-        }
-        let e = opcode::Timeout::new(&*self.ts)
-            .count(0)
-            .flags(types::TimeoutFlags::MULTISHOT)
-            .build()
-            .user_data(token(op::INTERVAL, 0));
-        // SAFETY: the timespec is boxed in self and outlives the ring's use of it.
-        unsafe { ring.push(&e) }
-    }
-
-    /// Opens the first interval without a ring: the caller ticks every
-    /// [`IntervalSampler::interval_ns`] (a classic worker's timer).
+    /// Opens the first interval; the caller then ticks every
+    /// [`IntervalSampler::interval_ns`] (a ring's multishot timeout, a classic worker's timer).
     pub fn open(&mut self, window_start: u64) {
         self.window_start = window_start;
         self.last_ns = window_start;

@@ -57,13 +57,13 @@ use crate::io::{op, AnyRecv, AnySend, RecvEvent, RecvPath, SendEvent, SendPath};
 use crate::measure::clock::monotonic_ns;
 use crate::net::FLOW_HEADER_LEN;
 use crate::report::CrrReport;
+use crate::report::Ending;
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
 use crate::spec::{CloseFirst, CrrOptions, RecvEngine, TestSpec};
 use crate::verify::Verifier;
 use crate::with_fd;
 use crate::workload::driver::{RoleReport, Run, Timers, Workload};
 use crate::workload::pacer::Pacer;
-use crate::workload::Ending;
 
 /// One socket option, with its value already encoded, so applying it allocates nothing.
 pub(crate) struct SockOpt {

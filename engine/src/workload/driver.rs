@@ -11,10 +11,12 @@ use std::os::fd::RawFd;
 
 use crate::error::Result;
 use crate::io::op;
+use crate::measure::intervals::FlowCounters;
 use crate::measure::intervals::IntervalSampler;
+use crate::report::Ending;
 use crate::report::{CrrReport, RecvReport, RrReport, SendReport, UdpReport, VerifyReport};
 use crate::ring::{token, Completion, Ring};
-use crate::workload::{peer_stuck, unexpected, Ending, FlowCounters, PEER_GRACE_NS};
+use crate::workload::{peer_stuck, unexpected, PEER_GRACE_NS};
 
 /// How long a wait for a whole chain lasts before it settles for the completions that
 /// have come (the kernel's min-wait, counted from the start of the wait): long enough for
@@ -118,6 +120,16 @@ pub trait Workload {
     }
     /// What the role reports besides its counters.
     fn report(&self) -> RoleReport;
+}
+
+/// Opens `sampler`'s first interval at `window_start` and arms its tick on `ring`: a
+/// multishot timeout whose completions (INTERVAL) the driver hands to the sampler.
+pub fn start_intervals(ring: &mut Ring, sampler: &mut IntervalSampler, window_start: u64) -> Result<()> {
+    sampler.open(window_start);
+    if sampler.interval_ns() == 0 {
+        return Ok(());
+    }
+    ring.push_ticks(sampler.interval_ns(), token(op::INTERVAL, 0))
 }
 
 /// Runs `role` on `ring` until it is done, fails, or is stopped, then lets it take back

@@ -13,24 +13,6 @@ pub mod udp_stream;
 
 use crate::error::Error;
 
-/// How a workload's run ended, when it did not fail.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Ending {
-    /// It ran to its deadline (and, for the side that waits, to the peer's end).
-    Completed,
-    /// The stop watch fired: the peer or the user asked to stop before the deadline.
-    Aborted,
-}
-
-/// Per-flow totals a workload keeps up to date as it runs, so that a run that fails or
-/// is stopped halfway still reports what it moved.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FlowCounters {
-    pub bytes_sent: u64,
-    pub bytes_received: u64,
-    pub transactions: u64,
-}
-
 /// Server side of a test the client ends (crr, counted UDP): completes with op STOP once
 /// the session writes `fd`, the eventfd it writes when the client says its flows are done.
 pub(crate) fn watch_flows_done(

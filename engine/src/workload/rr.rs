@@ -29,13 +29,14 @@ use io_uring::squeue::Flags;
 use crate::error::{Error, Result};
 use crate::io::{op, RecvEvent, RecvPath, SendEvent, SendPath};
 use crate::measure::clock::monotonic_ns;
+use crate::measure::intervals::FlowCounters;
 use crate::report::RrReport;
 use crate::ring::{Completion, Ring};
 use crate::verify::Verifier;
 use crate::workload::driver::{RoleReport, Run, Timers, Workload};
 use crate::workload::pacer::Pacer;
 use crate::workload::schedule::Schedule;
-use crate::workload::{check_not_early, datagram_on_tcp, FlowCounters};
+use crate::workload::{check_not_early, datagram_on_tcp};
 
 /// Request and response sizes of one transaction, and how many each flow keeps in flight.
 #[derive(Clone, Copy, Debug)]

@@ -46,6 +46,7 @@ use io_uring::{opcode, types};
 use crate::error::Result;
 use crate::io::{op, RecvEvent, RecvPath, SendEvent, SendPath};
 use crate::measure::clock::monotonic_ns;
+use crate::measure::intervals::FlowCounters;
 use crate::measure::one_way::OneWayRecorder;
 use crate::report::{RrReport, UdpFlowReport, UdpReport};
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
@@ -55,7 +56,6 @@ use crate::workload::drain::Drain;
 use crate::workload::driver::{RoleReport, Run, Timers, Workload};
 use crate::workload::pacer::Pacer;
 use crate::workload::schedule::Schedule;
-use crate::workload::FlowCounters;
 
 fn timespec(ns: u64) -> Box<types::Timespec> {
     Box::new(types::Timespec::new().sec(ns / 1_000_000_000).nsec((ns % 1_000_000_000) as u32))

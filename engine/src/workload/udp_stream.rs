@@ -21,6 +21,7 @@ use io_uring::squeue::Flags;
 use crate::error::{Error, Result};
 use crate::io::{op, RecvEvent, RecvPath, SendEvent, SendPath};
 use crate::measure::clock::monotonic_ns;
+use crate::measure::intervals::FlowCounters;
 use crate::measure::one_way::OneWayRecorder;
 use crate::net::udp::HELLO_BIT;
 use crate::report::{UdpFlowReport, UdpReport};
@@ -31,7 +32,6 @@ use crate::workload::drain::Drain;
 use crate::workload::driver::{RoleReport, Run, Timers, Wait, Workload};
 use crate::workload::pacer::Pacer;
 use crate::workload::sequence::{add_sequences, SeqTracker};
-use crate::workload::FlowCounters;
 
 /// How often the receiver looks whether datagrams still arrive after its deadline.
 pub(crate) const DRAIN_TICK_NS: u64 = 20_000_000;
@@ -40,15 +40,6 @@ pub(crate) const DRAIN_MAX_NS: u64 = 200_000_000;
 
 /// Provided buffers of a receiver's multishot ring.
 const UDP_RING_BUFFERS: u16 = 1024;
-
-/// Datagrams per linked chain of sends when --send-depth is not given.
-const UDP_CHAIN_DATAGRAMS: u32 = 32;
-
-/// Sends per chain when the user gives no --send-depth: 32 datagrams' worth, since one
-/// datagram per io_uring_enter caps small datagrams far below what the stack can do.
-pub fn udp_chain_sends(datagrams_per_send: u32) -> u32 {
-    (UDP_CHAIN_DATAGRAMS / datagrams_per_send.max(1)).max(1)
-}
 
 /// The sending side of one worker: numbered datagrams through a datagram send path.
 pub struct UdpSender<S> {
@@ -187,7 +178,7 @@ impl<S: SendPath> UdpSender<S> {
     }
 }
 
-/// Sends per linked chain of a UDP sender, as the spec says (see `udp_chain_sends`).
+/// Sends per linked chain of a UDP sender, as the spec says (its default: `TestSpec::resolve`).
 pub fn udp_send_depth(spec: &TestSpec) -> usize {
     spec.ring.send_depth.max(1) as usize
 }
