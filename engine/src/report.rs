@@ -4,6 +4,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::env::{Environment, NetworkEnvironment};
 use crate::measure::confidence::{ConfidenceReport, Estimate};
+pub use crate::measure::cpu::{SystemCpu, ToolCpu};
+pub use crate::measure::intervals::IntervalSample;
+pub use crate::measure::latency::{LatencyPhases, LatencySummary};
+pub use crate::measure::one_way::OneWayReport;
+pub use crate::measure::service_demand::ServiceDemand;
 use crate::measure::tcp_info::TcpReport;
 use crate::payload::Payload;
 use crate::spec::{RecvEngine, Role, SendEngine, TestSpec};
@@ -369,38 +374,6 @@ impl IterationFigures {
     }
 }
 
-/// What one interval of a run looked like on one side.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
-pub struct IntervalSample {
-    /// Offset of the interval's start from the window start.
-    pub start_ns: u64,
-    /// The tick number, so several workers' samples of one interval line up.
-    #[serde(default)]
-    pub index: u32,
-    pub duration_ns: u64,
-    pub bytes_sent: u64,
-    pub bytes_received: u64,
-    pub transactions: u64,
-    /// System busy share over the interval, 0..=100.
-    pub busy_percent: Option<f64>,
-    /// The interval's percentiles. With several workers, p50 is the transaction-weighted
-    /// mean of theirs and p99 the largest (percentiles do not add).
-    pub latency_p50_ns: Option<u64>,
-    pub latency_p99_ns: Option<u64>,
-    /// TCP retransmissions during the interval, summed over flows.
-    pub retransmits: u64,
-}
-
-impl IntervalSample {
-    /// Payload bits per second in either direction, whichever this side moved more of.
-    pub fn throughput_bits_per_sec(&self) -> f64 {
-        (self.bytes_sent.max(self.bytes_received)) as f64 * 8.0 / (self.duration_ns.max(1) as f64 / 1e9)
-    }
-    pub fn transactions_per_sec(&self) -> f64 {
-        self.transactions as f64 / (self.duration_ns.max(1) as f64 / 1e9)
-    }
-}
-
 /// What one side measured over its window.
 #[derive(Serialize, Deserialize, Clone, Debug)]
 pub struct SideReport {
@@ -472,6 +445,16 @@ pub struct SideReport {
 }
 
 impl SideReport {
+    /// This side's work units, from its own counts, as its profile's costs divide them.
+    pub fn profile_work(&self) -> crate::measure::profile::Work {
+        crate::measure::profile::Work {
+            bytes: self.bytes_sent + self.bytes_received,
+            transactions: self.transactions,
+            segments: self.tcp.as_ref().map_or(0, |t| t.data_segs_out + t.data_segs_in),
+            datagrams: self.udp.as_ref().map_or(0, |u| u.datagrams_sent + u.datagrams_received),
+        }
+    }
+
     /// This side's window in seconds (never zero, so rates stay finite).
     pub fn elapsed_secs(&self) -> f64 {
         self.elapsed_ns.max(1) as f64 / 1e9
@@ -616,32 +599,6 @@ pub struct UdpReport {
     /// they were not stamped (`TestSpec::one_way_unmeasured` says why).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub one_way: Option<OneWayReport>,
-}
-
-/// One-way delays of one direction's datagrams: arrival minus send stamp on the client's
-/// clock (see README "What the figures mean").
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
-pub struct OneWayReport {
-    /// The delays; `None` when no stamped datagram arrived.
-    pub delay: Option<LatencySummary>,
-    /// Stamped datagrams that did not arrive after their send stamp on the corrected clock
-    /// (the offset estimate is off by more than their delay): recorded as 1 ns.
-    pub not_after_send: u64,
-    /// The clock offset's uncertainty the figure carries (0: same host, exact), as the
-    /// client labelled it; `None` before the client merged both sides.
-    #[serde(default)]
-    pub uncertainty_ns: Option<u64>,
-    /// False when the uncertainty is over half the p50 delay: the figure cannot be trusted.
-    #[serde(default)]
-    pub trusted: Option<bool>,
-}
-
-impl OneWayReport {
-    /// Labels the figure with the clock's uncertainty and whether it can be trusted.
-    pub fn label(&mut self, uncertainty_ns: u64) {
-        self.uncertainty_ns = Some(uncertainty_ns);
-        self.trusted = self.delay.as_ref().map(|d| uncertainty_ns.saturating_mul(2) <= d.p50_ns);
-    }
 }
 
 impl UdpReport {
@@ -910,44 +867,6 @@ pub struct CpuUsage {
     pub tool_overhead_percent: f64,
 }
 
-/// /proc/stat deltas over the window.
-#[derive(Serialize, Deserialize, Clone, Debug)]
-pub struct SystemCpu {
-    pub cpus: usize,
-    /// Busy share of all CPUs: (user+nice+system+irq+softirq) / all, 0..=100.
-    pub busy_percent: f64,
-    /// Stolen by the hypervisor, 0..=100, not counted as busy.
-    pub steal_percent: f64,
-    /// Busy CPU time summed over all CPUs, in microseconds.
-    pub busy_us: f64,
-    /// Busy share of each CPU, 0..=100.
-    pub per_cpu_busy_percent: Vec<f64>,
-}
-
-/// CPU consumed by the side's worker threads.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default)]
-pub struct ToolCpu {
-    /// CLOCK_THREAD_CPUTIME_ID delta: exact, user and system together.
-    pub thread_ns: u64,
-    /// getrusage(RUSAGE_THREAD) split, in tick resolution.
-    pub user_us: u64,
-    pub system_us: u64,
-    /// io_uring helper threads this side's rings created (SQPOLL, io-wq), from schedstat.
-    pub helper_ns: u64,
-}
-
-/// netperf's service demand: busy CPU microseconds (all CPUs) per unit of work of this side.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default)]
-pub struct ServiceDemand {
-    /// Per KB (1024 bytes) of payload this side moved (sent plus received).
-    pub us_per_kb: Option<f64>,
-    /// Per transaction (rr).
-    pub us_per_transaction: Option<f64>,
-    /// Busy CPU nanoseconds per TCP data segment this side sent and received (TCP_INFO
-    /// data_segs_out + data_segs_in): the per-packet figure that moves with TSO/GSO/GRO.
-    pub ns_per_segment: Option<f64>,
-}
-
 /// What the ring did: system calls and queue traffic.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, Default)]
 pub struct RingCounters {
@@ -996,32 +915,4 @@ fn ratio(a: u64, b: u64) -> f64 {
     } else {
         a as f64 / b as f64
     }
-}
-
-/// A side's round trips split at one interval tick (`TestSpec::latency_split_ms`). The two
-/// phases' counts add up to the side's transactions timed; each histogram is exact.
-#[derive(Serialize, Deserialize, Clone, Debug)]
-pub struct LatencyPhases {
-    /// The split's tick, as an offset from the window start (the latest of the workers').
-    pub split_ns: u64,
-    /// Round trips completed before the split's tick.
-    pub first: Option<LatencySummary>,
-    /// Round trips completed after it.
-    pub second: Option<LatencySummary>,
-}
-
-/// Latency percentiles plus the full histogram, so runs and hosts can be merged later.
-#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
-pub struct LatencySummary {
-    pub count: u64,
-    pub min_ns: u64,
-    pub mean_ns: f64,
-    pub p50_ns: u64,
-    pub p90_ns: u64,
-    pub p99_ns: u64,
-    pub p999_ns: u64,
-    pub p9999_ns: u64,
-    pub max_ns: u64,
-    /// HdrHistogram V2 + deflate, base64.
-    pub histogram: String,
 }

@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::cpu::ProcStat;
 use crate::measure::kernel::{DataSocketsAtEnd, KernelProbe, KernelSnapshot};
-use crate::measure::profile::{Profiler, Stopped as ProfileSamples, Work as ProfileWork};
+use crate::measure::profile::{Profiler, Stopped as ProfileSamples};
 use crate::measure::service_demand::{service_demand, tool_overhead_percent};
 use crate::measure::tcp_info::{TcpFlowInfo, TcpReport};
 use crate::merge;
@@ -384,7 +384,7 @@ impl Side {
         };
         report.profile = profiled
             .as_ref()
-            .map(|p| p.report(report.cpu.system.busy_us, ProfileWork::of(&report), report.service_demand));
+            .map(|p| p.report(report.cpu.system.busy_us, report.profile_work(), report.service_demand));
         Ok(Finished { report, ending, samples: profiled })
     }
 }

@@ -22,7 +22,6 @@ use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::confidence::{batch_means, estimate, Estimate};
-use crate::measure::profile::Work as ProfileWork;
 use crate::net::connect_flows;
 use crate::payload::{Payload, Recipient};
 use crate::report::Ending;
@@ -449,7 +448,7 @@ fn run_on(
     // The embedded server took no samples of its own: this process's cover every CPU.
     if let (true, Some(s), Some(r)) = (embedded || opts.server_in_process, &samples, remote.as_mut()) {
         if r.profile.is_none() {
-            r.profile = Some(s.report(r.cpu.system.busy_us, ProfileWork::of(r), r.service_demand));
+            r.profile = Some(s.report(r.cpu.system.busy_us, r.profile_work(), r.service_demand));
         }
     }
     if let Some(k) = &clock {

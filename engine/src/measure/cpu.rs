@@ -3,9 +3,36 @@
 
 use std::fs;
 
+use serde::{Deserialize, Serialize};
+
 use crate::error::{Error, Result};
 use crate::measure::clock::thread_cpu_ns;
-use crate::report::{SystemCpu, ToolCpu};
+
+/// /proc/stat deltas over the window.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct SystemCpu {
+    pub cpus: usize,
+    /// Busy share of all CPUs: (user+nice+system+irq+softirq) / all, 0..=100.
+    pub busy_percent: f64,
+    /// Stolen by the hypervisor, 0..=100, not counted as busy.
+    pub steal_percent: f64,
+    /// Busy CPU time summed over all CPUs, in microseconds.
+    pub busy_us: f64,
+    /// Busy share of each CPU, 0..=100.
+    pub per_cpu_busy_percent: Vec<f64>,
+}
+
+/// CPU consumed by the side's worker threads.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default)]
+pub struct ToolCpu {
+    /// CLOCK_THREAD_CPUTIME_ID delta: exact, user and system together.
+    pub thread_ns: u64,
+    /// getrusage(RUSAGE_THREAD) split, in tick resolution.
+    pub user_us: u64,
+    pub system_us: u64,
+    /// io_uring helper threads this side's rings created (SQPOLL, io-wq), from schedstat.
+    pub helper_ns: u64,
+}
 
 /// One CPU's cumulative /proc/stat counters (USER_HZ ticks).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

@@ -5,11 +5,44 @@
 use std::os::fd::RawFd;
 use std::sync::mpsc;
 
+use serde::{Deserialize, Serialize};
+
 use crate::measure::clock::monotonic_ns;
 use crate::measure::cpu::ProcStat;
 use crate::measure::latency::LatencyRecorder;
 use crate::measure::tcp_info::TcpFlowInfo;
-use crate::report::IntervalSample;
+
+/// What one interval of a run looked like on one side.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct IntervalSample {
+    /// Offset of the interval's start from the window start.
+    pub start_ns: u64,
+    /// The tick number, so several workers' samples of one interval line up.
+    #[serde(default)]
+    pub index: u32,
+    pub duration_ns: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+    pub transactions: u64,
+    /// System busy share over the interval, 0..=100.
+    pub busy_percent: Option<f64>,
+    /// The interval's percentiles. With several workers, p50 is the transaction-weighted
+    /// mean of theirs and p99 the largest (percentiles do not add).
+    pub latency_p50_ns: Option<u64>,
+    pub latency_p99_ns: Option<u64>,
+    /// TCP retransmissions during the interval, summed over flows.
+    pub retransmits: u64,
+}
+
+impl IntervalSample {
+    /// Payload bits per second in either direction, whichever this side moved more of.
+    pub fn throughput_bits_per_sec(&self) -> f64 {
+        (self.bytes_sent.max(self.bytes_received)) as f64 * 8.0 / (self.duration_ns.max(1) as f64 / 1e9)
+    }
+    pub fn transactions_per_sec(&self) -> f64 {
+        self.transactions as f64 / (self.duration_ns.max(1) as f64 / 1e9)
+    }
+}
 
 /// Per-flow totals a workload keeps up to date as it runs, so that a run that fails or
 /// is stopped halfway still reports what it moved.

@@ -4,7 +4,35 @@ use base64::Engine as _;
 use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
 use hdrhistogram::Histogram;
 
-use crate::report::LatencySummary;
+use serde::{Deserialize, Serialize};
+
+/// A side's round trips split at one interval tick (`TestSpec::latency_split_ms`). The two
+/// phases' counts add up to the side's transactions timed; each histogram is exact.
+#[derive(Serialize, Deserialize, Clone, Debug)]
+pub struct LatencyPhases {
+    /// The split's tick, as an offset from the window start (the latest of the workers').
+    pub split_ns: u64,
+    /// Round trips completed before the split's tick.
+    pub first: Option<LatencySummary>,
+    /// Round trips completed after it.
+    pub second: Option<LatencySummary>,
+}
+
+/// Latency percentiles plus the full histogram, so runs and hosts can be merged later.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq)]
+pub struct LatencySummary {
+    pub count: u64,
+    pub min_ns: u64,
+    pub mean_ns: f64,
+    pub p50_ns: u64,
+    pub p90_ns: u64,
+    pub p99_ns: u64,
+    pub p999_ns: u64,
+    pub p9999_ns: u64,
+    pub max_ns: u64,
+    /// HdrHistogram V2 + deflate, base64.
+    pub histogram: String,
+}
 
 /// 1 ns to 60 s at 3 significant digits. Values outside are clamped and counted.
 pub struct LatencyRecorder {

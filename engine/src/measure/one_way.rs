@@ -6,10 +6,37 @@
 //! The arrival time is one clock read per completion batch, taken lazily at the batch's
 //! first stamped datagram, so no datagram costs a clock read of its own.
 
+use serde::{Deserialize, Serialize};
+
 use crate::measure::clock::monotonic_ns;
-use crate::measure::latency::LatencyRecorder;
-use crate::report::OneWayReport;
+use crate::measure::latency::{LatencyRecorder, LatencySummary};
 use crate::spec::{TestSpec, UDP_SEQ_LEN, UDP_STAMPED_LEN};
+
+/// One-way delays of one direction's datagrams: arrival minus send stamp on the client's
+/// clock (see README "What the figures mean").
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+pub struct OneWayReport {
+    /// The delays; `None` when no stamped datagram arrived.
+    pub delay: Option<LatencySummary>,
+    /// Stamped datagrams that did not arrive after their send stamp on the corrected clock
+    /// (the offset estimate is off by more than their delay): recorded as 1 ns.
+    pub not_after_send: u64,
+    /// The clock offset's uncertainty the figure carries (0: same host, exact), as the
+    /// client labelled it; `None` before the client merged both sides.
+    #[serde(default)]
+    pub uncertainty_ns: Option<u64>,
+    /// False when the uncertainty is over half the p50 delay: the figure cannot be trusted.
+    #[serde(default)]
+    pub trusted: Option<bool>,
+}
+
+impl OneWayReport {
+    /// Labels the figure with the clock's uncertainty and whether it can be trusted.
+    pub fn label(&mut self, uncertainty_ns: u64) {
+        self.uncertainty_ns = Some(uncertainty_ns);
+        self.trusted = self.delay.as_ref().map(|d| uncertainty_ns.saturating_mul(2) <= d.p50_ns);
+    }
+}
 
 /// The send stamp a datagram carries after its sequence number; `None` for a datagram
 /// too short for one or sent unstamped (0: a peer that does not stamp leaves it so).

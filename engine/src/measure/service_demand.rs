@@ -1,7 +1,21 @@
 //! Service demand, netperf's unit of cost: busy CPU µs (summed over all CPUs) per KB
 //! of payload, or per transaction.
 
-use crate::report::{ServiceDemand, SystemCpu};
+use serde::{Deserialize, Serialize};
+
+use crate::report::SystemCpu;
+
+/// netperf's service demand: busy CPU microseconds (all CPUs) per unit of work of this side.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default)]
+pub struct ServiceDemand {
+    /// Per KB (1024 bytes) of payload this side moved (sent plus received).
+    pub us_per_kb: Option<f64>,
+    /// Per transaction (rr).
+    pub us_per_transaction: Option<f64>,
+    /// Busy CPU nanoseconds per TCP data segment this side sent and received (TCP_INFO
+    /// data_segs_out + data_segs_in): the per-packet figure that moves with TSO/GSO/GRO.
+    pub ns_per_segment: Option<f64>,
+}
 
 /// Service demand of one side from its own byte, transaction and TCP data segment counts.
 pub fn service_demand(cpu: &SystemCpu, bytes_moved: u64, transactions: u64, segments: u64) -> ServiceDemand {

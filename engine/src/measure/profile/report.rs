@@ -117,18 +117,6 @@ pub struct Work {
     pub datagrams: u64,
 }
 
-impl Work {
-    /// A side's work units, from its report's own counts.
-    pub fn of(s: &crate::report::SideReport) -> Work {
-        Work {
-            bytes: s.bytes_sent + s.bytes_received,
-            transactions: s.transactions,
-            segments: s.tcp.as_ref().map_or(0, |t| t.data_segs_out + t.data_segs_in),
-            datagrams: s.udp.as_ref().map_or(0, |u| u.datagrams_sent + u.datagrams_received),
-        }
-    }
-}
-
 impl ProfileReport {
     /// A report that says only why there is no profile.
     pub fn unavailable(reason: String) -> ProfileReport {
