@@ -14,125 +14,8 @@
 //! the ring's service demand). Where the classic loops cannot do what the spec asks, the
 //! rule keeps the ring rather than fail.
 
-use serde::{Deserialize, Serialize};
-
-use crate::spec::{Explicit, RecvEngine, RingTuning, SendEngine, TestSpec, Workload};
-
-/// The two families of engines a side can run.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum Harness {
-    /// One ring per worker: the io_uring send and receive engines.
-    IoUring,
-    /// Loops of send(2) and recv(2): blocking with one flow per worker, epoll with several.
-    Classic,
-}
-
-impl Harness {
-    pub const ALL: [Harness; 2] = [Harness::IoUring, Harness::Classic];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Harness::IoUring => "io-uring",
-            Harness::Classic => "classic",
-        }
-    }
-
-    /// The other harness.
-    pub fn other(self) -> Harness {
-        match self {
-            Harness::IoUring => Harness::Classic,
-            Harness::Classic => Harness::IoUring,
-        }
-    }
-
-    /// The engines this harness runs `workload` with when none is named.
-    pub fn engines(self, workload: Workload) -> (SendEngine, RecvEngine) {
-        match self {
-            Harness::IoUring => (SendEngine::Copy, RecvEngine::default_for(workload)),
-            Harness::Classic => (SendEngine::Syscall, RecvEngine::Syscall),
-        }
-    }
-
-    /// The harness a send engine belongs to.
-    pub fn of_send(engine: SendEngine) -> Harness {
-        if engine.is_classic() {
-            Harness::Classic
-        } else {
-            Harness::IoUring
-        }
-    }
-
-    /// The harness a receive engine belongs to.
-    pub fn of_recv(engine: RecvEngine) -> Harness {
-        if engine.is_classic() {
-            Harness::Classic
-        } else {
-            Harness::IoUring
-        }
-    }
-}
-
-/// Why an engine of a spec is the one it is: asked for, or the ground on which the
-/// default rule chose its harness.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(rename_all = "kebab-case")]
-pub enum EngineReason {
-    /// The engine was named (or the command implies it: sendfile splices).
-    Asked,
-    /// The harness was named, not the engine.
-    HarnessAsked,
-    /// The other engine was named, and this one is its harness's: a request/response or
-    /// UDP side runs one loop for both, and a classic stream sender pairs with recv(2).
-    Paired,
-    /// Default: one transaction in flight per worker waits alone (classic).
-    OneInFlight,
-    /// Default: a worker serves several flows (ring).
-    SeveralFlows,
-    /// Default: a burst keeps several transactions in flight per flow (ring).
-    Burst,
-    /// Default: an open loop keeps its schedule on the ring's timers (ring).
-    OpenLoop,
-    /// Default: a bulk stream batches its sends and receives (ring).
-    Bulk,
-    /// Default: datagrams batch through the ring (ring).
-    Datagrams,
-    /// Default: a transaction count, which the classic loops do not keep (ring).
-    Counted,
-    /// Default: crr with payload checks, which the classic crr loop does not make (ring).
-    Verified,
-    /// Default: ring settings were given, so the ring is what is measured (ring).
-    RingTuned,
-}
-
-impl EngineReason {
-    /// A short name, as the JSON has it.
-    pub fn name(self) -> &'static str {
-        match self {
-            EngineReason::Asked => "asked",
-            EngineReason::HarnessAsked => "harness-asked",
-            EngineReason::Paired => "paired",
-            EngineReason::OneInFlight => "one-in-flight",
-            EngineReason::SeveralFlows => "several-flows",
-            EngineReason::Burst => "burst",
-            EngineReason::OpenLoop => "open-loop",
-            EngineReason::Bulk => "bulk",
-            EngineReason::Datagrams => "datagrams",
-            EngineReason::Counted => "counted",
-            EngineReason::Verified => "verified",
-            EngineReason::RingTuned => "ring-tuned",
-        }
-    }
-}
-
-/// Why each engine of a spec is the one it is. Informational: no side acts on it; the
-/// report's header says it.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
-#[serde(deny_unknown_fields)]
-pub struct EngineChoice {
-    pub send: EngineReason,
-    pub recv: EngineReason,
-}
+pub use crate::spec::{EngineChoice, EngineReason, Harness};
+use crate::spec::{Explicit, RingTuning, TestSpec, Workload};
 
 impl TestSpec {
     /// The default rule: the harness this spec runs on when neither engine nor harness is
@@ -238,7 +121,7 @@ impl TestSpec {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::{OpenLoop, SqPoll, DEFAULT_BACKLOG};
+    use crate::spec::{OpenLoop, RecvEngine, SendEngine, SqPoll, DEFAULT_BACKLOG};
 
     /// A spec of `workload` with `edit` applied, resolved with `given`.
     fn resolved(workload: Workload, given: Explicit, edit: impl FnOnce(&mut TestSpec)) -> TestSpec {
@@ -480,10 +363,5 @@ mod tests {
         assert_eq!(back.engine_choice, None);
         let back: TestSpec = serde_json::from_value(v).expect("parse");
         assert_eq!(back, s);
-        // This host's to report: the spec that travels leaves it out, so any peer of the
-        // protocol takes the spec.
-        let wire = s.to_wire(crate::payload::Recipient::Server).expect("a wire spec");
-        assert_eq!(wire.engine_choice, None);
-        assert!(serde_json::to_value(&wire).expect("json").get("engine_choice").is_none());
     }
 }

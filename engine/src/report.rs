@@ -24,7 +24,7 @@ pub const SCHEMA_VERSION: u32 = 4;
 
 /// A whole test: what was asked, what each side measured, and where it ran. `P` is how
 /// the spec's payloads are known: this host's report has a [`TestSpec`]; the one an agent
-/// sends its controller has the [`crate::payload::WireSpec`] it was sent.
+/// sends its controller has the [`crate::spec::WireSpec`] it was sent.
 #[derive(Serialize, Deserialize, Clone, Debug)]
 pub struct TestReport<P = Payload> {
     pub schema_version: u32,

@@ -1,12 +1,12 @@
 //! TestSpec: everything both sides need to run one test. The client builds it from the
-//! command line; what goes to the other host is its wire form ([`crate::payload::WireSpec`]),
+//! command line; what goes to the other host is its wire form ([`WireSpec`]),
 //! the same settings with payloads that can name no path.
 
 use serde::{Deserialize, Serialize};
 
 use crate::control::text::peer_text;
 use crate::error::{Error, Result};
-use crate::payload::Payload;
+use crate::payload::{Payload, WirePayload};
 use crate::units::{check_size, MAX_SIZE};
 
 /// What traffic pattern to run.
@@ -235,6 +235,122 @@ impl RecvEngine {
     }
 }
 
+/// The two families of engines a side can run.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum Harness {
+    /// One ring per worker: the io_uring send and receive engines.
+    IoUring,
+    /// Loops of send(2) and recv(2): blocking with one flow per worker, epoll with several.
+    Classic,
+}
+
+impl Harness {
+    pub const ALL: [Harness; 2] = [Harness::IoUring, Harness::Classic];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Harness::IoUring => "io-uring",
+            Harness::Classic => "classic",
+        }
+    }
+
+    /// The other harness.
+    pub fn other(self) -> Harness {
+        match self {
+            Harness::IoUring => Harness::Classic,
+            Harness::Classic => Harness::IoUring,
+        }
+    }
+
+    /// The engines this harness runs `workload` with when none is named.
+    pub fn engines(self, workload: Workload) -> (SendEngine, RecvEngine) {
+        match self {
+            Harness::IoUring => (SendEngine::Copy, RecvEngine::default_for(workload)),
+            Harness::Classic => (SendEngine::Syscall, RecvEngine::Syscall),
+        }
+    }
+
+    /// The harness a send engine belongs to.
+    pub fn of_send(engine: SendEngine) -> Harness {
+        if engine.is_classic() {
+            Harness::Classic
+        } else {
+            Harness::IoUring
+        }
+    }
+
+    /// The harness a receive engine belongs to.
+    pub fn of_recv(engine: RecvEngine) -> Harness {
+        if engine.is_classic() {
+            Harness::Classic
+        } else {
+            Harness::IoUring
+        }
+    }
+}
+
+/// Why an engine of a spec is the one it is: asked for, or the ground on which the
+/// default rule chose its harness.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "kebab-case")]
+pub enum EngineReason {
+    /// The engine was named (or the command implies it: sendfile splices).
+    Asked,
+    /// The harness was named, not the engine.
+    HarnessAsked,
+    /// The other engine was named, and this one is its harness's: a request/response or
+    /// UDP side runs one loop for both, and a classic stream sender pairs with recv(2).
+    Paired,
+    /// Default: one transaction in flight per worker waits alone (classic).
+    OneInFlight,
+    /// Default: a worker serves several flows (ring).
+    SeveralFlows,
+    /// Default: a burst keeps several transactions in flight per flow (ring).
+    Burst,
+    /// Default: an open loop keeps its schedule on the ring's timers (ring).
+    OpenLoop,
+    /// Default: a bulk stream batches its sends and receives (ring).
+    Bulk,
+    /// Default: datagrams batch through the ring (ring).
+    Datagrams,
+    /// Default: a transaction count, which the classic loops do not keep (ring).
+    Counted,
+    /// Default: crr with payload checks, which the classic crr loop does not make (ring).
+    Verified,
+    /// Default: ring settings were given, so the ring is what is measured (ring).
+    RingTuned,
+}
+
+impl EngineReason {
+    /// A short name, as the JSON has it.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineReason::Asked => "asked",
+            EngineReason::HarnessAsked => "harness-asked",
+            EngineReason::Paired => "paired",
+            EngineReason::OneInFlight => "one-in-flight",
+            EngineReason::SeveralFlows => "several-flows",
+            EngineReason::Burst => "burst",
+            EngineReason::OpenLoop => "open-loop",
+            EngineReason::Bulk => "bulk",
+            EngineReason::Datagrams => "datagrams",
+            EngineReason::Counted => "counted",
+            EngineReason::Verified => "verified",
+            EngineReason::RingTuned => "ring-tuned",
+        }
+    }
+}
+
+/// Why each engine of a spec is the one it is. Informational: no side acts on it; the
+/// report's header says it.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct EngineChoice {
+    pub send: EngineReason,
+    pub recv: EngineReason,
+}
+
 /// Requested socket buffer sizes (SO_SNDBUF / SO_RCVBUF); `None` keeps the kernel's autotuning.
 #[derive(Serialize, Deserialize, Clone, Copy, Debug, PartialEq, Eq, Default)]
 #[serde(deny_unknown_fields)]
@@ -439,7 +555,7 @@ impl Default for RingTuning {
 
 /// One test, as agreed between client ("local") and server ("remote"). `P` is how each
 /// side's payload is known (see [`SideSpec`]): a `TestSpec` is this host's, a
-/// [`crate::payload::WireSpec`] what travels.
+/// [`WireSpec`] what travels.
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
 pub struct TestSpec<P = Payload> {
@@ -512,7 +628,7 @@ pub struct TestSpec<P = Payload> {
     /// report's header; no side acts on it, so the wire form leaves it out
     /// ([`TestSpec::to_wire`]). Absent from specs that predate it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub engine_choice: Option<crate::harness::EngineChoice>,
+    pub engine_choice: Option<EngineChoice>,
     /// This side's CLOCK_MONOTONIC minus the client's, as the client estimated it before
     /// the test (0 on the client, and on one host). A UDP side subtracts it from every
     /// one-way stamp and arrival time it takes, so both ends' times are on the client's
@@ -520,6 +636,9 @@ pub struct TestSpec<P = Payload> {
     #[serde(skip)]
     pub clock_offset_ns: i64,
 }
+
+/// A test spec as it travels between hosts.
+pub type WireSpec = TestSpec<WirePayload>;
 
 /// Whether a test samples its windows without `--profile`: off, because `ringperf-bench
 /// profile` measured its cost above the 2 % of service demand a default may cost (999 Hz
@@ -583,7 +702,7 @@ pub struct Explicit {
     /// the default rule ([`TestSpec::default_harness`]).
     pub send_engine: Option<SendEngine>,
     pub recv_engine: Option<RecvEngine>,
-    pub harness: Option<crate::harness::Harness>,
+    pub harness: Option<Harness>,
 }
 
 /// Which side of a spec: the client's ("local") or the server's ("remote").
@@ -1403,7 +1522,7 @@ fn udp_chain_sends(datagrams_per_send: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::Harness;
+    use Harness;
 
     /// `workload`'s default spec on the ring's engines, which every feature takes.
     fn ring(workload: Workload) -> TestSpec {

@@ -18,12 +18,13 @@ use crate::control::protocol::{
     read_frame_by, report_frame_cap, write_frame, ClientMessage, ServerMessage, MAX_FRAME, PROTOCOL_VERSION,
 };
 use crate::control::server::{check_cpu, Server, ServerConfig, CONTROL_TIMEOUT};
+use crate::control::wire::{to_wire, Recipient};
 use crate::env::Environment;
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
 use crate::measure::confidence::{batch_means, estimate, Estimate};
 use crate::net::connect_flows;
-use crate::payload::{Payload, Recipient};
+use crate::payload::Payload;
 use crate::report::Ending;
 use crate::report::{
     ClockReport, Environments, IntervalSample, IterationFigures, SideReport, Summary, TestReport,
@@ -161,7 +162,7 @@ pub fn run_test_with(spec: &TestSpec, target: &Target, opts: &RunOptions<'_>) ->
         }
         Target::ThirdParty { agent_host, agent_port, peer_host, peer_port } => {
             // Before connecting: a spec that names a path of this host never leaves it.
-            spec.to_wire(Recipient::Agent)?;
+            to_wire(spec, Recipient::Agent)?;
             let stream = connect(&resolve(agent_host, *agent_port, "--from")?)?;
             let agent = format!("{agent_host}:{agent_port}");
             crate::control::third_party::request(stream, spec, &agent, peer_host, *peer_port, opts)
@@ -353,7 +354,7 @@ fn run_on(
     embedded: bool,
     opts: &RunOptions<'_>,
 ) -> Result<TestReport> {
-    let wire = spec.to_wire(Recipient::Server)?;
+    let wire = to_wire(spec, Recipient::Server)?;
     let (mut c, remote_env, authenticated) = login(stream, &server, opts)?;
     // Data connections go to the address that proved itself, and only there.
     let peer_ip = authenticated.ip();

@@ -13,6 +13,7 @@ pub mod reclaim;
 pub mod server;
 pub mod text;
 pub mod third_party;
+pub mod wire;
 
 pub use client::{run_test, run_test_with, BeforeGo, RunOptions, Target};
 pub use iterate::run_iterations;

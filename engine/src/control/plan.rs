@@ -211,7 +211,7 @@ pub fn run_plan(
             )));
         }
         t.spec.validate()?;
-        t.spec.to_wire(crate::payload::Recipient::Agent)?;
+        crate::control::wire::to_wire(&t.spec, crate::control::wire::Recipient::Agent)?;
     }
     let mut addrs = Vec::with_capacity(agents.len());
     for a in agents {

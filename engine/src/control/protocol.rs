@@ -22,9 +22,10 @@ use serde::{Deserialize, Serialize};
 use crate::control::text::{one_line, peer_text};
 use crate::env::Environment;
 use crate::error::{Error, Result};
-use crate::payload::{WirePayload, WireSpec};
+use crate::payload::WirePayload;
 use crate::report::{SideReport, TestReport};
 use crate::spec::TestSpec;
+use crate::spec::WireSpec;
 
 /// Bumped on any incompatible change; both ends must speak the same version.
 /// 2: challenge-response authentication, Abort, partial reports.
@@ -662,7 +663,8 @@ mod fuzz {
                     ..SideSpec::default()
                 },
                 ring: RingTuning { send_depth: depth, ..RingTuning::default() },
-                ..TestSpec::default().to_wire(crate::payload::Recipient::Agent).expect("a default spec")
+                ..crate::control::wire::to_wire(&TestSpec::default(), crate::control::wire::Recipient::Agent)
+                    .expect("a default spec")
             },
         )
     }
@@ -757,7 +759,7 @@ mod fuzz {
             use crate::spec::SpecSide;
             for own in [SpecSide::Local, SpecSide::Remote] {
                 // What the server or agent does with a spec: make it local, then check it.
-                if let Ok((spec, _)) = spec.clone().into_local(own, &PayloadFiles::default()) {
+                if let Ok((spec, _)) = crate::control::wire::into_local(spec.clone(), own, &PayloadFiles::default()) {
                     let _ = spec.validate();
                     let _ = crate::control::limits::Limits::default().check(&spec);
                 }

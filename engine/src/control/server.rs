@@ -26,13 +26,15 @@ use crate::control::protocol::{
 };
 use crate::control::reclaim::{Watch, Watchdog};
 use crate::control::third_party::granted_go_wait;
+use crate::control::wire::into_local;
 use crate::env::{allowed_cpus, Environment};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
 use crate::net::{accept_flows, listen, random_cookie, udp};
-use crate::payload::{PayloadFile, PayloadFiles, WireSpec};
+use crate::payload::{PayloadFile, PayloadFiles};
 use crate::report::Ending;
 use crate::side::{DataSockets, Side};
+use crate::spec::WireSpec;
 use crate::spec::{SpecSide, TestSpec, Workload};
 use crate::units::format_bytes;
 
@@ -626,7 +628,7 @@ fn session(
     let (spec, payload_file, go_within_ms) = loop {
         match read_frame_by(stream, "the test spec", spec_by, MAX_CLIENT_FRAME, None) {
             Ok(ClientMessage::Test { spec, clock_offset_ns, go_within_ms }) => {
-                let (mut spec, file) = spec.into_local(SpecSide::Remote, &cfg.payload_files)?;
+                let (mut spec, file) = into_local(*spec, SpecSide::Remote, &cfg.payload_files)?;
                 spec.clock_offset_ns = clock_offset_ns;
                 if cfg.in_client_process {
                     spec.profile.enabled = false;
@@ -800,7 +802,7 @@ fn third_party(
     let target = format!("{}:{}", crate::control::text::peer_text(peer.host), peer.port);
     // The local side is this agent's: its payload label names a file of this agent's
     // operator, and its CPUs are checked where the run starts.
-    let local = wire.clone().into_local(SpecSide::Local, &cfg.payload_files);
+    let local = into_local(wire.clone(), SpecSide::Local, &cfg.payload_files);
     let test = local.as_ref().map_or("a test", |(s, _)| s.netperf_name());
     // A refusal says what was asked, so its log line reads as a refused third-party request.
     let refuse = |e: Error| refused(e, test, &target);

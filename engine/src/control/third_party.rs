@@ -22,11 +22,12 @@ use crate::control::protocol::{
 };
 use crate::control::server::CONTROL_TIMEOUT;
 use crate::control::text::{cut, peer_text, PEER_TEXT_MAX};
+use crate::control::wire::{to_wire, Recipient};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
-use crate::payload::{Recipient, WireSpec};
 use crate::report::TestReport;
 use crate::spec::TestSpec;
+use crate::spec::WireSpec;
 use crate::workload::PEER_GRACE_NS;
 
 /// The serve flag an agent needs before it takes third-party work.
@@ -142,7 +143,7 @@ impl<'a> AgentSession<'a> {
         peer_port: u16,
         synchronized: Option<Duration>,
     ) -> Result<()> {
-        let wire = spec.to_wire(Recipient::Agent)?;
+        let wire = to_wire(spec, Recipient::Agent)?;
         self.spec = spec.clone();
         self.armed = synchronized.map_or(START_WAIT, |d| d.min(MAX_ARMED_WAIT));
         self.c.send(&ClientMessage::ThirdParty {
