@@ -23,6 +23,7 @@ pub mod side;
 pub mod spec;
 pub mod units;
 pub mod verify;
+pub mod window;
 pub mod worker;
 pub mod workload;
 

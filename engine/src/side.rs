@@ -22,7 +22,8 @@ use crate::probe;
 use crate::report::Ending;
 use crate::report::{CpuUsage, FlowReport, IntervalSample, SideReport, SocketSizes, WorkerReport};
 use crate::spec::{ProfileSpec, RecvEngine, Role, SendEngine, SideSpec, TestSpec};
-use crate::worker::{CrrPlan, Worker, WorkerPlan};
+use crate::window::{CrrPlan, WorkerPlan};
+use crate::worker::Worker;
 
 /// What a side's workers run over.
 pub enum DataSockets {

@@ -35,15 +35,10 @@ use crate::report::Ending;
 use crate::report::{RingCounters, RingSetup, SyscallCounters};
 use crate::spec::{Role, SideSpec, TestSpec};
 use crate::verify::{fill_payload, phase, PERIOD};
-use crate::worker::{ClosedWindow, WorkerOutcome, WorkerPlan, WorkerWindow};
+use crate::window::{ClosedWindow, WorkerOutcome, WorkerPlan, WorkerWindow};
 use crate::workload::driver::RoleReport;
 use crate::workload::pacer::{crr_server_rate_bps, flow_send_rate_bps, Pacer};
 use crate::workload::PEER_GRACE_NS;
-
-/// The error for a classic engine asked to build an io_uring path.
-pub(crate) fn not_a_ring_engine(what: &str, name: &str) -> Error {
-    Error::Protocol(format!("the {what} engine {name} has no ring path: this is a bug in ringperf"))
-}
 
 /// The classic loop a worker runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,7 +7,7 @@ pub mod send;
 
 use io_uring::squeue;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::ring::{Completion, FlowFd, Ring};
 use crate::verify::Verifier;
 
@@ -341,4 +341,9 @@ mod tests {
             }
         }
     }
+}
+
+/// The error for a classic engine asked to build an io_uring path.
+pub(crate) fn not_a_ring_engine(what: &str, name: &str) -> Error {
+    Error::Protocol(format!("the {what} engine {name} has no ring path: this is a bug in ringperf"))
 }

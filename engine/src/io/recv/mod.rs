@@ -67,7 +67,7 @@ impl AnyRecv {
                 verify.enabled(),
             )?),
             RecvEngine::Syscall | RecvEngine::ZerocopyReceive => {
-                return Err(crate::classic::not_a_ring_engine("receive", engine.name()))
+                return Err(crate::io::not_a_ring_engine("receive", engine.name()))
             }
         })
     }
@@ -105,7 +105,7 @@ impl AnyRecv {
                 read,
             )?),
             RecvEngine::Syscall | RecvEngine::ZerocopyReceive => {
-                return Err(crate::classic::not_a_ring_engine("receive", engine.name()))
+                return Err(crate::io::not_a_ring_engine("receive", engine.name()))
             }
         })
     }

@@ -57,7 +57,7 @@ impl AnySend {
             }
             SendEngine::Splice => AnySend::Splice(SpliceSend::new(s.fds, s.max_len, s.depth, s.file)?),
             SendEngine::Syscall | SendEngine::MsgZerocopy => {
-                return Err(crate::classic::not_a_ring_engine("send", engine.name()))
+                return Err(crate::io::not_a_ring_engine("send", engine.name()))
             }
         })
     }
@@ -84,7 +84,7 @@ impl AnySend {
             }
             SendEngine::Splice => AnySend::Splice(SpliceSend::per_op(owners, headers, body_len)?),
             SendEngine::Syscall | SendEngine::MsgZerocopy => {
-                return Err(crate::classic::not_a_ring_engine("send", engine.name()))
+                return Err(crate::io::not_a_ring_engine("send", engine.name()))
             }
         })
     }
