@@ -2,7 +2,8 @@
 //! iteration is a whole test; after each, the mean and half-width of throughput (or
 //! transactions/s) and of both CPU figures decide whether to stop.
 
-use crate::control::client::{run_test_with, RunOptions, Target};
+use crate::control::client::{run_test_with, Target};
+use crate::control::run::RunOptions;
 use crate::error::Result;
 use crate::measure::confidence::{estimate, ConfidenceReport, ConfidenceTarget, Estimate};
 use crate::measure::latency::merge_summaries;

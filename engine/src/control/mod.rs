@@ -4,19 +4,22 @@
 pub mod access;
 pub mod auth;
 pub mod client;
+pub mod connection;
 pub mod handshake;
 pub mod iterate;
 pub mod limits;
 pub mod plan;
 pub mod protocol;
 pub mod reclaim;
+pub mod run;
 pub mod server;
 pub mod text;
 pub mod third_party;
 pub mod wire;
 
-pub use client::{run_test, run_test_with, BeforeGo, RunOptions, Target};
+pub use client::{run_test, run_test_with, Target};
 pub use iterate::run_iterations;
+pub use run::{BeforeGo, RunOptions};
 pub use server::{Server, ServerConfig, ServerEvent};
 
 /// Default control port (netperf's).

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::control::auth::Psk;
-use crate::control::client::{connect, resolve, RunOptions};
+use crate::control::connection::{connect, resolve};
+use crate::control::run::RunOptions;
 use crate::control::third_party::{AgentSession, MAX_ARMED_WAIT};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
@@ -479,7 +480,8 @@ mod tests {
     /// need far more threads and sockets than a test machine has.
     #[test]
     fn the_waits_of_a_plan_of_100000_tests_hold_its_start() {
-        use crate::control::third_party::{armed_wait as granted, go_wait, granted_go_wait, whole_ms};
+        use crate::control::protocol::whole_ms;
+        use crate::control::third_party::{armed_wait as granted, go_wait, granted_go_wait};
         for n in [1, 50, 9_950, 10_000, 100_000] {
             let asked = armed_wait(n);
             let armed = granted(Some(whole_ms(asked)));

@@ -9,12 +9,12 @@
 //! ThirdPartyReport. Hello's first two fields never change and every later one is
 //! optional, so a server of any version parses an older client's Hello and says which
 //! version to run; an older server refuses a newer Hello's extra field by name, which the
-//! client reports as the server being older (see `client::refused_at_hello`).
+//! client reports as the server being older (see `connection::refused_at_hello`).
 
 use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::os::fd::{AsRawFd, BorrowedFd};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
@@ -26,6 +26,14 @@ use crate::payload::WirePayload;
 use crate::report::{SideReport, TestReport};
 use crate::spec::TestSpec;
 use crate::spec::WireSpec;
+
+/// `d` in whole milliseconds, rounded up: a wait sent in ms is never shorter than meant.
+pub fn whole_ms(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
+}
+
+/// How long the server waits for each control message of a session before the test starts.
+pub const CONTROL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Bumped on any incompatible change; both ends must speak the same version.
 /// 2: challenge-response authentication, Abort, partial reports.

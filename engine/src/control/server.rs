@@ -22,12 +22,12 @@ use crate::control::handshake::{self, Authenticated, Identity, Pending, Step};
 use crate::control::limits::{side_memory, Limits};
 use crate::control::protocol::{
     read_frame_by, report_frame_cap, write_frame, write_frame_capped, ClientMessage, ErrorKind,
-    ServerMessage, MAX_CLIENT_FRAME, MAX_CLOCK_PROBES, PROTOCOL_VERSION,
+    ServerMessage, CONTROL_TIMEOUT, MAX_CLIENT_FRAME, MAX_CLOCK_PROBES, PROTOCOL_VERSION,
 };
 use crate::control::reclaim::{Watch, Watchdog};
 use crate::control::third_party::granted_go_wait;
 use crate::control::wire::into_local;
-use crate::env::{allowed_cpus, Environment};
+use crate::env::{check_cpu, Environment};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
 use crate::net::{accept_flows, listen, random_cookie, udp};
@@ -37,9 +37,6 @@ use crate::side::{DataSockets, Side};
 use crate::spec::WireSpec;
 use crate::spec::{SpecSide, TestSpec, Workload};
 use crate::units::format_bytes;
-
-/// How long the server waits for each control message of a session before the test starts.
-pub const CONTROL_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How long a logged-in client has to send its test spec after the welcome. A real client
 /// sends it at once; a connection that logs in and stays silent holds a session slot, so
@@ -879,17 +876,4 @@ fn log_payload_file(file: Option<PayloadFile>, peer: SocketAddr, events: &EventS
 
 fn out_of_order(expected: &str, got: &ClientMessage) -> Error {
     Error::Protocol(format!("expected a '{expected}' message, got '{}'", handshake::name(got)))
-}
-
-/// Checks that `cpu` exists and this process may run on it.
-pub fn check_cpu(cpu: usize, side: &str) -> Result<()> {
-    let allowed = allowed_cpus();
-    if allowed.contains(&cpu) {
-        return Ok(());
-    }
-    let list: Vec<String> = allowed.iter().map(|c| c.to_string()).collect();
-    Err(Error::Usage(format!(
-        "CPU {cpu} does not exist on the {side} host or is outside its affinity mask (usable: {}): pick one of those for -T",
-        list.join(",")
-    )))
 }

@@ -12,15 +12,12 @@ use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
-use crate::control::client::{
-    connect, login, resolve, run_connected, unexpected, BeforeGo, Control, RunOptions, CONNECT_TIMEOUT,
-    PARTIAL_REPORT_WAIT,
-};
+use crate::control::connection::{connect, login, resolve, unexpected, Control, CONNECT_TIMEOUT};
 use crate::control::protocol::{
-    read_frame_by, third_party_frame_cap, write_frame, write_frame_capped, ClientMessage, ServerMessage,
-    MAX_CLIENT_FRAME,
+    read_frame_by, third_party_frame_cap, whole_ms, write_frame, write_frame_capped, ClientMessage,
+    ServerMessage, CONTROL_TIMEOUT, MAX_CLIENT_FRAME,
 };
-use crate::control::server::CONTROL_TIMEOUT;
+use crate::control::run::{run_connected, BeforeGo, RunOptions, PARTIAL_REPORT_WAIT};
 use crate::control::text::{cut, peer_text, PEER_TEXT_MAX};
 use crate::control::wire::{to_wire, Recipient};
 use crate::error::{Error, Result};
@@ -53,11 +50,6 @@ pub fn armed_wait(start_within_ms: Option<u64>) -> Duration {
 /// before the controller heard so, and Go follows the start).
 pub fn go_wait(armed: Duration) -> Duration {
     armed + CONTROL_TIMEOUT
-}
-
-/// `d` in whole milliseconds, rounded up: a wait sent in ms is never shorter than meant.
-pub fn whole_ms(d: Duration) -> u64 {
-    u64::try_from(d.as_nanos().div_ceil(1_000_000)).unwrap_or(u64::MAX)
 }
 
 /// How long a server's armed side waits for Go when its client asks `go_within_ms` (absent:
@@ -106,7 +98,7 @@ pub struct AgentSession<'a> {
 impl<'a> AgentSession<'a> {
     /// Logs in to `agent` (`host:port`, for messages) on `stream`.
     pub fn login(stream: TcpStream, agent: &str, opts: &RunOptions<'a>) -> Result<AgentSession<'a>> {
-        let (c, _, _) = login(stream, agent, opts)?;
+        let (c, _, _) = login(stream, agent, opts.psk.as_ref(), opts.peer_must_prove_key, opts.interrupt)?;
         Ok(AgentSession { c, agent: agent.to_string(), spec: TestSpec::default(), armed: START_WAIT })
     }
 

@@ -21,6 +21,8 @@ use std::fs;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Error, Result};
+
 /// One host's environment.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct Environment {
@@ -93,6 +95,19 @@ pub fn online_cpus() -> usize {
 /// CPUs this process may run on (its affinity mask), for validating `-T`.
 pub fn allowed_cpus() -> Vec<usize> {
     core_affinity::get_core_ids().map(|v| v.into_iter().map(|c| c.id).collect()).unwrap_or_default()
+}
+
+/// Checks that `cpu` exists and this process may run on it.
+pub fn check_cpu(cpu: usize, side: &str) -> Result<()> {
+    let allowed = allowed_cpus();
+    if allowed.contains(&cpu) {
+        return Ok(());
+    }
+    let list: Vec<String> = allowed.iter().map(|c| c.to_string()).collect();
+    Err(Error::Usage(format!(
+        "CPU {cpu} does not exist on the {side} host or is outside its affinity mask (usable: {}): pick one of those for -T",
+        list.join(",")
+    )))
 }
 
 #[cfg(test)]
