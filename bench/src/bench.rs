@@ -17,7 +17,7 @@ use crate::peers::ringperf::{self, Ringperf};
 use crate::peers::sockperf::{self, Sockperf};
 use crate::peers::{Config, RunResult, Tool, Workload};
 use crate::report;
-use ringperf_engine::harness::Harness;
+use ringperf_core::harness::Harness;
 
 /// Everything one invocation asks for.
 #[derive(Clone, Debug)]
@@ -102,8 +102,8 @@ fn expect_harness(cfg: &crate::peers::Config, harness: Harness) -> ringperf::Exp
 }
 
 /// The engine's workload of a bench workload.
-fn engine_workload(w: Workload) -> ringperf_engine::spec::Workload {
-    use ringperf_engine::spec::Workload as W;
+fn engine_workload(w: Workload) -> ringperf_core::spec::Workload {
+    use ringperf_core::spec::Workload as W;
     match w {
         Workload::Stream => W::Stream,
         Workload::Rr => W::Rr,
@@ -378,7 +378,7 @@ mod tests {
     use super::*;
     use crate::cpu::CpuWindow;
     use crate::peers::Work;
-    use ringperf_engine::measure::cpu::ProcStat;
+    use ringperf_core::measure::cpu::ProcStat;
 
     /// Fails its first `fail` runs, then succeeds.
     struct Flaky {

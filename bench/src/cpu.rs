@@ -8,8 +8,8 @@
 
 use std::time::Instant;
 
-use ringperf_engine::measure::cpu::ProcStat;
-use ringperf_engine::report::SystemCpu;
+use ringperf_core::measure::cpu::ProcStat;
+use ringperf_core::report::SystemCpu;
 
 use crate::error::Result;
 

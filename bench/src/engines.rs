@@ -11,7 +11,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ringperf_engine::spec::{RecvEngine, SendEngine};
+use ringperf_core::spec::{RecvEngine, SendEngine};
 
 use crate::bench::{self, Host, Plan};
 use crate::error::Result;

@@ -244,7 +244,7 @@ fn parse_pause(s: &str) -> Result<f64, String> {
 }
 
 fn parse_write_size(s: &str) -> Result<u32, String> {
-    let n = ringperf_engine::units::parse_size(s).map_err(|e| e.to_string())?;
+    let n = ringperf_core::units::parse_size(s).map_err(|e| e.to_string())?;
     // iperf3 refuses blocks over 1 MiB for TCP.
     if !(1..=1 << 20).contains(&n) {
         return Err(format!("write size {n} must be 1 byte to 1M (iperf3's limit)"));

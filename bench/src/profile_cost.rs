@@ -111,7 +111,7 @@ mod tests {
     use super::*;
     use crate::cpu::CpuWindow;
     use crate::peers::Work;
-    use ringperf_engine::measure::cpu::ProcStat;
+    use ringperf_core::measure::cpu::ProcStat;
 
     /// A 1-second rr run of `tps` transactions at `busy` of 100 ticks on one of two CPUs.
     fn run(tool: &'static str, tps: f64, busy: u64) -> RunResult {

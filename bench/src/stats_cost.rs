@@ -240,7 +240,7 @@ mod tests {
     use super::*;
     use crate::cpu::CpuWindow;
     use crate::peers::ringperf::Figures;
-    use ringperf_engine::measure::cpu::ProcStat;
+    use ringperf_core::measure::cpu::ProcStat;
 
     fn run(tool: &'static str, tps: f64, ovh: f64) -> RunResult {
         let b = ProcStat::parse("cpu0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0\n").unwrap();

@@ -6,8 +6,8 @@ use std::sync::mpsc;
 use std::thread::{self, JoinHandle};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use ringperf_engine::report::IntervalSample;
-use ringperf_engine::spec::TestSpec;
+use ringperf_core::report::IntervalSample;
+use ringperf_core::spec::TestSpec;
 
 use crate::args::TestArgs;
 use crate::interrupt::Stopper;
@@ -29,7 +29,7 @@ fn collect(
     let handle = thread::spawn(move || {
         let mut pending: Vec<(u32, Vec<IntervalSample>)> = Vec::new();
         let mut merged = |samples: Vec<IntervalSample>| {
-            let merged = ringperf_engine::merge::intervals(samples.into_iter().map(|x| vec![x]).collect());
+            let merged = ringperf_core::merge::intervals(samples.into_iter().map(|x| vec![x]).collect());
             emit(merged.into_iter().next().unwrap_or_default());
         };
         for s in rx.iter() {

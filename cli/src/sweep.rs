@@ -10,7 +10,7 @@ use serde::de::{MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use ringperf_engine::{Error, TestReport, TestSpec};
+use ringperf_core::{Error, TestReport, TestSpec};
 
 use crate::args::{sweep_lists, Command, SweepOutArgs, SweepWorkload, TestArgs};
 use crate::runner::{Progress, Runner};
@@ -229,7 +229,7 @@ fn run(points: &[Parsed]) -> Result<i32, Error> {
     }
     let units = render::Units::parse(&test.units);
     let human = !test.json && test.banner == 1;
-    let figure = out.chart.figure.as_deref().and_then(ringperf_engine::figures::by_name);
+    let figure = out.chart.figure.as_deref().and_then(ringperf_core::figures::by_name);
     if let Some(f) = figure.filter(|f| f.needs_profile() && !first.spec.profile.enabled) {
         return Err(Error::Usage(format!(
             "--figure {} comes from the kernel cost profile, which is off by default: add --profile",

@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
-use crate::error::{Error, Result};
+use ringperf_core::error::{Error, Result};
 
 pub mod udp;
-use crate::spec::{SocketBuffers, SocketOptions, TestSpec};
+use ringperf_core::spec::{SocketBuffers, SocketOptions, TestSpec};
 
 /// Bytes a client writes first on every data connection: session cookie, then flow index.
 pub const FLOW_HEADER_LEN: usize = 12;
@@ -309,7 +309,7 @@ pub fn random_cookie() -> u64 {
     let n = unsafe { libc::getrandom(b.as_mut_ptr().cast(), b.len(), 0) };
     if n != 8 {
         // getrandom cannot fail for 8 bytes after boot; fall back to a clock-derived value.
-        return crate::measure::clock::monotonic_ns() ^ 0x9e37_79b9_7f4a_7c15;
+        return ringperf_core::measure::clock::monotonic_ns() ^ 0x9e37_79b9_7f4a_7c15;
     }
     u64::from_le_bytes(b)
 }

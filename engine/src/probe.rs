@@ -9,9 +9,9 @@ use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::OnceLock;
 
-pub use crate::env::{FeatureBits, IoUringProbe, SetupSupport};
 use crate::ring::uapi::{IORING_NOTIF_USAGE_ZC_COPIED, IORING_SEND_ZC_REPORT_USAGE};
 use io_uring::{cqueue, opcode, register::Probe, types, IoUring};
+pub use ringperf_core::env::{FeatureBits, IoUringProbe, SetupSupport};
 
 /// Probes once per process; later calls return the cached result.
 pub fn get() -> &'static IoUringProbe {
@@ -160,7 +160,7 @@ fn probe_send_zc() -> std::io::Result<(bool, bool)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::{RecvEngine, SendEngine};
+    use ringperf_core::spec::{RecvEngine, SendEngine};
 
     #[test]
     fn this_kernel_runs_every_engine() {

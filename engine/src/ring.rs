@@ -10,10 +10,10 @@ use std::os::fd::{AsRawFd, RawFd};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
-use crate::error::{Error, Result};
-use crate::report::{RingCounters, RingSetup};
-use crate::spec::RingTuning;
-pub use crate::spec::TaskRun;
+use ringperf_core::error::{Error, Result};
+use ringperf_core::report::{RingCounters, RingSetup};
+use ringperf_core::spec::RingTuning;
+pub use ringperf_core::spec::TaskRun;
 
 /// Kernel uapi values the crate does not export (see shared/notes/io_uring.md).
 pub mod uapi {
@@ -538,8 +538,8 @@ pub fn cqe_error(what: &str, res: i32) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::clock::monotonic_ns;
-    use crate::spec::SqPoll;
+    use ringperf_core::measure::clock::monotonic_ns;
+    use ringperf_core::spec::SqPoll;
 
     #[test]
     fn link_flags_are_read_from_the_entry() {

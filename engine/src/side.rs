@@ -8,22 +8,22 @@ use std::sync::mpsc;
 
 use socket2::Socket;
 
-use crate::env::NetworkEnvironment;
-use crate::error::{Error, Result};
-use crate::measure::clock::monotonic_ns;
-use crate::measure::cpu::ProcStat;
-use crate::measure::kernel::{DataSocketsAtEnd, KernelProbe, KernelSnapshot};
-use crate::measure::profile::{Profiler, Stopped as ProfileSamples};
-use crate::measure::service_demand::{service_demand, tool_overhead_percent};
-use crate::measure::tcp_info::{TcpFlowInfo, TcpReport};
-use crate::merge;
-use crate::payload::Payload;
 use crate::probe;
-use crate::report::Ending;
-use crate::report::{CpuUsage, FlowReport, IntervalSample, SideReport, SocketSizes, WorkerReport};
-use crate::spec::{ProfileSpec, RecvEngine, Role, SendEngine, SideSpec, TestSpec};
 use crate::window::{CrrPlan, WorkerPlan};
 use crate::worker::Worker;
+use ringperf_core::env::NetworkEnvironment;
+use ringperf_core::error::{Error, Result};
+use ringperf_core::measure::clock::monotonic_ns;
+use ringperf_core::measure::cpu::ProcStat;
+use ringperf_core::measure::kernel::{DataSocketsAtEnd, KernelProbe, KernelSnapshot};
+use ringperf_core::measure::profile::{Profiler, Stopped as ProfileSamples};
+use ringperf_core::measure::service_demand::{service_demand, tool_overhead_percent};
+use ringperf_core::measure::tcp_info::{TcpFlowInfo, TcpReport};
+use ringperf_core::merge;
+use ringperf_core::payload::Payload;
+use ringperf_core::report::Ending;
+use ringperf_core::report::{CpuUsage, FlowReport, IntervalSample, SideReport, SocketSizes, WorkerReport};
+use ringperf_core::spec::{ProfileSpec, RecvEngine, Role, SendEngine, SideSpec, TestSpec};
 
 /// What a side's workers run over.
 pub enum DataSockets {
@@ -149,14 +149,14 @@ impl Side {
             for w in 0..n {
                 let splice_file = match (&side.payload, side.send_engine) {
                     (Payload::File(path), SendEngine::Splice) if role == Role::StreamSender => {
-                        Some(crate::input::open_regular(path, "payload file")?)
+                        Some(ringperf_core::input::open_regular(path, "payload file")?)
                     }
                     // Labels are resolved where a spec comes off the wire (and refused
                     // by the client that would send one itself): none should get here.
                     (Payload::Label(label), SendEngine::Splice) if role == Role::StreamSender => {
                         return Err(Error::Usage(format!(
                             "payload label '{}' was not resolved to a listed file: report this",
-                            crate::control::text::peer_text(label)
+                            ringperf_core::text::peer_text(label)
                         )))
                     }
                     _ => None,

@@ -8,16 +8,16 @@ use std::os::fd::RawFd;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use crate::error::{Error, Result};
-use crate::measure::cpu::{helper_threads_ns, ThreadCpuSnapshot};
-use crate::measure::intervals::{FlowCounters, IntervalSampler, LatencySplit};
-use crate::measure::latency::LatencyRecorder;
-use crate::measure::tcp_info::{wait_until_sent, TcpFlowInfo};
-use crate::report::{
+use ringperf_core::error::{Error, Result};
+use ringperf_core::measure::cpu::{helper_threads_ns, ThreadCpuSnapshot};
+use ringperf_core::measure::intervals::{FlowCounters, IntervalSampler, LatencySplit};
+use ringperf_core::measure::latency::LatencyRecorder;
+use ringperf_core::measure::tcp_info::{wait_until_sent, TcpFlowInfo};
+use ringperf_core::report::{
     CrrReport, Ending, IntervalSample, RecvReport, RingCounters, RingSetup, RrReport, SendReport, ToolCpu,
     UdpReport, VerifyReport,
 };
-use crate::spec::{Role, SideSpec, TestSpec};
+use ringperf_core::spec::{Role, SideSpec, TestSpec};
 
 /// How long a stream sender waits after its window for its sockets to transmit what is
 /// still queued, before it reads TCP_INFO.

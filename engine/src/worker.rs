@@ -8,15 +8,10 @@ use std::sync::mpsc;
 use std::thread::{self, JoinHandle};
 
 use crate::classic::ClassicRole;
-use crate::error::{Error, Result};
 use crate::io::recv::DatagramRecv;
 use crate::io::send::{zc_slots_per_flow, zc_stream_unnotified_bytes, DatagramSend, SendSetup};
 use crate::io::{AnyRecv, AnySend, RecvSetup};
-use crate::measure::clock::monotonic_ns;
-use crate::measure::intervals::FlowCounters;
-use crate::report::Ending;
 use crate::ring::{FlowFd, Ring, TaskRun};
-use crate::spec::{RecvEngine, Role, SendEngine};
 use crate::verify::Verifier;
 use crate::window::{ClosedWindow, WorkerOutcome, WorkerPlan, WorkerWindow};
 use crate::workload::crr::{flow_headers as crr_flow_headers, CrrClient, CrrServer};
@@ -27,6 +22,11 @@ use crate::workload::schedule::Schedule;
 use crate::workload::stream::{StreamReceiver, StreamSender};
 use crate::workload::udp_rr::{udp_rr_recv_buffers, udp_rr_send_depth, UdpRrClient, UdpRrServer};
 use crate::workload::udp_stream::{udp_recv_buffers, udp_send_depth, UdpReceiver, UdpSender};
+use ringperf_core::error::{Error, Result};
+use ringperf_core::measure::clock::monotonic_ns;
+use ringperf_core::measure::intervals::FlowCounters;
+use ringperf_core::report::Ending;
+use ringperf_core::spec::{RecvEngine, Role, SendEngine};
 
 /// How a worker is built for its role: sized before the ring exists, built once it does.
 struct RoleSetup {

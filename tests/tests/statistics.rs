@@ -3,8 +3,8 @@
 
 use std::fs;
 
-use ringperf_engine::measure::latency::{merge_summaries, LatencyRecorder};
-use ringperf_engine::report::LatencySummary;
+use ringperf_core::measure::latency::{merge_summaries, LatencyRecorder};
+use ringperf_core::report::LatencySummary;
 use ringperf_tests::{at, f64_at, ringperf, str_at, u64_at};
 use serde_json::{json, Value};
 

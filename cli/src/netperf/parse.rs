@@ -243,7 +243,7 @@ impl Parse {
             } else {
                 // netperf reads its fill file before it connects; a file it cannot read is
                 // an error there too.
-                ringperf_engine::input::read_prefix(std::path::Path::new(&file), "fill file", 1)
+                ringperf_core::input::read_prefix(std::path::Path::new(&file), "fill file", 1)
                     .map_err(|e| usage(format!("-F {file}: {e}")))?;
                 self.out.fill_file = Some(file);
             }

@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use plotters::prelude::*;
-use ringperf_engine::load::{LoadReport, LoadSeriesPoint};
-use ringperf_engine::Error;
+use ringperf_core::load::{LoadReport, LoadSeriesPoint};
+use ringperf_core::Error;
 
 use super::{color, drawing_error, write, FONT};
 

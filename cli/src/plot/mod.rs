@@ -12,8 +12,8 @@ pub mod timeseries;
 use std::path::Path;
 
 use plotters::style::RGBColor;
-use ringperf_engine::report::SCHEMA_VERSION;
-use ringperf_engine::{report_upgrade, Error, TestReport};
+use ringperf_core::report::SCHEMA_VERSION;
+use ringperf_core::{report_upgrade, Error, TestReport};
 
 use crate::args::PlotCmdArgs;
 use crate::sweep::{Entry, PartialSweep};
@@ -78,7 +78,7 @@ pub fn xml_chars(svg: &str) -> std::borrow::Cow<'_, str> {
 /// `ringperf plot INPUT.json -o OUT.svg`: a single report gets the report charts, a sweep's
 /// array the sweep chart, folded stacks (`--profile-out`) a flame graph.
 pub fn from_file(a: &PlotCmdArgs) -> Result<i32, Error> {
-    let text = ringperf_engine::input::read_text_or_stdin(&a.input, ringperf_engine::input::REPORT)?;
+    let text = ringperf_core::input::read_text_or_stdin(&a.input, ringperf_core::input::REPORT)?;
     if flamegraph::looks_folded(&text) {
         write(&a.output, &flamegraph::render(&a.input, &text)?)?;
     } else if text.trim_start().starts_with('[') {

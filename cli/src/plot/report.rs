@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use plotters::prelude::*;
-use ringperf_engine::{Error, TestReport};
+use ringperf_core::{Error, TestReport};
 
 use super::{cdf, drawing_error, timeseries, write};
 

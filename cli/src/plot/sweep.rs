@@ -5,8 +5,8 @@
 use std::path::Path;
 
 use plotters::prelude::*;
-use ringperf_engine::figures::{self, Figure, Value};
-use ringperf_engine::{Error, TestReport};
+use ringperf_core::figures::{self, Figure, Value};
+use ringperf_core::{Error, TestReport};
 
 use super::{color, drawing_error, write, FONT};
 use crate::args::ChartArgs;

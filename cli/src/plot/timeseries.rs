@@ -3,7 +3,7 @@
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use ringperf_engine::{Error, TestReport};
+use ringperf_core::{Error, TestReport};
 
 use super::{color, drawing_error, report::describe, FONT};
 
@@ -20,7 +20,7 @@ pub fn draw<DB: DrawingBackend>(r: &TestReport, area: &DrawingArea<DB, Shift>) -
         _ => (1e-6, "throughput (Mbit/s)"),
     };
     let mid =
-        |s: &ringperf_engine::report::IntervalSample| (s.start_ns as f64 + s.duration_ns as f64 / 2.0) / 1e9;
+        |s: &ringperf_core::report::IntervalSample| (s.start_ns as f64 + s.duration_ns as f64 / 2.0) / 1e9;
     let end = iv.last().map(|s| (s.start_ns + s.duration_ns) as f64 / 1e9).unwrap_or(1.0);
     let ymax = (peak * scale * 1.15).max(1e-9);
     let iterations = if r.iterations.len() > 1 { " (last iteration)" } else { "" };

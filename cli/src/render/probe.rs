@@ -2,9 +2,9 @@
 
 use std::fmt::Write;
 
-use ringperf_engine::env::Environment;
+use ringperf_core::env::Environment;
+use ringperf_core::spec::{RecvEngine, SendEngine};
 use ringperf_engine::probe::IoUringProbe;
-use ringperf_engine::spec::{RecvEngine, SendEngine};
 
 pub fn json() -> String {
     let env = Environment::capture(ringperf_engine::probe::get().clone());

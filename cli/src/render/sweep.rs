@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use ringperf_engine::figures::{by_name, Figure};
+use ringperf_core::figures::{by_name, Figure};
 
 use crate::sweep::Entry;
 

@@ -27,18 +27,18 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
 
-use crate::error::{Error, Result};
-use crate::measure::clock::monotonic_ns;
-use crate::measure::intervals::FlowCounters;
-use crate::measure::intervals::IntervalSampler;
-use crate::report::Ending;
-use crate::report::{RingCounters, RingSetup, SyscallCounters};
-use crate::spec::{Role, SideSpec, TestSpec};
 use crate::verify::{fill_payload, phase, PERIOD};
 use crate::window::{ClosedWindow, WorkerOutcome, WorkerPlan, WorkerWindow};
 use crate::workload::driver::RoleReport;
 use crate::workload::pacer::{crr_server_rate_bps, flow_send_rate_bps, Pacer};
 use crate::workload::PEER_GRACE_NS;
+use ringperf_core::error::{Error, Result};
+use ringperf_core::measure::clock::monotonic_ns;
+use ringperf_core::measure::intervals::FlowCounters;
+use ringperf_core::measure::intervals::IntervalSampler;
+use ringperf_core::report::Ending;
+use ringperf_core::report::{RingCounters, RingSetup, SyscallCounters};
+use ringperf_core::spec::{Role, SideSpec, TestSpec};
 
 /// The classic loop a worker runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,9 +7,9 @@ pub mod send;
 
 use io_uring::squeue;
 
-use crate::error::{Error, Result};
 use crate::ring::{Completion, FlowFd, Ring};
 use crate::verify::Verifier;
+use ringperf_core::error::{Error, Result};
 
 pub use recv::{AnyRecv, RecvSetup};
 pub use send::AnySend;
@@ -130,7 +130,7 @@ pub trait SendPath {
     /// sends carry: a path that does not number datagrams ignores it.
     #[inline]
     fn set_stamp(&mut self, _ns: u64) {}
-    fn report(&self) -> crate::report::SendReport;
+    fn report(&self) -> ringperf_core::report::SendReport;
 }
 
 /// What a receive completion meant for the workload.
@@ -205,7 +205,7 @@ pub trait RecvPath {
     }
     /// The chain length the stream receiver used, for the report.
     fn note_chain(&mut self, _depth: usize) {}
-    fn report(&self) -> crate::report::RecvReport;
+    fn report(&self) -> ringperf_core::report::RecvReport;
 }
 
 /// Queues a cancel of every op tagged `target`, its own CQE (tagged `token(op::CANCEL,
@@ -225,7 +225,7 @@ mod tests {
     use std::os::fd::AsRawFd;
 
     use super::*;
-    use crate::spec::{RecvEngine, RingTuning, SendEngine};
+    use ringperf_core::spec::{RecvEngine, RingTuning, SendEngine};
 
     /// A connected loopback TCP pair: (client, server).
     fn tcp_pair() -> (TcpStream, TcpStream) {

@@ -27,9 +27,9 @@ use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::error::{Error, Result};
 use crate::net::{setsockopt_int, FLOW_HEADER_LEN, SETUP_TIMEOUT};
-use crate::spec::{SocketBuffers, SocketOptions, TestSpec};
+use ringperf_core::error::{Error, Result};
+use ringperf_core::spec::{SocketBuffers, SocketOptions, TestSpec};
 
 /// Marks the first word of a hello: sequence numbers never have it.
 pub const HELLO_BIT: u64 = 1 << 63;
@@ -296,7 +296,7 @@ mod tests {
     use std::net::Ipv4Addr;
 
     use super::*;
-    use crate::spec::Workload;
+    use ringperf_core::spec::Workload;
 
     /// A hello from another address than the control peer's is dropped and counted, the
     /// peer's is echoed, and the socket is connected to the peer's flow: the stranger gets

@@ -52,18 +52,18 @@ use io_uring::squeue::Flags;
 use io_uring::{opcode, types};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
-use crate::error::{Error, Result};
 use crate::io::{op, AnyRecv, AnySend, RecvEvent, RecvPath, SendEvent, SendPath};
-use crate::measure::clock::monotonic_ns;
 use crate::net::FLOW_HEADER_LEN;
-use crate::report::CrrReport;
-use crate::report::Ending;
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
-use crate::spec::{CloseFirst, CrrOptions, RecvEngine, TestSpec};
 use crate::verify::Verifier;
 use crate::with_fd;
 use crate::workload::driver::{RoleReport, Run, Timers, Workload};
 use crate::workload::pacer::Pacer;
+use ringperf_core::error::{Error, Result};
+use ringperf_core::measure::clock::monotonic_ns;
+use ringperf_core::report::CrrReport;
+use ringperf_core::report::Ending;
+use ringperf_core::spec::{CloseFirst, CrrOptions, RecvEngine, TestSpec};
 
 /// One socket option, with its value already encoded, so applying it allocates nothing.
 pub(crate) struct SockOpt {

@@ -9,14 +9,14 @@
 
 use std::os::fd::RawFd;
 
-use crate::error::Result;
 use crate::io::op;
-use crate::measure::intervals::FlowCounters;
-use crate::measure::intervals::IntervalSampler;
-use crate::report::Ending;
-use crate::report::{CrrReport, RecvReport, RrReport, SendReport, UdpReport, VerifyReport};
 use crate::ring::{token, Completion, Ring};
 use crate::workload::{peer_stuck, unexpected, PEER_GRACE_NS};
+use ringperf_core::error::Result;
+use ringperf_core::measure::intervals::FlowCounters;
+use ringperf_core::measure::intervals::IntervalSampler;
+use ringperf_core::report::Ending;
+use ringperf_core::report::{CrrReport, RecvReport, RrReport, SendReport, UdpReport, VerifyReport};
 
 /// How long a wait for a whole chain lasts before it settles for the completions that
 /// have come (the kernel's min-wait, counted from the start of the wait): long enough for
@@ -205,9 +205,9 @@ fn run_batches(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::Error;
-    use crate::measure::clock::monotonic_ns;
-    use crate::spec::RingTuning;
+    use ringperf_core::error::Error;
+    use ringperf_core::measure::clock::monotonic_ns;
+    use ringperf_core::spec::RingTuning;
 
     /// A role that keeps `width` no-ops of op SEND in flight until it stops, and can be
     /// told to start with one stray completion of another op.

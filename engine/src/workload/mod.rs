@@ -11,14 +11,14 @@ pub mod stream;
 pub mod udp_rr;
 pub mod udp_stream;
 
-use crate::error::Error;
+use ringperf_core::error::Error;
 
 /// Server side of a test the client ends (crr, counted UDP): completes with op STOP once
 /// the session writes `fd`, the eventfd it writes when the client says its flows are done.
 pub(crate) fn watch_flows_done(
     ring: &mut crate::ring::Ring,
     fd: std::os::fd::RawFd,
-) -> crate::error::Result<()> {
+) -> ringperf_core::error::Result<()> {
     use io_uring::{opcode, types};
     let poll = opcode::PollAdd::new(types::Fd(fd), libc::POLLIN as u32)
         .build()
@@ -50,7 +50,7 @@ pub const EARLY_CLOSE_MARGIN_NS: u64 = 1_000_000_000;
 
 /// Fails if a flow reached EOF well before `deadline_ns`: the peer stopped mid-test.
 pub(crate) fn check_not_early(deadline_ns: u64) -> Result<(), Error> {
-    let now = crate::measure::clock::monotonic_ns();
+    let now = ringperf_core::measure::clock::monotonic_ns();
     if now + EARLY_CLOSE_MARGIN_NS < deadline_ns {
         return Err(Error::Peer(format!(
             "the peer closed a data connection {:.2} s before the end of the test: was it stopped or killed?",
@@ -71,7 +71,10 @@ pub(crate) fn peer_not_reading() -> Error {
 
 /// Cancels the standing receive of each of `flows` flows (token RECV, flow); each
 /// cancellation's own completion comes back as CANCEL.
-pub(crate) fn cancel_receives(ring: &mut crate::ring::Ring, flows: usize) -> crate::error::Result<()> {
+pub(crate) fn cancel_receives(
+    ring: &mut crate::ring::Ring,
+    flows: usize,
+) -> ringperf_core::error::Result<()> {
     use crate::io::op;
     use crate::ring::token;
     for f in 0..flows {

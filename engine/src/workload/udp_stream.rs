@@ -18,20 +18,20 @@ use std::os::fd::RawFd;
 
 use io_uring::squeue::Flags;
 
-use crate::error::{Error, Result};
 use crate::io::{op, RecvEvent, RecvPath, SendEvent, SendPath};
-use crate::measure::clock::monotonic_ns;
-use crate::measure::intervals::FlowCounters;
-use crate::measure::one_way::OneWayRecorder;
 use crate::net::udp::HELLO_BIT;
-use crate::report::{UdpFlowReport, UdpReport};
 use crate::ring::{Completion, Ring};
-use crate::spec::{TestSpec, UDP_SEQ_LEN};
 use crate::verify::Verifier;
 use crate::workload::drain::Drain;
 use crate::workload::driver::{RoleReport, Run, Timers, Wait, Workload};
 use crate::workload::pacer::Pacer;
 use crate::workload::sequence::{add_sequences, SeqTracker};
+use ringperf_core::error::{Error, Result};
+use ringperf_core::measure::clock::monotonic_ns;
+use ringperf_core::measure::intervals::FlowCounters;
+use ringperf_core::measure::one_way::OneWayRecorder;
+use ringperf_core::report::{UdpFlowReport, UdpReport};
+use ringperf_core::spec::{TestSpec, UDP_SEQ_LEN};
 
 /// How often the receiver looks whether datagrams still arrive after its deadline.
 pub(crate) const DRAIN_TICK_NS: u64 = 20_000_000;
@@ -408,11 +408,11 @@ mod tests {
     use super::*;
     use crate::io::recv::DatagramRecv;
     use crate::io::send::DatagramSend;
-    use crate::measure::intervals::IntervalSampler;
     use crate::net::udp::{set_gro, set_gso};
     use crate::ring::FlowFd;
-    use crate::spec::{RingTuning, Workload};
     use crate::workload::driver::Workload as _;
+    use ringperf_core::measure::intervals::IntervalSampler;
+    use ringperf_core::spec::{RingTuning, Workload};
 
     /// Sends `sender`'s first chain and reaps until a send completes refused (the port it
     /// targets is closed), handing every completion to the sender with `deadline_ns`.

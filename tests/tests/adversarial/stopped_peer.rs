@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use ringperf_engine::control::server::SHUTDOWN_GRACE;
+use ringperf_control::server::SHUTDOWN_GRACE;
 use ringperf_engine::workload::PEER_GRACE_NS;
 use ringperf_tests::fabric::KeyFile;
 use ringperf_tests::{

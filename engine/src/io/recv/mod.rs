@@ -10,12 +10,12 @@ pub use copy::CopyRecv;
 pub use datagram::DatagramRecv;
 pub use provided::ProvidedRecv;
 
-use crate::error::Result;
 use crate::io::{RecvEvent, RecvPath};
-use crate::report::RecvReport;
 use crate::ring::{Completion, FlowFd, Ring};
-use crate::spec::{RecvEngine, RingTuning};
 use crate::verify::Verifier;
+use ringperf_core::error::Result;
+use ringperf_core::report::RecvReport;
+use ringperf_core::spec::{RecvEngine, RingTuning};
 
 /// The SO_RCVLOWAT a stream receiver's data sockets get, if any: what was asked for, else
 /// one provided buffer for the engines that receive into them. A standing receive is then

@@ -18,11 +18,11 @@ pub use zc::{
     STREAM_UNNOTIFIED_BYTES as ZC_STREAM_UNNOTIFIED_BYTES,
 };
 
-use crate::error::Result;
 use crate::io::{SendEvent, SendPath};
-use crate::report::SendReport;
 use crate::ring::{Completion, FlowFd, Ring};
-use crate::spec::SendEngine;
+use ringperf_core::error::Result;
+use ringperf_core::report::SendReport;
+use ringperf_core::spec::SendEngine;
 
 /// The send engine of one worker. Built once per worker, so variant sizes do not matter.
 #[allow(clippy::large_enum_variant)]

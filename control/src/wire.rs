@@ -5,9 +5,9 @@
 //! ([`WireSpec`], [`WirePayload`]) has no variant that names a path, so no peer can make
 //! this host open a file of its choosing.
 
-use crate::error::{Error, Result};
-use crate::payload::{Payload, PayloadFile, PayloadFiles, WirePayload, PAYLOAD_FILE_FLAG};
-use crate::spec::{SpecSide, TestSpec, WireSpec};
+use ringperf_core::error::{Error, Result};
+use ringperf_core::payload::{Payload, PayloadFile, PayloadFiles, WirePayload, PAYLOAD_FILE_FLAG};
+use ringperf_core::spec::{SpecSide, TestSpec, WireSpec};
 
 /// Who a spec is sent to, which decides what its payloads may be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -64,7 +64,7 @@ pub fn into_local(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::{Direction, SendEngine};
+    use ringperf_core::spec::{Direction, SendEngine};
 
     fn listed(label: &str, path: &str) -> PayloadFiles {
         PayloadFiles::unchecked(vec![PayloadFile { label: label.into(), path: path.into() }])
@@ -159,7 +159,7 @@ mod tests {
     /// it out, so any peer of the protocol takes the spec.
     #[test]
     fn the_engine_choice_stays_home() {
-        let s = TestSpec::for_workload(crate::spec::Workload::Rr);
+        let s = TestSpec::for_workload(ringperf_core::spec::Workload::Rr);
         assert!(s.engine_choice.is_some());
         let wire = to_wire(&s, Recipient::Server).expect("a wire spec");
         assert_eq!(wire.engine_choice, None);

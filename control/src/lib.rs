@@ -1,4 +1,5 @@
-//! The control protocol and its two ends: the server's sessions and the client's
+//! ringperf-control: the control plane on `ringperf-core` and `ringperf-engine`. The
+//! control protocol and its two ends: the server's sessions and the client's
 //! orchestration of one test.
 
 pub mod access;
@@ -13,7 +14,6 @@ pub mod protocol;
 pub mod reclaim;
 pub mod run;
 pub mod server;
-pub mod text;
 pub mod third_party;
 pub mod wire;
 

@@ -2,9 +2,9 @@
 //! would ever run; these limits are the operator's own, tighter bounds, and each refusal
 //! names the limit, its value and what the client can do instead.
 
-use crate::error::{Error, Result};
-use crate::io::send::{zc_arena_bytes_per_flow, zc_slots_per_flow, ZC_STREAM_UNNOTIFIED_BYTES};
-use crate::spec::{RecvEngine, Role, SendEngine, SideSpec, TestSpec, MAX_DURATION_MS, MAX_FLOWS};
+use ringperf_core::error::{Error, Result};
+use ringperf_core::spec::{RecvEngine, Role, SendEngine, SideSpec, TestSpec, MAX_DURATION_MS, MAX_FLOWS};
+use ringperf_engine::io::send::{zc_arena_bytes_per_flow, zc_slots_per_flow, ZC_STREAM_UNNOTIFIED_BYTES};
 
 /// The operator's limits. The defaults let any valid spec through except ones that would
 /// make the server allocate more than [`Limits::max_memory`] or a message over 64 MiB.
@@ -227,7 +227,7 @@ pub fn payload_memory(spec: &TestSpec, role: Role, side: &SideSpec) -> u64 {
             // udp-rr: a buffer per send a flow keeps in flight (several with a burst or
             // a backlog).
             SendEngine::Copy if matches!(role, Role::UdpRrClient | Role::UdpRrServer) => {
-                let sends = crate::workload::udp_rr::udp_rr_send_depth(spec.rr_depth()) as u64;
+                let sends = ringperf_engine::workload::udp_rr::udp_rr_send_depth(spec.rr_depth()) as u64;
                 flows.saturating_mul(sends).saturating_mul(send_len)
             }
             SendEngine::Copy => workers.saturating_mul(send_len),
@@ -261,7 +261,7 @@ pub fn payload_memory(spec: &TestSpec, role: Role, side: &SideSpec) -> u64 {
             // udp-rr's standing receives land in a provided-buffer ring per worker.
             RecvEngine::Recv if matches!(role, Role::UdpRrClient | Role::UdpRrServer) => {
                 let per_worker = flows.div_ceil(workers.max(1));
-                let count = crate::workload::udp_rr::udp_rr_recv_buffers(
+                let count = ringperf_engine::workload::udp_rr::udp_rr_recv_buffers(
                     usize::try_from(per_worker).unwrap_or(usize::MAX),
                     spec.rr_depth(),
                 );
@@ -289,7 +289,7 @@ pub fn payload_memory(spec: &TestSpec, role: Role, side: &SideSpec) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::{Pacing, Workload};
+    use ringperf_core::spec::{Pacing, Workload};
 
     fn refused(l: &Limits, s: &TestSpec, needle: &str) {
         match l.check(s) {

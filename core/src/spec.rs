@@ -4,9 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::control::text::peer_text;
 use crate::error::{Error, Result};
 use crate::payload::{Payload, WirePayload};
+use crate::text::peer_text;
 use crate::units::{check_size, MAX_SIZE};
 
 /// What traffic pattern to run.

@@ -5,7 +5,7 @@ use std::fmt;
 use std::net::IpAddr;
 use std::str::FromStr;
 
-use crate::error::Error;
+use ringperf_core::error::Error;
 
 /// An address block such as `198.18.0.0/15`, `10.1.2.3` (one host) or `fd00::/8`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

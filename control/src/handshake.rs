@@ -12,13 +12,13 @@ use std::net::{SocketAddr, TcpStream};
 use std::os::fd::{AsRawFd, RawFd};
 use std::time::{Duration, Instant};
 
-use crate::control::auth::{self, Endpoint, Party, Psk, Session, NONCE_LEN};
-use crate::control::protocol::{
+use crate::auth::{self, Endpoint, Party, Psk, Session, NONCE_LEN};
+use crate::protocol::{
     decode, encode_frame, ClientMessage, ErrorKind, FrameBuf, ServerMessage, MAX_HANDSHAKE_FRAME,
     PROTOCOL_VERSION,
 };
-use crate::control::text::peer_text;
-use crate::error::Error;
+use ringperf_core::error::Error;
+use ringperf_core::text::peer_text;
 
 /// How long a new connection has to say Hello and answer the challenge, in all.
 pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);

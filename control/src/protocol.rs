@@ -19,13 +19,13 @@ use std::time::{Duration, Instant};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::control::text::{one_line, peer_text};
-use crate::env::Environment;
-use crate::error::{Error, Result};
-use crate::payload::WirePayload;
-use crate::report::{SideReport, TestReport};
-use crate::spec::TestSpec;
-use crate::spec::WireSpec;
+use ringperf_core::env::Environment;
+use ringperf_core::error::{Error, Result};
+use ringperf_core::payload::WirePayload;
+use ringperf_core::report::{SideReport, TestReport};
+use ringperf_core::spec::TestSpec;
+use ringperf_core::spec::WireSpec;
+use ringperf_core::text::{one_line, peer_text};
 
 /// `d` in whole milliseconds, rounded up: a wait sent in ms is never shorter than meant.
 pub fn whole_ms(d: Duration) -> u64 {
@@ -71,7 +71,7 @@ pub fn report_frame_cap(spec: &TestSpec) -> usize {
     REPORT_BASE
         + connections * REPORT_PER_CONNECTION
         + spec.interval_samples() as usize * REPORT_PER_SAMPLE
-        + crate::measure::profile::report_bytes(&spec.profile)
+        + ringperf_core::measure::profile::report_bytes(&spec.profile)
 }
 
 /// The largest third-party report frame: both sides' reports and the environments.
@@ -263,7 +263,7 @@ const SERVER_MESSAGE_MAX: usize = 1000;
 
 /// `message` as one line of at most [`SERVER_MESSAGE_MAX`] characters.
 fn escape_bounded_line(message: &str) -> String {
-    crate::control::text::cut(&one_line(message), SERVER_MESSAGE_MAX)
+    ringperf_core::text::cut(&one_line(message), SERVER_MESSAGE_MAX)
 }
 
 /// Encodes one frame of at most [`MAX_FRAME`] bytes.
@@ -553,8 +553,8 @@ mod tests {
 
     #[test]
     fn report_entries_fit_their_share_of_the_report_cap() {
-        use crate::measure::tcp_info::TcpFlowInfo;
-        use crate::report::{FlowReport, IntervalSample, UdpFlowReport};
+        use ringperf_core::measure::tcp_info::TcpFlowInfo;
+        use ringperf_core::report::{FlowReport, IntervalSample, UdpFlowReport};
         let len = |v: serde_json::Value| serde_json::to_vec(&v).unwrap().len();
         // Every number at its widest: what no run reaches, so a bound from above.
         let widest = |v: serde_json::Value| {
@@ -583,10 +583,10 @@ mod tests {
         assert!(sample < REPORT_PER_SAMPLE, "an interval sample takes up to {sample} bytes");
         // The largest legal spec's report still has a bounded frame.
         let most = TestSpec {
-            flows: crate::spec::MAX_FLOWS,
+            flows: ringperf_core::spec::MAX_FLOWS,
             bidir: true,
-            duration_ms: crate::spec::MAX_DURATION_MS,
-            interval_ms: crate::spec::MAX_DURATION_MS / crate::spec::MAX_INTERVAL_SAMPLES,
+            duration_ms: ringperf_core::spec::MAX_DURATION_MS,
+            interval_ms: ringperf_core::spec::MAX_DURATION_MS / ringperf_core::spec::MAX_INTERVAL_SAMPLES,
             ..TestSpec::default()
         };
         most.validate().unwrap();
@@ -614,8 +614,8 @@ mod tests {
 #[cfg(test)]
 mod fuzz {
     use super::*;
-    use crate::spec::{Direction, Pacing, RecvEngine, RingTuning, SendEngine, SideSpec, Workload};
     use proptest::prelude::*;
+    use ringperf_core::spec::{Direction, Pacing, RecvEngine, RingTuning, SendEngine, SideSpec, Workload};
 
     fn assemble(bytes: &[u8], cuts: &[usize], cap: usize) -> Result<Option<Vec<u8>>> {
         let mut f = FrameBuf::new(cap);
@@ -671,7 +671,7 @@ mod fuzz {
                     ..SideSpec::default()
                 },
                 ring: RingTuning { send_depth: depth, ..RingTuning::default() },
-                ..crate::control::wire::to_wire(&TestSpec::default(), crate::control::wire::Recipient::Agent)
+                ..crate::wire::to_wire(&TestSpec::default(), crate::wire::Recipient::Agent)
                     .expect("a default spec")
             },
         )
@@ -763,13 +763,13 @@ mod fuzz {
 
         #[test]
         fn decoded_specs_validate_without_panicking(spec in spec_strategy()) {
-            use crate::payload::PayloadFiles;
-            use crate::spec::SpecSide;
+            use ringperf_core::payload::PayloadFiles;
+            use ringperf_core::spec::SpecSide;
             for own in [SpecSide::Local, SpecSide::Remote] {
                 // What the server or agent does with a spec: make it local, then check it.
-                if let Ok((spec, _)) = crate::control::wire::into_local(spec.clone(), own, &PayloadFiles::default()) {
+                if let Ok((spec, _)) = crate::wire::into_local(spec.clone(), own, &PayloadFiles::default()) {
                     let _ = spec.validate();
-                    let _ = crate::control::limits::Limits::default().check(&spec);
+                    let _ = crate::limits::Limits::default().check(&spec);
                 }
             }
         }

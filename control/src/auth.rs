@@ -23,7 +23,7 @@ use std::str::FromStr;
 use hmac::{Hmac, Mac};
 use sha2::Sha256;
 
-use crate::error::{Error, Result};
+use ringperf_core::error::{Error, Result};
 
 /// Bytes of each nonce.
 pub const NONCE_LEN: usize = 32;
@@ -121,7 +121,7 @@ impl Psk {
         let shown = path.display();
         // Opened without blocking and checked to be a regular file: a FIFO named as the key
         // cannot hold the server's start or a client.
-        let file = crate::input::open_regular(path, "key file")?;
+        let file = ringperf_core::input::open_regular(path, "key file")?;
         let meta = file.metadata().map_err(|e| Error::io(format!("reading the key file '{shown}'"), e))?;
         // Like an ssh private key: a key its group can read is a key shared with the group.
         let mode = meta.permissions().mode() & 0o777;
@@ -135,7 +135,7 @@ impl Psk {
                 "the key file '{shown}' is over {MAX_KEY_LEN} bytes: a key, not a document, belongs there"
             )));
         }
-        let bytes = crate::input::read_from(file, path, crate::input::KEY)?;
+        let bytes = ringperf_core::input::read_from(file, path, ringperf_core::input::KEY)?;
         Psk::new(bytes, &format!("the key in '{shown}'"))
     }
 

@@ -7,14 +7,14 @@ use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs};
 use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
 
-use crate::control::auth::{self, Endpoint, Psk};
-use crate::control::handshake::{answer_challenge, Unproved, PUBLIC_ENDPOINT_FLAG};
-use crate::control::protocol::{
+use crate::auth::{self, Endpoint, Psk};
+use crate::handshake::{answer_challenge, Unproved, PUBLIC_ENDPOINT_FLAG};
+use crate::protocol::{
     read_frame_by, write_frame, ClientMessage, ServerMessage, CONTROL_TIMEOUT, MAX_FRAME, PROTOCOL_VERSION,
 };
-use crate::env::Environment;
-use crate::error::{Error, Result};
-use crate::spec::{TestSpec, Workload};
+use ringperf_core::env::Environment;
+use ringperf_core::error::{Error, Result};
+use ringperf_core::spec::{TestSpec, Workload};
 
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -226,7 +226,7 @@ pub(crate) fn version() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::control::protocol::{decode, ErrorKind, Message};
+    use crate::protocol::{decode, ErrorKind, Message};
 
     /// The Hello of protocol 4 and before, as those servers parse it.
     #[derive(serde::Deserialize, Debug)]

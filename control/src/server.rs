@@ -16,27 +16,27 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use crate::control::access::{allowed, Cidr};
-use crate::control::auth::{Endpoint, Psk};
-use crate::control::handshake::{self, Authenticated, Identity, Pending, Step};
-use crate::control::limits::{side_memory, Limits};
-use crate::control::protocol::{
+use crate::access::{allowed, Cidr};
+use crate::auth::{Endpoint, Psk};
+use crate::handshake::{self, Authenticated, Identity, Pending, Step};
+use crate::limits::{side_memory, Limits};
+use crate::protocol::{
     read_frame_by, report_frame_cap, write_frame, write_frame_capped, ClientMessage, ErrorKind,
     ServerMessage, CONTROL_TIMEOUT, MAX_CLIENT_FRAME, MAX_CLOCK_PROBES, PROTOCOL_VERSION,
 };
-use crate::control::reclaim::{Watch, Watchdog};
-use crate::control::third_party::granted_go_wait;
-use crate::control::wire::into_local;
-use crate::env::{check_cpu, Environment};
-use crate::error::{Error, Result};
-use crate::measure::clock::monotonic_ns;
-use crate::net::{accept_flows, listen, random_cookie, udp};
-use crate::payload::{PayloadFile, PayloadFiles};
-use crate::report::Ending;
-use crate::side::{DataSockets, Side};
-use crate::spec::WireSpec;
-use crate::spec::{SpecSide, TestSpec, Workload};
-use crate::units::format_bytes;
+use crate::reclaim::{Watch, Watchdog};
+use crate::third_party::granted_go_wait;
+use crate::wire::into_local;
+use ringperf_core::env::{check_cpu, Environment};
+use ringperf_core::error::{Error, Result};
+use ringperf_core::measure::clock::monotonic_ns;
+use ringperf_core::payload::{PayloadFile, PayloadFiles};
+use ringperf_core::report::Ending;
+use ringperf_core::spec::WireSpec;
+use ringperf_core::spec::{SpecSide, TestSpec, Workload};
+use ringperf_core::units::format_bytes;
+use ringperf_engine::net::{accept_flows, listen, random_cookie, udp};
+use ringperf_engine::side::{DataSockets, Side};
 
 /// How long a logged-in client has to send its test spec after the welcome. A real client
 /// sends it at once; a connection that logs in and stays silent holds a session slot, so
@@ -50,7 +50,7 @@ const ABORT_WAIT: Duration = Duration::from_millis(500);
 /// How long a stopping server (the first SIGINT, SIGTERM or SIGHUP) waits for its sessions
 /// before it cuts those still running: the peer grace, so a test that is ending anyway ends
 /// whole, and whatever a session is blocked on, the server exits soon after.
-pub const SHUTDOWN_GRACE: Duration = Duration::from_nanos(crate::workload::PEER_GRACE_NS);
+pub const SHUTDOWN_GRACE: Duration = Duration::from_nanos(ringperf_engine::workload::PEER_GRACE_NS);
 
 /// How long a cut session has to end before a stopping server exits without it.
 const CUT_WAIT: Duration = Duration::from_secs(2);
@@ -616,7 +616,7 @@ fn session(
         &ServerMessage::Welcome {
             protocol: PROTOCOL_VERSION,
             tool_version: env!("CARGO_PKG_VERSION").into(),
-            environment: Box::new(Environment::capture(crate::probe::get().clone())),
+            environment: Box::new(Environment::capture(ringperf_engine::probe::get().clone())),
         },
     )?;
 
@@ -658,8 +658,8 @@ fn session(
     };
     let _reservation = accept(&spec, cfg, slot, a.peer, events, true)?;
     log_payload_file(payload_file, a.peer, events);
-    let test_and_grace =
-        Duration::from_millis(spec.duration_ms) + Duration::from_nanos(crate::workload::PEER_GRACE_NS);
+    let test_and_grace = Duration::from_millis(spec.duration_ms)
+        + Duration::from_nanos(ringperf_engine::workload::PEER_GRACE_NS);
     // A plan's client may wait for its start longer than a control read (see third_party);
     // only a key holder may hold a session that long: a keyless server grants no more.
     let go_wait = granted_go_wait(go_within_ms.filter(|_| cfg.psk.is_some()));
@@ -710,8 +710,8 @@ fn session(
     if spec.client_says_flows_done() {
         // The client says when its last cycle (or its count) is done; until then
         // connections or datagrams keep coming.
-        let wait =
-            Duration::from_millis(spec.duration_ms) + Duration::from_nanos(crate::workload::PEER_GRACE_NS);
+        let wait = Duration::from_millis(spec.duration_ms)
+            + Duration::from_nanos(ringperf_engine::workload::PEER_GRACE_NS);
         let done = read_frame_by::<ClientMessage>(
             stream,
             "the end of the client's cycles",
@@ -795,8 +795,8 @@ fn third_party(
     // Synchronized (a plan's test), with how long the controller says its start may take.
     start: Option<Option<u64>>,
 ) -> Result<SessionEnd> {
-    use crate::control::third_party::{check_peer_host, dial_peer, refused, serve, ALLOW_FLAG};
-    let target = format!("{}:{}", crate::control::text::peer_text(peer.host), peer.port);
+    use crate::third_party::{check_peer_host, dial_peer, refused, serve, ALLOW_FLAG};
+    let target = format!("{}:{}", ringperf_core::text::peer_text(peer.host), peer.port);
     // The local side is this agent's: its payload label names a file of this agent's
     // operator, and its CPUs are checked where the run starts.
     let local = into_local(wire.clone(), SpecSide::Local, &cfg.payload_files);
@@ -818,8 +818,8 @@ fn third_party(
     let spec = &spec;
     let _reservation = accept(spec, cfg, slot, a.peer, events, false).map_err(refuse)?;
     // The run as a client keeps to its own bounds; this is the controller's.
-    let armed = crate::control::third_party::armed_wait(start.flatten());
-    slot.deadline_in(crate::control::third_party::report_wait(spec, armed) + REPORT_SLACK);
+    let armed = crate::third_party::armed_wait(start.flatten());
+    slot.deadline_in(crate::third_party::report_wait(spec, armed) + REPORT_SLACK);
     // Resolved once: the address logged is the one logged in to and sent data to.
     let dialled = dial_peer(peer.host, peer.port)?;
     events(ServerEvent::ThirdParty { peer: a.peer, test, target, address: dialled.addr });

@@ -10,8 +10,8 @@ use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
-use crate::control::text::peer_text;
 use crate::error::{Error, Result};
+use crate::text::peer_text;
 
 /// The serve flag that lists payload files, for messages that tell an operator what to do.
 pub const PAYLOAD_FILE_FLAG: &str = "--payload-file";

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::measure::clock::monotonic_ns;
+use ringperf_core::measure::clock::monotonic_ns;
 
 /// Every live session's watch. Locked when a session starts, moves its deadline or ends,
 /// and by the accept loop's look: never on a data path.

@@ -13,15 +13,15 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::control::auth::Psk;
-use crate::control::connection::{connect, resolve};
-use crate::control::run::RunOptions;
-use crate::control::third_party::{AgentSession, MAX_ARMED_WAIT};
-use crate::error::{Error, Result};
-use crate::measure::clock::monotonic_ns;
-use crate::measure::latency::merge_summaries;
-use crate::report::{LatencySummary, SideReport, TestReport};
-use crate::spec::TestSpec;
+use crate::auth::Psk;
+use crate::connection::{connect, resolve};
+use crate::run::RunOptions;
+use crate::third_party::{AgentSession, MAX_ARMED_WAIT};
+use ringperf_core::error::{Error, Result};
+use ringperf_core::measure::clock::monotonic_ns;
+use ringperf_core::measure::latency::merge_summaries;
+use ringperf_core::report::{LatencySummary, SideReport, TestReport};
+use ringperf_core::spec::TestSpec;
 
 /// Clock probes per control connection.
 pub const PLAN_CLOCK_PROBES: u32 = 8;
@@ -212,7 +212,7 @@ pub fn run_plan(
             )));
         }
         t.spec.validate()?;
-        crate::control::wire::to_wire(&t.spec, crate::control::wire::Recipient::Agent)?;
+        crate::wire::to_wire(&t.spec, crate::wire::Recipient::Agent)?;
     }
     let mut addrs = Vec::with_capacity(agents.len());
     for a in agents {
@@ -480,8 +480,8 @@ mod tests {
     /// need far more threads and sockets than a test machine has.
     #[test]
     fn the_waits_of_a_plan_of_100000_tests_hold_its_start() {
-        use crate::control::protocol::whole_ms;
-        use crate::control::third_party::{armed_wait as granted, go_wait, granted_go_wait};
+        use crate::protocol::whole_ms;
+        use crate::third_party::{armed_wait as granted, go_wait, granted_go_wait};
         for n in [1, 50, 9_950, 10_000, 100_000] {
             let asked = armed_wait(n);
             let armed = granted(Some(whole_ms(asked)));

@@ -8,15 +8,15 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread;
 
-use crate::control::connection::{connect, open_control, resolve};
-use crate::control::run::{run_on, RunOptions};
-use crate::control::server::{Server, ServerConfig};
-use crate::control::wire::{to_wire, Recipient};
-use crate::env::check_cpu;
-use crate::error::{Error, Result};
-use crate::payload::Payload;
-use crate::report::TestReport;
-use crate::spec::TestSpec;
+use crate::connection::{connect, open_control, resolve};
+use crate::run::{run_on, RunOptions};
+use crate::server::{Server, ServerConfig};
+use crate::wire::{to_wire, Recipient};
+use ringperf_core::env::check_cpu;
+use ringperf_core::error::{Error, Result};
+use ringperf_core::payload::Payload;
+use ringperf_core::report::TestReport;
+use ringperf_core::spec::TestSpec;
 
 /// Where the server is.
 #[derive(Clone, Debug)]
@@ -54,7 +54,7 @@ pub fn run_test_with(spec: &TestSpec, target: &Target, opts: &RunOptions<'_>) ->
     match (&spec.local.payload, target) {
         // Checked before connecting, so a FIFO or a typo fails here, not mid-setup.
         (Payload::File(path), Target::Embedded | Target::Remote { .. }) => {
-            crate::input::open_regular(path, "payload file")?;
+            ringperf_core::input::open_regular(path, "payload file")?;
         }
         (Payload::Label(label), Target::Embedded | Target::Remote { .. }) => {
             return Err(Error::Usage(format!(
@@ -92,7 +92,7 @@ pub fn run_test_with(spec: &TestSpec, target: &Target, opts: &RunOptions<'_>) ->
             to_wire(spec, Recipient::Agent)?;
             let stream = connect(&resolve(agent_host, *agent_port, "--from")?)?;
             let agent = format!("{agent_host}:{agent_port}");
-            crate::control::third_party::request(stream, spec, &agent, peer_host, *peer_port, opts)
+            crate::third_party::request(stream, spec, &agent, peer_host, *peer_port, opts)
         }
     }
 }

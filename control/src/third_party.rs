@@ -12,20 +12,20 @@ use std::net::{SocketAddr, TcpStream};
 use std::os::fd::AsFd;
 use std::time::{Duration, Instant};
 
-use crate::control::connection::{connect, login, resolve, unexpected, Control, CONNECT_TIMEOUT};
-use crate::control::protocol::{
+use crate::connection::{connect, login, resolve, unexpected, Control, CONNECT_TIMEOUT};
+use crate::protocol::{
     read_frame_by, third_party_frame_cap, whole_ms, write_frame, write_frame_capped, ClientMessage,
     ServerMessage, CONTROL_TIMEOUT, MAX_CLIENT_FRAME,
 };
-use crate::control::run::{run_connected, BeforeGo, RunOptions, PARTIAL_REPORT_WAIT};
-use crate::control::text::{cut, peer_text, PEER_TEXT_MAX};
-use crate::control::wire::{to_wire, Recipient};
-use crate::error::{Error, Result};
-use crate::measure::clock::monotonic_ns;
-use crate::report::TestReport;
-use crate::spec::TestSpec;
-use crate::spec::WireSpec;
-use crate::workload::PEER_GRACE_NS;
+use crate::run::{run_connected, BeforeGo, RunOptions, PARTIAL_REPORT_WAIT};
+use crate::wire::{to_wire, Recipient};
+use ringperf_core::error::{Error, Result};
+use ringperf_core::measure::clock::monotonic_ns;
+use ringperf_core::report::TestReport;
+use ringperf_core::spec::TestSpec;
+use ringperf_core::spec::WireSpec;
+use ringperf_core::text::{cut, peer_text, PEER_TEXT_MAX};
+use ringperf_engine::workload::PEER_GRACE_NS;
 
 /// The serve flag an agent needs before it takes third-party work.
 pub const ALLOW_FLAG: &str = "--allow-third-party";
@@ -224,7 +224,7 @@ pub(crate) fn serve(
     peer: DialledPeer,
     synchronized: bool,
     start_within_ms: Option<u64>,
-    psk: Option<&crate::control::auth::Psk>,
+    psk: Option<&crate::auth::Psk>,
 ) -> Result<TestReport> {
     let armed = armed_wait(start_within_ms);
     let wait_for_start = || -> Result<()> {
@@ -240,7 +240,7 @@ pub(crate) fn serve(
             other => {
                 return Err(Error::Protocol(format!(
                     "expected a 'start_at' message, got '{}'",
-                    crate::control::handshake::name(&other)
+                    crate::handshake::name(&other)
                 )))
             }
         };

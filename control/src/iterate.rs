@@ -2,13 +2,13 @@
 //! iteration is a whole test; after each, the mean and half-width of throughput (or
 //! transactions/s) and of both CPU figures decide whether to stop.
 
-use crate::control::client::{run_test_with, Target};
-use crate::control::run::RunOptions;
-use crate::error::Result;
-use crate::measure::confidence::{estimate, ConfidenceReport, ConfidenceTarget, Estimate};
-use crate::measure::latency::merge_summaries;
-use crate::report::{IterationFigures, OneWayReport, TestReport};
-use crate::spec::TestSpec;
+use crate::client::{run_test_with, Target};
+use crate::run::RunOptions;
+use ringperf_core::error::Result;
+use ringperf_core::measure::confidence::{estimate, ConfidenceReport, ConfidenceTarget, Estimate};
+use ringperf_core::measure::latency::merge_summaries;
+use ringperf_core::report::{IterationFigures, OneWayReport, TestReport};
+use ringperf_core::spec::TestSpec;
 
 /// The estimates iteration stops on, from the iterations so far.
 pub fn estimates(figures: &[IterationFigures], level: f64) -> Vec<Estimate> {
@@ -62,7 +62,7 @@ pub fn run_iterations(
         figures.extend(r.iterations.iter().copied());
         latencies.extend(r.local.latency.clone());
         one_ways.push([Some(&r.local), r.remote.as_ref()].map(|s| s?.udp.as_ref()?.one_way.clone()));
-        profile_costs.push(crate::measure::profile::iteration_costs(&r));
+        profile_costs.push(ringperf_core::measure::profile::iteration_costs(&r));
         last = r;
         let n = figures.len() as u32;
         let met = goal.met(&estimates(&figures, goal.level));
@@ -89,7 +89,8 @@ pub fn run_iterations(
         // Merged like the round trips: every iteration's histogram, labelled with the
         // largest uncertainty any iteration's clock estimate had.
         for (k, side) in [Some(&mut last.local), last.remote.as_mut()].into_iter().enumerate() {
-            let merged = one_ways.iter().fold(None, |acc, w| crate::merge::one_way(acc, w[k].as_ref()));
+            let merged =
+                one_ways.iter().fold(None, |acc, w| ringperf_core::merge::one_way(acc, w[k].as_ref()));
             if let (Some(u), Some(mut m)) = (side.and_then(|s| s.udp.as_mut()), merged) {
                 m.label(m.uncertainty_ns.unwrap_or(0));
                 u.one_way = Some(m);
@@ -99,6 +100,6 @@ pub fn run_iterations(
     last.confidence =
         Some(ConfidenceReport { target: goal, iterations: n, met: goal.met(&ests), estimates: ests });
     last.iterations = figures;
-    crate::measure::profile::keep_iterations(&mut last, profile_costs);
+    ringperf_core::measure::profile::keep_iterations(&mut last, profile_costs);
     Ok(last)
 }

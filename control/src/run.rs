@@ -9,22 +9,22 @@ use std::os::fd::{AsRawFd, BorrowedFd};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-use crate::control::auth::Psk;
-use crate::control::connection::{login, unexpected, version, Control};
-use crate::control::protocol::{report_frame_cap, whole_ms, ClientMessage, ServerMessage, CONTROL_TIMEOUT};
-use crate::control::wire::{to_wire, Recipient};
-use crate::env::{check_cpu, Environment};
-use crate::error::{Error, Result};
-use crate::measure::clock::monotonic_ns;
-use crate::measure::confidence::{batch_means, estimate, Estimate};
-use crate::net::connect_flows;
-use crate::report::{
+use crate::auth::Psk;
+use crate::connection::{login, unexpected, version, Control};
+use crate::protocol::{report_frame_cap, whole_ms, ClientMessage, ServerMessage, CONTROL_TIMEOUT};
+use crate::wire::{to_wire, Recipient};
+use ringperf_core::env::{check_cpu, Environment};
+use ringperf_core::error::{Error, Result};
+use ringperf_core::measure::clock::monotonic_ns;
+use ringperf_core::measure::confidence::{batch_means, estimate, Estimate};
+use ringperf_core::report::{
     ClockReport, Ending, Environments, IntervalSample, IterationFigures, SideReport, Summary, TestReport,
     SCHEMA_VERSION,
 };
-use crate::side::{DataSockets, Side};
-use crate::spec::{Role, TestSpec, Workload};
-use crate::workload::PEER_GRACE_NS;
+use ringperf_core::spec::{Role, TestSpec, Workload};
+use ringperf_engine::net::connect_flows;
+use ringperf_engine::side::{DataSockets, Side};
+use ringperf_engine::workload::PEER_GRACE_NS;
 
 /// Runs just before Go, once both sides are armed: a synchronized third-party run waits
 /// there for the controller's start time, at most the Duration, which the server is told
@@ -125,7 +125,7 @@ pub(crate) fn run_on(
     };
     let data = match spec.workload {
         Workload::Crr => DataSockets::Connector { peer: SocketAddr::new(peer_ip, port), cookie },
-        w if w.is_udp() => DataSockets::Flows(crate::net::udp::connect_flows(
+        w if w.is_udp() => DataSockets::Flows(ringperf_engine::net::udp::connect_flows(
             peer_ip,
             &udp_ports,
             cookie,
@@ -227,7 +227,7 @@ pub(crate) fn run_on(
         local,
         remote,
         environment: Environments {
-            local: Environment::capture(crate::probe::get().clone()),
+            local: Environment::capture(ringperf_engine::probe::get().clone()),
             remote: remote_env,
         },
         clock,
