@@ -15,7 +15,8 @@ use ringperf_core::report::{RingCounters, RingSetup};
 use ringperf_core::spec::RingTuning;
 pub use ringperf_core::spec::TaskRun;
 
-/// Kernel uapi values the crate does not export (see shared/notes/io_uring.md).
+/// Kernel uapi values the io-uring crate does not export (its `sys` module is private):
+/// copied from linux/io_uring.h, as the crate's own `src/sys/sys_x86_64.rs` has them.
 pub mod uapi {
     pub const IORING_ENTER_GETEVENTS: u32 = 1 << 0;
     pub const IORING_ENTER_SQ_WAKEUP: u32 = 1 << 1;

@@ -45,7 +45,7 @@ fn check_engine_accounting(r: &Value, sides: &[(&str, bool, bool)], send: &str, 
                     sent,
                     "{side}: copied + zero-copied bytes differ from bytes sent: {zc}"
                 );
-                // Loopback always copies (shared/notes/io_uring.md): the report must say so.
+                // Loopback always copies (every SendZc notification carries ZC_COPIED): the report must say so.
                 assert_eq!(u64_at(zc, "copied"), u64_at(zc, "notifications"), "loopback did not copy? {zc}");
             } else {
                 assert!(zc.is_null(), "{side}: {send} reported zero-copy figures: {zc}");

@@ -48,7 +48,8 @@ pub struct CpuTicks {
 }
 
 impl CpuTicks {
-    /// Busy per DESIGN.md: io_uring waits show up as idle or iowait and must not count.
+    /// Busy CPU: user + nice + system + irq + softirq. A thread waiting in io_uring_enter is
+    /// idle or iowait, not busy, so waiting on the ring must not count; steal is neither.
     fn busy(&self) -> u64 {
         self.user + self.nice + self.system + self.irq + self.softirq
     }
