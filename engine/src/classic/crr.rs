@@ -16,13 +16,14 @@ use std::os::fd::RawFd;
 
 use socket2::SockAddr;
 
+use crate::classic::context::{Ctx, Loop};
 use crate::classic::sys::{self, Epoll, Io};
-use crate::classic::{Ctx, Loop, ABORT, DEADLINE, GUARD};
+use crate::classic::{ABORT, DEADLINE, GUARD};
 use crate::net::FLOW_HEADER_LEN;
 use crate::verify::fill_payload;
 use crate::workload::crr::{client_options, header, set_port, SockOpt};
 use crate::workload::driver::RoleReport;
-use crate::workload::peer_stuck;
+use crate::workload::ending::peer_stuck;
 use ringperf_core::error::{Error, Result};
 use ringperf_core::report::CrrReport;
 use ringperf_core::report::Ending;

@@ -9,7 +9,8 @@
 use std::io;
 use std::os::fd::RawFd;
 
-use crate::classic::{Ctx, ABORT, GUARD};
+use crate::classic::context::Ctx;
+use crate::classic::{ABORT, GUARD};
 use ringperf_core::error::{Error, Result};
 use ringperf_core::report::ZeroCopyReport;
 

@@ -4,13 +4,14 @@
 
 use std::os::fd::RawFd;
 
+use crate::classic::context::{Ctx, Loop, Pattern};
 use crate::classic::msgzc::MsgZeroCopy;
 use crate::classic::sys::{self, Epoll, Io};
 use crate::classic::zcrecv::{wait_readable, ZeroCopyRecv};
-use crate::classic::{Ctx, Loop, Pattern, ABORT, DEADLINE, GUARD};
+use crate::classic::{ABORT, DEADLINE, GUARD};
 use crate::verify::Verifier;
 use crate::workload::driver::RoleReport;
-use crate::workload::{check_not_early, peer_not_reading, peer_stuck, shutdown_write};
+use crate::workload::ending::{check_not_early, peer_not_reading, peer_stuck, shutdown_write};
 use ringperf_core::error::{Error, Result};
 use ringperf_core::report::Ending;
 use ringperf_core::report::{RecvReport, SendReport};

@@ -8,8 +8,9 @@
 //! waits with SO_RCVTIMEO and an epoll loop with its wait's timeout, so the kernel keeps
 //! the time.
 
+use crate::classic::context::{Ctx, Loop};
 use crate::classic::sys::{self, Epoll, Io, OwnedTimer};
-use crate::classic::{Ctx, Loop, ABORT, DEADLINE, GUARD};
+use crate::classic::{ABORT, DEADLINE, GUARD};
 use crate::net::udp::HELLO_BIT;
 use crate::verify::fill_payload;
 use crate::workload::driver::RoleReport;

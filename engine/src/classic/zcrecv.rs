@@ -9,7 +9,7 @@
 use std::io;
 use std::os::fd::RawFd;
 
-use crate::classic::Ctx;
+use crate::classic::context::Ctx;
 use ringperf_core::error::{Error, Result};
 use ringperf_core::report::ZeroCopyRecvReport;
 

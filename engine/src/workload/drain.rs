@@ -7,7 +7,7 @@ use io_uring::{opcode, types};
 
 use crate::io::op;
 use crate::ring::{token, Ring};
-use crate::workload::cancel_receives;
+use crate::workload::ending::cancel_receives;
 use ringperf_core::error::Result;
 use ringperf_core::measure::clock::monotonic_ns;
 

@@ -11,7 +11,7 @@ use std::os::fd::RawFd;
 
 use crate::io::op;
 use crate::ring::{token, Completion, Ring};
-use crate::workload::{peer_stuck, unexpected, PEER_GRACE_NS};
+use crate::workload::ending::{peer_stuck, unexpected, PEER_GRACE_NS};
 use ringperf_core::error::Result;
 use ringperf_core::measure::intervals::FlowCounters;
 use ringperf_core::measure::intervals::IntervalSampler;

@@ -9,8 +9,8 @@ use crate::io::{op, RecvEvent, RecvPath, SendEvent, SendPath};
 use crate::ring::{Completion, Ring};
 use crate::verify::Verifier;
 use crate::workload::driver::{RoleReport, Run, Timers, Wait, Workload};
+use crate::workload::ending::{check_not_early, datagram_on_tcp, peer_not_reading, shutdown_write};
 use crate::workload::pacer::Pacer;
-use crate::workload::{check_not_early, datagram_on_tcp, peer_not_reading, shutdown_write};
 use ringperf_core::error::Result;
 use ringperf_core::report::Ending;
 

@@ -691,7 +691,7 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrServer<S, R> {
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
         self.pacer.start(ring)?;
         if let Some(fd) = self.flows_done {
-            crate::workload::watch_flows_done(ring, fd)?;
+            crate::workload::ending::watch_flows_done(ring, fd)?;
         }
         for f in 0..self.flows_n {
             self.arm(ring, f)?;

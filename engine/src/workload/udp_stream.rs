@@ -330,7 +330,7 @@ impl<R: RecvPath> Workload for UdpReceiver<R> {
 
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
         if let Some(fd) = self.flows_done {
-            crate::workload::watch_flows_done(ring, fd)?;
+            crate::workload::ending::watch_flows_done(ring, fd)?;
         }
         for f in 0..self.flows {
             self.path.arm(ring, f, 0, false, Flags::empty())?;

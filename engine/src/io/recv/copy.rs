@@ -5,7 +5,7 @@
 use io_uring::{opcode, squeue};
 
 use crate::buf::{Mapping, CACHE_LINE};
-use crate::io::{op, push_cancel, RecvEvent, RecvPath};
+use crate::io::path::{op, push_cancel, RecvEvent, RecvPath};
 use crate::ring::uapi::IORING_RECVSEND_POLL_FIRST;
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
 use crate::verify::Verifier;

@@ -10,7 +10,7 @@ pub use copy::CopyRecv;
 pub use datagram::DatagramRecv;
 pub use provided::ProvidedRecv;
 
-use crate::io::{RecvEvent, RecvPath};
+use crate::io::path::{RecvEvent, RecvPath};
 use crate::ring::{Completion, FlowFd, Ring};
 use crate::verify::Verifier;
 use ringperf_core::error::Result;
@@ -67,7 +67,7 @@ impl AnyRecv {
                 verify.enabled(),
             )?),
             RecvEngine::Syscall | RecvEngine::ZerocopyReceive => {
-                return Err(crate::io::not_a_ring_engine("receive", engine.name()))
+                return Err(crate::io::path::not_a_ring_engine("receive", engine.name()))
             }
         })
     }
@@ -105,7 +105,7 @@ impl AnyRecv {
                 read,
             )?),
             RecvEngine::Syscall | RecvEngine::ZerocopyReceive => {
-                return Err(crate::io::not_a_ring_engine("receive", engine.name()))
+                return Err(crate::io::path::not_a_ring_engine("receive", engine.name()))
             }
         })
     }

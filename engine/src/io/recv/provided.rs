@@ -6,7 +6,7 @@
 use io_uring::{cqueue, opcode, squeue};
 
 use crate::buf::BufRing;
-use crate::io::{op, push_cancel, RecvEvent, RecvPath};
+use crate::io::path::{op, push_cancel, RecvEvent, RecvPath};
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
 use crate::verify::Verifier;
 use crate::with_fd;

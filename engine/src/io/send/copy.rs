@@ -4,7 +4,7 @@
 use io_uring::{opcode, squeue};
 
 use crate::buf::PayloadArena;
-use crate::io::{op, SendEvent, SendPath};
+use crate::io::path::{op, SendEvent, SendPath};
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
 use crate::with_fd;
 use ringperf_core::error::Result;
@@ -120,8 +120,8 @@ mod tests {
     use std::os::unix::net::UnixStream;
 
     use super::*;
+    use crate::io::path::RecvPath;
     use crate::io::recv::CopyRecv;
-    use crate::io::RecvPath;
     use crate::verify::fill;
     use ringperf_core::spec::RingTuning;
 

@@ -8,7 +8,7 @@
 
 use io_uring::{opcode, squeue};
 
-use crate::io::{op, SendEvent, SendPath};
+use crate::io::path::{op, SendEvent, SendPath};
 use crate::ring::{cqe_error, slot_token, Completion, FlowFd, Ring};
 use crate::with_fd;
 use ringperf_core::error::Result;

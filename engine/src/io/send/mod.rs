@@ -18,7 +18,7 @@ pub use zc::{
     STREAM_UNNOTIFIED_BYTES as ZC_STREAM_UNNOTIFIED_BYTES,
 };
 
-use crate::io::{SendEvent, SendPath};
+use crate::io::path::{SendEvent, SendPath};
 use crate::ring::{Completion, FlowFd, Ring};
 use ringperf_core::error::Result;
 use ringperf_core::report::SendReport;
@@ -57,7 +57,7 @@ impl AnySend {
             }
             SendEngine::Splice => AnySend::Splice(SpliceSend::new(s.fds, s.max_len, s.depth, s.file)?),
             SendEngine::Syscall | SendEngine::MsgZerocopy => {
-                return Err(crate::io::not_a_ring_engine("send", engine.name()))
+                return Err(crate::io::path::not_a_ring_engine("send", engine.name()))
             }
         })
     }
@@ -84,7 +84,7 @@ impl AnySend {
             }
             SendEngine::Splice => AnySend::Splice(SpliceSend::per_op(owners, headers, body_len)?),
             SendEngine::Syscall | SendEngine::MsgZerocopy => {
-                return Err(crate::io::not_a_ring_engine("send", engine.name()))
+                return Err(crate::io::path::not_a_ring_engine("send", engine.name()))
             }
         })
     }

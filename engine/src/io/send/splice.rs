@@ -9,7 +9,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use io_uring::{opcode, squeue, types};
 
-use crate::io::{op, SendEvent, SendPath};
+use crate::io::path::{op, SendEvent, SendPath};
 use crate::ring::{cqe_error, slot_token, Completion, FlowFd, Ring};
 use crate::verify::{fill_payload, PERIOD};
 use crate::with_fd;

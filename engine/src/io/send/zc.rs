@@ -5,7 +5,7 @@
 use io_uring::{opcode, squeue};
 
 use crate::buf::PayloadArena;
-use crate::io::{op, SendEvent, SendPath};
+use crate::io::path::{op, SendEvent, SendPath};
 use crate::ring::uapi::{IORING_NOTIF_USAGE_ZC_COPIED, IORING_SEND_ZC_REPORT_USAGE};
 use crate::ring::{cqe_error, slot_token, Completion, FlowFd, Ring};
 use crate::verify::PERIOD;
