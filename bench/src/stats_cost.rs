@@ -9,10 +9,11 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 
-use crate::bench::{self, Host, Plan};
+use crate::bench;
 use crate::error::Result;
 use crate::peers::ringperf::{self, Expect, Ringperf};
 use crate::peers::{Config, RunResult, Tool, Work, Workload};
+use crate::plan::{Host, Plan};
 use crate::report::{opt, sd, Table};
 use crate::stats::{median, min_max, ratio};
 

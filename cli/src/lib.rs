@@ -14,6 +14,7 @@ mod profile_out;
 pub mod render;
 mod serve;
 pub mod sweep;
+pub mod sweep_file;
 
 mod interrupt;
 mod runner;

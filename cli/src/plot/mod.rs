@@ -16,7 +16,7 @@ use ringperf_core::report::SCHEMA_VERSION;
 use ringperf_core::{report_upgrade, Error, TestReport};
 
 use crate::args::PlotCmdArgs;
-use crate::sweep::{Entry, PartialSweep};
+use crate::sweep_file::{Entry, PartialSweep};
 
 /// A palette that stays distinguishable in print and for common colour blindness (Tableau 10).
 pub const PALETTE: [RGBColor; 8] = [

@@ -38,16 +38,3 @@ pub fn draw(r: &TestReport, path: &Path) -> Result<(), Error> {
     }
     write(path, &svg)
 }
-
-/// "TCP_RR to 198.18.0.2:12866, copy/recv, 5.0 s" for chart captions.
-pub fn describe(r: &TestReport) -> String {
-    let s = &r.spec;
-    format!(
-        "{} to {}, {}/{}, {:.1} s",
-        r.test,
-        crate::render::socket_addr(&r.server),
-        s.local.send_engine.name(),
-        s.local.recv_engine.name(),
-        s.duration_ms as f64 / 1000.0
-    )
-}

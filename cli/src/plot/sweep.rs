@@ -10,7 +10,7 @@ use ringperf_core::{Error, TestReport};
 
 use super::{color, drawing_error, write, FONT};
 use crate::args::ChartArgs;
-use crate::sweep::Entry;
+use crate::sweep_file::Entry;
 
 /// A line: its label and its (x index, value) points.
 type Series = (String, Vec<(usize, Value)>);

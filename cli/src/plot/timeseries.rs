@@ -5,7 +5,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use ringperf_core::{Error, TestReport};
 
-use super::{color, drawing_error, report::describe, FONT};
+use super::{color, drawing_error, FONT};
 
 pub fn draw<DB: DrawingBackend>(r: &TestReport, area: &DrawingArea<DB, Shift>) -> Result<(), Error> {
     let rr = r.summary.transactions_per_sec.is_some();
@@ -91,4 +91,17 @@ pub fn draw<DB: DrawingBackend>(r: &TestReport, area: &DrawingArea<DB, Shift>) -
     ))
     .map_err(drawing_error)?;
     Ok(())
+}
+
+/// "TCP_RR to 198.18.0.2:12866, copy/recv, 5.0 s" for chart captions.
+fn describe(r: &TestReport) -> String {
+    let s = &r.spec;
+    format!(
+        "{} to {}, {}/{}, {:.1} s",
+        r.test,
+        crate::render::socket_addr(&r.server),
+        s.local.send_engine.name(),
+        s.local.recv_engine.name(),
+        s.duration_ms as f64 / 1000.0
+    )
 }

@@ -5,7 +5,7 @@ use std::fmt::Write;
 
 use ringperf_core::figures::{by_name, Figure};
 
-use crate::sweep::Entry;
+use crate::sweep_file::Entry;
 
 use super::Units;
 
