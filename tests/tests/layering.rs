@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Imports back up a level allowed in the whole workspace. Issue 32 asks for 3; the count
-/// was 34 when this check came in and may only go down: lower it as files move.
-const MAX_UP: usize = 34;
+/// was 29 when this check came in and may only go down: lower it as files move.
+const MAX_UP: usize = 29;
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace root").to_path_buf()

@@ -7,7 +7,7 @@ use ringperf_core::measure::latency::cdf_points;
 use ringperf_core::report::LatencySummary;
 use ringperf_core::{Error, TestReport};
 
-use super::{color, drawing_error, FONT};
+use super::svg::{color, drawing_error, FONT};
 
 pub fn draw<DB: DrawingBackend>(
     r: &TestReport,

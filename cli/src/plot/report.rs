@@ -6,7 +6,8 @@ use std::path::Path;
 use plotters::prelude::*;
 use ringperf_core::{Error, TestReport};
 
-use super::{cdf, drawing_error, timeseries, write};
+use super::svg::{drawing_error, write};
+use super::{cdf, timeseries};
 
 const PANEL: (u32, u32) = (760, 480);
 

@@ -5,7 +5,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use ringperf_core::{Error, TestReport};
 
-use super::{color, drawing_error, FONT};
+use super::svg::{color, drawing_error, FONT};
 
 pub fn draw<DB: DrawingBackend>(r: &TestReport, area: &DrawingArea<DB, Shift>) -> Result<(), Error> {
     let rr = r.summary.transactions_per_sec.is_some();
@@ -40,7 +40,7 @@ pub fn draw<DB: DrawingBackend>(r: &TestReport, area: &DrawingArea<DB, Shift>) -
         .configure_mesh()
         .x_desc("time since start (s)")
         .y_desc(unit)
-        .y_label_formatter(&|v| super::tick(*v))
+        .y_label_formatter(&|v| super::svg::tick(*v))
         .axis_desc_style((FONT, 16))
         .label_style((FONT, 13))
         .light_line_style(TRANSPARENT)
