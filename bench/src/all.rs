@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::Duration;
 
-use crate::bench::{self, Plan};
+use crate::bench;
 use crate::error::Result;
 use crate::peers::{Config, Workload};
+use crate::plan::Plan;
 use crate::report::{RatioRow, Table};
 
 /// One workload of the comparison, as the users' own scripts run it.

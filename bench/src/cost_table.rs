@@ -9,8 +9,8 @@
 
 use std::fmt::Write as _;
 
-use ringperf_engine::measure::profile::categories::{Category, TABLE};
-use ringperf_engine::measure::profile::ProfileReport;
+use ringperf_core::measure::profile::categories::{Category, TABLE};
+use ringperf_core::measure::profile::ProfileReport;
 
 use crate::peers::{Config, RunResult, Workload};
 use crate::report::{sd, Table};
@@ -157,8 +157,8 @@ mod tests {
     use super::*;
     use crate::cpu::CpuWindow;
     use crate::peers::Work;
-    use ringperf_engine::measure::cpu::ProcStat;
-    use ringperf_engine::measure::profile::CategoryCost;
+    use ringperf_core::measure::cpu::ProcStat;
+    use ringperf_core::measure::profile::CategoryCost;
 
     /// A 1-second rr run of 1000 transactions at `busy` of 100 ticks (10 ms each) on one
     /// of two CPUs: `busy` × 10 us/Tr; its profile's shares as given.

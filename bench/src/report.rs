@@ -2,8 +2,8 @@
 
 use std::fmt::Write;
 
-use crate::bench::{Host, Plan};
 use crate::peers::{sockperf, Config, RunResult, Tool, Work, Workload};
+use crate::plan::{Host, Plan};
 use crate::stats::{bimodal_text, interval_text, median, min_max, ratio, RATIO_LEVEL};
 
 /// A left-aligned markdown table with padded columns.
@@ -399,7 +399,7 @@ pub fn ratio_rows(results: &[RunResult], sums: &[ToolSummary]) -> Vec<RatioRow> 
 /// Members that run ringperf the way one peer does, compared with that peer directly:
 /// (member, peer, the label of the row in `all`'s table).
 const MATCHED: [(&str, &str, &str); 1] =
-    [(crate::bench::CLIENT_FIRST, "neper", "neper (vs ringperf --close-first client)")];
+    [(crate::plan::CLIENT_FIRST, "neper", "neper (vs ringperf --close-first client)")];
 
 /// Each matched member against its peer, where both ran: the member's and the peer's
 /// names, and the row (labelled for `all`'s table).
@@ -530,7 +530,7 @@ pub fn summary(cfg: &Config, host: &Host, results: &[RunResult], tools: &[&dyn T
 mod tests {
     use super::*;
     use crate::cpu::CpuWindow;
-    use ringperf_engine::measure::cpu::ProcStat;
+    use ringperf_core::measure::cpu::ProcStat;
 
     fn window(busy_ticks: u64) -> CpuWindow {
         let b = ProcStat::parse("cpu0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0\n").unwrap();
@@ -610,7 +610,7 @@ mod tests {
     /// its own; without the member there is no such row.
     #[test]
     fn a_matched_member_is_compared_with_its_peer() {
-        let client_first = crate::bench::CLIENT_FIRST;
+        let client_first = crate::plan::CLIENT_FIRST;
         let results = vec![
             stream("ringperf", 40.0, 50),
             stream(client_first, 30.0, 50),

@@ -1,6 +1,6 @@
 //! Summary statistics over a handful of runs.
 
-use ringperf_engine::measure::confidence::welch_interval;
+use ringperf_core::measure::confidence::welch_interval;
 
 /// The median; the mean of the middle two for an even count. None for no values or a NaN.
 pub fn median(values: &[f64]) -> Option<f64> {

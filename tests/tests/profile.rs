@@ -199,7 +199,7 @@ fn no_profile_takes_none() {
     // Without either flag, the one default decides.
     let d = ringperf!().run_report(&["rr", "-l", "0.3"]);
     let profiled = d.local.profile.is_some();
-    assert_eq!(profiled, ringperf_engine::spec::PROFILE_BY_DEFAULT, "{:?}", d.local.profile);
+    assert_eq!(profiled, ringperf_core::spec::PROFILE_BY_DEFAULT, "{:?}", d.local.profile);
     let bad = ringperf!().run(&["rr", "-l", "0.3", "--profile-hz", "0"]);
     assert_eq!(bad.code(), 2, "{bad}");
 }

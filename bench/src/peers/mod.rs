@@ -13,8 +13,8 @@ pub mod sockperf;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use ringperf_engine::measure::profile::{self, ProfileReport, Stopped};
-use ringperf_engine::report::ServiceDemand;
+use ringperf_core::measure::profile::{self, ProfileReport, Stopped};
+use ringperf_core::report::ServiceDemand;
 use serde_json::Value;
 
 use crate::cpu::CpuWindow;

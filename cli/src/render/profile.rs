@@ -4,8 +4,8 @@
 
 use std::fmt::Write;
 
-use ringperf_engine::measure::profile::{CategoryCost, ProfileReport};
-use ringperf_engine::report::{ServiceDemand, SideReport};
+use ringperf_core::measure::profile::{CategoryCost, ProfileReport};
+use ringperf_core::report::{ServiceDemand, SideReport};
 
 /// The side's cost unit for the table: per transaction for rr, per KB otherwise, with
 /// per segment and per datagram beside it where the side counted them.
@@ -53,7 +53,7 @@ pub fn side_line(o: &mut String, name: &str, s: &SideReport) {
     }
     let u = Units::of(s, p);
     let share = |c| p.share(c);
-    use ringperf_engine::measure::profile::Category as C;
+    use ringperf_core::measure::profile::Category as C;
     let mut seg = String::new();
     if let (Some(a), Some(b)) = (s.service_demand.ns_per_segment, p.network_service_demand.ns_per_segment) {
         seg = format!(" ({a:.0} and {b:.0} ns/segment)");
