@@ -3,7 +3,7 @@
 //! `--no-profile`, taking turns, every run's CPU measured the same way from /proc/stat.
 //! The rule (issue 16's at 2 %, issue 33's at 1 %): a profile costing under 1 % of service
 //! demand may be a default. A test takes the light one (`LIGHT_PROFILE_HZ` and
-//! `PROFILE_BY_DEFAULT` in engine/src/spec.rs): `--hz 49` measures it; without `--hz`,
+//! `PROFILE_BY_DEFAULT` in core/src/spec.rs): `--hz 49` measures it; without `--hz`,
 //! `--profile`'s full rate, which waits for that flag.
 //!
 //! Two workloads: 1-byte rr on one CPU (the most samples per unit of work: every
@@ -13,10 +13,11 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
 
-use crate::bench::{self, Plan};
+use crate::bench;
 use crate::error::Result;
 use crate::peers::ringperf::{self, Expect, Ringperf};
 use crate::peers::{Config, RunResult, Tool, Workload};
+use crate::plan::Plan;
 use crate::report;
 use crate::stats::{median, ratio, ratio_interval, RATIO_LEVEL};
 
@@ -113,7 +114,7 @@ mod tests {
     use super::*;
     use crate::cpu::CpuWindow;
     use crate::peers::Work;
-    use ringperf_engine::measure::cpu::ProcStat;
+    use ringperf_core::measure::cpu::ProcStat;
 
     /// A 1-second rr run of `tps` transactions at `busy` of 100 ticks on one of two CPUs.
     fn run(tool: &'static str, tps: f64, busy: u64) -> RunResult {

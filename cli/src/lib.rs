@@ -2,10 +2,13 @@
 //! and renders the report. It never touches a socket or a ring.
 
 pub mod args;
+mod build_info;
+mod completions;
 mod diff;
 mod engines;
 mod live;
 mod load;
+mod man;
 pub mod netperf;
 pub mod output;
 pub mod plan;
@@ -14,17 +17,19 @@ mod profile_out;
 pub mod render;
 mod serve;
 pub mod sweep;
+pub mod sweep_file;
 
 mod interrupt;
+mod progress;
 mod runner;
 mod usage;
 
 pub(crate) use netperf::netserver;
 pub(crate) use usage::one_line;
 
-use ringperf_engine::control::auth::{Psk, PSK_ENV};
-use ringperf_engine::spec::Workload;
-use ringperf_engine::{Error, TestReport, TestSpec};
+use ringperf_control::auth::{Psk, PSK_ENV};
+use ringperf_core::spec::Workload;
+use ringperf_core::{Error, TestReport, TestSpec};
 
 pub(crate) use crate::args::spec::agent_names_no_path;
 pub use crate::args::spec::{
@@ -133,6 +138,8 @@ fn run(cli: Cli) -> Result<i32, Error> {
         Command::Diff(a) => diff::run(&a),
         Command::Plan(a) => plan::run(&a),
         Command::InstallLinks(a) => netserver::install_links(&a.dir),
+        Command::Man(a) => man::run(&a),
+        Command::Completions(a) => completions::run(&a),
     }
 }
 

@@ -8,13 +8,14 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use ringperf_engine::control::auth::{Endpoint, Psk};
-use ringperf_engine::control::limits::{default_total_memory, Limits};
-use ringperf_engine::control::text::{one_line, peer_text};
-use ringperf_engine::payload::PayloadFiles;
-use ringperf_engine::spec::{MAX_DURATION_MS, MAX_FLOWS};
-use ringperf_engine::units::format_bytes;
-use ringperf_engine::{Error, Server, ServerConfig, ServerEvent};
+use ringperf_control::auth::{Endpoint, Psk};
+use ringperf_control::limits::{default_total_memory, Limits};
+use ringperf_control::{Server, ServerConfig, ServerEvent, DEFAULT_PORT};
+use ringperf_core::payload::PayloadFiles;
+use ringperf_core::spec::{MAX_DURATION_MS, MAX_FLOWS};
+use ringperf_core::text::{one_line, peer_text};
+use ringperf_core::units::format_bytes;
+use ringperf_core::Error;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::flag;
 
@@ -43,9 +44,13 @@ pub fn run(a: &ServeArgs) -> Result<i32, Error> {
         public_endpoints: public_endpoints(&a.public_endpoint)?,
         payload_files: PayloadFiles::new(a.payload_files.clone())?,
     };
-    let server = match a.bind {
-        Some(ip) => Server::bind(SocketAddr::new(ip, a.port))?,
-        None => Server::bind_all(a.port)?,
+    let server = match &a.bind {
+        Some(b) => {
+            let port = b.port_or("--bind", "-p", a.port, DEFAULT_PORT).map_err(Error::Usage)?;
+            let ip = b.host.parse().map_err(|_| Error::Usage(format!("--bind {b}: give an IP address")))?;
+            Server::bind(SocketAddr::new(ip, port))?
+        }
+        None => Server::bind_all(a.port.unwrap_or(DEFAULT_PORT))?,
     };
     let addr = server.local_addr();
     // Bound and listening: a background netserver waiting to hear so can report and return.
@@ -245,7 +250,7 @@ mod tests {
     #[test]
     fn help_defaults_are_the_engine_defaults() {
         use clap::Parser;
-        use ringperf_engine::control::limits::{DEFAULT_MAX_MEMORY, DEFAULT_MAX_MESSAGE};
+        use ringperf_control::limits::{DEFAULT_MAX_MEMORY, DEFAULT_MAX_MESSAGE};
         let cli = crate::args::Cli::try_parse_from(["ringperf", "serve"]).unwrap();
         let crate::args::Command::Serve(a) = cli.command else { panic!("not serve") };
         assert_eq!(a.max_message, DEFAULT_MAX_MESSAGE);

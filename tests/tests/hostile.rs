@@ -123,7 +123,7 @@ fn hostile_inputs_are_answered_while_a_real_test_completes() {
     }
 
     // Absurd values in a spec from an authenticated (keyless) client.
-    let mut spec = serde_json::to_value(ringperf_engine::TestSpec::default()).expect("spec");
+    let mut spec = serde_json::to_value(ringperf_core::TestSpec::default()).expect("spec");
     spec["duration_ms"] = json!(1000);
     let absurd: Vec<(&str, &str, Value, &str)> = vec![
         ("a billion flows", "flows", json!(1_000_000_000u64), "usage"),
@@ -149,7 +149,7 @@ fn hostile_inputs_are_answered_while_a_real_test_completes() {
     spec_refused(&server, "a payload path for the server", s, "protocol");
 
     // The real client finished its test while all of that went on.
-    let r = real.join().expect("real client").success().json();
+    let r = real.join().expect("real client").success().report();
     check_stream_report(&r, false);
 
     let loris_time = loris.join().expect("loris");

@@ -10,9 +10,9 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use ringperf_cli::render::{doubt, human, HumanOptions, Units};
-use ringperf_engine::measure::profile::report;
-use ringperf_engine::spec::{DEFAULT_PROFILE_HZ, LIGHT_PROFILE_HZ};
-use ringperf_engine::TestReport;
+use ringperf_core::measure::profile::report;
+use ringperf_core::spec::{DEFAULT_PROFILE_HZ, LIGHT_PROFILE_HZ};
+use ringperf_core::TestReport;
 use ringperf_tests::{at, ringperf, skip, ChildGuard};
 use serde_json::Value;
 
@@ -175,7 +175,7 @@ fn doubt_line(text: &str) -> Option<&str> {
 fn the_doubt_line_names_what_the_report_holds_and_is_absent_without_it() {
     let text = ringperf!().run(&["rr", "-l", "0.5", "--json"]).success().stdout;
     let json: Value = serde_json::from_str(&text).expect("the report is JSON");
-    let mut r: TestReport = ringperf_engine::report_upgrade::parse(&text).expect("a report");
+    let mut r: TestReport = ringperf_core::report_upgrade::parse(&text).expect("a report");
     // As it came: a doubt line exactly when the JSON holds a reason for one.
     let expected = doubtful_by_json(&json);
     assert_eq!(doubt_line(&rendered(&r)).is_some(), !expected.is_empty(), "{expected:?}:\n{}", rendered(&r));

@@ -5,28 +5,26 @@
 use clap::builder::TypedValueParser;
 use clap::{Args, Parser, Subcommand};
 
-use ringperf_engine::control::access::Cidr;
-use ringperf_engine::control::limits::{
-    DEFAULT_MAX_HANDSHAKES, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_HOST,
-};
-use ringperf_engine::load::LoadKind;
-use ringperf_engine::payload::{Payload, PayloadFile};
-use ringperf_engine::spec::{CloseFirst, Direction, RecvEngine, SendEngine};
-use ringperf_engine::{TestSpec, DEFAULT_PORT};
+use ringperf_control::access::Cidr;
+use ringperf_control::limits::{DEFAULT_MAX_HANDSHAKES, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_HOST};
+use ringperf_core::load::LoadKind;
+use ringperf_core::payload::{Payload, PayloadFile};
+use ringperf_core::spec::{CloseFirst, Direction, RecvEngine, SendEngine};
+use ringperf_core::TestSpec;
 
 use super::registry::{flag_group, rr_only, FlagScope, KeyvalSetting};
 use super::test_flags::{EngineArgs, ProfileArgs, StatsArgs, TestArgs};
 use super::values::{
-    parse_chart_figure, parse_cidr, parse_close_first, parse_cpu_list, parse_figure, parse_host, parse_idle,
-    parse_interval, parse_label, parse_limit_size, parse_load_kind, parse_one_size, parse_payload_file,
-    parse_port_range, parse_rate_arg, parse_recv_engine, parse_seconds, parse_send_engine, parse_sizes,
-    parse_tx_rate, CpuList,
+    parse_bind, parse_chart_figure, parse_cidr, parse_close_first, parse_cpu_list, parse_figure, parse_host,
+    parse_idle, parse_interval, parse_label, parse_limit_size, parse_load_kind, parse_one_size,
+    parse_payload_file, parse_port_range, parse_rate_arg, parse_recv_engine, parse_seconds,
+    parse_send_engine, parse_sizes, parse_tx_rate, CpuList, HostPort,
 };
 
 #[derive(Parser, Debug)]
 #[command(
     name = "ringperf",
-    version,
+    version = crate::build_info::VERSION,
     about = "An io_uring network traffic engine: netperf-style tests whose numbers describe the kernel, not the tool",
     after_help = "Without -H, a test runs against a server embedded in the same process on 127.0.0.1.\nExit codes: 0 ok, 1 a requirement failed, 2 usage error, 3 peer or network error, 130 stopped by Ctrl-C.\nA run cut short (server gone, connection broken, Ctrl-C) still prints what it measured, marked partial."
 )]
@@ -76,6 +74,11 @@ pub enum Command {
     /// Make `netperf` and `netserver` symlinks to this binary in DIR: invoked by those names,
     /// ringperf takes netperf's and netserver's command lines (for flent and other harnesses).
     InstallLinks(InstallLinksArgs),
+    /// Print the man page (roff) of ringperf or of one of its commands, from the same flags
+    /// as --help; or write every page into a directory (--out-dir).
+    Man(ManArgs),
+    /// Print a shell completion script for every command and flag.
+    Completions(CompletionsArgs),
 }
 
 impl Command {
@@ -211,7 +214,7 @@ pub struct UdpRrArgs {
     #[arg(short = 'r', value_name = "REQ,RSP", default_value = "8,8", value_parser = parse_sizes)]
     sizes: (Option<u32>, Option<u32>) => with { |spec, sizes| set_sizes(spec, *sizes) },
     /// Send a request again when its response has not come after this many microseconds.
-    #[arg(long, value_name = "US", default_value_t = ringperf_engine::spec::UdpOptions::default().timeout_us)]
+    #[arg(long, value_name = "US", default_value_t = ringperf_core::spec::UdpOptions::default().timeout_us)]
     timeout_us: u32 => spec.udp.timeout_us,
 }
 }
@@ -289,13 +292,13 @@ pub struct EnginesArgs {
 /// its idle phase is over, each its own session on the same server.
 #[derive(Args, Debug)]
 pub struct LoadArgs {
-    /// Server to test against, as for a test (-p is its control port) [default: a server
-    /// embedded on 127.0.0.1, shared by the probes and the load].
-    #[arg(short = 'H', long = "host", value_name = "HOST", value_parser = parse_host)]
-    pub host: Option<String>,
-    /// Control port of the server.
-    #[arg(short = 'p', long = "port", default_value_t = DEFAULT_PORT, value_parser = clap::value_parser!(u16).range(1..))]
-    pub port: u16,
+    /// Server to test against, as for a test (with its control port or without) [default: a
+    /// server embedded on 127.0.0.1, shared by the probes and the load].
+    #[arg(short = 'H', long = "host", value_name = "HOST[:PORT]", value_parser = parse_host)]
+    pub host: Option<HostPort>,
+    /// Control port of the server, when -H names none [default: 12866].
+    #[arg(short = 'p', long = "port", value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    pub port: Option<u16>,
     /// File holding the server's pre-shared key (default: the RINGPERF_PSK variable, if set).
     #[arg(long, value_name = "FILE")]
     pub psk_file: Option<std::path::PathBuf>,
@@ -338,7 +341,7 @@ pub struct LoadArgs {
     #[arg(long, value_name = "up|down|both|udp", default_value = "both", value_parser = parse_load_kind)]
     pub load: LoadKind,
     /// Stream flows per direction (udp: datagram flows).
-    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_engine::spec::MAX_FLOWS)))]
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_core::spec::MAX_FLOWS)))]
     pub load_flows: u32,
     /// Pace each direction's load to this total rate in bits/s (k/m/g); required with
     /// --load udp [default: TCP streams unpaced].
@@ -515,6 +518,25 @@ pub struct InstallLinksArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct ManArgs {
+    /// The command whose page to print (stream, rr, sweep, serve...) [default: ringperf's own
+    /// page, which lists the commands].
+    #[arg(value_name = "COMMAND")]
+    pub command: Option<String>,
+    /// Write every page (ringperf.1 and ringperf-COMMAND.1 for each command) into DIR
+    /// (e.g. ~/.local/share/man/man1) instead of printing one.
+    #[arg(long, value_name = "DIR", conflicts_with = "command")]
+    pub out_dir: Option<std::path::PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell whose completion script to print.
+    #[arg(value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Args, Debug)]
 pub struct ProbeArgs {
     /// Print the probe as JSON.
     #[arg(long)]
@@ -523,13 +545,14 @@ pub struct ProbeArgs {
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// Address to listen on [default: every address of both families: [::] with IPv4
-    /// accepted on the same socket, or 0.0.0.0 on a host without IPv6].
-    #[arg(long, value_name = "ADDR")]
-    pub bind: Option<std::net::IpAddr>,
-    /// Control port.
-    #[arg(short = 'p', long, default_value_t = DEFAULT_PORT)]
-    pub port: u16,
+    /// Address to listen on, with the control port or without (192.0.2.1, [::1]:12866)
+    /// [default: every address of both families: [::] with IPv4 accepted on the same socket,
+    /// or 0.0.0.0 on a host without IPv6].
+    #[arg(long, value_name = "ADDR[:PORT]", value_parser = parse_bind)]
+    pub bind: Option<HostPort>,
+    /// Control port, when --bind names none (0: one the kernel picks) [default: 12866].
+    #[arg(short = 'p', long, value_name = "PORT")]
+    pub port: Option<u16>,
     /// Require clients to prove they hold the pre-shared key in FILE (mode 600) [default: no key].
     #[arg(long, value_name = "FILE")]
     pub psk_file: Option<std::path::PathBuf>,
@@ -540,7 +563,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
     pub max_duration: Option<u64>,
     /// Most data connections per test [default: 4096].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_engine::spec::MAX_FLOWS)))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_core::spec::MAX_FLOWS)))]
     pub max_flows: Option<u32>,
     /// Most sessions at once, logged-in ones waiting for their test included; more clients are told to retry later.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SESSIONS, value_parser = clap::value_parser!(u64).range(1..=4096).map(|n| n as usize))]

@@ -2,12 +2,14 @@
 //! the command's own, each as its declaration says, then the engine's one defaults function
 //! over the settings the flags give explicitly), where it goes, and how often it repeats.
 
-use ringperf_engine::measure::confidence::ConfidenceTarget;
-use ringperf_engine::spec::{Explicit, SendEngine, SqPoll, Workload};
-use ringperf_engine::{Error, Target, TestSpec};
+use ringperf_control::{Target, DEFAULT_PORT};
+use ringperf_core::measure::confidence::ConfidenceTarget;
+use ringperf_core::spec::{Explicit, SendEngine, SqPoll, Workload};
+use ringperf_core::{Error, TestSpec};
 
 use super::commands::{direction, Command, RrArgs, SendfileArgs};
 use super::test_flags::TestArgs;
+use super::values::HostPort;
 
 /// The TestSpec a test command asks for (an error for commands that are not tests): the
 /// shared flags, then the command's own, each as its declaration says (`copy_to`).
@@ -40,7 +42,7 @@ pub fn rr_spec(a: &RrArgs) -> Result<TestSpec, Error> {
 /// A sendfile spec: a stream whose sender splices from a file (or a memfd).
 pub fn sendfile_spec(a: &SendfileArgs) -> Result<TestSpec, Error> {
     if let (Some(agent), Some(_)) = (&a.test.from, &a.file) {
-        return Err(Error::Usage(format!("-F {}", agent_names_no_path(agent))));
+        return Err(Error::Usage(format!("-F {}", agent_names_no_path(&agent.to_string()))));
     }
     let mut spec = base_spec(&a.test, Workload::Stream)?;
     a.copy_to(&mut spec);
@@ -93,6 +95,7 @@ pub fn base_spec(t: &TestArgs, workload: Workload) -> Result<TestSpec, Error> {
 /// Flags whose meaning depends on another flag: each bad combination is a usage error that
 /// names both, instead of a run that silently does something else.
 fn check_flag_pairs(t: &TestArgs) -> Result<(), Error> {
+    target(t)?;
     let e = &t.engine;
     if let Some(batch) = e.sq_batch {
         if batch > e.sq_entries {
@@ -159,26 +162,32 @@ pub fn confidence_target(t: &TestArgs) -> Option<ConfidenceTarget> {
     })
 }
 
-/// Where the test goes: `-H`, `-H` from the `--from` agent, or the embedded server.
-pub fn target(t: &TestArgs) -> Target {
-    match (&t.host, &t.from) {
+/// Where the test goes: `-H`, `-H` from the `--from` agent, or the embedded server; each
+/// port from its host or its flag (refused when both name one and they differ).
+pub fn target(t: &TestArgs) -> Result<Target, Error> {
+    let port = |host: &HostPort, host_flag, port_flag, given| {
+        host.port_or(host_flag, port_flag, given, DEFAULT_PORT).map_err(Error::Usage)
+    };
+    Ok(match (&t.host, &t.from) {
         (Some(host), Some(agent)) => Target::ThirdParty {
-            agent_host: agent.clone(),
-            agent_port: t.from_port,
-            peer_host: host.clone(),
-            peer_port: t.port,
+            agent_host: agent.host.clone(),
+            agent_port: port(agent, "--from", "--from-port", t.from_port)?,
+            peer_host: host.host.clone(),
+            peer_port: port(host, "-H", "-p", t.port)?,
         },
-        (Some(host), None) => Target::Remote { host: host.clone(), port: t.port },
+        (Some(host), None) => {
+            Target::Remote { host: host.host.clone(), port: port(host, "-H", "-p", t.port)? }
+        }
         (None, _) => Target::Embedded,
-    }
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::{netperf_spec, spec_from_args};
-    use ringperf_engine::payload::Payload;
-    use ringperf_engine::spec::{CloseFirst, CrrOptions, Direction, RecvEngine};
+    use ringperf_core::payload::Payload;
+    use ringperf_core::spec::{CloseFirst, CrrOptions, Direction, RecvEngine};
 
     fn spec(args: &str) -> TestSpec {
         let mut v = vec!["ringperf"];
@@ -210,7 +219,7 @@ mod tests {
     /// harness overrides the rule.
     #[test]
     fn the_engines_follow_the_rule_unless_an_engine_or_a_harness_is_named() {
-        use ringperf_engine::harness::EngineReason;
+        use ringperf_core::harness::EngineReason;
         let engines = |s: &TestSpec, args: &str| {
             assert_eq!(
                 (s.local.send_engine, s.local.recv_engine),
@@ -278,7 +287,7 @@ mod tests {
 
     #[test]
     fn the_task_run_mode_is_left_to_the_roles_unless_given() {
-        use ringperf_engine::spec::TaskRun;
+        use ringperf_core::spec::TaskRun;
         assert_eq!(spec("rr").ring.task_run, None);
         assert_eq!(spec("rr --task-run cooperative").ring.task_run, Some(TaskRun::Cooperative));
         assert_eq!(spec("stream --task-run deferred").ring.task_run, Some(TaskRun::Deferred));

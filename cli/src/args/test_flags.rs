@@ -3,18 +3,19 @@
 
 use clap::Args;
 
-use ringperf_engine::harness::Harness;
-use ringperf_engine::report::OpenLoopReport;
-use ringperf_engine::spec::{
+use ringperf_core::harness::Harness;
+use ringperf_core::report::OpenLoopReport;
+use ringperf_core::spec::{
     OpenLoop, ProfileSpec, RecvEngine, SendEngine, SocketBuffers, TaskRun, DEFAULT_BACKLOG,
 };
-use ringperf_engine::{TestReport, TestSpec, DEFAULT_PORT};
+use ringperf_core::{TestReport, TestSpec};
 
 use super::registry::{flag_group, rr_only};
 use super::values::{
     parse_confidence, parse_cpu_list, parse_cpus, parse_harness, parse_host, parse_interval,
-    parse_iterations, parse_limit_size, parse_one_size, parse_rate_arg, parse_recv_engine, parse_seconds,
-    parse_send_engine, parse_sizes, parse_task_run, parse_tos, parse_tx_rate, CpuList,
+    parse_iterations, parse_limit_size, parse_local, parse_one_size, parse_rate_arg, parse_recv_engine,
+    parse_seconds, parse_send_engine, parse_sizes, parse_task_run, parse_tos, parse_tx_rate, CpuList,
+    HostPort,
 };
 
 /// Both sides' socket buffers of a `-s`/`-S` pair, either side left to the kernel.
@@ -35,28 +36,30 @@ flag_group! {
 /// Flags every test takes.
 #[derive(Args, Debug, Clone)]
 pub struct TestArgs {
-    /// Server to test against: a name or an address, IPv6 bare or in brackets (::1, [::1]; the
-    /// port is -p's) [default: an embedded server on 127.0.0.1].
-    #[arg(short = 'H', long = "host", value_name = "HOST", value_parser = parse_host)]
-    host: Option<String>,
-    /// Control port of the server.
-    #[arg(short = 'p', long = "port", default_value_t = DEFAULT_PORT, value_parser = clap::value_parser!(u16).range(1..))]
-    port: u16,
+    /// Server to test against: a name or an address, with its control port or without
+    /// (server.example, 192.0.2.1:12866, ::1, [::1]:12866) [default: an embedded server on
+    /// 127.0.0.1].
+    #[arg(short = 'H', long = "host", value_name = "HOST[:PORT]", value_parser = parse_host)]
+    host: Option<HostPort>,
+    /// Control port of the server, when -H names none [default: 12866].
+    #[arg(short = 'p', long = "port", value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    port: Option<u16>,
     /// Local address the control and data connections leave from (netperf -L) [default: the
     /// kernel's choice by route].
-    #[arg(short = 'L', long = "local", value_name = "ADDR")]
+    #[arg(short = 'L', long = "local", value_name = "ADDR", value_parser = parse_local)]
     local_bind: Option<std::net::IpAddr> [only "stream", "rr", "udp-stream", "udp-rr", "sendfile"; "crr's connections come and go on the ring"],
     /// File holding the server's pre-shared key (default: the RINGPERF_PSK variable, if set).
     #[arg(long, value_name = "FILE")]
     psk_file: Option<std::path::PathBuf>,
-    /// Third party: this agent (a `ringperf serve --allow-third-party`) runs the client side
-    /// against -H and sends back the report; this host carries no test traffic. -H is then
-    /// the address the agent reaches the server at.
-    #[arg(long = "from", value_name = "AGENT", value_parser = parse_host, requires = "host")]
-    from: Option<String>,
-    /// Control port of the --from agent.
-    #[arg(long, value_name = "PORT", default_value_t = DEFAULT_PORT, value_parser = clap::value_parser!(u16).range(1..))]
-    from_port: u16,
+    /// Third party: this agent (a `ringperf serve --allow-third-party`, as -H takes a host,
+    /// with its control port or without) runs the client side against -H and sends back the
+    /// report; this host carries no test traffic. -H is then the address the agent reaches
+    /// the server at.
+    #[arg(long = "from", value_name = "AGENT[:PORT]", value_parser = parse_host, requires = "host")]
+    from: Option<HostPort>,
+    /// Control port of the --from agent, when --from names none [default: 12866].
+    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    from_port: Option<u16>,
     /// Test length in seconds (fractions allowed).
     #[arg(short = 'l', long = "length", value_name = "SECS", default_value = "10", value_parser = parse_seconds, allow_hyphen_values = true)]
     length_ms: u64 => spec.duration_ms,
@@ -146,7 +149,7 @@ pub struct TestArgs {
     /// response makes the next one due; a round trip counts from when it came due. netperf's
     /// -b counts those beyond the first (-b 3 is --burst 4).
     #[arg(long, value_name = "N", default_value_t = TestSpec::default().burst,
-          value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_engine::spec::MAX_BURST)))]
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_core::spec::MAX_BURST)))]
     burst: u32 => spec.burst [sweep "burst", ','] [only "rr", "udp-rr"]
         // netperf's meaning: requests beyond the first (0 without a burst). After the
         // profile's last figure: it came later, and CSV columns before it keep their places.
@@ -174,7 +177,7 @@ pub struct TestArgs {
     /// a request that comes due beyond it is dropped from the schedule and counted [default:
     /// 1024].
     #[arg(long, value_name = "N", requires = "open_loop",
-          value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_engine::spec::MAX_BURST)))]
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_core::spec::MAX_BURST)))]
     backlog: Option<u32> => with { |spec, backlog| if let (Some(o), Some(b)) = (spec.open_loop.as_mut(), *backlog) {
         o.backlog = b;
     } } [only "rr", "udp-rr"],
@@ -219,7 +222,7 @@ pub struct ProfileArgs {
     #[arg(long = "profile", conflicts_with = "no_profile")]
     show: bool => with { |spec, show| if *show {
         spec.profile.enabled = true;
-        spec.profile.hz = ringperf_engine::spec::DEFAULT_PROFILE_HZ;
+        spec.profile.hz = ringperf_core::spec::DEFAULT_PROFILE_HZ;
     } },
     /// Take no kernel cost profile: no sampling, no tool overhead with its kernel share, no
     /// network-path service demand (a test otherwise takes a light one).
@@ -230,13 +233,13 @@ pub struct ProfileArgs {
     #[arg(long = "profile-out", value_name = "PREFIX", conflicts_with = "no_profile")]
     out: Option<std::path::PathBuf> => with { |spec, out| if out.is_some() {
         spec.profile.enabled = true;
-        spec.profile.hz = ringperf_engine::spec::DEFAULT_PROFILE_HZ;
+        spec.profile.hz = ringperf_core::spec::DEFAULT_PROFILE_HZ;
         spec.profile.folded = true;
     } },
     /// Profile samples per second per CPU [default: 49, the light profile a test takes
     /// without --profile; 999 with --profile or --profile-out].
     #[arg(long = "profile-hz", value_name = "N",
-          value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_engine::spec::MAX_PROFILE_HZ)),
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_core::spec::MAX_PROFILE_HZ)),
           conflicts_with = "no_profile")]
     hz: Option<u32> => with { |spec, hz| if let Some(hz) = *hz { spec.profile.hz = hz } },
 }
@@ -249,9 +252,9 @@ impl ProfileArgs {
     /// drop-in show nothing of it, so they take none unless asked.
     pub fn with_default(&self, spec: &TestSpec) -> TestSpec {
         let mut spec = spec.clone();
-        if ringperf_engine::spec::PROFILE_BY_DEFAULT && !self.no_profile && !spec.profile.enabled {
+        if ringperf_core::spec::PROFILE_BY_DEFAULT && !self.no_profile && !spec.profile.enabled {
             spec.profile.enabled = true;
-            spec.profile.hz = self.hz.unwrap_or(ringperf_engine::spec::LIGHT_PROFILE_HZ);
+            spec.profile.hz = self.hz.unwrap_or(ringperf_core::spec::LIGHT_PROFILE_HZ);
         }
         spec
     }

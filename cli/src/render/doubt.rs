@@ -2,9 +2,9 @@
 //! one, retransmits, zero copy the kernel copied, steal, a profile that lost samples, an open
 //! loop that fell behind, ... Nothing when nothing does.
 
-use ringperf_engine::measure::profile::{report, ProfileReport};
-use ringperf_engine::report::SideReport;
-use ringperf_engine::TestReport;
+use ringperf_core::measure::profile::{report, ProfileReport};
+use ringperf_core::report::SideReport;
+use ringperf_core::TestReport;
 
 use super::human::sides;
 

@@ -4,8 +4,8 @@
 
 use std::fmt::Write;
 
-use ringperf_engine::report::ZeroCopyReport;
-use ringperf_engine::TestReport;
+use ringperf_core::report::ZeroCopyReport;
+use ringperf_core::TestReport;
 
 use super::{HumanOptions, Units};
 
