@@ -432,13 +432,13 @@ mod tests {
         cfg.size = 65536;
         assert_eq!(
             r.describe(&cfg),
-            "rp sendfile -l 3 -m 65536 -M 65536 -T 0,1 --cc cubic --recv-engine trunc --json"
+            "rp sendfile -l 3 -m 65536 -M 65536 -T 0,1 --cc cubic --no-profile --recv-engine trunc --json"
         );
         assert_eq!(r.name(), "splice/trunc");
         let r = ringperf_for(std::path::Path::new("rp"), Pair::new(SendEngine::ZcMsg, RecvEngine::Recv));
         assert_eq!(
             r.describe(&cfg),
-            "rp stream -l 3 -m 65536 -M 65536 -T 0,1 --cc cubic --send-engine zc-msg --recv-engine recv --json"
+            "rp stream -l 3 -m 65536 -M 65536 -T 0,1 --cc cubic --no-profile --send-engine zc-msg --recv-engine recv --json"
         );
     }
 

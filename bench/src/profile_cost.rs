@@ -1,8 +1,10 @@
 //! `profile`: what the kernel cost profile costs. The same ringperf run with the profile
 //! (perf_event_open sampling of every CPU over the window, symbolised after it) and with
 //! `--no-profile`, taking turns, every run's CPU measured the same way from /proc/stat.
-//! Issue 16's rule: under 2 % of service demand, the profile is on by default
-//! (`PROFILE_BY_DEFAULT` in core/src/spec.rs); otherwise it waits for `--profile`.
+//! The rule (issue 16's at 2 %, issue 33's at 1 %): a profile costing under 1 % of service
+//! demand may be a default. A test takes the light one (`LIGHT_PROFILE_HZ` and
+//! `PROFILE_BY_DEFAULT` in core/src/spec.rs): `--hz 49` measures it; without `--hz`,
+//! `--profile`'s full rate, which waits for that flag.
 //!
 //! Two workloads: 1-byte rr on one CPU (the most samples per unit of work: every
 //! sample's cost lands on the measured CPU) and a 64 KiB stream across two CPUs.
@@ -21,8 +23,8 @@ use crate::stats::{median, ratio, ratio_interval, RATIO_LEVEL};
 
 pub const ON: &str = "profile on";
 pub const OFF: &str = "profile off";
-/// The bound on the profile's cost in service demand under which it is on by default.
-pub const TARGET_PERCENT: f64 = 2.0;
+/// The bound on the profile's cost in service demand under which it may be on by default.
+pub const TARGET_PERCENT: f64 = 1.0;
 
 /// ringperf with the profile taken at `hz` (ringperf's default rate if `None`), checked
 /// to be in the report.

@@ -468,22 +468,25 @@ mod tests {
         let p = plan();
         assert_eq!(
             ringperf_args("ringperf", &p.stream_config()),
-            "stream -l 3 -m 131072 -M 131072 --flows 8 --threads 2 --cpus 0,1 --cc cubic --json"
+            "stream -l 3 -m 131072 -M 131072 --flows 8 --threads 2 --cpus 0,1 --cc cubic --no-profile --json"
         );
         assert_eq!(
             ringperf_args("ringperf", &p.rr_config()),
-            "rr -l 3 -r 64,64 --flows 100 --threads 2 --cpus 0,1 --nodelay --json"
+            "rr -l 3 -r 64,64 --flows 100 --threads 2 --cpus 0,1 --nodelay --no-profile --json"
         );
         let mut gso = p.gso_config(true);
         gso.udp.rate = Some("2G".into());
-        assert_eq!(ringperf_args(RINGPERF_GSO, &gso), "udp-stream -l 3 --gso 1400 -T 0,1 -b 2G --json");
+        assert_eq!(
+            ringperf_args(RINGPERF_GSO, &gso),
+            "udp-stream -l 3 --gso 1400 -T 0,1 -b 2G --no-profile --json"
+        );
         assert_eq!(
             ringperf_args(RINGPERF_UDP_SCALED, &p.udp64_scaled_config()),
-            "udp-stream -l 3 -m 64 -s 8M -S 8M --flows 2 --threads 2 --cpus 0,1 --json"
+            "udp-stream -l 3 -m 64 -s 8M -S 8M --flows 2 --threads 2 --cpus 0,1 --no-profile --json"
         );
         assert_eq!(
             ringperf_args(RINGPERF_UDP_ONE, &p.udp64_config()),
-            "udp-stream -l 3 -m 64 -s 8M -S 8M -T 0,1 --json"
+            "udp-stream -l 3 -m 64 -s 8M -S 8M -T 0,1 --no-profile --json"
         );
         let gro = |label, cfg: &Config| {
             let d = ringperf_gro(std::path::Path::new("rp"), label).describe(cfg);
@@ -491,11 +494,11 @@ mod tests {
         };
         assert_eq!(
             gro(RINGPERF_UDP_BATCHED, &p.udp64_batched_config(false)),
-            "udp-stream -l 3 --gso 64 -s 8M -S 8M -T 0,1 --gro --json"
+            "udp-stream -l 3 --gso 64 -s 8M -S 8M -T 0,1 --no-profile --gro --json"
         );
         assert_eq!(
             gro(RINGPERF_UDP_BATCHED_SCALED, &p.udp64_batched_config(true)),
-            "udp-stream -l 3 --gso 64 -s 8M -S 8M --flows 2 --threads 2 --cpus 0,1 --gro --json"
+            "udp-stream -l 3 --gso 64 -s 8M -S 8M --flows 2 --threads 2 --cpus 0,1 --no-profile --gro --json"
         );
         let i = Iperf3 { bin: "iperf3".into(), zerocopy: false };
         assert_eq!(

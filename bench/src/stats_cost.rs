@@ -269,10 +269,10 @@ mod tests {
     #[test]
     fn flags_and_expectations() {
         let cfg = config(3, (0, 1), 1);
-        assert_eq!(on("rp".into()).describe(&cfg), "rp rr -l 3 -r 1,1 -T 0,1 -D 1 --json");
+        assert_eq!(on("rp".into()).describe(&cfg), "rp rr -l 3 -r 1,1 -T 0,1 --no-profile -D 1 --json");
         assert_eq!(
             off("rp".into()).describe(&cfg),
-            "rp rr -l 3 -r 1,1 -T 0,1 --no-latency --no-intervals --json"
+            "rp rr -l 3 -r 1,1 -T 0,1 --no-profile --no-latency --no-intervals --json"
         );
     }
 

@@ -177,6 +177,7 @@ pub fn psk_from(file: Option<&std::path::Path>) -> Result<Option<Psk>, Error> {
 
 /// Runs one test, renders the report (a partial one too), and returns the exit code.
 fn run_and_render(spec: &TestSpec, t: &TestArgs, plot: &PlotArgs) -> Result<i32, Error> {
+    let spec = &t.profile.with_default(spec);
     if plot.plot.is_some() && t.stats.no_intervals && spec.workload != Workload::Rr {
         return Err(Error::Usage("--plot draws the interval samples: drop --no-intervals".into()));
     }

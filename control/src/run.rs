@@ -153,12 +153,18 @@ pub(crate) fn run_on(
     // waiting for the server by then (the workers' guard fires at the same time).
     let give_up =
         Instant::now() + Duration::from_millis(spec.duration_ms) + Duration::from_nanos(PEER_GRACE_NS);
-    let finished = side.finish()?;
-    if spec.client_says_flows_done() && !matches!(finished.ending, Ok(Ending::Aborted)) {
-        // Every cycle or count is over (or the side failed): the server's workers may stop. A
-        // stopped run sends Abort instead (below), which stops them too.
+    let mut finished = side.finish_unprofiled()?;
+    if matches!(finished.ending, Ok(Ending::Aborted)) {
+        // Ctrl-C: tell the server to stop before the profile's symbolisation, which takes a
+        // while: a server that finds the data connections closed first fails its run and
+        // sends no partial report.
+        c.interrupt = None;
+        let _ = c.send(&ClientMessage::Abort {});
+    } else if spec.client_says_flows_done() {
+        // Every cycle or count is over (or the side failed): the server's workers may stop.
         let _ = c.send(&ClientMessage::FlowsDone {});
     }
+    finished.add_profile();
     let local = finished.report;
     let samples = finished.samples;
 
@@ -174,9 +180,7 @@ pub(crate) fn run_on(
             }
         }
         Ok(Ending::Aborted) => {
-            // Ctrl-C: tell the server to stop and take whatever it measured.
-            c.interrupt = None;
-            let _ = c.send(&ClientMessage::Abort {});
+            // Ctrl-C: the server was told to stop (above); take whatever it measured.
             let remote = match c.expect_capped("the server's partial report", PARTIAL_REPORT_WAIT, report_cap)
             {
                 Ok(ServerMessage::Report { side }) => Some(*side),

@@ -245,7 +245,16 @@ impl Side {
     /// Waits for the workers and measures the window. The sockets close afterwards. A run
     /// that failed or was stopped after the window opened still gives its report (the
     /// counters every worker kept until then), with the reason in [`Finished::ending`].
-    pub fn finish(mut self) -> Result<Finished> {
+    pub fn finish(self) -> Result<Finished> {
+        let mut finished = self.finish_unprofiled()?;
+        finished.add_profile();
+        Ok(finished)
+    }
+
+    /// [`Side::finish`] without the profile's report, whose symbolisation takes a while:
+    /// [`Finished::add_profile`] builds it once the peer has been told what it must know at
+    /// once (a stopped client's Abort).
+    pub fn finish_unprofiled(mut self) -> Result<Finished> {
         let nworkers = self.workers.len();
         let mut outcomes = Vec::with_capacity(nworkers);
         let mut first_error = None;
@@ -310,7 +319,7 @@ impl Side {
             splits.push(o.latency_split);
             intervals.push(o.intervals);
         }
-        let mut report = SideReport {
+        let report = SideReport {
             role: self.role,
             pinned_cpu: self.cpus.first().copied().flatten(),
             elapsed_ns,
@@ -341,9 +350,6 @@ impl Side {
             kernel,
             profile: None,
         };
-        report.profile = profiled
-            .as_ref()
-            .map(|p| p.report(report.cpu.system.busy_us, report.profile_work(), report.service_demand));
         Ok(Finished { report, ending, samples: profiled })
     }
 
@@ -401,6 +407,16 @@ impl Side {
             DataSocketsAtEnd::Flows(&fds)
         };
         Some(self.kernel.report(snapshot, before, after, sockets))
+    }
+}
+
+impl Finished {
+    /// The side's profile report, from its samples (none without a profile).
+    pub fn add_profile(&mut self) {
+        let r = &self.report;
+        let profile =
+            self.samples.as_ref().map(|p| p.report(r.cpu.system.busy_us, r.profile_work(), r.service_demand));
+        self.report.profile = profile;
     }
 }
 

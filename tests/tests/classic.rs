@@ -333,7 +333,7 @@ fn msg_zerocopy_completions_match_sends_and_loopback_copies() {
         assert_eq!(zc.copied, zc.notifications, "loopback did not copy? {zc:?}");
         assert!(r.local.ring.syscalls.is_some(), "msg-zerocopy has no ring");
     }
-    let out = ringperf!().run(&["stream", "-l", "0.5", "--send-engine", "msg-zerocopy"]).success();
+    let out = ringperf!().run(&["stream", "-l", "0.5", "--send-engine", "msg-zerocopy", "-v"]).success();
     assert!(out.stdout.contains("msg-zerocopy") && out.stdout.contains("COPIED every send"), "{out}");
     let out = ringperf!().run(&["stream", "-l", "0.5", "--send-engine", "msg-zerocopy", "--require-zc"]);
     assert_eq!(out.code(), 1, "loopback copies, so --require-zc fails: {out}");
@@ -365,7 +365,7 @@ fn zerocopy_receive_accounts_every_byte_and_says_loopback_copies() {
         // Loopback payload is never in whole pages: mostly copies.
         assert!(z.bytes_mapped * 2 < received, "{extra:?}: {z:?}");
     }
-    let out = ringperf!().run(&["stream", "-l", "0.5", "--recv-engine", "zerocopy-receive"]).success();
+    let out = ringperf!().run(&["stream", "-l", "0.5", "--recv-engine", "zerocopy-receive", "-v"]).success();
     assert!(out.stdout.contains("zerocopy receive:") && out.stdout.contains("copied"), "{out}");
     ringperf!()
         .run(&["rr", "-l", "0.5", "--send-engine", "syscall", "--recv-engine", "zerocopy-receive"])

@@ -78,7 +78,7 @@ fn loopback_runs_report_lo_on_both_sides() {
 
 #[test]
 fn the_human_output_names_each_sides_egress() {
-    let o = ringperf!().run(&["rr", "-l", "1"]).success();
+    let o = ringperf!().run(&["rr", "-l", "1", "-v"]).success();
     for side in ["local ", "remote"] {
         let line = o
             .stdout

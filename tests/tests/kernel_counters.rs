@@ -80,7 +80,7 @@ fn a_loopback_stream_counts_softirqs_splits_every_cpu_and_places_every_flow() {
 #[test]
 fn pinned_workers_are_named_and_the_human_report_has_a_line_per_item() {
     let rp = ringperf!();
-    let o = rp.run(&["rr", "-l", "0.5", "-T", "0,0"]).success();
+    let o = rp.run(&["rr", "-l", "0.5", "-T", "0,0", "-v"]).success();
     for side in ["local ", "remote"] {
         for item in [
             "cpu split: workers on CPU 0;",
@@ -96,10 +96,10 @@ fn pinned_workers_are_named_and_the_human_report_has_a_line_per_item() {
             );
         }
     }
-    assert!(!o.stdout.contains("flow_limit"), "the per-CPU table is for --verbose only");
-    let v = rp.run(&["rr", "-l", "0.5", "--verbose"]).success();
+    assert!(!o.stdout.contains("flow_limit"), "the per-CPU table is for -vv only");
+    let v = rp.run(&["rr", "-l", "0.5", "-vv"]).success();
     let header = v.stdout.lines().filter(|l| l.contains("NET_RX") && l.contains("flow_limit")).count();
-    assert_eq!(header, 2, "one per-CPU table per side under --verbose:\n{}", v.stdout);
+    assert_eq!(header, 2, "one per-CPU table per side under -vv:\n{}", v.stdout);
     assert!(v.stdout.contains("irq time accounting: "), "{}", v.stdout);
 }
 

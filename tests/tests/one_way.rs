@@ -88,7 +88,7 @@ fn datagrams_too_small_for_a_stamp_say_one_way_is_not_measured() {
         assert!(x.udp().one_way.is_none(), "{side}: a one-way figure from 8 B");
     }
     assert!(r.clock.is_none(), "no clock probes when nothing is stamped");
-    let o = rp.run(&["udp-rr", "-l", "0.3", "-r", "64,8"]).success();
+    let o = rp.run(&["udp-rr", "-l", "0.3", "-r", "64,8", "-v"]).success();
     assert!(o.stdout.contains("one-way client->server (us, "), "{o}");
     assert!(o.stdout.contains("one-way server->client: not measured (datagrams smaller than 16 B)"), "{o}");
     let kv = rp.run(&["udp-rr", "-l", "0.3", "--keyval"]).success();
@@ -154,7 +154,8 @@ fn a_peer_in_another_namespace_gets_the_offset_applied_and_labelled() {
         );
     }
     // The human report labels each direction with the offset and its uncertainty.
-    let human = run_with_timeout(lab.exec("a", rp.path(), &args[..args.len() - 1]), Duration::from_secs(60));
+    let human_args = [&args[..args.len() - 1], &["-v"]].concat();
+    let human = run_with_timeout(lab.exec("a", rp.path(), &human_args), Duration::from_secs(60));
     assert!(human.status.success(), "{human}");
     let lines: Vec<&str> = human.stdout.lines().filter(|l| l.starts_with("one-way ")).collect();
     assert_eq!(lines.len(), 2, "one line per direction: {human}");

@@ -94,7 +94,7 @@ fn a_rate_beyond_the_backlog_reports_dropped_requests() {
     let dropped = r.local.open_loop().dropped;
     assert!(dropped > 0, "a million requests/s with 2 outstanding dropped none: {:?}", r.local.rr());
     assert!(r.local.rr().max_in_flight <= 2, "{:?}", r.local.rr());
-    let out = ringperf!().run(&["rr", "-l", "0.5", "--rate", "1m", "--backlog", "2"]).success();
+    let out = ringperf!().run(&["rr", "-l", "0.5", "--rate", "1m", "--backlog", "2", "-v"]).success();
     assert!(out.stdout.contains("dropped with 2 outstanding"), "{out}");
     let keyval =
         ringperf!().run(&["rr", "-l", "0.5", "--rate", "1m", "--backlog", "2", "--keyval"]).success();

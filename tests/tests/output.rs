@@ -71,7 +71,7 @@ fn json_carries_schema_spec_sides_and_environment() {
 
 #[test]
 fn human_stream_table_has_netperf_headers() {
-    let o = ringperf!().run(&["stream", "-l", "1"]).success();
+    let o = ringperf!().run(&["stream", "-l", "1", "-v"]).success();
     let out = &o.stdout;
     assert!(!out.trim_start().starts_with('{'), "the table is JSON:\n{out}");
     for h in

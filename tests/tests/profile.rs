@@ -143,7 +143,7 @@ fn tool_overhead_counts_io_uring_and_the_network_path_costs_less() {
         let want = plain * (1.0 - honest / 100.0);
         assert!((net - want).abs() <= 1e-9 * plain, "{side}: network path {net}, want {want}");
     }
-    let human = ringperf!().run(&["rr", "-l", "0.5", "--profile"]).success().stdout;
+    let human = ringperf!().run(&["rr", "-l", "0.5", "--profile", "-v"]).success().stdout;
     for side in ["local ", "remote"] {
         for needle in [format!("{side}  tool overhead"), format!("{side}  tool user-space overhead")] {
             assert!(human.contains(&needle), "no '{needle}' line:\n{human}");
@@ -194,7 +194,7 @@ fn no_profile_takes_none() {
     assert!(r.remote().profile.is_none());
     // Left out of the spec's JSON when off (so it still runs against a server that predates it).
     assert!(at(&json, "spec").get("profile").is_none(), "{}", at(&json, "spec"));
-    let out = ringperf!().run(&["rr", "-l", "0.3", "--no-profile"]).success().stdout;
+    let out = ringperf!().run(&["rr", "-l", "0.3", "--no-profile", "-v"]).success().stdout;
     assert!(out.contains("local   tool overhead with its kernel share: not profiled"), "{out}");
     // Without either flag, the one default decides.
     let d = ringperf!().run_report(&["rr", "-l", "0.3"]);
@@ -290,6 +290,7 @@ fn a_refused_profile_still_completes_and_says_why() {
         "-l",
         "0.3",
         "--profile",
+        "-v",
     ]);
     let human = run_with_timeout(cmd, RUN_TIMEOUT).success().stdout;
     assert!(human.contains("local   tool overhead: profile unavailable: perf_event_open refused"), "{human}");

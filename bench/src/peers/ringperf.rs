@@ -112,9 +112,11 @@ impl Ringperf {
                 a.push("--reverse".into());
             }
         }
-        // The bench's --profile, unless this member sets the profile itself (`profile`'s on/off).
-        if cfg.profile && !self.extra.iter().any(|x| x.starts_with("--profile") || x == "--no-profile") {
-            a.push("--profile".into());
+        // The bench's --profile, unless this member sets the profile itself (`profile`'s
+        // on/off); without it --no-profile, since a test takes a light profile by default and
+        // the bench's comparisons are of ringperf without one.
+        if !self.extra.iter().any(|x| x.starts_with("--profile") || x == "--no-profile") {
+            a.push(if cfg.profile { "--profile" } else { "--no-profile" }.into());
         }
         a.extend(self.extra.iter().cloned());
         a.push("--json".into());
@@ -641,24 +643,30 @@ mod tests {
         let r = Ringperf::new("ringperf".into());
         assert_eq!(
             r.args(&cfg(Workload::Stream)).join(" "),
-            "stream -l 5 -m 131072 -M 131072 -T 0,1 --cc cubic --json"
+            "stream -l 5 -m 131072 -M 131072 -T 0,1 --cc cubic --no-profile --json"
         );
-        assert_eq!(r.args(&cfg(Workload::Rr)).join(" "), "rr -l 5 -r 64,64 -T 0,1 --json");
-        assert_eq!(r.args(&cfg(Workload::Crr)).join(" "), "crr -l 5 -r 1,1 -T 0,1 --cc cubic --json");
+        assert_eq!(r.args(&cfg(Workload::Rr)).join(" "), "rr -l 5 -r 64,64 -T 0,1 --no-profile --json");
+        assert_eq!(
+            r.args(&cfg(Workload::Crr)).join(" "),
+            "crr -l 5 -r 1,1 -T 0,1 --cc cubic --no-profile --json"
+        );
         // UDP has no congestion control: asked for one, the run gets none.
-        assert_eq!(r.args(&cfg(Workload::UdpRr)).join(" "), "udp-rr -l 5 -r 8,8 -T 0,1 --json");
-        assert_eq!(r.args(&cfg(Workload::UdpStream)).join(" "), "udp-stream -l 5 -m 64 -T 0,1 --json");
+        assert_eq!(r.args(&cfg(Workload::UdpRr)).join(" "), "udp-rr -l 5 -r 8,8 -T 0,1 --no-profile --json");
+        assert_eq!(
+            r.args(&cfg(Workload::UdpStream)).join(" "),
+            "udp-stream -l 5 -m 64 -T 0,1 --no-profile --json"
+        );
         let mut maerts = cfg(Workload::Stream);
         maerts.stream.reverse = true;
         assert_eq!(
             r.args(&maerts).join(" "),
-            "stream -l 5 -m 131072 -M 131072 -T 0,1 --cc cubic --reverse --json"
+            "stream -l 5 -m 131072 -M 131072 -T 0,1 --cc cubic --reverse --no-profile --json"
         );
         let mut sendfile = cfg(Workload::Stream);
         sendfile.stream.sendfile = Some("/tmp/f".into());
         assert_eq!(
             r.args(&sendfile).join(" "),
-            "sendfile -F /tmp/f -l 5 -m 131072 -M 131072 -T 0,1 --cc cubic --json"
+            "sendfile -F /tmp/f -l 5 -m 131072 -M 131072 -T 0,1 --cc cubic --no-profile --json"
         );
     }
 }

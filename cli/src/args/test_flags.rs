@@ -5,7 +5,9 @@ use clap::Args;
 
 use ringperf_core::harness::Harness;
 use ringperf_core::report::OpenLoopReport;
-use ringperf_core::spec::{OpenLoop, RecvEngine, SendEngine, SocketBuffers, TaskRun, DEFAULT_BACKLOG};
+use ringperf_core::spec::{
+    OpenLoop, ProfileSpec, RecvEngine, SendEngine, SocketBuffers, TaskRun, DEFAULT_BACKLOG,
+};
 use ringperf_core::{TestReport, TestSpec};
 
 use super::registry::{flag_group, rr_only};
@@ -215,27 +217,47 @@ flag_group! {
 #[derive(Args, Debug, Clone)]
 #[command(next_help_heading = "Kernel cost profile")]
 pub struct ProfileArgs {
-    /// Take the kernel cost profile and show its whole tables: every category's share and
-    /// cost per unit, and the top kernel functions.
+    /// Take the kernel cost profile at the full rate (--profile-hz) and show its whole
+    /// tables: every category's share and cost per unit, and the top kernel functions.
     #[arg(long = "profile", conflicts_with = "no_profile")]
-    show: bool => with { |spec, show| spec.profile.enabled |= *show },
-    /// Take no kernel cost profile: no sampling, no honest tool overhead, no network-path
-    /// service demand.
+    show: bool => with { |spec, show| if *show {
+        spec.profile.enabled = true;
+        spec.profile.hz = ringperf_core::spec::DEFAULT_PROFILE_HZ;
+    } },
+    /// Take no kernel cost profile: no sampling, no tool overhead with its kernel share, no
+    /// network-path service demand (a test otherwise takes a light one).
     #[arg(long)]
-    no_profile: bool => with { |spec, off| spec.profile.enabled &= !*off },
-    /// Profile samples per second per CPU.
-    #[arg(long = "profile-hz", value_name = "N", default_value_t = ringperf_core::spec::DEFAULT_PROFILE_HZ,
-          value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_core::spec::MAX_PROFILE_HZ)),
-          conflicts_with = "no_profile")]
-    hz: u32 => spec.profile.hz,
+    no_profile: bool => with { |spec, off| if *off { spec.profile = ProfileSpec::default() } },
     /// Write each side's folded stacks to PREFIX.local.folded and PREFIX.remote.folded
-    /// (the flame graph format; draw them with `ringperf plot`).
+    /// (the flame graph format; draw them with `ringperf plot`); takes the full-rate profile.
     #[arg(long = "profile-out", value_name = "PREFIX", conflicts_with = "no_profile")]
     out: Option<std::path::PathBuf> => with { |spec, out| if out.is_some() {
         spec.profile.enabled = true;
+        spec.profile.hz = ringperf_core::spec::DEFAULT_PROFILE_HZ;
         spec.profile.folded = true;
     } },
+    /// Profile samples per second per CPU [default: 49, the light profile a test takes
+    /// without --profile; 999 with --profile or --profile-out].
+    #[arg(long = "profile-hz", value_name = "N",
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_core::spec::MAX_PROFILE_HZ)),
+          conflicts_with = "no_profile")]
+    hz: Option<u32> => with { |spec, hz| if let Some(hz) = *hz { spec.profile.hz = hz } },
 }
+}
+
+impl ProfileArgs {
+    /// `spec` with the light profile a single test takes when no profile flag says otherwise
+    /// (`PROFILE_BY_DEFAULT`, at `LIGHT_PROFILE_HZ`): what measures the default report's tool
+    /// overhead with its kernel share. Sweeps, the engines table, plans and the netperf
+    /// drop-in show nothing of it, so they take none unless asked.
+    pub fn with_default(&self, spec: &TestSpec) -> TestSpec {
+        let mut spec = spec.clone();
+        if ringperf_core::spec::PROFILE_BY_DEFAULT && !self.no_profile && !spec.profile.enabled {
+            spec.profile.enabled = true;
+            spec.profile.hz = self.hz.unwrap_or(ringperf_core::spec::LIGHT_PROFILE_HZ);
+        }
+        spec
+    }
 }
 
 flag_group! {
@@ -265,10 +287,13 @@ pub struct StatsArgs {
     /// Print a text histogram of the round trips (rr).
     #[arg(long)]
     histogram: bool [only "rr", "crr", "udp-rr"; "the tests that time transactions"],
-    /// Print the kernel counters in full: per-CPU split, softirqs and softnet, the device's
-    /// interrupt lines and driver counters, every flow's placement.
-    #[arg(long)]
-    verbose: bool,
+    /// Print the whole report: ring, TCP_INFO, offloads, engines' counters, the profile's
+    /// note and the kernel counters (CPU split, softirqs, interrupts, NIC counters, placement)
+    /// of each side; twice (-vv) also the kernel counters' per-CPU, per-line and per-queue
+    /// tables [default: the short report: the table, how sure, the tool overhead, zero-copy
+    /// proof and what makes the figures doubtful].
+    #[arg(short = 'v', long, action = clap::ArgAction::Count)]
+    verbose: u8,
 }
 }
 

@@ -1,5 +1,7 @@
-//! The human table, in netperf's layout, followed by what netperf does not show: tool
-//! overhead, steal, ring batching, engines, TCP_INFO, latency percentiles and confidence.
+//! The human table, in netperf's layout, followed by what netperf does not show: by default
+//! the short form of `short` (how sure, tool overhead, zero-copy proof, doubts); with `-v`
+//! every side's tool overhead, steal, ring batching, engines, TCP_INFO, offloads, kernel
+//! counters, latency percentiles and confidence.
 
 use std::fmt::Write;
 
@@ -49,7 +51,7 @@ fn partial_mark(r: &TestReport) -> &'static str {
 
 /// The sides that reported: the local one always, the remote one unless a partial run's
 /// server never did.
-fn sides(r: &TestReport) -> Vec<(&'static str, &SideReport)> {
+pub(super) fn sides(r: &TestReport) -> Vec<(&'static str, &SideReport)> {
     [("local ", Some(&r.local)), ("remote", r.remote.as_ref())]
         .into_iter()
         .filter_map(|(n, s)| Some((n, s?)))
@@ -93,6 +95,10 @@ pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
         return o;
     }
     o.push('\n');
+    if opts.verbosity == 0 {
+        super::short::lines(&mut o, r, units, opts);
+        return o;
+    }
     let sides = sides(r);
     for &(name, s) in &sides {
         super::profile::side_line(&mut o, name, s);
@@ -114,7 +120,7 @@ pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
         let _ = writeln!(o, "{name}  {}", network_line(s.network.as_ref()));
     }
     for &(name, s) in &sides {
-        super::kernel::lines(&mut o, name, s, opts.verbose);
+        super::kernel::lines(&mut o, name, s, opts.verbosity > 1);
     }
     if let Some(l) = &r.local.latency {
         latency_lines(&mut o, l);
@@ -129,6 +135,9 @@ pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
         }
     }
     statistics_lines(&mut o, r, units);
+    if let Some(line) = super::doubt::line(r) {
+        let _ = writeln!(o, "{line}");
+    }
     o
 }
 
@@ -407,7 +416,7 @@ fn udp_lines(o: &mut String, name: &str, s: &SideReport) {
 }
 
 /// Confidence over iterations and the within-run estimate.
-fn statistics_lines(o: &mut String, r: &TestReport, units: Units) {
+pub(super) fn statistics_lines(o: &mut String, r: &TestReport, units: Units) {
     if let Some(c) = &r.confidence {
         let _ = writeln!(
             o,

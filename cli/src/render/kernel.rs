@@ -1,22 +1,22 @@
 //! The human lines of the kernel counters (engine `measure::kernel`): one line per item
-//! per side, and with `--verbose` the full per-CPU, per-line and per-queue tables.
+//! per side, and with `-vv` the full per-CPU, per-line and per-queue tables.
 
 use std::fmt::Write;
 
 use ringperf_core::measure::kernel::{Availability, CpuSplit, KernelCounters, NamedCount};
 use ringperf_core::report::SideReport;
 
-/// How many CPUs the compact split line shows before it says "--verbose".
+/// How many CPUs the compact split line shows before it says "-vv".
 const COMPACT_CPUS: usize = 4;
 
-pub fn lines(o: &mut String, name: &str, s: &SideReport, verbose: bool) {
+pub fn lines(o: &mut String, name: &str, s: &SideReport, per_cpu_tables: bool) {
     let Some(k) = &s.kernel else { return };
     let _ = writeln!(o, "{name}  {}", split_line(k));
     let _ = writeln!(o, "{name}  {}", softirq_line(k));
     let _ = writeln!(o, "{name}  {}", interrupt_line(k));
     let _ = writeln!(o, "{name}  {}", nic_line(k));
     let _ = writeln!(o, "{name}  {}", placement_line(k));
-    if verbose {
+    if per_cpu_tables {
         tables(o, name, k);
     }
 }
@@ -76,7 +76,7 @@ pub fn split_line(k: &KernelCounters) -> String {
     format!(
         "cpu split: {workers}; {softirq_cpus}; {} %{}{accounting}",
         shown.iter().map(|c| split_text(c)).collect::<Vec<_>>().join(", "),
-        if more > 0 { format!(" (+{more} CPUs: --verbose)") } else { String::new() }
+        if more > 0 { format!(" (+{more} CPUs: -vv)") } else { String::new() }
     )
 }
 
@@ -207,7 +207,7 @@ fn nonzero(counts: &[NamedCount]) -> String {
     }
 }
 
-/// The full tables of `--verbose`.
+/// The full tables of `-vv`.
 fn tables(o: &mut String, name: &str, k: &KernelCounters) {
     let _ = writeln!(
         o,

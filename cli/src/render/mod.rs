@@ -1,6 +1,7 @@
 //! Renderers over the one TestReport: a human table and JSON, side by side.
 
 pub mod diff;
+pub mod doubt;
 pub mod engine_choice;
 pub mod engines;
 pub mod histogram;
@@ -11,6 +12,7 @@ pub mod keyval;
 pub mod load;
 pub mod probe;
 pub mod profile;
+pub mod short;
 pub mod sweep;
 
 /// Throughput units of `-f` (the figures' registry formats rates with them).
@@ -52,8 +54,10 @@ pub struct HumanOptions {
     pub banner: bool,
     /// The text latency histogram.
     pub histogram: bool,
-    /// The kernel counters' full per-CPU tables.
-    pub verbose: bool,
+    /// How much beyond the default report: 0 the short one (the table, how sure, the tool
+    /// overhead, zero-copy proof and what makes the figures doubtful), 1 (`-v`) every
+    /// side's every line, 2 (`-vv`) the kernel counters' full per-CPU tables too.
+    pub verbosity: u8,
     /// The kernel cost profile's whole tables (--profile).
     pub profile: bool,
 }
@@ -63,7 +67,7 @@ impl HumanOptions {
         HumanOptions {
             banner: t.banner == 1,
             histogram: t.stats.histogram,
-            verbose: t.stats.verbose,
+            verbosity: t.stats.verbose,
             profile: t.profile.show,
         }
     }

@@ -1,11 +1,13 @@
-//! The kernel cost profile in the human report: one line per side (the honest tool
-//! overhead and both service demands), and with `--profile` the whole category table and
-//! the top kernel functions.
+//! The kernel cost profile in the human report: the default report's tool overhead line
+//! (with its kernel share and the interval its samples allow), with `-v` one line per side
+//! (the honest tool overhead and both service demands), and with `--profile` the whole
+//! category table and the top kernel functions.
 
 use std::fmt::Write;
 
 use ringperf_core::measure::profile::{CategoryCost, ProfileReport};
 use ringperf_core::report::{ServiceDemand, SideReport};
+use ringperf_core::TestReport;
 
 /// The side's cost unit for the table: per transaction for rr, per KB otherwise, with
 /// per segment and per datagram beside it where the side counted them.
@@ -84,6 +86,129 @@ pub fn side_line(o: &mut String, name: &str, s: &SideReport) {
     }
 }
 
+/// z of a two-sided 95 % interval.
+const Z95: f64 = 1.96;
+
+/// Half the 95 % interval, in percent, of a share measured as `hits` of `n` samples: the
+/// binomial error of a proportion (Agresti-Coull, so that a share of none of a few samples
+/// still has its width). Samples taken by a timer are not independent draws, so this is the
+/// error sampling alone would leave, not a bound on everything. `None` without samples.
+pub fn share_half_width(hits: u64, n: u64) -> Option<f64> {
+    if n == 0 {
+        return None;
+    }
+    let n_adj = n as f64 + Z95 * Z95;
+    let p = (hits as f64 + Z95 * Z95 / 2.0) / n_adj;
+    Some(100.0 * Z95 * (p * (1.0 - p) / n_adj).sqrt())
+}
+
+/// A side's tool overhead as the default report says it.
+enum Overhead {
+    /// With its kernel share, from the profile.
+    Measured(Measured),
+    /// The user-space share alone (percent of busy CPU), and why the kernel's is missing.
+    UserOnly(f64, String),
+}
+
+/// A profile's tool overhead: percent of busy CPU, the half width of its 95 % interval, its
+/// user-space and io_uring parts, and the busy samples at the rate it rests on.
+struct Measured {
+    percent: f64,
+    half_width: f64,
+    user: f64,
+    io_uring: f64,
+    busy_samples: u64,
+    hz: u32,
+}
+
+impl Measured {
+    /// The share, what it is made of and the samples it rests on (the rate said apart).
+    fn text(&self) -> String {
+        format!(
+            "{:.1} % ± {:.1} % (user {:.1} %, kernel io_uring {:.1} %; {} busy samples)",
+            self.percent, self.half_width, self.user, self.io_uring, self.busy_samples
+        )
+    }
+}
+
+impl Overhead {
+    fn of(r: &TestReport, s: &SideReport) -> Overhead {
+        use ringperf_core::measure::profile::Category as C;
+        let user_only = |why: String| Overhead::UserOnly(s.cpu.tool_overhead_percent, why);
+        let Some(p) = &s.profile else {
+            return user_only(
+                if r.spec.profile.enabled { "this side took no profile" } else { "--no-profile" }.into(),
+            );
+        };
+        if let Some(why) = &p.unavailable {
+            return user_only(format!("profile unavailable: {}", clean(why)));
+        }
+        let hits: u64 = p.categories.iter().filter(|c| c.category.is_tool()).map(|c| c.samples).sum();
+        let Some(half_width) = share_half_width(hits, p.busy_samples) else {
+            return user_only("the profile took no busy samples".into());
+        };
+        Overhead::Measured(Measured {
+            percent: p.tool_overhead_percent,
+            half_width,
+            user: p.share(C::ToolUser),
+            io_uring: p.share(C::IoUring),
+            busy_samples: p.busy_samples,
+            hz: p.hz,
+        })
+    }
+
+    fn text(&self) -> String {
+        match self {
+            Overhead::Measured(m) => format!(
+                "{:.1} % ± {:.1} % of busy CPU (user {:.1} %, kernel io_uring {:.1} %; {} busy samples at {} Hz, 95 % interval)",
+                m.percent, m.half_width, m.user, m.io_uring, m.busy_samples, m.hz
+            ),
+            Overhead::UserOnly(pct, why) => {
+                format!("{pct:.1} % of busy CPU in user space only (its kernel share not measured: {why})")
+            }
+        }
+    }
+}
+
+/// Whether both sides' profiles are one: the embedded server's is built from the client's
+/// samples (one process), so saying it twice would only repeat it.
+fn one_profile(local: &SideReport, remote: &SideReport) -> bool {
+    match (&local.profile, &remote.profile) {
+        (Some(a), Some(b)) => {
+            a.unavailable.is_none()
+                && b.unavailable.is_none()
+                && a.samples == b.samples
+                && a.busy_samples == b.busy_samples
+                && a.tool_overhead_percent == b.tool_overhead_percent
+        }
+        _ => false,
+    }
+}
+
+/// The default report's tool overhead: what the tool costs with its kernel share, how sure
+/// (the samples it rests on), one line for both sides.
+pub fn overhead_line(r: &TestReport) -> String {
+    let local = Overhead::of(r, &r.local);
+    let Some(remote_side) = &r.remote else {
+        return format!("tool overhead: local {}", local.text());
+    };
+    if one_profile(&r.local, remote_side) {
+        return format!("tool overhead {}, both sides (one process)", local.text());
+    }
+    match (&local, Overhead::of(r, remote_side)) {
+        (Overhead::Measured(l), Overhead::Measured(rem)) if l.hz == rem.hz => format!(
+            "tool overhead of busy CPU (95 % intervals, samples at {} Hz): local {}; remote {}",
+            l.hz,
+            l.text(),
+            rem.text()
+        ),
+        (Overhead::UserOnly(l, why), Overhead::UserOnly(rem, why_remote)) if *why == why_remote => format!(
+            "tool overhead: local {l:.1} %, remote {rem:.1} % of busy CPU in user space only (its kernel share not measured: {why})"
+        ),
+        (_, remote) => format!("tool overhead: local {}; remote {}", local.text(), remote.text()),
+    }
+}
+
 /// The whole profile of a side: categories with their costs, and the top functions.
 pub fn tables(o: &mut String, name: &str, s: &SideReport) {
     let Some(p) = s.profile.as_ref().filter(|p| p.unavailable.is_none()) else { return };
@@ -135,6 +260,18 @@ pub fn tables(o: &mut String, name: &str, s: &SideReport) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_share_of_few_samples_has_a_wide_interval_and_none_without_samples() {
+        assert_eq!(share_half_width(0, 0), None);
+        // 5 % of 240 samples: about ±2.9 points; of 2400, about ±0.9.
+        let few = share_half_width(12, 240).unwrap();
+        let many = share_half_width(120, 2400).unwrap();
+        assert!((2.5..3.2).contains(&few), "{few}");
+        assert!((0.8..1.0).contains(&many), "{many}");
+        // None of 100 samples is not a certain 0 %.
+        assert!(share_half_width(0, 100).unwrap() > 1.0);
+    }
 
     #[test]
     fn a_peers_strings_cannot_move_the_terminal() {

@@ -249,13 +249,9 @@ pub fn build(
     let network_ns_per_datagram =
         (w.datagrams > 0).then(|| inputs.busy_us * keep * 1000.0 / w.datagrams as f64);
     let mut notes = Vec::new();
-    if busy_samples < FEW_SAMPLES {
-        notes.push(format!(
-            "only {busy_samples} busy samples (under {FEW_SAMPLES}): shares are rough to a couple of points; run longer or raise --profile-hz"
-        ));
-    }
+    notes.extend(few_samples_note(busy_samples));
     if raw.lost > 0 {
-        notes.push(format!("{} samples lost (the sample buffer was full): lower --profile-hz", raw.lost));
+        notes.push(lost_note(raw.lost));
     }
     if raw.throttled > 0 {
         notes.push(format!(
@@ -284,6 +280,19 @@ pub fn build(
         iterations: Vec::new(),
         folded: inputs.folded.then(|| folded_text(folded)),
     }
+}
+
+/// The note's part on a small sample count, if it is one; a reader that states the
+/// shares' error itself leaves it out of the note.
+pub fn few_samples_note(busy_samples: u64) -> Option<String> {
+    (busy_samples < FEW_SAMPLES).then(|| format!(
+        "only {busy_samples} busy samples (under {FEW_SAMPLES}): shares are rough to a couple of points; run longer or raise --profile-hz"
+    ))
+}
+
+/// The note's part on samples the kernel dropped.
+pub fn lost_note(lost: u64) -> String {
+    format!("{lost} samples lost (the sample buffer was full): lower --profile-hz")
 }
 
 /// One sample as a folded line's frames, root first: who ran, its user frames, then its
