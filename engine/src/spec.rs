@@ -204,7 +204,7 @@ impl RecvEngine {
     /// The ring's receive engine for a workload when none is named. rr keeps a
     /// multishot receive standing on each socket: one-shot receives re-arm and re-poll the
     /// socket every transaction, which cost 1-byte rr 7-12 % more service demand on both
-    /// sides (measured same-CPU and across CPUs, see README's "Which engine adds least").
+    /// sides (measured same-CPU and across CPUs, see docs/figures.md, "Which engine adds least").
     /// crr makes a socket per transaction, so a standing receive saves nothing there.
     pub fn default_for(workload: Workload) -> RecvEngine {
         match workload {
@@ -523,8 +523,8 @@ pub struct TestSpec<P = Payload> {
 
 /// Whether a test samples its windows without `--profile`: off, because `ringperf-bench
 /// profile` measured its cost above the 2 % of service demand a default may cost (999 Hz
-/// on this 2-vCPU VM: +8.8 % on same-CPU 1-byte rr, +14 % on a 64 KiB stream; README
-/// "What the figures mean" has the figures).
+/// on this 2-vCPU VM: +8.8 % on same-CPU 1-byte rr, +14 % on a 64 KiB stream;
+/// docs/figures.md has the figures).
 pub const PROFILE_BY_DEFAULT: bool = false;
 /// Samples per second per CPU (`--profile-hz`): an odd rate, so it does not beat with
 /// timers at round rates.
