@@ -115,11 +115,15 @@ mod tests {
     #[test]
     fn manual_lists_every_keyval_name_in_order() {
         let manual = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/confidence.md"));
-        let start = manual.find("`--keyval` prints these names").expect("docs/confidence.md has the keyval list");
+        let start =
+            manual.find("`--keyval` prints these names").expect("docs/confidence.md has the keyval list");
         let list = manual[start..].split('`').nth(3).expect("the names in backquotes");
         let listed: Vec<&str> = list.split_whitespace().collect();
         let ours: Vec<&str> = names().collect();
-        assert_eq!(listed, ours, "docs/confidence.md's keyval list differs from the fields keyval.rs renders");
+        assert_eq!(
+            listed, ours,
+            "docs/confidence.md's keyval list differs from the fields keyval.rs renders"
+        );
     }
 
     /// A setting whose `after` names no field would silently land at the end.
