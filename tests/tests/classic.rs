@@ -10,53 +10,67 @@ use std::time::Duration;
 use ringperf_engine::spec::{Explicit, RecvEngine, SendEngine, SideSpec, Workload};
 use ringperf_engine::{run_test, Target, TestSpec};
 use ringperf_tests::{
-    at, bool_at, check_rr_report, check_stream_report, ringperf, str_at, u64_at, ChildGuard,
+    check_rr_report, check_stream_report, parse, ringperf, ChildGuard, SideReport, SideReportExt, TestReport,
+    TestReportExt,
 };
-use serde_json::Value;
 
 const SYSCALL: (SendEngine, RecvEngine) = (SendEngine::Syscall, RecvEngine::Syscall);
 const RING: (SendEngine, RecvEngine) = (SendEngine::Copy, RecvEngine::Recv);
 
+/// The side of `r` named `side` (local, remote).
+fn side<'a>(r: &'a TestReport, side: &str) -> &'a SideReport {
+    if side == "local" {
+        &r.local
+    } else {
+        r.remote()
+    }
+}
+
 /// The payload check came out clean on `side`, over every byte it received.
-fn check_verified(r: &Value, side: &str) {
-    let v = at(r, &format!("{side}.verify"));
-    assert_eq!(u64_at(v, "mismatches"), 0, "{side}: payload corrupted: {v}");
-    assert_eq!(u64_at(v, "bytes_checked"), u64_at(r, &format!("{side}.bytes_received")), "{side}: {v}");
+fn check_verified(r: &TestReport, side: &str) {
+    let x = self::side(r, side);
+    let v = x.verify();
+    assert_eq!(v.mismatches, 0, "{side}: payload corrupted: {v:?}");
+    assert_eq!(v.bytes_checked, x.bytes_received, "{side}: {v:?}");
 }
 
 /// A classic side counts its calls (sends and receives where it moved payload), has no
 /// ring, and with `flows_per_worker` > 1 waited in epoll.
-fn check_classic_side(r: &Value, side: &str, sends: bool, receives: bool, flows_per_worker: u64) {
-    let c = at(r, &format!("{side}.ring.syscalls"));
-    assert!(c.is_object(), "{side}: no system call counts: {}", at(r, &format!("{side}.ring")));
-    assert_eq!(u64_at(r, &format!("{side}.ring.enters")), 0, "{side}: a classic side reports ring enters");
+fn check_classic_side(r: &TestReport, side: &str, sends: bool, receives: bool, flows_per_worker: u64) {
+    let x = self::side(r, side);
+    let c = x.ring.syscalls.unwrap_or_else(|| panic!("{side}: no system call counts: {:?}", x.ring));
+    assert_eq!(x.ring.enters, 0, "{side}: a classic side reports ring enters");
     if sends {
-        assert_eq!(str_at(r, &format!("{side}.send_engine")), "syscall");
-        assert!(u64_at(c, "sends") > 0, "{side}: {c}");
-        assert!(u64_at(r, &format!("{side}.send.sends")) > 0, "{side}: no sends in the send report");
-        assert!(at(r, &format!("{side}.send.zero_copy")).is_null());
+        assert_eq!(x.send_engine.name(), "syscall");
+        assert!(c.sends > 0, "{side}: {c:?}");
+        assert!(x.send().sends > 0, "{side}: no sends in the send report");
+        assert!(x.send().zero_copy.is_none());
     }
     if receives {
-        assert_eq!(str_at(r, &format!("{side}.recv.engine")), "syscall");
-        assert!(u64_at(c, "recvs") > 0, "{side}: {c}");
+        assert_eq!(x.recv().engine.name(), "syscall");
+        assert!(c.recvs > 0, "{side}: {c:?}");
     }
     if flows_per_worker > 1 {
-        assert!(u64_at(c, "epoll_waits") > 0, "{side}: {flows_per_worker} flows and no epoll_wait: {c}");
+        assert!(c.epoll_waits > 0, "{side}: {flows_per_worker} flows and no epoll_wait: {c:?}");
     } else {
-        assert_eq!(u64_at(c, "epoll_waits"), 0, "{side}: one blocking flow waited in epoll: {c}");
+        assert_eq!(c.epoll_waits, 0, "{side}: one blocking flow waited in epoll: {c:?}");
     }
 }
 
-fn run_cli(args: &[&str]) -> Value {
+fn run_cli(args: &[&str]) -> TestReport {
     let mut all = args.to_vec();
     all.extend(["-l", "1", "--verify", "--send-engine", "syscall", "--recv-engine", "syscall"]);
-    ringperf!().run_json(&all)
+    ringperf!().run_report(&all)
 }
 
 /// A test run in this process against an embedded server, each side with its own engines
 /// (the CLI gives both sides the same ones): the server gets its engines over the control
 /// protocol, as any remote server would.
-fn run_mixed(workload: Workload, local: (SendEngine, RecvEngine), remote: (SendEngine, RecvEngine)) -> Value {
+fn run_mixed(
+    workload: Workload,
+    local: (SendEngine, RecvEngine),
+    remote: (SendEngine, RecvEngine),
+) -> TestReport {
     let mut spec = TestSpec::for_workload(workload);
     spec.duration_ms = 1000;
     // crr and the UDP tests check their own framing (cookies, sequence numbers) instead.
@@ -68,7 +82,7 @@ fn run_mixed(workload: Workload, local: (SendEngine, RecvEngine), remote: (SendE
     let report =
         run_test(&spec, &Target::Embedded).unwrap_or_else(|e| panic!("{workload:?} run failed: {e}"));
     assert!(!report.partial, "{:?}", report.partial_reason);
-    serde_json::to_value(&report).expect("a report serializes")
+    report
 }
 
 #[test]
@@ -90,9 +104,9 @@ fn rr_syscall_on_both_sides_64_flows_per_worker_over_epoll() {
         check_classic_side(&r, side, true, true, 64);
     }
     // Every flow did work: none starved behind the others.
-    let flows = at(&r, "local.flows").as_array().expect("flows");
+    let flows = &r.local.flows;
     assert_eq!(flows.len(), 64);
-    assert!(flows.iter().all(|f| u64_at(f, "transactions") > 0), "a flow completed nothing");
+    assert!(flows.iter().all(|f| f.transactions > 0), "a flow completed nothing");
 }
 
 #[test]
@@ -129,7 +143,7 @@ fn rr_syscall_client_against_a_ring_server_and_the_reverse() {
         let classic = if local == SYSCALL { "local" } else { "remote" };
         let ring = if local == SYSCALL { "remote" } else { "local" };
         check_classic_side(&r, classic, true, true, 1);
-        assert!(at(&r, &format!("{ring}.ring.syscalls")).is_null(), "{ring}: a ring side counted syscalls");
+        assert!(side(&r, ring).ring.syscalls.is_none(), "{ring}: a ring side counted syscalls");
     }
 }
 
@@ -153,7 +167,7 @@ fn a_side_that_sends_and_receives_takes_both_classic_engines_or_neither() {
         out.failure(2, &["--send-engine syscall with --recv-engine syscall"]);
     }
     // A stream side only sends or only receives: any pairing runs.
-    let r = rp.run_json(&["stream", "-l", "0.5", "--send-engine", "syscall", "--recv-engine", "multishot"]);
+    let r = rp.run_report(&["stream", "-l", "0.5", "--send-engine", "syscall", "--recv-engine", "multishot"]);
     check_stream_report(&r, false);
 }
 
@@ -165,24 +179,21 @@ fn a_side_that_sends_and_receives_takes_both_classic_engines_or_neither() {
 fn syscall_loops_are_paced_like_the_ring() {
     let rp = ringperf!();
     let classic = ["--send-engine", "syscall", "--recv-engine", "syscall"];
-    let bps = |r: &Value, side: &str| {
-        u64_at(r, &format!("{side}.bytes_sent")) as f64 * 8e9
-            / u64_at(r, &format!("{side}.elapsed_ns")) as f64
-    };
+    let bps = |x: &SideReport| x.bytes_sent as f64 * 8e9 / x.elapsed_ns as f64;
     let mut args = vec!["stream", "-l", "1", "-b", "10M"];
     args.extend(classic);
-    let r = rp.run_json(&args);
+    let r = rp.run_report(&args);
     check_stream_report(&r, false);
-    let sent = bps(&r, "local");
+    let sent = bps(&r.local);
     assert!(
         sent > 0.0 && sent <= 10e6 * 1.05 + 2.0 * 131_072.0 * 8.0,
         "a -b 10M syscall stream sent {sent} bit/s"
     );
     let mut args = vec!["rr", "-l", "1", "-b", "10M", "-r", "64,10000"];
     args.extend(classic);
-    let r = rp.run_json(&args);
+    let r = rp.run_report(&args);
     check_rr_report(&r);
-    let sent = bps(&r, "remote");
+    let sent = bps(r.remote());
     assert!(
         sent > 0.0 && sent <= 10e6 * 1.05 + 2.0 * 10_000.0 * 8.0,
         "a -b 10M syscall rr server sent {sent} bit/s"
@@ -206,10 +217,10 @@ fn ctrl_c_stops_classic_loops_blocked_or_over_epoll() {
         let mut out = String::new();
         use std::io::Read;
         client.child_mut().stdout.take().expect("stdout").read_to_string(&mut out).expect("stdout");
-        let r: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("no JSON report ({e}): {out}"));
-        assert!(bool_at(&r, "partial"), "{extra:?}");
-        assert!(r["remote"].is_object(), "{extra:?}: the server's partial side is missing");
-        assert!(u64_at(&r, "local.elapsed_ns") < 10_000_000_000, "{extra:?}: ran on after Ctrl-C");
+        let r: TestReport = parse("the client's stdout", &out);
+        assert!(r.partial, "{extra:?}");
+        assert!(r.remote.is_some(), "{extra:?}: the server's partial side is missing");
+        assert!(r.local.elapsed_ns < 10_000_000_000, "{extra:?}: ran on after Ctrl-C");
     }
 }
 
@@ -218,39 +229,40 @@ fn ctrl_c_stops_classic_loops_blocked_or_over_epoll() {
 fn udp_syscall_sides_against_ring_sides_agree() {
     for (local, remote) in [(SYSCALL, RING), (RING, SYSCALL)] {
         let r = run_mixed(Workload::UdpStream, local, remote);
-        let (tx, rx) = (at(&r, "local.udp"), at(&r, "remote.udp"));
-        let sent = u64_at(tx, "datagrams_sent");
-        let received = u64_at(rx, "datagrams_received");
+        let (tx, rx) = (r.local.udp(), r.remote().udp());
+        let sent = tx.datagrams_sent;
+        let received = rx.datagrams_received;
         assert!(sent > 0 && received > 0, "{local:?} -> {remote:?}: sent {sent}, received {received}");
-        assert_eq!(received + u64_at(rx, "lost"), u64_at(rx, "sequence_span"), "{local:?} -> {remote:?}");
-        assert!(u64_at(rx, "sequence_span") <= sent + u64_at(tx, "send_errors"));
+        assert_eq!(received + rx.lost, rx.sequence_span, "{local:?} -> {remote:?}");
+        assert!(rx.sequence_span <= sent + tx.send_errors);
         // A datagram numbered otherwise than the peer numbers them would be stray or lost.
-        assert!(u64_at(rx, "stray") <= 2, "{local:?} -> {remote:?}: {rx}");
-        assert!(u64_at(rx, "lost") < sent, "{local:?} -> {remote:?}: {rx}");
+        assert!(rx.stray <= 2, "{local:?} -> {remote:?}: {rx:?}");
+        assert!(rx.lost < sent, "{local:?} -> {remote:?}: {rx:?}");
 
         let r = run_mixed(Workload::UdpRr, local, remote);
-        let t = u64_at(&r, "local.transactions");
-        let served = u64_at(&r, "remote.transactions");
+        let t = r.local.transactions;
+        let served = r.remote().transactions;
         assert!(t > 0, "{local:?} -> {remote:?}: no transaction");
         assert!(served >= t && served <= t + 1, "{local:?} -> {remote:?}: server {served}, client {t}");
-        assert!(u64_at(&r, "local.udp.retransmissions") <= u64_at(&r, "local.udp.timeouts"));
+        assert!(r.local.udp().retransmissions <= r.local.udp().timeouts);
     }
 }
 
 /// Both sides of a crr report count the same connections, and every byte adds up.
-fn check_crr_counts(r: &Value, what: &str) {
-    let t = u64_at(r, "local.transactions");
+fn check_crr_counts(r: &TestReport, what: &str) {
+    let (local, remote) = (&r.local, r.remote());
+    let t = local.transactions;
     assert!(t > 0, "{what}: no connection cycle completed");
-    assert_eq!(t, u64_at(r, "remote.transactions"), "{what}: client and server count different cycles");
-    assert_eq!(u64_at(r, "local.crr.connections"), t, "{what}");
-    assert_eq!(u64_at(r, "remote.crr.connections"), t, "{what}");
-    assert_eq!(u64_at(r, "remote.crr.rejected"), 0, "{what}: the server rejected a connection");
-    let (req, rsp) = (u64_at(r, "spec.request_size"), u64_at(r, "spec.response_size"));
-    assert_eq!(u64_at(r, "local.bytes_sent"), t * req, "{what}");
-    assert_eq!(u64_at(r, "remote.bytes_received"), t * req, "{what}");
-    assert_eq!(u64_at(r, "remote.bytes_sent"), t * rsp, "{what}");
-    assert_eq!(u64_at(r, "local.bytes_received"), t * rsp, "{what}");
-    assert_eq!(u64_at(r, "local.latency.count"), t, "{what}");
+    assert_eq!(t, remote.transactions, "{what}: client and server count different cycles");
+    assert_eq!(local.crr().connections, t, "{what}");
+    assert_eq!(remote.crr().connections, t, "{what}");
+    assert_eq!(remote.crr().rejected, 0, "{what}: the server rejected a connection");
+    let (req, rsp) = (u64::from(r.spec.request_size), u64::from(r.spec.response_size));
+    assert_eq!(local.bytes_sent, t * req, "{what}");
+    assert_eq!(remote.bytes_received, t * req, "{what}");
+    assert_eq!(remote.bytes_sent, t * rsp, "{what}");
+    assert_eq!(local.bytes_received, t * rsp, "{what}");
+    assert_eq!(local.latency().count, t, "{what}");
 }
 
 /// One flow runs netperf's and netserver's blocking loops on both sides (no epoll), in
@@ -273,19 +285,19 @@ fn crr_syscall_on_both_sides_one_flow_and_64_flows() {
             "--recv-engine",
             "syscall",
         ];
-        let r = ringperf!().run_json(&args);
+        let r = ringperf!().run_report(&args);
         let what = format!("{flows} flow(s), {close_first} closes first");
         check_crr_counts(&r, &what);
-        let c = at(&r, "local.ring.syscalls");
+        let c = r.local.syscalls();
         // socket, connect and close (at least) per cycle are the client's other calls.
-        assert!(u64_at(c, "other") >= 3 * u64_at(&r, "local.transactions"), "{what}: {c}");
-        assert_eq!(u64_at(c, "epoll_waits") > 0, flows == "64", "{what}: {c}");
-        let s = at(&r, "remote.ring.syscalls");
-        assert_eq!(u64_at(s, "epoll_waits") > 0, flows == "64", "{what}: server {s}");
+        assert!(c.other >= 3 * r.local.transactions, "{what}: {c:?}");
+        assert_eq!(c.epoll_waits > 0, flows == "64", "{what}: {c:?}");
+        let s = r.remote().syscalls();
+        assert_eq!(s.epoll_waits > 0, flows == "64", "{what}: server {s:?}");
         // Per connection the server accepts, receives and sends at least once.
-        let t = u64_at(&r, "remote.transactions");
-        assert!(u64_at(s, "recvs") >= t && u64_at(s, "sends") >= t, "{what}: server {s}");
-        assert_eq!(u64_at(&r, "local.ring.enters"), 0);
+        let t = r.remote().transactions;
+        assert!(s.recvs >= t && s.sends >= t, "{what}: server {s:?}");
+        assert_eq!(r.local.ring.enters, 0);
     }
 }
 
@@ -304,27 +316,21 @@ fn msg_zerocopy_completions_match_sends_and_loopback_copies() {
     for flows in ["1", "64"] {
         let args =
             ["stream", "-l", "1", "-m", "64K", "--flows", flows, "--verify", "--send-engine", "msg-zerocopy"];
-        let r = ringperf!().run_json(&args);
+        let r = ringperf!().run_report(&args);
         check_stream_report(&r, false);
         check_verified(&r, "remote");
-        assert_eq!(str_at(&r, "local.send_engine"), "msg-zerocopy");
-        let zc = at(&r, "local.send.zero_copy");
-        assert!(u64_at(zc, "sends") > 0, "{flows}: {zc}");
+        assert_eq!(r.local.send_engine.name(), "msg-zerocopy");
+        let zc = r.local.zero_copy();
+        assert!(zc.sends > 0, "{flows}: {zc:?}");
+        assert_eq!(zc.notifications, zc.sends, "{flows}: a completion is missing: {zc:?}");
+        assert!(zc.completion_ranges > 0 && zc.completion_ranges <= zc.sends);
         assert_eq!(
-            u64_at(zc, "notifications"),
-            u64_at(zc, "sends"),
-            "{flows}: a completion is missing: {zc}"
+            zc.bytes_copied + zc.bytes_zero_copy,
+            r.local.bytes_sent,
+            "{flows}: copied + zero-copied bytes differ from bytes sent: {zc:?}"
         );
-        assert!(
-            u64_at(zc, "completion_ranges") > 0 && u64_at(zc, "completion_ranges") <= u64_at(zc, "sends")
-        );
-        assert_eq!(
-            u64_at(zc, "bytes_copied") + u64_at(zc, "bytes_zero_copy"),
-            u64_at(&r, "local.bytes_sent"),
-            "{flows}: copied + zero-copied bytes differ from bytes sent: {zc}"
-        );
-        assert_eq!(u64_at(zc, "copied"), u64_at(zc, "notifications"), "loopback did not copy? {zc}");
-        assert!(at(&r, "local.ring.syscalls").is_object(), "msg-zerocopy has no ring");
+        assert_eq!(zc.copied, zc.notifications, "loopback did not copy? {zc:?}");
+        assert!(r.local.ring.syscalls.is_some(), "msg-zerocopy has no ring");
     }
     let out = ringperf!().run(&["stream", "-l", "0.5", "--send-engine", "msg-zerocopy"]).success();
     assert!(out.stdout.contains("msg-zerocopy") && out.stdout.contains("COPIED every send"), "{out}");
@@ -342,19 +348,21 @@ fn zerocopy_receive_accounts_every_byte_and_says_loopback_copies() {
     for extra in [&["--flows", "1"][..], &["--flows", "64", "-M", "16K"], &["-m", "1K", "-M", "1K"]] {
         let mut args = vec!["stream", "-l", "1", "--verify", "--recv-engine", "zerocopy-receive"];
         args.extend(extra);
-        let r = ringperf!().run_json(&args);
+        let r = ringperf!().run_report(&args);
         check_stream_report(&r, false);
         check_verified(&r, "remote");
-        let z = at(&r, "remote.recv.zero_copy");
-        assert_eq!(str_at(&r, "remote.recv.engine"), "zerocopy-receive");
-        assert!(u64_at(z, "receives") > 0, "{extra:?}: {z}");
+        let recv = r.remote().recv();
+        let z = recv.zero_copy.as_ref().unwrap_or_else(|| panic!("{extra:?}: no recv.zero_copy: {recv:?}"));
+        assert_eq!(recv.engine.name(), "zerocopy-receive");
+        assert!(z.receives > 0, "{extra:?}: {z:?}");
+        let received = r.remote().bytes_received;
         assert_eq!(
-            u64_at(z, "bytes_mapped") + u64_at(z, "bytes_copied") + u64_at(z, "bytes_read"),
-            u64_at(&r, "remote.bytes_received"),
-            "{extra:?}: mapped + copied + read != received: {z}"
+            z.bytes_mapped + z.bytes_copied + z.bytes_read,
+            received,
+            "{extra:?}: mapped + copied + read != received: {z:?}"
         );
         // Loopback payload is never in whole pages: mostly copies.
-        assert!(u64_at(z, "bytes_mapped") * 2 < u64_at(&r, "remote.bytes_received"), "{extra:?}: {z}");
+        assert!(z.bytes_mapped * 2 < received, "{extra:?}: {z:?}");
     }
     let out = ringperf!().run(&["stream", "-l", "0.5", "--recv-engine", "zerocopy-receive"]).success();
     assert!(out.stdout.contains("zerocopy receive:") && out.stdout.contains("copied"), "{out}");
@@ -369,16 +377,20 @@ fn zerocopy_receive_accounts_every_byte_and_says_loopback_copies() {
 fn classic_loops_take_interval_samples_on_both_sides() {
     for w in ["rr", "crr", "stream", "udp-rr"] {
         let args = [w, "-l", "1", "-D", "0.2", "--send-engine", "syscall", "--recv-engine", "syscall"];
-        let r = ringperf!().run_json(&args);
-        for side in ["local", "remote"] {
-            let iv = at(&r, &format!("{side}.intervals")).as_array().expect("intervals");
+        let r = ringperf!().run_report(&args);
+        for (side, x) in r.sides() {
+            let iv = &x.intervals;
             // At least one tick and the closing remainder (a loop blocked across several
             // ticks, on a loaded machine, samples once when it comes back).
             assert!(iv.len() >= 2, "{w} {side}: {} interval samples over 1 s at 0.2 s", iv.len());
-            let key = if w == "stream" && side == "remote" { "bytes_received" } else { "bytes_sent" };
-            let key = if w == "stream" { key } else { "transactions" };
-            let sum: u64 = iv.iter().map(|i| i[key].as_u64().expect("a count")).sum();
-            assert_eq!(sum, u64_at(&r, &format!("{side}.{key}")), "{w} {side}: intervals do not add up");
+            let (key, sum, total): (_, u64, _) = match (w, side) {
+                ("stream", "remote") => {
+                    ("bytes_received", iv.iter().map(|i| i.bytes_received).sum(), x.bytes_received)
+                }
+                ("stream", _) => ("bytes_sent", iv.iter().map(|i| i.bytes_sent).sum(), x.bytes_sent),
+                _ => ("transactions", iv.iter().map(|i| i.transactions).sum(), x.transactions),
+            };
+            assert_eq!(sum, total, "{w} {side}: intervals do not add up ({key})");
         }
     }
 }
@@ -437,12 +449,9 @@ fn the_blocking_crr_server_drops_strangers_and_silent_connections_and_keeps_serv
         s.read_exact(&mut rsp).expect("the response after the strangers");
     }
     c.send_json(&json!({"type": "flows_done"}));
-    let report = match c.read_reply() {
-        Reply::Frame(v) if v["type"] == "report" => v,
-        other => panic!("expected the server's report, got {other:?}"),
-    };
-    assert_eq!(u64_at(&report, "side.crr.connections"), REAL, "{}", at(&report, "side.crr"));
-    assert_eq!(u64_at(&report, "side.crr.rejected"), 2, "{}", at(&report, "side.crr"));
-    assert_eq!(u64_at(&report, "side.ring.syscalls.epoll_waits"), 0, "one flow is the blocking loop");
+    let side = c.side_report();
+    assert_eq!(side.crr().connections, REAL, "{:?}", side.crr());
+    assert_eq!(side.crr().rejected, 2, "{:?}", side.crr());
+    assert_eq!(side.syscalls().epoll_waits, 0, "one flow is the blocking loop");
     server.assert_running();
 }

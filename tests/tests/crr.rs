@@ -5,57 +5,52 @@ use std::path::Path;
 use std::time::Duration;
 
 use ringperf_tests::{
-    at, check_side_common, ringperf, run_with_timeout, skip, skip_unless, str_at, u64_at, Netns, IP,
+    check_side_common, parse, ringperf, run_with_timeout, skip, skip_unless, Netns, Role, SideReportExt,
+    TestReport, TestReportExt, IP,
 };
-use serde_json::json;
-use serde_json::Value;
 
-fn check_crr(r: &Value, flows: usize) {
-    assert_eq!(str_at(r, "test"), "TCP_CRR");
-    assert_eq!(str_at(r, "local.role"), "crr_client");
-    assert_eq!(str_at(r, "remote.role"), "crr_server");
-    let t = u64_at(r, "local.transactions");
+fn check_crr(r: &TestReport, flows: usize) {
+    let (local, remote) = (&r.local, r.remote());
+    assert_eq!(r.test, "TCP_CRR");
+    assert_eq!(local.role, Role::CrrClient);
+    assert_eq!(remote.role, Role::CrrServer);
+    let t = local.transactions;
     assert!(t > 0, "the client completed no connection cycle");
-    assert_eq!(t, u64_at(r, "remote.transactions"), "client and server count different connections");
-    assert_eq!(u64_at(r, "local.crr.connections"), t);
-    assert_eq!(u64_at(r, "remote.crr.connections"), t);
-    assert_eq!(u64_at(r, "remote.crr.rejected"), 0, "the server rejected connections of its own client");
-    assert_eq!(u64_at(r, "local.latency.count"), t, "latency.count != connections");
-    let (req, rsp) = (u64_at(r, "spec.request_size"), u64_at(r, "spec.response_size"));
-    assert_eq!(u64_at(r, "local.bytes_sent"), t * req);
-    assert_eq!(u64_at(r, "local.bytes_received"), t * rsp);
-    assert_eq!(u64_at(r, "remote.bytes_received"), t * req);
-    assert_eq!(u64_at(r, "remote.bytes_sent"), t * rsp);
-    for side in ["local", "remote"] {
-        check_side_common(r, side);
-        let per_flow = at(r, &format!("{side}.flows")).as_array().expect("flows");
+    assert_eq!(t, remote.transactions, "client and server count different connections");
+    assert_eq!(local.crr().connections, t);
+    assert_eq!(remote.crr().connections, t);
+    assert_eq!(remote.crr().rejected, 0, "the server rejected connections of its own client");
+    assert_eq!(local.latency().count, t, "latency.count != connections");
+    let (req, rsp) = (u64::from(r.spec.request_size), u64::from(r.spec.response_size));
+    assert_eq!(local.bytes_sent, t * req);
+    assert_eq!(local.bytes_received, t * rsp);
+    assert_eq!(remote.bytes_received, t * req);
+    assert_eq!(remote.bytes_sent, t * rsp);
+    for (side, x) in r.sides() {
+        check_side_common(side, x);
+        let per_flow = &x.flows;
         assert_eq!(per_flow.len(), flows, "{side}: one report per flow");
-        let sum: u64 = per_flow.iter().map(|f| f["transactions"].as_u64().expect("transactions")).sum();
+        let sum: u64 = per_flow.iter().map(|f| f.transactions).sum();
         assert_eq!(sum, t, "{side}: per-flow connections do not add up to the total");
-        assert!(
-            per_flow.iter().all(|f| f["transactions"].as_u64() > Some(0)),
-            "{side}: a flow made no connection"
-        );
+        assert!(per_flow.iter().all(|f| f.transactions > 0), "{side}: a flow made no connection");
     }
-    for (l, rm) in
-        at(r, "local.flows").as_array().unwrap().iter().zip(at(r, "remote.flows").as_array().unwrap())
-    {
-        assert_eq!(l["transactions"], rm["transactions"], "flow {}: the sides disagree", l["flow"]);
+    for (l, rm) in local.flows.iter().zip(&remote.flows) {
+        assert_eq!(l.transactions, rm.transactions, "flow {}: the sides disagree", l.flow);
     }
-    let l = at(r, "local.latency");
-    assert!(u64_at(l, "min_ns") <= u64_at(l, "p50_ns") && u64_at(l, "p50_ns") <= u64_at(l, "max_ns"));
+    let l = local.latency();
+    assert!(l.min_ns <= l.p50_ns && l.p50_ns <= l.max_ns);
 }
 
 #[test]
 fn crr_sides_agree_on_connections() {
-    let r = ringperf!().run_json(&["crr", "-l", "1"]);
+    let r = ringperf!().run_report(&["crr", "-l", "1"]);
     check_crr(&r, 1);
-    assert!(!r["local"]["crr"]["linger0"].as_bool().unwrap());
+    assert!(!r.local.crr().linger0);
 }
 
 #[test]
 fn crr_many_flows_over_two_threads_with_rst_close() {
-    let r = ringperf!().run_json(&[
+    let r = ringperf!().run_report(&[
         "crr",
         "-l",
         "1",
@@ -68,13 +63,13 @@ fn crr_many_flows_over_two_threads_with_rst_close() {
         "--linger0",
     ]);
     check_crr(&r, 4);
-    assert!(r["local"]["crr"]["linger0"].as_bool().unwrap());
-    assert_eq!(r["local"]["workers"].as_array().unwrap().len(), 2);
+    assert!(r.local.crr().linger0);
+    assert_eq!(r.local.workers.len(), 2);
 }
 
 #[test]
 fn crr_client_port_range_is_used() {
-    let r = ringperf!().run_json(&["crr", "-l", "1", "--client-ports", "41000-41999", "--linger0"]);
+    let r = ringperf!().run_report(&["crr", "-l", "1", "--client-ports", "41000-41999", "--linger0"]);
     check_crr(&r, 1);
 }
 
@@ -84,20 +79,19 @@ fn crr_client_port_range_is_used() {
 #[test]
 fn crr_client_reports_its_socket_buffer_sizes() {
     let rp = ringperf!();
-    let r = rp.run_json(&["crr", "-l", "0.3"]);
-    for side in ["local", "remote"] {
-        let snd = u64_at(&r, &format!("{side}.socket.send_buffer"));
-        let rcv = u64_at(&r, &format!("{side}.socket.recv_buffer"));
+    let r = rp.run_report(&["crr", "-l", "0.3"]);
+    for (side, x) in r.sides() {
+        let (snd, rcv) = (x.socket.send_buffer, x.socket.recv_buffer);
         assert!(snd > 0 && rcv > 0, "{side}: socket buffers {snd},{rcv}");
         // The client holds no connection before its cycles, and still names its egress.
-        assert_eq!(str_at(&r, &format!("{side}.network.device")), "lo", "{side}: egress device");
+        assert_eq!(x.network().device.as_deref(), Some("lo"), "{side}: egress device");
     }
-    let r = rp.run_json(&["crr", "-l", "0.3", "-s", "64K,96K", "-S", "32K,48K"]);
+    let r = rp.run_report(&["crr", "-l", "0.3", "-s", "64K,96K", "-S", "32K,48K"]);
     check_crr(&r, 1);
-    assert_eq!(u64_at(&r, "local.socket.send_buffer"), 2 * 64 * 1024, "-s send size");
-    assert_eq!(u64_at(&r, "local.socket.recv_buffer"), 2 * 96 * 1024, "-s receive size");
-    assert_eq!(u64_at(&r, "remote.socket.send_buffer"), 2 * 32 * 1024, "-S send size");
-    assert_eq!(u64_at(&r, "remote.socket.recv_buffer"), 2 * 48 * 1024, "-S receive size");
+    assert_eq!(r.local.socket.send_buffer, 2 * 64 * 1024, "-s send size");
+    assert_eq!(r.local.socket.recv_buffer, 2 * 96 * 1024, "-s receive size");
+    assert_eq!(r.remote().socket.send_buffer, 2 * 32 * 1024, "-S send size");
+    assert_eq!(r.remote().socket.recv_buffer, 2 * 48 * 1024, "-S receive size");
     let o = rp.run(&["crr", "-l", "0.3", "-s", "64K,96K"]).success();
     // The result row: local sizes, then request and response sizes (1 and 1).
     let row = o
@@ -119,43 +113,43 @@ fn crr_rejects_options_it_does_not_use() {
 
 /// Both sides' engines, as the report gives them, and what their paths counted: every
 /// transaction is one request send on the client and one response send on the server.
-fn check_engines(r: &Value, send: &str, recv: &str) {
-    let t = u64_at(r, "local.transactions");
-    for side in ["local", "remote"] {
-        let p = |k: &str| format!("{side}.{k}");
-        assert_eq!(str_at(r, &p("send_engine")), send, "{side}");
-        assert_eq!(str_at(r, &p("recv_engine")), recv, "{side}");
-        assert_eq!(str_at(r, &p("recv.engine")), recv, "{side}");
-        assert_eq!(u64_at(r, &p("send.sends")), t, "{side}: one send per connection");
-        let zc = at(r, &p("send.zero_copy"));
+fn check_engines(r: &TestReport, send: &str, recv: &str) {
+    let t = r.local.transactions;
+    for (side, x) in r.sides() {
+        assert_eq!(x.send_engine.name(), send, "{side}");
+        assert_eq!(x.recv_engine.name(), recv, "{side}");
+        assert_eq!(x.recv().engine.name(), recv, "{side}");
+        assert_eq!(x.send().sends, t, "{side}: one send per connection");
         if send.starts_with("zc") {
+            let zc = x.zero_copy();
             // Every buffer came back before the run ended, and loopback copies every send
             // (shared/notes/io_uring.md), as the stream report says.
-            assert_eq!(u64_at(zc, "sends"), t, "{side}: {zc}");
-            assert_eq!(u64_at(zc, "notifications"), t, "{side}: a notification is missing: {zc}");
-            assert_eq!(u64_at(zc, "copied"), t, "{side}: loopback did not copy? {zc}");
+            assert_eq!(zc.sends, t, "{side}: {zc:?}");
+            assert_eq!(zc.notifications, t, "{side}: a notification is missing: {zc:?}");
+            assert_eq!(zc.copied, t, "{side}: loopback did not copy? {zc:?}");
         } else {
-            assert!(zc.is_null(), "{side}: {send} reported zero-copy figures: {zc}");
+            let zc = &x.send().zero_copy;
+            assert!(zc.is_none(), "{side}: {send} reported zero-copy figures: {zc:?}");
         }
         if send == "splice" {
-            assert!(u64_at(r, &p("send.splice.pipe_size")) > 0, "{side}");
+            assert!(x.splice().pipe_size > 0, "{side}");
         }
     }
 }
 
 /// With --verify each side checks what it received against the pattern: the client every
 /// response byte, the server every request byte after the header; trunc says it cannot.
-fn check_verified(r: &Value, recv: &str) {
-    let t = u64_at(r, "local.transactions");
-    let (req, rsp) = (u64_at(r, "spec.request_size"), u64_at(r, "spec.response_size"));
-    for (side, per) in [("local", rsp), ("remote", req)] {
-        let v = at(r, &format!("{side}.verify"));
-        assert_eq!(v["enabled"], json!(true), "{side}: {v}");
-        assert_eq!(u64_at(v, "mismatches"), 0, "{side}: payload corrupted: {v}");
+fn check_verified(r: &TestReport, recv: &str) {
+    let t = r.local.transactions;
+    let (req, rsp) = (u64::from(r.spec.request_size), u64::from(r.spec.response_size));
+    for ((side, x), per) in r.sides().into_iter().zip([rsp, req]) {
+        let v = x.verify();
+        assert!(v.enabled, "{side}: {v:?}");
+        assert_eq!(v.mismatches, 0, "{side}: payload corrupted: {v:?}");
         if recv == "trunc" {
-            assert!(v["not_checked"].as_str().is_some_and(|s| s.contains("trunc")), "{side}: {v}");
+            assert!(v.not_checked.as_deref().is_some_and(|s| s.contains("trunc")), "{side}: {v:?}");
         } else {
-            assert_eq!(u64_at(v, "bytes_checked"), t * per, "{side}: not every byte was checked: {v}");
+            assert_eq!(v.bytes_checked, t * per, "{side}: not every byte was checked: {v:?}");
         }
     }
 }
@@ -164,16 +158,16 @@ fn check_verified(r: &Value, recv: &str) {
 fn crr_sends_through_every_send_engine() {
     let rp = ringperf!();
     for send in ["copy", "zc", "zc-msg", "splice"] {
-        let r = rp.run_json(&["crr", "-l", "0.5", "--flows", "2", "--send-engine", send]);
+        let r = rp.run_report(&["crr", "-l", "0.5", "--flows", "2", "--send-engine", send]);
         check_crr(&r, 2);
         check_engines(&r, send, "recv");
         // Requests and responses large enough for zero copy to send from registered memory.
-        let r = rp.run_json(&["crr", "-l", "0.5", "-r", "100,5000", "--verify", "--send-engine", send]);
+        let r = rp.run_report(&["crr", "-l", "0.5", "-r", "100,5000", "--verify", "--send-engine", send]);
         check_crr(&r, 1);
         check_engines(&r, send, "recv");
         check_verified(&r, "recv");
         if send.starts_with("zc") {
-            assert_eq!(at(&r, "remote.send.zero_copy.fixed_buffers"), &json!(true), "a 5000-byte response");
+            assert!(r.remote().zero_copy().fixed_buffers, "a 5000-byte response");
         }
     }
 }
@@ -182,16 +176,16 @@ fn crr_sends_through_every_send_engine() {
 fn crr_receives_through_every_receive_engine() {
     let rp = ringperf!();
     for recv in ["recv", "trunc", "multishot", "bundle"] {
-        let r = rp.run_json(&["crr", "-l", "0.5", "-r", "200,3000", "--verify", "--recv-engine", recv]);
+        let r = rp.run_report(&["crr", "-l", "0.5", "-r", "200,3000", "--verify", "--recv-engine", recv]);
         check_crr(&r, 1);
         check_engines(&r, "copy", recv);
         check_verified(&r, recv);
-        for side in ["local", "remote"] {
-            assert!(u64_at(&r, &format!("{side}.recv.data_cqes")) > 0, "{side}: no data CQEs counted");
+        for (side, x) in r.sides() {
+            assert!(x.recv().data_cqes > 0, "{side}: no data CQEs counted");
         }
         // The client's reset (--linger0) ends a standing receive on the server with
         // ECONNRESET, which is the close it waits for; flows spread over two workers.
-        let r = rp.run_json(&[
+        let r = rp.run_report(&[
             "crr",
             "-l",
             "0.5",
@@ -223,7 +217,7 @@ fn crr_either_side_closes_first_through_every_engine() {
     ];
     for first in ["client", "server"] {
         for (send, recv) in pairs {
-            let r = rp.run_json(&[
+            let r = rp.run_report(&[
                 "crr",
                 "-l",
                 "0.4",
@@ -239,13 +233,13 @@ fn crr_either_side_closes_first_through_every_engine() {
             check_crr(&r, 2);
             if send == "syscall" {
                 // The classic loop reports no io_uring send and receive paths.
-                assert_eq!(str_at(&r, "remote.send_engine"), "syscall");
+                assert_eq!(r.remote().send_engine.name(), "syscall");
             } else {
                 check_engines(&r, send, recv);
             }
             assert_eq!(
-                r["remote"]["crr"]["server_closed_first"].as_bool(),
-                Some(first == "server"),
+                r.remote().crr().server_closed_first,
+                first == "server",
                 "--close-first {first} with {send}/{recv}"
             );
         }
@@ -258,7 +252,7 @@ fn crr_either_side_closes_first_through_every_engine() {
 fn crr_mixes_send_and_receive_engines() {
     let rp = ringperf!();
     for (send, recv) in [("zc", "multishot"), ("splice", "bundle"), ("zc-msg", "trunc"), ("splice", "recv")] {
-        let r = rp.run_json(&[
+        let r = rp.run_report(&[
             "crr",
             "-l",
             "0.5",
@@ -349,15 +343,15 @@ fn crr_linger0_client_ports_and_close_order_reach_every_cycle() {
             args.push("--linger0");
         }
         let before = out_resets(&in_ns(&ns, "cat", &["/proc/net/snmp"]));
-        let r: Value = serde_json::from_str(&in_ns(&ns, rp.path().to_str().expect("a UTF-8 path"), &args))
-            .expect("a JSON report");
+        let r: TestReport =
+            parse("the report", &in_ns(&ns, rp.path().to_str().expect("a UTF-8 path"), &args));
         check_crr(&r, 1);
-        assert_eq!(r["remote"]["crr"]["server_closed_first"].as_bool(), Some(first == "server"));
+        assert_eq!(r.remote().crr().server_closed_first, first == "server");
         let resets = out_resets(&in_ns(&ns, "cat", &["/proc/net/snmp"])) - before;
         let all = time_wait_ports(&in_ns(&ns, "cat", &["/proc/net/tcp"]));
         let ours = |p: &u16| (range.0..=range.1).contains(p);
         let in_range: Vec<u16> = all.iter().map(|&(l, _)| l).filter(ours).collect();
-        let t = u64_at(&r, "local.transactions");
+        let t = r.local.transactions;
         if first == "server" {
             // The client closes as soon as it has the whole response, without waiting for the
             // server's FIN (netperf's client waits for it, at the cost of another wake-up): on

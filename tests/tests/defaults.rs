@@ -2,24 +2,26 @@
 //! report naming them (JSON, header, keyval), and every workload's default run with both
 //! sides' counts equal, against the embedded server.
 
-use ringperf_tests::{at, check_rr_report, check_side_common, check_stream_report, ringperf, str_at, u64_at};
-use serde_json::{json, Value};
+use ringperf_tests::{
+    check_rr_report, check_side_common, check_stream_report, ringperf, EngineChoice, EngineReason,
+    SideReportExt, TestReport, TestReportExt,
+};
 
 /// The engines both sides ran, as the sides report them, and the spec's reasons.
-fn engines(r: &Value) -> (String, String, Value) {
-    for side in ["local", "remote"] {
+fn engines(r: &TestReport) -> (String, String, EngineChoice) {
+    for (side, x) in r.sides() {
         assert_eq!(
-            (str_at(r, &format!("{side}.send_engine")), str_at(r, &format!("{side}.recv_engine"))),
-            (str_at(r, "spec.local.send_engine"), str_at(r, "spec.local.recv_engine")),
+            (x.send_engine, x.recv_engine),
+            (r.spec.local.send_engine, r.spec.local.recv_engine),
             "{side} ran other engines than the spec's"
         );
     }
-    let pair = (str_at(r, "local.send_engine").to_string(), str_at(r, "local.recv_engine").to_string());
-    (pair.0, pair.1, at(r, "spec.engine_choice").clone())
+    let pair = (r.local.send_engine.name().to_string(), r.local.recv_engine.name().to_string());
+    (pair.0, pair.1, r.spec.engine_choice.expect("spec.engine_choice"))
 }
 
-fn both(why: &str) -> Value {
-    json!({"send": why, "recv": why})
+fn both(why: EngineReason) -> EngineChoice {
+    EngineChoice { send: why, recv: why }
 }
 
 /// One transaction alone per worker runs the classic loops; several flows per worker the
@@ -30,41 +32,46 @@ fn each_command_resolves_its_engines_and_the_report_says_why() {
     let run = |args: &[&str]| {
         let mut all = args.to_vec();
         all.extend(["-l", "0.5"]);
-        rp.run_json(&all)
+        rp.run_report(&all)
     };
     let syscall = ("syscall".to_string(), "syscall".to_string());
-    let r = rp.run_json(&["rr", "-l", "1"]);
+    let r = rp.run_report(&["rr", "-l", "1"]);
     check_rr_report(&r);
     let (s, v, why) = engines(&r);
-    assert_eq!(((s, v), why), (syscall.clone(), both("one-in-flight")));
-    assert!(at(&r, "local.ring.syscalls").is_object(), "the classic loop counts its system calls");
-    assert_eq!(u64_at(&r, "local.ring.enters"), 0, "and enters no ring");
+    assert_eq!(((s, v), why), (syscall.clone(), both(EngineReason::OneInFlight)));
+    assert!(r.local.ring.syscalls.is_some(), "the classic loop counts its system calls");
+    assert_eq!(r.local.ring.enters, 0, "and enters no ring");
 
     let r = run(&["rr", "--flows", "4", "--threads", "1"]);
     check_rr_report(&r);
-    assert_eq!(engines(&r), ("copy".into(), "multishot".into(), both("several-flows")));
-    assert!(u64_at(&r, "local.ring.enters") > 0);
+    assert_eq!(engines(&r), ("copy".into(), "multishot".into(), both(EngineReason::SeveralFlows)));
+    assert!(r.local.ring.enters > 0);
 
     let r = run(&["rr", "--harness", "io-uring"]);
     check_rr_report(&r);
-    assert_eq!(engines(&r), ("copy".into(), "multishot".into(), both("harness-asked")));
+    assert_eq!(engines(&r), ("copy".into(), "multishot".into(), both(EngineReason::HarnessAsked)));
 
     let r = run(&["rr", "--flows", "2", "--harness", "classic"]);
     check_rr_report(&r);
-    assert_eq!(engines(&r), (syscall.0.clone(), syscall.1.clone(), both("harness-asked")));
+    assert_eq!(engines(&r), (syscall.0.clone(), syscall.1.clone(), both(EngineReason::HarnessAsked)));
 
     let r = run(&["rr", "--send-engine", "copy", "--recv-engine", "recv", "--harness", "classic"]);
     check_rr_report(&r);
-    assert_eq!(engines(&r), ("copy".into(), "recv".into(), both("asked")), "named engines win");
+    assert_eq!(engines(&r), ("copy".into(), "recv".into(), both(EngineReason::Asked)), "named engines win");
 
     let r = run(&["rr", "--send-engine", "zc"]);
     check_rr_report(&r);
-    assert_eq!(engines(&r), ("zc".into(), "multishot".into(), json!({"send": "asked", "recv": "paired"})));
+    let asked_and_paired = EngineChoice { send: EngineReason::Asked, recv: EngineReason::Paired };
+    assert_eq!(engines(&r), ("zc".into(), "multishot".into(), asked_and_paired));
 
     // A count ends the window early, so the timed report's checks do not apply.
     let r = run(&["rr", "--transactions", "200"]);
-    assert_eq!(engines(&r), ("copy".into(), "multishot".into(), both("counted")), "a count needs the ring");
-    assert_eq!((u64_at(&r, "local.transactions"), u64_at(&r, "remote.transactions")), (200, 200));
+    assert_eq!(
+        engines(&r),
+        ("copy".into(), "multishot".into(), both(EngineReason::Counted)),
+        "a count needs the ring"
+    );
+    assert_eq!((r.local.transactions, r.remote().transactions), (200, 200));
 }
 
 /// The human header names the engines and why, in the words the reasons have.
@@ -111,59 +118,60 @@ fn the_header_names_the_engines_and_why() {
 #[test]
 fn every_default_counts_alike_on_both_sides() {
     let rp = ringperf!();
-    let r = rp.run_json(&["rr", "-l", "1"]);
+    let r = rp.run_report(&["rr", "-l", "1"]);
     check_rr_report(&r);
 
-    let r = rp.run_json(&["crr", "-l", "1"]);
+    let r = rp.run_report(&["crr", "-l", "1"]);
     assert_eq!(engines(&r).0, "syscall");
-    let t = u64_at(&r, "local.transactions");
+    let (local, remote) = (&r.local, r.remote());
+    let t = local.transactions;
     assert!(t > 0, "crr made no connection");
-    assert_eq!(t, u64_at(&r, "remote.transactions"), "client and server count different connections");
-    assert_eq!(u64_at(&r, "local.crr.connections"), t);
-    assert_eq!(u64_at(&r, "remote.crr.connections"), t);
-    assert_eq!((u64_at(&r, "local.bytes_sent"), u64_at(&r, "remote.bytes_received")), (t, t));
-    assert_eq!((u64_at(&r, "remote.bytes_sent"), u64_at(&r, "local.bytes_received")), (t, t));
+    assert_eq!(t, remote.transactions, "client and server count different connections");
+    assert_eq!(local.crr().connections, t);
+    assert_eq!(remote.crr().connections, t);
+    assert_eq!((local.bytes_sent, remote.bytes_received), (t, t));
+    assert_eq!((remote.bytes_sent, local.bytes_received), (t, t));
 
     for (args, reverse) in
         [(&["stream", "-l", "1"][..], false), (&["stream", "-l", "1", "--reverse"][..], true)]
     {
-        let r = rp.run_json(args);
-        assert_eq!(engines(&r).2, both("bulk"), "{args:?}");
+        let r = rp.run_report(args);
+        assert_eq!(engines(&r).2, both(EngineReason::Bulk), "{args:?}");
         check_stream_report(&r, reverse);
     }
 
-    let r = rp.run_json(&["udp-rr", "-l", "1"]);
-    assert_eq!(engines(&r).2, both("datagrams"), "udp-rr runs on the ring");
-    let t = u64_at(&r, "local.transactions");
+    let r = rp.run_report(&["udp-rr", "-l", "1"]);
+    assert_eq!(engines(&r).2, both(EngineReason::Datagrams), "udp-rr runs on the ring");
+    let t = r.local.transactions;
     assert!(t > 0, "udp-rr completed no transaction");
-    assert_eq!(u64_at(&r, "local.latency.count"), t);
-    assert_eq!((u64_at(&r, "local.bytes_sent"), u64_at(&r, "local.bytes_received")), (t * 8, t * 8));
+    assert_eq!(r.local.latency().count, t);
+    assert_eq!((r.local.bytes_sent, r.local.bytes_received), (t * 8, t * 8));
     // The server counts each request once; the client may give up on its last one at the
     // deadline after the server answered it.
-    let served = u64_at(&r, "remote.transactions");
+    let served = r.remote().transactions;
     assert!(served >= t && served <= t + 1, "the server counted {served} transactions, the client {t}");
-    let (tx, rx) = (at(&r, "local.udp"), at(&r, "remote.udp"));
-    let (sent, retrans) = (u64_at(tx, "datagrams_sent"), u64_at(tx, "retransmissions"));
-    assert!(retrans <= u64_at(tx, "timeouts"));
+    let (tx, rx) = (r.local.udp(), r.remote().udp());
+    let (sent, retrans) = (tx.datagrams_sent, tx.retransmissions);
+    assert!(retrans <= tx.timeouts);
     assert!(sent >= t + retrans && sent <= t + retrans + 1, "{sent} requests for {t} transactions");
     // Loopback loses nothing: every request arrived, a retransmitted one as a duplicate.
-    assert_eq!(u64_at(rx, "datagrams_received") + u64_at(rx, "duplicated"), sent);
-    for side in ["local", "remote"] {
-        check_side_common(&r, side);
+    assert_eq!(rx.datagrams_received + rx.duplicated, sent);
+    for (side, x) in r.sides() {
+        check_side_common(side, x);
     }
 
-    let r = rp.run_json(&["udp-stream", "-l", "1", "-m", "64"]);
-    assert_eq!(engines(&r).2, both("datagrams"));
-    let (tx, rx) = (at(&r, "local.udp"), at(&r, "remote.udp"));
-    let (sent, received) = (u64_at(tx, "datagrams_sent"), u64_at(rx, "datagrams_received"));
+    let r = rp.run_report(&["udp-stream", "-l", "1", "-m", "64"]);
+    assert_eq!(engines(&r).2, both(EngineReason::Datagrams));
+    let (tx, rx) = (r.local.udp(), r.remote().udp());
+    let (sent, received) = (tx.datagrams_sent, rx.datagrams_received);
     assert!(received > 0 && received <= sent, "{received} received of {sent} sent");
-    let span = u64_at(rx, "sequence_span");
-    assert_eq!(received + u64_at(rx, "lost"), span, "received + lost != the sequence span seen");
-    assert!(span <= sent + u64_at(tx, "send_errors"));
-    assert_eq!(u64_at(&r, "local.bytes_sent"), sent * 64);
-    assert_eq!(u64_at(&r, "remote.bytes_received"), (received + u64_at(rx, "duplicated")) * 64);
-    for side in ["local", "remote"] {
-        check_side_common(&r, side);
+    let span = rx.sequence_span;
+    assert_eq!(received + rx.lost, span, "received + lost != the sequence span seen");
+    assert!(span <= sent + tx.send_errors);
+    assert_eq!(r.local.bytes_sent, sent * 64);
+    assert_eq!(r.remote().bytes_received, (received + rx.duplicated) * 64);
+    for (side, x) in r.sides() {
+        check_side_common(side, x);
     }
 }
 
@@ -172,14 +180,13 @@ fn every_default_counts_alike_on_both_sides() {
 #[test]
 fn engines_runs_a_workload_on_both_harnesses_side_by_side() {
     let rp = ringperf!();
-    let r = rp.run_json(&["engines", "rr", "-l", "0.3"]);
-    let reports = r.as_array().expect("an array of reports");
-    let pairs: Vec<(String, String, Value)> = reports.iter().map(engines).collect();
+    let reports: Vec<TestReport> = rp.run_parsed(&["engines", "rr", "-l", "0.3"]);
+    let pairs: Vec<(String, String, EngineChoice)> = reports.iter().map(engines).collect();
     assert_eq!(
         pairs.iter().map(|(s, v, _)| (s.as_str(), v.as_str())).collect::<Vec<_>>(),
         [("syscall", "syscall"), ("copy", "multishot")]
     );
-    for x in reports {
+    for x in &reports {
         check_rr_report(x);
     }
     let out = rp.run(&["engines", "crr", "-l", "0.3"]).success();

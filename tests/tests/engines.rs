@@ -1,57 +1,55 @@
 //! Every send engine with every receive engine, stream and rr, with --verify: the stream
 //! arrives whole and intact, and each engine's own accounting adds up.
 
-use ringperf_tests::{at, bool_at, check_rr_report, check_stream_report, is_root, ringperf, str_at, u64_at};
-use serde_json::Value;
+use ringperf_tests::{
+    check_rr_report, check_stream_report, is_root, ringperf, Environment, Payload, SendEngine, SideReport,
+    SideReportExt, TestReport, TestReportExt,
+};
 
 /// What every verified report must show on the receiving side(s) and the sending side(s).
-fn check_engine_accounting(r: &Value, sides: &[(&str, bool, bool)], send: &str, recv: &str) {
+fn check_engine_accounting(r: &TestReport, sides: &[(&str, bool, bool)], send: &str, recv: &str) {
     for &(side, sends, receives) in sides {
-        let p = |f: &str| format!("{side}.{f}");
+        let x: &SideReport = if side == "local" { &r.local } else { r.remote() };
         if receives {
-            assert_eq!(str_at(r, &p("recv_engine")), recv);
-            let v = at(r, &p("verify"));
-            assert_eq!(u64_at(v, "mismatches"), 0, "{side}: payload corrupted with {send}/{recv}: {v}");
-            let received = u64_at(r, &p("bytes_received"));
+            assert_eq!(x.recv_engine.name(), recv);
+            let v = x.verify();
+            assert_eq!(v.mismatches, 0, "{side}: payload corrupted with {send}/{recv}: {v:?}");
+            let received = x.bytes_received;
             if recv == "trunc" {
-                assert_eq!(u64_at(v, "bytes_checked"), 0);
-                assert!(v["not_checked"].as_str().is_some_and(|s| s.contains("trunc")), "{v}");
+                assert_eq!(v.bytes_checked, 0);
+                assert!(v.not_checked.as_deref().is_some_and(|s| s.contains("trunc")), "{v:?}");
             } else {
-                assert_eq!(
-                    u64_at(v, "bytes_checked"),
-                    received,
-                    "{side}: not every received byte was checked"
-                );
+                assert_eq!(v.bytes_checked, received, "{side}: not every received byte was checked");
             }
-            let rv = at(r, &p("recv"));
-            assert_eq!(str_at(rv, "engine"), recv);
-            assert!(u64_at(rv, "data_cqes") > 0, "{side}: no data CQEs counted: {rv}");
+            let rv = x.recv();
+            assert_eq!(rv.engine.name(), recv);
+            assert!(rv.data_cqes > 0, "{side}: no data CQEs counted: {rv:?}");
         }
         if sends {
-            assert_eq!(str_at(r, &p("send_engine")), send);
-            let s = at(r, &p("send"));
-            assert!(u64_at(s, "sends") > 0, "{side}: no sends counted");
-            let zc = &s["zero_copy"];
+            assert_eq!(x.send_engine.name(), send);
+            let s = x.send();
+            assert!(s.sends > 0, "{side}: no sends counted");
             if send == "zc" || send == "zc-msg" {
-                let sent = u64_at(r, &p("bytes_sent"));
+                let zc = x.zero_copy();
+                let sent = x.bytes_sent;
+                assert_eq!(zc.notifications, zc.sends, "{side}: a notification is missing: {zc:?}");
+                assert!(zc.copied <= zc.notifications, "{zc:?}");
                 assert_eq!(
-                    u64_at(zc, "notifications"),
-                    u64_at(zc, "sends"),
-                    "{side}: a notification is missing: {zc}"
-                );
-                assert!(u64_at(zc, "copied") <= u64_at(zc, "notifications"), "{zc}");
-                assert_eq!(
-                    u64_at(zc, "bytes_copied") + u64_at(zc, "bytes_zero_copy"),
+                    zc.bytes_copied + zc.bytes_zero_copy,
                     sent,
-                    "{side}: copied + zero-copied bytes differ from bytes sent: {zc}"
+                    "{side}: copied + zero-copied bytes differ from bytes sent: {zc:?}"
                 );
                 // Loopback always copies (shared/notes/io_uring.md): the report must say so.
-                assert_eq!(u64_at(zc, "copied"), u64_at(zc, "notifications"), "loopback did not copy? {zc}");
+                assert_eq!(zc.copied, zc.notifications, "loopback did not copy? {zc:?}");
             } else {
-                assert!(zc.is_null(), "{side}: {send} reported zero-copy figures: {zc}");
+                assert!(
+                    s.zero_copy.is_none(),
+                    "{side}: {send} reported zero-copy figures: {:?}",
+                    s.zero_copy
+                );
             }
             if send == "splice" {
-                assert!(u64_at(&s["splice"], "pipe_size") > 0);
+                assert!(x.splice().pipe_size > 0);
             }
         }
     }
@@ -59,14 +57,14 @@ fn check_engine_accounting(r: &Value, sides: &[(&str, bool, bool)], send: &str, 
 
 fn stream(send: &str, recv: &str) {
     let args = ["stream", "-l", "1", "--verify", "--send-engine", send, "--recv-engine", recv];
-    let r = ringperf!().run_json(&args);
+    let r = ringperf!().run_report(&args);
     check_stream_report(&r, false);
     check_engine_accounting(&r, &[("local", true, false), ("remote", false, true)], send, recv);
 }
 
 fn rr(send: &str, recv: &str) {
     let args = ["rr", "-l", "1", "-r", "100,3000", "--verify", "--send-engine", send, "--recv-engine", recv];
-    let r = ringperf!().run_json(&args);
+    let r = ringperf!().run_report(&args);
     check_rr_report(&r);
     check_engine_accounting(&r, &[("local", true, true), ("remote", true, true)], send, recv);
 }
@@ -109,8 +107,8 @@ fn require_zc_fails_on_loopback_and_keeps_the_report() {
     let out = ringperf!().run(&["stream", "-l", "0.5", "--send-engine", "zc", "--require-zc", "--json"]);
     assert_eq!(out.code(), 1, "{out}");
     assert!(out.stderr.contains("--require-zc") && out.stderr.contains("copied"), "{out}");
-    let r = out.json();
-    assert!(u64_at(&r, "local.send.zero_copy.copied") > 0);
+    let r = out.report();
+    assert!(r.local.zero_copy().copied > 0);
 }
 
 /// A send larger than the default 64 KiB pipe: the pipe is sized to it (or leftovers are
@@ -118,16 +116,16 @@ fn require_zc_fails_on_loopback_and_keeps_the_report() {
 #[test]
 fn splice_with_a_chunk_larger_than_the_default_pipe_is_intact() {
     for m in ["1M", "4M"] {
-        let r = ringperf!().run_json(&["sendfile", "-l", "1", "-m", m, "--verify"]);
+        let r = ringperf!().run_report(&["sendfile", "-l", "1", "-m", m, "--verify"]);
         check_stream_report(&r, false);
         check_engine_accounting(&r, &[("local", true, false), ("remote", false, true)], "splice", "recv");
-        assert!(u64_at(&r, "remote.verify.bytes_checked") > 4 << 20);
-        assert_eq!(u64_at(&r, "local.send.splice.chain_depth"), 32, "sendfile links 32 sends by default");
+        assert!(r.remote().verify().bytes_checked > 4 << 20);
+        assert_eq!(r.local.splice().chain_depth, 32, "sendfile links 32 sends by default");
         if m == "4M" {
             // A pipe holds at most 1 MiB here: every send comes up short, breaks its chain,
             // and the rest is queued again behind what the pipe still holds.
-            assert!(u64_at(&r, "local.send.splice.short_in") > 0, "a 4 MiB send never came up short");
-            assert!(u64_at(&r, "local.send.splice.leftover_splices") > 0);
+            assert!(r.local.splice().short_in > 0, "a 4 MiB send never came up short");
+            assert!(r.local.splice().leftover_splices > 0);
         }
     }
 }
@@ -154,11 +152,11 @@ fn multishot_with_a_tiny_buffer_ring_runs_dry_and_loses_nothing() {
         ];
         let mut ran_dry = false;
         for _ in 0..RUNS {
-            let r = ringperf!().run_json(&args);
+            let r = ringperf!().run_report(&args);
             check_stream_report(&r, false);
             check_engine_accounting(&r, &[("local", true, false), ("remote", false, true)], "copy", engine);
-            if u64_at(&r, "remote.recv.enobufs") > 0 {
-                assert!(u64_at(&r, "remote.recv.rearms") > 0, "{engine}: ran dry and was never re-armed");
+            if r.remote().recv().enobufs > 0 {
+                assert!(r.remote().recv().rearms > 0, "{engine}: ran dry and was never re-armed");
                 ran_dry = true;
                 break;
             }
@@ -177,32 +175,32 @@ fn provided_buffers_share_a_landing_area_and_wake_per_buffer() {
     let stream = |extra: &[&str]| {
         let mut args = vec!["stream", "-l", "0.5", "-m", "64K", "-M", "64K"];
         args.extend_from_slice(extra);
-        let r = rp.run_json(&args);
+        let r = rp.run_report(&args);
         check_stream_report(&r, args.contains(&"--reverse"));
         r
     };
     for engine in ["multishot", "bundle"] {
         let r = stream(&["--recv-engine", engine]);
-        assert_eq!(u64_at(&r, "remote.recv.landing_bytes"), 65536, "{engine}");
-        assert_eq!(u64_at(&r, "remote.socket.rcvlowat"), 65536, "{engine}: the receiver wakes per buffer");
-        assert_eq!(u64_at(&r, "local.socket.rcvlowat"), 1, "{engine}: the sender keeps the default");
-        assert!(u64_at(&r, "spec.ring.buf_count") >= 256, "{engine}: an unchecked ring has entries to spare");
+        assert_eq!(r.remote().recv().landing_bytes, 65536, "{engine}");
+        assert_eq!(r.remote().socket.rcvlowat, 65536, "{engine}: the receiver wakes per buffer");
+        assert_eq!(r.local.socket.rcvlowat, 1, "{engine}: the sender keeps the default");
+        assert!(r.spec.ring.buf_count >= 256, "{engine}: an unchecked ring has entries to spare");
     }
     let r = stream(&["--recv-engine", "multishot", "--verify"]);
-    let count = u64_at(&r, "spec.ring.buf_count");
-    assert_eq!(u64_at(&r, "remote.recv.landing_bytes"), count * 65536, "checked buffers share nothing");
-    assert_eq!(u64_at(&r, "remote.verify.mismatches"), 0);
+    let count = u64::from(r.spec.ring.buf_count);
+    assert_eq!(r.remote().recv().landing_bytes, count * 65536, "checked buffers share nothing");
+    assert_eq!(r.remote().verify().mismatches, 0);
     let r = stream(&["--recv-engine", "multishot", "--reverse"]);
-    assert_eq!(u64_at(&r, "local.socket.rcvlowat"), 65536, "--reverse: the client receives");
-    assert_eq!(u64_at(&r, "remote.socket.rcvlowat"), 1);
+    assert_eq!(r.local.socket.rcvlowat, 65536, "--reverse: the client receives");
+    assert_eq!(r.remote().socket.rcvlowat, 1);
     let r = stream(&["--recv-engine", "multishot", "--rcvlowat", "1"]);
-    assert_eq!(u64_at(&r, "remote.socket.rcvlowat"), 1, "--rcvlowat 1 is the kernel's default");
+    assert_eq!(r.remote().socket.rcvlowat, 1, "--rcvlowat 1 is the kernel's default");
     let r = stream(&[]);
-    assert_eq!(u64_at(&r, "remote.socket.rcvlowat"), 1, "recv keeps the kernel's default");
-    assert_eq!(u64_at(&r, "remote.recv.landing_bytes"), 65536, "unchecked receives share one buffer");
+    assert_eq!(r.remote().socket.rcvlowat, 1, "recv keeps the kernel's default");
+    assert_eq!(r.remote().recv().landing_bytes, 65536, "unchecked receives share one buffer");
     let r = stream(&["--rcvlowat", "32K", "--verify"]);
-    assert_eq!(u64_at(&r, "remote.socket.rcvlowat"), 32768);
-    assert_eq!(u64_at(&r, "remote.verify.mismatches"), 0);
+    assert_eq!(r.remote().socket.rcvlowat, 32768);
+    assert_eq!(r.remote().verify().mismatches, 0);
     rp.run(&["rr", "-l", "0.5", "--rcvlowat", "32K"]).failure(2, &["--rcvlowat", "stream"]);
     rp.run(&["stream", "-l", "0.5", "--rcvlowat", "0"]).failure(2, &["at least 1 byte"]);
 }
@@ -211,9 +209,9 @@ fn provided_buffers_share_a_landing_area_and_wake_per_buffer() {
 /// a usage error.
 #[test]
 fn sendfile_sends_a_named_file_and_refuses_a_missing_one() {
-    let r = ringperf!().run_json(&["sendfile", "-l", "0.5", "-F", "/proc/self/exe"]);
+    let r = ringperf!().run_report(&["sendfile", "-l", "0.5", "-F", "/proc/self/exe"]);
     check_stream_report(&r, false);
-    assert_eq!(str_at(&r, "spec.local.payload.file"), "/proc/self/exe");
+    assert_eq!(r.spec.local.payload, Payload::File("/proc/self/exe".into()));
     let out = ringperf!().run(&["sendfile", "-l", "0.5", "-F", "/nonexistent/ringperf-test"]);
     out.failure(2, &["cannot read the payload file", "/nonexistent/ringperf-test"]);
     let out = ringperf!().run(&["sendfile", "-l", "0.5", "-F", "/etc/hostname", "--verify"]);
@@ -229,35 +227,35 @@ fn sendfile_sends_a_named_file_and_refuses_a_missing_one() {
 #[test]
 fn small_zero_copy_sends_are_not_throttled_by_ringperfs_buffers() {
     for engine in ["zc", "zc-msg"] {
-        let r = ringperf!().run_json(&["stream", "-m", "1K", "--send-engine", engine, "-l", "2"]);
+        let r = ringperf!().run_report(&["stream", "-m", "1K", "--send-engine", engine, "-l", "2"]);
         check_stream_report(&r, false);
-        let zc = at(&r, "local.send.zero_copy");
+        let zc = r.local.zero_copy();
         // 4 MiB of 1 KiB sends on the one flow, not the 5 a chain of 4 had; as non-root
         // fewer, since each pins two pages against a quarter of `ulimit -l` (8 MiB by
         // default), but still dozens.
-        let buffers = u64_at(zc, "buffers_per_flow");
+        let buffers = zc.buffers_per_flow;
         if is_root() {
-            assert_eq!(buffers, 4096, "{engine}: {zc}");
+            assert_eq!(buffers, 4096, "{engine}: {zc:?}");
         } else {
-            assert!(buffers >= 64, "{engine}: {buffers} buffers of 1 KiB: {zc}");
+            assert!(buffers >= 64, "{engine}: {buffers} buffers of 1 KiB: {zc:?}");
         }
-        assert!(!bool_at(zc, "fixed_buffers"), "{engine}: 1 KiB sends came from the registered arena: {zc}");
+        assert!(!zc.fixed_buffers, "{engine}: 1 KiB sends came from the registered arena: {zc:?}");
         // Not held back by ringperf: as root the 4 MiB of buffers outlast the kernel's
         // notifications but for a rare wait when the machine runs the notifications late
         // (8 in 1.2 million sends seen on a loaded host), where every send waited before.
         // (Non-root, `ulimit -l` may leave too few, and the report says so.)
         if is_root() {
-            let (waits, sends) = (u64_at(zc, "buffer_waits"), u64_at(zc, "sends"));
+            let (waits, sends) = (zc.buffer_waits, zc.sends);
             assert!(
                 sends > 0 && waits * 1000 <= sends,
-                "{engine}: {waits} of {sends} sends waited for ringperf's buffers: {zc}"
+                "{engine}: {waits} of {sends} sends waited for ringperf's buffers: {zc:?}"
             );
         }
     }
     // A send of a page or more still comes from the registered arena.
-    let r = ringperf!().run_json(&["stream", "-m", "16K", "--send-engine", "zc", "-l", "0.5"]);
+    let r = ringperf!().run_report(&["stream", "-m", "16K", "--send-engine", "zc", "-l", "0.5"]);
     check_stream_report(&r, false);
-    assert!(bool_at(&r, "local.send.zero_copy.fixed_buffers"), "{}", at(&r, "local.send.zero_copy"));
+    assert!(r.local.zero_copy().fixed_buffers, "{:?}", r.local.zero_copy());
 }
 
 /// A file smaller than a send is looped over as netperf does, and the report says that
@@ -274,12 +272,12 @@ fn sendfile_with_a_file_smaller_than_a_send_warns_and_says_what_to_do() {
     std::fs::write(&big, vec![7u8; 8192]).expect("big file");
     let big = big.to_str().expect("utf-8 temp path");
 
-    let r = ringperf!().run_json(&["sendfile", "-l", "0.5", "-F", tiny]);
+    let r = ringperf!().run_report(&["sendfile", "-l", "0.5", "-F", tiny]);
     check_stream_report(&r, false);
-    assert_eq!(u64_at(&r, "local.send.splice.file_bytes"), 3);
-    assert_eq!(u64_at(&r, "local.send.splice.file_smaller_than_send"), u64_at(&r, "spec.send_size"));
-    let sends = u64_at(&r, "local.send.sends");
-    assert!(u64_at(&r, "local.bytes_sent") <= 3 * sends, "a send moved more than the 3-byte file");
+    assert_eq!(r.local.splice().file_bytes, Some(3));
+    assert_eq!(r.local.splice().file_smaller_than_send, Some(u64::from(r.spec.send_size)));
+    let sends = r.local.send().sends;
+    assert!(r.local.bytes_sent <= 3 * sends, "a send moved more than the 3-byte file");
 
     let o = ringperf!().run(&["sendfile", "-l", "0.5", "-F", tiny, "-m", "4K"]).success();
     let warning =
@@ -288,10 +286,10 @@ fn sendfile_with_a_file_smaller_than_a_send_warns_and_says_what_to_do() {
         assert!(warning.contains(needle), "the warning lacks '{needle}': {warning}");
     }
 
-    let r = ringperf!().run_json(&["sendfile", "-l", "0.5", "-F", big, "-m", "8K"]);
+    let r = ringperf!().run_report(&["sendfile", "-l", "0.5", "-F", big, "-m", "8K"]);
     check_stream_report(&r, false);
-    assert_eq!(u64_at(&r, "local.send.splice.file_bytes"), 8192);
-    assert!(at(&r, "local.send.splice.file_smaller_than_send").is_null(), "a file of -m bytes is not small");
+    assert_eq!(r.local.splice().file_bytes, Some(8192));
+    assert!(r.local.splice().file_smaller_than_send.is_none(), "a file of -m bytes is not small");
     let o = ringperf!().run(&["sendfile", "-l", "0.5", "-F", big, "-m", "8K"]).success();
     assert!(!o.stdout.contains("WARNING"), "a warning for a file of -m bytes:\n{o}");
     let _ = std::fs::remove_dir_all(&dir);
@@ -305,10 +303,10 @@ fn chains_are_never_split_by_small_batches_or_sqpoll() {
     for extra in [&["--sq-batch", "1"][..], &["--sqpoll"][..]] {
         let mut args = vec!["stream", "-l", "0.5", "--send-depth", "8", "--verify"];
         args.extend_from_slice(extra);
-        let r = ringperf!().run_json(&args);
+        let r = ringperf!().run_report(&args);
         check_stream_report(&r, false);
-        assert_eq!(u64_at(&r, "spec.ring.send_depth"), 8, "{extra:?}");
-        assert!(u64_at(&r, "remote.verify.bytes_checked") > 0, "{extra:?}");
+        assert_eq!(r.spec.ring.send_depth, 8, "{extra:?}");
+        assert!(r.remote().verify().bytes_checked > 0, "{extra:?}");
     }
 }
 
@@ -319,7 +317,7 @@ fn chains_are_never_split_by_small_batches_or_sqpoll() {
 fn linked_receives_are_whole_and_keep_the_stream_intact() {
     for depth in [1u64, 4] {
         let d = depth.to_string();
-        let r = ringperf!().run_json(&[
+        let r = ringperf!().run_report(&[
             "stream",
             "-l",
             "0.5",
@@ -332,10 +330,10 @@ fn linked_receives_are_whole_and_keep_the_stream_intact() {
             "--verify",
         ]);
         check_stream_report(&r, false);
-        assert_eq!(u64_at(&r, "spec.ring.recv_depth"), depth);
-        assert_eq!(u64_at(&r, "remote.recv.linked_receives"), depth);
-        assert!(u64_at(&r, "remote.verify.bytes_checked") > 0);
-        let (bytes, cqes) = (u64_at(&r, "remote.bytes_received"), u64_at(&r, "remote.recv.data_cqes"));
+        assert_eq!(u64::from(r.spec.ring.recv_depth), depth);
+        assert_eq!(u64::from(r.remote().recv().linked_receives), depth);
+        assert!(r.remote().verify().bytes_checked > 0);
+        let (bytes, cqes) = (r.remote().bytes_received, r.remote().recv().data_cqes);
         if depth > 1 {
             assert!(
                 cqes <= bytes.div_ceil(65536) + depth,
@@ -343,18 +341,18 @@ fn linked_receives_are_whole_and_keep_the_stream_intact() {
             );
         }
     }
-    let r = ringperf!().run_json(&["rr", "-l", "0.5"]);
-    assert_eq!(u64_at(&r, "spec.ring.recv_depth"), 1, "rr receives one message at a time");
+    let r = ringperf!().run_report(&["rr", "-l", "0.5"]);
+    assert_eq!(r.spec.ring.recv_depth, 1, "rr receives one message at a time");
 }
 
 /// Ring tuning knobs run and are echoed in what the ring reports it did.
 #[test]
 fn ring_tuning_is_applied_and_reported() {
-    let r = ringperf!().run_json(&["stream", "-l", "0.5", "--sqpoll", "--verify"]);
+    let r = ringperf!().run_report(&["stream", "-l", "0.5", "--sqpoll", "--verify"]);
     check_stream_report(&r, false);
-    assert_eq!(at(&r, "local.ring_setup.sqpoll"), true);
-    assert_eq!(at(&r, "local.ring_setup.defer_taskrun"), false);
-    let r = ringperf!().run_json(&[
+    assert!(r.local.ring_setup.sqpoll);
+    assert!(!r.local.ring_setup.defer_taskrun);
+    let r = ringperf!().run_report(&[
         "stream",
         "-l",
         "0.5",
@@ -367,23 +365,23 @@ fn ring_tuning_is_applied_and_reported() {
         "--verify",
     ]);
     check_stream_report(&r, false);
-    assert_eq!(u64_at(&r, "local.ring_setup.cq_batch"), 8);
-    assert_eq!(u64_at(&r, "remote.verify.mismatches"), 0);
-    let r = ringperf!().run_json(&["rr", "-l", "0.5", "--no-fixed-files", "--no-registered-ring"]);
+    assert_eq!(r.local.ring_setup.cq_batch, 8);
+    assert_eq!(r.remote().verify().mismatches, 0);
+    let r = ringperf!().run_report(&["rr", "-l", "0.5", "--no-fixed-files", "--no-registered-ring"]);
     check_rr_report(&r);
-    assert_eq!(at(&r, "local.ring_setup.fixed_files"), false);
-    assert_eq!(at(&r, "local.ring_setup.registered_ring_fd"), false);
+    assert!(!r.local.ring_setup.fixed_files);
+    assert!(!r.local.ring_setup.registered_ring_fd);
     // Ring settings alone put rr on the ring (they are what is measured), and so does
     // --harness with the ring's defaults.
-    assert_eq!(str_at(&r, "local.send_engine"), "copy");
-    let r = ringperf!().run_json(&["rr", "-l", "0.5", "--harness", "io-uring"]);
-    assert_eq!(at(&r, "local.ring_setup.fixed_files"), true);
-    assert_eq!(at(&r, "local.ring_setup.registered_ring_fd"), true);
-    // Waits leave iowait alone wherever the kernel can (IORING_FEAT_NO_IOWAIT), on both sides.
-    let can = at(&r, "environment.local.io_uring.features.no_iowait").clone();
-    assert!(can.is_boolean(), "the probe reports whether the kernel has NO_IOWAIT: {can}");
-    assert_eq!(at(&r, "local.ring_setup.no_iowait"), &can);
-    assert_eq!(at(&r, "remote.ring_setup.no_iowait"), &can);
+    assert_eq!(r.local.send_engine, SendEngine::Copy);
+    let r = ringperf!().run_report(&["rr", "-l", "0.5", "--harness", "io-uring"]);
+    assert!(r.local.ring_setup.fixed_files);
+    assert!(r.local.ring_setup.registered_ring_fd);
+    // Waits leave iowait alone wherever the kernel can (IORING_FEAT_NO_IOWAIT), on both sides
+    // (the probe reports whether the kernel has it: a bool, as the report parsed).
+    let can = r.environment.local.io_uring.features.no_iowait;
+    assert_eq!(r.local.ring_setup.no_iowait, can);
+    assert_eq!(r.remote().ring_setup.no_iowait, can);
 }
 
 #[test]
@@ -402,11 +400,10 @@ fn bad_engine_and_ring_flags_are_usage_errors() {
 /// `ringperf engines` runs one stream per combination and returns one report each.
 #[test]
 fn engines_runs_every_default_combination() {
-    let r = ringperf!().run_json(&["engines", "-l", "0.3"]);
-    let reports = r.as_array().expect("an array of reports");
+    let reports: Vec<TestReport> = ringperf!().run_parsed(&["engines", "-l", "0.3"]);
     let combos: Vec<(String, String)> = reports
         .iter()
-        .map(|x| (str_at(x, "local.send_engine").to_string(), str_at(x, "remote.recv_engine").to_string()))
+        .map(|x| (x.local.send_engine.name().to_string(), x.remote().recv_engine.name().to_string()))
         .collect();
     let want = [
         ("copy", "recv"),
@@ -424,21 +421,22 @@ fn engines_runs_every_default_combination() {
     for (got, want) in combos.iter().zip(want) {
         assert_eq!((got.0.as_str(), got.1.as_str()), want);
     }
-    for x in reports {
+    for x in &reports {
         check_stream_report(x, false);
         // Each engine runs with its own default chain, as it would on its own.
-        let want = if str_at(x, "local.send_engine") == "splice" { 32 } else { 4 };
+        let (send, recv) = (x.local.send_engine.name(), x.remote().recv_engine.name());
+        let want = if send == "splice" { 32 } else { 4 };
         assert_eq!(
-            x["remote"]["ring"]["syscalls"].is_null(),
-            !["syscall", "zerocopy-receive"].contains(&str_at(x, "remote.recv_engine")),
+            x.remote().ring.syscalls.is_none(),
+            !["syscall", "zerocopy-receive"].contains(&recv),
             "a classic receiver counts system calls"
         );
         assert_eq!(
-            x["local"]["ring"]["syscalls"].is_null(),
-            !["syscall", "msg-zerocopy"].contains(&str_at(x, "local.send_engine")),
+            x.local.ring.syscalls.is_none(),
+            !["syscall", "msg-zerocopy"].contains(&send),
             "a classic side counts system calls, a ring side enters"
         );
-        assert_eq!(u64_at(x, "spec.ring.send_depth"), want, "{}", str_at(x, "local.send_engine"));
+        assert_eq!(x.spec.ring.send_depth, want, "{send}");
     }
     let out = ringperf!().run(&["engines", "-l", "0.3"]).success();
     assert!(out.stdout.contains("zero-copy") && out.stdout.contains("enters/MB"), "{out}");
@@ -447,17 +445,16 @@ fn engines_runs_every_default_combination() {
 /// The probe says what the kernel supports, and the same facts ride in every report.
 #[test]
 fn probe_reports_the_kernel_and_every_report_carries_it() {
-    let p = ringperf!().run_json(&["probe"]);
-    let ops: Vec<&str> =
-        at(&p, "io_uring.opcodes").as_array().unwrap().iter().filter_map(|v| v.as_str()).collect();
+    let p: Environment = ringperf!().run_parsed(&["probe"]);
+    let ops = &p.io_uring.opcodes;
     for op in ["SEND", "RECV", "SEND_ZC", "SENDMSG_ZC", "SPLICE", "TIMEOUT"] {
-        assert!(ops.contains(&op), "{op} missing from {ops:?}");
+        assert!(ops.iter().any(|o| o == op), "{op} missing from {ops:?}");
     }
-    assert_eq!(at(&p, "io_uring.send_zc_reports_usage"), true);
-    assert_eq!(at(&p, "io_uring.setup.defer_taskrun"), true);
-    let r = ringperf!().run_json(&["rr", "-l", "0.3"]);
-    assert_eq!(at(&r, "environment.local.io_uring"), at(&p, "io_uring"));
-    assert_eq!(at(&r, "environment.remote.io_uring.available"), true);
+    assert_eq!(p.io_uring.send_zc_reports_usage, Some(true));
+    assert!(p.io_uring.setup.defer_taskrun);
+    let r = ringperf!().run_report(&["rr", "-l", "0.3"]);
+    assert_eq!(r.environment.local.io_uring, p.io_uring);
+    assert!(r.environment.remote.io_uring.available);
     let human = ringperf!().run(&["probe"]).success();
     assert!(human.stdout.contains("SendZc REPORT_USAGE: yes"), "{human}");
 }

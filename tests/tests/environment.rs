@@ -3,20 +3,33 @@
 //! in a lab with TSO off on the sender's veth, the sender's environment must say so.
 
 use ringperf_tests::{
-    at, bool_at, lab_name, ringperf, skip_unless, str_at, u64_at, Lab, Server, LAB_PROGRAMS, RUN_TIMEOUT,
+    lab_name, ringperf, skip_unless, Lab, NetworkEnvironment, Server, SideReportExt, TestReportExt,
+    LAB_PROGRAMS, RUN_TIMEOUT,
 };
 
 /// What every side's network environment must carry, wherever it ran.
-fn check_network(r: &serde_json::Value, side: &str) {
+fn check_network(side: &str, net: Option<&NetworkEnvironment>) {
     let n = format!("{side}.network");
-    assert!(at(r, &n).is_object(), "{n} missing: {}", at(r, side));
-    for f in ["tso", "gso", "gro", "sg", "tx_checksum", "rx_checksum"] {
-        assert!(at(r, &format!("{n}.offloads.{f}")).is_boolean(), "{n}.offloads.{f} not read");
+    let net = net.unwrap_or_else(|| panic!("{n} missing"));
+    let o = &net.offloads;
+    let offloads = [
+        ("tso", o.tso),
+        ("gso", o.gso),
+        ("gro", o.gro),
+        ("sg", o.sg),
+        ("tx_checksum", o.tx_checksum),
+        ("rx_checksum", o.rx_checksum),
+    ];
+    for (f, read) in offloads {
+        assert!(read.is_some(), "{n}.offloads.{f} not read");
     }
-    assert!(u64_at(r, &format!("{n}.mtu")) >= 576, "{n}.mtu implausible");
-    assert!(!str_at(r, &format!("{n}.qdisc")).is_empty(), "{n}.qdisc empty");
-    let sysctl = |s: &str| at(r, &format!("{n}.sysctls")).get(s).and_then(|v| v.as_str()).map(str::to_string);
-    let notes = at(r, &format!("{n}.unavailable")).to_string();
+    assert!(net.mtu.unwrap_or_else(|| panic!("{n}.mtu missing")) >= 576, "{n}.mtu implausible");
+    assert!(
+        !net.qdisc.as_deref().unwrap_or_else(|| panic!("{n}.qdisc missing")).is_empty(),
+        "{n}.qdisc empty"
+    );
+    let sysctl = |s: &str| net.sysctls.get(s).cloned();
+    let notes = net.unavailable.join("\n");
     for s in [
         "net.ipv4.tcp_limit_output_bytes",
         "net.ipv4.tcp_congestion_control",
@@ -34,34 +47,32 @@ fn check_network(r: &serde_json::Value, side: &str) {
         );
     }
     for s in ["net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"] {
-        let v = at(r, &format!("{n}.sysctls")).get(s).and_then(|v| v.as_str()).unwrap_or_default();
+        let v = net.sysctls.get(s).map(String::as_str).unwrap_or_default();
         let fields: Vec<u64> = v.split(' ').filter_map(|f| f.parse().ok()).collect();
         assert_eq!(fields.len(), 3, "{n}.sysctls.{s} is not min default max: '{v}'");
     }
     // Coalescing is either read or explained.
-    if at(r, &format!("{n}.coalescing")).is_null() {
+    if net.coalescing.is_none() {
         assert!(notes.contains("coalescing"), "{n}: no coalescing and no reason: {notes}");
     }
 }
 
 #[test]
 fn loopback_runs_report_lo_on_both_sides() {
-    let r = ringperf!().run_json(&["stream", "-l", "1"]);
-    for side in ["local", "remote"] {
-        check_network(&r, side);
-        assert_eq!(str_at(&r, &format!("{side}.network.device")), "lo");
-        assert_eq!(str_at(&r, &format!("{side}.network.driver")), "loopback");
-        assert_eq!(str_at(&r, &format!("{side}.network.local_address")), "127.0.0.1");
+    let r = ringperf!().run_report(&["stream", "-l", "1"]);
+    for (side, x) in r.sides() {
+        check_network(side, x.network.as_ref());
+        let net = x.network();
+        assert_eq!(net.device.as_deref(), Some("lo"));
+        assert_eq!(net.driver.as_deref(), Some("loopback"));
+        assert_eq!(net.local_address, "127.0.0.1");
         // lo is the one device that always has scatter-gather.
-        assert!(bool_at(&r, &format!("{side}.network.offloads.sg")));
+        assert_eq!(net.offloads.sg, Some(true));
     }
     // The host's default congestion control is the namespace's sysctl, read twice the same.
     assert_eq!(
-        str_at(&r, "environment.local.tcp_congestion_control"),
-        at(&r, "local.network.sysctls")
-            .get("net.ipv4.tcp_congestion_control")
-            .and_then(|v| v.as_str())
-            .unwrap()
+        &r.environment.local.tcp_congestion_control,
+        r.local.network().sysctls.get("net.ipv4.tcp_congestion_control").unwrap()
     );
 }
 
@@ -106,23 +117,21 @@ fn tso_off_on_the_senders_veth_is_in_the_senders_environment() {
     )
     .success();
     server.assert_running();
-    let r = o.json();
+    let r = o.report();
     ringperf_tests::check_stream_report(&r, false);
-    for side in ["local", "remote"] {
-        check_network(&r, side);
-        assert_eq!(
-            str_at(&r, &format!("{side}.network.device")),
-            "lab0",
-            "{side} egress is not the lab veth"
-        );
-        assert_eq!(str_at(&r, &format!("{side}.network.driver")), "veth");
-        assert_eq!(u64_at(&r, &format!("{side}.network.mtu")), 1500);
+    for (side, x) in r.sides() {
+        check_network(side, x.network.as_ref());
+        let net = x.network();
+        assert_eq!(net.device.as_deref(), Some("lab0"), "{side} egress is not the lab veth");
+        assert_eq!(net.driver.as_deref(), Some("veth"));
+        assert_eq!(net.mtu, Some(1500));
     }
-    assert_eq!(str_at(&r, "local.network.local_address"), "198.18.0.1");
-    assert_eq!(str_at(&r, "local.network.peer_address"), "198.18.0.2");
-    assert!(!bool_at(&r, "local.network.offloads.tso"), "the sender's TSO is off but the report says on");
-    assert!(
-        bool_at(&r, "remote.network.offloads.tso"),
+    assert_eq!(r.local.network().local_address, "198.18.0.1");
+    assert_eq!(r.local.network().peer_address, "198.18.0.2");
+    assert_eq!(r.local.network().offloads.tso, Some(false), "the sender's TSO is off but the report says on");
+    assert_eq!(
+        r.remote().network().offloads.tso,
+        Some(true),
         "the receiver's TSO was left on but the report says off"
     );
     drop(server);

@@ -11,8 +11,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use ringperf_tests::{
-    bool_at, check_stream_report, ringperf, run_with_timeout, skip, skip_unless, str_at, u64_at, ChildGuard,
-    NetnsPair, Program, Ringperf, Server, IP, NFT, RUN_TIMEOUT, SS, TC,
+    check_stream_report, parse, ringperf, run_with_timeout, skip, skip_unless, ChildGuard, NetnsPair,
+    Program, Ringperf, Server, SideReportExt, TestReport, TestReportExt, IP, NFT, RUN_TIMEOUT, SS, TC,
 };
 
 /// Starts `args` against `server` for 20 s and returns once the run has been going ~1 s.
@@ -51,16 +51,15 @@ fn ctrl_c(args: &[&str]) {
     let (out, err) = output(&mut client);
     assert_eq!(status.code(), Some(130), "Ctrl-C exit code: {status}\n{err}");
     assert!(err.contains("partial result") && err.contains("Ctrl-C"), "stderr: {err}");
-    let r: serde_json::Value =
-        serde_json::from_str(&out).unwrap_or_else(|e| panic!("no JSON report ({e}): {out}"));
-    assert!(bool_at(&r, "partial"));
-    assert!(str_at(&r, "partial_reason").contains("Ctrl-C"));
-    assert!(r["remote"].is_object(), "the server's partial side is missing: {r}");
-    let local = u64_at(&r, "local.bytes_sent") + u64_at(&r, "local.bytes_received");
-    let remote = u64_at(&r, "remote.bytes_sent") + u64_at(&r, "remote.bytes_received");
+    let r: TestReport = parse("the client's stdout", &out);
+    assert!(r.partial);
+    assert!(r.partial_reason.as_deref().expect("partial_reason").contains("Ctrl-C"));
+    assert!(r.remote.is_some(), "the server's partial side is missing: {r:?}");
+    let local = r.local.bytes_sent + r.local.bytes_received;
+    let remote = r.remote().bytes_sent + r.remote().bytes_received;
     assert!(local > 0 && remote > 0, "a side measured nothing: local {local}, remote {remote}");
-    assert!(u64_at(&r, "local.elapsed_ns") < 5_000_000_000, "the client ran on after Ctrl-C");
-    assert!(u64_at(&r, "remote.elapsed_ns") < 5_000_000_000, "the server ran on after the abort");
+    assert!(r.local.elapsed_ns < 5_000_000_000, "the client ran on after Ctrl-C");
+    assert!(r.remote().elapsed_ns < 5_000_000_000, "the server ran on after the abort");
     assert!(
         server.wait_for_log("stopped by the client", Duration::from_secs(5)).is_some(),
         "the server did not log the stop: {:?}",
@@ -69,7 +68,7 @@ fn ctrl_c(args: &[&str]) {
     eprintln!(
         "figures: ctrl-c {args:?}: exit 130 after {took:?}, local {local} B, remote {remote} B, partial"
     );
-    let r = rp.run_json(&["stream", "-H", "127.0.0.1", "-p", &port, "-l", "0.5"]);
+    let r = rp.run_report(&["stream", "-H", "127.0.0.1", "-p", &port, "-l", "0.5"]);
     check_stream_report(&r, false);
     server.assert_running();
 }
@@ -92,7 +91,7 @@ fn ctrl_c_mid_rr_prints_the_partial_report_and_stops_the_server() {
 /// The server killed mid-run (`args` against it, 20 s): the client fails within a few
 /// seconds with exit 3 and a partial report that keeps what it measured until then.
 /// Returns the report.
-fn killed_server(args: &[&str]) -> serde_json::Value {
+fn killed_server(args: &[&str]) -> TestReport {
     let rp = ringperf!();
     let mut server = rp.serve();
     let mut client = long_client(&rp, &server, args);
@@ -104,15 +103,14 @@ fn killed_server(args: &[&str]) -> serde_json::Value {
     let took = killed.elapsed();
     let (out, err) = output(&mut client);
     assert_eq!(status.code(), Some(3), "a dead server did not exit 3: {status}\n{err}");
-    let r: serde_json::Value =
-        serde_json::from_str(&out).unwrap_or_else(|e| panic!("no JSON report ({e}): {out}\n{err}"));
-    assert!(bool_at(&r, "partial"), "a broken run not marked partial: {r}");
-    let local = u64_at(&r, "local.bytes_sent") + u64_at(&r, "local.bytes_received");
-    assert!(local > 0, "the partial report lost what was measured: {r}");
-    assert!(u64_at(&r, "local.elapsed_ns") < 5_000_000_000, "the client ran on after its server died");
+    let r: TestReport = parse(&format!("the client's stdout (stderr: {err})"), &out);
+    assert!(r.partial, "a broken run not marked partial: {r:?}");
+    let local = r.local.bytes_sent + r.local.bytes_received;
+    assert!(local > 0, "the partial report lost what was measured: {r:?}");
+    assert!(r.local.elapsed_ns < 5_000_000_000, "the client ran on after its server died");
     eprintln!(
         "figures: server killed under {args:?}: exit 3 after {took:?}, local {local} B kept, reason: {}",
-        str_at(&r, "partial_reason")
+        r.partial_reason.as_deref().expect("partial_reason")
     );
     r
 }
@@ -122,7 +120,7 @@ fn killed_server(args: &[&str]) -> serde_json::Value {
 #[test]
 fn a_killed_server_fails_a_udp_stream_run_and_keeps_what_was_sent() {
     let r = killed_server(&["udp-stream"]);
-    assert!(u64_at(&r, "local.udp.datagrams_sent") > 0, "{r}");
+    assert!(r.local.udp().datagrams_sent > 0, "{r:?}");
 }
 
 /// crr's connects are refused once the server is gone and its cycles under way break: a
@@ -131,7 +129,7 @@ fn a_killed_server_fails_a_udp_stream_run_and_keeps_what_was_sent() {
 #[test]
 fn a_killed_server_fails_a_crr_run_and_keeps_the_connections_made() {
     let r = killed_server(&["crr", "--flows", "4"]);
-    assert!(u64_at(&r, "local.transactions") > 0, "{r}");
+    assert!(r.local.transactions > 0, "{r:?}");
 }
 
 /// crr watches the stop too: the client stops cycling at once (the cycles under way are
@@ -189,8 +187,8 @@ fn two_hundred_sessions_with_killed_clients_leave_no_trace() {
                     } else {
                         let test = if i % 2 == 0 { "stream" } else { "rr" };
                         let o = rp.run(&[test, "-H", "127.0.0.1", "-p", &port, "-l", "0.05", "--json"]);
-                        let r = o.success().json();
-                        assert!(!bool_at(&r, "partial"), "a whole run came back partial: {r}");
+                        let r = o.success().report();
+                        assert!(!r.partial, "a whole run came back partial: {:?}", r.partial_reason);
                         ok += 1;
                     }
                 }
@@ -218,7 +216,7 @@ fn two_hundred_sessions_with_killed_clients_leave_no_trace() {
     assert!(after.0 <= baseline.0 && after.1 <= baseline.1, "fds/threads {after:?} not back to {baseline:?}");
     let done = server.log().iter().filter(|l| l.contains(" done (")).count();
     assert_eq!(done, ok, "the server logged {done} finished tests for {ok} whole runs");
-    let r = rp.run_json(&["stream", "-H", "127.0.0.1", "-p", &port, "-l", "0.3"]);
+    let r = rp.run_report(&["stream", "-H", "127.0.0.1", "-p", &port, "-l", "0.3"]);
     check_stream_report(&r, false);
     server.assert_running();
 }
@@ -244,11 +242,11 @@ fn hung_server(args: &[&str]) {
     let o = client.join().expect("client thread");
     server.child().signal(libc::SIGCONT);
     assert_eq!(o.status.code(), Some(3), "a hung server did not exit 3: {o}");
-    let r = o.json();
-    assert!(bool_at(&r, "partial"), "a run against a hung server not marked partial: {r}");
-    let moved = u64_at(&r, "local.bytes_sent") + u64_at(&r, "local.bytes_received");
-    assert!(moved > 0, "the partial report lost what was measured: {r}");
-    let elapsed = u64_at(&r, "local.elapsed_ns");
+    let r = o.report();
+    assert!(r.partial, "a run against a hung server not marked partial: {r:?}");
+    let moved = r.local.bytes_sent + r.local.bytes_received;
+    assert!(moved > 0, "the partial report lost what was measured: {r:?}");
+    let elapsed = r.local.elapsed_ns;
     assert!(
         elapsed <= LENGTH_NS + 1_000_000_000,
         "Elapsed {elapsed} ns counts the wait for a hung peer, not just the {LENGTH_NS} ns test"
@@ -256,7 +254,7 @@ fn hung_server(args: &[&str]) {
     eprintln!(
         "figures: hung server under {args:?}: exit 3, elapsed {:.3} s, {moved} B, reason: {}",
         elapsed as f64 / 1e9,
-        str_at(&r, "partial_reason")
+        r.partial_reason.as_deref().expect("partial_reason")
     );
 }
 
@@ -323,21 +321,21 @@ fn a_data_connection_reset_mid_run_gives_a_partial_report() {
     pair.run_checked(kill).expect("ss -K");
     let o = client.join().expect("client");
     assert_eq!(o.status.code(), Some(3), "a reset did not exit 3: {o}");
-    let r = o.json();
-    assert!(bool_at(&r, "partial"), "a reset run not marked partial: {r}");
-    let sent = u64_at(&r, "local.bytes_sent");
+    let r = o.report();
+    assert!(r.partial, "a reset run not marked partial: {r:?}");
+    let sent = r.local.bytes_sent;
     assert!(sent > 0, "the partial report lost the bytes sent");
-    assert!(u64_at(&r, "local.elapsed_ns") < 9_000_000_000, "the client did not notice the reset");
+    assert!(r.local.elapsed_ns < 9_000_000_000, "the client did not notice the reset");
     eprintln!(
         "figures: reset mid-run: exit 3, partial report with {sent} B sent, reason: {}",
-        str_at(&r, "partial_reason")
+        r.partial_reason.as_deref().expect("partial_reason")
     );
     assert!(server.wait_for_log("session failed", Duration::from_secs(15)).is_some(), "{:?}", server.log());
     let o = run_with_timeout(
         pair.b.exec(rp.path(), &["stream", "-H", &pair.a_addr, "-p", &port, "-l", "0.5", "--json"]),
         RUN_TIMEOUT,
     );
-    check_stream_report(&o.success().json(), false);
+    check_stream_report(&o.success().report(), false);
     server.assert_running();
 }
 
@@ -361,15 +359,15 @@ fn a_lossy_slow_path_completes_and_reports_retransmits() {
             args.push("--reverse");
         }
         let o = run_with_timeout(pair.b.exec(rp.path(), &args), RUN_TIMEOUT);
-        let r = o.success().json();
+        let r = o.success().report();
         check_stream_report(&r, reverse);
-        let sender = if reverse { "remote" } else { "local" };
-        let retrans = u64_at(&r, &format!("{sender}.socket.retransmits"));
+        let sender = if reverse { r.remote() } else { &r.local };
+        let retrans = sender.socket.retransmits.expect("the sender's socket.retransmits");
         assert!(retrans > 0, "3 % loss and no retransmits reported by the sender");
         eprintln!(
             "figures: lossy path (3 % drop, 50 Mbit/s tbf), reverse={reverse}: {} bytes conserved, {retrans} retransmits, {:.1} Mbit/s",
-            u64_at(&r, &format!("{sender}.bytes_sent")),
-            r["summary"]["throughput_bits_per_sec"].as_f64().unwrap_or(0.0) / 1e6
+            sender.bytes_sent,
+            r.summary.throughput_bits_per_sec / 1e6
         );
     }
     server.assert_running();

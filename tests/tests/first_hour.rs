@@ -2,7 +2,7 @@
 //! command lines, bad flag pairs, and the outputs they read first. Each test is one rough
 //! edge that was seen by running ringperf as a new user.
 
-use ringperf_tests::ringperf;
+use ringperf_tests::{ringperf, PartialSweep, SweepEntry, TestReport};
 
 #[test]
 fn bare_ringperf_prints_a_short_usage_and_exits_2() {
@@ -74,13 +74,9 @@ fn every_paired_flag_refuses_a_bad_pair() {
 }
 
 /// The pairs `engines` ran, as (send, recv) names from its JSON array.
-fn engine_pairs(r: &serde_json::Value) -> Vec<(String, String)> {
-    let runs = r.as_array().unwrap_or_else(|| panic!("engines --json is not an array: {r}"));
+fn engine_pairs(runs: &[TestReport]) -> Vec<(String, String)> {
     runs.iter()
-        .map(|x| {
-            let name = |p: &str| ringperf_tests::str_at(x, p).to_string();
-            (name("spec.local.send_engine"), name("spec.local.recv_engine"))
-        })
+        .map(|x| (x.spec.local.send_engine.name().to_string(), x.spec.local.recv_engine.name().to_string()))
         .collect()
 }
 
@@ -89,14 +85,14 @@ fn engines_default_is_each_engine_against_the_default_and_matrix_is_the_product(
     let lists = ["--send-engines", "copy,zc", "--recv-engines", "recv,multishot"];
     let mut args = vec!["engines", "-l", "0.2", "-m", "16K", "-M", "16K"];
     args.extend(lists);
-    let default = engine_pairs(&ringperf!().run_json(&args));
+    let default = engine_pairs(&ringperf!().run_parsed::<Vec<TestReport>>(&args));
     let want: Vec<(String, String)> = [("copy", "recv"), ("zc", "recv"), ("copy", "multishot")]
         .iter()
         .map(|(s, r)| (s.to_string(), r.to_string()))
         .collect();
     assert_eq!(default, want, "without --matrix: each engine against the other side's default");
     args.push("--matrix");
-    let mut matrix = engine_pairs(&ringperf!().run_json(&args));
+    let mut matrix = engine_pairs(&ringperf!().run_parsed::<Vec<TestReport>>(&args));
     assert_eq!(matrix.len(), 4, "--matrix: 2 x 2 pairs: {matrix:?}");
     matrix.sort();
     matrix.dedup();
@@ -175,15 +171,15 @@ fn ipv6_hosts_are_accepted_bare_and_bracketed_and_printed_bracketed() {
             rp.run(&["stream", "-H", host, "-p", &port, "-l", "0.3", "-m", "16K", "-M", "16K"]).success();
         let banner = out.stdout.lines().next().unwrap_or_default();
         assert!(banner.contains(&format!("to {want}:")), "-H {host}: the banner lacks {want}: {banner}");
-        let r = rp.run_json(&["rr", "-H", host, "-p", &port, "-l", "0.3"]);
-        assert_eq!(ringperf_tests::str_at(&r, "server"), want, "-H {host}: the JSON's server");
+        let r = rp.run_report(&["rr", "-H", host, "-p", &port, "-l", "0.3"]);
+        assert_eq!(r.server, want, "-H {host}: the JSON's server");
     }
     rp.run(&["stream", "-H", &format!("[::1]:{port}")]).failure(2, &["-p", &port]);
     rp.run(&["stream", "-H", "[::1"]).failure(2, &["[::1]"]);
 }
 
 /// Writes `v` to a file of this test process and returns its path.
-fn saved(name: &str, v: &serde_json::Value) -> String {
+fn saved(name: &str, v: &TestReport) -> String {
     let dir = std::env::temp_dir().join(format!("ringperf-first-hour-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let p = dir.join(name);
@@ -194,8 +190,8 @@ fn saved(name: &str, v: &serde_json::Value) -> String {
 #[test]
 fn diff_shows_units_refuses_different_tests_and_flags_partial_reports() {
     let rp = ringperf!();
-    let stream = rp.run_json(&["stream", "-l", "0.3", "-m", "16K", "-M", "16K"]);
-    let rr = rp.run_json(&["rr", "-l", "0.3"]);
+    let stream = rp.run_report(&["stream", "-l", "0.3", "-m", "16K", "-M", "16K"]);
+    let rr = rp.run_report(&["rr", "-l", "0.3"]);
     let (s, r) = (saved("stream.json", &stream), saved("rr.json", &rr));
 
     rp.run(&["diff", &s, &r]).failure(2, &["TCP_STREAM", "TCP_RR", "same test"]);
@@ -207,8 +203,7 @@ fn diff_shows_units_refuses_different_tests_and_flags_partial_reports() {
         line.split_whitespace().map(str::to_string).collect()
     };
     let tput = row(&out, "throughput");
-    let mbits =
-        stream["iterations"][0]["throughput_bits_per_sec"].as_f64().expect("iteration throughput") / 1e6;
+    let mbits = stream.iterations[0].throughput_bits_per_sec / 1e6;
     assert_eq!(tput[1], format!("{mbits:.2}"), "throughput is not in 10^6bits/s: {tput:?}");
     assert_eq!(tput[3], "10^6bits/s", "{tput:?}");
     assert_eq!(row(&out, "local_sd")[3], "us/KB");
@@ -218,16 +213,16 @@ fn diff_shows_units_refuses_different_tests_and_flags_partial_reports() {
     let out = rp.run(&["diff", &r, &r]).success().stdout;
     let p50 = row(&out, "p50");
     assert_eq!(p50[3], "us", "latency without its unit: {p50:?}");
-    let p50_us = rr["iterations"][0]["p50_latency_ns"].as_u64().expect("iteration p50") as f64 / 1e3;
+    let p50_us = rr.iterations[0].p50_latency_ns.expect("iteration p50") as f64 / 1e3;
     assert_eq!(p50[1], format!("{p50_us:.1}"), "p50 not in us: {p50:?}");
     assert_eq!(row(&out, "local_sd")[3], "us/Tr");
 
     let mut partial = stream.clone();
-    partial["partial"] = serde_json::json!(true);
-    partial["partial_reason"] = serde_json::json!("the server closed the control connection");
-    partial["remote"] = serde_json::Value::Null;
-    partial["iterations"][0]["remote_cpu_percent"] = serde_json::Value::Null;
-    partial["iterations"][0]["remote_sd_us"] = serde_json::Value::Null;
+    partial.partial = true;
+    partial.partial_reason = Some("the server closed the control connection".into());
+    partial.remote = None;
+    partial.iterations[0].remote_cpu_percent = None;
+    partial.iterations[0].remote_sd_us = None;
     let p = saved("partial.json", &partial);
     let out = rp.run(&["diff", &s, &p]).success().stdout;
     assert!(out.lines().any(|l| l.starts_with("B =") && l.contains("PARTIAL")), "B not flagged: {out}");
@@ -269,9 +264,8 @@ fn interrupted_sweep(tag: &str, extra: &[&str]) -> (Option<i32>, String, String,
     loop {
         let done = std::fs::read_to_string(&out_file)
             .ok()
-            .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
-            .and_then(|v| v.as_array().map(Vec::len))
-            .unwrap_or(0);
+            .and_then(|t| serde_json::from_str::<Vec<SweepEntry>>(&t).ok())
+            .map_or(0, |points| points.len());
         if done >= 1 {
             break;
         }
@@ -289,16 +283,17 @@ fn interrupted_sweep(tag: &str, extra: &[&str]) -> (Option<i32>, String, String,
 }
 
 /// A partial sweep's JSON: `partial`, its reason, and the points it has; the first one whole.
-fn check_partial_sweep(text: &str) -> serde_json::Value {
-    let v: serde_json::Value =
-        serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
-    assert_eq!(v["partial"], serde_json::json!(true), "not marked partial: {text:.400}");
-    assert!(v["partial_reason"].as_str().is_some_and(|r| r.contains("Ctrl-C")), "no reason: {text:.400}");
-    let points = v["points"].as_array().unwrap_or_else(|| panic!("no points array: {text:.400}"));
+fn check_partial_sweep(text: &str) -> PartialSweep {
+    let v: PartialSweep = ringperf_tests::parse("a partial sweep", text);
+    assert!(v.partial, "not marked partial: {text:.400}");
+    assert!(v.partial_reason.contains("Ctrl-C"), "no reason: {text:.400}");
+    let points = &v.points;
     assert!((1..3).contains(&points.len()), "a stopped 3-point sweep has 1 or 2 points: {}", points.len());
-    assert_eq!(points[0]["point"]["send_size"], "16K");
-    assert_eq!(points[0]["report"]["partial"], serde_json::json!(false), "the finished point is whole");
-    assert!(points[0]["report"]["local"]["bytes_sent"].as_u64().is_some_and(|b| b > 0));
+    assert_eq!(points[0].point.get("send_size"), Some("16K"));
+    let first =
+        points[0].report.as_ref().unwrap_or_else(|| panic!("the first point has no report: {text:.400}"));
+    assert!(!first.partial, "the finished point is whole");
+    assert!(first.local.bytes_sent > 0);
     v
 }
 

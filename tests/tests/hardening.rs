@@ -16,7 +16,7 @@ use serde_json::json;
 use ringperf_cli::args::Cli;
 use ringperf_engine::control::limits::session_memory;
 use ringperf_tests::{
-    bool_at, check_stream_report, ringperf, run_with_timeout, Control, Reply, Ringperf, Server,
+    check_stream_report, ringperf, run_with_timeout, Control, Reply, Ringperf, Server, TestReportExt,
 };
 
 const FORGED: &str = "ringperf serve: 10.66.66.66:4444: TCP_STREAM done (31337 bytes, 0 transactions)";
@@ -133,7 +133,7 @@ fn sessions_share_one_memory_budget() {
     eprintln!("figures: third session refused with: {line}");
 
     for t in [first, second] {
-        let r = t.join().expect("client").success().json();
+        let r = t.join().expect("client").success().report();
         check_stream_report(&r, false);
     }
     // Both reservations were given back: the same test runs again.
@@ -172,7 +172,7 @@ fn silent_logged_in_sessions_cannot_lock_real_clients_out() {
     }
     // A real client from another address runs its test meanwhile.
     let port = server.port_arg();
-    let r = rp.run_json(&["stream", "-H", "127.0.0.1", "-p", &port, "-l", "0.5"]);
+    let r = rp.run_report(&["stream", "-H", "127.0.0.1", "-p", &port, "-l", "0.5"]);
     check_stream_report(&r, false);
     // The silent ones are told why they are dropped, and let go.
     for mut c in held {
@@ -205,7 +205,7 @@ fn the_session_limit_counts_silent_sessions_apart_from_running_tests() {
         assert!(msg.contains("no test spec"), "{msg}");
     }
     thread::sleep(Duration::from_millis(200));
-    check_stream_report(&rp.run_json(&["stream", "-H", "127.0.0.1", "-p", &port, "-l", "0.3"]), false);
+    check_stream_report(&rp.run_report(&["stream", "-H", "127.0.0.1", "-p", &port, "-l", "0.3"]), false);
     server.assert_running();
 }
 
@@ -240,7 +240,7 @@ fn unknown_spec_fields_are_refused_by_name() {
     }
     // What this build's client sends, the server knows: every field of a full spec.
     let port = server.port_arg();
-    let r = rp.run_json(&["stream", "-H", "127.0.0.1", "-p", &port, "-l", "0.3", "--flows", "2"]);
+    let r = rp.run_report(&["stream", "-H", "127.0.0.1", "-p", &port, "-l", "0.3", "--flows", "2"]);
     check_stream_report(&r, false);
     server.assert_running();
 }
@@ -343,9 +343,9 @@ fn serve_listens_on_both_families_by_default() {
     assert!(line.ends_with(&format!("listening on [::]:{}", server.port())), "{line}");
     let port = server.port_arg();
     for host in ["127.0.0.1", "::1"] {
-        let r = rp.run_json(&["stream", "-H", host, "-p", &port, "-l", "0.3"]);
+        let r = rp.run_report(&["stream", "-H", host, "-p", &port, "-l", "0.3"]);
         check_stream_report(&r, false);
-        assert!(!bool_at(&r, "partial"));
+        assert!(!r.partial);
     }
     // An IPv4 client is logged as itself, not as ::ffff:127.0.0.1.
     let log = server.log();
@@ -406,12 +406,11 @@ fn a_report_of_thousands_of_flows_arrives_whole() {
         "1",
         "--json",
     ]);
-    let r = o.success().json();
-    assert!(!bool_at(&r, "partial"), "{}", r["partial_reason"]);
+    let r = o.success().report();
+    assert!(!r.partial, "{:?}", r.partial_reason);
     check_stream_report(&r, false);
-    let flows = r["remote"]["flows"].as_array().expect("the server's flows");
-    assert_eq!(flows.len(), 3500);
-    let report_bytes = serde_json::to_vec(&r["remote"]).expect("JSON").len();
+    assert_eq!(r.remote().flows.len(), 3500);
+    let report_bytes = serde_json::to_vec(r.remote()).expect("JSON").len();
     eprintln!("figures: the server's report of 3500 flows: {report_bytes} bytes");
     assert!(
         report_bytes > 1 << 20,
@@ -442,15 +441,15 @@ fn a_run_with_ten_thousand_interval_samples_reports_whole() {
         "10m",
         "--json",
     ]);
-    let r = run_with_timeout(cmd, Duration::from_secs(180)).success().json();
-    assert!(!bool_at(&r, "partial"), "{}", r["partial_reason"]);
+    let r = run_with_timeout(cmd, Duration::from_secs(180)).success().report();
+    assert!(!r.partial, "{:?}", r.partial_reason);
     check_stream_report(&r, false);
-    for side in ["local", "remote"] {
-        let n = r[side]["intervals"].as_array().map_or(0, Vec::len);
+    for (side, x) in r.sides() {
+        let n = x.intervals.len();
         eprintln!("figures: {side} interval samples: {n}");
         assert!(n >= 10_000, "{side}: {n} interval samples, not the 10,000 this test is about");
     }
-    let report_bytes = serde_json::to_vec(&r["remote"]).expect("JSON").len();
+    let report_bytes = serde_json::to_vec(r.remote()).expect("JSON").len();
     assert!(report_bytes > 1 << 20, "the server's report fit the old frame anyway ({report_bytes} bytes)");
     server.assert_running();
 }

@@ -149,7 +149,7 @@ fn hostile_inputs_are_answered_while_a_real_test_completes() {
     spec_refused(&server, "a payload path for the server", s, "protocol");
 
     // The real client finished its test while all of that went on.
-    let r = real.join().expect("real client").success().json();
+    let r = real.join().expect("real client").success().report();
     check_stream_report(&r, false);
 
     let loris_time = loris.join().expect("loris");

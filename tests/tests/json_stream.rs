@@ -4,7 +4,10 @@
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
-use ringperf_tests::{at, check_rr_report, check_stream_report, ringperf, u64_at, ChildGuard};
+use ringperf_tests::{
+    at, check_rr_report, check_stream_report, report_of, ringperf, u64_at, ChildGuard, IntervalSample,
+    TestReport,
+};
 use serde_json::Value;
 
 /// Parses every line of `out`, failing on the first that is not one JSON object.
@@ -20,9 +23,14 @@ fn lines(out: &str) -> Vec<Value> {
         .collect()
 }
 
+/// An interval line's sample: the fields it shares with the report's interval samples.
+fn sample(line: &Value) -> IntervalSample {
+    serde_json::from_value(line.clone()).unwrap_or_else(|e| panic!("not an interval sample ({e}): {line}"))
+}
+
 /// Splits the lines into the interval objects and the report, checking that every line but
 /// the last is an interval and the last is not.
-fn intervals_then_report(all: &[Value]) -> (&[Value], &Value) {
+fn intervals_then_report(all: &[Value]) -> (&[Value], TestReport) {
     let (report, intervals) = all.split_last().expect("no line at all");
     assert!(!intervals.is_empty(), "no interval line before the report");
     for (i, v) in intervals.iter().enumerate() {
@@ -34,28 +42,22 @@ fn intervals_then_report(all: &[Value]) -> (&[Value], &Value) {
         );
     }
     assert!(report.get("type").is_none(), "the last line is not the report: {report}");
-    (intervals, report)
+    (intervals, report_of(report))
 }
 
 /// The streamed intervals are the local side's samples of this same run: each equals the
 /// report's own `local.intervals` entry of that index, counters and all.
-fn same_as_reported(intervals: &[Value], report: &Value) {
-    let reported = at(report, "local.intervals").as_array().expect("local.intervals is an array");
+fn same_as_reported(intervals: &[Value], report: &TestReport) {
+    let reported = &report.local.intervals;
     assert_eq!(intervals.len(), reported.len(), "streamed and reported interval counts differ");
-    for (line, sample) in intervals.iter().zip(reported) {
-        for f in [
-            "index",
-            "start_ns",
-            "duration_ns",
-            "bytes_sent",
-            "bytes_received",
-            "transactions",
-            "retransmits",
-        ] {
-            assert_eq!(line.get(f), sample.get(f), "{f}: streamed {line} reported {sample}");
-        }
-        let end = u64_at(line, "start_ns") + u64_at(line, "duration_ns");
-        assert_eq!(u64_at(line, "end_ns"), end);
+    let counters = |s: &IntervalSample| {
+        (s.index, s.start_ns, s.duration_ns, s.bytes_sent, s.bytes_received, s.transactions, s.retransmits)
+    };
+    for (line, reported) in intervals.iter().zip(reported) {
+        let streamed = sample(line);
+        assert_eq!(counters(&streamed), counters(reported), "streamed {line} reported {reported:?}");
+        // The line's own field, which the report's samples do not have.
+        assert_eq!(u64_at(line, "end_ns"), streamed.start_ns + streamed.duration_ns);
     }
 }
 
@@ -64,19 +66,21 @@ fn rr_lines_parse_intervals_come_first_and_the_report_last() {
     let out = ringperf!().run(&["rr", "-l", "1", "-D", "0.2", "--json-stream"]).success();
     let all = lines(&out.stdout);
     let (intervals, report) = intervals_then_report(&all);
-    check_rr_report(report);
-    same_as_reported(intervals, report);
+    check_rr_report(&report);
+    same_as_reported(intervals, &report);
     for v in intervals {
         // rr times its transactions: each interval has its rate, CPU and percentiles.
         let tps = v["transactions_per_sec"].as_f64().expect("transactions_per_sec");
         assert!(tps >= 0.0, "{v}");
-        assert!(v["busy_percent"].as_f64().is_some_and(|c| (0.0..=100.0).contains(&c)), "{v}");
-        if u64_at(v, "transactions") > 0 {
-            assert!(u64_at(v, "latency_p50_ns") <= u64_at(v, "latency_p99_ns"), "{v}");
+        let s = sample(v);
+        assert!(s.busy_percent.is_some_and(|c| (0.0..=100.0).contains(&c)), "{v}");
+        if s.transactions > 0 {
+            let p = |q: Option<u64>| q.unwrap_or_else(|| panic!("an rr interval without percentiles: {v}"));
+            assert!(p(s.latency_p50_ns) <= p(s.latency_p99_ns), "{v}");
         }
     }
-    let streamed: u64 = intervals.iter().map(|v| u64_at(v, "transactions")).sum();
-    assert!(streamed <= u64_at(report, "local.transactions"), "intervals counted more than the run");
+    let streamed: u64 = intervals.iter().map(|v| sample(v).transactions).sum();
+    assert!(streamed <= report.local.transactions, "intervals counted more than the run");
 }
 
 /// The last line is the object `--json` prints: the same keys at the top and on each side,
@@ -85,15 +89,17 @@ fn rr_lines_parse_intervals_come_first_and_the_report_last() {
 fn the_last_line_is_the_json_report() {
     let out = ringperf!().run(&["stream", "-l", "1", "--json-stream"]).success();
     let all = lines(&out.stdout);
-    let (intervals, streamed) = intervals_then_report(&all);
-    check_stream_report(streamed, false);
-    same_as_reported(intervals, streamed);
+    let (intervals, report) = intervals_then_report(&all);
+    check_stream_report(&report, false);
+    same_as_reported(intervals, &report);
     for v in intervals {
         assert!(v["throughput_bits_per_sec"].as_f64().is_some_and(|t| t >= 0.0), "{v}");
         assert!(v["transactions_per_sec"].is_null(), "a stream interval with a transaction rate: {v}");
     }
+    // The keys as a user's script sees them: the last line's and --json's.
+    let streamed = all.last().expect("the report line");
     let json = ringperf!().run_json(&["stream", "-l", "0.5"]);
-    assert_eq!(u64_at(streamed, "schema_version"), u64_at(&json, "schema_version"));
+    assert_eq!(report.schema_version, report_of(&json).schema_version);
     let keys = |v: &Value| -> Vec<String> {
         let mut k: Vec<String> = v.as_object().expect("an object").keys().cloned().collect();
         k.sort();
@@ -128,8 +134,8 @@ fn interval_lines_arrive_while_the_test_runs() {
     assert!(status.success(), "{status}");
     let all = lines(&format!("{first}{rest}"));
     let (intervals, report) = intervals_then_report(&all);
-    check_rr_report(report);
-    same_as_reported(intervals, report);
+    check_rr_report(&report);
+    same_as_reported(intervals, &report);
 }
 
 /// Where one line per report cannot follow one test, --json-stream is refused.

@@ -4,9 +4,9 @@
 //! counters can be checked against what TCP says it sent.
 
 use ringperf_tests::{
-    at, f64_at, lab_name, ringperf, skip_unless, str_at, u64_at, Lab, Server, LAB_PROGRAMS, RUN_TIMEOUT,
+    lab_name, ringperf, skip_unless, KernelCounters, Lab, NicCounters, Server, SideReport, SideReportExt,
+    TestReportExt, LAB_PROGRAMS, RUN_TIMEOUT,
 };
-use serde_json::Value;
 
 fn online_cpus() -> u64 {
     // SAFETY: sysconf has no memory effects.
@@ -14,34 +14,38 @@ fn online_cpus() -> u64 {
     u64::try_from(n).unwrap_or(1).max(1)
 }
 
-fn array<'a>(r: &'a Value, path: &str) -> &'a Vec<Value> {
-    at(r, path).as_array().unwrap_or_else(|| panic!("'{path}' is not an array: {}", at(r, path)))
+/// The side's egress device counters, checked to be `device`'s with `driver`.
+fn nic<'a>(side: &str, k: &'a KernelCounters, device: &str, driver: &str) -> &'a NicCounters {
+    let nic = k.nic.as_ref().unwrap_or_else(|| panic!("{side}: no kernel.nic"));
+    assert_eq!(nic.device, device);
+    assert_eq!(nic.driver.as_deref(), Some(driver));
+    nic
+}
+
+/// What the side says of its device's interrupts.
+fn interrupts_note<'a>(side: &str, k: &'a KernelCounters) -> &'a str {
+    let note = k.interrupts.as_ref().and_then(|i| i.note.as_deref());
+    note.unwrap_or_else(|| panic!("{side}: no kernel.interrupts.note"))
 }
 
 /// What every side's kernel counters must hold, wherever it ran.
-fn check_side(r: &Value, side: &str, flows: usize) {
+fn check_side(side: &str, kernel: &KernelCounters, flows: usize) {
     let k = format!("{side}.kernel");
-    let availability = str_at(r, &format!("{k}.irq_time_accounting.available"));
-    assert!(["yes", "no", "unknown"].contains(&availability), "{k}: irq time accounting '{availability}'");
-    assert!(!str_at(r, &format!("{k}.irq_time_accounting.source")).is_empty());
-    let split = array(r, &format!("{k}.cpu_split"));
+    // irq_time_accounting.available is yes, no or unknown: the report parsed.
+    assert!(!kernel.irq_time_accounting.source.is_empty());
+    let split = &kernel.cpu_split;
     assert_eq!(split.len() as u64, online_cpus(), "{k}.cpu_split has one entry per online CPU");
-    let num =
-        |v: &Value, f: &str| v.get(f).and_then(Value::as_f64).unwrap_or_else(|| panic!("{k}: no {f} in {v}"));
     for c in split {
-        let sum: f64 = ["user", "nice", "system", "irq", "softirq", "iowait", "steal", "idle"]
-            .iter()
-            .map(|f| num(c, f))
-            .sum();
+        let sum: f64 = [c.user, c.nice, c.system, c.irq, c.softirq, c.iowait, c.steal, c.idle].iter().sum();
         // Each CPU's ticks split exactly into the eight states.
-        if num(c, "ticks") > 0.0 {
-            assert!((sum - 100.0).abs() < 0.01, "{k}: CPU {} sums to {sum} %", num(c, "cpu"));
+        if c.ticks > 0 {
+            assert!((sum - 100.0).abs() < 0.01, "{k}: CPU {} sums to {sum} %", c.cpu);
         }
     }
-    let placements = array(r, &format!("{k}.flows"));
+    let placements = &kernel.flows;
     assert_eq!(placements.len(), flows, "{k}.flows: one placement per data socket");
     for p in placements {
-        let cpu = p.get("rx_cpu").and_then(Value::as_u64).unwrap_or_else(|| panic!("{k}: no rx CPU in {p}"));
+        let cpu = u64::from(p.rx_cpu.unwrap_or_else(|| panic!("{k}: no rx CPU in {p:?}")));
         assert!(cpu < online_cpus(), "{k}: a flow received on CPU {cpu} of {}", online_cpus());
     }
 }
@@ -49,27 +53,28 @@ fn check_side(r: &Value, side: &str, flows: usize) {
 #[test]
 fn a_loopback_stream_counts_softirqs_splits_every_cpu_and_places_every_flow() {
     let rp = ringperf!();
-    let r = rp.run_json(&["stream", "-l", "1", "--flows", "2"]);
-    for side in ["local", "remote"] {
-        check_side(&r, side, 2);
-        assert_eq!(str_at(&r, &format!("{side}.kernel.nic.device")), "lo");
-        assert_eq!(str_at(&r, &format!("{side}.kernel.nic.driver")), "loopback");
-        let note = str_at(&r, &format!("{side}.kernel.interrupts.note"));
+    let r = rp.run_report(&["stream", "-l", "1", "--flows", "2"]);
+    for (side, x) in r.sides() {
+        let k = x.kernel();
+        check_side(side, k, 2);
+        let nic = nic(side, k, "lo", "loopback");
+        let note = interrupts_note(side, k);
         assert!(note.contains("no interrupts"), "loopback's interrupts: {note}");
-        assert!(array(&r, &format!("{side}.kernel.interrupts.lines")).is_empty());
-        assert!(!array(&r, &format!("{side}.kernel.softnet")).is_empty());
+        assert!(k.interrupts.as_ref().is_some_and(|i| i.lines.is_empty()));
+        assert!(!k.softnet.is_empty());
         // Every payload segment crossed lo in the window.
-        let rx = u64_at(&r, &format!("{side}.kernel.nic.link.rx_packets"));
-        let segs = u64_at(&r, "remote.tcp.data_segs_in");
+        let rx = nic.link.as_ref().unwrap_or_else(|| panic!("{side}: no kernel.nic.link")).rx_packets;
+        let segs = r.remote().tcp().data_segs_in;
         assert!(rx >= segs / 2, "{side}: lo received {rx} packets, TCP {segs} segments");
     }
     // The receiver ran the NET_RX softirqs that delivered the stream.
-    assert!(u64_at(&r, "remote.kernel.net_rx_softirqs") > 0, "no NET_RX softirq in the receiver's window");
-    assert!(!array(&r, "remote.kernel.net_softirq_cpus").is_empty());
-    assert!(f64_at(&r, "remote.kernel.packets_per_net_rx") > 0.0);
-    assert!(at(&r, "remote.kernel.packets_per_interrupt").is_null(), "lo has no interrupts to divide by");
+    let k = r.remote().kernel();
+    assert!(k.net_rx_softirqs > 0, "no NET_RX softirq in the receiver's window");
+    assert!(!k.net_softirq_cpus.is_empty());
+    assert!(k.packets_per_net_rx.expect("remote.kernel.packets_per_net_rx") > 0.0);
+    assert!(k.packets_per_interrupt.is_none(), "lo has no interrupts to divide by");
     // Unpinned workers are said to be.
-    assert_eq!(at(&r, "local.kernel.workers_pinned"), &Value::Bool(false));
+    assert!(!r.local.kernel().workers_pinned);
 }
 
 #[test]
@@ -101,10 +106,11 @@ fn pinned_workers_are_named_and_the_human_report_has_a_line_per_item() {
 #[test]
 fn crr_says_why_it_has_no_placement_and_keyval_carries_the_counters() {
     let rp = ringperf!();
-    let r = rp.run_json(&["crr", "-l", "0.5"]);
-    for side in ["local", "remote"] {
-        assert!(array(&r, &format!("{side}.kernel.flows")).is_empty());
-        let note = str_at(&r, &format!("{side}.kernel.placement_note"));
+    let r = rp.run_report(&["crr", "-l", "0.5"]);
+    for (side, x) in r.sides() {
+        assert!(x.kernel().flows.is_empty());
+        let note =
+            x.kernel().placement_note.as_deref().unwrap_or_else(|| panic!("{side}: no placement_note"));
         assert!(note.contains("crr"), "{side}: {note}");
     }
     let o = rp.run(&["stream", "-l", "0.5", "--keyval"]).success();
@@ -141,26 +147,24 @@ fn a_veth_lab_counts_the_senders_segments_on_the_device_and_names_the_driver() {
     )
     .success();
     server.assert_running();
-    let r = o.json();
-    for side in ["local", "remote"] {
-        check_side(&r, side, 1);
-        assert_eq!(str_at(&r, &format!("{side}.kernel.nic.device")), "lab0");
-        assert_eq!(str_at(&r, &format!("{side}.kernel.nic.driver")), "veth");
+    let r = o.report();
+    for (side, x) in r.sides() {
+        let k = x.kernel();
+        check_side(side, k, 1);
+        let nic = nic(side, k, "lab0", "veth");
         // veth has driver counters (ETHTOOL_GSTATS), some per queue.
-        let queues = array(&r, &format!("{side}.kernel.nic.queues"));
-        assert!(
-            !queues.is_empty(),
-            "{side}: veth's per-queue driver counters missing: {}",
-            at(&r, &format!("{side}.kernel.nic"))
-        );
-        let note = str_at(&r, &format!("{side}.kernel.interrupts.note"));
+        assert!(!nic.queues.is_empty(), "{side}: veth's per-queue driver counters missing: {nic:?}");
+        let note = interrupts_note(side, k);
         assert!(note.contains("lab0"), "{side}: {note}");
     }
-    let sent = u64_at(&r, "local.tcp.data_segs_out");
-    let tx = u64_at(&r, "local.kernel.nic.link.tx_packets");
+    let link = |x: &SideReport| {
+        x.kernel().nic.as_ref().and_then(|n| n.link).unwrap_or_else(|| panic!("no kernel.nic.link"))
+    };
+    let sent = r.local.tcp().data_segs_out;
+    let tx = link(&r.local).tx_packets;
     assert!(sent > 0);
     assert!(tx >= sent, "the sender's veth sent {tx} packets for {sent} data segments");
-    let rx = u64_at(&r, "remote.kernel.nic.link.rx_packets");
+    let rx = link(r.remote()).rx_packets;
     assert!(rx > 0, "the receiver's veth received nothing");
     drop(server);
     drop(lab);

@@ -8,8 +8,10 @@
 use std::thread;
 use std::time::Duration;
 
-use ringperf_tests::{at, bool_at, check_stream_report, f64_at, ringperf, str_at, u64_at};
-use serde_json::Value;
+use ringperf_tests::{
+    check_stream_report, parse, ringperf, LatencySummary, LoadDirection, LoadReport, SideReportExt,
+    TestReport, TestReportExt,
+};
 
 const CLIENTS: usize = 32;
 const FLOWS: &str = "3";
@@ -44,14 +46,14 @@ fn thirty_two_clients_with_three_flows_each_are_served_at_once_and_kept_apart() 
         let ended = server.log().iter().filter(|l| l.contains(" done (") || l.contains("failed")).count();
         most = most.max(started.saturating_sub(ended));
     }
-    let reports: Vec<serde_json::Value> =
-        clients.into_iter().map(|c| c.join().expect("client").success().json()).collect();
+    let reports: Vec<TestReport> =
+        clients.into_iter().map(|c| c.join().expect("client").success().report()).collect();
     let mut received = Vec::new();
     for r in &reports {
         check_stream_report(r, false);
-        assert!(!bool_at(r, "partial"));
-        assert_eq!(u64_at(r, "spec.flows"), 3);
-        received.push(u64_at(r, "remote.bytes_received"));
+        assert!(!r.partial);
+        assert_eq!(r.spec.flows, 3);
+        received.push(r.remote().bytes_received);
     }
     // The server's log: one line per session, each with one client's own byte count. Two
     // clients may move exactly the same bytes (counts are whole 128 KiB sends, and 24
@@ -79,56 +81,52 @@ fn thirty_two_clients_with_three_flows_each_are_served_at_once_and_kept_apart() 
 }
 
 /// min <= p50 <= p90 <= p99 <= p99.9 <= max of one latency summary.
-fn check_ordered(l: &Value, what: &str) {
-    let v: Vec<u64> = ["min_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns", "p9999_ns", "max_ns"]
-        .iter()
-        .map(|k| u64_at(l, k))
-        .collect();
+fn check_ordered(l: &LatencySummary, what: &str) {
+    let v = [l.min_ns, l.p50_ns, l.p90_ns, l.p99_ns, l.p999_ns, l.p9999_ns, l.max_ns];
     assert!(v.windows(2).all(|w| w[0] <= w[1]), "{what}: percentiles out of order: {v:?}");
+}
+
+/// The idle and loaded phases' round trips, which a whole run has.
+fn phases(r: &LoadReport) -> (&LatencySummary, &LatencySummary) {
+    let idle = r.idle.as_ref().unwrap_or_else(|| panic!("no idle phase: {:?}", r.partial_reason));
+    let loaded = r.loaded.as_ref().unwrap_or_else(|| panic!("no loaded phase: {:?}", r.partial_reason));
+    (idle, loaded)
 }
 
 /// The probes' two phases hold every probe round trip, each once, with its percentiles in
 /// order; returns (idle, loaded) counts.
-fn check_phases(r: &Value) -> (u64, u64) {
-    let (idle, loaded) = (u64_at(r, "idle.count"), u64_at(r, "loaded.count"));
+fn check_phases(r: &LoadReport) -> (u64, u64) {
+    let (idle_phase, loaded_phase) = phases(r);
+    let (idle, loaded) = (idle_phase.count, loaded_phase.count);
     assert!(idle > 0 && loaded > 0, "a phase has no probes: idle {idle}, loaded {loaded}");
-    assert_eq!(
-        idle + loaded,
-        u64_at(r, "probe.local.latency.count"),
-        "the phases do not add up to the whole"
-    );
-    assert_eq!(u64_at(r, "probe.local.latency.count"), u64_at(r, "probe.local.transactions"));
-    check_ordered(at(r, "idle"), "idle");
-    check_ordered(at(r, "loaded"), "loaded");
+    let probe = &r.probe.local;
+    assert_eq!(idle + loaded, probe.latency().count, "the phases do not add up to the whole");
+    assert_eq!(probe.latency().count, probe.transactions);
+    check_ordered(idle_phase, "idle");
+    check_ordered(loaded_phase, "loaded");
     (idle, loaded)
 }
 
 /// From the time series: no load byte in any probe interval that ended before the load's
 /// window opened, and load in every direction in each interval wholly inside the load's
 /// window. The load opened after the idle phase's tick.
-fn check_series(r: &Value) {
-    let split = u64_at(r, "split_ns");
-    let start = u64_at(r, "load_start_ns");
+fn check_series(r: &LoadReport) {
+    let split = r.split_ns.expect("split_ns");
+    let start = r.load_start_ns.expect("load_start_ns");
     assert!(start >= split, "the load opened at {start} ns, before the idle phase ended at {split} ns");
-    let loaded_ns = u64_at(r, "loaded_ms") * 1_000_000;
-    let series = at(r, "series").as_array().expect("a series");
-    let directions = at(r, "loads").as_array().expect("loads").len();
+    let loaded_ns = r.loaded_ms * 1_000_000;
+    let directions = r.loads.len();
     let (mut before, mut during) = (0, 0);
-    for p in series {
-        let (lo, hi) = (u64_at(p, "start_ns"), u64_at(p, "start_ns") + u64_at(p, "duration_ns"));
-        let bytes: Vec<u64> = at(p, "load_bytes")
-            .as_array()
-            .expect("bytes")
-            .iter()
-            .map(|b| b.as_u64().expect("a count"))
-            .collect();
+    for p in &r.series {
+        let (lo, hi) = (p.start_ns, p.start_ns + p.duration_ns);
+        let bytes = &p.load_bytes;
         assert_eq!(bytes.len(), directions);
         if hi <= start {
             before += 1;
-            assert!(bytes.iter().all(|&b| b == 0), "load bytes before the load started: {p}");
+            assert!(bytes.iter().all(|&b| b == 0), "load bytes before the load started: {p:?}");
         } else if lo >= start && hi <= start + loaded_ns {
             during += 1;
-            assert!(bytes.iter().all(|&b| b > 0), "an interval of the loaded phase without load: {p}");
+            assert!(bytes.iter().all(|&b| b > 0), "an interval of the loaded phase without load: {p:?}");
         }
     }
     assert!(before > 0 && during > 0, "the series has {before} idle and {during} loaded intervals");
@@ -143,37 +141,38 @@ fn latency_under_load_has_an_idle_phase_without_load_and_a_loaded_phase_with_it(
     let mut args: Vec<&str> =
         "load --idle 1 -l 2 --load both --load-flows 4 --cc cubic --json".split(' ').collect();
     args.extend(["--plot", &svg_path]);
-    let r = ringperf!().run(&args).success().json();
-    assert_eq!(str_at(&r, "test"), "LOAD");
-    assert_eq!(str_at(&r, "probe_test"), "TCP_RR");
-    assert_eq!(str_at(&r, "probe.local.socket.congestion_control"), "cubic", "--cc reaches the probes");
-    assert!(bool_at(&r, "probe.local.socket.nodelay"), "the probes' requests do not wait for Nagle");
-    assert!(!bool_at(&r, "partial"), "{}", at(&r, "partial_reason"));
+    let r: LoadReport = ringperf!().run(&args).success().parsed();
+    assert_eq!(r.test, "LOAD");
+    assert_eq!(r.probe_test, "TCP_RR");
+    let probe = &r.probe.local;
+    assert_eq!(probe.socket.congestion_control, "cubic", "--cc reaches the probes");
+    assert!(probe.socket.nodelay, "the probes' requests do not wait for Nagle");
+    assert!(!r.partial, "{:?}", r.partial_reason);
     let (idle, loaded) = check_phases(&r);
     check_series(&r);
-    let loads = at(&r, "loads").as_array().expect("loads");
-    let directions: Vec<&str> = loads.iter().map(|l| str_at(l, "direction")).collect();
-    assert_eq!(directions, ["up", "down"]);
-    for l in loads {
-        let t = at(l, "report");
-        check_stream_report(t, str_at(l, "direction") == "down");
-        assert_eq!(u64_at(t, "spec.flows"), 4);
-        assert_eq!(str_at(t, "local.socket.congestion_control"), "cubic", "--cc reaches the load");
-        let (sent, received) = match str_at(l, "direction") {
-            "up" => (u64_at(t, "local.bytes_sent"), u64_at(t, "remote.bytes_received")),
-            _ => (u64_at(t, "remote.bytes_sent"), u64_at(t, "local.bytes_received")),
+    let directions: Vec<LoadDirection> = r.loads.iter().map(|l| l.direction).collect();
+    assert_eq!(directions, [LoadDirection::Up, LoadDirection::Down]);
+    for l in &r.loads {
+        let t = l.report.as_ref().unwrap_or_else(|| panic!("{:?}: no report: {:?}", l.direction, l.error));
+        check_stream_report(t, l.direction == LoadDirection::Down);
+        assert_eq!(t.spec.flows, 4);
+        assert_eq!(t.local.socket.congestion_control, "cubic", "--cc reaches the load");
+        let (sent, received) = match l.direction {
+            LoadDirection::Up => (t.local.bytes_sent, t.remote().bytes_received),
+            _ => (t.remote().bytes_sent, t.local.bytes_received),
         };
-        assert!(sent > 0 && sent == received, "{}: sent {sent}, received {received}", str_at(l, "direction"));
-        assert!(f64_at(l, "throughput_bits_per_sec") > 0.0);
+        assert!(sent > 0 && sent == received, "{:?}: sent {sent}, received {received}", l.direction);
+        assert!(l.throughput_bits_per_sec.expect("throughput_bits_per_sec") > 0.0);
     }
     // Open loop at the default 200/s: the schedule made about that, and inflation is the
     // ratio of the phases' own figures (its size on loopback is not asserted).
-    assert_eq!(f64_at(&r, "probe_rate.target_per_sec"), 200.0);
-    let achieved = f64_at(&r, "probe_rate.achieved_per_sec");
+    assert_eq!(r.probe_rate.target_per_sec, Some(200.0));
+    let achieved = r.probe_rate.achieved_per_sec;
     assert!((100.0..=300.0).contains(&achieved), "achieved {achieved}/s of 200/s");
-    let ratio = u64_at(&r, "loaded.p99_ns") as f64 / u64_at(&r, "idle.p99_ns") as f64;
-    assert!((f64_at(&r, "inflation.p99") - ratio).abs() < 1e-9 * ratio.max(1.0));
-    let busy = f64_at(&r, "cpu.local_busy_percent");
+    let (idle_phase, loaded_phase) = phases(&r);
+    let ratio = loaded_phase.p99_ns as f64 / idle_phase.p99_ns as f64;
+    assert!((r.inflation.expect("inflation").p99 - ratio).abs() < 1e-9 * ratio.max(1.0));
+    let busy = r.cpu.expect("cpu").local_busy_percent;
     assert!((0.0..=100.0).contains(&busy), "busy {busy} %");
     let chart = std::fs::read_to_string(&svg).expect("--plot wrote the chart");
     let _ = std::fs::remove_file(&svg);
@@ -183,8 +182,8 @@ fn latency_under_load_has_an_idle_phase_without_load_and_a_loaded_phase_with_it(
     }
     eprintln!(
         "figures: idle {idle} probes p99 {} us, loaded {loaded} probes p99 {} us",
-        u64_at(&r, "idle.p99_ns") / 1000,
-        u64_at(&r, "loaded.p99_ns") / 1000
+        idle_phase.p99_ns / 1000,
+        loaded_phase.p99_ns / 1000
     );
 }
 
@@ -199,23 +198,25 @@ fn latency_under_a_udp_flood_with_udp_probes_open_and_closed_loop() {
         if closed {
             args.push("--probe-closed-loop");
         }
-        let r = rp.run_json(&args);
-        assert!(!bool_at(&r, "partial"), "{}", at(&r, "partial_reason"));
-        assert_eq!(str_at(&r, "probe_test"), "UDP_RR");
+        let r: LoadReport = rp.run_parsed(&args);
+        assert!(!r.partial, "{:?}", r.partial_reason);
+        assert_eq!(r.probe_test, "UDP_RR");
+        let rate = &r.probe_rate;
         if closed {
-            assert!(at(&r, "probe_rate.target_per_sec").is_null());
-            assert!(str_at(&r, "probe_rate.closed_loop_reason").contains("--probe-closed-loop"));
+            assert!(rate.target_per_sec.is_none());
+            let why = rate.closed_loop_reason.as_deref().expect("probe_rate.closed_loop_reason");
+            assert!(why.contains("--probe-closed-loop"));
         } else {
-            assert_eq!(at(&r, "probe_rate.target_per_sec").as_f64(), Some(200.0), "the default probe rate");
-            let achieved = at(&r, "probe_rate.achieved_per_sec").as_f64().expect("an achieved rate");
+            assert_eq!(rate.target_per_sec, Some(200.0), "the default probe rate");
+            let achieved = rate.achieved_per_sec;
             assert!(achieved > 100.0, "udp-rr probes kept no schedule: {achieved}/s of 200/s");
-            assert!(at(&r, "probe_rate.closed_loop_reason").is_null());
+            assert!(rate.closed_loop_reason.is_none());
         }
         check_phases(&r);
         check_series(&r);
-        let l = &at(&r, "loads")[0];
-        assert_eq!(str_at(l, "direction"), "udp-up");
-        assert!(u64_at(l, "report.local.bytes_sent") > 0);
+        let l = &r.loads[0];
+        assert_eq!(l.direction, LoadDirection::UdpUp);
+        assert!(l.report.as_ref().expect("the load's report").local.bytes_sent > 0);
     }
 }
 
@@ -231,11 +232,12 @@ fn a_failed_load_still_reports_the_probes() {
     args.extend(["-p", &port]);
     let out = rp.run(&args);
     assert_ne!(out.code(), 0, "a failed load must not exit 0: {out}");
-    let r = out.json();
-    assert!(bool_at(&r, "partial"));
-    assert!(str_at(&r, "partial_reason").contains("up load"), "{}", at(&r, "partial_reason"));
-    assert!(str_at(&at(&r, "loads")[0], "error").contains("--max-flows"));
-    assert!(u64_at(&r, "probe.local.transactions") > 0, "the probes' figures are there");
+    let r: LoadReport = out.parsed();
+    assert!(r.partial);
+    let why = r.partial_reason.as_deref().expect("partial_reason");
+    assert!(why.contains("up load"), "{why}");
+    assert!(r.loads[0].error.as_deref().expect("the load's error").contains("--max-flows"));
+    assert!(r.probe.local.transactions > 0, "the probes' figures are there");
     assert!(out.stderr.contains("partial result"), "{out}");
 }
 
@@ -270,11 +272,12 @@ fn ctrl_c_under_load_prints_the_probes_partial() {
     let text = std::fs::read_to_string(&out).expect("the report");
     let _ = std::fs::remove_file(&out);
     assert_eq!(status.code(), Some(130), "stdout: {text}");
-    let r: Value = serde_json::from_str(&text).expect("the partial report is JSON");
-    assert!(bool_at(&r, "partial"));
-    assert!(str_at(&r, "partial_reason").contains("Ctrl-C"), "{}", at(&r, "partial_reason"));
-    assert!(u64_at(&r, "probe.local.transactions") > 0);
-    if !at(&r, "split_ns").is_null() {
+    let r: LoadReport = parse("the partial report", &text);
+    assert!(r.partial);
+    let why = r.partial_reason.as_deref().expect("partial_reason");
+    assert!(why.contains("Ctrl-C"), "{why}");
+    assert!(r.probe.local.transactions > 0);
+    if r.split_ns.is_some() {
         check_phases(&r);
     }
 }

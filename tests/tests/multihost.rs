@@ -8,8 +8,7 @@ use std::time::Duration;
 
 use ringperf_tests::fabric::{Fabric, KeyFile, AGENT_PORT};
 use ringperf_tests::{
-    at, bool_at, ringperf, run_with_timeout, skip_unless, str_at, u64_at, Control, Ringperf, Server, IP,
-    LAB_PROGRAMS,
+    ringperf, run_with_timeout, skip_unless, Control, Ringperf, Server, TestReportExt, IP, LAB_PROGRAMS,
 };
 
 /// Agents A and B on loopback, A taking third-party work; both hold `key`.
@@ -33,22 +32,23 @@ fn every_workload_runs_through_an_agent_and_names_both_hosts() {
     for workload in ["stream", "rr", "crr", "udp-stream", "udp-rr", "sendfile"] {
         let mut args = vec![workload, "-l", "0.5"];
         args.extend(from_args(&ap, &bp, &key));
-        let r = rp.run_json(&args);
-        assert!(!bool_at(&r, "partial"), "{workload}: partial: {r}");
-        assert_eq!(str_at(&r, "client"), format!("127.0.0.1:{ap}"), "{workload}: the agent is not named");
-        assert_eq!(str_at(&r, "server"), format!("127.0.0.1:{bp}"), "{workload}: the server is not named");
-        assert!(!bool_at(&r, "embedded_server"), "{workload}");
+        let r = rp.run_report(&args);
+        assert!(!r.partial, "{workload}: partial: {:?}", r.partial_reason);
+        let client = Some(format!("127.0.0.1:{ap}"));
+        assert_eq!(r.client, client, "{workload}: the agent is not named");
+        assert_eq!(r.server, format!("127.0.0.1:{bp}"), "{workload}: the server is not named");
+        assert!(!r.embedded_server, "{workload}");
         // CPU figures of both agents came back.
-        for side in ["local", "remote"] {
-            let busy = at(&r, &format!("{side}.cpu.system.busy_percent")).as_f64().expect("busy");
+        for (side, x) in r.sides() {
+            let busy = x.cpu.system.busy_percent;
             assert!((0.0..=100.0).contains(&busy), "{workload}: {side} busy {busy}");
         }
         if workload == "stream" || workload == "sendfile" {
-            assert_eq!(u64_at(&r, "local.bytes_sent"), u64_at(&r, "remote.bytes_received"), "{workload}");
-            assert!(u64_at(&r, "local.bytes_sent") > 0, "{workload}: nothing moved");
+            assert_eq!(r.local.bytes_sent, r.remote().bytes_received, "{workload}");
+            assert!(r.local.bytes_sent > 0, "{workload}: nothing moved");
         }
         if workload == "rr" || workload == "crr" {
-            assert!(u64_at(&r, "local.transactions") > 0, "{workload}: no transactions");
+            assert!(r.local.transactions > 0, "{workload}: no transactions");
         }
     }
     // Each run was a session on A that A ran as a client of B, and A's log says so.
@@ -66,9 +66,9 @@ fn iterations_and_the_human_banner_work_through_an_agent() {
     let (ap, bp) = (a.port_arg(), b.port_arg());
     let mut args = vec!["stream", "-l", "0.5", "-i", "2,2"];
     args.extend(from_args(&ap, &bp, &key));
-    let r = rp.run_json(&args);
-    assert_eq!(at(&r, "iterations").as_array().map(Vec::len), Some(2), "two iterations: {r}");
-    assert_eq!(u64_at(&r, "confidence.iterations"), 2);
+    let r = rp.run_report(&args);
+    assert_eq!(r.iterations.len(), 2, "two iterations: {:?}", r.iterations);
+    assert_eq!(r.confidence().iterations, 2);
     let mut args = vec!["stream", "-l", "1", "-D", "0.25"];
     args.extend(from_args(&ap, &bp, &key));
     let o = rp.run(&args).success();
@@ -190,8 +190,8 @@ fn a_controller_killed_mid_run_leaves_both_agents_ready() {
     b.assert_running();
     let mut args = vec!["stream", "-l", "0.5"];
     args.extend(from_args(&ap, &bp, &key));
-    let r = rp.run_json(&args);
-    assert!(!bool_at(&r, "partial"), "the next run through the same agents: {r}");
+    let r = rp.run_report(&args);
+    assert!(!r.partial, "the next run through the same agents: {:?}", r.partial_reason);
 }
 
 #[test]
@@ -224,12 +224,12 @@ fn third_party_stream_between_namespaces_carries_nothing_through_the_root_namesp
         fabric.key.arg(),
     ];
     let o = run_with_timeout(rp.command(&args), Duration::from_secs(60));
-    let r = o.success().json();
-    let moved = u64_at(&r, "local.bytes_sent");
+    let r = o.success().report();
+    let moved = r.local.bytes_sent;
     assert!(moved > 10 << 20, "under 10 MiB moved in 2 s between namespaces: {moved}");
-    assert_eq!(moved, u64_at(&r, "remote.bytes_received"), "bytes lost between A and B");
-    assert_eq!(str_at(&r, "server"), format!("{}:{port}", b.data_ip));
-    assert_eq!(str_at(&r, "client"), format!("{}:{port}", a.control_ip));
+    assert_eq!(moved, r.remote().bytes_received, "bytes lost between A and B");
+    assert_eq!(r.server, format!("{}:{port}", b.data_ip));
+    assert_eq!(r.client, Some(format!("{}:{port}", a.control_ip)));
     let root = fabric.root_bytes() - before;
     eprintln!("third party between namespaces: {moved} bytes from A to B, {root} bytes on the root namespace's interfaces");
     // The control messages and the report are tens of KB; the data is many MB.

@@ -4,23 +4,24 @@
 
 use std::time::Duration;
 
-use ringperf_tests::{at, check_rr_report, f64_at, ringperf, run_with_a_stalled_server, u64_at};
-use serde_json::Value;
+use ringperf_tests::{
+    check_rr_report, ringperf, run_with_a_stalled_server, SideReportExt, TestReport, TestReportExt,
+};
 
 /// Every request the client's schedule made is sent, dropped or left unsent at the end,
 /// and every one sent is a transaction both sides counted.
-fn check_schedule_accounts_for_every_request(r: &Value) {
+fn check_schedule_accounts_for_every_request(r: &TestReport) {
     check_rr_report(r);
-    let ol = |k: &str| u64_at(r, &format!("local.rr.open_loop.{k}"));
-    assert_eq!(ol("scheduled"), ol("sent") + ol("dropped") + ol("unsent_at_end"), "{}", at(r, "local.rr"));
-    assert_eq!(ol("sent"), u64_at(r, "local.transactions"), "a sent request was not answered");
-    assert!(ol("slipped") <= ol("sent") + ol("unsent_at_end"), "{}", at(r, "local.rr"));
-    assert!(at(r, "remote.rr").get("open_loop").is_none(), "the server has no schedule of its own");
+    let (rr, ol) = (r.local.rr(), r.local.open_loop());
+    assert_eq!(ol.scheduled, ol.sent + ol.dropped + ol.unsent_at_end, "{rr:?}");
+    assert_eq!(ol.sent, r.local.transactions, "a sent request was not answered");
+    assert!(ol.slipped <= ol.sent + ol.unsent_at_end, "{rr:?}");
+    assert!(r.remote().rr().open_loop.is_none(), "the server has no schedule of its own");
 }
 
 /// Requests per second the client sent over its window.
-fn achieved(r: &Value) -> f64 {
-    u64_at(r, "local.rr.open_loop.sent") as f64 * 1e9 / u64_at(r, "local.elapsed_ns") as f64
+fn achieved(r: &TestReport) -> f64 {
+    r.local.open_loop().sent as f64 * 1e9 / r.local.elapsed_ns as f64
 }
 
 /// At a modest rate the schedule is kept: the client sends about the target rate (the
@@ -28,33 +29,34 @@ fn achieved(r: &Value) -> f64 {
 /// count the same transactions.
 #[test]
 fn open_loop_sends_at_its_target_rate() {
-    let r = ringperf!().run_json(&["rr", "-l", "2", "--rate", "2000"]);
+    let r = ringperf!().run_report(&["rr", "-l", "2", "--rate", "2000"]);
     check_schedule_accounts_for_every_request(&r);
-    assert_eq!(u64_at(&r, "spec.open_loop.rate"), 2000);
-    assert_eq!(f64_at(&r, "local.rr.open_loop.target_rate"), 2000.0);
-    assert_eq!(u64_at(&r, "local.rr.open_loop.dropped"), 0);
+    assert_eq!(r.spec.open_loop.expect("spec.open_loop").rate, 2000);
+    let ol = r.local.open_loop();
+    assert_eq!(ol.target_rate, 2000.0);
+    assert_eq!(ol.dropped, 0);
     // The schedule covers the window exactly, however late a wakeup came at its end.
-    assert_eq!(u64_at(&r, "local.rr.open_loop.scheduled"), 4000);
+    assert_eq!(ol.scheduled, 4000);
     let rate = achieved(&r);
     assert!((1800.0..=2200.0).contains(&rate), "achieved {rate:.1} requests/s of a 2000/s schedule");
-    assert_eq!(u64_at(&r, "local.latency.count"), u64_at(&r, "local.transactions"));
+    assert_eq!(r.local.latency().count, r.local.transactions);
 }
 
 /// --rate-total splits the rate over the flows, and the workers' schedules add up to it.
 #[test]
 fn rate_total_is_split_over_the_flows() {
     let r =
-        ringperf!().run_json(&["rr", "-l", "1", "--rate-total", "2000", "--flows", "4", "--threads", "2"]);
+        ringperf!().run_report(&["rr", "-l", "1", "--rate-total", "2000", "--flows", "4", "--threads", "2"]);
     check_schedule_accounts_for_every_request(&r);
-    let target = f64_at(&r, "local.rr.open_loop.target_rate");
+    let target = r.local.open_loop().target_rate;
     assert!((target - 2000.0).abs() < 1.0, "target {target} over 4 flows of 500/s");
-    assert_eq!(u64_at(&r, "local.rr.open_loop.scheduled"), 2000);
+    assert_eq!(r.local.open_loop().scheduled, 2000);
     let rate = achieved(&r);
     assert!((1800.0..=2200.0).contains(&rate), "achieved {rate:.1} requests/s of a 2000/s schedule");
 }
 
 /// Runs `rr` for 3 s against a server stalled for 200 ms once its window is open.
-fn rr_with_a_stalled_server(extra: &[&str]) -> Value {
+fn rr_with_a_stalled_server(extra: &[&str]) -> TestReport {
     let mut args = vec!["rr", "-l", "3", "-D", "0.5"];
     args.extend_from_slice(extra);
     run_with_a_stalled_server(&ringperf!(), &args, Duration::from_millis(200))
@@ -68,17 +70,17 @@ fn rr_with_a_stalled_server(extra: &[&str]) -> Value {
 fn a_stalled_server_shows_in_the_open_loop_percentiles_only() {
     let open = rr_with_a_stalled_server(&["--rate", "1000"]);
     check_schedule_accounts_for_every_request(&open);
-    assert_eq!(u64_at(&open, "local.rr.open_loop.dropped"), 0, "a 200 ms stall fits the default backlog");
+    assert_eq!(open.local.open_loop().dropped, 0, "a 200 ms stall fits the default backlog");
     assert!(
-        u64_at(&open, "local.rr.max_in_flight") >= 100,
-        "the schedule kept sending through the stall: {}",
-        at(&open, "local.rr")
+        open.local.rr().max_in_flight >= 100,
+        "the schedule kept sending through the stall: {:?}",
+        open.local.rr()
     );
-    let p99 = u64_at(&open, "local.latency.p99_ns");
+    let p99 = open.local.latency().p99_ns;
     assert!(p99 >= 100_000_000, "open loop p99 {} us hides a 200 ms stall", p99 / 1000);
     let closed = rr_with_a_stalled_server(&[]);
     check_rr_report(&closed);
-    let (p99, max) = (u64_at(&closed, "local.latency.p99_ns"), u64_at(&closed, "local.latency.max_ns"));
+    let (p99, max) = (closed.local.latency().p99_ns, closed.local.latency().max_ns);
     assert!(max >= 150_000_000, "the closed loop's max {} us missed the stall", max / 1000);
     assert!(p99 < 50_000_000, "closed loop p99 {} us: the stall is one transaction there", p99 / 1000);
 }
@@ -87,11 +89,11 @@ fn a_stalled_server_shows_in_the_open_loop_percentiles_only() {
 /// blocking or queueing without bound; the run still ends and both sides agree.
 #[test]
 fn a_rate_beyond_the_backlog_reports_dropped_requests() {
-    let r = ringperf!().run_json(&["rr", "-l", "1", "--rate", "1m", "--backlog", "2"]);
+    let r = ringperf!().run_report(&["rr", "-l", "1", "--rate", "1m", "--backlog", "2"]);
     check_schedule_accounts_for_every_request(&r);
-    let dropped = u64_at(&r, "local.rr.open_loop.dropped");
-    assert!(dropped > 0, "a million requests/s with 2 outstanding dropped none: {}", at(&r, "local.rr"));
-    assert!(u64_at(&r, "local.rr.max_in_flight") <= 2, "{}", at(&r, "local.rr"));
+    let dropped = r.local.open_loop().dropped;
+    assert!(dropped > 0, "a million requests/s with 2 outstanding dropped none: {:?}", r.local.rr());
+    assert!(r.local.rr().max_in_flight <= 2, "{:?}", r.local.rr());
     let out = ringperf!().run(&["rr", "-l", "0.5", "--rate", "1m", "--backlog", "2"]).success();
     assert!(out.stdout.contains("dropped with 2 outstanding"), "{out}");
     let keyval =
@@ -125,7 +127,7 @@ fn open_loop_is_refused_where_it_does_not_apply() {
 fn every_engine_pair_keeps_an_open_loop_intact() {
     for send in ["copy", "zc", "zc-msg", "splice"] {
         for recv in ["recv", "multishot", "bundle"] {
-            let r = ringperf!().run_json(&[
+            let r = ringperf!().run_report(&[
                 "rr",
                 "-l",
                 "0.3",
@@ -140,11 +142,11 @@ fn every_engine_pair_keeps_an_open_loop_intact() {
                 recv,
             ]);
             check_schedule_accounts_for_every_request(&r);
-            for side in ["local", "remote"] {
-                assert_eq!(u64_at(&r, &format!("{side}.verify.mismatches")), 0, "{send}/{recv} {side}");
+            for (side, x) in r.sides() {
+                assert_eq!(x.verify().mismatches, 0, "{send}/{recv} {side}");
             }
-            let t = u64_at(&r, "local.transactions");
-            assert_eq!(u64_at(&r, "local.verify.bytes_checked"), t * 3000, "{send}/{recv}");
+            let t = r.local.transactions;
+            assert_eq!(r.local.verify().bytes_checked, t * 3000, "{send}/{recv}");
         }
     }
 }
@@ -154,7 +156,7 @@ fn every_engine_pair_keeps_an_open_loop_intact() {
 #[test]
 fn a_backlog_of_one_keeps_one_request_outstanding() {
     for recv in ["recv", "multishot"] {
-        let r = ringperf!().run_json(&[
+        let r = ringperf!().run_report(&[
             "rr",
             "-l",
             "0.5",
@@ -166,8 +168,8 @@ fn a_backlog_of_one_keeps_one_request_outstanding() {
             recv,
         ]);
         check_schedule_accounts_for_every_request(&r);
-        assert_eq!(u64_at(&r, "local.rr.burst"), 1, "{recv}");
-        assert_eq!(u64_at(&r, "local.rr.max_in_flight"), 1, "{recv}");
-        assert_eq!(u64_at(&r, "remote.rr.max_in_flight"), 1, "{recv}");
+        assert_eq!(r.local.rr().burst, 1, "{recv}");
+        assert_eq!(r.local.rr().max_in_flight, 1, "{recv}");
+        assert_eq!(r.remote().rr().max_in_flight, 1, "{recv}");
     }
 }

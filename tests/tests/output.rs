@@ -1,14 +1,14 @@
 //! What the user sees: the embedded default, the JSON report's schema and echoed spec,
 //! and the netperf-style human table.
 
-use ringperf_tests::{at, bool_at, check_stream_report, ringperf, str_at, u64_at};
+use ringperf_tests::{at, bool_at, check_stream_report, report_of, ringperf, str_at, u64_at};
 
 #[test]
 fn embedded_default_runs_without_a_server() {
     // No -H and no server started by the test: the client must embed its own.
-    let r = ringperf!().run_json(&["stream", "-l", "1"]);
-    assert!(bool_at(&r, "embedded_server"), "embedded_server is not true without -H");
-    let server = str_at(&r, "server");
+    let r = ringperf!().run_report(&["stream", "-l", "1"]);
+    assert!(r.embedded_server, "embedded_server is not true without -H");
+    let server = &r.server;
     let addr: std::net::SocketAddr =
         server.parse().unwrap_or_else(|e| panic!("server '{server}' is not an address: {e}"));
     assert!(addr.ip().is_loopback(), "the embedded server is not on loopback: {server}");
@@ -19,11 +19,12 @@ fn embedded_default_runs_without_a_server() {
 
 #[test]
 fn json_carries_schema_spec_sides_and_environment() {
+    // The JSON as a user's script reads it: names and paths, not the type.
     let r = ringperf!().run_json(&["stream", "-l", "1", "-m", "64K", "-M", "32K", "--cc", "reno"]);
     assert_eq!(u64_at(&r, "schema_version"), u64::from(ringperf_engine::report::SCHEMA_VERSION));
     assert!(!str_at(&r, "tool_version").is_empty());
     // A whole run says so; the fields are there either way, so the schema does not change shape.
-    assert!(!ringperf_tests::bool_at(&r, "partial"), "a whole run marked partial");
+    assert!(!bool_at(&r, "partial"), "a whole run marked partial");
     assert!(at(&r, "partial_reason").is_null(), "a whole run with a partial_reason");
 
     // The spec is echoed as given.
@@ -41,7 +42,7 @@ fn json_carries_schema_spec_sides_and_environment() {
             at(&r, &format!("{side}.{f}"));
         }
     }
-    check_stream_report(&r, false);
+    check_stream_report(&report_of(&r), false);
 
     // Both environments, with the facts a result depends on.
     for side in ["local", "remote"] {

@@ -6,36 +6,34 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
 use ringperf_tests::fabric::{Fabric, KeyFile, PlanFile};
 use ringperf_tests::{
-    at, bool_at, f64_at, ringperf, run_with_timeout, skip_unless, u64_at, Outcome, RefusingPort, Ringperf,
-    Server, IP, LAB_PROGRAMS,
+    ringperf, run_with_timeout, skip_unless, HostFigures, Outcome, PlanReport, PlanTest, RefusingPort,
+    Ringperf, Server, SideReportExt, TestReport, TestReportExt, IP, LAB_PROGRAMS,
 };
 
 fn run_plan(rp: &Ringperf, plan: &PlanFile, timeout: Duration) -> Outcome {
     run_with_timeout(rp.command(&["plan", plan.arg(), "--json"]), timeout)
 }
 
-fn tests_of(r: &Value) -> &Vec<Value> {
-    at(r, "tests").as_array().expect("a tests array")
+fn host<'a>(r: &'a PlanReport, name: &str) -> &'a HostFigures {
+    r.hosts.iter().find(|h| h.name == name).expect("the host")
 }
 
-fn host<'a>(r: &'a Value, name: &str) -> &'a Value {
-    at(r, "hosts").as_array().expect("hosts").iter().find(|h| h["name"] == name).expect("the host")
+/// The report of a plan's test that must have one.
+fn test_report(t: &PlanTest) -> &TestReport {
+    t.report.as_ref().unwrap_or_else(|| panic!("{}: no report: {t:?}", t.name))
 }
 
 /// Every test of `r` that has a report moved as many bytes out of its sender as into its
 /// receiver (TCP: nothing is lost), and something.
-fn check_conserved(r: &Value) {
-    for t in tests_of(r) {
-        let name = &t["name"];
-        let rep = &t["report"];
-        assert!(rep.is_object(), "{name}: no report: {t}");
-        let sent = u64_at(rep, "local.bytes_sent");
+fn check_conserved<'a>(tests: impl IntoIterator<Item = &'a PlanTest>) {
+    for t in tests {
+        let name = &t.name;
+        let rep = test_report(t);
+        let sent = rep.local.bytes_sent;
         assert!(sent > 0, "{name}: nothing sent");
-        assert_eq!(sent, u64_at(rep, "remote.bytes_received"), "{name}: bytes lost");
+        assert_eq!(sent, rep.remote().bytes_received, "{name}: bytes lost");
     }
 }
 
@@ -79,40 +77,39 @@ fn incast_of_three_into_one() {
             "[[test]]\nname = \"incast\"\nworkload = \"stream\"\noptions = \"-l 2\"\nsenders = [\"a\", \"b\", \"c\"]\nreceiver = \"d\"\n",
         ),
     );
-    let r = run_plan(&rp, &plan, Duration::from_secs(90)).success().json();
-    assert!(!bool_at(&r, "partial"), "{r}");
-    assert_eq!(tests_of(&r).len(), 3);
-    check_conserved(&r);
+    let r: PlanReport = run_plan(&rp, &plan, Duration::from_secs(90)).success().parsed();
+    assert!(!r.partial, "{r:?}");
+    assert_eq!(r.tests.len(), 3);
+    check_conserved(&r.tests);
     // The receiver's aggregate is the sum of its tests, in bytes and in rate.
     let d = host(&r, "d");
-    let bytes: u64 = tests_of(&r).iter().map(|t| u64_at(&t["report"], "remote.bytes_received")).sum();
-    assert_eq!(u64_at(d, "bytes_received"), bytes);
-    let rate: f64 = tests_of(&r)
+    let bytes: u64 = r.tests.iter().map(|t| test_report(t).remote().bytes_received).sum();
+    assert_eq!(d.bytes_received, bytes);
+    let rate: f64 = r
+        .tests
         .iter()
         .map(|t| {
-            u64_at(&t["report"], "remote.bytes_received") as f64 * 8.0
-                / (u64_at(&t["report"], "remote.elapsed_ns") as f64 / 1e9)
+            let remote = test_report(t).remote();
+            remote.bytes_received as f64 * 8.0 / (remote.elapsed_ns as f64 / 1e9)
         })
         .sum();
-    assert!((f64_at(d, "received_bits_per_sec") - rate).abs() <= rate * 1e-9, "{d}");
-    assert_eq!(u64_at(d, "tests"), 3);
+    assert!((d.received_bits_per_sec - rate).abs() <= rate * 1e-9, "{d:?}");
+    assert_eq!(d.tests, 3);
     for s in ["a", "b", "c"] {
-        assert_eq!(u64_at(host(&r, s), "bytes_received"), 0, "sender {s} received payload");
+        assert_eq!(host(&r, s).bytes_received, 0, "sender {s} received payload");
     }
     // Jain's index of the three senders' throughputs, as the report computes it.
-    let x: Vec<f64> =
-        tests_of(&r).iter().map(|t| f64_at(&t["report"], "summary.throughput_bits_per_sec")).collect();
+    let x: Vec<f64> = r.tests.iter().map(|t| test_report(t).summary.throughput_bits_per_sec).collect();
     let jain = x.iter().sum::<f64>().powi(2) / (3.0 * x.iter().map(|v| v * v).sum::<f64>());
-    let got = f64_at(&r, "fairness.TCP_STREAM");
+    let got = *r.fairness.get("TCP_STREAM").expect("a fairness for TCP_STREAM");
     assert!((got - jain).abs() < 1e-9 && (1.0 / 3.0..=1.0).contains(&got), "fairness {got}, expected {jain}");
     let total: f64 = x.iter().sum();
-    assert!((f64_at(&r, "total_bits_per_sec") - total).abs() <= total * 1e-9);
-    assert!(at(&r, "start.skew_ns").is_u64(), "no start skew: {}", at(&r, "start"));
+    assert!((r.total_bits_per_sec - total).abs() <= total * 1e-9);
+    let skew = r.start.skew_ns.unwrap_or_else(|| panic!("no start skew: {:?}", r.start));
     eprintln!(
-        "incast 3->1: {:.0} Mbit/s into d, fairness {got:.4}, start skew {} ns (±{} ns)",
+        "incast 3->1: {:.0} Mbit/s into d, fairness {got:.4}, start skew {skew} ns (±{} ns)",
         rate / 1e6,
-        u64_at(&r, "start.skew_ns"),
-        u64_at(&r, "start.uncertainty_ns")
+        r.start.uncertainty_ns.expect("start.uncertainty_ns")
     );
 }
 
@@ -130,30 +127,26 @@ fn mesh_of_four() {
             "[[test]]\nname = \"lat\"\nworkload = \"rr\"\noptions = \"-l 1\"\npairs = [[\"a\", \"b\"], [\"c\", \"d\"]]\n",
         )),
     );
-    let r = run_plan(&rp, &plan, Duration::from_secs(90)).success().json();
-    assert!(!bool_at(&r, "partial"), "{r}");
-    let tests = tests_of(&r);
+    let r: PlanReport = run_plan(&rp, &plan, Duration::from_secs(90)).success().parsed();
+    assert!(!r.partial, "{r:?}");
+    let tests = &r.tests;
     assert_eq!(tests.len(), 12 + 2, "every ordered pair of four, and two rr pairs");
-    let streams: Value =
-        Value::Array(tests.iter().filter(|t| t["workload"] == "TCP_STREAM").cloned().collect());
-    check_conserved(&serde_json::json!({ "tests": streams }));
+    check_conserved(tests.iter().filter(|t| t.workload == "TCP_STREAM"));
     // Each host sent to three and received from three, plus one rr test; its CPU is one
     // figure, taken over one of its windows, not a sum over its seven tests.
     for h in ["a", "b", "c", "d"] {
         let f = host(&r, h);
-        assert_eq!(u64_at(f, "tests"), 7, "{f}");
-        let busy = f64_at(f, "busy_percent");
+        assert_eq!(f.tests, 7, "{f:?}");
+        let busy = f.busy_percent.unwrap_or_else(|| panic!("{h}: no busy_percent: {f:?}"));
         assert!((0.0..=100.0).contains(&busy), "{h}: CPU {busy} % is not one host's figure");
-        assert!(f64_at(f, "service_demand_us_per_kb") > 0.0, "{f}");
+        assert!(f.service_demand_us_per_kb.unwrap_or_else(|| panic!("{f:?}")) > 0.0, "{f:?}");
     }
     // The rr tests' histograms merged exactly: every transaction of both counted once.
-    let count: u64 = tests
-        .iter()
-        .filter(|t| t["workload"] == "TCP_RR")
-        .map(|t| u64_at(&t["report"], "local.latency.count"))
-        .sum();
-    assert_eq!(u64_at(&r, "latency.count"), count);
-    assert!(u64_at(&r, "latency.p99_ns") >= u64_at(&r, "latency.p50_ns"));
+    let count: u64 =
+        tests.iter().filter(|t| t.workload == "TCP_RR").map(|t| test_report(t).local.latency().count).sum();
+    let latency = r.latency.as_ref().expect("the plan's merged latency");
+    assert_eq!(latency.count, count);
+    assert!(latency.p99_ns >= latency.p50_ns);
 }
 
 #[test]
@@ -183,16 +176,17 @@ fn an_agent_killed_mid_plan_leaves_a_partial_plan_and_exit_3() {
     let o = controller.join().expect("the controller thread");
     assert_eq!(o.code(), 3, "{o}");
     assert!(o.stderr.contains("partial plan"), "{o}");
-    let r = o.json();
-    assert!(bool_at(&r, "partial"), "{r}");
-    let t = tests_of(&r);
+    let r: PlanReport = o.parsed();
+    assert!(r.partial, "{r:?}");
+    let t = &r.tests;
     let (ab, cd) = (&t[0], &t[1]);
-    assert!(ab["error"].is_string(), "the test into the killed agent has no error: {ab}");
+    assert!(ab.error.is_some(), "the test into the killed agent has no error: {ab:?}");
     // The other pair's figures stand, whole.
-    assert!(cd["error"].is_null(), "{cd}");
-    assert!(!bool_at(&cd["report"], "partial"));
-    assert_eq!(u64_at(&cd["report"], "local.bytes_sent"), u64_at(&cd["report"], "remote.bytes_received"));
-    assert!(u64_at(&cd["report"], "local.bytes_sent") > 0);
+    assert!(cd.error.is_none(), "{cd:?}");
+    let cd = test_report(cd);
+    assert!(!cd.partial);
+    assert_eq!(cd.local.bytes_sent, cd.remote().bytes_received);
+    assert!(cd.local.bytes_sent > 0);
 }
 
 #[test]
@@ -228,11 +222,11 @@ fn an_unreachable_agent_leaves_the_others_figures_standing() {
     let plan = PlanFile::new("unr", &loopback_plan(&key, &names, tests));
     let o = run_plan(&rp, &plan, Duration::from_secs(60));
     assert_eq!(o.code(), 3, "{o}");
-    let r = o.json();
-    assert!(bool_at(&r, "partial"));
-    let t = tests_of(&r);
-    assert!(t[0]["error"].is_null() && t[0]["report"].is_object(), "{}", t[0]);
-    let e = t[1]["error"].as_str().expect("an error for the unreachable agent");
+    let r: PlanReport = o.parsed();
+    assert!(r.partial);
+    let t = &r.tests;
+    assert!(t[0].error.is_none() && t[0].report.is_some(), "{:?}", t[0]);
+    let e = t[1].error.as_deref().expect("an error for the unreachable agent");
     assert!(e.contains("refused") && e.contains("agent gone"), "{e}");
 }
 
@@ -260,8 +254,8 @@ fn a_controller_killed_mid_plan_leaves_its_agents_ready() {
     }
     let tests = "[[test]]\nworkload = \"stream\"\noptions = \"-l 0.5\"\npairs = [[\"a0\", \"a1\"], [\"a2\", \"a3\"]]\n";
     let again = PlanFile::new("ctl2", &loopback_plan(&key, &named(&agents), tests));
-    let r = run_plan(&rp, &again, Duration::from_secs(60)).success().json();
-    check_conserved(&r);
+    let r: PlanReport = run_plan(&rp, &again, Duration::from_secs(60)).success().parsed();
+    check_conserved(&r.tests);
 }
 
 /// Fifty agents on loopback ports, as 25 pairs: every test reports, and the start skew and
@@ -279,20 +273,20 @@ fn fifty_agents_start_together() {
     );
     let plan = PlanFile::new("fifty", &loopback_plan(&key, &names, &tests));
     let began = Instant::now();
-    let r = run_plan(&rp, &plan, Duration::from_secs(120)).success().json();
+    let r: PlanReport = run_plan(&rp, &plan, Duration::from_secs(120)).success().parsed();
     let wall = began.elapsed();
-    assert_eq!(tests_of(&r).len(), 25);
-    check_conserved(&r);
-    assert_eq!(u64_at(&r, "controller.connections"), 25);
-    let skew = u64_at(&r, "start.skew_ns");
+    assert_eq!(r.tests.len(), 25);
+    check_conserved(&r.tests);
+    assert_eq!(r.controller.connections, 25);
+    let skew = r.start.skew_ns.expect("start.skew_ns");
     eprintln!(
         "50 agents, 25 tests: start skew {:.3} ms (clocks ±{:.3} ms), set up {:.1} ms, controller CPU {:.1} ms over {:.1} ms, {} bytes of reports, {:.1} s in all",
         skew as f64 / 1e6,
-        u64_at(&r, "start.uncertainty_ns") as f64 / 1e6,
-        u64_at(&r, "start.setup_ns") as f64 / 1e6,
-        u64_at(&r, "controller.cpu_ns") as f64 / 1e6,
-        u64_at(&r, "controller.wall_ns") as f64 / 1e6,
-        u64_at(&r, "controller.report_bytes"),
+        r.start.uncertainty_ns.expect("start.uncertainty_ns") as f64 / 1e6,
+        r.start.setup_ns as f64 / 1e6,
+        r.controller.cpu_ns as f64 / 1e6,
+        r.controller.wall_ns as f64 / 1e6,
+        r.controller.report_bytes,
         wall.as_secs_f64()
     );
 }

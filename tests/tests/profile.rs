@@ -13,10 +13,10 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use ringperf_tests::{
-    at, f64_at, have_program, is_root, lab_name, ringperf, run_with_timeout, skip, skip_unless, u64_at, Lab,
-    Server, LAB_PROGRAMS, RUN_TIMEOUT,
+    at, have_program, is_root, lab_name, report_of, ringperf, run_with_timeout, skip, skip_unless, Category,
+    CategoryCost, Lab, ProfileReport, Server, SideReportExt, TestReport, TestReportExt, LAB_PROGRAMS,
+    RUN_TIMEOUT,
 };
-use serde_json::Value;
 
 /// Tests of one binary run in parallel threads; a profile test holds this for its whole
 /// run, so that no other test of the file sends traffic while it measures.
@@ -30,54 +30,50 @@ fn host_to_myself() -> std::sync::MutexGuard<'static, ()> {
 }
 
 /// The side's profile, or `None` (after saying SKIPPED) when the kernel refused one here.
-fn profile<'a>(r: &'a Value, side: &str, test: &str) -> Option<&'a Value> {
-    let p = at(r, &format!("{side}.profile"));
-    assert!(p.is_object(), "{side} has no profile: {p}");
-    if let Some(why) = p.get("unavailable").and_then(Value::as_str) {
+fn profile<'a>(r: &'a TestReport, side: &str, test: &str) -> Option<&'a ProfileReport> {
+    let x = if side == "local" { &r.local } else { r.remote() };
+    let p = x.profile.as_ref().unwrap_or_else(|| panic!("{side} has no profile"));
+    if let Some(why) = &p.unavailable {
         skip(test, &format!("the kernel refused the profile here: {why}"));
         return None;
     }
     Some(p)
 }
 
-fn category<'a>(p: &'a Value, id: &str) -> Option<&'a Value> {
-    p["categories"].as_array()?.iter().find(|c| c["category"] == id)
+fn category(p: &ProfileReport, id: Category) -> Option<&CategoryCost> {
+    p.categories.iter().find(|c| c.category == id)
 }
 
-fn cost(p: &Value, id: &str, unit: &str) -> f64 {
-    category(p, id).and_then(|c| c[unit].as_f64()).unwrap_or(0.0)
-}
-
-fn share(p: &Value, id: &str) -> f64 {
-    category(p, id).and_then(|c| c["share_percent"].as_f64()).unwrap_or(0.0)
+fn share(p: &ProfileReport, id: Category) -> f64 {
+    category(p, id).map_or(0.0, |c| c.share_percent)
 }
 
 #[test]
 fn profile_categories_add_up_and_their_costs_are_the_busy_time() {
     let _host = host_to_myself();
     let test = "profile_categories_add_up_and_their_costs_are_the_busy_time";
-    let r = ringperf!().run_json(&["rr", "-l", "1", "--profile"]);
-    for side in ["local", "remote"] {
+    let r = ringperf!().run_report(&["rr", "-l", "1", "--profile"]);
+    for (side, x) in r.sides() {
         let Some(p) = profile(&r, side, test) else { return };
-        let cats = p["categories"].as_array().expect("categories");
-        let samples: u64 = cats.iter().map(|c| c["samples"].as_u64().unwrap()).sum();
-        assert_eq!(samples, u64_at(p, "busy_samples"), "{side}: categories do not cover every busy sample");
-        assert_eq!(u64_at(p, "busy_samples") + u64_at(p, "idle_samples"), u64_at(p, "samples"));
-        assert!(u64_at(p, "samples") > 0, "{side}: no samples in a 1 s window");
-        let shares: f64 = cats.iter().map(|c| c["share_percent"].as_f64().unwrap()).sum();
+        let cats = &p.categories;
+        let samples: u64 = cats.iter().map(|c| c.samples).sum();
+        assert_eq!(samples, p.busy_samples, "{side}: categories do not cover every busy sample");
+        assert_eq!(p.busy_samples + p.idle_samples, p.samples);
+        assert!(p.samples > 0, "{side}: no samples in a 1 s window");
+        let shares: f64 = cats.iter().map(|c| c.share_percent).sum();
         assert!((shares - 100.0).abs() < 1e-6, "{side}: shares add up to {shares}");
         // Per-unit cost times the work is the side's busy time, as service demand counts it.
-        let busy_us = f64_at(&r, &format!("{side}.cpu.system.busy_us"));
-        let transactions = u64_at(&r, &format!("{side}.transactions")) as f64;
-        let total: f64 = cats.iter().map(|c| c["us_per_transaction"].as_f64().unwrap() * transactions).sum();
+        let busy_us = x.cpu.system.busy_us;
+        let transactions = x.transactions as f64;
+        let total: f64 = cats.iter().map(|c| c.us_per_transaction.unwrap() * transactions).sum();
         assert!(
             (total - busy_us).abs() <= 1e-6 * busy_us.max(1.0),
             "{side}: costs add to {total} us, busy {busy_us}"
         );
-        assert!(!p["top_functions"].as_array().unwrap().is_empty(), "{side}: no top functions");
-        assert!(p["top_functions"].as_array().unwrap().len() <= 15);
-        assert!(matches!(p["event"].as_str(), Some("cycles" | "cpu-clock")), "{}", p["event"]);
-        assert_eq!(u64_at(p, "hz"), 999);
+        assert!(!p.top_functions.is_empty(), "{side}: no top functions");
+        assert!(p.top_functions.len() <= 15);
+        assert!(matches!(p.event.as_str(), "cycles" | "cpu-clock"), "{}", p.event);
+        assert_eq!(p.hz, 999);
     }
 }
 
@@ -88,29 +84,32 @@ fn profile_categories_add_up_and_their_costs_are_the_busy_time() {
 fn the_embedded_server_shares_the_clients_sampler() {
     let _host = host_to_myself();
     let test = "the_embedded_server_shares_the_clients_sampler";
-    let r = ringperf!().run_json(&["rr", "-l", "0.5", "--profile"]);
+    let r = ringperf!().run_report(&["rr", "-l", "0.5", "--profile"]);
     let (Some(local), Some(remote)) = (profile(&r, "local", test), profile(&r, "remote", test)) else {
         return;
     };
-    for f in ["samples", "busy_samples", "idle_samples", "lost"] {
-        assert_eq!(u64_at(local, f), u64_at(remote, f), "{f}: the embedded server took samples of its own");
+    let counts = |p: &ProfileReport| {
+        [
+            ("samples", p.samples),
+            ("busy_samples", p.busy_samples),
+            ("idle_samples", p.idle_samples),
+            ("lost", p.lost),
+        ]
+    };
+    for ((f, l), (_, m)) in counts(local).into_iter().zip(counts(remote)) {
+        assert_eq!(l, m, "{f}: the embedded server took samples of its own");
     }
     // Each side's costs are still its own: per unit of its own work, over its own busy time.
-    let sd = f64_at(&r, "remote.service_demand.us_per_transaction");
-    let total: f64 = remote["categories"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["us_per_transaction"].as_f64().unwrap())
-        .sum();
+    let sd = r.remote().service_demand.us_per_transaction.expect("remote.service_demand.us_per_transaction");
+    let total: f64 = remote.categories.iter().map(|c| c.us_per_transaction.unwrap()).sum();
     assert!((total - sd).abs() <= 1e-6 * sd.max(1.0), "remote: costs add to {total} us/Tr, not {sd}");
 
     let rp = ringperf!();
     let mut server = rp.serve();
     let port = server.port_arg();
-    let r = rp.run_json(&["rr", "-H", "127.0.0.1", "-p", &port, "-l", "0.5", "--profile"]);
+    let r = rp.run_report(&["rr", "-H", "127.0.0.1", "-p", &port, "-l", "0.5", "--profile"]);
     let Some(remote) = profile(&r, "remote", test) else { return };
-    assert!(u64_at(remote, "samples") > 0, "a separate server took no samples");
+    assert!(remote.samples > 0, "a separate server took no samples");
     server.assert_running();
 }
 
@@ -119,19 +118,20 @@ fn tool_overhead_counts_io_uring_and_the_network_path_costs_less() {
     let _host = host_to_myself();
     let test = "tool_overhead_counts_io_uring_and_the_network_path_costs_less";
     // One-flow rr runs the classic loop by default: ask for the ring this test is about.
-    let r = ringperf!().run_json(&["rr", "-l", "1", "--profile", "--harness", "io-uring"]);
-    for side in ["local", "remote"] {
+    let r = ringperf!().run_report(&["rr", "-l", "1", "--profile", "--harness", "io-uring"]);
+    for (side, x) in r.sides() {
         let Some(p) = profile(&r, side, test) else { return };
-        assert!(share(p, "io_uring") > 0.0, "{side}: no io_uring machinery in an io_uring run: {p}");
-        let honest = f64_at(p, "tool_overhead_percent");
-        let user_only = f64_at(&r, &format!("{side}.cpu.tool_overhead_percent"));
+        assert!(share(p, Category::IoUring) > 0.0, "{side}: no io_uring machinery in an io_uring run: {p:?}");
+        let honest = p.tool_overhead_percent;
+        let user_only = x.cpu.tool_overhead_percent;
         assert!(honest >= user_only, "{side}: tool overhead {honest} % is below the user-only {user_only} %");
         assert!(
-            (honest - share(p, "tool-user") - share(p, "io_uring")).abs() < 1e-6,
+            (honest - share(p, Category::ToolUser) - share(p, Category::IoUring)).abs() < 1e-6,
             "{side}: tool overhead is not user space + io_uring"
         );
-        let plain = f64_at(&r, &format!("{side}.service_demand.us_per_transaction"));
-        let net = f64_at(p, "network_service_demand.us_per_transaction");
+        let plain = x.service_demand.us_per_transaction.expect("service_demand.us_per_transaction");
+        let net =
+            p.network_service_demand.us_per_transaction.expect("network_service_demand.us_per_transaction");
         assert!(net < plain, "{side}: network path {net} us/Tr is not below plain {plain}");
         // Below by exactly the tool's share.
         let want = plain * (1.0 - honest / 100.0);
@@ -150,10 +150,10 @@ fn tool_overhead_counts_io_uring_and_the_network_path_costs_less() {
 fn receive_copy_per_kb(engine: &str, runs: usize, test: &str) -> Option<f64> {
     let mut total = 0.0;
     for _ in 0..runs {
-        let r = ringperf!().run_json(&["stream", "-l", "2", "--profile", "--recv-engine", engine]);
+        let r = ringperf!().run_report(&["stream", "-l", "2", "--profile", "--recv-engine", engine]);
         // Client to server: the server receives.
         let p = profile(&r, "remote", test)?;
-        total += cost(p, "copy", "us_per_kb");
+        total += category(p, Category::Copy).and_then(|c| c.us_per_kb).unwrap_or(0.0);
     }
     Some(total / runs as f64)
 }
@@ -178,17 +178,18 @@ fn trunc_receiver_copies_less_than_recv() {
 #[test]
 fn no_profile_takes_none() {
     let _host = host_to_myself();
-    let r = ringperf!().run_json(&["rr", "-l", "0.3", "--no-profile"]);
-    assert!(at(&r, "local.profile").is_null(), "{}", at(&r, "local.profile"));
-    assert!(at(&r, "remote.profile").is_null());
-    // Left out of the spec when off (so it still runs against a server that predates it).
-    assert!(r["spec"].get("profile").is_none(), "{}", r["spec"]);
+    let json = ringperf!().run_json(&["rr", "-l", "0.3", "--no-profile"]);
+    let r = report_of(&json);
+    assert!(r.local.profile.is_none(), "{:?}", r.local.profile);
+    assert!(r.remote().profile.is_none());
+    // Left out of the spec's JSON when off (so it still runs against a server that predates it).
+    assert!(at(&json, "spec").get("profile").is_none(), "{}", at(&json, "spec"));
     let out = ringperf!().run(&["rr", "-l", "0.3", "--no-profile"]).success().stdout;
     assert!(out.contains("local   tool overhead with its kernel share: not profiled"), "{out}");
     // Without either flag, the one default decides.
-    let d = ringperf!().run_json(&["rr", "-l", "0.3"]);
-    let profiled = !at(&d, "local.profile").is_null();
-    assert_eq!(profiled, ringperf_engine::spec::PROFILE_BY_DEFAULT, "{}", at(&d, "local.profile"));
+    let d = ringperf!().run_report(&["rr", "-l", "0.3"]);
+    let profiled = d.local.profile.is_some();
+    assert_eq!(profiled, ringperf_engine::spec::PROFILE_BY_DEFAULT, "{:?}", d.local.profile);
     let bad = ringperf!().run(&["rr", "-l", "0.3", "--profile-hz", "0"]);
     assert_eq!(bad.code(), 2, "{bad}");
 }
@@ -200,9 +201,9 @@ fn profile_out_writes_folded_stacks_that_plot_draws() {
     let dir = std::env::temp_dir().join(format!("ringperf-profile-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let prefix = dir.join("run");
-    let r = ringperf!().run_json(&["rr", "-l", "0.5", "--profile-out", prefix.to_str().unwrap()]);
+    let r = ringperf!().run_report(&["rr", "-l", "0.5", "--profile-out", prefix.to_str().unwrap()]);
     let Some(_) = profile(&r, "local", test) else { return };
-    for side in ["local", "remote"] {
+    for (side, x) in r.sides() {
         let path = PathBuf::from(format!("{}.{side}.folded", prefix.display()));
         let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let mut total = 0u64;
@@ -211,7 +212,7 @@ fn profile_out_writes_folded_stacks_that_plot_draws() {
             assert!(!stack.is_empty());
             total += n.parse::<u64>().unwrap_or_else(|_| panic!("not a count: {line}"));
         }
-        assert_eq!(total, u64_at(&r, &format!("{side}.profile.samples")), "{side}: folded counts");
+        assert_eq!(total, x.profile().samples, "{side}: folded counts");
         assert!(text.contains("_[k]"), "{side}: no kernel frames");
         let svg = dir.join(format!("{side}.svg"));
         ringperf!().run(&["plot", path.to_str().unwrap(), "-o", svg.to_str().unwrap()]).success();
@@ -261,19 +262,18 @@ fn a_refused_profile_still_completes_and_says_why() {
         "--json",
     ]);
     let o = run_with_timeout(cmd, RUN_TIMEOUT).success();
-    let r = o.json();
-    for side in ["local", "remote"] {
-        let why = at(&r, &format!("{side}.profile.unavailable")).as_str().unwrap_or_else(|| {
-            panic!(
-                "{side}: the profile was taken without capabilities: {}",
-                at(&r, &format!("{side}.profile"))
-            )
-        });
+    let r = o.report();
+    for (side, x) in r.sides() {
+        let p = x.profile();
+        let why = p
+            .unavailable
+            .as_deref()
+            .unwrap_or_else(|| panic!("{side}: the profile was taken without capabilities: {p:?}"));
         assert!(why.contains("perf_event_paranoid") && why.contains("CAP_PERFMON"), "{why}");
         assert!(!why.contains('\n'));
     }
     // The rest of the report is whole.
-    assert!(u64_at(&r, "local.transactions") > 0);
+    assert!(r.local.transactions > 0);
     let mut cmd = Command::new("setpriv");
     cmd.args(["--inh-caps=-all", "--bounding-set=-all", "--"]).arg(&bin).args([
         "rr",
@@ -297,10 +297,10 @@ fn a_separate_server_sends_its_profile_and_keyval_carries_both_sides() {
     // On the ring, whose work the server's profile must show (one-flow rr runs the classic
     // loop by default).
     let ring = ["rr", "-H", "127.0.0.1", "-p", &port, "-l", "0.5", "--profile", "--harness", "io-uring"];
-    let r = rp.run_json(&ring);
+    let r = rp.run_report(&ring);
     let Some(remote) = profile(&r, "remote", test) else { return };
-    assert!(u64_at(remote, "samples") > 0);
-    assert!(share(remote, "io_uring") > 0.0, "the server's io_uring work is missing: {remote}");
+    assert!(remote.samples > 0);
+    assert!(share(remote, Category::IoUring) > 0.0, "the server's io_uring work is missing: {remote:?}");
     let kv = rp
         .run(&["rr", "-H", "127.0.0.1", "-p", &port, "-l", "0.5", "--keyval", "--profile"])
         .success()
@@ -348,17 +348,15 @@ fn sender_stack_cost_per_kb(tag: &str, lab_args: &[&str], test: &str) -> Option<
     )
     .success();
     server.assert_running();
-    let r = o.json();
+    let r = o.report();
     let p = profile(&r, "local", test)?;
-    let iterations = p["iterations"].as_array().expect("per-iteration costs with -i");
-    assert_eq!(iterations.len(), 5, "{}", p["iterations"]);
-    let stack = |costs: &Value| -> f64 {
+    let iterations = &p.iterations;
+    assert_eq!(iterations.len(), 5, "{iterations:?}");
+    let stack = |costs: &Vec<(Category, f64)>| -> f64 {
         costs
-            .as_array()
-            .expect("costs")
             .iter()
-            .filter(|c| matches!(c[0].as_str(), Some("tcp" | "ip" | "device")))
-            .map(|c| c[1].as_f64().expect("cost"))
+            .filter(|(c, _)| matches!(c, Category::Tcp | Category::Ip | Category::Device))
+            .map(|(_, cost)| cost)
             .sum()
     };
     Some(iterations.iter().map(stack).collect())

@@ -2,57 +2,54 @@
 //! (one in flight, or a --burst of them), the latency histogram covers all of them, and its
 //! percentiles are ordered.
 
-use ringperf_tests::{at, bool_at, check_rr_report, f64_at, ringperf, str_at, u64_at};
+use ringperf_tests::{at, check_rr_report, report_of, ringperf, RecvEngine, SideReportExt, TestReportExt};
 
 #[test]
 fn rr_sides_agree_and_latency_is_ordered() {
-    let r = ringperf!().run_json(&["rr", "-l", "1"]);
+    let r = ringperf!().run_report(&["rr", "-l", "1"]);
     check_rr_report(&r);
-    assert_eq!(u64_at(&r, "spec.request_size"), 1);
-    assert_eq!(u64_at(&r, "spec.response_size"), 1);
+    assert_eq!(r.spec.request_size, 1);
+    assert_eq!(r.spec.response_size, 1);
 }
 
 /// Unequal request and response sizes: a swap of the two anywhere shows in the byte counts.
 #[test]
 fn rr_unequal_sizes_are_counted_per_direction() {
-    let r = ringperf!().run_json(&["rr", "-l", "1", "-r", "100,3000"]);
+    let r = ringperf!().run_report(&["rr", "-l", "1", "-r", "100,3000"]);
     check_rr_report(&r);
-    assert_eq!(u64_at(&r, "spec.request_size"), 100);
-    assert_eq!(u64_at(&r, "spec.response_size"), 3000);
+    assert_eq!(r.spec.request_size, 100);
+    assert_eq!(r.spec.response_size, 3000);
 }
 
 /// rr's receive on the ring is a standing multishot receive on both sides; the one-shot
 /// chain stays one flag away, and both count the same transactions on each side.
 #[test]
 fn rr_on_the_ring_defaults_to_a_standing_receive_and_the_chain_still_works() {
-    let r = ringperf!().run_json(&["rr", "-l", "0.5", "--harness", "io-uring"]);
+    let r = ringperf!().run_report(&["rr", "-l", "0.5", "--harness", "io-uring"]);
     check_rr_report(&r);
-    for side in ["local", "remote"] {
-        assert_eq!(str_at(&r, &format!("{side}.recv_engine")), "multishot", "{side}");
+    for (side, x) in r.sides() {
+        assert_eq!(x.recv_engine, RecvEngine::Multishot, "{side}");
     }
     // A standing receive posts one CQE per response and is never re-armed: no receive SQE
     // per transaction on the client, so it submits about one SQE (the send) per transaction.
-    let tx = u64_at(&r, "local.transactions");
-    let sqes = u64_at(&r, "local.ring.sqes");
+    let tx = r.local.transactions;
+    let sqes = r.local.ring.sqes;
     assert!(sqes < tx + tx / 4 + 64, "{sqes} SQEs for {tx} transactions: the receive is re-armed");
-    let r = ringperf!().run_json(&["rr", "-l", "0.5", "--recv-engine", "recv"]);
+    let r = ringperf!().run_report(&["rr", "-l", "0.5", "--recv-engine", "recv"]);
     check_rr_report(&r);
-    assert_eq!(str_at(&r, "local.recv_engine"), "recv");
-    let tx = u64_at(&r, "local.transactions");
-    assert!(
-        u64_at(&r, "local.ring.sqes") >= 2 * tx,
-        "the chain submits a send and a receive per transaction"
-    );
+    assert_eq!(r.local.recv_engine, RecvEngine::Recv);
+    let tx = r.local.transactions;
+    assert!(r.local.ring.sqes >= 2 * tx, "the chain submits a send and a receive per transaction");
 }
 
 /// Both task-run modes drive rr to the same counts, and the report says which one ran.
 #[test]
 fn rr_runs_under_either_task_run_mode() {
     for (mode, deferred) in [("deferred", true), ("cooperative", false)] {
-        let r = ringperf!().run_json(&["rr", "-l", "0.5", "--task-run", mode]);
+        let r = ringperf!().run_report(&["rr", "-l", "0.5", "--task-run", mode]);
         check_rr_report(&r);
-        for side in ["local", "remote"] {
-            assert_eq!(bool_at(&r, &format!("{side}.ring_setup.defer_taskrun")), deferred, "{mode} {side}");
+        for (side, x) in r.sides() {
+            assert_eq!(x.ring_setup.defer_taskrun, deferred, "{mode} {side}");
         }
     }
 }
@@ -62,14 +59,14 @@ fn rr_runs_under_either_task_run_mode() {
 /// and the latency histogram still holds every one of them.
 #[test]
 fn burst_depth_is_what_the_server_sees_waiting() {
-    let r = ringperf!().run_json(&["rr", "-l", "1", "--burst", "8"]);
+    let r = ringperf!().run_report(&["rr", "-l", "1", "--burst", "8"]);
     check_rr_report(&r);
-    assert_eq!(u64_at(&r, "spec.burst"), 8);
-    for side in ["local", "remote"] {
-        assert_eq!(u64_at(&r, &format!("{side}.rr.burst")), 8, "{side}");
+    assert_eq!(r.spec.burst, 8);
+    for (side, x) in r.sides() {
+        assert_eq!(x.rr().burst, 8, "{side}");
     }
-    assert_eq!(u64_at(&r, "remote.rr.max_in_flight"), 8, "the server never saw the whole burst waiting");
-    assert_eq!(u64_at(&r, "local.rr.max_in_flight"), 8, "the client never had the whole burst out");
+    assert_eq!(r.remote().rr().max_in_flight, 8, "the server never saw the whole burst waiting");
+    assert_eq!(r.local.rr().max_in_flight, 8, "the client never had the whole burst out");
 }
 
 /// Without --burst the spec carries no burst (so an older server still takes it) and each
@@ -77,12 +74,14 @@ fn burst_depth_is_what_the_server_sees_waiting() {
 #[test]
 fn without_a_burst_each_side_sees_one_transaction_at_a_time() {
     // The ring's workload measures its depth; the classic loop is one deep by construction.
-    let r = ringperf!().run_json(&["rr", "-l", "0.5", "--harness", "io-uring"]);
+    let json = ringperf!().run_json(&["rr", "-l", "0.5", "--harness", "io-uring"]);
+    let r = report_of(&json);
     check_rr_report(&r);
-    assert!(at(&r, "spec").get("burst").is_none(), "a default spec names a burst: {}", at(&r, "spec"));
-    for side in ["local", "remote"] {
-        assert_eq!(u64_at(&r, &format!("{side}.rr.burst")), 1, "{side}");
-        assert_eq!(u64_at(&r, &format!("{side}.rr.max_in_flight")), 1, "{side}");
+    // The JSON a server reads: no "burst" key at all.
+    assert!(at(&json, "spec").get("burst").is_none(), "a default spec names a burst: {}", at(&json, "spec"));
+    for (side, x) in r.sides() {
+        assert_eq!(x.rr().burst, 1, "{side}");
+        assert_eq!(x.rr().max_in_flight, 1, "{side}");
     }
 }
 
@@ -92,9 +91,9 @@ fn without_a_burst_each_side_sees_one_transaction_at_a_time() {
 fn transactions_per_second_rise_with_the_burst() {
     let rate = |burst: &str| {
         // Both on the ring, which a burst needs: one harness against itself.
-        let r = ringperf!().run_json(&["rr", "-l", "1", "--burst", burst, "--harness", "io-uring"]);
+        let r = ringperf!().run_report(&["rr", "-l", "1", "--burst", burst, "--harness", "io-uring"]);
         check_rr_report(&r);
-        f64_at(&r, "summary.transactions_per_sec")
+        r.summary.transactions_per_sec.expect("summary.transactions_per_sec")
     };
     let (one, sixteen) = (rate("1"), rate("16"));
     assert!(sixteen > one, "16 in flight ran {sixteen:.0} trans/s, one in flight {one:.0}");
@@ -105,7 +104,7 @@ fn transactions_per_second_rise_with_the_burst() {
 #[test]
 fn a_burst_of_large_responses_keeps_both_streams_intact() {
     for recv in ["recv", "multishot"] {
-        let r = ringperf!().run_json(&[
+        let r = ringperf!().run_report(&[
             "rr",
             "-l",
             "1",
@@ -118,13 +117,13 @@ fn a_burst_of_large_responses_keeps_both_streams_intact() {
             recv,
         ]);
         check_rr_report(&r);
-        for side in ["local", "remote"] {
-            assert_eq!(u64_at(&r, &format!("{side}.verify.mismatches")), 0, "{recv} {side}");
-            assert!(u64_at(&r, &format!("{side}.verify.bytes_checked")) > 0, "{recv} {side}");
+        for (side, x) in r.sides() {
+            assert_eq!(x.verify().mismatches, 0, "{recv} {side}");
+            assert!(x.verify().bytes_checked > 0, "{recv} {side}");
         }
-        let t = u64_at(&r, "local.transactions");
-        assert_eq!(u64_at(&r, "local.verify.bytes_checked"), t * 50_000, "{recv}: client checked");
-        assert_eq!(u64_at(&r, "remote.verify.bytes_checked"), t * 1000, "{recv}: server checked");
+        let t = r.local.transactions;
+        assert_eq!(r.local.verify().bytes_checked, t * 50_000, "{recv}: client checked");
+        assert_eq!(r.remote().verify().bytes_checked, t * 1000, "{recv}: server checked");
     }
 }
 
@@ -134,7 +133,7 @@ fn a_burst_of_large_responses_keeps_both_streams_intact() {
 fn every_engine_pair_counts_a_burst_alike() {
     for send in ["copy", "zc", "zc-msg", "splice"] {
         for recv in ["recv", "multishot", "bundle"] {
-            let r = ringperf!().run_json(&[
+            let r = ringperf!().run_report(&[
                 "rr",
                 "-l",
                 "0.3",
@@ -146,9 +145,9 @@ fn every_engine_pair_counts_a_burst_alike() {
                 recv,
             ]);
             check_rr_report(&r);
-            assert_eq!(str_at(&r, "local.send_engine"), send);
-            assert_eq!(str_at(&r, "local.recv_engine"), recv);
-            assert_eq!(u64_at(&r, "remote.rr.max_in_flight"), 4, "{send}/{recv}");
+            assert_eq!(r.local.send_engine.name(), send);
+            assert_eq!(r.local.recv_engine.name(), recv);
+            assert_eq!(r.remote().rr().max_in_flight, 4, "{send}/{recv}");
         }
     }
 }

@@ -1,72 +1,97 @@
 //! Many flows over several worker threads, both directions at once, pacing and socket
 //! knobs: per-flow counts add up to the totals and every flow moves data.
 
-use ringperf_tests::{at, check_rr_report, check_stream_report, f64_at, ringperf, str_at, u64_at};
-use serde_json::Value;
+use ringperf_tests::{
+    check_rr_report, check_stream_report, ringperf, Role, SideReport, SideReportExt, TestReportExt,
+};
 
-fn flows(r: &Value, side: &str) -> Vec<Value> {
-    at(r, &format!("{side}.flows")).as_array().expect("flows").clone()
+/// What a flow or a side counted: bytes sent or received, or transactions.
+#[derive(Clone, Copy, Debug)]
+enum Count {
+    BytesSent,
+    BytesReceived,
+    Transactions,
 }
 
-fn check_flows_add_up(r: &Value, side: &str, n: usize, field: &str) {
-    let f = flows(r, side);
+fn check_flows_add_up(side: &str, x: &SideReport, n: usize, field: Count) {
+    let f = &x.flows;
     assert_eq!(f.len(), n, "{side}: {} flows reported", f.len());
-    let sum: u64 = f.iter().map(|x| u64_at(x, field)).sum();
+    let of = |sent: u64, received: u64, transactions: u64| match field {
+        Count::BytesSent => sent,
+        Count::BytesReceived => received,
+        Count::Transactions => transactions,
+    };
+    let sum: u64 = f.iter().map(|flow| of(flow.bytes_sent, flow.bytes_received, flow.transactions)).sum();
     assert_eq!(
         sum,
-        u64_at(r, &format!("{side}.{field}")),
-        "{side}: per-flow {field} do not sum to the total"
+        of(x.bytes_sent, x.bytes_received, x.transactions),
+        "{side}: per-flow {field:?} do not sum to the total"
     );
-    for (i, x) in f.iter().enumerate() {
-        assert_eq!(u64_at(x, "flow"), i as u64);
-        assert!(u64_at(x, field) > 0, "{side}: flow {i} moved no data");
+    for (i, flow) in f.iter().enumerate() {
+        assert_eq!(flow.flow, i);
+        assert!(
+            of(flow.bytes_sent, flow.bytes_received, flow.transactions) > 0,
+            "{side}: flow {i} moved no data"
+        );
     }
 }
 
 #[test]
 fn stream_with_64_flows_over_2_threads_conserves_every_flow() {
-    let r = ringperf!().run_json(&["stream", "-l", "1", "--flows", "64", "--threads", "2"]);
+    let r = ringperf!().run_report(&["stream", "-l", "1", "--flows", "64", "--threads", "2"]);
     check_stream_report(&r, false);
-    check_flows_add_up(&r, "local", 64, "bytes_sent");
-    check_flows_add_up(&r, "remote", 64, "bytes_received");
-    let (l, m) = (flows(&r, "local"), flows(&r, "remote"));
+    check_flows_add_up("local", &r.local, 64, Count::BytesSent);
+    check_flows_add_up("remote", r.remote(), 64, Count::BytesReceived);
+    let (l, m) = (&r.local.flows, &r.remote().flows);
     for i in 0..64 {
-        assert_eq!(u64_at(&l[i], "bytes_sent"), u64_at(&m[i], "bytes_received"), "flow {i} lost bytes");
+        assert_eq!(l[i].bytes_sent, m[i].bytes_received, "flow {i} lost bytes");
     }
-    for side in ["local", "remote"] {
-        let w = at(&r, &format!("{side}.workers")).as_array().unwrap();
+    for (_, x) in r.sides() {
+        let w = &x.workers;
         assert_eq!(w.len(), 2);
-        assert_eq!(w.iter().map(|x| u64_at(x, "flows")).sum::<u64>(), 64);
+        assert_eq!(w.iter().map(|x| x.flows).sum::<usize>(), 64);
     }
-    let j = f64_at(&r, "local.tcp.jain_fairness");
+    let j = r.local.tcp().jain_fairness.expect("local.tcp.jain_fairness");
     assert!((1.0 / 64.0..=1.0 + 1e-9).contains(&j), "Jain index {j}");
 }
 
 #[test]
 fn rr_with_64_flows_over_2_threads_counts_every_flow() {
-    let r = ringperf!().run_json(&["rr", "-l", "1", "--flows", "64", "--threads", "2"]);
+    let r = ringperf!().run_report(&["rr", "-l", "1", "--flows", "64", "--threads", "2"]);
     check_rr_report(&r);
-    check_flows_add_up(&r, "local", 64, "transactions");
-    check_flows_add_up(&r, "remote", 64, "transactions");
-    let (l, m) = (flows(&r, "local"), flows(&r, "remote"));
+    check_flows_add_up("local", &r.local, 64, Count::Transactions);
+    check_flows_add_up("remote", r.remote(), 64, Count::Transactions);
+    let (l, m) = (&r.local.flows, &r.remote().flows);
     for i in 0..64 {
-        assert_eq!(u64_at(&l[i], "transactions"), u64_at(&m[i], "transactions"), "flow {i}");
+        assert_eq!(l[i].transactions, m[i].transactions, "flow {i}");
     }
 }
 
 #[test]
 fn bidir_reports_each_direction_and_conserves_both() {
-    let r =
-        ringperf!().run_json(&["stream", "-l", "1", "--bidir", "--flows", "2", "--threads", "2", "--verify"]);
-    assert_eq!(str_at(&r, "test"), "TCP_BIDIR");
-    assert_eq!(str_at(&r, "local.role"), "stream_bidir");
-    assert_eq!(u64_at(&r, "local.bytes_sent"), u64_at(&r, "remote.bytes_received"));
-    assert_eq!(u64_at(&r, "remote.bytes_sent"), u64_at(&r, "local.bytes_received"));
-    assert!(u64_at(&r, "local.bytes_sent") > 0 && u64_at(&r, "remote.bytes_sent") > 0);
-    assert!(f64_at(&r, "summary.reverse_throughput_bits_per_sec") > 0.0);
-    assert_eq!(flows(&r, "local").len(), 4);
-    for side in ["local", "remote"] {
-        assert_eq!(u64_at(&r, &format!("{side}.verify.mismatches")), 0);
+    let r = ringperf!().run_report(&[
+        "stream",
+        "-l",
+        "1",
+        "--bidir",
+        "--flows",
+        "2",
+        "--threads",
+        "2",
+        "--verify",
+    ]);
+    let (local, remote) = (&r.local, r.remote());
+    assert_eq!(r.test, "TCP_BIDIR");
+    assert_eq!(local.role, Role::StreamBidir);
+    assert_eq!(local.bytes_sent, remote.bytes_received);
+    assert_eq!(remote.bytes_sent, local.bytes_received);
+    assert!(local.bytes_sent > 0 && remote.bytes_sent > 0);
+    assert!(
+        r.summary.reverse_throughput_bits_per_sec.expect("summary.reverse_throughput_bits_per_sec") > 0.0
+    );
+    assert_eq!(local.flows.len(), 4);
+    for (_, x) in r.sides() {
+        assert_eq!(x.verify().mismatches, 0);
     }
 }
 
@@ -74,20 +99,20 @@ fn bidir_reports_each_direction_and_conserves_both() {
 /// loopback speed, tens of times the cap.
 #[test]
 fn pacing_caps_the_rate_in_total_and_per_flow() {
-    let r = ringperf!().run_json(&["stream", "-l", "1", "-b", "200M", "--flows", "2"]);
-    let tput = f64_at(&r, "summary.throughput_bits_per_sec");
+    let r = ringperf!().run_report(&["stream", "-l", "1", "-b", "200M", "--flows", "2"]);
+    let tput = r.summary.throughput_bits_per_sec;
     assert!(tput > 0.0 && tput <= 200e6 * 1.05 + 2.0 * 131072.0 * 8.0, "{tput} bit/s over a 200M cap");
-    assert_eq!(u64_at(&r, "spec.pacing.total_bps"), 200_000_000);
-    let r = ringperf!().run_json(&["stream", "-l", "1", "--flow-rate", "50M", "--flows", "2"]);
-    for f in flows(&r, "local") {
-        let bits = u64_at(&f, "bytes_sent") as f64 * 8.0;
+    assert_eq!(r.spec.pacing.total_bps, Some(200_000_000));
+    let r = ringperf!().run_report(&["stream", "-l", "1", "--flow-rate", "50M", "--flows", "2"]);
+    for f in &r.local.flows {
+        let bits = f.bytes_sent as f64 * 8.0;
         assert!(bits <= 50e6 * 1.05 + 2.0 * 131072.0 * 8.0, "a flow sent {bits} bits in 1 s over a 50M cap");
     }
 }
 
 #[test]
 fn socket_knobs_reach_both_sides_and_are_echoed() {
-    let r = ringperf!().run_json(&[
+    let r = ringperf!().run_report(&[
         "rr",
         "-l",
         "0.5",
@@ -100,23 +125,23 @@ fn socket_knobs_reach_both_sides_and_are_echoed() {
         "reno",
     ]);
     check_rr_report(&r);
-    for side in ["local", "remote"] {
-        assert_eq!(at(&r, &format!("{side}.socket.nodelay")), true, "{side}");
-        let mss = u64_at(&r, &format!("{side}.socket.mss"));
+    for (side, x) in r.sides() {
+        assert!(x.socket.nodelay, "{side}");
+        let mss = x.socket.mss;
         assert!(mss > 0 && mss <= 1000, "{side}: mss {mss}");
-        assert_eq!(str_at(&r, &format!("{side}.socket.congestion_control")), "reno");
+        assert_eq!(x.socket.congestion_control, "reno");
     }
-    assert_eq!(u64_at(&r, "spec.socket.tos"), 16);
-    assert_eq!(at(&r, "spec.socket.nodelay"), true);
+    assert_eq!(r.spec.socket.tos, Some(16));
+    assert!(r.spec.socket.nodelay);
 }
 
 #[test]
 fn cpu_lists_pin_workers_round_robin() {
-    let r = ringperf!().run_json(&["stream", "-l", "0.5", "--flows", "4", "--threads", "2", "--cpus", "0-1"]);
-    for side in ["local", "remote"] {
-        let cpus: Vec<u64> =
-            at(&r, &format!("{side}.workers")).as_array().unwrap().iter().map(|w| u64_at(w, "cpu")).collect();
-        assert_eq!(cpus, [0, 1], "{side}");
+    let r =
+        ringperf!().run_report(&["stream", "-l", "0.5", "--flows", "4", "--threads", "2", "--cpus", "0-1"]);
+    for (side, x) in r.sides() {
+        let cpus: Vec<Option<usize>> = x.workers.iter().map(|w| w.cpu).collect();
+        assert_eq!(cpus, [Some(0), Some(1)], "{side}");
     }
 }
 
@@ -138,7 +163,7 @@ fn bad_scale_flags_are_usage_errors() {
 /// netperf's command line runs the same test as the native one.
 #[test]
 fn netperf_style_invocation_runs() {
-    let r = ringperf!().run_json(&["-t", "TCP_MAERTS", "-l", "0.5", "--", "-m", "32K"]);
+    let r = ringperf!().run_report(&["-t", "TCP_MAERTS", "-l", "0.5", "--", "-m", "32K"]);
     check_stream_report(&r, true);
-    assert_eq!(u64_at(&r, "spec.send_size"), 32768);
+    assert_eq!(r.spec.send_size, 32768);
 }

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::thread;
 use std::time::Duration;
 
-use ringperf_tests::{bool_at, check_stream_report, f64_at, ringperf, Control, Reply, Ringperf, Server};
+use ringperf_tests::{check_stream_report, ringperf, Control, Reply, Ringperf, Server};
 
 const KEY: &str = "a-test-key-of-thirty-two-bytes!!";
 
@@ -37,12 +37,12 @@ fn right_key_is_served_wrong_or_missing_key_is_refused_and_logged() {
 
     let mut args = base.to_vec();
     args.extend(["--psk-file", key.to_str().expect("path"), "--json"]);
-    check_stream_report(&rp.run(&args).success().json(), false);
+    check_stream_report(&rp.run(&args).success().report(), false);
 
     let mut cmd = rp.command(&[&base[..], &["--json"]].concat());
     cmd.env("RINGPERF_PSK", KEY);
     let o = ringperf_tests::run_with_timeout(cmd, ringperf_tests::RUN_TIMEOUT);
-    check_stream_report(&o.success().json(), false);
+    check_stream_report(&o.success().report(), false);
 
     let o = rp.run(&base);
     o.failure(3, &["pre-shared key", "--psk-file", "RINGPERF_PSK"]);
@@ -161,7 +161,7 @@ fn a_dual_stack_server_proves_for_the_endpoint_each_family_dialled() {
         Server::start(rp.command(&["serve", "--port", "0", "--psk-file", key.to_str().expect("path")]));
     let port = server.port_arg();
     for host in ["127.0.0.1", "::1"] {
-        let r = rp.run_json(&[
+        let r = rp.run_report(&[
             "stream",
             "-H",
             host,
@@ -211,7 +211,7 @@ fn peers_outside_the_allow_list_are_closed_at_once_and_logged() {
 
     let mut open = rp.serve_with(&["--allow", "127.0.0.0/8"]);
     let port = open.port_arg();
-    let r = rp.run_json(&["stream", "-H", "127.0.0.1", "-p", &port, "-l", "0.3"]);
+    let r = rp.run_report(&["stream", "-H", "127.0.0.1", "-p", &port, "-l", "0.3"]);
     check_stream_report(&r, false);
     open.assert_running();
 }
@@ -259,11 +259,11 @@ fn each_limit_is_refused_with_its_name_and_value() {
 
     // Within every limit the test runs, paced to what it asked for.
     let o = run(&["--json"]).success();
-    let r = o.json();
+    let r = o.report();
     check_stream_report(&r, false);
-    let bps = f64_at(&r, "summary.throughput_bits_per_sec");
+    let bps = r.summary.throughput_bits_per_sec;
     assert!(bps <= 100e6 * 1.05, "a -b 100m test ran at {bps} bit/s");
-    assert!(!bool_at(&r, "partial"));
+    assert!(!r.partial);
     server.assert_running();
 }
 
@@ -279,10 +279,10 @@ fn sessions_over_the_limit_are_told_to_retry() {
     assert!(server.wait_for_log("session started", Duration::from_secs(20)).is_some());
     let o = rp.run(&["stream", "-H", "127.0.0.1", "-p", &port, "-l", "0.3"]);
     o.failure(3, &["--max-sessions", "1", "try again"]);
-    check_stream_report(&long.join().expect("client").success().json(), false);
+    check_stream_report(&long.join().expect("client").success().report(), false);
     // The slot is free again.
     thread::sleep(Duration::from_millis(200));
-    let r = rp.run_json(&["stream", "-H", "127.0.0.1", "-p", &port, "-l", "0.3"]);
+    let r = rp.run_report(&["stream", "-H", "127.0.0.1", "-p", &port, "-l", "0.3"]);
     check_stream_report(&r, false);
     server.assert_running();
 }
@@ -315,11 +315,7 @@ fn a_client_that_ignores_the_agreed_rate_is_held_to_it() {
         }
     }
     drop(flow);
-    let report = match c.read_reply() {
-        Reply::Frame(v) if v["type"] == "report" => v,
-        other => panic!("expected the server's report, got {other:?}"),
-    };
-    let got = ringperf_tests::u64_at(&report, "side.bytes_received");
+    let got = c.side_report().bytes_received;
     eprintln!(
         "figures: rate-ignoring client under --max-rate 8m: wrote {sent} B in 1.9 s, the server read {got} B"
     );

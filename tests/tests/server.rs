@@ -9,21 +9,21 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use ringperf_tests::{
-    bool_at, check_rr_report, check_stream_report, ringperf, str_at, u64_at, ChildGuard, Control, Reply,
-    Ringperf, Server,
+    check_rr_report, check_stream_report, ringperf, ChildGuard, Control, Reply, Ringperf, Role, Server,
+    TestReport, TestReportExt,
 };
 
 /// Runs a 1 s stream test against `server` and checks it fully.
-fn stream_against(rp: &Ringperf, server: &Server, reverse: bool) -> Value {
+fn stream_against(rp: &Ringperf, server: &Server, reverse: bool) -> TestReport {
     let port = server.port_arg();
     let mut args = vec!["stream", "-H", "127.0.0.1", "-p", &port, "-l", "1"];
     if reverse {
         args.push("--reverse");
     }
-    let r = rp.run_json(&args);
+    let r = rp.run_report(&args);
     check_stream_report(&r, reverse);
-    assert!(!bool_at(&r, "embedded_server"), "embedded_server is true with -H");
-    assert_eq!(str_at(&r, "server"), format!("127.0.0.1:{port}"));
+    assert!(!r.embedded_server, "embedded_server is true with -H");
+    assert_eq!(r.server, format!("127.0.0.1:{port}"));
     r
 }
 
@@ -40,7 +40,7 @@ fn standalone_server_serves_stream_and_rr() {
     let mut server = rp.serve();
     let r = stream_against(&rp, &server, false);
     // The server's log accounts for the same bytes its report did.
-    let bytes = u64_at(&r, "remote.bytes_received");
+    let bytes = r.remote().bytes_received;
     let want = format!("TCP_STREAM done ({bytes} bytes");
     assert!(
         server.wait_for_log(&want, Duration::from_secs(10)).is_some(),
@@ -49,9 +49,9 @@ fn standalone_server_serves_stream_and_rr() {
     );
 
     let port = server.port_arg();
-    let r = rp.run_json(&["rr", "-H", "127.0.0.1", "-p", &port, "-l", "1"]);
+    let r = rp.run_report(&["rr", "-H", "127.0.0.1", "-p", &port, "-l", "1"]);
     check_rr_report(&r);
-    assert!(!bool_at(&r, "embedded_server"));
+    assert!(!r.embedded_server);
     server.assert_running();
 }
 
@@ -251,7 +251,7 @@ fn sigterm_lets_the_test_in_progress_finish() {
     thread::sleep(Duration::from_millis(500));
     server.child().signal(libc::SIGTERM);
     let outcome = client.join().expect("client thread");
-    let r = outcome.success().json();
+    let r = outcome.success().report();
     check_stream_report(&r, false);
     let status = server.child().wait_timeout(Duration::from_secs(15));
     let status =
@@ -284,13 +284,13 @@ fn server_killed_mid_test(args: &[&str]) {
     let lines: Vec<&str> = o.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 1, "expected one line on stderr: {o}");
     assert!(lines[0].contains("partial result"), "the message does not say the result is partial: {o}");
-    let r = o.json();
-    assert!(bool_at(&r, "partial"), "a cut-short run not marked partial: {r}");
-    assert!(!str_at(&r, "partial_reason").is_empty());
-    assert!(r["remote"].is_null(), "a dead server's side cannot have reported: {}", r["remote"]);
-    let moved = u64_at(&r, "local.bytes_sent") + u64_at(&r, "local.bytes_received");
-    assert!(moved > 0, "the partial report lost what the client measured: {r}");
-    let elapsed = u64_at(&r, "local.elapsed_ns");
+    let r = o.report();
+    assert!(r.partial, "a cut-short run not marked partial: {r:?}");
+    assert!(!r.partial_reason.as_deref().expect("partial_reason").is_empty());
+    assert!(r.remote.is_none(), "a dead server's side cannot have reported: {:?}", r.remote);
+    let moved = r.local.bytes_sent + r.local.bytes_received;
+    assert!(moved > 0, "the partial report lost what the client measured: {r:?}");
+    let elapsed = r.local.elapsed_ns;
     assert!(elapsed < 10_000_000_000, "the client waited out the test after the server died: {elapsed} ns");
 }
 
@@ -320,7 +320,7 @@ fn concurrent_sessions_are_isolated() {
         thread::spawn(move || rp.run(&["rr", "-H", "127.0.0.1", "-p", &port, "-l", "1", "--json"]))
     };
     stream_against(&rp, &server, false);
-    let r = rr.join().expect("rr thread").success().json();
+    let r = rr.join().expect("rr thread").success().report();
     check_rr_report(&r);
     server.assert_running();
 }
@@ -379,13 +379,10 @@ fn server_counts_a_foreign_clients_bytes_exactly_and_drops_strangers() {
     thread::sleep(Duration::from_millis(1100));
     flow.shutdown(Shutdown::Write).expect("half-close");
 
-    let report = match c.read_reply() {
-        Reply::Frame(v) if v["type"] == "report" => v,
-        other => panic!("expected the server's report, got {other:?}"),
-    };
-    assert_eq!(str_at(&report, "side.role"), "stream_receiver");
-    assert_eq!(u64_at(&report, "side.bytes_received"), sent, "the server miscounted what it received");
-    assert_eq!(u64_at(&report, "side.bytes_sent"), 0);
+    let side = c.side_report();
+    assert_eq!(side.role, Role::StreamReceiver);
+    assert_eq!(side.bytes_received, sent, "the server miscounted what it received");
+    assert_eq!(side.bytes_sent, 0);
     drop(flow);
     server.assert_running();
 }

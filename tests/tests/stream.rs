@@ -5,13 +5,13 @@ use ringperf_tests::{check_stream_report, ringperf};
 
 #[test]
 fn stream_client_to_server_conserves_bytes() {
-    let r = ringperf!().run_json(&["stream", "-l", "1"]);
+    let r = ringperf!().run_report(&["stream", "-l", "1"]);
     check_stream_report(&r, false);
 }
 
 #[test]
 fn stream_reverse_server_to_client_conserves_bytes() {
-    let r = ringperf!().run_json(&["stream", "-l", "1", "--reverse"]);
+    let r = ringperf!().run_report(&["stream", "-l", "1", "--reverse"]);
     check_stream_report(&r, true);
 }
 
@@ -19,8 +19,8 @@ fn stream_reverse_server_to_client_conserves_bytes() {
 /// counts must still match exactly (short sends or receives would show here).
 #[test]
 fn stream_odd_sizes_conserve_bytes() {
-    let r = ringperf!().run_json(&["stream", "-l", "1", "-m", "1000", "-M", "777"]);
+    let r = ringperf!().run_report(&["stream", "-l", "1", "-m", "1000", "-M", "777"]);
     check_stream_report(&r, false);
-    assert_eq!(ringperf_tests::u64_at(&r, "spec.send_size"), 1000);
-    assert_eq!(ringperf_tests::u64_at(&r, "spec.recv_size"), 777);
+    assert_eq!(r.spec.send_size, 1000);
+    assert_eq!(r.spec.recv_size, 777);
 }

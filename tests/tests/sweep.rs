@@ -9,10 +9,19 @@ use std::process::Command;
 use std::time::Duration;
 
 use ringperf_tests::{
-    check_stream_report, lab_name, netns_list, ringperf, run_with_timeout, skip, skip_unless, str_at,
-    LAB_PROGRAMS, PYTHON3,
+    check_stream_report, lab_name, netns_list, parse, ringperf, run_with_timeout, skip, skip_unless,
+    Category, SideReportExt, SweepEntry, TestReport, LAB_PROGRAMS, PYTHON3,
 };
-use serde_json::Value;
+
+/// The report of a sweep's point that must have one.
+fn point_report(e: &SweepEntry) -> &TestReport {
+    e.report.as_ref().unwrap_or_else(|| panic!("point {} has no report: {:?}", e.point, e.error))
+}
+
+/// A point's parameter, which it must have.
+fn param<'a>(e: &'a SweepEntry, name: &str) -> &'a str {
+    e.point.get(name).unwrap_or_else(|| panic!("point {} has no {name}", e.point))
+}
 
 /// A scratch directory for this test, emptied first.
 fn scratch(tag: &str) -> PathBuf {
@@ -92,16 +101,15 @@ fn two_point_sweep_gives_two_rows_two_reports_and_a_chart() {
     assert!(lines[1].starts_with("16K ") && lines[2].starts_with("64K "), "{out}");
     assert!(out.stderr.contains("point 2 of 2"), "{out}");
 
-    let v: Value = serde_json::from_str(&fs::read_to_string(&json).unwrap()).expect("valid JSON");
-    let entries = v.as_array().expect("an array");
+    let entries: Vec<SweepEntry> = parse("the sweep's JSON", &fs::read_to_string(&json).unwrap());
     assert_eq!(entries.len(), 2);
     for (e, size) in entries.iter().zip(["16K", "64K"]) {
-        assert_eq!(str_at(e, "point.send_size"), size);
-        assert_eq!(str_at(e, "point.cc"), "reno");
-        let r = &e["report"];
+        assert_eq!(param(e, "send_size"), size);
+        assert_eq!(param(e, "cc"), "reno");
+        let r = point_report(e);
         check_stream_report(r, false);
-        assert_eq!(r["spec"]["send_size"].as_u64(), Some(if size == "16K" { 16384 } else { 65536 }));
-        assert_eq!(str_at(r, "local.socket.congestion_control"), "reno");
+        assert_eq!(r.spec.send_size, if size == "16K" { 16384 } else { 65536 });
+        assert_eq!(r.local.socket.congestion_control, "reno");
     }
 
     let svg = fs::read_to_string(&svg).unwrap();
@@ -119,19 +127,18 @@ fn two_point_sweep_gives_two_rows_two_reports_and_a_chart() {
 #[test]
 fn rr_sweep_json_echoes_pairs_and_a_failed_point_keeps_the_rest() {
     let out = ringperf!().run(&["sweep", "rr", "-l", "0.3", "-r", "1,1:64,64", "--json"]).success();
-    let v: Value = serde_json::from_str(&out.stdout).expect("valid JSON");
-    let e = v.as_array().expect("an array");
+    let e: Vec<SweepEntry> = out.parsed();
     assert_eq!(e.len(), 2);
-    assert_eq!(str_at(&e[1], "point.req_rsp"), "64,64");
-    assert_eq!(e[1]["report"]["spec"]["request_size"].as_u64(), Some(64));
+    assert_eq!(param(&e[1], "req_rsp"), "64,64");
+    assert_eq!(point_report(&e[1]).spec.request_size, 64);
 
     let out = ringperf!().run(&["sweep", "stream", "-l", "0.3", "--cc", "reno,nosuchcc", "--json"]);
     assert_ne!(out.code(), 0, "a failed point must fail the sweep: {out}");
-    let v: Value = serde_json::from_str(&out.stdout).expect("valid JSON despite the failure");
-    let e = v.as_array().expect("an array");
+    let e: Vec<SweepEntry> = parse("the sweep's JSON despite the failure", &out.stdout);
     assert_eq!(e.len(), 2, "{out}");
-    assert!(e[0]["report"].is_object() && e[0].get("error").is_none(), "the good point is kept");
-    assert!(e[1]["report"].is_null() && str_at(&e[1], "error").contains("nosuchcc"), "{out}");
+    assert!(e[0].report.is_some() && e[0].error.is_none(), "the good point is kept");
+    let error = e[1].error.as_deref().unwrap_or_default();
+    assert!(e[1].report.is_none() && error.contains("nosuchcc"), "{out}");
     assert!(out.stderr.contains("point 2 of 2 (cc=nosuchcc) failed"), "{out}");
 }
 
@@ -165,29 +172,27 @@ fn a_profile_category_is_a_sweep_figure_with_a_value_per_point() {
             json.to_str().unwrap(),
         ])
         .success();
-    let v: Value = serde_json::from_str(&fs::read_to_string(&json).unwrap()).expect("valid JSON");
-    let entries = v.as_array().expect("an array");
+    let entries: Vec<SweepEntry> = parse("the sweep's JSON", &fs::read_to_string(&json).unwrap());
     assert_eq!(entries.len(), 2, "{out}");
-    if let Some(why) = entries[0]["report"]["local"]["profile"]["unavailable"].as_str() {
+    if let Some(why) = &point_report(&entries[0]).local.profile().unavailable {
         skip(test, &format!("the kernel refused the profile here: {why}"));
         return;
     }
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(lines.len(), 3, "a header and two rows: {out}");
     assert!(lines[0].contains(" local_cost_copy  confidence"), "the figure has its column: {out}");
-    for (line, e) in lines[1..].iter().zip(entries) {
+    for (line, e) in lines[1..].iter().zip(&entries) {
         // The column before "confidence" (which is "-" without -i) is the figure.
         let cells: Vec<&str> = line.split_whitespace().collect();
         let shown: f64 = cells[cells.len() - 2].parse().unwrap_or_else(|_| panic!("a number: {line}"));
         // A stream on loopback copies every byte it sends and receives.
-        let copy = e["report"]["local"]["profile"]["categories"]
-            .as_array()
-            .expect("categories")
+        let categories = &point_report(e).local.profile().categories;
+        let copy = categories
             .iter()
-            .find(|c| c["category"] == "copy")
-            .unwrap_or_else(|| panic!("a copy category: {e}"));
-        let per_kb = copy["us_per_kb"].as_f64().expect("us_per_kb");
-        assert!(per_kb > 0.0, "{copy}");
+            .find(|c| c.category == Category::Copy)
+            .unwrap_or_else(|| panic!("a copy category: {categories:?}"));
+        let per_kb = copy.us_per_kb.expect("us_per_kb");
+        assert!(per_kb > 0.0, "{copy:?}");
         assert_eq!(format!("{shown:.4}"), format!("{per_kb:.4}"), "the row shows the report's cost: {line}");
     }
     let _ = fs::remove_dir_all(&dir);
@@ -209,7 +214,7 @@ fn a_profile_figure_without_profile_is_a_usage_error() {
 fn rr_plot_has_the_rate_over_time_and_the_latency_cdf() {
     let dir = scratch("rrplot");
     let svg_path = dir.join("rr.svg");
-    let json = ringperf!().run_json(&["rr", "-l", "0.5", "--plot", svg_path.to_str().unwrap()]);
+    let report = ringperf!().run_report(&["rr", "-l", "0.5", "--plot", svg_path.to_str().unwrap()]);
     let svg = fs::read_to_string(&svg_path).unwrap();
     check_svg(&svg);
     let t = texts(&svg);
@@ -229,12 +234,12 @@ fn rr_plot_has_the_rate_over_time_and_the_latency_cdf() {
     assert_eq!(lines_of(&svg, BLUE), 4, "{t:?}");
     assert_eq!(lines_of(&svg, ORANGE), 2, "{t:?}");
     // Interval markers: one circle per interval sample (plus the percentile marks).
-    let samples = json["local"]["intervals"].as_array().map_or(0, Vec::len);
+    let samples = report.local.intervals.len();
     assert!(samples > 0 && count(&svg, "<circle") >= samples + 3);
 
     // The same picture from the saved report.
     let saved = dir.join("rr.json");
-    fs::write(&saved, json.to_string()).unwrap();
+    fs::write(&saved, serde_json::to_string(&report).unwrap()).unwrap();
     let again = dir.join("again.svg");
     ringperf!().run(&["plot", saved.to_str().unwrap(), "-o", again.to_str().unwrap()]).success();
     assert_eq!(lines_of(&fs::read_to_string(&again).unwrap(), BLUE), 4);

@@ -5,72 +5,72 @@
 use std::time::Duration;
 
 use ringperf_tests::{
-    at, bool_at, check_side_common, f64_at, lab_name, ringperf, run_with_timeout, skip, skip_unless, str_at,
-    u64_at, Lab, Server, LAB_PROGRAMS, NFT,
+    check_side_common, lab_name, ringperf, run_with_timeout, skip, skip_unless, Lab, Role, Server,
+    SideReportExt, TestReport, TestReportExt, LAB_PROGRAMS, NFT,
 };
-use serde_json::Value;
 
 /// The sequence accounting of a udp-stream report: what the receiver saw adds up to what
 /// the sender sent. Returns (sent, received).
-fn check_udp_stream(r: &Value, size: u64) -> (u64, u64) {
-    assert_eq!(str_at(r, "test"), "UDP_STREAM");
-    assert_eq!(str_at(r, "local.role"), "udp_sender");
-    assert_eq!(str_at(r, "remote.role"), "udp_receiver");
-    let tx = at(r, "local.udp");
-    let rx = at(r, "remote.udp");
-    let sent = u64_at(tx, "datagrams_sent");
-    let errors = u64_at(tx, "send_errors");
-    let received = u64_at(rx, "datagrams_received");
-    let span = u64_at(rx, "sequence_span");
+fn check_udp_stream(r: &TestReport, size: u64) -> (u64, u64) {
+    assert_eq!(r.test, "UDP_STREAM");
+    assert_eq!(r.local.role, Role::UdpSender);
+    assert_eq!(r.remote().role, Role::UdpReceiver);
+    let tx = r.local.udp();
+    let rx = r.remote().udp();
+    let sent = tx.datagrams_sent;
+    let errors = tx.send_errors;
+    let received = rx.datagrams_received;
+    let span = rx.sequence_span;
     assert!(sent > 0, "the sender sent nothing");
     assert!(received > 0, "the receiver received nothing");
-    assert_eq!(received + u64_at(rx, "lost"), span, "received + lost != the sequence span the receiver saw");
+    assert_eq!(received + rx.lost, span, "received + lost != the sequence span the receiver saw");
     assert!(
         span <= sent + errors,
         "the receiver saw sequence numbers up to {span}, but only {sent} + {errors} were sent"
     );
     assert!(received <= sent, "more distinct datagrams received ({received}) than sent ({sent})");
-    assert_eq!(u64_at(r, "local.bytes_sent"), sent * size, "sender bytes != datagrams x size");
-    let dups = u64_at(rx, "duplicated");
-    assert_eq!(
-        u64_at(r, "remote.bytes_received"),
-        (received + dups) * size,
-        "receiver bytes != datagrams x size"
-    );
-    for side in ["local", "remote"] {
-        check_side_common(r, side);
-        let per_flow = at(r, &format!("{side}.udp.flows")).as_array().expect("udp flows");
-        assert_eq!(per_flow.len() as u64, u64_at(r, "spec.flows"));
-        let key = if side == "local" { "datagrams_sent" } else { "datagrams_received" };
-        let sum: u64 = per_flow.iter().map(|f| f[key].as_u64().expect("count")).sum();
-        assert_eq!(sum, u64_at(at(r, &format!("{side}.udp")), key), "{side}: per-flow {key} do not add up");
-        assert!(f64_at(r, &format!("{side}.udp.us_per_datagram")) > 0.0);
+    assert_eq!(r.local.bytes_sent, sent * size, "sender bytes != datagrams x size");
+    let dups = rx.duplicated;
+    assert_eq!(r.remote().bytes_received, (received + dups) * size, "receiver bytes != datagrams x size");
+    for (side, x) in r.sides() {
+        check_side_common(side, x);
+        let udp = x.udp();
+        let per_flow = &udp.flows;
+        assert_eq!(per_flow.len() as u64, u64::from(r.spec.flows));
+        let (key, sum, total): (_, u64, _) = if side == "local" {
+            ("datagrams_sent", per_flow.iter().map(|f| f.datagrams_sent).sum(), udp.datagrams_sent)
+        } else {
+            (
+                "datagrams_received",
+                per_flow.iter().map(|f| f.datagrams_received).sum(),
+                udp.datagrams_received,
+            )
+        };
+        assert_eq!(sum, total, "{side}: per-flow {key} do not add up");
+        assert!(udp.us_per_datagram.unwrap_or_else(|| panic!("{side}: no udp.us_per_datagram")) > 0.0);
     }
     (sent, received)
 }
 
 #[test]
 fn udp_stream_on_loopback_accounts_every_datagram() {
-    let r = ringperf!().run_json(&["udp-stream", "-l", "1", "-m", "1000", "--flows", "2"]);
+    let r = ringperf!().run_report(&["udp-stream", "-l", "1", "-m", "1000", "--flows", "2"]);
     check_udp_stream(&r, 1000);
-    assert!(
-        (f64_at(&r, "local.udp.sends") - f64_at(&r, "local.udp.datagrams_sent")).abs() < 1.0,
-        "one datagram per send without GSO"
-    );
+    let tx = r.local.udp();
+    assert!((tx.sends as f64 - tx.datagrams_sent as f64).abs() < 1.0, "one datagram per send without GSO");
 }
 
 #[test]
 fn udp_stream_gso_sends_many_datagrams_per_sqe_and_gro_coalesces() {
-    let r = ringperf!().run_json(&["udp-stream", "-l", "1", "--gso", "1400", "-m", "1400", "--gro"]);
+    let r = ringperf!().run_report(&["udp-stream", "-l", "1", "--gso", "1400", "-m", "1400", "--gro"]);
     check_udp_stream(&r, 1400);
-    let tx = at(&r, "local.udp");
-    let per_send = u64_at(tx, "datagrams_sent") as f64 / u64_at(tx, "sends") as f64;
+    let tx = r.local.udp();
+    let per_send = tx.datagrams_sent as f64 / tx.sends as f64;
     assert!(per_send > 1.0, "GSO sent {per_send} datagrams per send");
     // On loopback a GSO send reaches the receiver as one super-packet, which UDP_GRO
     // hands to one receive whole.
-    let rx = at(&r, "remote.udp");
-    let per_recv =
-        (u64_at(rx, "datagrams_received") + u64_at(rx, "duplicated")) as f64 / u64_at(rx, "receives") as f64;
+    let rx = r.remote().udp();
+    let per_recv = (rx.datagrams_received + rx.duplicated) as f64 / rx.receives as f64;
     assert!(per_recv > 1.0, "GRO delivered {per_recv} datagrams per receive");
 }
 
@@ -83,21 +83,21 @@ fn udp_stream_gso_gro_at_64_bytes_conserves_every_datagram() {
     // Paced, with room in the receive buffer: loopback then loses nothing at the tail,
     // where a loss would be invisible to the receiver's sequence.
     let r =
-        ringperf!().run_json(&["udp-stream", "-l", "1", "--gso", "64", "--gro", "-b", "100M", "-S", "4M"]);
+        ringperf!().run_report(&["udp-stream", "-l", "1", "--gso", "64", "--gro", "-b", "100M", "-S", "4M"]);
     let (sent, received) = check_udp_stream(&r, 64);
-    let tx = at(&r, "local.udp");
-    let rx = at(&r, "remote.udp");
-    let lost = u64_at(rx, "lost");
+    let tx = r.local.udp();
+    let rx = r.remote().udp();
+    let lost = rx.lost;
     assert_eq!(
-        sent + u64_at(tx, "send_errors"),
+        sent + tx.send_errors,
         received + lost,
         "sent != received + lost ({sent} sent, {received} received, {lost} lost)"
     );
-    assert_eq!(u64_at(tx, "sends") * 64, sent, "every GSO send carries 64 datagrams");
-    let receives = u64_at(rx, "receives");
+    assert_eq!(tx.sends * 64, sent, "every GSO send carries 64 datagrams");
+    let receives = rx.receives;
     assert!(receives * 2 <= received, "GRO: {receives} receives for {received} datagrams");
-    assert!(bool_at(rx, "gro"));
-    assert_eq!(u64_at(tx, "gso_segment"), 64);
+    assert!(rx.gro);
+    assert_eq!(tx.gso_segment, Some(64));
 }
 
 #[test]
@@ -166,7 +166,7 @@ fn udp_stream_reports_five_percent_loss_on_a_lossy_path() {
     );
     let o = run_with_timeout(cmd, Duration::from_secs(60));
     assert!(o.status.success(), "{o}");
-    let r = o.json();
+    let r = o.report();
     let (sent, received) = check_udp_stream(&r, 1000);
     let loss = 100.0 * (sent - received) as f64 / sent as f64;
     eprintln!("udp-stream over a 5 % lossy path: {sent} sent, {received} received, {loss:.2} % lost");
@@ -176,26 +176,26 @@ fn udp_stream_reports_five_percent_loss_on_a_lossy_path() {
         (3.0..=8.0).contains(&loss),
         "loss of {loss:.2} % on a path that drops 5 % ({sent} sent, {received} received)"
     );
-    assert!(u64_at(&r, "remote.udp.lost") > 0, "the receiver saw no gap in the sequence");
+    assert!(r.remote().udp().lost > 0, "the receiver saw no gap in the sequence");
 }
 
 #[test]
 fn udp_rr_on_loopback_counts_transactions_on_both_sides() {
-    let r = ringperf!().run_json(&["udp-rr", "-l", "1", "--flows", "2", "-r", "64,1000"]);
-    assert_eq!(str_at(&r, "test"), "UDP_RR");
-    let t = u64_at(&r, "local.transactions");
+    let r = ringperf!().run_report(&["udp-rr", "-l", "1", "--flows", "2", "-r", "64,1000"]);
+    assert_eq!(r.test, "UDP_RR");
+    let t = r.local.transactions;
     assert!(t > 0, "no transaction completed");
-    assert_eq!(u64_at(&r, "local.latency.count"), t);
-    assert_eq!(u64_at(&r, "local.bytes_sent"), t * 64);
-    assert_eq!(u64_at(&r, "local.bytes_received"), t * 1000);
+    assert_eq!(r.local.latency().count, t);
+    assert_eq!(r.local.bytes_sent, t * 64);
+    assert_eq!(r.local.bytes_received, t * 1000);
     // Loopback loses nothing, but a slow moment can still time a transaction out: the
     // server counts each request once, retransmitted or not, and may have answered a
     // flow's last request after the client gave up on it at the deadline.
-    let served = u64_at(&r, "remote.transactions");
+    let served = r.remote().transactions;
     assert!(served >= t && served <= t + 2, "the server counted {served} transactions, the client {t}");
-    assert!(u64_at(&r, "local.udp.retransmissions") <= u64_at(&r, "local.udp.timeouts"));
-    for side in ["local", "remote"] {
-        check_side_common(&r, side);
+    assert!(r.local.udp().retransmissions <= r.local.udp().timeouts);
+    for (side, x) in r.sides() {
+        check_side_common(side, x);
     }
 }
 
@@ -205,16 +205,15 @@ fn udp_rr_on_loopback_counts_transactions_on_both_sides() {
 #[test]
 fn udp_rr_standing_receive_counts_agree_through_timeouts() {
     let flows = 2u64;
-    let r = ringperf!().run_json(&["udp-rr", "-l", "1", "--flows", "2", "--timeout-us", "100"]);
-    let t = u64_at(&r, "local.transactions");
+    let r = ringperf!().run_report(&["udp-rr", "-l", "1", "--flows", "2", "--timeout-us", "100"]);
+    let t = r.local.transactions;
     assert!(t > 0, "no transaction completed");
-    assert_eq!(u64_at(&r, "local.latency.count"), t);
-    let served = u64_at(&r, "remote.transactions");
+    assert_eq!(r.local.latency().count, t);
+    let served = r.remote().transactions;
     assert!(served >= t && served <= t + flows, "the server counted {served} transactions, the client {t}");
-    let tx = at(&r, "local.udp");
-    let rx = at(&r, "remote.udp");
-    let (sent, timeouts, retrans) =
-        (u64_at(tx, "datagrams_sent"), u64_at(tx, "timeouts"), u64_at(tx, "retransmissions"));
+    let tx = r.local.udp();
+    let rx = r.remote().udp();
+    let (sent, timeouts, retrans) = (tx.datagrams_sent, tx.timeouts, tx.retransmissions);
     eprintln!("udp-rr --timeout-us 100: {t} transactions, {timeouts} timeouts, {retrans} retransmissions");
     assert!(retrans <= timeouts && timeouts <= retrans + flows);
     // Every request sent is a transaction begun or a retransmission.
@@ -223,13 +222,13 @@ fn udp_rr_standing_receive_counts_agree_through_timeouts() {
         "{sent} requests for {t} transactions and {retrans} retransmissions"
     );
     // Loopback loses nothing: the server got every request, a retransmitted one as a duplicate.
-    assert_eq!(u64_at(rx, "datagrams_received") + u64_at(rx, "duplicated"), sent);
-    assert_eq!(u64_at(rx, "datagrams_received"), served);
+    assert_eq!(rx.datagrams_received + rx.duplicated, sent);
+    assert_eq!(rx.datagrams_received, served);
     // Requests, a few arms and the retransmission tick: not a receive per transaction.
-    let sqes = u64_at(&r, "local.ring.sqes");
+    let sqes = r.local.ring.sqes;
     assert!(sqes <= sent + 8 * flows + 8, "{sqes} SQEs for {sent} requests: receives armed per transaction?");
-    for side in ["local", "remote"] {
-        check_side_common(&r, side);
+    for (side, x) in r.sides() {
+        check_side_common(side, x);
     }
 }
 
@@ -244,19 +243,19 @@ fn udp_rr_survives_loss_with_timeouts_and_retransmissions() {
     let args = ["udp-rr", "-H", "198.18.0.2", "-p", &port, "-l", "1.5", "--timeout-us", "2000", "--json"];
     let o = run_with_timeout(lab.exec("a", rp.path(), &args), Duration::from_secs(60));
     assert!(o.status.success(), "{o}");
-    let r = o.json();
-    let t = u64_at(&r, "local.transactions");
-    let timeouts = u64_at(&r, "local.udp.timeouts");
-    let retrans = u64_at(&r, "local.udp.retransmissions");
+    let r = o.report();
+    let t = r.local.transactions;
+    let timeouts = r.local.udp().timeouts;
+    let retrans = r.local.udp().retransmissions;
     eprintln!(
         "udp-rr over a 5 % lossy path: {t} transactions, {timeouts} timeouts, {retrans} retransmissions"
     );
     assert!(t > 0, "no transaction completed");
     assert!(timeouts > 0, "5 % loss and not one timeout");
     // Each timeout is followed by a retransmission, except for a flow's last one after the deadline.
-    assert!(retrans <= timeouts && timeouts <= retrans + u64_at(&r, "spec.flows"));
-    assert_eq!(u64_at(&r, "local.latency.count"), t);
-    assert!(u64_at(&r, "remote.transactions") >= t, "the server answered fewer requests than completed");
+    assert!(retrans <= timeouts && timeouts <= retrans + u64::from(r.spec.flows));
+    assert_eq!(r.local.latency().count, t);
+    assert!(r.remote().transactions >= t, "the server answered fewer requests than completed");
 }
 
 /// The classic engines (syscall on both sides) keep the same sequence accounting: one flow
@@ -268,17 +267,13 @@ fn udp_stream_with_the_syscall_engines_accounts_every_datagram() {
         let mut args = vec!["udp-stream", "-l", "1", "-m", "1000"];
         args.extend(extra);
         args.extend(classic);
-        let r = ringperf!().run_json(&args);
+        let r = ringperf!().run_report(&args);
         check_udp_stream(&r, 1000);
-        for side in ["local", "remote"] {
-            let calls = at(&r, &format!("{side}.ring.syscalls"));
-            assert_eq!(
-                calls["epoll_waits"].as_u64() > Some(0),
-                extra[1] == "64",
-                "{extra:?} {side}: {calls}"
-            );
+        for (side, x) in r.sides() {
+            let calls = x.syscalls();
+            assert_eq!(calls.epoll_waits > 0, extra[1] == "64", "{extra:?} {side}: {calls:?}");
         }
-        assert_eq!(u64_at(&r, "local.ring.syscalls.sends"), u64_at(&r, "local.udp.sends"), "{extra:?}");
+        assert_eq!(r.local.syscalls().sends, r.local.udp().sends, "{extra:?}");
     }
 }
 
@@ -298,23 +293,23 @@ fn udp_rr_with_the_syscall_engines_counts_transactions_on_both_sides() {
             "--recv-engine",
             "syscall",
         ];
-        let r = ringperf!().run_json(&args);
-        let t = u64_at(&r, "local.transactions");
+        let r = ringperf!().run_report(&args);
+        let t = r.local.transactions;
         assert!(t > 0, "no transaction completed");
-        assert_eq!(u64_at(&r, "local.latency.count"), t);
-        assert_eq!(u64_at(&r, "local.bytes_sent"), t * 64);
-        assert_eq!(u64_at(&r, "local.bytes_received"), t * 1000);
+        assert_eq!(r.local.latency().count, t);
+        assert_eq!(r.local.bytes_sent, t * 64);
+        assert_eq!(r.local.bytes_received, t * 1000);
         // As with the ring: each flow's last request may be answered after the client gave
         // up on it at the deadline.
-        let served = u64_at(&r, "remote.transactions");
+        let served = r.remote().transactions;
         let nflows: u64 = flows.parse().expect("a number");
         assert!(
             served >= t && served <= t + nflows,
             "the server counted {served} transactions, the client {t}"
         );
-        assert!(u64_at(&r, "local.udp.retransmissions") <= u64_at(&r, "local.udp.timeouts"));
-        for side in ["local", "remote"] {
-            check_side_common(&r, side);
+        assert!(r.local.udp().retransmissions <= r.local.udp().timeouts);
+        for (side, x) in r.sides() {
+            check_side_common(side, x);
         }
     }
 }

@@ -10,7 +10,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use ringperf_tests::fabric::KeyFile;
-use ringperf_tests::{at, ringperf, run_with_timeout, str_at, u64_at, Control, Outcome, Ringperf, Server};
+use ringperf_tests::{
+    ringperf, run_with_timeout, Control, Outcome, Payload, Ringperf, Server, SideReportExt, TestReportExt,
+};
 use serde_json::{json, Value};
 
 use crate::{baseline, still_serves};
@@ -169,9 +171,9 @@ fn a_controller_cannot_make_an_agent_open_a_path() {
     );
     still_serves(&rp, &mut a, base, Some(key.path()));
     // And it still takes third-party work: the pattern, from a memfd.
-    let r = sendfile_from(&rp, &a, &b, &key, &["--json"]).success().json();
-    assert!(u64_at(&r, "local.bytes_sent") > 0);
-    assert_eq!(str_at(&r, "spec.local.payload"), "pattern");
+    let r = sendfile_from(&rp, &a, &b, &key, &["--json"]).success().report();
+    assert!(r.local.bytes_sent > 0);
+    assert_eq!(r.spec.local.payload, Payload::Pattern);
 }
 
 /// An operator lists a file by label; a controller names the label and the agent sends
@@ -194,19 +196,15 @@ fn an_agent_sends_a_file_its_operator_listed_by_label() {
     );
     let base = baseline(&a);
 
-    let r = sendfile_from(&rp, &a, &b, &key, &["--payload", "blob", "--json"]).success().json();
-    let sent = u64_at(&r, "local.bytes_sent");
+    let o = sendfile_from(&rp, &a, &b, &key, &["--payload", "blob", "--json"]).success();
+    let r = o.report();
+    let sent = r.local.bytes_sent;
     assert!(sent > 0, "nothing was sent");
-    assert_eq!(sent, u64_at(&r, "remote.bytes_received"), "bytes sent and received differ");
-    assert_eq!(
-        u64_at(&r, "local.send.splice.file_bytes"),
-        len as u64,
-        "not the listed file: {}",
-        at(&r, "local.send")
-    );
+    assert_eq!(sent, r.remote().bytes_received, "bytes sent and received differ");
+    assert_eq!(r.local.splice().file_bytes, Some(len as u64), "not the listed file: {:?}", r.local.send());
     // The controller's report states what it asked: the label, not the agent's path.
-    assert_eq!(str_at(&r, "spec.local.payload.label"), "blob");
-    assert!(!r.to_string().contains(dir.text()), "the agent's path reached the controller");
+    assert_eq!(r.spec.local.payload, Payload::Label("blob".into()));
+    assert!(!o.stdout.contains(dir.text()), "the agent's path reached the controller");
     let line = a
         .wait_for_log("sending payload file", Duration::from_secs(5))
         .unwrap_or_else(|| panic!("the agent did not log the file it sent: {:?}", a.log()));

@@ -52,7 +52,7 @@ pub fn still_serves_with(
         key = p.display().to_string();
         args.extend(["--psk-file", &key]);
     }
-    let report = rp.run(&args).success().json();
+    let report = rp.run(&args).success().report();
     check_stream_report(&report, false);
     let now = server.settle_to(base, SETTLE);
     assert!(

@@ -140,7 +140,7 @@ fn an_agent_reserves_the_client_side_it_runs_and_stays_within_it() {
     let (client, server) = (side_memory(&spec, true), side_memory(&spec, false));
     assert!(client > 4 * server, "the client side ({client} B) should dwarf the server's ({server} B)");
     let (o, grew) = through(&rp, &a, &b, &key, &test);
-    check_stream_report(&o.success().json(), false);
+    check_stream_report(&o.success().report(), false);
     let reserved =
         format!("accepted: {} of payload memory reserved for its client side", format_bytes(client));
     assert!(a.wait_for_log(&reserved, Duration::from_secs(5)).is_some(), "no '{reserved}': {:?}", a.log());

@@ -14,10 +14,9 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::Duration;
 
-use serde_json::Value;
-
 use ringperf_tests::{
-    at, have_program, is_root, ringperf, skip, u64_at, ChildGuard, Ringperf, PYTHON3, RUN_TIMEOUT,
+    have_program, is_root, parse, ringperf, skip, ChildGuard, Ringperf, SweepEntry, TestReport, PYTHON3,
+    RUN_TIMEOUT,
 };
 
 use crate::{baseline, still_serves};
@@ -242,9 +241,8 @@ fn a_device_or_a_fifo_output_is_written_into_never_replaced() {
     let (status, err) = sweep(&fifo);
     assert_eq!(status.code(), Some(0), "{err}");
     let got = rx.recv_timeout(Duration::from_secs(20)).expect("the FIFO's reader got nothing");
-    let v: Value =
-        serde_json::from_str(&got).unwrap_or_else(|e| panic!("not one JSON document ({e}): {got}"));
-    assert_eq!(v.as_array().map(Vec::len), Some(2), "{v}");
+    let points: Vec<SweepEntry> = parse("what the FIFO's reader got, as one sweep", &got);
+    assert_eq!(points.len(), 2, "{got}");
     assert!(fs::metadata(&fifo).unwrap().file_type().is_fifo(), "the FIFO was replaced");
     still_serves(&rp, &mut server, base, None);
 }
@@ -317,8 +315,8 @@ fn a_chart_that_cannot_be_written_keeps_the_report() {
     let o = rp.run(&against(&port, &["stream", "-l", "0.5", "--json", "--plot", "/dev/full"]));
     assert_eq!(o.code(), 1, "{o}");
     assert!(o.stderr.contains("writing the chart to '/dev/full': No space left on device"), "{o}");
-    let r = o.json();
-    assert!(u64_at(&r, "local.bytes_sent") > 0, "{o}");
+    let r = o.report();
+    assert!(r.local.bytes_sent > 0, "{o}");
     still_serves(&rp, &mut server, base, None);
 }
 
@@ -330,11 +328,11 @@ fn control_characters_in_a_report_give_a_valid_svg() {
     let test = "control_characters_in_a_report_give_a_valid_svg";
     let rp = ringperf!();
     let dir = Scratch::new("svg");
-    let mut r: Value = serde_json::from_str(&a_report(&rp)).unwrap();
-    r["test"] = Value::from("TCP_STREAM\u{1}\u{8}<script>&\u{ffff}");
-    r["server"] = Value::from("127.0.0.1\u{1b}[2J:1");
+    let mut r: TestReport = parse("a report", &a_report(&rp));
+    r.test = "TCP_STREAM\u{1}\u{8}<script>&\u{ffff}".into();
+    r.server = "127.0.0.1\u{1b}[2J:1".into();
     let input = dir.path("r.json");
-    fs::write(&input, r.to_string()).unwrap();
+    fs::write(&input, serde_json::to_string(&r).unwrap()).unwrap();
     let folded = dir.path("s.folded");
     fs::write(&folded, "ringperf;tcp_sendmsg\u{2}<a>_[k] 30\nswapper;idle\u{1f}&_[k] 10\n").unwrap();
     for (from, to) in [(&input, dir.path("r.svg")), (&folded, dir.path("f.svg"))] {
@@ -367,11 +365,10 @@ fn control_characters_in_a_report_give_a_valid_svg() {
 fn an_unknown_schema_version_is_warned_about() {
     let rp = ringperf!();
     let dir = Scratch::new("schema");
-    let mut r: Value = serde_json::from_str(&a_report(&rp)).unwrap();
-    assert!(at(&r, "schema_version").is_u64());
-    r["schema_version"] = Value::from(99);
+    let mut r: TestReport = parse("a report", &a_report(&rp));
+    r.schema_version = 99;
     let (a, b) = (dir.path("a.json"), dir.path("b.json"));
-    fs::write(&a, r.to_string()).unwrap();
+    fs::write(&a, serde_json::to_string(&r).unwrap()).unwrap();
     fs::write(&b, a_report(&rp)).unwrap();
     let o = rp.run(&["diff", a.to_str().unwrap(), b.to_str().unwrap()]).success();
     assert!(o.stderr.contains(&format!("warning: '{}' has schema_version 99", a.display())), "{o}");
@@ -415,7 +412,7 @@ fn a_repeated_netperf_option_takes_its_last_value() {
     let mut server = rp.serve();
     let base = baseline(&server);
     let port = server.port_arg();
-    let r = rp.run_json(&[
+    let r = rp.run_report(&[
         "-t",
         "TCP_STREAM",
         "-H",
@@ -432,7 +429,7 @@ fn a_repeated_netperf_option_takes_its_last_value() {
         "-m",
         "2K",
     ]);
-    assert_eq!(u64_at(&r, "spec.duration_ms"), 400);
-    assert_eq!(u64_at(&r, "spec.send_size"), 2048);
+    assert_eq!(r.spec.duration_ms, 400);
+    assert_eq!(r.spec.send_size, 2048);
     still_serves(&rp, &mut server, base, None);
 }

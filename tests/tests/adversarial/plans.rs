@@ -5,10 +5,8 @@
 
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
 use ringperf_tests::fabric::{KeyFile, PlanFile};
-use ringperf_tests::{at, bool_at, ringperf, run_with_timeout, u64_at, Outcome, Ringperf, Server};
+use ringperf_tests::{ringperf, run_with_timeout, Outcome, PlanReport, Ringperf, Server, TestReportExt};
 
 use crate::outputs::{dev_full, run_into};
 use crate::{baseline, still_serves};
@@ -43,16 +41,16 @@ fn run_plan(rp: &Ringperf, plan: &PlanFile, env: &[(&str, &str)], timeout: Durat
 }
 
 /// A whole plan: not partial, every test with a report, no error, bytes conserved.
-fn check_whole(r: &Value, tests: usize) {
-    assert!(!bool_at(r, "partial"), "a partial plan: {r}");
-    let rows = at(r, "tests").as_array().expect("tests");
+fn check_whole(r: &PlanReport, tests: usize) {
+    assert!(!r.partial, "a partial plan: {r:?}");
+    let rows = &r.tests;
     assert_eq!(rows.len(), tests);
     for t in rows {
-        assert!(t["error"].is_null(), "{}: {}", t["name"], t["error"]);
-        let rep = &t["report"];
-        let sent = u64_at(rep, "local.bytes_sent");
-        assert!(sent > 0, "{}: nothing sent", t["name"]);
-        assert_eq!(sent, u64_at(rep, "remote.bytes_received"), "{}: bytes lost", t["name"]);
+        assert!(t.error.is_none(), "{}: {:?}", t.name, t.error);
+        let rep = t.report.as_ref().unwrap_or_else(|| panic!("{}: no report", t.name));
+        let sent = rep.local.bytes_sent;
+        assert!(sent > 0, "{}: nothing sent", t.name);
+        assert_eq!(sent, rep.remote().bytes_received, "{}: bytes lost", t.name);
     }
 }
 
@@ -105,8 +103,8 @@ fn a_plan_takes_the_key_from_ringperf_psk() {
     let tests = "[[test]]\nworkload = \"stream\"\noptions = \"-l 0.5\"\npairs = [[\"a0\", \"a1\"]]\n";
     let plan = PlanFile::new("env", &plan_text(&ag, None, tests));
     let secret = std::fs::read_to_string(key.path()).unwrap();
-    let r =
-        run_plan(&rp, &plan, &[("RINGPERF_PSK", secret.trim())], Duration::from_secs(60)).success().json();
+    let r: PlanReport =
+        run_plan(&rp, &plan, &[("RINGPERF_PSK", secret.trim())], Duration::from_secs(60)).success().parsed();
     check_whole(&r, 1);
     // The plan's report into a full device: named, and the exit says so.
     let mut cmd = rp.command(&["plan", plan.arg()]);
@@ -227,16 +225,13 @@ fn a_plan_that_arms_slower_than_the_old_fixed_waits_starts_whole() {
     std::thread::sleep(first_armed);
     ag[3].child().signal(libc::SIGCONT);
     let o = controller.join().expect("the controller thread");
-    let r = o.success().json();
+    let r: PlanReport = o.success().parsed();
     check_whole(&r, 2);
-    assert!(
-        u64_at(&r, "start.setup_ns") >= 11_000_000_000,
-        "the plan armed in under 11 s: the delay did not hold"
-    );
+    assert!(r.start.setup_ns >= 11_000_000_000, "the plan armed in under 11 s: the delay did not hold");
     eprintln!(
         "a plan armed over {:.1} s started with a skew of {:.3} ms ({:.1} s in all)",
-        u64_at(&r, "start.setup_ns") as f64 / 1e9,
-        u64_at(&r, "start.skew_ns") as f64 / 1e6,
+        r.start.setup_ns as f64 / 1e9,
+        r.start.skew_ns.expect("start.skew_ns") as f64 / 1e6,
         began.elapsed().as_secs_f64()
     );
     still_serves(&rp, &mut ag[0], base, Some(key.path()));
@@ -259,15 +254,15 @@ fn a_plan_of_many_tests_starts_whole() {
         pairs.join(", ")
     );
     let plan = PlanFile::new("many", &plan_text(&ag, Some(&key), &tests));
-    let r = run_plan(&rp, &plan, &[], Duration::from_secs(120)).success().json();
+    let r: PlanReport = run_plan(&rp, &plan, &[], Duration::from_secs(120)).success().parsed();
     check_whole(&r, TESTS);
-    let setup = u64_at(&r, "start.setup_ns") as f64;
+    let setup = r.start.setup_ns as f64;
     eprintln!(
         "{TESTS} tests: set up in {:.1} ms ({:.2} ms a test), start skew {:.3} ms, controller CPU {:.1} ms",
         setup / 1e6,
         setup / 1e6 / TESTS as f64,
-        u64_at(&r, "start.skew_ns") as f64 / 1e6,
-        u64_at(&r, "controller.cpu_ns") as f64 / 1e6
+        r.start.skew_ns.expect("start.skew_ns") as f64 / 1e6,
+        r.controller.cpu_ns as f64 / 1e6
     );
     still_serves(&rp, &mut ag[0], base, Some(key.path()));
 }

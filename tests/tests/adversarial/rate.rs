@@ -25,8 +25,9 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use ringperf_tests::fabric::{KeyFile, PlanFile};
-use ringperf_tests::{bool_at, ringperf, run_with_timeout, u64_at, Control, Reply, Ringperf, Server};
-use serde_json::Value;
+use ringperf_tests::{
+    ringperf, run_with_timeout, Control, PlanReport, Reply, Ringperf, Server, TestReport, TestReportExt,
+};
 
 use crate::{baseline, still_serves_with};
 
@@ -45,10 +46,10 @@ fn take_turn() -> MutexGuard<'static, ()> {
 }
 
 /// What the server reports it sent per second, in bits/s.
-fn server_send_bps(r: &Value) -> f64 {
-    let bytes = u64_at(r, "remote.bytes_sent") as f64;
-    let secs = u64_at(r, "remote.elapsed_ns") as f64 / 1e9;
-    assert!(secs > 0.0, "no server elapsed time: {r}");
+fn server_send_bps(r: &TestReport) -> f64 {
+    let bytes = r.remote().bytes_sent as f64;
+    let secs = r.remote().elapsed_ns as f64 / 1e9;
+    assert!(secs > 0.0, "no server elapsed time: {r:?}");
     bytes * 8.0 / secs
 }
 
@@ -83,10 +84,10 @@ fn run_bound(rp: &Ringperf, server: &Server, workload: &str, args: &[&str]) {
     let port = server.port_arg();
     let mut all = vec![workload, "-H", "127.0.0.1", "-p", &port, "-l", SECS, "-b", LIMIT];
     all.extend_from_slice(args);
-    let r = rp.run_json(&all);
-    assert!(!bool_at(&r, "partial"), "{workload} {args:?}: partial: {r}");
+    let r = rp.run_report(&all);
+    assert!(!r.partial, "{workload} {args:?}: partial: {:?}", r.partial_reason);
     // A lost datagram stalls its request for the client's timeout: say so if one was.
-    let lost = r["local"]["udp"]["timeouts"].as_u64().filter(|&t| t > 0);
+    let lost = r.local.udp.as_ref().map(|u| u.timeouts).filter(|&t| t > 0);
     let lost = lost.map(|t| format!(" ({t} client timeouts)")).unwrap_or_default();
     check_bound(&format!("{workload} {}{lost}", args.join(" ")), server_send_bps(&r));
 }
@@ -200,8 +201,8 @@ fn a_third_party_run_is_held_to_the_peers_limit() {
             args.extend(["--flows", "4"]);
         }
         args.extend(from);
-        let r = rp.run_json(&args);
-        assert!(!bool_at(&r, "partial"), "{workload} through --from: partial: {r}");
+        let r = rp.run_report(&args);
+        assert!(!r.partial, "{workload} through --from: partial: {:?}", r.partial_reason);
         check_bound(&format!("{workload} -r {sizes} through --from"), server_send_bps(&r));
     }
     let key_path = key.path().to_path_buf();
@@ -230,10 +231,10 @@ fn a_plans_test_is_held_to_the_peers_limit() {
     ));
     let plan = PlanFile::new("rate", &plan);
     let o = run_with_timeout(rp.command(&["plan", plan.arg(), "--json"]), Duration::from_secs(60)).success();
-    let r = o.json();
-    let test = &r["tests"][0];
-    let report = &test["report"];
-    assert!(report.is_object() && !bool_at(report, "partial"), "the plan's crr did not complete: {test}");
+    let r: PlanReport = o.parsed();
+    let test = &r.tests[0];
+    let report = test.report.as_ref().filter(|t| !t.partial);
+    let report = report.unwrap_or_else(|| panic!("the plan's crr did not complete: {test:?}"));
     check_bound("crr -r 64,256K in a plan", server_send_bps(report));
     let key_path = key.path().to_path_buf();
     still_serves_with(&rp, &mut b, base, Some(&key_path), &["-b", LIMIT]);

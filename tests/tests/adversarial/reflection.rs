@@ -15,8 +15,7 @@ use ringperf_engine::net::udp::hello;
 use ringperf_engine::spec::{RecvEngine, SendEngine, Workload};
 use ringperf_engine::TestSpec;
 use ringperf_tests::fabric::KeyFile;
-use ringperf_tests::{u64_at, Control, Reply, Ringperf, Server};
-use serde_json::Value;
+use ringperf_tests::{Control, Reply, Ringperf, Server, SideReport, SideReportExt};
 
 use crate::{baseline, still_serves};
 
@@ -96,7 +95,7 @@ fn secret(key: &KeyFile) -> String {
 /// hellos and requests from the victim before the honest hello and more requests from it
 /// after; the honest flow must be served and the victim get nothing. Returns the server's
 /// report.
-fn forged_and_honest(server: &Server, psk: Option<&str>, spec: &TestSpec) -> Value {
+fn forged_and_honest(server: &Server, psk: Option<&str>, spec: &TestSpec) -> SideReport {
     let victim = bind(VICTIM);
     let honest = bind(Ipv4Addr::LOCALHOST);
     let mut c = Control::connect(server.port());
@@ -143,25 +142,22 @@ fn forged_and_honest(server: &Server, psk: Option<&str>, spec: &TestSpec) -> Val
             }
         }
     }
-    let report = match c.read_reply() {
-        Reply::Frame(v) if v["type"] == "report" => v,
-        other => panic!("expected the server's report, got {other:?}"),
-    };
+    let side = c.side_report();
     assert_eq!(
-        u64_at(&report, "side.udp.datagrams_received"),
+        side.udp().datagrams_received,
         honest_datagrams,
-        "the server took datagrams from someone other than the control peer: {}",
-        report["side"]["udp"]
+        "the server took datagrams from someone other than the control peer: {:?}",
+        side.udp()
     );
     // Everything the server sent went out before its report.
     nothing_reached(&victim);
     assert_eq!(
-        u64_at(&report, "side.udp.foreign_datagrams"),
+        side.udp().foreign_datagrams,
         FORGED,
-        "the server's report does not count the forged datagrams: {}",
-        report["side"]["udp"]
+        "the server's report does not count the forged datagrams: {:?}",
+        side.udp()
     );
-    report
+    side
 }
 
 /// The server's log has `sessions` lines naming dropped datagrams, each saying how many

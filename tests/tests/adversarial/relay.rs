@@ -13,7 +13,7 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use ringperf_tests::fabric::KeyFile;
-use ringperf_tests::{bool_at, ringperf, str_at, u64_at, Ringperf, Server};
+use ringperf_tests::{ringperf, Ringperf, Server, TestReportExt};
 
 use crate::{baseline, still_serves};
 
@@ -259,11 +259,11 @@ fn a_forward_the_server_lists_as_its_public_endpoint_works() {
 
     let (third_party, direct) = through(&rp, &a, &forward.port_arg(), &key);
     for (who, o) in [("through agent A", third_party), ("direct", direct)] {
-        let r = o.success().json();
-        assert!(!bool_at(&r, "partial"), "{who}: {r}");
-        assert!(u64_at(&r, "local.bytes_sent") > 0, "{who}: nothing moved");
-        assert_eq!(u64_at(&r, "local.bytes_sent"), u64_at(&r, "remote.bytes_received"), "{who}");
-        assert_eq!(str_at(&r, "server"), public, "{who}");
+        let r = o.success().report();
+        assert!(!r.partial, "{who}: {:?}", r.partial_reason);
+        assert!(r.local.bytes_sent > 0, "{who}: nothing moved");
+        assert_eq!(r.local.bytes_sent, r.remote().bytes_received, "{who}");
+        assert_eq!(r.server, public, "{who}");
     }
     let against = format!("against {public} ({public})");
     assert!(a.log().iter().any(|l| l.contains(&against)), "{:?}", a.log());

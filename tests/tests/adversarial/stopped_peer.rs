@@ -18,14 +18,12 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-
 use ringperf_engine::control::server::SHUTDOWN_GRACE;
 use ringperf_engine::workload::PEER_GRACE_NS;
 use ringperf_tests::fabric::KeyFile;
 use ringperf_tests::{
-    at, bool_at, ringperf, run_with_timeout, skip_unless, str_at, u64_at, ChildGuard, Program, Ringperf,
-    Server, SS,
+    parse, ringperf, run_with_timeout, skip_unless, ChildGuard, PlanReport, Program, Ringperf, Server,
+    TestReport, SS,
 };
 
 use crate::{baseline, still_serves, SETTLE};
@@ -140,7 +138,7 @@ fn a_stopped_server_ends_the_run(rp: &Ringperf, args: &[&str]) {
     let report = last_report(&lines, &err);
     check_partial(&report, &err);
     // The stopped server never reported.
-    assert!(at(&report, "remote").is_null(), "a report from a stopped server: {}", at(&report, "remote"));
+    assert!(report.remote.is_none(), "a report from a stopped server: {:?}", report.remote);
     still_serves(rp, &mut server, base, None);
 }
 
@@ -197,14 +195,14 @@ fn through_an_agent(rp: &Ringperf, key: &KeyFile, plan: bool) {
     b.child().signal(libc::SIGCONT);
     assert!(took <= length + GRACE + MARGIN, "the controller took {took:?}: {o}");
     assert_eq!(o.code(), 3, "{o}");
-    let r = o.json();
     let report = if plan {
-        assert!(bool_at(&r, "partial"), "{r}");
-        let t = &at(&r, "tests")[0];
-        assert!(t["error"].is_string(), "the stopped test has no error: {t}");
-        t["report"].clone()
+        let r: PlanReport = o.parsed();
+        assert!(r.partial, "{r:?}");
+        let t = &r.tests[0];
+        assert!(t.error.is_some(), "the stopped test has no error: {t:?}");
+        t.report.clone().unwrap_or_else(|| panic!("the stopped test has no report: {t:?}"))
     } else {
-        r
+        o.report()
     };
     check_partial(&report, &o.stderr);
     let now = a.settle_to(base_a, SETTLE);
@@ -276,9 +274,10 @@ fn sighup_gives_a_client_s_partial_report() {
     let status = status.unwrap_or_else(|| panic!("SIGHUP did not stop the client: {err}"));
     assert_eq!(status.code(), Some(130), "{err}");
     let report = last_report(&lines, &err);
-    assert!(bool_at(&report, "partial"), "{report}");
-    assert!(str_at(&report, "partial_reason").contains("interrupted"), "{}", at(&report, "partial_reason"));
-    assert!(u64_at(&report, "local.transactions") > 0, "nothing measured before SIGHUP");
+    assert!(report.partial, "{report:?}");
+    let why = report.partial_reason.as_deref().unwrap_or_default();
+    assert!(why.contains("interrupted"), "{why}");
+    assert!(report.local.transactions > 0, "nothing measured before SIGHUP");
     still_serves(&rp, &mut server, base, None);
 }
 
@@ -421,20 +420,18 @@ impl Streaming {
 }
 
 /// The report on the last line of a `--json-stream` run.
-fn last_report(lines: &[String], stderr: &str) -> Value {
+fn last_report(lines: &[String], stderr: &str) -> TestReport {
     let last = lines.last().unwrap_or_else(|| panic!("no output; stderr: {stderr}"));
-    let v: Value =
-        serde_json::from_str(last).unwrap_or_else(|e| panic!("the last line is no JSON ({e}): {last}"));
-    assert!(v.get("spec").is_some(), "the last line is not the report: {last}; stderr: {stderr}");
-    v
+    parse(&format!("the last line (stderr: {stderr})"), last)
 }
 
 /// A partial report that says why, and carries what the local side measured.
-fn check_partial(r: &Value, stderr: &str) {
-    assert!(bool_at(r, "partial"), "not marked partial: {r}");
-    assert!(!str_at(r, "partial_reason").is_empty(), "a partial report without its reason");
-    let moved = u64_at(r, "local.bytes_sent") + u64_at(r, "local.bytes_received");
-    assert!(moved > 0, "the partial report lost what was measured: {r}");
+fn check_partial(r: &TestReport, stderr: &str) {
+    assert!(r.partial, "not marked partial: {r:?}");
+    let why = r.partial_reason.as_deref().unwrap_or_default();
+    assert!(!why.is_empty(), "a partial report without its reason");
+    let moved = r.local.bytes_sent + r.local.bytes_received;
+    assert!(moved > 0, "the partial report lost what was measured: {r:?}");
     assert!(stderr.contains("partial"), "stderr does not say the result is partial: {stderr}");
 }
 
