@@ -300,14 +300,20 @@ pub fn alternate_entries(
     let mut results = Vec::with_capacity(runs as usize * entries.len());
     let mut failures = Vec::new();
     for round in 0..runs {
-        for e in entries {
+        for (i, e) in entries.iter().enumerate() {
             let mut attempt = 0;
             loop {
                 if !*first && !pause.is_zero() {
                     thread::sleep(pause);
                 }
                 *first = false;
-                eprint!("ringperf-bench: run {}/{} {} ... ", round + 1, runs, e.tool.name());
+                let left = secs_left(entries, runs, round, i, pause);
+                eprint!(
+                    "ringperf-bench: run {}/{} {} (about {left} s left) ... ",
+                    round + 1,
+                    runs,
+                    e.tool.name()
+                );
                 let _ = std::io::stderr().flush();
                 let children_before = children_cpu_us();
                 match e.tool.run(e.cfg) {
@@ -338,6 +344,15 @@ pub fn alternate_entries(
         }
     }
     Ok((results, failures))
+}
+
+/// How long the comparison has left from entry `i` of `round` on, this run included: every
+/// run to come at its length, with the pause before it.
+fn secs_left(entries: &[Entry], runs: u32, round: u32, i: usize, pause: Duration) -> u64 {
+    let run = |e: &Entry| Duration::from_secs(u64::from(e.cfg.secs)) + pause;
+    let this_round: Duration = entries[i..].iter().map(run).sum();
+    let whole_round: Duration = entries.iter().map(run).sum();
+    (this_round + whole_round * runs.saturating_sub(round + 1)).as_secs()
 }
 
 /// The failed and repeated runs, for the end of a report; empty when there were none.
@@ -419,6 +434,21 @@ mod tests {
             baseline: None,
             classic: false,
         }
+    }
+
+    /// Time left counts this run and every one after it, each with its pause.
+    #[test]
+    fn time_left_counts_the_runs_to_come() {
+        let (a, b) = (
+            Config::new(Workload::Stream, 5, (0, 0), 1, None),
+            Config::new(Workload::Rr, 10, (0, 0), 1, None),
+        );
+        let t = Flaky { fail: Cell::new(0) };
+        let entries = [Entry { tool: &t, cfg: &a }, Entry { tool: &t, cfg: &b }];
+        let pause = Duration::from_secs(1);
+        assert_eq!(secs_left(&entries, 3, 0, 0, pause), 3 * (6 + 11));
+        assert_eq!(secs_left(&entries, 3, 0, 1, pause), 11 + 2 * 17);
+        assert_eq!(secs_left(&entries, 3, 2, 1, pause), 11);
     }
 
     #[test]

@@ -141,14 +141,16 @@ pub fn run(a: &EnginesArgs) -> Result<i32, Error> {
     let mut failure = None;
     for (n, &(send, recv)) in pairs.iter().enumerate() {
         let spec = spec(a, Some((send, recv)))?;
-        // On a terminal: which pair runs and how many remain, with the run's status line.
+        // On a terminal: which pair runs, how many remain and how long they take (one run
+        // each, of the same length), with the run's bar.
+        let left = pairs.len() - n - 1;
         let heading = format!(
-            "[{}/{}] {}/{} ({} left after this)",
+            "[{}/{}] {}/{} ({left} left after this, about {})",
             n + 1,
             pairs.len(),
             send.name(),
             recv.name(),
-            pairs.len() - n - 1
+            crate::progress::seconds(std::time::Duration::from_millis(spec.duration_ms) * left as u32)
         );
         match runner.run(&spec, &a.test, None, Progress::Status(heading), &mut |_, _, _| {}) {
             // A partial run ends the table: the reason and exit code follow it.

@@ -2,10 +2,13 @@
 //! and renders the report. It never touches a socket or a ring.
 
 pub mod args;
+mod build_info;
+mod completions;
 mod diff;
 mod engines;
 mod live;
 mod load;
+mod man;
 pub mod netperf;
 pub mod output;
 pub mod plan;
@@ -16,6 +19,7 @@ mod serve;
 pub mod sweep;
 
 mod interrupt;
+mod progress;
 mod runner;
 mod usage;
 
@@ -133,6 +137,8 @@ fn run(cli: Cli) -> Result<i32, Error> {
         Command::Diff(a) => diff::run(&a),
         Command::Plan(a) => plan::run(&a),
         Command::InstallLinks(a) => netserver::install_links(&a.dir),
+        Command::Man(a) => man::run(&a),
+        Command::Completions(a) => completions::run(&a),
     }
 }
 

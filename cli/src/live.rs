@@ -1,16 +1,19 @@
 //! Interval lines while a test runs (netperf demo mode, `-D`): the engine sends the local
 //! side's samples over a channel and this thread prints them, so the worker never does.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc;
+use std::sync::Arc;
 use std::thread::{self, JoinHandle};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use ringperf_engine::report::IntervalSample;
 use ringperf_engine::spec::TestSpec;
 
 use crate::args::TestArgs;
 use crate::interrupt::Stopper;
+use crate::progress;
 use crate::render::{Format, Units};
 
 pub struct Printer {
@@ -141,67 +144,70 @@ impl Lines {
     }
 }
 
-/// Whether progress goes to this terminal: only when stderr is one, so pipes, files and
-/// tests never see it.
-pub fn on_terminal() -> bool {
-    std::io::stderr().is_terminal()
-}
-
-/// Erases the status line in place (carriage return, erase line).
-const ERASE_LINE: &str = "\r\x1b[2K";
-
-/// On a terminal: what runs, at once, and a line updated in place as each interval sample
-/// arrives: elapsed / total and the current rate. Both are erased when the run ends, so
-/// the report that follows reads as it does without a terminal.
+/// On a terminal: what runs, at once, and a bar under it moved by the clock, with the
+/// iteration (of an iterated run) and the current rate as each interval sample arrives
+/// (see [`progress`]). Both are erased when the run ends, so the report that follows reads
+/// as it does without a terminal.
 pub struct Status {
     tx: mpsc::Sender<IntervalSample>,
     handle: JoinHandle<()>,
+    timed: progress::Timed,
+    iteration: Arc<AtomicU32>,
 }
 
 impl Status {
-    /// `heading` says what runs ("[3/8] zc/multishot", or the test's banner).
-    pub fn start(spec: &TestSpec, heading: &str, units: Units) -> Option<Status> {
-        if !on_terminal() {
+    /// `heading` says what runs ("[3/8] zc/multishot", or the test's banner); `iterations`
+    /// is how many runs at most (-i), `machine` whether the output is for a program.
+    pub fn start(
+        spec: &TestSpec,
+        heading: &str,
+        units: Units,
+        iterations: u32,
+        machine: bool,
+    ) -> Option<Status> {
+        if !progress::shown(machine) {
             return None;
         }
-        let total = spec.duration_ms as f64 / 1e3;
+        let iterations = iterations.max(1);
+        let total = Duration::from_millis(spec.duration_ms) * iterations;
+        let timed = progress::Timed::start(heading, total, true);
         let rr = spec.workload.is_transactional();
-        let mut err = std::io::stderr();
-        let _ = write!(err, "{heading}\n{ERASE_LINE}  0.0 / {total:.1} s");
-        let _ = err.flush();
+        let iteration = Arc::new(AtomicU32::new(1));
+        let (bar, at) = (timed.bar(), iteration.clone());
         let (tx, handle) = collect(spec, move |s| {
-            let elapsed = (s.start_ns + s.duration_ns) as f64 / 1e9;
             let rate = if rr {
                 format!("{:.1} trans/s", s.transactions_per_sec())
             } else {
                 format!("{:.2} {}", units.convert(s.throughput_bits_per_sec()), units.label())
             };
-            let mut err = std::io::stderr().lock();
-            let _ = write!(err, "{ERASE_LINE}  {elapsed:.1} / {total:.1} s  {rate}");
-            let _ = err.flush();
+            bar.set_message(match iterations {
+                1 => rate,
+                _ => format!("iteration {} of at most {iterations}: {rate}", at.load(Ordering::Relaxed)),
+            });
         });
-        Some(Status { tx, handle })
+        Some(Status { tx, handle, timed, iteration })
     }
 
     pub fn sender(&self) -> mpsc::Sender<IntervalSample> {
         self.tx.clone()
     }
 
-    /// Prints `line` above the heading (e.g. an iteration's result), so it stays when the
-    /// heading and the status line are erased.
-    pub fn println(&self, heading: &str, line: &str) {
-        let mut err = std::io::stderr().lock();
-        let _ = write!(err, "{ERASE_LINE}\x1b[1A{ERASE_LINE}{line}\n{heading}\n");
-        let _ = err.flush();
+    /// Iteration `n` (from 1) ended: the next one is running.
+    pub fn iteration_done(&self, n: u32) {
+        self.iteration.store(n + 1, Ordering::Relaxed);
     }
 
-    /// Erases the status line and the heading above it, once the last sample is shown.
+    /// Prints `line` above the heading (e.g. an iteration's result), so it stays when the
+    /// heading and the bar are erased.
+    pub fn println(&self, line: &str) {
+        self.timed.println(line);
+    }
+
+    /// Erases the bar and the heading above it, once the last sample is shown.
     pub fn finish(self) {
         drop(self.tx);
         let _ = self.handle.join();
-        let mut err = std::io::stderr().lock();
-        let _ = write!(err, "{ERASE_LINE}\x1b[1A{ERASE_LINE}");
-        let _ = err.flush();
+        self.timed.finish();
     }
 }
 

@@ -176,7 +176,10 @@ pub fn run(a: &LoadArgs) -> Result<i32, Error> {
     };
     let target = match (&embedded, &a.host) {
         (Some(s), _) => Target::Remote { host: s.addr.ip().to_string(), port: s.addr.port() },
-        (None, Some(host)) => Target::Remote { host: host.clone(), port: a.port },
+        (None, Some(host)) => Target::Remote {
+            host: host.host.clone(),
+            port: host.port_or("-H", "-p", a.port, ringperf_engine::DEFAULT_PORT).map_err(Error::Usage)?,
+        },
         (None, None) => return Err(Error::Usage("give -H HOST or none for the embedded server".into())),
     };
     let (probe_result, load_results) = run_parts(a, &probe, &loads, &target, psk.as_ref(), &stop);

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use ringperf_engine::control::auth::Psk;
 use ringperf_engine::control::plan::{run_plan, Agent, PlanReport, PlannedTest};
@@ -13,8 +14,9 @@ use ringperf_engine::payload::Payload;
 use ringperf_engine::{Error, TestSpec, DEFAULT_PORT};
 use serde::Deserialize;
 
-use crate::args::{self, PlanArgs};
+use crate::args::{self, HostPort, PlanArgs};
 use crate::interrupt::Interrupt;
+use crate::progress;
 use crate::render::{self, Units};
 
 /// The file as written.
@@ -31,20 +33,17 @@ pub struct PlanFile {
 #[serde(deny_unknown_fields)]
 pub struct AgentEntry {
     pub name: String,
-    /// Where the controller reaches it, and where its peers do.
+    /// Where the controller reaches it, and where its peers do: a host as -H takes it, with
+    /// the agent's control port or without (`192.0.2.1:12866`, `[2001:db8::1]:12866`).
     pub address: String,
-    #[serde(default = "default_port")]
-    pub port: u16,
+    /// The agent's control port, when `address` names none [default: 12866].
+    pub port: Option<u16>,
     /// Where the other agents reach it, when that is another network than the
-    /// controller's [default: address].
+    /// controller's [default: address]; a host only: they reach it at its control port.
     pub data_address: Option<String>,
     /// The key the controller logs in with (relative to the plan's folder); the agent's own
     /// `serve --psk-file` must hold the same key, and so must every agent it tests against.
     pub key_file: Option<PathBuf>,
-}
-
-fn default_port() -> u16 {
-    DEFAULT_PORT
 }
 
 /// A group of tests with one workload and its options. The sender runs the test's client
@@ -84,7 +83,13 @@ pub fn run(a: &PlanArgs) -> Result<i32, Error> {
     let (agents, tests) = load(&a.file)?;
     descriptors_for(tests.len())?;
     let stop = Interrupt::install()?;
-    let report = run_plan(&agents, &tests, Some(stop.fd()))?;
+    // On a terminal: the tests run together, so one bar over the longest of them.
+    let longest = tests.iter().map(|t| t.spec.duration_ms).max().unwrap_or(0);
+    let heading = format!("plan: {} tests between {} agents, all at once", tests.len(), agents.len());
+    let bar = progress::Timed::start(&heading, Duration::from_millis(longest), progress::shown(a.json));
+    let report = run_plan(&agents, &tests, Some(stop.fd()));
+    bar.finish();
+    let report = report?;
     let out = if a.json {
         let mut s = serde_json::to_string_pretty(&report)
             .map_err(|e| Error::Protocol(format!("cannot encode the plan report: {e}")))?;
@@ -162,6 +167,22 @@ pub fn parse(text: &str, path: &Path) -> Result<(Vec<Agent>, Vec<PlannedTest>), 
     plan(&file, dir)
 }
 
+/// An agent's host and control port: its `address`, with the port it names or `port`
+/// (refused when both name one and they differ).
+fn agent_address(a: &AgentEntry) -> Result<(String, u16), Error> {
+    let usage = |e: String| Error::Usage(format!("agent {}: {e}", a.name));
+    let address = HostPort::parse(&a.address).map_err(|e| usage(format!("address {e}")))?;
+    match (address.port, a.port) {
+        (Some(named), Some(port)) if named != port => Err(usage(format!(
+            "address = \"{}\" names port {named} and port = {port} another: give the port once, in the address or as port",
+            a.address
+        ))),
+        (_, Some(0)) => Err(usage("port = 0 is not a port: give 1 to 65535".into())),
+        (Some(port), _) | (None, Some(port)) => Ok((address.host, port)),
+        (None, None) => Ok((address.host, DEFAULT_PORT)),
+    }
+}
+
 /// The engine's agents and tests of a parsed plan, or what is wrong with it.
 pub fn plan(file: &PlanFile, dir: &Path) -> Result<(Vec<Agent>, Vec<PlannedTest>), Error> {
     if file.agents.is_empty() || file.tests.is_empty() {
@@ -180,8 +201,21 @@ pub fn plan(file: &PlanFile, dir: &Path) -> Result<(Vec<Agent>, Vec<PlannedTest>
             Some(f) => Some(Psk::from_file(&dir.join(f))?),
             None => crate::psk_from(None)?,
         };
-        let data_host = a.data_address.clone().unwrap_or_else(|| a.address.clone());
-        agents.push(Agent { name: a.name.clone(), host: a.address.clone(), port: a.port, data_host, psk });
+        let (host, port) = agent_address(a)?;
+        let data_host = match &a.data_address {
+            None => host.clone(),
+            Some(d) => match HostPort::parse(d) {
+                Ok(HostPort { host, port: None }) => host,
+                Ok(HostPort { port: Some(p), .. }) => {
+                    return Err(Error::Usage(format!(
+                        "agent {}: data_address '{d}' names port {p}, but the other agents reach an agent at its control port ({port}): give data_address without a port",
+                        a.name
+                    )))
+                }
+                Err(e) => return Err(Error::Usage(format!("agent {}: data_address {e}", a.name))),
+            },
+        };
+        agents.push(Agent { name: a.name.clone(), host, port, data_host, psk });
     }
     let find = |name: &str| {
         index.get(name).copied().ok_or_else(|| {
@@ -430,6 +464,42 @@ mod tests {
         );
         let mesh = pairs(&format!("{w}mesh = [\"a\", \"b\", \"c\"]")).unwrap();
         assert_eq!(mesh, [(0, 1), (0, 2), (1, 0), (1, 2), (2, 0), (2, 1)]);
+    }
+
+    /// An agent's address takes a host as -H does, its port in it or as `port`; a port
+    /// named both ways differently, or on data_address, is refused saying what to do.
+    #[test]
+    fn an_agent_address_takes_host_port_and_ipv6() {
+        let agents = |a: &str| {
+            let text = format!(
+                "[[agent]]\nname = \"a\"\n{a}\n[[agent]]\nname = \"b\"\naddress = \"b.example\"\n[[test]]\nworkload = \"stream\"\npairs = [[\"a\", \"b\"]]\n"
+            );
+            let file: PlanFile = toml::from_str(&text).expect("TOML");
+            plan(&file, Path::new("."))
+                .map(|(agents, _)| {
+                    let a = &agents[0];
+                    (a.host.clone(), a.port, a.data_host.clone())
+                })
+                .map_err(|e| e.to_string())
+        };
+        let ok = |host: &str, port: u16, data: &str| Ok((host.to_string(), port, data.to_string()));
+        assert_eq!(agents("address = \"192.0.2.1\""), ok("192.0.2.1", 12866, "192.0.2.1"));
+        assert_eq!(agents("address = \"192.0.2.1:12866\""), ok("192.0.2.1", 12866, "192.0.2.1"));
+        assert_eq!(agents("address = \"192.0.2.1\"\nport = 12867"), ok("192.0.2.1", 12867, "192.0.2.1"));
+        assert_eq!(agents("address = \"192.0.2.1:7\"\nport = 7"), ok("192.0.2.1", 7, "192.0.2.1"));
+        assert_eq!(agents("address = \"[2001:db8::1]:9\""), ok("2001:db8::1", 9, "2001:db8::1"));
+        assert_eq!(agents("address = \"::1\""), ok("::1", 12866, "::1"));
+        assert_eq!(
+            agents("address = \"192.0.2.1:9\"\ndata_address = \"[2001:db8::2]\""),
+            ok("192.0.2.1", 9, "2001:db8::2")
+        );
+        let refused = |a: &str| agents(a).expect_err(a);
+        let m = refused("address = \"192.0.2.1:1\"\nport = 2");
+        assert!(m.starts_with("agent a: address = \"192.0.2.1:1\" names port 1 and port = 2 another"), "{m}");
+        let m = refused("address = \"192.0.2.1\"\ndata_address = \"10.0.0.1:5\"");
+        assert!(m.contains("data_address '10.0.0.1:5' names port 5") && m.contains("without a port"), "{m}");
+        assert!(refused("address = \"h:x\"").starts_with("agent a: address 'x' in 'h:x' is not a port"));
+        assert!(refused("address = \"h\"\nport = 0").contains("port = 0 is not a port"));
     }
 
     #[test]

@@ -66,12 +66,18 @@ impl Runner {
             }
             Progress::Test(format, t) => (
                 live::Printer::start(t, spec, format, self.units, self.stop.stopper()),
-                live::heading(spec, t.host.as_deref()),
+                live::heading(spec, t.host.as_ref().map(|h| h.host.as_str())),
             ),
         };
-        // Interval lines are progress already; without them a terminal gets a status line.
-        let status =
-            if printer.is_none() && !quiet { live::Status::start(spec, &heading, self.units) } else { None };
+        // Interval lines are progress already; without them a terminal gets a status line
+        // (none for machine output, nor when stdout is kept).
+        let machine = render::Format::of(t) != render::Format::Human;
+        let iterations = confidence.map_or(1, |c| c.max_iterations);
+        let status = if printer.is_none() && !quiet {
+            live::Status::start(spec, &heading, self.units, iterations, machine)
+        } else {
+            None
+        };
         let opts = RunOptions {
             live: printer
                 .as_ref()
@@ -86,19 +92,22 @@ impl Runner {
             local_bind: t.local_bind,
         };
         let println = |line: &str| match &status {
-            Some(s) => s.println(&heading, line),
+            Some(s) => s.println(line),
             None => eprintln!("{line}"),
         };
         // A third-party run's samples are the agent's: they arrive with its report, and
         // print then, in order, instead of as the run goes.
         let replay = printer.as_ref().map(live::Printer::sender);
-        let result = run_iterations(spec, &target(t), &opts, confidence, &mut |n, r| {
+        let result = run_iterations(spec, &target(t)?, &opts, confidence, &mut |n, r| {
             if let (Some(tx), Some(_)) = (&replay, &r.client) {
                 for s in &r.local.intervals {
                     let _ = tx.send(s.clone());
                 }
             }
-            each(n, r, &println)
+            each(n, r, &println);
+            if let Some(s) = &status {
+                s.iteration_done(n);
+            }
         });
         drop(replay);
         drop(opts);

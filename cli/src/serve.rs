@@ -14,7 +14,7 @@ use ringperf_engine::control::text::{one_line, peer_text};
 use ringperf_engine::payload::PayloadFiles;
 use ringperf_engine::spec::{MAX_DURATION_MS, MAX_FLOWS};
 use ringperf_engine::units::format_bytes;
-use ringperf_engine::{Error, Server, ServerConfig, ServerEvent};
+use ringperf_engine::{Error, Server, ServerConfig, ServerEvent, DEFAULT_PORT};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::flag;
 
@@ -43,9 +43,13 @@ pub fn run(a: &ServeArgs) -> Result<i32, Error> {
         public_endpoints: public_endpoints(&a.public_endpoint)?,
         payload_files: PayloadFiles::new(a.payload_files.clone())?,
     };
-    let server = match a.bind {
-        Some(ip) => Server::bind(SocketAddr::new(ip, a.port))?,
-        None => Server::bind_all(a.port)?,
+    let server = match &a.bind {
+        Some(b) => {
+            let port = b.port_or("--bind", "-p", a.port, DEFAULT_PORT).map_err(Error::Usage)?;
+            let ip = b.host.parse().map_err(|_| Error::Usage(format!("--bind {b}: give an IP address")))?;
+            Server::bind(SocketAddr::new(ip, port))?
+        }
+        None => Server::bind_all(a.port.unwrap_or(DEFAULT_PORT))?,
     };
     let addr = server.local_addr();
     // Bound and listening: a background netserver waiting to hear so can report and return.

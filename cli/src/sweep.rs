@@ -219,6 +219,19 @@ pub fn main(argv: Vec<String>) -> i32 {
     }
 }
 
+/// How long the points after this one take: their lengths times their iterations (at most,
+/// when -I may stop them early).
+fn time_left(points: &[Parsed]) -> String {
+    let mut most = std::time::Duration::ZERO;
+    let mut iterated = false;
+    for p in points {
+        let iterations = confidence_target(&p.test).map_or(1, |c| c.max_iterations);
+        iterated |= iterations > 1;
+        most += std::time::Duration::from_millis(p.spec.duration_ms) * iterations;
+    }
+    format!("{}{}", if iterated { "at most " } else { "about " }, crate::progress::seconds(most))
+}
+
 fn run(points: &[Parsed]) -> Result<i32, Error> {
     let Some(first) = points.first() else { return Ok(0) };
     let (test, out) = (&first.test, &first.out);
@@ -241,9 +254,16 @@ fn run(points: &[Parsed]) -> Result<i32, Error> {
     let mut failure: Option<Error> = None;
     let mut stopped: Option<String> = None;
     for (n, p) in points.iter().enumerate() {
-        // On a terminal: which point runs and how many remain, with the run's status line.
-        let heading =
-            format!("[{}/{}] {} ({} left after this)", n + 1, points.len(), p.point, points.len() - n - 1);
+        // On a terminal: which point runs, how many remain and how long they take, with the
+        // run's bar.
+        let heading = format!(
+            "[{}/{}] {} ({} left after this, {})",
+            n + 1,
+            points.len(),
+            p.point,
+            points.len() - n - 1,
+            time_left(&points[n + 1..])
+        );
         let progress = Progress::Status(heading);
         let result = runner.run(&p.spec, &p.test, confidence_target(&p.test), progress, &mut |_, _, _| {});
         match result {

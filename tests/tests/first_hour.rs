@@ -174,7 +174,7 @@ fn ipv6_hosts_are_accepted_bare_and_bracketed_and_printed_bracketed() {
         let r = rp.run_report(&["rr", "-H", host, "-p", &port, "-l", "0.3"]);
         assert_eq!(r.server, want, "-H {host}: the JSON's server");
     }
-    rp.run(&["stream", "-H", &format!("[::1]:{port}")]).failure(2, &["-p", &port]);
+    rp.run(&["stream", "-H", &format!("[::1]:{port}"), "-p", "1"]).failure(2, &[&want, "-p 1"]);
     rp.run(&["stream", "-H", "[::1"]).failure(2, &["[::1]"]);
 }
 
@@ -329,7 +329,7 @@ fn ctrl_c_stops_a_sweep_table_with_the_points_it_has_and_exit_130() {
 }
 
 /// On a terminal (a pty from util-linux `script`), a short run shows its banner and a
-/// status line with elapsed / total before the report, and `engines` says which pair runs
+/// bar with the seconds done of the whole and left before the report, and `engines` says which pair runs
 /// and how many remain. Through pipes (every other test) none of it appears.
 #[test]
 fn progress_shows_on_a_terminal_and_never_in_a_pipe() {
@@ -358,7 +358,7 @@ fn progress_shows_on_a_terminal_and_never_in_a_pipe() {
         }
     };
     let Some(tty) = in_pty("stream -l 1 -m 16K -M 16K") else { return };
-    let status = tty.find(" / 1.0 s").unwrap_or_else(|| panic!("no status line on a terminal: {tty:?}"));
+    let status = tty.find(" of 1 s, ").unwrap_or_else(|| panic!("no progress bar on a terminal: {tty:?}"));
     let banner =
         tty.find("TCP_STREAM to embedded server").unwrap_or_else(|| panic!("no banner at once: {tty:?}"));
     let report = tty.find("Throughput").unwrap_or_else(|| panic!("no report: {tty:?}"));
@@ -420,4 +420,33 @@ fn each_help_lists_only_its_own_flags_and_the_others_are_refused() {
     rp.run(&["udp-stream", "--cc", "cubic"]).failure(2, &["--cc", "does not apply to udp-stream", "tcp"]);
     rp.run(&["sendfile", "--send-engine", "zc"]).failure(2, &["--send-engine", "splices"]);
     rp.run(&["rr", "--send-depth", "4"]).failure(2, &["--send-depth", "does not apply to rr"]);
+}
+
+/// `--version` says which build a report came from: the version and the git commit.
+#[test]
+fn version_names_the_version_and_the_commit_it_was_built_from() {
+    let o = ringperf!().run(&["--version"]).success();
+    let want = format!("ringperf {} (commit ", env!("CARGO_PKG_VERSION"));
+    assert!(o.stdout.starts_with(&want), "{o}");
+    let test = "version_names_the_version_and_the_commit_it_was_built_from";
+    let git = std::process::Command::new("git").args(["rev-parse", "--short=12", "HEAD"]).output();
+    match git {
+        Ok(g) if g.status.success() => {
+            let commit = String::from_utf8_lossy(&g.stdout).trim().to_string();
+            assert!(o.stdout.contains(&format!("(commit {commit}")), "not this checkout's {commit}: {o}");
+        }
+        _ => ringperf_tests::skip(test, "not in a git checkout (or no git): the commit cannot be compared"),
+    }
+}
+
+/// The man pages and completion scripts are commands a user runs once to install them.
+#[test]
+fn man_pages_and_completions_print_and_a_wrong_name_is_refused() {
+    let rp = ringperf!();
+    let page = rp.run(&["man", "stream"]).success();
+    assert!(page.stdout.lines().any(|l| l.starts_with(".TH ringperf-stream 1 ")), "{page}");
+    rp.run(&["man", "strem"]).failure(2, &["'strem' is not a command", "stream"]);
+    let bash = rp.run(&["completions", "bash"]).success();
+    assert!(bash.stdout.contains("complete -F"), "{bash}");
+    rp.run(&["completions", "tcsh"]).failure(2, &["tcsh", "bash", "zsh", "fish"]);
 }

@@ -12,21 +12,21 @@ use ringperf_engine::control::limits::{
 use ringperf_engine::load::LoadKind;
 use ringperf_engine::payload::{Payload, PayloadFile};
 use ringperf_engine::spec::{CloseFirst, Direction, RecvEngine, SendEngine};
-use ringperf_engine::{TestSpec, DEFAULT_PORT};
+use ringperf_engine::TestSpec;
 
 use super::registry::{flag_group, rr_only, FlagScope, KeyvalSetting};
 use super::test_flags::{EngineArgs, ProfileArgs, StatsArgs, TestArgs};
 use super::values::{
-    parse_chart_figure, parse_cidr, parse_close_first, parse_cpu_list, parse_figure, parse_host, parse_idle,
-    parse_interval, parse_label, parse_limit_size, parse_load_kind, parse_one_size, parse_payload_file,
-    parse_port_range, parse_rate_arg, parse_recv_engine, parse_seconds, parse_send_engine, parse_sizes,
-    parse_tx_rate, CpuList,
+    parse_bind, parse_chart_figure, parse_cidr, parse_close_first, parse_cpu_list, parse_figure, parse_host,
+    parse_idle, parse_interval, parse_label, parse_limit_size, parse_load_kind, parse_one_size,
+    parse_payload_file, parse_port_range, parse_rate_arg, parse_recv_engine, parse_seconds,
+    parse_send_engine, parse_sizes, parse_tx_rate, CpuList, HostPort,
 };
 
 #[derive(Parser, Debug)]
 #[command(
     name = "ringperf",
-    version,
+    version = crate::build_info::VERSION,
     about = "An io_uring network traffic engine: netperf-style tests whose numbers describe the kernel, not the tool",
     after_help = "Without -H, a test runs against a server embedded in the same process on 127.0.0.1.\nExit codes: 0 ok, 1 a requirement failed, 2 usage error, 3 peer or network error, 130 stopped by Ctrl-C.\nA run cut short (server gone, connection broken, Ctrl-C) still prints what it measured, marked partial."
 )]
@@ -76,6 +76,11 @@ pub enum Command {
     /// Make `netperf` and `netserver` symlinks to this binary in DIR: invoked by those names,
     /// ringperf takes netperf's and netserver's command lines (for flent and other harnesses).
     InstallLinks(InstallLinksArgs),
+    /// Print the man page (roff) of ringperf or of one of its commands, from the same flags
+    /// as --help; or write every page into a directory (--out-dir).
+    Man(ManArgs),
+    /// Print a shell completion script for every command and flag.
+    Completions(CompletionsArgs),
 }
 
 impl Command {
@@ -289,13 +294,13 @@ pub struct EnginesArgs {
 /// its idle phase is over, each its own session on the same server.
 #[derive(Args, Debug)]
 pub struct LoadArgs {
-    /// Server to test against, as for a test (-p is its control port) [default: a server
-    /// embedded on 127.0.0.1, shared by the probes and the load].
-    #[arg(short = 'H', long = "host", value_name = "HOST", value_parser = parse_host)]
-    pub host: Option<String>,
-    /// Control port of the server.
-    #[arg(short = 'p', long = "port", default_value_t = DEFAULT_PORT, value_parser = clap::value_parser!(u16).range(1..))]
-    pub port: u16,
+    /// Server to test against, as for a test (with its control port or without) [default: a
+    /// server embedded on 127.0.0.1, shared by the probes and the load].
+    #[arg(short = 'H', long = "host", value_name = "HOST[:PORT]", value_parser = parse_host)]
+    pub host: Option<HostPort>,
+    /// Control port of the server, when -H names none [default: 12866].
+    #[arg(short = 'p', long = "port", value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    pub port: Option<u16>,
     /// File holding the server's pre-shared key (default: the RINGPERF_PSK variable, if set).
     #[arg(long, value_name = "FILE")]
     pub psk_file: Option<std::path::PathBuf>,
@@ -515,6 +520,25 @@ pub struct InstallLinksArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct ManArgs {
+    /// The command whose page to print (stream, rr, sweep, serve...) [default: ringperf's own
+    /// page, which lists the commands].
+    #[arg(value_name = "COMMAND")]
+    pub command: Option<String>,
+    /// Write every page (ringperf.1 and ringperf-COMMAND.1 for each command) into DIR
+    /// (e.g. ~/.local/share/man/man1) instead of printing one.
+    #[arg(long, value_name = "DIR", conflicts_with = "command")]
+    pub out_dir: Option<std::path::PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    /// The shell whose completion script to print.
+    #[arg(value_name = "SHELL")]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Args, Debug)]
 pub struct ProbeArgs {
     /// Print the probe as JSON.
     #[arg(long)]
@@ -523,13 +547,14 @@ pub struct ProbeArgs {
 
 #[derive(Args, Debug)]
 pub struct ServeArgs {
-    /// Address to listen on [default: every address of both families: [::] with IPv4
-    /// accepted on the same socket, or 0.0.0.0 on a host without IPv6].
-    #[arg(long, value_name = "ADDR")]
-    pub bind: Option<std::net::IpAddr>,
-    /// Control port.
-    #[arg(short = 'p', long, default_value_t = DEFAULT_PORT)]
-    pub port: u16,
+    /// Address to listen on, with the control port or without (192.0.2.1, [::1]:12866)
+    /// [default: every address of both families: [::] with IPv4 accepted on the same socket,
+    /// or 0.0.0.0 on a host without IPv6].
+    #[arg(long, value_name = "ADDR[:PORT]", value_parser = parse_bind)]
+    pub bind: Option<HostPort>,
+    /// Control port, when --bind names none (0: one the kernel picks) [default: 12866].
+    #[arg(short = 'p', long, value_name = "PORT")]
+    pub port: Option<u16>,
     /// Require clients to prove they hold the pre-shared key in FILE (mode 600) [default: no key].
     #[arg(long, value_name = "FILE")]
     pub psk_file: Option<std::path::PathBuf>,

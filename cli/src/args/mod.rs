@@ -24,13 +24,13 @@ mod test_flags;
 mod values;
 
 pub use commands::{
-    direction, keyval_settings, sweep_lists, ChartArgs, Cli, Command, CrrArgs, DiffArgs, EnginesArgs,
-    InstallLinksArgs, LoadArgs, PlanArgs, PlotArgs, PlotCmdArgs, ProbeArgs, RrArgs, SendfileArgs, ServeArgs,
-    StreamArgs, SweepArgs, SweepList, SweepOutArgs, SweepRrArgs, SweepSendfileArgs, SweepStreamArgs,
-    SweepWorkload, UdpRrArgs, UdpStreamArgs,
+    direction, keyval_settings, sweep_lists, ChartArgs, Cli, Command, CompletionsArgs, CrrArgs, DiffArgs,
+    EnginesArgs, InstallLinksArgs, LoadArgs, ManArgs, PlanArgs, PlotArgs, PlotCmdArgs, ProbeArgs, RrArgs,
+    SendfileArgs, ServeArgs, StreamArgs, SweepArgs, SweepList, SweepOutArgs, SweepRrArgs, SweepSendfileArgs,
+    SweepStreamArgs, SweepWorkload, UdpRrArgs, UdpStreamArgs,
 };
 pub use docs::flags_markdown;
 pub use parse::{command, parse};
 pub use registry::{FlagScope, KeyvalSetting};
 pub use test_flags::{EngineArgs, ProfileArgs, StatsArgs, TestArgs};
-pub use values::CpuList;
+pub use values::{CpuList, HostPort};

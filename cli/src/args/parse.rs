@@ -89,6 +89,23 @@ mod tests {
         }
     }
 
+    /// The port flags have no clap default (a port in the host must be told from one given
+    /// with the flag), so their help states it: it must be the engine's.
+    #[test]
+    fn the_port_flags_state_the_default_port() {
+        let default = format!("[default: {}]", ringperf_engine::DEFAULT_PORT);
+        for (path, id) in
+            [(&["stream"][..], "port"), (&["rr"], "from_port"), (&["load"], "port"), (&["serve"], "port")]
+        {
+            let mut c = command();
+            for name in path {
+                c = c.find_subcommand(name).expect("a command").clone();
+            }
+            let help = c.get_arguments().find(|a| a.get_id() == id).and_then(|a| a.get_help()).expect("help");
+            assert!(help.to_string().ends_with(&default), "{path:?} {id}: {help}");
+        }
+    }
+
     /// Help and refusal come from the same mark: a flag hidden from a command's help is the
     /// one refused there, with where its mark says it applies.
     #[test]

@@ -4,10 +4,11 @@
 
 use ringperf_engine::measure::confidence::ConfidenceTarget;
 use ringperf_engine::spec::{Explicit, SendEngine, SqPoll, Workload};
-use ringperf_engine::{Error, Target, TestSpec};
+use ringperf_engine::{Error, Target, TestSpec, DEFAULT_PORT};
 
 use super::commands::{direction, Command, RrArgs, SendfileArgs};
 use super::test_flags::TestArgs;
+use super::values::HostPort;
 
 /// The TestSpec a test command asks for (an error for commands that are not tests): the
 /// shared flags, then the command's own, each as its declaration says (`copy_to`).
@@ -40,7 +41,7 @@ pub fn rr_spec(a: &RrArgs) -> Result<TestSpec, Error> {
 /// A sendfile spec: a stream whose sender splices from a file (or a memfd).
 pub fn sendfile_spec(a: &SendfileArgs) -> Result<TestSpec, Error> {
     if let (Some(agent), Some(_)) = (&a.test.from, &a.file) {
-        return Err(Error::Usage(format!("-F {}", agent_names_no_path(agent))));
+        return Err(Error::Usage(format!("-F {}", agent_names_no_path(&agent.to_string()))));
     }
     let mut spec = base_spec(&a.test, Workload::Stream)?;
     a.copy_to(&mut spec);
@@ -93,6 +94,7 @@ pub fn base_spec(t: &TestArgs, workload: Workload) -> Result<TestSpec, Error> {
 /// Flags whose meaning depends on another flag: each bad combination is a usage error that
 /// names both, instead of a run that silently does something else.
 fn check_flag_pairs(t: &TestArgs) -> Result<(), Error> {
+    target(t)?;
     let e = &t.engine;
     if let Some(batch) = e.sq_batch {
         if batch > e.sq_entries {
@@ -159,18 +161,24 @@ pub fn confidence_target(t: &TestArgs) -> Option<ConfidenceTarget> {
     })
 }
 
-/// Where the test goes: `-H`, `-H` from the `--from` agent, or the embedded server.
-pub fn target(t: &TestArgs) -> Target {
-    match (&t.host, &t.from) {
+/// Where the test goes: `-H`, `-H` from the `--from` agent, or the embedded server; each
+/// port from its host or its flag (refused when both name one and they differ).
+pub fn target(t: &TestArgs) -> Result<Target, Error> {
+    let port = |host: &HostPort, host_flag, port_flag, given| {
+        host.port_or(host_flag, port_flag, given, DEFAULT_PORT).map_err(Error::Usage)
+    };
+    Ok(match (&t.host, &t.from) {
         (Some(host), Some(agent)) => Target::ThirdParty {
-            agent_host: agent.clone(),
-            agent_port: t.from_port,
-            peer_host: host.clone(),
-            peer_port: t.port,
+            agent_host: agent.host.clone(),
+            agent_port: port(agent, "--from", "--from-port", t.from_port)?,
+            peer_host: host.host.clone(),
+            peer_port: port(host, "-H", "-p", t.port)?,
         },
-        (Some(host), None) => Target::Remote { host: host.clone(), port: t.port },
+        (Some(host), None) => {
+            Target::Remote { host: host.host.clone(), port: port(host, "-H", "-p", t.port)? }
+        }
         (None, _) => Target::Embedded,
-    }
+    })
 }
 
 #[cfg(test)]

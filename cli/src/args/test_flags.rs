@@ -6,13 +6,14 @@ use clap::Args;
 use ringperf_engine::harness::Harness;
 use ringperf_engine::report::OpenLoopReport;
 use ringperf_engine::spec::{OpenLoop, RecvEngine, SendEngine, SocketBuffers, TaskRun, DEFAULT_BACKLOG};
-use ringperf_engine::{TestReport, TestSpec, DEFAULT_PORT};
+use ringperf_engine::{TestReport, TestSpec};
 
 use super::registry::{flag_group, rr_only};
 use super::values::{
     parse_confidence, parse_cpu_list, parse_cpus, parse_harness, parse_host, parse_interval,
-    parse_iterations, parse_limit_size, parse_one_size, parse_rate_arg, parse_recv_engine, parse_seconds,
-    parse_send_engine, parse_sizes, parse_task_run, parse_tos, parse_tx_rate, CpuList,
+    parse_iterations, parse_limit_size, parse_local, parse_one_size, parse_rate_arg, parse_recv_engine,
+    parse_seconds, parse_send_engine, parse_sizes, parse_task_run, parse_tos, parse_tx_rate, CpuList,
+    HostPort,
 };
 
 /// Both sides' socket buffers of a `-s`/`-S` pair, either side left to the kernel.
@@ -33,28 +34,30 @@ flag_group! {
 /// Flags every test takes.
 #[derive(Args, Debug, Clone)]
 pub struct TestArgs {
-    /// Server to test against: a name or an address, IPv6 bare or in brackets (::1, [::1]; the
-    /// port is -p's) [default: an embedded server on 127.0.0.1].
-    #[arg(short = 'H', long = "host", value_name = "HOST", value_parser = parse_host)]
-    host: Option<String>,
-    /// Control port of the server.
-    #[arg(short = 'p', long = "port", default_value_t = DEFAULT_PORT, value_parser = clap::value_parser!(u16).range(1..))]
-    port: u16,
+    /// Server to test against: a name or an address, with its control port or without
+    /// (server.example, 192.0.2.1:12866, ::1, [::1]:12866) [default: an embedded server on
+    /// 127.0.0.1].
+    #[arg(short = 'H', long = "host", value_name = "HOST[:PORT]", value_parser = parse_host)]
+    host: Option<HostPort>,
+    /// Control port of the server, when -H names none [default: 12866].
+    #[arg(short = 'p', long = "port", value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    port: Option<u16>,
     /// Local address the control and data connections leave from (netperf -L) [default: the
     /// kernel's choice by route].
-    #[arg(short = 'L', long = "local", value_name = "ADDR")]
+    #[arg(short = 'L', long = "local", value_name = "ADDR", value_parser = parse_local)]
     local_bind: Option<std::net::IpAddr> [only "stream", "rr", "udp-stream", "udp-rr", "sendfile"; "crr's connections come and go on the ring"],
     /// File holding the server's pre-shared key (default: the RINGPERF_PSK variable, if set).
     #[arg(long, value_name = "FILE")]
     psk_file: Option<std::path::PathBuf>,
-    /// Third party: this agent (a `ringperf serve --allow-third-party`) runs the client side
-    /// against -H and sends back the report; this host carries no test traffic. -H is then
-    /// the address the agent reaches the server at.
-    #[arg(long = "from", value_name = "AGENT", value_parser = parse_host, requires = "host")]
-    from: Option<String>,
-    /// Control port of the --from agent.
-    #[arg(long, value_name = "PORT", default_value_t = DEFAULT_PORT, value_parser = clap::value_parser!(u16).range(1..))]
-    from_port: u16,
+    /// Third party: this agent (a `ringperf serve --allow-third-party`, as -H takes a host,
+    /// with its control port or without) runs the client side against -H and sends back the
+    /// report; this host carries no test traffic. -H is then the address the agent reaches
+    /// the server at.
+    #[arg(long = "from", value_name = "AGENT[:PORT]", value_parser = parse_host, requires = "host")]
+    from: Option<HostPort>,
+    /// Control port of the --from agent, when --from names none [default: 12866].
+    #[arg(long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
+    from_port: Option<u16>,
     /// Test length in seconds (fractions allowed).
     #[arg(short = 'l', long = "length", value_name = "SECS", default_value = "10", value_parser = parse_seconds, allow_hyphen_values = true)]
     length_ms: u64 => spec.duration_ms,

@@ -9,6 +9,7 @@ use ringperf_engine::payload::PayloadFile;
 use ringperf_engine::spec::{CloseFirst, RecvEngine, SendEngine, TaskRun};
 use ringperf_engine::units::{check_size, parse_pair, parse_size};
 use ringperf_engine::Error;
+use std::net::Ipv6Addr;
 
 /// A library's error as the message clap prints after the flag.
 fn msg(e: Error) -> String {
@@ -149,28 +150,129 @@ pub(super) fn parse_tos(s: &str) -> Result<u8, String> {
     v.map_err(|_| format!("'{s}' is not a TOS byte: use 0 to 255 or 0x00 to 0xff"))
 }
 
-/// -H: a name or an address; an IPv6 address may come in brackets (`[::1]`), which are
-/// dropped for the lookup. The port is -p's: a `host:port` is refused with that hint rather
-/// than looked up as a name.
-pub(super) fn parse_host(s: &str) -> Result<String, String> {
-    let t = s.trim();
-    if let Some(inner) = t.strip_prefix('[') {
-        return match inner.split_once(']') {
-            Some((addr, "")) if addr.parse::<std::net::Ipv6Addr>().is_ok() => Ok(addr.to_string()),
-            Some((addr, rest)) if rest.starts_with(':') && addr.parse::<std::net::Ipv6Addr>().is_ok() => {
-                Err(format!("give the port with -p: -H {addr} -p {}", &rest[1..]))
+/// A host as `-H`, `--from` and a plan's agents take it: a name or an address, and the
+/// port when it names one (`HOST:PORT`, `[IPv6]:PORT`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostPort {
+    /// The name or address to look up, IPv6 without its brackets.
+    pub host: String,
+    /// The port it named, if any.
+    pub port: Option<u16>,
+}
+
+impl HostPort {
+    /// Reads `name`, `name:port`, `192.0.2.1`, `192.0.2.1:port`, a bare IPv6 address (`::1`,
+    /// which can name no port), `[::1]` or `[::1]:port`.
+    pub fn parse(s: &str) -> Result<HostPort, String> {
+        let t = s.trim();
+        let is_v6 = |a: &str| a.split_once('%').map_or(a, |(addr, _scope)| addr).parse::<Ipv6Addr>().is_ok();
+        let (host, port) = if let Some(inner) = t.strip_prefix('[') {
+            match inner.split_once(']') {
+                Some((addr, rest)) if is_v6(addr) => match rest {
+                    "" => (addr, None),
+                    _ => match rest.strip_prefix(':') {
+                        Some(port) => (addr, Some(port)),
+                        None => {
+                            return Err(format!(
+                                "'{s}': after ']' comes ':PORT' or nothing, as in [::1]:12866"
+                            ))
+                        }
+                    },
+                },
+                _ => {
+                    return Err(format!(
+                        "'{s}' is not a bracketed IPv6 address: give it as [::1] or [::1]:12866"
+                    ))
+                }
             }
-            _ => Err(format!("'{s}' is not a bracketed IPv6 address: give it as [::1] or ::1")),
+        } else {
+            match t.matches(':').count() {
+                0 => (t, None),
+                1 => t.split_once(':').map(|(h, p)| (h, Some(p))).unwrap_or((t, None)),
+                _ if is_v6(t) => (t, None),
+                _ => {
+                    return Err(format!(
+                        "'{s}' is neither HOST:PORT nor an IPv6 address: an IPv6 address with a port goes in brackets, as in [::1]:12866"
+                    ))
+                }
+            }
         };
+        if host.is_empty() {
+            return Err(format!(
+                "'{s}' names no host: give a name or an address, like 192.0.2.1, ::1 or server.example"
+            ));
+        }
+        let port = match port {
+            None => None,
+            Some(p) => match p.parse::<u16>() {
+                Ok(n) if n > 0 => Some(n),
+                _ => return Err(format!("'{p}' in '{s}' is not a port: give 1 to 65535 after the ':'")),
+            },
+        };
+        Ok(HostPort { host: host.to_string(), port })
     }
-    if t.is_empty() {
-        return Err("give a host name or address, like 192.0.2.1, ::1 or server.example".into());
+
+    /// The port: the one it named, else the port flag's value if that was given, else
+    /// `default`. `host_flag` and `port_flag` name the two flags (`-H`, `-p`) for the message
+    /// that refuses two different ports.
+    pub fn port_or(
+        &self,
+        host_flag: &str,
+        port_flag: &str,
+        given: Option<u16>,
+        default: u16,
+    ) -> Result<u16, String> {
+        match (self.port, given) {
+            (Some(named), Some(other)) if named != other => Err(format!(
+                "{host_flag} {self} names port {named} and {port_flag} {other} another: give the port once, in {host_flag} or with {port_flag}"
+            )),
+            (Some(p), _) | (None, Some(p)) => Ok(p),
+            (None, None) => Ok(default),
+        }
     }
-    // One colon is host:port; more are an IPv6 address.
-    if let Some((host, port)) = t.split_once(':').filter(|_| t.matches(':').count() == 1) {
-        return Err(format!("give the port with -p: -H {host} -p {port}"));
+}
+
+impl std::fmt::Display for HostPort {
+    /// As it could be given again: an IPv6 address in brackets when a port follows.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.port {
+            Some(p) if self.host.contains(':') => write!(f, "[{}]:{p}", self.host),
+            Some(p) => write!(f, "{}:{p}", self.host),
+            None => f.write_str(&self.host),
+        }
     }
-    Ok(t.to_string())
+}
+
+pub(super) fn parse_host(s: &str) -> Result<HostPort, String> {
+    HostPort::parse(s)
+}
+
+/// An address of this host, as `HOST[:PORT]` reads it, for the messages of -L and --bind.
+fn own_address(s: &str, hp: &HostPort) -> Result<std::net::IpAddr, String> {
+    hp.host
+        .parse()
+        .map_err(|_| format!("'{s}' is not an IP address: give one of this host's, like 192.0.2.1 or ::1"))
+}
+
+/// serve --bind: an address of this host, with the control port or without
+/// (`192.0.2.1:12866`, `[::1]:12866`).
+pub(super) fn parse_bind(s: &str) -> Result<HostPort, String> {
+    let hp = HostPort::parse(s)?;
+    own_address(s, &hp)?;
+    Ok(hp)
+}
+
+/// -L: an address of this host; a port is refused, since the kernel picks the local ones.
+pub(super) fn parse_local(s: &str) -> Result<std::net::IpAddr, String> {
+    let hp = HostPort::parse(s)?;
+    let ip = own_address(s, &hp)?;
+    match hp.port {
+        Some(p) => Err(format!(
+            "'{s}' names port {p}, but the local ports are the kernel's choice: give the address alone ({})",
+            hp.host
+        )),
+        None => Ok(ip),
+    }
 }
 
 pub(super) fn parse_cidr(s: &str) -> Result<Cidr, String> {
@@ -295,6 +397,82 @@ pub(super) fn parse_figure(s: &str) -> Result<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each form a host comes in: a name or an IPv4 address with a port or without, a bare
+    /// IPv6 address (which cannot carry one), and a bracketed one with or without a port.
+    #[test]
+    fn a_host_is_read_with_its_port_in_every_form() {
+        let hp = |host: &str, port: Option<u16>| Ok(HostPort { host: host.into(), port });
+        assert_eq!(HostPort::parse("server.example"), hp("server.example", None));
+        assert_eq!(HostPort::parse("server.example:4000"), hp("server.example", Some(4000)));
+        assert_eq!(HostPort::parse("127.0.0.1"), hp("127.0.0.1", None));
+        assert_eq!(HostPort::parse("127.0.0.1:41801"), hp("127.0.0.1", Some(41801)));
+        assert_eq!(HostPort::parse("::1"), hp("::1", None));
+        assert_eq!(
+            HostPort::parse("2001:db8::1:5000"),
+            hp("2001:db8::1:5000", None),
+            "all of it is the address"
+        );
+        assert_eq!(HostPort::parse("fe80::1%eth0"), hp("fe80::1%eth0", None));
+        assert_eq!(HostPort::parse("[::1]"), hp("::1", None));
+        assert_eq!(HostPort::parse("[::1]:12866"), hp("::1", Some(12866)));
+        assert_eq!(HostPort::parse(" [2001:db8::2]:1 "), hp("2001:db8::2", Some(1)));
+        // Given back as it could be typed again.
+        for s in ["server.example:4000", "::1", "[::1]:12866", "127.0.0.1"] {
+            assert_eq!(HostPort::parse(s).map(|h| h.to_string()).as_deref(), Ok(s));
+        }
+    }
+
+    /// What is not a host with a port is refused saying what to type instead.
+    #[test]
+    fn a_malformed_host_or_port_is_refused_with_the_form_to_use() {
+        let refused = |s: &str| HostPort::parse(s).expect_err(s);
+        assert!(refused("h:0").contains("'0' in 'h:0' is not a port: give 1 to 65535"), "{}", refused("h:0"));
+        assert!(refused("h:65536").contains("is not a port"));
+        assert!(refused("h:").contains("'' in 'h:' is not a port"));
+        assert!(refused("h:http").contains("'http' in 'h:http' is not a port"));
+        assert!(refused(":80").contains("names no host"));
+        assert!(refused("").contains("names no host"));
+        assert!(refused("[]:80").contains("not a bracketed IPv6 address: give it as [::1] or [::1]:12866"));
+        assert!(refused("[server]:80").contains("not a bracketed IPv6 address"));
+        assert!(refused("[::1]80").contains("after ']' comes ':PORT'"));
+        assert!(refused("[::1]:").contains("is not a port"));
+        assert!(refused("h:1:2").contains("neither HOST:PORT nor an IPv6 address"), "{}", refused("h:1:2"));
+    }
+
+    /// The port comes from the host or from its flag; two different ports are refused with
+    /// both values and both flags named, the same one twice is taken.
+    #[test]
+    fn a_port_named_twice_is_refused_with_both_values() {
+        let host = HostPort::parse("h:1").expect("a host");
+        assert_eq!(
+            host.port_or("-H", "-p", Some(2), 12866),
+            Err("-H h:1 names port 1 and -p 2 another: give the port once, in -H or with -p".into())
+        );
+        let agent = HostPort::parse("[::1]:41801").expect("a host");
+        let e = agent.port_or("--from", "--from-port", Some(2), 12866).expect_err("two ports");
+        assert!(e.starts_with("--from [::1]:41801 names port 41801 and --from-port 2 another"), "{e}");
+        assert_eq!(host.port_or("-H", "-p", Some(1), 12866), Ok(1));
+        assert_eq!(host.port_or("-H", "-p", None, 12866), Ok(1));
+        let bare = HostPort::parse("h").expect("a host");
+        assert_eq!(bare.port_or("-H", "-p", Some(2), 12866), Ok(2));
+        assert_eq!(bare.port_or("-H", "-p", None, 12866), Ok(12866));
+    }
+
+    /// --bind and -L take an address of this host as -H does; -L refuses a port, saying
+    /// why, and neither takes a name.
+    #[test]
+    fn bind_and_local_addresses_take_the_host_forms() {
+        let bind = |s: &str| parse_bind(s).map(|h| (h.host, h.port));
+        assert_eq!(bind("127.0.0.1:5000"), Ok(("127.0.0.1".into(), Some(5000))));
+        assert_eq!(bind("[::1]:5000"), Ok(("::1".into(), Some(5000))));
+        assert_eq!(bind("::"), Ok(("::".into(), None)));
+        assert!(bind("server.example:5").expect_err("a name").contains("is not an IP address"));
+        assert_eq!(parse_local("[::1]"), Ok("::1".parse().expect("an address")));
+        assert_eq!(parse_local("192.0.2.1"), Ok("192.0.2.1".parse().expect("an address")));
+        let e = parse_local("192.0.2.1:5").expect_err("a port");
+        assert!(e.contains("names port 5") && e.contains("give the address alone (192.0.2.1)"), "{e}");
+    }
 
     /// Every name a kind has is taken as that value, and an unknown one is refused with
     /// the flag's own wording and every name to use instead.

@@ -57,7 +57,7 @@ fn run(cli: &args::Cli, out: &Output) -> Result<i32, Error> {
     }
     let runner = runner::Runner::new(t)?;
     if out.banner {
-        print("the banner", &banner(&spec, out, t.host.as_deref().unwrap_or("127.0.0.1")));
+        print("the banner", &banner(&spec, out, t.host.as_ref().map_or("127.0.0.1", |h| h.host.as_str())));
         if crate::output::stdout_failed() {
             // Its result could only fail to print too (the exit code says so).
             return Ok(0);
