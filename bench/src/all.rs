@@ -7,9 +7,10 @@ use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::Duration;
 
-use crate::bench::{self, Plan};
+use crate::bench;
 use crate::error::Result;
 use crate::peers::{Config, Workload};
+use crate::plan::Plan;
 use crate::report::{RatioRow, Table};
 
 /// One workload of the comparison, as the users' own scripts run it.
@@ -143,12 +144,12 @@ pub fn render(cases: &[Case], outcomes: &[Outcome]) -> String {
     out.push_str(&t.render());
     let _ = writeln!(
         out,
-        "\nrate: throughput, transactions/s or datagrams received/s; service demand: busy CPU µs per KB, per transaction or per datagram over all CPUs, measured by the bench the same way for every tool (lower is cheaper); in brackets the 95 % interval of the ratio over the runs; ringperf's default: the harness its rule picks for the case (`--classic` runs the other one as the peer \"ringperf classic\" or \"ringperf io_uring\")"
+        "\nrate: throughput, transactions/s or datagrams received/s; service demand: busy CPU µs per KB, per transaction or per datagram over all CPUs, measured by the bench the same way for every tool (lower is cheaper); in brackets the 95 % interval of the ratio over the runs, and a tool whose runs fall in two clusters (\"bimodal\": a jump of at least 10 % between them, over three times the spread within either; then the ratio stands for neither, read the runs); ringperf's default: the harness its rule picks for the case (`--classic` runs the other one as the peer \"ringperf classic\" or \"ringperf io_uring\")"
     );
     if profiled {
         let _ = writeln!(
             out,
-            "network-path service demand: each run's service demand less the tool's own share of busy CPU (user space and io_uring machinery) by the kernel cost profile of its window (ringperf's own profile, the bench's for a peer); each case's cost table above gives the figures"
+            "network-path service demand: each run's service demand less the tool's own share of busy CPU (user space, helper threads, io_uring machinery and syscall entry/exit) by the kernel cost profile of its window (ringperf's own profile, the bench's for a peer); each case's cost table above gives the figures"
         );
     }
     out

@@ -1,14 +1,12 @@
 //! The comparison itself: the tools take turns (ringperf, peer, ringperf, peer, ...), each
 //! run measured the same way, and the results go to the report.
 
-use std::fs;
 use std::io::Write;
 use std::path::PathBuf;
 use std::thread;
 use std::time::Duration;
 
 use crate::cost_table;
-use crate::cpu;
 use crate::error::{BenchError, Result};
 use crate::peers::iperf3::Iperf3;
 use crate::peers::neper::Neper;
@@ -16,50 +14,9 @@ use crate::peers::netperf::Netperf;
 use crate::peers::ringperf::{self, Ringperf};
 use crate::peers::sockperf::{self, Sockperf};
 use crate::peers::{Config, RunResult, Tool, Workload};
+use crate::plan::{Host, Plan, CLIENT_FIRST};
 use crate::report;
-use ringperf_engine::harness::Harness;
-
-/// Everything one invocation asks for.
-#[derive(Clone, Debug)]
-pub struct Plan {
-    pub cfg: Config,
-    /// Runs per tool.
-    pub runs: u32,
-    /// Idle time between runs, outside every measurement window.
-    pub pause: Duration,
-    /// An explicit ringperf binary.
-    pub ringperf: Option<PathBuf>,
-    /// Another ringperf binary (an older build) run as one more peer.
-    pub baseline: Option<PathBuf>,
-    /// Run ringperf on the harness its default rule does not pick, as one more peer
-    /// ("ringperf classic" or "ringperf io_uring").
-    pub classic: bool,
-}
-
-/// What the host looks like, for the report header.
-#[derive(Clone, Debug)]
-pub struct Host {
-    pub kernel: String,
-    pub cpus: usize,
-    pub default_cc: String,
-    pub available_cc: Vec<String>,
-}
-
-impl Host {
-    pub fn read() -> Result<Host> {
-        let sys =
-            |p: &str| fs::read_to_string(p).map(|s| s.trim().to_string()).unwrap_or_else(|_| "?".into());
-        Ok(Host {
-            kernel: sys("/proc/sys/kernel/osrelease"),
-            cpus: cpu::cpu_count()?,
-            default_cc: sys("/proc/sys/net/ipv4/tcp_congestion_control"),
-            available_cc: sys("/proc/sys/net/ipv4/tcp_available_congestion_control")
-                .split_whitespace()
-                .map(str::to_owned)
-                .collect(),
-        })
-    }
-}
+use ringperf_core::harness::Harness;
 
 /// The label of `--baseline`'s ringperf.
 pub const BASELINE: &str = "ringperf baseline";
@@ -76,9 +33,6 @@ pub fn other_label(harness: Harness) -> &'static str {
         Harness::IoUring => OTHER_IO_URING,
     }
 }
-
-/// The label of crr's second ringperf member: the server waits for the client's close.
-pub const CLIENT_FIRST: &str = "ringperf client-first";
 
 /// crr's member that closes in neper's order (`--close-first client`: the server waits for
 /// the client's close), so neper is compared with a ringperf that does what it does;
@@ -102,8 +56,8 @@ fn expect_harness(cfg: &crate::peers::Config, harness: Harness) -> ringperf::Exp
 }
 
 /// The engine's workload of a bench workload.
-fn engine_workload(w: Workload) -> ringperf_engine::spec::Workload {
-    use ringperf_engine::spec::Workload as W;
+fn engine_workload(w: Workload) -> ringperf_core::spec::Workload {
+    use ringperf_core::spec::Workload as W;
     match w {
         Workload::Stream => W::Stream,
         Workload::Rr => W::Rr,
@@ -393,7 +347,7 @@ mod tests {
     use super::*;
     use crate::cpu::CpuWindow;
     use crate::peers::Work;
-    use ringperf_engine::measure::cpu::ProcStat;
+    use ringperf_core::measure::cpu::ProcStat;
 
     /// Fails its first `fail` runs, then succeeds.
     struct Flaky {

@@ -9,8 +9,8 @@
 
 use std::fmt::Write as _;
 
-use ringperf_engine::measure::profile::categories::{Category, TABLE};
-use ringperf_engine::measure::profile::ProfileReport;
+use ringperf_core::measure::profile::categories::{Category, TABLE};
+use ringperf_core::measure::profile::ProfileReport;
 
 use crate::peers::{Config, RunResult, Workload};
 use crate::report::{sd, Table};
@@ -119,8 +119,9 @@ pub fn render(cfg: &Config, columns: &[Column]) -> String {
          service demand as this bench measured it, so a column adds up to its total; every CPU was sampled over each run's \
          window; ringperf's figures are its own profile of its local side (the embedded server's is the same samples), a peer's \
          are the bench's with the client and server processes it started counted as the tool: their user-mode samples are \
-         tool user space, and the bench's own threads (its sampler's included) are other processes; every run carries one \
-         sampler: ringperf's own (its embedded server takes none), or the bench's for a peer; '-': no profile)"
+         tool user space and their syscall entry/exit is theirs as ringperf's is its own, and the bench's own threads are \
+         other processes; every run carries one sampler: ringperf's own (its embedded server takes none), or the bench's for \
+         a peer, and its drain thread is a tool helper thread either way; '-': no profile)"
     );
     for c in columns.iter().filter(|c| c.costs.is_none()) {
         let _ = writeln!(out, "  {}: no profile: {}", c.tool, c.missing.as_deref().unwrap_or("none"));
@@ -130,7 +131,8 @@ pub fn render(cfg: &Config, columns: &[Column]) -> String {
 }
 
 /// A column's network path: its total less the categories that are the tool's own (its
-/// user space and io_uring), as the engine's profile defines the network path.
+/// user space, helper threads, io_uring and syscall entry/exit: `Category::is_tool`), as
+/// the engine's profile defines the network path, for ringperf and a peer alike.
 pub fn network_path(col: &Column) -> Option<f64> {
     let tool: f64 = col.costs.as_ref()?.iter().filter(|(c, _)| c.is_tool()).map(|(_, x)| x).sum();
     Some(col.total? - tool)
@@ -155,8 +157,8 @@ mod tests {
     use super::*;
     use crate::cpu::CpuWindow;
     use crate::peers::Work;
-    use ringperf_engine::measure::cpu::ProcStat;
-    use ringperf_engine::measure::profile::CategoryCost;
+    use ringperf_core::measure::cpu::ProcStat;
+    use ringperf_core::measure::profile::CategoryCost;
 
     /// A 1-second rr run of 1000 transactions at `busy` of 100 ticks (10 ms each) on one
     /// of two CPUs: `busy` × 10 us/Tr; its profile's shares as given.
@@ -232,8 +234,9 @@ mod tests {
         let t = table(&cfg(), &rs, &["ringperf", "netperf"]);
         assert!(t.contains("us/Tr, median over runs"), "{t}");
         assert_eq!(row(&t, "total = service demand"), Some(vec!["250.0", "100.0"]), "{t}");
-        // Less the tool's own 30 % (median share): 175 and 70 us/Tr.
-        assert_eq!(row(&t, "network path = total less the tool's own"), Some(vec!["175.0", "70.00"]), "{t}");
+        // Less the tool's own 30 % of user space and 20 % of syscall entry/exit (median
+        // shares), netperf's as ringperf's: 125 and 50 us/Tr.
+        assert_eq!(row(&t, "network path = total less the tool's own"), Some(vec!["125.0", "50.00"]), "{t}");
     }
 
     #[test]

@@ -1,15 +1,15 @@
 //! The one CPU measurement every tool gets: per-CPU /proc/stat deltas around its run.
 //!
 //! busy = user + nice + system + irq + softirq; total = busy + idle + iowait + steal
-//! (DESIGN.md, "Measurement definitions"). The parsing and the busy/total split are the
+//! (iowait is a wait, not work: a tool blocked in io_uring_enter shows there). The parsing and the busy/total split are the
 //! engine's own [`ProcStat`], so the bench and ringperf cannot drift apart on definitions;
 //! what differs is only *where* the window is taken: here, outside the tool, the same way
 //! for every tool.
 
 use std::time::Instant;
 
-use ringperf_engine::measure::cpu::ProcStat;
-use ringperf_engine::report::SystemCpu;
+use ringperf_core::measure::cpu::ProcStat;
+use ringperf_core::report::SystemCpu;
 
 use crate::error::Result;
 

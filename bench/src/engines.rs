@@ -11,13 +11,14 @@ use std::io::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use ringperf_engine::spec::{RecvEngine, SendEngine};
+use ringperf_core::spec::{RecvEngine, SendEngine};
 
-use crate::bench::{self, Host, Plan};
+use crate::bench;
 use crate::error::Result;
 use crate::peers::iperf3::{self, Iperf3};
 use crate::peers::ringperf::{self, Expect, Ringperf};
 use crate::peers::{Config, RunResult, Tool, Workload};
+use crate::plan::{Host, Plan};
 use crate::report::{self, opt, sd, Table};
 use crate::stats::{interval_text, median, ratio};
 

@@ -33,8 +33,8 @@ impl BenchError {
     }
 }
 
-impl From<ringperf_engine::Error> for BenchError {
-    fn from(e: ringperf_engine::Error) -> BenchError {
+impl From<ringperf_core::Error> for BenchError {
+    fn from(e: ringperf_core::Error) -> BenchError {
         BenchError::Tool(e.to_string())
     }
 }

@@ -19,6 +19,7 @@ mod cpu;
 mod engines;
 mod error;
 mod peers;
+mod plan;
 mod process;
 mod profile_cost;
 mod report;
@@ -244,7 +245,7 @@ fn parse_pause(s: &str) -> Result<f64, String> {
 }
 
 fn parse_write_size(s: &str) -> Result<u32, String> {
-    let n = ringperf_engine::units::parse_size(s).map_err(|e| e.to_string())?;
+    let n = ringperf_core::units::parse_size(s).map_err(|e| e.to_string())?;
     // iperf3 refuses blocks over 1 MiB for TCP.
     if !(1..=1 << 20).contains(&n) {
         return Err(format!("write size {n} must be 1 byte to 1M (iperf3's limit)"));
@@ -280,8 +281,8 @@ fn cc_arg(cc: String) -> Option<String> {
 }
 
 /// Stream and rr: ringperf against its peer.
-fn plan(common: Common, workload: Workload, size: u32, cc: Option<String>) -> bench::Plan {
-    bench::Plan {
+fn plan(common: Common, workload: Workload, size: u32, cc: Option<String>) -> plan::Plan {
+    plan::Plan {
         cfg: Config::new(workload, common.secs, common.cpus, size, cc),
         runs: common.runs.unwrap_or(3),
         pause: Duration::from_secs_f64(common.pause),
@@ -292,7 +293,7 @@ fn plan(common: Common, workload: Workload, size: u32, cc: Option<String>) -> be
 }
 
 /// The plan with `--profile` as asked.
-fn profiled(mut p: bench::Plan, flag: ProfileFlag) -> bench::Plan {
+fn profiled(mut p: plan::Plan, flag: ProfileFlag) -> plan::Plan {
     p.cfg.profile = flag.profile;
     p
 }
@@ -355,7 +356,7 @@ fn run(cli: Cli) -> error::Result<()> {
         Command::Stats(a) => {
             let c = a.common;
             no_baseline(&c, "stats")?;
-            stats_cost::run(&bench::Plan {
+            stats_cost::run(&plan::Plan {
                 cfg: stats_cost::config(c.secs, c.cpus, a.size),
                 runs: c.runs.unwrap_or(5),
                 pause: Duration::from_secs_f64(c.pause),
@@ -367,7 +368,7 @@ fn run(cli: Cli) -> error::Result<()> {
         Command::Profile(a) => {
             let c = a.common;
             no_baseline(&c, "profile")?;
-            let plans = profile_cost::configs(c.secs, c.cpus).map(|cfg| bench::Plan {
+            let plans = profile_cost::configs(c.secs, c.cpus).map(|cfg| plan::Plan {
                 cfg,
                 runs: c.runs.unwrap_or(5),
                 pause: Duration::from_secs_f64(c.pause),

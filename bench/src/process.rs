@@ -12,8 +12,8 @@ use std::sync::{mpsc, Arc};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
-use ringperf_engine::measure::profile::{Profiler, Stopped};
-use ringperf_engine::spec::{ProfileSpec, DEFAULT_PROFILE_HZ};
+use ringperf_core::measure::profile::{Profiler, Stopped};
+use ringperf_core::spec::{ProfileSpec, DEFAULT_PROFILE_HZ};
 
 use crate::cpu::{CpuWindow, Sample};
 use crate::error::{BenchError, Result};

@@ -2,7 +2,7 @@
 //! (perf_event_open sampling of every CPU over the window, symbolised after it) and with
 //! `--no-profile`, taking turns, every run's CPU measured the same way from /proc/stat.
 //! Issue 16's rule: under 2 % of service demand, the profile is on by default
-//! (`PROFILE_BY_DEFAULT` in engine/src/spec.rs); otherwise it waits for `--profile`.
+//! (`PROFILE_BY_DEFAULT` in core/src/spec.rs); otherwise it waits for `--profile`.
 //!
 //! Two workloads: 1-byte rr on one CPU (the most samples per unit of work: every
 //! sample's cost lands on the measured CPU) and a 64 KiB stream across two CPUs.
@@ -11,10 +11,11 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::PathBuf;
 
-use crate::bench::{self, Plan};
+use crate::bench;
 use crate::error::Result;
 use crate::peers::ringperf::{self, Expect, Ringperf};
 use crate::peers::{Config, RunResult, Tool, Workload};
+use crate::plan::Plan;
 use crate::report;
 use crate::stats::{median, ratio, ratio_interval, RATIO_LEVEL};
 
@@ -111,7 +112,7 @@ mod tests {
     use super::*;
     use crate::cpu::CpuWindow;
     use crate::peers::Work;
-    use ringperf_engine::measure::cpu::ProcStat;
+    use ringperf_core::measure::cpu::ProcStat;
 
     /// A 1-second rr run of `tps` transactions at `busy` of 100 ticks on one of two CPUs.
     fn run(tool: &'static str, tps: f64, busy: u64) -> RunResult {

@@ -2,9 +2,9 @@
 
 use std::fmt::Write;
 
-use crate::bench::{Host, Plan};
 use crate::peers::{sockperf, Config, RunResult, Tool, Work, Workload};
-use crate::stats::{interval_text, median, min_max, ratio, RATIO_LEVEL};
+use crate::plan::{Host, Plan};
+use crate::stats::{bimodal_text, interval_text, median, min_max, ratio, RATIO_LEVEL};
 
 /// A left-aligned markdown table with padded columns.
 pub(crate) struct Table {
@@ -374,8 +374,13 @@ pub fn ratio_rows(results: &[RunResult], sums: &[ToolSummary]) -> Vec<RatioRow> 
     let per_run = |tool: &str, f: &dyn Fn(&RunResult) -> Option<f64>| -> Vec<f64> {
         results.iter().filter(|r| r.tool == tool).filter_map(f).collect()
     };
+    // The interval, and after it either tool whose runs fall in two clusters: then the
+    // medians' ratio stands for neither placement, and the runs table shows both.
     let interval = |f: &dyn Fn(&RunResult) -> Option<f64>, peer: &str| {
-        interval_text(&per_run(ours.tool, f), &per_run(peer, f))
+        let (a, b) = (per_run(ours.tool, f), per_run(peer, f));
+        let notes = [interval_text(&a, &b), bimodal_text(ours.tool, &a), bimodal_text(peer, &b)];
+        let text: Vec<String> = notes.into_iter().flatten().collect();
+        (!text.is_empty()).then(|| text.join("; "))
     };
     peers
         .iter()
@@ -394,7 +399,7 @@ pub fn ratio_rows(results: &[RunResult], sums: &[ToolSummary]) -> Vec<RatioRow> 
 /// Members that run ringperf the way one peer does, compared with that peer directly:
 /// (member, peer, the label of the row in `all`'s table).
 const MATCHED: [(&str, &str, &str); 1] =
-    [(crate::bench::CLIENT_FIRST, "neper", "neper (vs ringperf --close-first client)")];
+    [(crate::plan::CLIENT_FIRST, "neper", "neper (vs ringperf --close-first client)")];
 
 /// Each matched member against its peer, where both ran: the member's and the peer's
 /// names, and the row (labelled for `all`'s table).
@@ -513,7 +518,7 @@ pub fn summary(cfg: &Config, host: &Host, results: &[RunResult], tools: &[&dyn T
     }
     let _ = writeln!(
         out,
-        "  (ratios of medians, with the {:.0} % interval of each ratio over the runs (Welch's t on their logarithms); service demand is busy CPU µs over all {} CPUs per {}, measured by this bench the same way for every tool; lower is cheaper)",
+        "  (ratios of medians, with the {:.0} % interval of each ratio over the runs (Welch's t on their logarithms) and any tool whose runs are bimodal (two clusters 10 % or more apart, the jump over three times the spread within either); service demand is busy CPU µs over all {} CPUs per {}, measured by this bench the same way for every tool; lower is cheaper)",
         RATIO_LEVEL * 100.0,
         host.cpus,
         per_unit(cfg)
@@ -525,7 +530,7 @@ pub fn summary(cfg: &Config, host: &Host, results: &[RunResult], tools: &[&dyn T
 mod tests {
     use super::*;
     use crate::cpu::CpuWindow;
-    use ringperf_engine::measure::cpu::ProcStat;
+    use ringperf_core::measure::cpu::ProcStat;
 
     fn window(busy_ticks: u64) -> CpuWindow {
         let b = ProcStat::parse("cpu0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0\n").unwrap();
@@ -605,7 +610,7 @@ mod tests {
     /// its own; without the member there is no such row.
     #[test]
     fn a_matched_member_is_compared_with_its_peer() {
-        let client_first = crate::bench::CLIENT_FIRST;
+        let client_first = crate::plan::CLIENT_FIRST;
         let results = vec![
             stream("ringperf", 40.0, 50),
             stream(client_first, 30.0, 50),
@@ -625,6 +630,24 @@ mod tests {
         assert!(row.peer.contains("--close-first client"), "{}", row.peer);
         let without: Vec<ToolSummary> = vec![sums[0].clone(), sums[2].clone()];
         assert!(matched_rows(&results, &without).is_empty());
+    }
+
+    /// A tool whose runs fall in two clusters is named next to the ratio it makes.
+    #[test]
+    fn a_bimodal_tool_is_named_beside_its_ratio() {
+        let mut results = Vec::new();
+        for gbit in [20.0, 36.0, 21.0, 35.0] {
+            results.push(stream("ringperf", gbit, 50));
+            results.push(stream("iperf3", 25.0 + gbit / 100.0, 100));
+        }
+        let sums: Vec<ToolSummary> = ["ringperf", "iperf3"].iter().map(|t| summarize(t, &results)).collect();
+        let row = &ratio_rows(&results, &sums)[0];
+        let rate = row.rate_interval.as_deref().unwrap_or_default();
+        assert!(rate.starts_with("95 % interval "), "{rate}");
+        assert!(rate.ends_with("; ringperf's runs bimodal: 2 near 20.50G, 2 near 35.50G"), "{rate}");
+        assert!(!rate.contains("iperf3's"), "iperf3's runs are one cluster: {rate}");
+        // Service demand is per KB moved: the same bytes and busy time every run, one value.
+        assert!(!row.sd_interval.as_deref().unwrap_or_default().contains("bimodal"), "{row:?}");
     }
 
     #[test]

@@ -26,7 +26,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
-use crate::bench::{self, find_peer, Entry, Host};
+use crate::bench::{self, find_peer, Entry};
 use crate::error::{BenchError, Result};
 use crate::peers::iperf2::Iperf2;
 use crate::peers::iperf3::Iperf3;
@@ -34,6 +34,7 @@ use crate::peers::neper::Neper;
 use crate::peers::netperf::Netperf;
 use crate::peers::ringperf::{self, Ringperf};
 use crate::peers::{Config, Layout, RunResult, Tool, Workload};
+use crate::plan::Host;
 use crate::report::{self, opt, ToolSummary};
 use crate::stats::ratio;
 

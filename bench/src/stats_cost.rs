@@ -9,10 +9,11 @@
 use std::fmt::Write as _;
 use std::io::Write as _;
 
-use crate::bench::{self, Host, Plan};
+use crate::bench;
 use crate::error::Result;
 use crate::peers::ringperf::{self, Expect, Ringperf};
 use crate::peers::{Config, RunResult, Tool, Work, Workload};
+use crate::plan::{Host, Plan};
 use crate::report::{opt, sd, Table};
 use crate::stats::{median, min_max, ratio};
 
@@ -240,7 +241,7 @@ mod tests {
     use super::*;
     use crate::cpu::CpuWindow;
     use crate::peers::ringperf::Figures;
-    use ringperf_engine::measure::cpu::ProcStat;
+    use ringperf_core::measure::cpu::ProcStat;
 
     fn run(tool: &'static str, tps: f64, ovh: f64) -> RunResult {
         let b = ProcStat::parse("cpu0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0\n").unwrap();

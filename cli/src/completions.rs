@@ -1,7 +1,7 @@
 //! `ringperf completions SHELL`: a completion script from the clap command that --help
 //! prints, so every command and flag in the registry completes.
 
-use ringperf_engine::Error;
+use ringperf_core::Error;
 
 use crate::args::CompletionsArgs;
 

@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use ringperf_engine::compare::compare;
-use ringperf_engine::input;
-use ringperf_engine::{Error, TestReport};
+use ringperf_core::compare::compare;
+use ringperf_core::input;
+use ringperf_core::{Error, TestReport};
 
 use crate::args::DiffArgs;
 use crate::{print, render};
@@ -13,7 +13,7 @@ use crate::{print, render};
 /// A report from `p` (`-` is stdin), read within the report cap.
 fn load(p: &Path) -> Result<TestReport, Error> {
     let text = input::read_text_or_stdin(p, input::REPORT)?;
-    let r: TestReport = ringperf_engine::report_upgrade::parse(&text).map_err(|e| {
+    let r: TestReport = ringperf_core::report_upgrade::parse(&text).map_err(|e| {
         Error::Usage(format!(
             "'{}' is not a single ringperf --json report ({e}); `engines --json` arrays are compared per element",
             p.display()

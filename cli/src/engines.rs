@@ -1,9 +1,9 @@
 //! `ringperf engines`: one workload once per engine pair, one table, and the default
 //! harness against the other one.
 
-use ringperf_engine::harness::Harness;
-use ringperf_engine::spec::{Explicit, RecvEngine, SendEngine, Workload};
-use ringperf_engine::{Error, TestReport, TestSpec};
+use ringperf_core::harness::Harness;
+use ringperf_core::spec::{Explicit, RecvEngine, SendEngine, Workload};
+use ringperf_core::{Error, TestReport, TestSpec};
 
 use crate::args::EnginesArgs;
 use crate::runner::{Progress, Runner};

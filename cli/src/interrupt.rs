@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::{flag, low_level};
 
-use ringperf_engine::Error;
+use ringperf_core::Error;
 
 /// The signals that stop a run or a server: SIGINT, SIGTERM, and SIGHUP unless it is
 /// ignored (`nohup`), so that what was started to outlive its terminal still does.

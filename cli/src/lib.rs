@@ -17,6 +17,7 @@ mod profile_out;
 pub mod render;
 mod serve;
 pub mod sweep;
+pub mod sweep_file;
 
 mod interrupt;
 mod progress;
@@ -26,9 +27,9 @@ mod usage;
 pub(crate) use netperf::netserver;
 pub(crate) use usage::one_line;
 
-use ringperf_engine::control::auth::{Psk, PSK_ENV};
-use ringperf_engine::spec::Workload;
-use ringperf_engine::{Error, TestReport, TestSpec};
+use ringperf_control::auth::{Psk, PSK_ENV};
+use ringperf_core::spec::Workload;
+use ringperf_core::{Error, TestReport, TestSpec};
 
 pub(crate) use crate::args::spec::agent_names_no_path;
 pub use crate::args::spec::{

@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use ringperf_engine::report::IntervalSample;
-use ringperf_engine::spec::TestSpec;
+use ringperf_core::report::IntervalSample;
+use ringperf_core::spec::TestSpec;
 
 use crate::args::TestArgs;
 use crate::interrupt::Stopper;
@@ -29,10 +29,11 @@ fn collect(
 ) -> (mpsc::Sender<IntervalSample>, JoinHandle<()>) {
     let (tx, rx) = mpsc::channel::<IntervalSample>();
     let workers = spec.workers() * spec.group_roles(true).len();
-    let handle = thread::spawn(move || {
+    // Named so the kernel cost profile charges it as a helper thread, not a data worker.
+    let spawned = thread::Builder::new().name("ringperf-live".into()).spawn(move || {
         let mut pending: Vec<(u32, Vec<IntervalSample>)> = Vec::new();
         let mut merged = |samples: Vec<IntervalSample>| {
-            let merged = ringperf_engine::merge::intervals(samples.into_iter().map(|x| vec![x]).collect());
+            let merged = ringperf_core::merge::intervals(samples.into_iter().map(|x| vec![x]).collect());
             emit(merged.into_iter().next().unwrap_or_default());
         };
         for s in rx.iter() {
@@ -50,6 +51,8 @@ fn collect(
             merged(samples);
         }
     });
+    // As thread::spawn would: a host that cannot start one more thread cannot run the test.
+    let handle = spawned.expect("starting the live printer's thread");
     (tx, handle)
 }
 

@@ -10,14 +10,13 @@ use std::sync::{mpsc, Arc};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use ringperf_engine::control::auth::Psk;
-use ringperf_engine::control::server::ServerConfig;
-use ringperf_engine::load::{LoadDirection, LoadKind, LoadReport};
-use ringperf_engine::report::IntervalSample;
-use ringperf_engine::spec::{
-    Direction, Explicit, OpenLoop, RecvEngine, SendEngine, Workload, DEFAULT_BACKLOG,
-};
-use ringperf_engine::{run_test_with, Error, RunOptions, Server, Target, TestSpec};
+use ringperf_control::auth::Psk;
+use ringperf_control::server::ServerConfig;
+use ringperf_control::{run_test_with, RunOptions, Server, Target};
+use ringperf_core::load::{LoadDirection, LoadKind, LoadReport};
+use ringperf_core::report::IntervalSample;
+use ringperf_core::spec::{Direction, Explicit, OpenLoop, RecvEngine, SendEngine, Workload, DEFAULT_BACKLOG};
+use ringperf_core::{Error, TestSpec};
 
 use crate::args::LoadArgs;
 use crate::interrupt::Interrupt;
@@ -178,7 +177,7 @@ pub fn run(a: &LoadArgs) -> Result<i32, Error> {
         (Some(s), _) => Target::Remote { host: s.addr.ip().to_string(), port: s.addr.port() },
         (None, Some(host)) => Target::Remote {
             host: host.host.clone(),
-            port: host.port_or("-H", "-p", a.port, ringperf_engine::DEFAULT_PORT).map_err(Error::Usage)?,
+            port: host.port_or("-H", "-p", a.port, ringperf_control::DEFAULT_PORT).map_err(Error::Usage)?,
         },
         (None, None) => return Err(Error::Usage("give -H HOST or none for the embedded server".into())),
     };
@@ -216,8 +215,8 @@ pub fn run(a: &LoadArgs) -> Result<i32, Error> {
 }
 
 type PartResults = (
-    Result<ringperf_engine::TestReport, Error>,
-    Vec<(LoadDirection, Result<ringperf_engine::TestReport, Error>)>,
+    Result<ringperf_core::TestReport, Error>,
+    Vec<(LoadDirection, Result<ringperf_core::TestReport, Error>)>,
 );
 
 /// Runs the probe, and the load tests once the probe's idle phase is over (none if the

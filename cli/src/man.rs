@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use ringperf_engine::Error;
+use ringperf_core::Error;
 
 use crate::args::ManArgs;
 

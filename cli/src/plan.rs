@@ -8,10 +8,11 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use ringperf_engine::control::auth::Psk;
-use ringperf_engine::control::plan::{run_plan, Agent, PlanReport, PlannedTest};
-use ringperf_engine::payload::Payload;
-use ringperf_engine::{Error, TestSpec, DEFAULT_PORT};
+use ringperf_control::auth::Psk;
+use ringperf_control::plan::{run_plan, Agent, PlanReport, PlannedTest};
+use ringperf_control::DEFAULT_PORT;
+use ringperf_core::payload::Payload;
+use ringperf_core::{Error, TestSpec};
 use serde::Deserialize;
 
 use crate::args::{self, HostPort, PlanArgs};
@@ -149,7 +150,7 @@ fn key_advice(error: &str) -> &'static str {
 
 /// Reads and checks the whole plan: every name, option and key, before anything starts.
 pub fn load(path: &Path) -> Result<(Vec<Agent>, Vec<PlannedTest>), Error> {
-    let text = ringperf_engine::input::read_text(path, ringperf_engine::input::PLAN)?;
+    let text = ringperf_core::input::read_text(path, ringperf_core::input::PLAN)?;
     parse(&text, path)
 }
 
@@ -157,11 +158,7 @@ pub fn load(path: &Path) -> Result<(Vec<Agent>, Vec<PlannedTest>), Error> {
 /// relative key files are): every name, option and key checked.
 pub fn parse(text: &str, path: &Path) -> Result<(Vec<Agent>, Vec<PlannedTest>), Error> {
     let file: PlanFile = toml::from_str(text).map_err(|e| {
-        Error::Usage(format!(
-            "{}: {}",
-            path.display(),
-            ringperf_engine::control::text::one_line(&e.to_string())
-        ))
+        Error::Usage(format!("{}: {}", path.display(), ringperf_core::text::one_line(&e.to_string())))
     })?;
     let dir = path.parent().unwrap_or(Path::new("."));
     plan(&file, dir)

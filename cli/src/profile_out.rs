@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use ringperf_engine::report::SideReport;
-use ringperf_engine::TestReport;
+use ringperf_core::report::SideReport;
+use ringperf_core::TestReport;
 
 /// Writes the folded stacks each side sent; a side without them (no profile, or the
 /// kernel refused) gets no file and a line on stderr that says why. Returns the files written.

@@ -3,9 +3,10 @@
 //! (interval lines, or a status line on a terminal), passes the key, and turns a partial
 //! report into its exit code. The drivers only decide what to run and how to render it.
 
-use ringperf_engine::control::auth::Psk;
-use ringperf_engine::measure::confidence::ConfidenceTarget;
-use ringperf_engine::{run_iterations, Error, RunOptions, TestReport, TestSpec};
+use ringperf_control::auth::Psk;
+use ringperf_control::{run_iterations, RunOptions};
+use ringperf_core::measure::confidence::ConfidenceTarget;
+use ringperf_core::{Error, TestReport, TestSpec};
 
 use crate::args::TestArgs;
 use crate::interrupt::{Interrupt, Stopper};

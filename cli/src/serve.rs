@@ -8,13 +8,14 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use ringperf_engine::control::auth::{Endpoint, Psk};
-use ringperf_engine::control::limits::{default_total_memory, Limits};
-use ringperf_engine::control::text::{one_line, peer_text};
-use ringperf_engine::payload::PayloadFiles;
-use ringperf_engine::spec::{MAX_DURATION_MS, MAX_FLOWS};
-use ringperf_engine::units::format_bytes;
-use ringperf_engine::{Error, Server, ServerConfig, ServerEvent, DEFAULT_PORT};
+use ringperf_control::auth::{Endpoint, Psk};
+use ringperf_control::limits::{default_total_memory, Limits};
+use ringperf_control::{Server, ServerConfig, ServerEvent, DEFAULT_PORT};
+use ringperf_core::payload::PayloadFiles;
+use ringperf_core::spec::{MAX_DURATION_MS, MAX_FLOWS};
+use ringperf_core::text::{one_line, peer_text};
+use ringperf_core::units::format_bytes;
+use ringperf_core::Error;
 use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::flag;
 
@@ -249,7 +250,7 @@ mod tests {
     #[test]
     fn help_defaults_are_the_engine_defaults() {
         use clap::Parser;
-        use ringperf_engine::control::limits::{DEFAULT_MAX_MEMORY, DEFAULT_MAX_MESSAGE};
+        use ringperf_control::limits::{DEFAULT_MAX_MEMORY, DEFAULT_MAX_MESSAGE};
         let cli = crate::args::Cli::try_parse_from(["ringperf", "serve"]).unwrap();
         let crate::args::Command::Serve(a) = cli.command else { panic!("not serve") };
         assert_eq!(a.max_message, DEFAULT_MAX_MESSAGE);

@@ -6,9 +6,9 @@ use std::sync::atomic::{AtomicU16, Ordering};
 
 use io_uring::types::BufRingEntry;
 
-use crate::error::{Error, Result};
 use crate::ring::Ring;
 use crate::verify::{fill_payload, phase, PERIOD};
+use ringperf_core::error::{Error, Result};
 
 /// What receive buffers are aligned to.
 pub const CACHE_LINE: usize = 64;
@@ -272,7 +272,7 @@ impl BufRing {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::RingTuning;
+    use ringperf_core::spec::RingTuning;
 
     #[test]
     fn provided_buffers_of_any_size_start_on_a_cache_line() {

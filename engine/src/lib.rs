@@ -1,36 +1,16 @@
-//! ringperf-engine: an io_uring traffic engine. It moves bytes and measures them; it never
-//! prints. The CLI renders the [`report::TestReport`] it returns.
+//! ringperf-engine: the data plane of one side of a test, on io_uring (and the classic
+//! syscall loops). It moves bytes and measures them with `ringperf-core`'s instruments; it
+//! never prints and knows nothing of the control plane. The CLI renders the
+//! [`ringperf_core::report::TestReport`] the control plane builds from it.
 
 pub mod buf;
 pub mod classic;
-pub mod compare;
-pub mod control;
-pub mod env;
-pub mod error;
-pub mod figures;
-pub mod harness;
-pub mod input;
 pub mod io;
-pub mod load;
-pub mod measure;
-pub mod merge;
 pub mod net;
-pub mod payload;
 pub mod probe;
-pub mod report;
-pub mod report_upgrade;
 pub mod ring;
 pub mod side;
-pub mod spec;
-pub mod units;
 pub mod verify;
+pub mod window;
 pub mod worker;
 pub mod workload;
-
-pub use control::{
-    run_iterations, run_test, run_test_with, RunOptions, Server, ServerConfig, ServerEvent, Target,
-    DEFAULT_PORT,
-};
-pub use error::{Error, Result};
-pub use report::TestReport;
-pub use spec::TestSpec;

@@ -1,64 +1,22 @@
-//! What this kernel's io_uring supports: opcodes, setup flags, feature bits, and the few
-//! behaviours that only a real operation reveals (does SendZc report usage?). Recorded in
-//! every report's environment, so results from two kernels can be told apart, and used to
-//! refuse an engine the kernel lacks with a message that names what is missing.
+//! Probes what this kernel's io_uring supports: opcodes, setup flags, feature bits, and the
+//! few behaviours that only a real operation reveals (does SendZc report usage?). The
+//! result ([`IoUringProbe`], in the environment module) is recorded in every report's
+//! environment, so results from two kernels can be told apart, and refuses an engine the
+//! kernel lacks with a message that names what is missing.
 
 use std::io::Read;
 use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::os::fd::AsRawFd;
 use std::sync::OnceLock;
 
-use io_uring::{cqueue, opcode, register::Probe, types, IoUring};
-use serde::{Deserialize, Serialize};
-
-use crate::error::{Error, Result};
 use crate::ring::uapi::{IORING_NOTIF_USAGE_ZC_COPIED, IORING_SEND_ZC_REPORT_USAGE};
-use crate::spec::{RecvEngine, SendEngine};
+use io_uring::{cqueue, opcode, register::Probe, types, IoUring};
+pub use ringperf_core::env::{FeatureBits, IoUringProbe, SetupSupport};
 
-/// The kernel's io_uring, as probed.
-#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
-pub struct IoUringProbe {
-    /// False if io_uring could not be set up at all (disabled, seccomp, too old).
-    pub available: bool,
-    /// Why not, if not.
-    pub error: Option<String>,
-    /// Opcodes ringperf uses, supported by this kernel.
-    pub opcodes: Vec<String>,
-    /// Opcodes ringperf uses that this kernel lacks.
-    pub missing_opcodes: Vec<String>,
-    pub setup: SetupSupport,
-    pub features: FeatureBits,
-    /// A real SendZc with REPORT_USAGE over loopback delivered a notification that carries
-    /// the usage bit (None: the probe could not run).
-    pub send_zc_reports_usage: Option<bool>,
-    /// That loopback SendZc was copied (it always is on loopback).
-    pub send_zc_copied_on_loopback: Option<bool>,
-    /// A provided-buffer ring could be registered (multishot receive).
-    pub buffer_rings: bool,
-}
-
-/// Setup flags a ring could be created with.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct SetupSupport {
-    pub single_issuer: bool,
-    pub defer_taskrun: bool,
-    pub coop_taskrun: bool,
-    pub submit_all: bool,
-    pub no_sqarray: bool,
-    pub sqpoll: bool,
-}
-
-/// IORING_FEAT_* bits from io_uring_setup.
-#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FeatureBits {
-    pub nodrop: bool,
-    pub fast_poll: bool,
-    pub ext_arg: bool,
-    pub native_workers: bool,
-    pub skip_cqe_on_success: bool,
-    pub recvsend_bundle: bool,
-    pub min_timeout: bool,
-    pub no_iowait: bool,
+/// Probes once per process; later calls return the cached result.
+pub fn get() -> &'static IoUringProbe {
+    static PROBE: OnceLock<IoUringProbe> = OnceLock::new();
+    PROBE.get_or_init(run_probe)
 }
 
 const OPCODES: &[(&str, u8)] = &[
@@ -82,74 +40,6 @@ const OPCODES: &[(&str, u8)] = &[
     ("PROVIDE_BUFFERS", opcode::ProvideBuffers::CODE),
     ("MSG_RING", opcode::MsgRingData::CODE),
 ];
-
-impl IoUringProbe {
-    /// Probes once per process; later calls return the cached result.
-    pub fn get() -> &'static IoUringProbe {
-        static PROBE: OnceLock<IoUringProbe> = OnceLock::new();
-        PROBE.get_or_init(run_probe)
-    }
-
-    fn has(&self, name: &str) -> bool {
-        self.opcodes.iter().any(|o| o == name)
-    }
-
-    /// Refuses engines this kernel cannot run, naming the missing piece.
-    pub fn check_engines(&self, send: SendEngine, recv: RecvEngine) -> Result<()> {
-        let need = |ok: bool, what: &str, engine: &str| {
-            if ok {
-                Ok(())
-            } else {
-                Err(Error::Usage(format!(
-                    "engine {engine} needs {what}, which this kernel's io_uring lacks: pick another engine (see `ringperf probe`)"
-                )))
-            }
-        };
-        // A side whose engines are both classic makes no ring.
-        if send.is_classic() && recv.is_classic() {
-            return Ok(());
-        }
-        if !self.available {
-            return Err(Error::Usage(format!(
-                "io_uring is not usable here ({}): check /proc/sys/kernel/io_uring_disabled and any seccomp policy",
-                self.error.as_deref().unwrap_or("unknown reason")
-            )));
-        }
-        need(
-            self.setup.single_issuer && self.setup.defer_taskrun,
-            "SINGLE_ISSUER and DEFER_TASKRUN (Linux 6.1)",
-            "rings",
-        )?;
-        match send {
-            SendEngine::Copy => need(self.has("SEND"), "IORING_OP_SEND (Linux 5.6)", "copy")?,
-            SendEngine::Zc => {
-                need(self.has("SEND_ZC"), "IORING_OP_SEND_ZC (Linux 6.0)", "zc")?;
-                need(
-                    self.send_zc_reports_usage != Some(false),
-                    "IORING_SEND_ZC_REPORT_USAGE (Linux 6.2)",
-                    "zc",
-                )?
-            }
-            SendEngine::ZcMsg => need(self.has("SENDMSG_ZC"), "IORING_OP_SENDMSG_ZC (Linux 6.1)", "zc-msg")?,
-            SendEngine::Splice => need(self.has("SPLICE"), "IORING_OP_SPLICE (Linux 5.7)", "splice")?,
-            SendEngine::Syscall | SendEngine::MsgZerocopy => {}
-        }
-        match recv {
-            RecvEngine::Recv | RecvEngine::Trunc => {
-                need(self.has("RECV"), "IORING_OP_RECV (Linux 5.6)", recv.name())
-            }
-            RecvEngine::Multishot => {
-                need(self.buffer_rings, "provided-buffer rings (Linux 5.19/6.0)", "multishot")
-            }
-            RecvEngine::Bundle => need(
-                self.buffer_rings && self.features.recvsend_bundle,
-                "IORING_FEAT_RECVSEND_BUNDLE (Linux 6.10)",
-                "bundle",
-            ),
-            RecvEngine::Syscall | RecvEngine::ZerocopyReceive => Ok(()),
-        }
-    }
-}
 
 fn run_probe() -> IoUringProbe {
     let ring: IoUring = match IoUring::new(8) {
@@ -270,10 +160,11 @@ fn probe_send_zc() -> std::io::Result<(bool, bool)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ringperf_core::spec::{RecvEngine, SendEngine};
 
     #[test]
     fn this_kernel_runs_every_engine() {
-        let p = IoUringProbe::get();
+        let p = get();
         assert!(p.available, "{:?}", p.error);
         assert!(p.opcodes.iter().any(|o| o == "SEND"));
         for s in SendEngine::ALL {
@@ -282,13 +173,13 @@ mod tests {
             }
         }
         assert_eq!(p.send_zc_reports_usage, Some(true));
-        // Loopback always copies (shared/notes/io_uring.md gotcha 3).
+        // Loopback always copies: every SendZc notification on 127.0.0.1 carries ZC_COPIED.
         assert_eq!(p.send_zc_copied_on_loopback, Some(true));
     }
 
     #[test]
     fn a_kernel_without_send_zc_refuses_zc_by_name() {
-        let mut p = IoUringProbe::get().clone();
+        let mut p = get().clone();
         p.opcodes.retain(|o| o != "SEND_ZC");
         let e = p.check_engines(SendEngine::Zc, RecvEngine::Recv).unwrap_err().to_string();
         assert!(e.contains("IORING_OP_SEND_ZC"), "{e}");

@@ -10,12 +10,13 @@ use std::os::fd::{AsRawFd, RawFd};
 
 use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
-use crate::error::{Error, Result};
-use crate::report::{RingCounters, RingSetup};
-use crate::spec::RingTuning;
-pub use crate::spec::TaskRun;
+use ringperf_core::error::{Error, Result};
+use ringperf_core::report::{RingCounters, RingSetup};
+use ringperf_core::spec::RingTuning;
+pub use ringperf_core::spec::TaskRun;
 
-/// Kernel uapi values the crate does not export (see shared/notes/io_uring.md).
+/// Kernel uapi values the io-uring crate does not export (its `sys` module is private):
+/// copied from linux/io_uring.h, as the crate's own `src/sys/sys_x86_64.rs` has them.
 pub mod uapi {
     pub const IORING_ENTER_GETEVENTS: u32 = 1 << 0;
     pub const IORING_ENTER_SQ_WAKEUP: u32 = 1 << 1;
@@ -347,7 +348,7 @@ impl Ring {
     }
 
     /// Queues a multishot relative timeout: one -ETIME completion (with F_MORE) every
-    /// `interval_ns` until the ring is dropped (Linux 6.4). The pacing clock.
+    /// `interval_ns` until the ring is dropped (Linux 6.4). The pacing clock and the interval tick.
     pub fn push_ticks(&mut self, interval_ns: u64, user_data: u64) -> Result<()> {
         let ts = Box::new(
             types::Timespec::new()
@@ -538,8 +539,8 @@ pub fn cqe_error(what: &str, res: i32) -> Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::measure::clock::monotonic_ns;
-    use crate::spec::SqPoll;
+    use ringperf_core::measure::clock::monotonic_ns;
+    use ringperf_core::spec::SqPoll;
 
     #[test]
     fn link_flags_are_read_from_the_entry() {

@@ -8,21 +8,22 @@ use std::sync::mpsc;
 
 use socket2::Socket;
 
-use crate::env::NetworkEnvironment;
-use crate::error::{Error, Result};
-use crate::measure::clock::monotonic_ns;
-use crate::measure::cpu::ProcStat;
-use crate::measure::kernel::{DataSocketsAtEnd, KernelProbe, KernelSnapshot};
-use crate::measure::profile::{Profiler, Stopped as ProfileSamples, Work as ProfileWork};
-use crate::measure::service_demand::{service_demand, tool_overhead_percent};
-use crate::measure::tcp_info::{TcpFlowInfo, TcpReport};
-use crate::merge;
-use crate::payload::Payload;
-use crate::probe::IoUringProbe;
-use crate::report::{CpuUsage, FlowReport, IntervalSample, SideReport, SocketSizes, WorkerReport};
-use crate::spec::{ProfileSpec, RecvEngine, Role, SendEngine, SideSpec, TestSpec};
-use crate::worker::{CrrPlan, Worker, WorkerPlan};
-use crate::workload::Ending;
+use crate::probe;
+use crate::window::{CrrPlan, WorkerOutcome, WorkerPlan};
+use crate::worker::Worker;
+use ringperf_core::env::NetworkEnvironment;
+use ringperf_core::error::{Error, Result};
+use ringperf_core::measure::clock::monotonic_ns;
+use ringperf_core::measure::cpu::ProcStat;
+use ringperf_core::measure::kernel::{DataSocketsAtEnd, KernelCounters, KernelProbe, KernelSnapshot};
+use ringperf_core::measure::profile::{Profiler, Stopped as ProfileSamples};
+use ringperf_core::measure::service_demand::{service_demand, tool_overhead_percent};
+use ringperf_core::measure::tcp_info::{TcpFlowInfo, TcpReport};
+use ringperf_core::merge;
+use ringperf_core::payload::Payload;
+use ringperf_core::report::Ending;
+use ringperf_core::report::{CpuUsage, FlowReport, IntervalSample, SideReport, SocketSizes, WorkerReport};
+use ringperf_core::spec::{ProfileSpec, RecvEngine, Role, SendEngine, SideSpec, TestSpec};
 
 /// What a side's workers run over.
 pub enum DataSockets {
@@ -95,7 +96,7 @@ impl Side {
         data: DataSockets,
         (live, watch_fd, max_rate_bps): Controls,
     ) -> Result<Side> {
-        IoUringProbe::get().check_engines(side.send_engine, side.recv_engine)?;
+        probe::get().check_engines(side.send_engine, side.recv_engine)?;
         let mut stop = None;
         let mut connector_socket = None;
         let mut crr_peer = None;
@@ -148,14 +149,14 @@ impl Side {
             for w in 0..n {
                 let splice_file = match (&side.payload, side.send_engine) {
                     (Payload::File(path), SendEngine::Splice) if role == Role::StreamSender => {
-                        Some(crate::input::open_regular(path, "payload file")?)
+                        Some(ringperf_core::input::open_regular(path, "payload file")?)
                     }
                     // Labels are resolved where a spec comes off the wire (and refused
                     // by the client that would send one itself): none should get here.
                     (Payload::Label(label), SendEngine::Splice) if role == Role::StreamSender => {
                         return Err(Error::Usage(format!(
                             "payload label '{}' was not resolved to a listed file: report this",
-                            crate::control::text::peer_text(label)
+                            ringperf_core::text::peer_text(label)
                         )))
                     }
                     _ => None,
@@ -248,7 +249,7 @@ impl Side {
         let nworkers = self.workers.len();
         let mut outcomes = Vec::with_capacity(nworkers);
         let mut first_error = None;
-        for w in self.workers {
+        for w in std::mem::take(&mut self.workers) {
             match w.join() {
                 Ok(o) => outcomes.push(o),
                 Err(e) => first_error = first_error.or(Some(e)),
@@ -262,56 +263,14 @@ impl Side {
             outcomes.iter_mut().map(|o| std::mem::replace(&mut o.ending, Ok(Ending::Completed))).collect(),
         );
         let after = ProcStat::read()?;
-        let profiled = self.profiler.map(Profiler::stop);
-        let (before, start_ns) = self.window.expect("finish() follows start()");
+        let profiled = self.profiler.take().map(Profiler::stop);
+        let (before, start_ns) = self.window.take().expect("finish() follows start()");
         let end_ns = outcomes.iter().map(|o| o.end_ns).max().unwrap_or(start_ns);
         let elapsed_ns = end_ns.saturating_sub(start_ns).max(1);
         let system = after.since(&before, elapsed_ns);
-        let kernel = self.kernel_before.take().map(|snapshot| {
-            let fds: Vec<RawFd> = self.sockets.iter().map(AsRawFd::as_raw_fd).collect();
-            let sockets = if self.stop.is_some() || self.connector_socket.is_some() {
-                DataSocketsAtEnd::None(
-                    "crr: every connection closes within its cycle, none lasts to the end of the run",
-                )
-            } else {
-                DataSocketsAtEnd::Flows(&fds)
-            };
-            self.kernel.report(snapshot, &before, &after, sockets)
-        });
+        let kernel = self.kernel_report(&before, &after);
 
-        let mut flows = vec![FlowReport::default(); self.nflows];
-        let mut tcp_flows = vec![Default::default(); self.nflows];
-        let mut worker_reports = Vec::with_capacity(nworkers);
-        // crr server: any worker may serve any flow; a flow is shown under the worker that
-        // served most of its connections.
-        let mut most = vec![0u64; self.nflows];
-        for (w, o) in outcomes.iter().enumerate() {
-            for (l, c) in o.flows.iter().enumerate() {
-                let p = self.placement[w];
-                let g = if o.global_flows { l } else { p.group_start + merge::global_flow(p.index, l, p.of) };
-                let f = &mut flows[g];
-                f.flow = g;
-                if !o.global_flows || c.transactions > most[g] {
-                    most[g] = c.transactions;
-                    f.worker = w;
-                }
-                f.bytes_sent += c.bytes_sent;
-                f.bytes_received += c.bytes_received;
-                f.transactions += c.transactions;
-                if let Some(t) = o.tcp.get(l) {
-                    tcp_flows[g] = *t;
-                }
-            }
-            worker_reports.push(WorkerReport {
-                cpu: self.cpus[w],
-                flows: o.flows.len(),
-                bytes_sent: o.flows.iter().map(|f| f.bytes_sent).sum(),
-                bytes_received: o.flows.iter().map(|f| f.bytes_received).sum(),
-                transactions: o.flows.iter().map(|f| f.transactions).sum(),
-                ring: o.ring,
-                tool: o.tool,
-            });
-        }
+        let (flows, tcp_flows, worker_reports) = self.attribute(&outcomes);
         let bytes_sent: u64 = flows.iter().map(|f| f.bytes_sent).sum();
         let bytes_received: u64 = flows.iter().map(|f| f.bytes_received).sum();
         let transactions: u64 = flows.iter().map(|f| f.transactions).sum();
@@ -384,8 +343,64 @@ impl Side {
         };
         report.profile = profiled
             .as_ref()
-            .map(|p| p.report(report.cpu.system.busy_us, ProfileWork::of(&report), report.service_demand));
+            .map(|p| p.report(report.cpu.system.busy_us, report.profile_work(), report.service_demand));
         Ok(Finished { report, ending, samples: profiled })
+    }
+
+    /// Each flow's counters under its global index and the worker that carried it, and
+    /// each worker's totals.
+    fn attribute(
+        &self,
+        outcomes: &[WorkerOutcome],
+    ) -> (Vec<FlowReport>, Vec<TcpFlowInfo>, Vec<WorkerReport>) {
+        let mut flows = vec![FlowReport::default(); self.nflows];
+        let mut tcp_flows = vec![TcpFlowInfo::default(); self.nflows];
+        let mut worker_reports = Vec::with_capacity(outcomes.len());
+        // crr server: any worker may serve any flow; a flow is shown under the worker that
+        // served most of its connections.
+        let mut most = vec![0u64; self.nflows];
+        for (w, o) in outcomes.iter().enumerate() {
+            for (l, c) in o.flows.iter().enumerate() {
+                let p = self.placement[w];
+                let g = if o.global_flows { l } else { p.group_start + merge::global_flow(p.index, l, p.of) };
+                let f = &mut flows[g];
+                f.flow = g;
+                if !o.global_flows || c.transactions > most[g] {
+                    most[g] = c.transactions;
+                    f.worker = w;
+                }
+                f.bytes_sent += c.bytes_sent;
+                f.bytes_received += c.bytes_received;
+                f.transactions += c.transactions;
+                if let Some(t) = o.tcp.get(l) {
+                    tcp_flows[g] = *t;
+                }
+            }
+            worker_reports.push(WorkerReport {
+                cpu: self.cpus[w],
+                flows: o.flows.len(),
+                bytes_sent: o.flows.iter().map(|f| f.bytes_sent).sum(),
+                bytes_received: o.flows.iter().map(|f| f.bytes_received).sum(),
+                transactions: o.flows.iter().map(|f| f.transactions).sum(),
+                ring: o.ring,
+                tool: o.tool,
+            });
+        }
+        (flows, tcp_flows, worker_reports)
+    }
+
+    /// The kernel counters over the window, if they were asked for.
+    fn kernel_report(&mut self, before: &ProcStat, after: &ProcStat) -> Option<KernelCounters> {
+        let snapshot = self.kernel_before.take()?;
+        let fds: Vec<RawFd> = self.sockets.iter().map(AsRawFd::as_raw_fd).collect();
+        let sockets = if self.stop.is_some() || self.connector_socket.is_some() {
+            DataSocketsAtEnd::None(
+                "crr: every connection closes within its cycle, none lasts to the end of the run",
+            )
+        } else {
+            DataSocketsAtEnd::Flows(&fds)
+        };
+        Some(self.kernel.report(snapshot, before, after, sockets))
     }
 }
 

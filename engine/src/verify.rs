@@ -1,8 +1,8 @@
 //! The payload pattern and its check. Byte `o` of every flow's stream, in each direction,
 //! is `o % 251`: a prime period, so a shifted, repeated or dropped chunk never lines up.
 
-use crate::measure::clock::monotonic_ns;
-use crate::report::VerifyReport;
+use ringperf_core::measure::clock::monotonic_ns;
+use ringperf_core::report::VerifyReport;
 
 /// The pattern's period.
 pub const PERIOD: usize = 251;
@@ -117,7 +117,7 @@ impl Verifier {
                 if self.report.first_mismatch.is_none() {
                     let at = chunk.iter().zip(&self.reference[p..]).position(|(a, b)| a != b).unwrap_or(0);
                     self.report.first_mismatch =
-                        Some(crate::report::Mismatch { flow, offset: off + at as u64 });
+                        Some(ringperf_core::report::Mismatch { flow, offset: off + at as u64 });
                 }
             }
             off += chunk.len() as u64;

@@ -3,110 +3,30 @@
 //! before the window opens.
 
 use std::fs::File;
-use std::net::SocketAddr;
 use std::os::fd::RawFd;
 use std::sync::mpsc;
 use std::thread::{self, JoinHandle};
-use std::time::Duration;
 
 use crate::classic::ClassicRole;
-use crate::error::{Error, Result};
 use crate::io::recv::DatagramRecv;
 use crate::io::send::{zc_slots_per_flow, zc_stream_unnotified_bytes, DatagramSend, SendSetup};
 use crate::io::{AnyRecv, AnySend, RecvSetup};
-use crate::measure::clock::monotonic_ns;
-use crate::measure::cpu::{helper_threads_ns, ThreadCpuSnapshot};
-use crate::measure::intervals::{IntervalSampler, LatencySplit};
-use crate::measure::latency::LatencyRecorder;
-use crate::measure::tcp_info::{wait_until_sent, TcpFlowInfo};
-use crate::report::{
-    CrrReport, IntervalSample, RecvReport, RingCounters, RingSetup, RrReport, SendReport, ToolCpu, UdpReport,
-    VerifyReport,
-};
 use crate::ring::{FlowFd, Ring, TaskRun};
-use crate::spec::{RecvEngine, Role, SendEngine, SideSpec, TestSpec};
 use crate::verify::Verifier;
+use crate::window::{ClosedWindow, CrrPlan, WorkerOutcome, WorkerPlan, WorkerWindow};
 use crate::workload::crr::{flow_headers as crr_flow_headers, CrrClient, CrrServer};
-use crate::workload::driver::{drive, Run, Workload};
+use crate::workload::driver::{drive, start_intervals, Run, Workload};
 use crate::workload::pacer::{crr_server_rate_bps, flow_send_rate_bps, Pacer};
 use crate::workload::rr::{RrClient, RrServer, Transaction};
 use crate::workload::schedule::Schedule;
 use crate::workload::stream::{StreamReceiver, StreamSender};
 use crate::workload::udp_rr::{udp_rr_recv_buffers, udp_rr_send_depth, UdpRrClient, UdpRrServer};
 use crate::workload::udp_stream::{udp_recv_buffers, udp_send_depth, UdpReceiver, UdpSender};
-use crate::workload::{Ending, FlowCounters};
-
-/// How long a stream sender waits after its window for its sockets to transmit what is
-/// still queued, before it reads TCP_INFO.
-pub(crate) const TCP_INFO_SETTLE: Duration = Duration::from_secs(1);
-
-/// What a worker is asked to do.
-pub struct WorkerPlan {
-    pub role: Role,
-    pub spec: TestSpec,
-    pub side: SideSpec,
-    /// CPU to pin this worker to.
-    pub cpu: Option<usize>,
-    /// Data sockets; the caller keeps them open until the worker has been joined (the crr
-    /// server: the listener; the crr client: none).
-    pub fds: Vec<RawFd>,
-    /// The global flow numbers of this worker's flows (flows are dealt round-robin).
-    pub flow_ids: Vec<u32>,
-    /// Payload file for the `splice` engine, opened by the client.
-    pub splice_file: Option<File>,
-    /// Where to send interval samples as they happen (the client's `-D`).
-    pub live: Option<mpsc::Sender<IntervalSample>>,
-    /// A descriptor whose readability stops the run at once: the server's control
-    /// connection (the client sent Abort, or died), or the client's Ctrl-C pipe.
-    pub watch_fd: Option<RawFd>,
-    /// This side's limit in bits/s over the whole test, shared evenly by its flows (a
-    /// server's `--max-rate`): what it sends is paced to it whatever the spec asks, and a
-    /// stream it receives is held to it.
-    pub max_rate_bps: Option<u64>,
-    /// crr: where to connect (client) or how to know the client is done (server).
-    pub crr: Option<CrrPlan>,
-    /// A counted UDP test's server: the eventfd the session writes when the client says
-    /// its flows are done (the control connection is then the session's to read).
-    pub flows_done_fd: Option<RawFd>,
-}
-
-/// What a crr worker needs besides its sockets.
-#[derive(Clone, Debug)]
-pub struct CrrPlan {
-    /// Client: the server's data listener.
-    pub peer: Option<SocketAddr>,
-    /// The session cookie every connection's header carries.
-    pub cookie: u64,
-    /// Server: the eventfd written when the client has finished its cycles.
-    pub stop_fd: Option<RawFd>,
-}
-
-/// What a worker measured. A run that failed or was stopped after the window opened
-/// still has one: its counters cover what moved until then.
-pub struct WorkerOutcome {
-    pub flows: Vec<FlowCounters>,
-    /// `flows` covers every flow of the test in global order (the crr server, where any
-    /// worker may serve any flow) rather than this worker's flows.
-    pub global_flows: bool,
-    /// How the run ended; `Err` if it failed after the window opened.
-    pub ending: Result<Ending>,
-    pub ring: RingCounters,
-    pub ring_setup: RingSetup,
-    pub tool: ToolCpu,
-    /// CLOCK_MONOTONIC when the workload finished.
-    pub end_ns: u64,
-    pub latency: LatencyRecorder,
-    /// With `latency_split_ms`: the latency of each phase.
-    pub latency_split: Option<LatencySplit>,
-    pub intervals: Vec<IntervalSample>,
-    pub tcp: Vec<TcpFlowInfo>,
-    pub send: Option<SendReport>,
-    pub recv: Option<RecvReport>,
-    pub verify: Option<VerifyReport>,
-    pub crr: Option<CrrReport>,
-    pub udp: Option<UdpReport>,
-    pub rr: Option<RrReport>,
-}
+use ringperf_core::error::{Error, Result};
+use ringperf_core::measure::clock::monotonic_ns;
+use ringperf_core::measure::intervals::FlowCounters;
+use ringperf_core::report::Ending;
+use ringperf_core::spec::{RecvEngine, Role, SendEngine, TestSpec};
 
 /// How a worker is built for its role: sized before the ring exists, built once it does.
 struct RoleSetup {
@@ -138,244 +58,301 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
     if let Some(classic) = ClassicRole::of(plan.role, &plan.side) {
         return Ok(Shape::Classic(classic));
     }
-    let spec = plan.spec.clone();
-    let tuning = &spec.ring;
-    let nflows = plan.fds.len();
-    let local_flows = plan.flow_ids.len();
-    let send_depth = tuning.send_depth as usize;
-    let (send_engine, recv_engine) = (plan.side.send_engine, plan.side.recv_engine);
-    // Per flow: a chain of sends, the notifications of every buffer it can have awaiting
-    // one (a zero-copy stream keeps megabytes of them), a chain of receives; plus the
-    // deadline.
-    let paths_cqes = |zc_unnotified_bytes: usize| {
-        let notifications = if send_engine.is_zero_copy() {
-            zc_slots_per_flow(spec.send_size as usize, send_depth, nflows, zc_unnotified_bytes)
-        } else {
-            send_depth + 1
-        };
-        ((send_depth + 1) + notifications + tuning.recv_depth as usize + 1) * nflows + 8
-    };
-    let mut setup = RoleSetup {
-        max_cqes: 0,
-        task_run: TaskRun::Deferred,
-        sched_batch: false,
-        counted: nflows,
-        global_flows: false,
-        settle_tcp: false,
-        build: Box::new(|_, _| unreachable_role()),
-    };
-    let socks = plan.fds.clone();
-    let max_rate_bps = plan.max_rate_bps;
-    // What each flow of this side sends is paced to this (see `flow_send_rate_bps`).
-    let send_rate = flow_send_rate_bps(&spec, max_rate_bps);
-    let verify_on = spec.verify;
-    let flows_done = plan.flows_done_fd;
-    let tx = Transaction {
-        request: spec.request_size,
-        response: spec.response_size,
-        burst: spec.rr_depth(),
-        limit: spec.transaction_limit.unwrap_or(u64::MAX),
-    };
+    let c = Sizing::of(plan);
     let crr = || {
         plan.crr
             .clone()
             .ok_or_else(|| Error::Protocol("a crr worker without its plan: this is a bug in ringperf".into()))
     };
-    match plan.role {
-        Role::StreamSender => {
-            let zc_unnotified_bytes = zc_stream_unnotified_bytes(spec.workers(), spec.send_size as usize);
-            setup.max_cqes = paths_cqes(zc_unnotified_bytes);
-            // A splice stream's work runs on io-wq: with cooperative task work its chains
-            // wake the worker once per chain instead of once per step, and SCHED_BATCH
-            // (inherited by the io-wq workers, which start later) keeps the task work each
-            // freed request still sends the worker from preempting io-wq on the shared CPU.
-            if send_engine == SendEngine::Splice {
-                setup.task_run = TaskRun::Cooperative;
-                setup.sched_batch = true;
-            }
-            setup.settle_tcp = true;
-            setup.build = Box::new(move |ring, fds| {
-                let send = AnySend::new(
-                    send_engine,
-                    ring,
-                    SendSetup {
-                        fds,
-                        max_len: spec.send_size as usize,
-                        depth: send_depth,
-                        zc_unnotified_bytes,
-                        file: splice_file,
-                    },
-                )?;
-                let pacer = Pacer::for_chains(send_rate, fds.len(), spec.send_size, send_depth as u32);
-                Ok(Box::new(StreamSender::new(
-                    send,
-                    &socks,
-                    spec.send_size,
-                    send_depth,
-                    pacer,
-                    spec.byte_limit,
-                )))
-            });
-        }
-        Role::StreamReceiver => {
-            setup.max_cqes = paths_cqes(0);
-            setup.build = Box::new(move |ring, fds| {
-                let mut verify = Verifier::new(verify_on, fds.len());
-                let depth = spec.ring.recv_depth as usize;
-                let recv_setup = RecvSetup { fds, max_len: spec.recv_size as usize, depth };
-                let recv = AnyRecv::new(recv_engine, ring, recv_setup, &spec.ring, &mut verify)?;
-                // Each flow is held to its share of the session's limit.
-                let police = max_rate_bps.map(|b| (b / u64::from(spec.flows.max(1))).max(1));
-                let police = Pacer::new(police, fds.len(), spec.recv_size);
-                Ok(Box::new(StreamReceiver::new(
-                    recv,
-                    verify,
-                    fds.len(),
-                    spec.recv_size,
-                    police,
-                    spec.byte_limit.is_some(),
-                )))
-            });
-        }
-        Role::RrClient | Role::RrServer => {
-            setup.max_cqes = paths_cqes(0);
-            let client = plan.role == Role::RrClient;
-            setup.build = Box::new(move |ring, fds| {
-                // Buffers are sized for what this role moves, not for every size in the spec:
-                // with a burst, for the messages one send carries and one receive may take.
-                let (send_len, recv_len) =
-                    if client { (tx.request, tx.response) } else { (tx.response, tx.request) };
-                let (send_len, recv_len) = (send_len * tx.per_send(send_len), tx.recv_len(recv_len));
-                let mut verify = Verifier::new(verify_on, fds.len());
-                let send_setup = SendSetup {
-                    fds,
-                    max_len: send_len as usize,
-                    depth: 1,
-                    zc_unnotified_bytes: 0,
-                    file: splice_file,
-                };
-                let send = AnySend::new(send_engine, ring, send_setup)?;
-                let recv_setup = RecvSetup { fds, max_len: recv_len as usize, depth: 1 };
-                let recv = AnyRecv::new(recv_engine, ring, recv_setup, &spec.ring, &mut verify)?;
-                // Tokens for a whole send: a burst's send carries several messages.
-                let pacer = Pacer::for_messages(send_rate, fds.len(), send_len);
-                Ok(if client {
-                    let window_ns = spec.duration_ms * 1_000_000;
-                    let schedule = spec
-                        .open_loop
-                        .map(|o| Schedule::new(o.interval_ns(spec.flows), fds.len(), window_ns));
-                    Box::new(RrClient::new(send, recv, verify, tx, fds.len(), schedule, pacer))
-                        as Box<dyn Workload>
-                } else {
-                    Box::new(RrServer::new(send, recv, verify, tx, fds.len(), pacer))
-                })
-            });
-        }
-        Role::CrrClient => {
-            let c = crr()?;
-            let peer =
-                c.peer.ok_or_else(|| Error::Protocol("a crr client without a peer: this is a bug".into()))?;
-            // Per flow: its socket's CQE or its chain's one (a broken chain posts only the
-            // failed op's), and a stop's cancel; plus timers, with room to spare. Engines
-            // that post more per cycle (a connect, a send, its notification, pieces of a
-            // response, a cancelled receive) get room for those.
-            let per_flow =
-                if send_engine == SendEngine::Copy && recv_engine == RecvEngine::Recv { 5 } else { 12 };
-            setup.max_cqes = per_flow * local_flows + 16;
-            // crr holds no socket per flow: its client counts its own flows.
-            setup.counted = local_flows;
-            let flow_ids = plan.flow_ids.clone();
-            setup.build = Box::new(move |ring, _| {
-                let headers = crr_flow_headers(c.cookie, &flow_ids);
-                let flows = flow_ids.len();
-                let send = AnySend::per_op(send_engine, ring, flows, &headers, spec.request_size as usize)?;
-                let mut verify = Verifier::new(verify_on, flows);
-                let recv_len = spec.response_size as usize;
-                let recv =
-                    AnyRecv::per_op(recv_engine, ring, flows, recv_len, false, &spec.ring, &mut verify)?;
-                let pacer = Pacer::for_messages(send_rate, flows, spec.request_size);
-                Ok(Box::new(CrrClient::new(&spec, peer, &flow_ids, send, recv, verify, pacer)))
-            });
-        }
-        Role::CrrServer => {
-            let c = crr()?;
-            let stop = c
-                .stop_fd
-                .ok_or_else(|| Error::Protocol("a crr server without a stop signal: this is a bug".into()))?;
-            setup.max_cqes = CrrServer::max_cqes(&spec);
-            setup.counted = spec.flows as usize;
-            setup.global_flows = true;
-            setup.build = Box::new(move |ring, fds| {
-                let listener = *fds.first().ok_or_else(|| {
-                    Error::Protocol("a crr server without its listener: this is a bug in ringperf".into())
-                })?;
-                let slots = CrrServer::slots(&spec);
-                let no_headers: &[[u8; 0]] = &[];
-                let response_len = spec.response_size as usize;
-                let send = AnySend::per_op(send_engine, ring, slots, no_headers, response_len)?;
-                let mut verify = Verifier::new(verify_on, slots);
-                let recv_len = CrrServer::recv_len(&spec, recv_engine);
-                let recv =
-                    AnyRecv::per_op(recv_engine, ring, slots, recv_len, true, &spec.ring, &mut verify)?;
-                // One bucket for the worker: any connection may be any flow's.
-                let pacer =
-                    Pacer::for_messages(crr_server_rate_bps(&spec, max_rate_bps), 1, spec.response_size);
-                Ok(Box::new(CrrServer::new(&spec, listener, (c.cookie, stop), send, recv, verify, pacer)))
-            });
-        }
-        Role::UdpSender | Role::UdpReceiver => {
-            // Per flow: its sends, a receive, a cancel and its own CQE; plus timers.
-            setup.max_cqes = local_flows * (send_depth + 4) + 16;
-            let sender = plan.role == Role::UdpSender;
-            setup.build = Box::new(move |ring, fds| {
-                Ok(if sender {
-                    let per_send = spec.udp_datagrams_per_send() as usize;
-                    let path =
-                        DatagramSend::new(fds, spec.send_size as usize, per_send, udp_send_depth(&spec));
-                    Box::new(UdpSender::new(&spec, path, fds.len())) as Box<dyn Workload>
-                } else {
-                    let (count, size) = udp_recv_buffers(&spec);
-                    let path = DatagramRecv::new(ring, fds, count, size)?;
-                    Box::new(UdpReceiver::new(&spec, path, fds.len(), flows_done))
-                })
-            });
-        }
-        Role::UdpRrClient | Role::UdpRrServer => {
-            setup.max_cqes = paths_cqes(0);
-            let client = plan.role == Role::UdpRrClient;
-            setup.build = Box::new(move |ring, fds| {
-                let (size, recv_size) = if client {
-                    (spec.request_size, spec.response_size)
-                } else {
-                    (spec.response_size, spec.request_size)
-                };
-                let depth = spec.rr_depth();
-                let path = DatagramSend::new(fds, size as usize, 1, udp_rr_send_depth(depth));
-                let buffers = udp_rr_recv_buffers(fds.len(), depth);
-                let recv = DatagramRecv::new(ring, fds, buffers, recv_size as usize)?;
-                let pacer = Pacer::for_messages(send_rate, fds.len(), size);
-                Ok(if client {
-                    let window_ns = spec.duration_ms * 1_000_000;
-                    let schedule = spec
-                        .open_loop
-                        .map(|o| Schedule::new(o.interval_ns(spec.flows), fds.len(), window_ns));
-                    Box::new(UdpRrClient::new(&spec, fds, path, recv, schedule, pacer)) as Box<dyn Workload>
-                } else {
-                    Box::new(UdpRrServer::new(&spec, fds, path, recv, flows_done, pacer))
-                })
-            });
-        }
+    let setup = match plan.role {
+        Role::StreamSender => stream_sender(c, splice_file),
+        Role::StreamReceiver => stream_receiver(c),
+        Role::RrClient | Role::RrServer => rr(c, plan.role == Role::RrClient, splice_file),
+        Role::CrrClient => crr_client(c, crr()?, plan.flow_ids.clone())?,
+        Role::CrrServer => crr_server(c, crr()?)?,
+        Role::UdpSender | Role::UdpReceiver => udp_stream(c, plan.role == Role::UdpSender),
+        Role::UdpRrClient | Role::UdpRrServer => udp_rr(c, plan.role == Role::UdpRrClient),
         Role::StreamBidir => {
             return Err(Error::Protocol(
                 "a worker is a sender or a receiver, never both: this is a bug in ringperf".into(),
             ))
         }
-    }
+    };
     Ok(Shape::Ring(setup))
 }
 
-fn unreachable_role() -> Result<Box<dyn Workload>> {
-    Err(Error::Protocol("a worker role without its constructor: this is a bug in ringperf".into()))
+/// What every role's setup reads from its worker's plan.
+struct Sizing {
+    spec: TestSpec,
+    send_engine: SendEngine,
+    recv_engine: RecvEngine,
+    send_depth: usize,
+    /// Sockets of this worker, and the flows it carries (a crr client has no socket per flow).
+    nflows: usize,
+    local_flows: usize,
+    socks: Vec<RawFd>,
+    max_rate_bps: Option<u64>,
+    /// What each flow of this side sends is paced to this (see `flow_send_rate_bps`).
+    send_rate: Option<u64>,
+    flows_done: Option<RawFd>,
+    tx: Transaction,
+}
+
+impl Sizing {
+    fn of(plan: &WorkerPlan) -> Sizing {
+        let spec = plan.spec.clone();
+        let send_rate = flow_send_rate_bps(&spec, plan.max_rate_bps);
+        let tx = Transaction {
+            request: spec.request_size,
+            response: spec.response_size,
+            burst: spec.rr_depth(),
+            limit: spec.transaction_limit.unwrap_or(u64::MAX),
+        };
+        Sizing {
+            send_depth: spec.ring.send_depth as usize,
+            send_engine: plan.side.send_engine,
+            recv_engine: plan.side.recv_engine,
+            nflows: plan.fds.len(),
+            local_flows: plan.flow_ids.len(),
+            socks: plan.fds.clone(),
+            max_rate_bps: plan.max_rate_bps,
+            send_rate,
+            flows_done: plan.flows_done_fd,
+            tx,
+            spec,
+        }
+    }
+
+    /// Per flow: a chain of sends, the notifications of every buffer it can have awaiting
+    /// one (a zero-copy stream keeps megabytes of them), a chain of receives; plus the
+    /// deadline.
+    fn paths_cqes(&self, zc_unnotified_bytes: usize) -> usize {
+        let (send_depth, nflows) = (self.send_depth, self.nflows);
+        let notifications = if self.send_engine.is_zero_copy() {
+            zc_slots_per_flow(self.spec.send_size as usize, send_depth, nflows, zc_unnotified_bytes)
+        } else {
+            send_depth + 1
+        };
+        ((send_depth + 1) + notifications + self.spec.ring.recv_depth as usize + 1) * nflows + 8
+    }
+}
+
+/// A setup of `max_cqes` completions and `counted` counter slots, with the defaults every
+/// role starts from.
+fn ring_setup(max_cqes: usize, counted: usize, build: RoleBuild) -> RoleSetup {
+    RoleSetup {
+        max_cqes,
+        task_run: TaskRun::Deferred,
+        sched_batch: false,
+        counted,
+        global_flows: false,
+        settle_tcp: false,
+        build,
+    }
+}
+
+fn stream_sender(c: Sizing, splice_file: Option<File>) -> RoleSetup {
+    let zc_unnotified_bytes = zc_stream_unnotified_bytes(c.spec.workers(), c.spec.send_size as usize);
+    let max_cqes = c.paths_cqes(zc_unnotified_bytes);
+    // A splice stream's work runs on io-wq: with cooperative task work its chains wake the
+    // worker once per chain instead of once per step, and SCHED_BATCH (inherited by the
+    // io-wq workers, which start later) keeps the task work each freed request still sends
+    // the worker from preempting io-wq on the shared CPU.
+    let splice = c.send_engine == SendEngine::Splice;
+    let Sizing { spec, send_engine, send_depth, socks, send_rate, nflows, .. } = c;
+    let build: RoleBuild = Box::new(move |ring, fds| {
+        let send_setup = SendSetup {
+            fds,
+            max_len: spec.send_size as usize,
+            depth: send_depth,
+            zc_unnotified_bytes,
+            file: splice_file,
+        };
+        let send = AnySend::new(send_engine, ring, send_setup)?;
+        let pacer = Pacer::for_chains(send_rate, fds.len(), spec.send_size, send_depth as u32);
+        Ok(Box::new(StreamSender::new(send, &socks, spec.send_size, send_depth, pacer, spec.byte_limit)))
+    });
+    let mut setup = ring_setup(max_cqes, nflows, build);
+    if splice {
+        setup.task_run = TaskRun::Cooperative;
+        setup.sched_batch = true;
+    }
+    setup.settle_tcp = true;
+    setup
+}
+fn stream_receiver(c: Sizing) -> RoleSetup {
+    let max_cqes = c.paths_cqes(0);
+    let Sizing { spec, recv_engine, max_rate_bps, nflows, .. } = c;
+    let verify_on = spec.verify;
+    ring_setup(
+        max_cqes,
+        nflows,
+        Box::new(move |ring, fds| {
+            let mut verify = Verifier::new(verify_on, fds.len());
+            let depth = spec.ring.recv_depth as usize;
+            let recv_setup = RecvSetup { fds, max_len: spec.recv_size as usize, depth };
+            let recv = AnyRecv::new(recv_engine, ring, recv_setup, &spec.ring, &mut verify)?;
+            // Each flow is held to its share of the session's limit.
+            let police = max_rate_bps.map(|b| (b / u64::from(spec.flows.max(1))).max(1));
+            let police = Pacer::new(police, fds.len(), spec.recv_size);
+            Ok(Box::new(StreamReceiver::new(
+                recv,
+                verify,
+                fds.len(),
+                spec.recv_size,
+                police,
+                spec.byte_limit.is_some(),
+            )))
+        }),
+    )
+}
+
+fn rr(c: Sizing, client: bool, splice_file: Option<File>) -> RoleSetup {
+    let max_cqes = c.paths_cqes(0);
+    let Sizing { spec, send_engine, recv_engine, send_rate, tx, nflows, .. } = c;
+    let verify_on = spec.verify;
+    ring_setup(
+        max_cqes,
+        nflows,
+        Box::new(move |ring, fds| {
+            // Buffers are sized for what this role moves, not for every size in the spec:
+            // with a burst, for the messages one send carries and one receive may take.
+            let (send_len, recv_len) =
+                if client { (tx.request, tx.response) } else { (tx.response, tx.request) };
+            let (send_len, recv_len) = (send_len * tx.per_send(send_len), tx.recv_len(recv_len));
+            let mut verify = Verifier::new(verify_on, fds.len());
+            let send_setup = SendSetup {
+                fds,
+                max_len: send_len as usize,
+                depth: 1,
+                zc_unnotified_bytes: 0,
+                file: splice_file,
+            };
+            let send = AnySend::new(send_engine, ring, send_setup)?;
+            let recv_setup = RecvSetup { fds, max_len: recv_len as usize, depth: 1 };
+            let recv = AnyRecv::new(recv_engine, ring, recv_setup, &spec.ring, &mut verify)?;
+            // Tokens for a whole send: a burst's send carries several messages.
+            let pacer = Pacer::for_messages(send_rate, fds.len(), send_len);
+            Ok(if client {
+                let schedule = open_loop_schedule(&spec, fds.len());
+                Box::new(RrClient::new(send, recv, verify, tx, fds.len(), schedule, pacer))
+                    as Box<dyn Workload>
+            } else {
+                Box::new(RrServer::new(send, recv, verify, tx, fds.len(), pacer))
+            })
+        }),
+    )
+}
+
+/// An open-loop client's send schedule over its window, if the spec asks for one.
+fn open_loop_schedule(spec: &TestSpec, flows: usize) -> Option<Schedule> {
+    let window_ns = spec.duration_ms * 1_000_000;
+    spec.open_loop.map(|o| Schedule::new(o.interval_ns(spec.flows), flows, window_ns))
+}
+
+fn crr_client(c: Sizing, plan: CrrPlan, flow_ids: Vec<u32>) -> Result<RoleSetup> {
+    let peer =
+        plan.peer.ok_or_else(|| Error::Protocol("a crr client without a peer: this is a bug".into()))?;
+    let Sizing { spec, send_engine, recv_engine, send_rate, local_flows, .. } = c;
+    let verify_on = spec.verify;
+    // Per flow: its socket's CQE or its chain's one (a broken chain posts only the failed
+    // op's), and a stop's cancel; plus timers, with room to spare. Engines that post more
+    // per cycle (a connect, a send, its notification, pieces of a response, a cancelled
+    // receive) get room for those.
+    let per_flow = if send_engine == SendEngine::Copy && recv_engine == RecvEngine::Recv { 5 } else { 12 };
+    // crr holds no socket per flow: its client counts its own flows.
+    Ok(ring_setup(
+        per_flow * local_flows + 16,
+        local_flows,
+        Box::new(move |ring, _| {
+            let headers = crr_flow_headers(plan.cookie, &flow_ids);
+            let flows = flow_ids.len();
+            let send = AnySend::per_op(send_engine, ring, flows, &headers, spec.request_size as usize)?;
+            let mut verify = Verifier::new(verify_on, flows);
+            let recv_len = spec.response_size as usize;
+            let recv = AnyRecv::per_op(recv_engine, ring, flows, recv_len, false, &spec.ring, &mut verify)?;
+            let pacer = Pacer::for_messages(send_rate, flows, spec.request_size);
+            Ok(Box::new(CrrClient::new(&spec, peer, &flow_ids, send, recv, verify, pacer)))
+        }),
+    ))
+}
+
+fn crr_server(c: Sizing, plan: CrrPlan) -> Result<RoleSetup> {
+    let stop = plan
+        .stop_fd
+        .ok_or_else(|| Error::Protocol("a crr server without a stop signal: this is a bug".into()))?;
+    let Sizing { spec, send_engine, recv_engine, max_rate_bps, .. } = c;
+    let verify_on = spec.verify;
+    let (max_cqes, counted) = (CrrServer::max_cqes(&spec), spec.flows as usize);
+    let mut setup = ring_setup(
+        max_cqes,
+        counted,
+        Box::new(move |ring, fds| {
+            let listener = *fds.first().ok_or_else(|| {
+                Error::Protocol("a crr server without its listener: this is a bug in ringperf".into())
+            })?;
+            let slots = CrrServer::slots(&spec);
+            let no_headers: &[[u8; 0]] = &[];
+            let response_len = spec.response_size as usize;
+            let send = AnySend::per_op(send_engine, ring, slots, no_headers, response_len)?;
+            let mut verify = Verifier::new(verify_on, slots);
+            let recv_len = CrrServer::recv_len(&spec, recv_engine);
+            let recv = AnyRecv::per_op(recv_engine, ring, slots, recv_len, true, &spec.ring, &mut verify)?;
+            // One bucket for the worker: any connection may be any flow's.
+            let pacer = Pacer::for_messages(crr_server_rate_bps(&spec, max_rate_bps), 1, spec.response_size);
+            Ok(Box::new(CrrServer::new(&spec, listener, (plan.cookie, stop), send, recv, verify, pacer)))
+        }),
+    );
+    setup.global_flows = true;
+    Ok(setup)
+}
+
+fn udp_stream(c: Sizing, sender: bool) -> RoleSetup {
+    // Per flow: its sends, a receive, a cancel and its own CQE; plus timers.
+    let max_cqes = c.local_flows * (c.send_depth + 4) + 16;
+    let Sizing { spec, flows_done, nflows, .. } = c;
+    ring_setup(
+        max_cqes,
+        nflows,
+        Box::new(move |ring, fds| {
+            Ok(if sender {
+                let per_send = spec.udp_datagrams_per_send() as usize;
+                let path = DatagramSend::new(fds, spec.send_size as usize, per_send, udp_send_depth(&spec));
+                Box::new(UdpSender::new(&spec, path, fds.len())) as Box<dyn Workload>
+            } else {
+                let (count, size) = udp_recv_buffers(&spec);
+                let path = DatagramRecv::new(ring, fds, count, size)?;
+                Box::new(UdpReceiver::new(&spec, path, fds.len(), flows_done))
+            })
+        }),
+    )
+}
+
+fn udp_rr(c: Sizing, client: bool) -> RoleSetup {
+    let max_cqes = c.paths_cqes(0);
+    let Sizing { spec, send_rate, flows_done, nflows, .. } = c;
+    ring_setup(
+        max_cqes,
+        nflows,
+        Box::new(move |ring, fds| {
+            let (size, recv_size) = if client {
+                (spec.request_size, spec.response_size)
+            } else {
+                (spec.response_size, spec.request_size)
+            };
+            let depth = spec.rr_depth();
+            let path = DatagramSend::new(fds, size as usize, 1, udp_rr_send_depth(depth));
+            let buffers = udp_rr_recv_buffers(fds.len(), depth);
+            let recv = DatagramRecv::new(ring, fds, buffers, recv_size as usize)?;
+            let pacer = Pacer::for_messages(send_rate, fds.len(), size);
+            Ok(if client {
+                let schedule = open_loop_schedule(&spec, fds.len());
+                Box::new(UdpRrClient::new(&spec, fds, path, recv, schedule, pacer)) as Box<dyn Workload>
+            } else {
+                Box::new(UdpRrServer::new(&spec, fds, path, recv, flows_done, pacer))
+            })
+        }),
+    )
 }
 
 /// A worker's ring and everything the ring points into. Fields drop in declaration order:
@@ -455,7 +432,7 @@ fn run(mut plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>
     let mut engine = Engine { ring, role };
     let settle_tcp = setup.settle_tcp;
     let mut window = WorkerWindow::open(&mut plan, &ready, &start, Some(gettid()))?;
-    window.sampler.start(&mut engine.ring, window.start_ns)?;
+    start_intervals(&mut engine.ring, &mut window.sampler, window.start_ns)?;
     let mut flows = vec![FlowCounters::default(); setup.counted];
     let mut run = Run {
         counters: &mut flows,
@@ -494,86 +471,6 @@ fn run(mut plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>
         recv: role_report.recv,
         verify: role_report.verify,
     })
-}
-
-/// A worker's measurement window, the same for a ring role and a classic loop: opened
-/// when the side says go, closed once the role has finished.
-pub(crate) struct WorkerWindow {
-    pub start_ns: u64,
-    pub deadline_ns: u64,
-    pub sampler: IntervalSampler,
-    cpu_before: ThreadCpuSnapshot,
-    /// The thread whose io_uring helpers (io-wq, SQPOLL) are counted, and their CPU so far.
-    helpers: Option<(i32, u64)>,
-}
-
-/// What a closed window measured.
-pub(crate) struct ClosedWindow {
-    pub end_ns: u64,
-    pub tool: ToolCpu,
-    pub tcp: Vec<TcpFlowInfo>,
-    pub intervals: Vec<IntervalSample>,
-    pub latency: LatencyRecorder,
-    pub latency_split: Option<LatencySplit>,
-}
-
-impl WorkerWindow {
-    /// Tells the side this worker is ready, waits for its go and opens the window; the
-    /// caller starts the sampler's ticks its own way (ring timeouts or the watcher).
-    /// `helper_tid`: the thread whose io_uring helper threads count as the tool's.
-    pub fn open(
-        plan: &mut WorkerPlan,
-        ready: &mpsc::Sender<()>,
-        start: &mpsc::Receiver<u64>,
-        helper_tid: Option<i32>,
-    ) -> Result<WorkerWindow> {
-        let helpers = helper_tid.map(|tid| (tid, helper_threads_ns(tid)));
-        let _ = ready.send(());
-        let Ok(start_ns) = start.recv() else {
-            return Err(Error::Peer("the test was abandoned before it started".into()));
-        };
-        let cpu_before = ThreadCpuSnapshot::now();
-        let spec = &plan.spec;
-        let duration_ns = spec.duration_ms * 1_000_000;
-        let sampler = IntervalSampler::new(
-            spec.interval_ms * 1_000_000,
-            duration_ns,
-            &plan.fds,
-            spec.record_latency,
-            plan.live.take(),
-        )
-        .split_at(spec.latency_split_ms.map(|ms| ms * 1_000_000));
-        Ok(WorkerWindow { start_ns, deadline_ns: start_ns + duration_ns, sampler, cpu_before, helpers })
-    }
-
-    /// Closes the window at `end_ns` (when the role finished): the thread's CPU, TCP_INFO
-    /// (with `settle`, after the sockets sent what they queued), the interval series and
-    /// the latency histogram.
-    pub fn close(
-        self,
-        ending: &Result<Ending>,
-        end_ns: u64,
-        flows: &[FlowCounters],
-        fds: &[RawFd],
-        settle: bool,
-    ) -> ClosedWindow {
-        let completed = matches!(ending, Ok(Ending::Completed));
-        // A run that did not complete may have ended long after its deadline: a hung peer
-        // is caught by the guard PEER_GRACE_NS later, and nothing was measured in that wait
-        // but the wait itself. Its window closes at the deadline at the latest.
-        let end_ns = if completed { end_ns } else { end_ns.min(self.deadline_ns) };
-        let mut tool = ThreadCpuSnapshot::now().since(&self.cpu_before);
-        if let Some((tid, before)) = self.helpers {
-            tool.helper_ns = helper_threads_ns(tid).saturating_sub(before);
-        }
-        if settle && completed {
-            // After the window (end_ns is taken): TCP_INFO then counts every segment sent.
-            wait_until_sent(fds, TCP_INFO_SETTLE);
-        }
-        let tcp = fds.iter().map(|&fd| TcpFlowInfo::read(fd).unwrap_or_default()).collect();
-        let (intervals, latency, latency_split) = self.sampler.finish(end_ns, flows);
-        ClosedWindow { end_ns, tool, tcp, intervals, latency, latency_split }
-    }
 }
 
 /// Shuts a run's data sockets down once it ended early (the guard, a stop, an error):

@@ -122,7 +122,7 @@ const STALL_ANSWER_MARGIN: Duration = Duration::from_millis(200);
 /// One run of [`run_with_a_stalled_server`]: the report, and when the server was stopped
 /// and resumed (CLOCK_MONOTONIC, as the report's `window_start_ns`).
 fn stall_once(rp: &Ringperf, args: &[&str], stall: Duration) -> (TestReport, u64, u64) {
-    use ringperf_engine::measure::clock::monotonic_ns;
+    use ringperf_core::measure::clock::monotonic_ns;
     let mut server = rp.serve();
     let port = server.port_arg();
     let mut all = args.to_vec();

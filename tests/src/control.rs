@@ -6,7 +6,7 @@ use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
-use ringperf_engine::control::protocol::ServerMessage;
+use ringperf_control::protocol::ServerMessage;
 use serde_json::Value;
 
 use crate::SideReport;
@@ -167,17 +167,16 @@ impl Control {
     /// Says hello with this build's protocol version, a fresh client nonce and the
     /// endpoint dialled, and returns the challenge.
     pub fn hello(&mut self) -> Value {
-        let nonce =
-            ringperf_engine::control::auth::hex(&ringperf_engine::control::auth::nonce().expect("nonce"));
+        let nonce = ringperf_control::auth::hex(&ringperf_control::auth::nonce().expect("nonce"));
         let dialled = self.stream.peer_addr().expect("the server's address");
-        let endpoint = ringperf_engine::control::auth::Endpoint::of(dialled).to_string();
+        let endpoint = ringperf_control::auth::Endpoint::of(dialled).to_string();
         self.hello_with(&nonce, &endpoint)
     }
 
     /// Says hello with this client nonce (hex) and server endpoint, and returns the
     /// challenge (to replay a recorded hello, or to name an endpoint not dialled).
     pub fn hello_with(&mut self, client_nonce: &str, server_endpoint: &str) -> Value {
-        let v = ringperf_engine::control::protocol::PROTOCOL_VERSION;
+        let v = ringperf_control::protocol::PROTOCOL_VERSION;
         self.send_json(&serde_json::json!({
             "type": "hello",
             "protocol": v,
@@ -195,7 +194,7 @@ impl Control {
     /// Answers a challenge: with a key, checks that the server proved it holds it for the
     /// endpoint the hello named, and sends the client's proof. Returns the proof sent.
     pub fn answer(&mut self, challenge: &Value, psk: Option<&str>) -> Option<String> {
-        use ringperf_engine::control::auth::{self, Endpoint, Party, Psk, Session};
+        use ringperf_control::auth::{self, Endpoint, Party, Psk, Session};
         let (nonce, endpoint) = self.login.clone().expect("answer follows hello");
         let server_nonce = auth::unhex(challenge["server_nonce"].as_str().expect("server_nonce"))
             .expect("the server nonce is hex");

@@ -10,23 +10,23 @@
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-pub use ringperf_cli::sweep::{Entry as SweepEntry, PartialSweep};
-pub use ringperf_engine::control::plan::{HostFigures, PlanReport, PlanTest};
-pub use ringperf_engine::env::{Environment, NetworkEnvironment};
-pub use ringperf_engine::harness::{EngineChoice, EngineReason};
-pub use ringperf_engine::load::{LoadDirection, LoadReport};
-pub use ringperf_engine::measure::confidence::ConfidenceReport;
-pub use ringperf_engine::measure::kernel::{KernelCounters, NicCounters};
-pub use ringperf_engine::measure::profile::{Category, CategoryCost, ProfileReport};
-pub use ringperf_engine::measure::tcp_info::TcpReport;
-pub use ringperf_engine::payload::Payload;
-pub use ringperf_engine::report::{
+pub use ringperf_cli::sweep_file::{Entry as SweepEntry, PartialSweep};
+pub use ringperf_control::plan::{HostFigures, PlanReport, PlanTest};
+pub use ringperf_core::env::{Environment, NetworkEnvironment};
+pub use ringperf_core::harness::{EngineChoice, EngineReason};
+pub use ringperf_core::load::{LoadDirection, LoadReport};
+pub use ringperf_core::measure::confidence::ConfidenceReport;
+pub use ringperf_core::measure::kernel::{KernelCounters, NicCounters};
+pub use ringperf_core::measure::profile::{Category, CategoryCost, ProfileReport};
+pub use ringperf_core::measure::tcp_info::TcpReport;
+pub use ringperf_core::payload::Payload;
+pub use ringperf_core::report::{
     ClockReport, CrrReport, IntervalSample, IterationFigures, LatencyPhases, LatencySummary, OneWayReport,
     OpenLoopReport, RecvReport, RrReport, SendReport, SideReport, SpliceReport, SyscallCounters, UdpReport,
     VerifyReport, ZeroCopyReport,
 };
-pub use ringperf_engine::spec::{Direction, RecvEngine, Role, SendEngine, Workload};
-pub use ringperf_engine::TestReport;
+pub use ringperf_core::spec::{Direction, RecvEngine, Role, SendEngine, Workload};
+pub use ringperf_core::TestReport;
 
 /// `text` parsed as a `T`; the test fails naming `what` it came from.
 pub fn parse<T: DeserializeOwned>(what: &str, text: &str) -> T {

@@ -7,8 +7,9 @@ use std::process::Stdio;
 use std::thread;
 use std::time::Duration;
 
-use ringperf_engine::spec::{Explicit, RecvEngine, SendEngine, SideSpec, Workload};
-use ringperf_engine::{run_test, Target, TestSpec};
+use ringperf_control::{run_test, Target};
+use ringperf_core::spec::{Explicit, RecvEngine, SendEngine, SideSpec, Workload};
+use ringperf_core::TestSpec;
 use ringperf_tests::{
     check_rr_report, check_stream_report, parse, ringperf, ChildGuard, SideReport, SideReportExt, TestReport,
     TestReportExt,

@@ -39,7 +39,7 @@ fn check_engine_accounting(r: &TestReport, sides: &[(&str, bool, bool)], send: &
                     sent,
                     "{side}: copied + zero-copied bytes differ from bytes sent: {zc:?}"
                 );
-                // Loopback always copies (shared/notes/io_uring.md): the report must say so.
+                // Loopback always copies (every SendZc notification carries ZC_COPIED): the report must say so.
                 assert_eq!(zc.copied, zc.notifications, "loopback did not copy? {zc:?}");
             } else {
                 assert!(

@@ -14,7 +14,7 @@ use clap::Parser;
 use serde_json::json;
 
 use ringperf_cli::args::Cli;
-use ringperf_engine::control::limits::session_memory;
+use ringperf_control::limits::session_memory;
 use ringperf_tests::{
     check_stream_report, ringperf, run_with_timeout, Control, Reply, Ringperf, Server, TestReportExt,
 };
@@ -71,7 +71,7 @@ fn peer_text_reaches_the_log_and_replies_escaped_and_bounded() {
     assert!(line.contains("127.0.0.1:") && line.contains("rejected"), "{line}");
 
     // After authentication: an unknown spec field named with a newline, and a long one.
-    let spec = serde_json::to_value(ringperf_engine::TestSpec::default()).expect("spec");
+    let spec = serde_json::to_value(ringperf_core::TestSpec::default()).expect("spec");
     for (field, needle) in
         [(format!("y\n{FORGED}"), "y\\nringperf serve"), ("z".repeat(500), "(380 more bytes)")]
     {
@@ -93,7 +93,7 @@ fn peer_text_reaches_the_log_and_replies_escaped_and_bounded() {
 }
 
 /// The spec the CLI builds for `args` (a test command line), as the server will see it.
-fn spec_of(args: &[&str]) -> ringperf_engine::TestSpec {
+fn spec_of(args: &[&str]) -> ringperf_core::TestSpec {
     let cli = Cli::try_parse_from([&["ringperf"], args].concat()).expect("a valid command line");
     ringperf_cli::test_spec(&cli.command).expect("a valid spec")
 }
@@ -213,7 +213,7 @@ fn the_session_limit_counts_silent_sessions_apart_from_running_tests() {
 fn unknown_spec_fields_are_refused_by_name() {
     let rp = ringperf!();
     let mut server = rp.serve();
-    let spec = serde_json::to_value(ringperf_engine::TestSpec::default()).expect("spec");
+    let spec = serde_json::to_value(ringperf_core::TestSpec::default()).expect("spec");
     let cases: [(&[&str], &str); 4] = [
         (&[], "frobnicate"),
         (&["ring"], "ring_turbo"),
@@ -462,7 +462,7 @@ fn a_spec_whose_report_could_not_be_carried_is_refused_up_front() {
     let mut server = rp.serve();
     let mut c = Control::connect(server.port());
     c.handshake(None);
-    let mut spec = serde_json::to_value(ringperf_engine::TestSpec::default()).expect("spec");
+    let mut spec = serde_json::to_value(ringperf_core::TestSpec::default()).expect("spec");
     spec["duration_ms"] = json!(86_400_000u64);
     spec["interval_ms"] = json!(10);
     c.send_json(&json!({"type": "test", "spec": spec}));

@@ -123,7 +123,7 @@ fn hostile_inputs_are_answered_while_a_real_test_completes() {
     }
 
     // Absurd values in a spec from an authenticated (keyless) client.
-    let mut spec = serde_json::to_value(ringperf_engine::TestSpec::default()).expect("spec");
+    let mut spec = serde_json::to_value(ringperf_core::TestSpec::default()).expect("spec");
     spec["duration_ms"] = json!(1000);
     let absurd: Vec<(&str, &str, Value, &str)> = vec![
         ("a billion flows", "flows", json!(1_000_000_000u64), "usage"),

@@ -140,7 +140,7 @@ fn an_agent_sends_only_to_a_peer_that_proves_its_key() {
 fn a_peer_speaking_the_old_protocol_is_told_to_upgrade() {
     let rp = ringperf!();
     let s = Server::spawn(&rp);
-    let now = ringperf_engine::control::protocol::PROTOCOL_VERSION;
+    let now = ringperf_control::protocol::PROTOCOL_VERSION;
     // Every older hello had two fields; this server still reads them and names both versions.
     for old in [3, now - 1] {
         let mut c = Control::connect(s.port());

@@ -21,7 +21,7 @@ fn embedded_default_runs_without_a_server() {
 fn json_carries_schema_spec_sides_and_environment() {
     // The JSON as a user's script reads it: names and paths, not the type.
     let r = ringperf!().run_json(&["stream", "-l", "1", "-m", "64K", "-M", "32K", "--cc", "reno"]);
-    assert_eq!(u64_at(&r, "schema_version"), u64::from(ringperf_engine::report::SCHEMA_VERSION));
+    assert_eq!(u64_at(&r, "schema_version"), u64::from(ringperf_core::report::SCHEMA_VERSION));
     assert!(!str_at(&r, "tool_version").is_empty());
     // A whole run says so; the fields are there either way, so the schema does not change shape.
     assert!(!bool_at(&r, "partial"), "a whole run marked partial");

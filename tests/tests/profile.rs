@@ -125,9 +125,15 @@ fn tool_overhead_counts_io_uring_and_the_network_path_costs_less() {
         let honest = p.tool_overhead_percent;
         let user_only = x.cpu.tool_overhead_percent;
         assert!(honest >= user_only, "{side}: tool overhead {honest} % is below the user-only {user_only} %");
+        // Every io_uring_enter comes in through the syscall entry, and that is the tool's.
+        assert!(share(p, Category::Syscall) > 0.0, "{side}: no syscall entry/exit in an io_uring run: {p:?}");
+        let tool: f64 = [Category::ToolUser, Category::ToolThreads, Category::IoUring, Category::Syscall]
+            .iter()
+            .map(|&c| share(p, c))
+            .sum();
         assert!(
-            (honest - share(p, Category::ToolUser) - share(p, Category::IoUring)).abs() < 1e-6,
-            "{side}: tool overhead is not user space + io_uring"
+            (honest - tool).abs() < 1e-6,
+            "{side}: tool overhead {honest} % is not user space + helper threads + io_uring + syscall entry/exit ({tool} %)"
         );
         let plain = x.service_demand.us_per_transaction.expect("service_demand.us_per_transaction");
         let net =
@@ -144,6 +150,10 @@ fn tool_overhead_counts_io_uring_and_the_network_path_costs_less() {
         }
     }
     assert!(human.contains("network path"), "{human}");
+    assert!(
+        human.contains("+ syscall entry/exit "),
+        "the tool overhead line names the syscall share: {human}"
+    );
 }
 
 /// The receiving side's data-copy cost per KB, mean of `runs` 2 s streams with `engine`.
@@ -189,7 +199,7 @@ fn no_profile_takes_none() {
     // Without either flag, the one default decides.
     let d = ringperf!().run_report(&["rr", "-l", "0.3"]);
     let profiled = d.local.profile.is_some();
-    assert_eq!(profiled, ringperf_engine::spec::PROFILE_BY_DEFAULT, "{:?}", d.local.profile);
+    assert_eq!(profiled, ringperf_core::spec::PROFILE_BY_DEFAULT, "{:?}", d.local.profile);
     let bad = ringperf!().run(&["rr", "-l", "0.3", "--profile-hz", "0"]);
     assert_eq!(bad.code(), 2, "{bad}");
 }

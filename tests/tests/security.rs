@@ -84,7 +84,7 @@ fn a_recorded_answer_replayed_in_a_new_session_is_refused() {
     let rp = ringperf!();
     let (mut server, _key) = psk_server(&rp, "replay");
     // An honest session, recorded.
-    let nonce = ringperf_engine::control::auth::hex(&[7u8; 32]);
+    let nonce = ringperf_control::auth::hex(&[7u8; 32]);
     let endpoint = format!("127.0.0.1:{}", server.port());
     let mut c = Control::connect(server.port());
     let first = c.hello_with(&nonce, &endpoint);
@@ -124,8 +124,8 @@ fn a_hello_naming_another_endpoint_gets_no_proof() {
         ["127.0.0.2:12866".to_string(), format!("127.0.0.1:{}", server.port() ^ 1), "[::1]:1".into()]
     {
         let mut c = Control::connect(server.port());
-        let nonce = ringperf_engine::control::auth::hex(&[9u8; 32]);
-        let v = ringperf_engine::control::protocol::PROTOCOL_VERSION;
+        let nonce = ringperf_control::auth::hex(&[9u8; 32]);
+        let v = ringperf_control::protocol::PROTOCOL_VERSION;
         c.send_json(&serde_json::json!({
             "type": "hello", "protocol": v, "tool_version": "t",
             "client_nonce": nonce, "server_endpoint": elsewhere,
@@ -298,7 +298,7 @@ fn a_client_that_ignores_the_agreed_rate_is_held_to_it() {
     let mut server = rp.serve_with(&["--max-rate", "8m"]);
     let mut c = Control::connect(server.port());
     c.handshake(None);
-    let mut spec = serde_json::to_value(ringperf_engine::TestSpec::default()).expect("spec");
+    let mut spec = serde_json::to_value(ringperf_core::TestSpec::default()).expect("spec");
     spec["duration_ms"] = serde_json::json!(2000);
     spec["pacing"]["total_bps"] = serde_json::json!(8_000_000u64);
     let (port, cookie) = c.start_test(&spec);

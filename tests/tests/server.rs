@@ -189,7 +189,7 @@ fn malformed_sessions_of_every_shape_leave_the_server_serving() {
 fn server_validates_the_spec_a_peer_sends() {
     let rp = ringperf!();
     let mut server = rp.serve();
-    let mut spec = serde_json::to_value(ringperf_engine::TestSpec::default()).expect("spec serializes");
+    let mut spec = serde_json::to_value(ringperf_core::TestSpec::default()).expect("spec serializes");
     spec["duration_ms"] = json!(1000);
     let bad: Vec<(&str, &str, Value)> = vec![
         ("flows", "flows", json!(1_000_000_000u64)),
@@ -200,7 +200,7 @@ fn server_validates_the_spec_a_peer_sends() {
     for (field, needle, value) in bad {
         let mut c = Control::connect(server.port());
         let v = c.handshake(None);
-        assert_eq!(v["protocol"], ringperf_engine::control::protocol::PROTOCOL_VERSION);
+        assert_eq!(v["protocol"], ringperf_control::protocol::PROTOCOL_VERSION);
         assert!(v["environment"]["kernel_release"].is_string(), "welcome without environment: {v}");
         let mut s = spec.clone();
         s[field] = value;
@@ -337,7 +337,7 @@ fn server_counts_a_foreign_clients_bytes_exactly_and_drops_strangers() {
     let mut server = rp.serve();
     let mut c = Control::connect(server.port());
     c.handshake(None);
-    let mut spec = serde_json::to_value(ringperf_engine::TestSpec::default()).expect("spec serializes");
+    let mut spec = serde_json::to_value(ringperf_core::TestSpec::default()).expect("spec serializes");
     spec["duration_ms"] = json!(1000);
     let (port, cookie) = c.start_test(&spec);
     let data = |cookie: u64, flow: u32| {
@@ -398,7 +398,7 @@ fn a_sender_that_stops_early_fails_the_session() {
     let mut server = rp.serve();
     let mut c = Control::connect(server.port());
     c.handshake(None);
-    let mut spec = serde_json::to_value(ringperf_engine::TestSpec::default()).expect("spec serializes");
+    let mut spec = serde_json::to_value(ringperf_core::TestSpec::default()).expect("spec serializes");
     spec["duration_ms"] = json!(5000);
     let (port, cookie) = c.start_test(&spec);
     let mut flow = TcpStream::connect(("127.0.0.1", port)).expect("data connection");

@@ -3,7 +3,7 @@
 
 use std::fs;
 
-use ringperf_engine::measure::latency::{merge_summaries, LatencyRecorder};
+use ringperf_core::measure::latency::{merge_summaries, LatencyRecorder};
 use ringperf_tests::{ringperf, IterationFigures, SideReportExt, TestReport, TestReportExt};
 
 /// A target nobody can meet: three iterations run, the warning names what missed.

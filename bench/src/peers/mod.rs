@@ -13,8 +13,8 @@ pub mod sockperf;
 use std::collections::HashMap;
 use std::time::Duration;
 
-use ringperf_engine::measure::profile::{self, ProfileReport, Stopped};
-use ringperf_engine::report::ServiceDemand;
+use ringperf_core::measure::profile::{self, ProfileReport, Stopped};
+use ringperf_core::report::ServiceDemand;
 use serde_json::Value;
 
 use crate::cpu::CpuWindow;
@@ -356,7 +356,8 @@ impl RunResult {
     }
 
     /// The network path's service demand: the bench's service demand less the tool's share
-    /// of busy CPU (its user space and io_uring machinery) by the kernel cost profile of the
+    /// of busy CPU (its user space, helper threads, io_uring machinery and syscall
+    /// entry/exit: `Category::is_tool`) by the kernel cost profile of the
     /// run; `None` without a profile that saw busy CPU. One method for every tool: the
     /// figure meant to describe the kernel, not what drove it.
     pub fn network_service_demand(&self) -> Option<f64> {

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::SystemTime;
 
-use ringperf_engine::harness::Harness;
-use ringperf_engine::measure::profile::ProfileReport;
-use ringperf_engine::spec::{Explicit, TestSpec};
+use ringperf_core::harness::Harness;
+use ringperf_core::measure::profile::ProfileReport;
+use ringperf_core::spec::{Explicit, TestSpec};
 use serde_json::Value;
 
 use crate::error::{BenchError, Result};
@@ -167,11 +167,11 @@ pub fn default_harness(cfg: &Config) -> Option<Harness> {
         return None;
     }
     let workload = match cfg.workload {
-        Workload::Stream => ringperf_engine::spec::Workload::Stream,
-        Workload::Rr => ringperf_engine::spec::Workload::Rr,
-        Workload::Crr => ringperf_engine::spec::Workload::Crr,
-        Workload::UdpRr => ringperf_engine::spec::Workload::UdpRr,
-        Workload::UdpStream => ringperf_engine::spec::Workload::UdpStream,
+        Workload::Stream => ringperf_core::spec::Workload::Stream,
+        Workload::Rr => ringperf_core::spec::Workload::Rr,
+        Workload::Crr => ringperf_core::spec::Workload::Crr,
+        Workload::UdpRr => ringperf_core::spec::Workload::UdpRr,
+        Workload::UdpStream => ringperf_core::spec::Workload::UdpStream,
     };
     let mut spec = TestSpec::for_workload(workload);
     (spec.flows, spec.threads) = (cfg.layout.flows, cfg.layout.threads);
@@ -549,7 +549,7 @@ mod tests {
         });
         let p = profile(&r).expect("local.profile parses");
         assert_eq!(p.busy_samples, 900);
-        assert_eq!(p.share(ringperf_engine::measure::profile::Category::Tcp), 100.0);
+        assert_eq!(p.share(ringperf_core::measure::profile::Category::Tcp), 100.0);
         assert!(profile(&json!({"local": {"profile": null}})).is_none());
         assert!(profile(&json!({"local": {}})).is_none());
     }

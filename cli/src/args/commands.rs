@@ -5,14 +5,12 @@
 use clap::builder::TypedValueParser;
 use clap::{Args, Parser, Subcommand};
 
-use ringperf_engine::control::access::Cidr;
-use ringperf_engine::control::limits::{
-    DEFAULT_MAX_HANDSHAKES, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_HOST,
-};
-use ringperf_engine::load::LoadKind;
-use ringperf_engine::payload::{Payload, PayloadFile};
-use ringperf_engine::spec::{CloseFirst, Direction, RecvEngine, SendEngine};
-use ringperf_engine::TestSpec;
+use ringperf_control::access::Cidr;
+use ringperf_control::limits::{DEFAULT_MAX_HANDSHAKES, DEFAULT_MAX_SESSIONS, DEFAULT_MAX_SESSIONS_PER_HOST};
+use ringperf_core::load::LoadKind;
+use ringperf_core::payload::{Payload, PayloadFile};
+use ringperf_core::spec::{CloseFirst, Direction, RecvEngine, SendEngine};
+use ringperf_core::TestSpec;
 
 use super::registry::{flag_group, rr_only, FlagScope, KeyvalSetting};
 use super::test_flags::{EngineArgs, ProfileArgs, StatsArgs, TestArgs};
@@ -216,7 +214,7 @@ pub struct UdpRrArgs {
     #[arg(short = 'r', value_name = "REQ,RSP", default_value = "8,8", value_parser = parse_sizes)]
     sizes: (Option<u32>, Option<u32>) => with { |spec, sizes| set_sizes(spec, *sizes) },
     /// Send a request again when its response has not come after this many microseconds.
-    #[arg(long, value_name = "US", default_value_t = ringperf_engine::spec::UdpOptions::default().timeout_us)]
+    #[arg(long, value_name = "US", default_value_t = ringperf_core::spec::UdpOptions::default().timeout_us)]
     timeout_us: u32 => spec.udp.timeout_us,
 }
 }
@@ -343,7 +341,7 @@ pub struct LoadArgs {
     #[arg(long, value_name = "up|down|both|udp", default_value = "both", value_parser = parse_load_kind)]
     pub load: LoadKind,
     /// Stream flows per direction (udp: datagram flows).
-    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_engine::spec::MAX_FLOWS)))]
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_core::spec::MAX_FLOWS)))]
     pub load_flows: u32,
     /// Pace each direction's load to this total rate in bits/s (k/m/g); required with
     /// --load udp [default: TCP streams unpaced].
@@ -565,7 +563,7 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
     pub max_duration: Option<u64>,
     /// Most data connections per test [default: 4096].
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_engine::spec::MAX_FLOWS)))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_core::spec::MAX_FLOWS)))]
     pub max_flows: Option<u32>,
     /// Most sessions at once, logged-in ones waiting for their test included; more clients are told to retry later.
     #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_SESSIONS, value_parser = clap::value_parser!(u64).range(1..=4096).map(|n| n as usize))]

@@ -93,7 +93,7 @@ mod tests {
     /// with the flag), so their help states it: it must be the engine's.
     #[test]
     fn the_port_flags_state_the_default_port() {
-        let default = format!("[default: {}]", ringperf_engine::DEFAULT_PORT);
+        let default = format!("[default: {}]", ringperf_control::DEFAULT_PORT);
         for (path, id) in
             [(&["stream"][..], "port"), (&["rr"], "from_port"), (&["load"], "port"), (&["serve"], "port")]
         {

@@ -3,7 +3,7 @@
 //! `[keyval]`). The parser, the help, the manual's table, `sweep` and `--keyval` all read
 //! these declarations; the groups themselves are in `test_flags` and `commands`.
 
-use ringperf_engine::{TestReport, TestSpec};
+use ringperf_core::{TestReport, TestSpec};
 
 /// Declares a group of flags once: each field's doc comment is its help, its `#[arg]` its
 /// clap definition and default, and `=> spec.PATH` (for a flag that is a TestSpec field as
@@ -43,7 +43,7 @@ macro_rules! flag_group {
             /// Sets every spec field these flags give, in declaration order (a group may
             /// have none, hence the allow).
             #[allow(clippy::clone_on_copy, unused_variables)]
-            pub fn copy_to(&self, spec: &mut ringperf_engine::TestSpec) {
+            pub fn copy_to(&self, spec: &mut ringperf_core::TestSpec) {
                 $(
                     $( spec $(. $path)+ = self.$field.clone(); )?
                     $( $crate::args::registry::apply(spec, &self.$field, $set); )?

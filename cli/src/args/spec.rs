@@ -2,9 +2,10 @@
 //! the command's own, each as its declaration says, then the engine's one defaults function
 //! over the settings the flags give explicitly), where it goes, and how often it repeats.
 
-use ringperf_engine::measure::confidence::ConfidenceTarget;
-use ringperf_engine::spec::{Explicit, SendEngine, SqPoll, Workload};
-use ringperf_engine::{Error, Target, TestSpec, DEFAULT_PORT};
+use ringperf_control::{Target, DEFAULT_PORT};
+use ringperf_core::measure::confidence::ConfidenceTarget;
+use ringperf_core::spec::{Explicit, SendEngine, SqPoll, Workload};
+use ringperf_core::{Error, TestSpec};
 
 use super::commands::{direction, Command, RrArgs, SendfileArgs};
 use super::test_flags::TestArgs;
@@ -185,8 +186,8 @@ pub fn target(t: &TestArgs) -> Result<Target, Error> {
 mod tests {
     use super::*;
     use crate::{netperf_spec, spec_from_args};
-    use ringperf_engine::payload::Payload;
-    use ringperf_engine::spec::{CloseFirst, CrrOptions, Direction, RecvEngine};
+    use ringperf_core::payload::Payload;
+    use ringperf_core::spec::{CloseFirst, CrrOptions, Direction, RecvEngine};
 
     fn spec(args: &str) -> TestSpec {
         let mut v = vec!["ringperf"];
@@ -218,7 +219,7 @@ mod tests {
     /// harness overrides the rule.
     #[test]
     fn the_engines_follow_the_rule_unless_an_engine_or_a_harness_is_named() {
-        use ringperf_engine::harness::EngineReason;
+        use ringperf_core::harness::EngineReason;
         let engines = |s: &TestSpec, args: &str| {
             assert_eq!(
                 (s.local.send_engine, s.local.recv_engine),
@@ -286,7 +287,7 @@ mod tests {
 
     #[test]
     fn the_task_run_mode_is_left_to_the_roles_unless_given() {
-        use ringperf_engine::spec::TaskRun;
+        use ringperf_core::spec::TaskRun;
         assert_eq!(spec("rr").ring.task_run, None);
         assert_eq!(spec("rr --task-run cooperative").ring.task_run, Some(TaskRun::Cooperative));
         assert_eq!(spec("stream --task-run deferred").ring.task_run, Some(TaskRun::Deferred));

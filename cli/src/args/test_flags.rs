@@ -3,10 +3,10 @@
 
 use clap::Args;
 
-use ringperf_engine::harness::Harness;
-use ringperf_engine::report::OpenLoopReport;
-use ringperf_engine::spec::{OpenLoop, RecvEngine, SendEngine, SocketBuffers, TaskRun, DEFAULT_BACKLOG};
-use ringperf_engine::{TestReport, TestSpec};
+use ringperf_core::harness::Harness;
+use ringperf_core::report::OpenLoopReport;
+use ringperf_core::spec::{OpenLoop, RecvEngine, SendEngine, SocketBuffers, TaskRun, DEFAULT_BACKLOG};
+use ringperf_core::{TestReport, TestSpec};
 
 use super::registry::{flag_group, rr_only};
 use super::values::{
@@ -147,7 +147,7 @@ pub struct TestArgs {
     /// response makes the next one due; a round trip counts from when it came due. netperf's
     /// -b counts those beyond the first (-b 3 is --burst 4).
     #[arg(long, value_name = "N", default_value_t = TestSpec::default().burst,
-          value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_engine::spec::MAX_BURST)))]
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_core::spec::MAX_BURST)))]
     burst: u32 => spec.burst [sweep "burst", ','] [only "rr", "udp-rr"]
         // netperf's meaning: requests beyond the first (0 without a burst). After the
         // profile's last figure: it came later, and CSV columns before it keep their places.
@@ -175,7 +175,7 @@ pub struct TestArgs {
     /// a request that comes due beyond it is dropped from the schedule and counted [default:
     /// 1024].
     #[arg(long, value_name = "N", requires = "open_loop",
-          value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_engine::spec::MAX_BURST)))]
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_core::spec::MAX_BURST)))]
     backlog: Option<u32> => with { |spec, backlog| if let (Some(o), Some(b)) = (spec.open_loop.as_mut(), *backlog) {
         o.backlog = b;
     } } [only "rr", "udp-rr"],
@@ -224,8 +224,8 @@ pub struct ProfileArgs {
     #[arg(long)]
     no_profile: bool => with { |spec, off| spec.profile.enabled &= !*off },
     /// Profile samples per second per CPU.
-    #[arg(long = "profile-hz", value_name = "N", default_value_t = ringperf_engine::spec::DEFAULT_PROFILE_HZ,
-          value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_engine::spec::MAX_PROFILE_HZ)),
+    #[arg(long = "profile-hz", value_name = "N", default_value_t = ringperf_core::spec::DEFAULT_PROFILE_HZ,
+          value_parser = clap::value_parser!(u32).range(1..=i64::from(ringperf_core::spec::MAX_PROFILE_HZ)),
           conflicts_with = "no_profile")]
     hz: u32 => spec.profile.hz,
     /// Write each side's folded stacks to PREFIX.local.folded and PREFIX.remote.folded

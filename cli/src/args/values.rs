@@ -2,13 +2,13 @@
 //! CPU lists, engine and figure names) into its typed value, or into a message that says
 //! what to give instead (clap prints it after the flag).
 
-use ringperf_engine::control::access::Cidr;
-use ringperf_engine::harness::Harness;
-use ringperf_engine::load::LoadKind;
-use ringperf_engine::payload::PayloadFile;
-use ringperf_engine::spec::{CloseFirst, RecvEngine, SendEngine, TaskRun};
-use ringperf_engine::units::{check_size, parse_pair, parse_size};
-use ringperf_engine::Error;
+use ringperf_control::access::Cidr;
+use ringperf_core::harness::Harness;
+use ringperf_core::load::LoadKind;
+use ringperf_core::payload::PayloadFile;
+use ringperf_core::spec::{CloseFirst, RecvEngine, SendEngine, TaskRun};
+use ringperf_core::units::{check_size, parse_pair, parse_size};
+use ringperf_core::Error;
 use std::net::Ipv6Addr;
 
 /// A library's error as the message clap prints after the flag.
@@ -25,7 +25,7 @@ pub(super) fn parse_seconds(s: &str) -> Result<u64, String> {
     if ms < 1.0 {
         return Err("test length must be at least 0.001 s".into());
     }
-    let max_s = ringperf_engine::spec::MAX_DURATION_MS / 1000;
+    let max_s = ringperf_core::spec::MAX_DURATION_MS / 1000;
     if secs > max_s as f64 {
         return Err(format!("test length '{s}' is over {max_s} s: use at most {max_s}"));
     }
@@ -123,7 +123,7 @@ pub(super) fn parse_sizes(s: &str) -> Result<(Option<u32>, Option<u32>), String>
 }
 
 pub(super) fn parse_rate_arg(s: &str) -> Result<u64, String> {
-    ringperf_engine::units::parse_rate(s).map_err(msg)
+    ringperf_core::units::parse_rate(s).map_err(msg)
 }
 
 /// Requests per second: a whole number with an optional k or m suffix (powers of 10).
@@ -363,7 +363,7 @@ pub(super) fn parse_load_kind(s: &str) -> Result<LoadKind, String> {
 }
 
 pub(super) fn parse_label(s: &str) -> Result<String, String> {
-    ringperf_engine::payload::check_label(s).map_err(msg)?;
+    ringperf_core::payload::check_label(s).map_err(msg)?;
     Ok(s.to_string())
 }
 
@@ -372,7 +372,7 @@ pub(super) fn parse_payload_file(s: &str) -> Result<PayloadFile, String> {
 }
 
 pub(super) fn parse_chart_figure(s: &str) -> Result<String, String> {
-    let names = ringperf_engine::figures::names();
+    let names = ringperf_core::figures::names();
     if names.contains(&s) {
         Ok(s.to_string())
     } else {
@@ -382,7 +382,7 @@ pub(super) fn parse_chart_figure(s: &str) -> Result<String, String> {
 
 /// A figure `ringperf diff` judges, by the names `--fail-on` takes (the figures' registry).
 pub(super) fn parse_figure(s: &str) -> Result<String, String> {
-    use ringperf_engine::figures;
+    use ringperf_core::figures;
     if figures::judged_names().any(|n| n == s) {
         Ok(s.to_string())
     } else {

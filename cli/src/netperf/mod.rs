@@ -12,6 +12,7 @@ mod options;
 mod output;
 mod parse;
 mod run;
+mod state;
 mod titles;
 mod words;
 

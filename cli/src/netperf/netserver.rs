@@ -7,7 +7,7 @@ use std::os::fd::{AsRawFd, FromRawFd};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use ringperf_engine::control::limits::DEFAULT_MAX_SESSIONS;
+use ringperf_control::limits::DEFAULT_MAX_SESSIONS;
 
 use crate::netperf::NETPERF_PORT;
 
@@ -222,8 +222,8 @@ pub fn tell_ready(addr: std::net::SocketAddr) {
 
 /// `ringperf install-links DIR`: symlinks named `netperf` and `netserver` to this binary
 /// in DIR, so harnesses that run netperf find ringperf.
-pub fn install_links(dir: &Path) -> Result<i32, ringperf_engine::Error> {
-    use ringperf_engine::Error;
+pub fn install_links(dir: &Path) -> Result<i32, ringperf_core::Error> {
+    use ringperf_core::Error;
     let exe = std::env::current_exe()
         .map_err(|e| Error::io("finding this program's path (for the links to point at)", e))?;
     let exe = exe.canonicalize().unwrap_or(exe);

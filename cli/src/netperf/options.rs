@@ -4,7 +4,7 @@
 //! invoked by name. A repeated option's handler runs again, so its last value holds, as
 //! in netperf.
 
-use super::parse::Parse;
+use super::state::Parse;
 use super::words::{bracketless, first_of_pair, parse_ipqos, selection};
 use super::{usage, Refusal, Style};
 

@@ -1,8 +1,8 @@
 //! What `netperf` prints at the end: the names `-k`/`-o`/`-O` select, each the figures'
 //! registry's or a `--keyval` field, or netperf's classic tables.
 
-use ringperf_engine::figures::{self, Run};
-use ringperf_engine::TestReport;
+use ringperf_core::figures::{self, Run};
+use ringperf_core::TestReport;
 
 use super::{titles, Output, Style};
 use crate::render::{self, Units};

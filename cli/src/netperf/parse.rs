@@ -3,8 +3,9 @@
 //! test-specific options after `--`.
 
 use super::options::{Does, Opt, Takes, GLOBAL, TEST};
+use super::state::Parse;
 use super::words::{is_long, parse_c_number, push_long, split_attached, value_of, Args};
-use super::{usage, Call, Output, Refusal, ARGS_ENV, COUNT_CAP_SECS, NETPERF_PORT};
+use super::{usage, Call, Refusal, ARGS_ENV, COUNT_CAP_SECS, NETPERF_PORT};
 use crate::args;
 
 /// netperf test names and the native arguments they become.
@@ -45,29 +46,6 @@ pub fn parse(args: &[String], by_name: bool) -> Result<Call, Refusal> {
     p.finish()
 }
 
-/// What a netperf command line has said so far.
-pub(super) struct Parse {
-    by_name: bool,
-    program: String,
-    /// The global options as native ones, in the order given.
-    pub globals: Vec<String>,
-    pub test: Option<String>,
-    pub out: Output,
-    pub host: Option<String>,
-    pub port: Option<String>,
-    pub family6: bool,
-    pub fill_file: Option<String>,
-    /// -L before and after `--`: the control and the data connections' local addresses.
-    pub control_bind: Option<String>,
-    pub data_bind: Option<String>,
-    /// A negative -l: a count instead of a length.
-    pub count: Option<String>,
-    /// The native command line, once the test is known.
-    pub native: Vec<String>,
-    /// The native command the test became, where a refusal points for help.
-    command: &'static str,
-}
-
 /// The two parts of the command line, around `--`.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Part {
@@ -85,25 +63,6 @@ impl Part {
 }
 
 impl Parse {
-    fn new(program: String, by_name: bool) -> Parse {
-        Parse {
-            by_name,
-            program,
-            globals: Vec::new(),
-            test: None,
-            out: Output::default(),
-            host: None,
-            port: None,
-            family6: false,
-            fill_file: None,
-            control_bind: None,
-            data_bind: None,
-            count: None,
-            native: Vec::new(),
-            command: "",
-        }
-    }
-
     /// Where `part`'s options pass ringperf's own (long) options and the native ones.
     fn words(&mut self, part: Part) -> &mut Vec<String> {
         match part {
@@ -243,7 +202,7 @@ impl Parse {
             } else {
                 // netperf reads its fill file before it connects; a file it cannot read is
                 // an error there too.
-                ringperf_engine::input::read_prefix(std::path::Path::new(&file), "fill file", 1)
+                ringperf_core::input::read_prefix(std::path::Path::new(&file), "fill file", 1)
                     .map_err(|e| usage(format!("-F {file}: {e}")))?;
                 self.out.fill_file = Some(file);
             }
@@ -259,15 +218,6 @@ impl Parse {
         }
         self.native = native;
         Ok(())
-    }
-
-    /// The data connections' host, given after `--` where no global -H named one.
-    pub(super) fn replace_host(&mut self, host: &str) {
-        if let Some(i) = self.native.iter().position(|a| a == "-H") {
-            if let Some(v) = self.native.get_mut(i + 1) {
-                *v = host.to_string();
-            }
-        }
     }
 
     /// The one local address, `RINGPERF_ARGS`, and each option's last value.

@@ -3,8 +3,8 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use ringperf_engine::report::IntervalSample;
-use ringperf_engine::{Error, TestReport, TestSpec};
+use ringperf_core::report::IntervalSample;
+use ringperf_core::{Error, TestReport, TestSpec};
 
 use super::{parse, render, Output, Style};
 use crate::render::Units;
@@ -51,7 +51,7 @@ fn run(cli: &args::Cli, out: &Output) -> Result<i32, Error> {
         }
         // netperf fills its buffers from the file's start; a megabyte repeats well enough
         // (and /dev/urandom never ends).
-        let bytes = ringperf_engine::input::read_prefix(std::path::Path::new(file), "fill file", FILL_BYTES)
+        let bytes = ringperf_core::input::read_prefix(std::path::Path::new(file), "fill file", FILL_BYTES)
             .map_err(|e| Error::Usage(format!("-F {file}: {e}")))?;
         ringperf_engine::verify::set_fill_source(bytes);
     }

@@ -101,7 +101,7 @@ fn dscp(up: &str) -> Option<u8> {
 /// one. A word with a '/' or one that exists as a file is read as a file, as netperf does.
 pub(super) fn selection(arg: &str) -> Result<Vec<String>, Refusal> {
     let text = if std::path::Path::new(arg).is_file() {
-        ringperf_engine::input::read_text(std::path::Path::new(arg), ringperf_engine::input::SELECTION)
+        ringperf_core::input::read_text(std::path::Path::new(arg), ringperf_core::input::SELECTION)
             .map_err(|e| usage(e.to_string()))?
     } else {
         arg.to_string()

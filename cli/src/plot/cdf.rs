@@ -3,11 +3,11 @@
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use ringperf_engine::measure::latency::cdf_points;
-use ringperf_engine::report::LatencySummary;
-use ringperf_engine::{Error, TestReport};
+use ringperf_core::measure::latency::cdf_points;
+use ringperf_core::report::LatencySummary;
+use ringperf_core::{Error, TestReport};
 
-use super::{color, drawing_error, FONT};
+use super::svg::{color, drawing_error, FONT};
 
 pub fn draw<DB: DrawingBackend>(
     r: &TestReport,

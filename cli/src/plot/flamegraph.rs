@@ -6,7 +6,7 @@ use std::path::Path;
 
 use inferno::flamegraph::color::{MultiPalette, Palette};
 use inferno::flamegraph::{self, Options};
-use ringperf_engine::Error;
+use ringperf_core::Error;
 
 /// Whether `text` reads as folded stacks: its first line is "frames count".
 pub fn looks_folded(text: &str) -> bool {

@@ -5,10 +5,10 @@
 use std::path::Path;
 
 use plotters::prelude::*;
-use ringperf_engine::load::{LoadReport, LoadSeriesPoint};
-use ringperf_engine::Error;
+use ringperf_core::load::{LoadReport, LoadSeriesPoint};
+use ringperf_core::Error;
 
-use super::{color, drawing_error, write, FONT};
+use super::svg::{color, drawing_error, write, FONT};
 
 const SIZE: (u32, u32) = (1000, 560);
 
@@ -51,7 +51,7 @@ pub fn draw(r: &LoadReport, path: &Path) -> Result<(), Error> {
             .configure_mesh()
             .x_desc("time since the probes started (s)")
             .y_desc(unit)
-            .y_label_formatter(&|v| super::tick(*v))
+            .y_label_formatter(&|v| super::svg::tick(*v))
             .axis_desc_style((FONT, 16))
             .label_style((FONT, 13))
             .light_line_style(TRANSPARENT)
@@ -60,7 +60,7 @@ pub fn draw(r: &LoadReport, path: &Path) -> Result<(), Error> {
         chart
             .configure_secondary_axes()
             .y_desc("probe round trip (us, log)")
-            .y_label_formatter(&|v| super::tick(*v))
+            .y_label_formatter(&|v| super::svg::tick(*v))
             .axis_desc_style((FONT, 16))
             .label_style((FONT, 13))
             .draw()

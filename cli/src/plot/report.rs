@@ -4,9 +4,10 @@
 use std::path::Path;
 
 use plotters::prelude::*;
-use ringperf_engine::{Error, TestReport};
+use ringperf_core::{Error, TestReport};
 
-use super::{cdf, drawing_error, timeseries, write};
+use super::svg::{drawing_error, write};
+use super::{cdf, timeseries};
 
 const PANEL: (u32, u32) = (760, 480);
 
@@ -37,17 +38,4 @@ pub fn draw(r: &TestReport, path: &Path) -> Result<(), Error> {
         root.present().map_err(drawing_error)?;
     }
     write(path, &svg)
-}
-
-/// "TCP_RR to 198.18.0.2:12866, copy/recv, 5.0 s" for chart captions.
-pub fn describe(r: &TestReport) -> String {
-    let s = &r.spec;
-    format!(
-        "{} to {}, {}/{}, {:.1} s",
-        r.test,
-        crate::render::socket_addr(&r.server),
-        s.local.send_engine.name(),
-        s.local.recv_engine.name(),
-        s.duration_ms as f64 / 1000.0
-    )
 }

@@ -5,12 +5,12 @@
 use std::path::Path;
 
 use plotters::prelude::*;
-use ringperf_engine::figures::{self, Figure, Value};
-use ringperf_engine::{Error, TestReport};
+use ringperf_core::figures::{self, Figure, Value};
+use ringperf_core::{Error, TestReport};
 
-use super::{color, drawing_error, write, FONT};
+use super::svg::{color, drawing_error, write, FONT};
 use crate::args::ChartArgs;
-use crate::sweep::Entry;
+use crate::sweep_file::Entry;
 
 /// A line: its label and its (x index, value) points.
 type Series = (String, Vec<(usize, Value)>);
@@ -143,7 +143,7 @@ fn render(axes: &Axes, series: &[Series], figure: &str) -> Result<String, Error>
             .configure_mesh()
             .x_desc(axes.x_name.as_str())
             .y_desc(axes.y_label.as_str())
-            .y_label_formatter(&|v| super::tick(*v))
+            .y_label_formatter(&|v| super::svg::tick(*v))
             .x_labels(n)
             .x_label_formatter(&|v| match v {
                 SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {

@@ -3,9 +3,9 @@
 
 use plotters::coord::Shift;
 use plotters::prelude::*;
-use ringperf_engine::{Error, TestReport};
+use ringperf_core::{Error, TestReport};
 
-use super::{color, drawing_error, report::describe, FONT};
+use super::svg::{color, drawing_error, FONT};
 
 pub fn draw<DB: DrawingBackend>(r: &TestReport, area: &DrawingArea<DB, Shift>) -> Result<(), Error> {
     let rr = r.summary.transactions_per_sec.is_some();
@@ -20,7 +20,7 @@ pub fn draw<DB: DrawingBackend>(r: &TestReport, area: &DrawingArea<DB, Shift>) -
         _ => (1e-6, "throughput (Mbit/s)"),
     };
     let mid =
-        |s: &ringperf_engine::report::IntervalSample| (s.start_ns as f64 + s.duration_ns as f64 / 2.0) / 1e9;
+        |s: &ringperf_core::report::IntervalSample| (s.start_ns as f64 + s.duration_ns as f64 / 2.0) / 1e9;
     let end = iv.last().map(|s| (s.start_ns + s.duration_ns) as f64 / 1e9).unwrap_or(1.0);
     let ymax = (peak * scale * 1.15).max(1e-9);
     let iterations = if r.iterations.len() > 1 { " (last iteration)" } else { "" };
@@ -40,7 +40,7 @@ pub fn draw<DB: DrawingBackend>(r: &TestReport, area: &DrawingArea<DB, Shift>) -
         .configure_mesh()
         .x_desc("time since start (s)")
         .y_desc(unit)
-        .y_label_formatter(&|v| super::tick(*v))
+        .y_label_formatter(&|v| super::svg::tick(*v))
         .axis_desc_style((FONT, 16))
         .label_style((FONT, 13))
         .light_line_style(TRANSPARENT)
@@ -91,4 +91,17 @@ pub fn draw<DB: DrawingBackend>(r: &TestReport, area: &DrawingArea<DB, Shift>) -
     ))
     .map_err(drawing_error)?;
     Ok(())
+}
+
+/// "TCP_RR to 198.18.0.2:12866, copy/recv, 5.0 s" for chart captions.
+fn describe(r: &TestReport) -> String {
+    let s = &r.spec;
+    format!(
+        "{} to {}, {}/{}, {:.1} s",
+        r.test,
+        crate::render::socket_addr(&r.server),
+        s.local.send_engine.name(),
+        s.local.recv_engine.name(),
+        s.duration_ms as f64 / 1000.0
+    )
 }

@@ -2,9 +2,9 @@
 
 use std::fmt::Write;
 
-use ringperf_engine::compare::{Comparison, Method};
-use ringperf_engine::figures::{self, Unit};
-use ringperf_engine::TestReport;
+use ringperf_core::compare::{Comparison, Method};
+use ringperf_core::figures::{self, Unit};
+use ringperf_core::TestReport;
 
 use super::Units;
 

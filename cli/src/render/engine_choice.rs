@@ -1,7 +1,7 @@
 //! Which engine ran on each side and why, as the report's header and `--keyval` say it.
 
-use ringperf_engine::harness::{EngineChoice, EngineReason};
-use ringperf_engine::TestReport;
+use ringperf_core::harness::{EngineChoice, EngineReason};
+use ringperf_core::TestReport;
 
 /// Why an engine is the one it is, in words (`send`: the send engine's, else the receive
 /// engine's, which a named other engine pairs with).

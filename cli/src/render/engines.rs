@@ -3,9 +3,9 @@
 
 use std::fmt::Write;
 
-use ringperf_engine::harness::Harness;
-use ringperf_engine::report::SideReport;
-use ringperf_engine::TestReport;
+use ringperf_core::harness::Harness;
+use ringperf_core::report::SideReport;
+use ringperf_core::TestReport;
 
 use super::Units;
 

@@ -2,8 +2,8 @@
 
 use std::fmt::Write;
 
-use ringperf_engine::measure::latency::log_buckets;
-use ringperf_engine::report::LatencySummary;
+use ringperf_core::measure::latency::log_buckets;
+use ringperf_core::report::LatencySummary;
 
 pub fn render(l: &LatencySummary) -> String {
     let buckets = log_buckets(l);

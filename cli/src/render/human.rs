@@ -3,12 +3,12 @@
 
 use std::fmt::Write;
 
-use ringperf_engine::env::NetworkEnvironment;
-use ringperf_engine::report::{
+use ringperf_core::env::NetworkEnvironment;
+use ringperf_core::report::{
     LatencySummary, RingSetup, SideReport, SyscallCounters, UdpReport, ZeroCopyReport,
 };
-use ringperf_engine::spec::{Role, Workload};
-use ringperf_engine::TestReport;
+use ringperf_core::spec::{Role, Workload};
+use ringperf_core::TestReport;
 
 use super::{HumanOptions, Units};
 
@@ -845,7 +845,7 @@ fn cpu_name(c: Option<usize>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ringperf_engine::env::{Coalescing, Offloads};
+    use ringperf_core::env::{Coalescing, Offloads};
 
     #[test]
     fn the_zero_copy_line_says_when_ringperfs_buffers_held_sends_back() {

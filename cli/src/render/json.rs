@@ -3,8 +3,8 @@
 
 use serde::Serialize;
 
-use ringperf_engine::report::IntervalSample;
-use ringperf_engine::TestReport;
+use ringperf_core::report::IntervalSample;
+use ringperf_core::TestReport;
 
 pub fn render(report: &TestReport) -> String {
     // TestReport has only plain data and string keys, so serialization cannot fail.

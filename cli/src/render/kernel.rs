@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
-use ringperf_engine::measure::kernel::{Availability, CpuSplit, KernelCounters, NamedCount};
-use ringperf_engine::report::SideReport;
+use ringperf_core::measure::kernel::{Availability, CpuSplit, KernelCounters, NamedCount};
+use ringperf_core::report::SideReport;
 
 /// How many CPUs the compact split line shows before it says "--verbose".
 const COMPACT_CPUS: usize = 4;
@@ -96,9 +96,8 @@ pub fn softirq_line(k: &KernelCounters) -> String {
         let _ = write!(line, "; {p:.2} rx packets per NET_RX");
     }
     if !k.softnet.is_empty() {
-        let sum = |f: fn(&ringperf_engine::measure::kernel::SoftnetRow) -> u64| {
-            k.softnet.iter().map(f).sum::<u64>()
-        };
+        let sum =
+            |f: fn(&ringperf_core::measure::kernel::SoftnetRow) -> u64| k.softnet.iter().map(f).sum::<u64>();
         let _ = write!(
             line,
             "; softnet: {} processed, {} dropped, {} squeezed",
@@ -195,7 +194,7 @@ pub fn placement_line(k: &KernelCounters) -> String {
     if k.flows.is_empty() {
         return format!("placement: {}", k.placement_note.as_deref().unwrap_or("no data socket"));
     }
-    format!("placement: {}", ringperf_engine::measure::kernel::placement::summary(&k.flows))
+    format!("placement: {}", ringperf_core::measure::kernel::placement::summary(&k.flows))
 }
 
 fn nonzero(counts: &[NamedCount]) -> String {
@@ -276,7 +275,7 @@ fn tables(o: &mut String, name: &str, k: &KernelCounters) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use ringperf_engine::measure::kernel::{
+    use ringperf_core::measure::kernel::{
         CpuSoftirqs, DeviceInterrupts, FlowPlacement, InterruptLine, LinkStats, NicCounters, QueueCounters,
     };
 

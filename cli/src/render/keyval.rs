@@ -1,11 +1,11 @@
 //! `--keyval` and `--csv`: one set of NAME=value fields, side by side over one report: the
-//! keyval fields of the figures' registry (`ringperf_engine::figures`, netperf's omni
+//! keyval fields of the figures' registry (`ringperf_core::figures`, netperf's omni
 //! names where netperf has one), with the settings a run echoes (sizes, engines, ...)
 //! placed among them where their flags' declarations say ([`args::keyval_settings`]).
 //! The manual (docs/confidence.md) lists the result, and a test keeps that list equal to it.
 
-use ringperf_engine::figures::{self, Figure, Run};
-use ringperf_engine::TestReport;
+use ringperf_core::figures::{self, Figure, Run};
+use ringperf_core::TestReport;
 
 use super::Units;
 use crate::args::{self, KeyvalSetting};

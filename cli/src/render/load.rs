@@ -4,8 +4,8 @@
 
 use std::fmt::Write;
 
-use ringperf_engine::load::{LoadDirection, LoadReport};
-use ringperf_engine::report::LatencySummary;
+use ringperf_core::load::{LoadDirection, LoadReport};
+use ringperf_core::report::LatencySummary;
 
 use super::Units;
 
@@ -117,10 +117,10 @@ pub fn human(r: &LoadReport, units: Units) -> String {
     };
     let flows = |n: u32| if n == 1 { "1 flow".to_string() } else { format!("{n} flows") };
     let load = match r.loads.first().and_then(|l| l.report.as_ref()) {
-        Some(l) if r.load == ringperf_engine::load::LoadKind::Udp => {
+        Some(l) if r.load == ringperf_core::load::LoadKind::Udp => {
             format!("a UDP flood up ({}, {} B datagrams)", flows(l.spec.flows), l.spec.send_size)
         }
-        Some(l) if r.load == ringperf_engine::load::LoadKind::Both => {
+        Some(l) if r.load == ringperf_core::load::LoadKind::Both => {
             format!("TCP streams both ways ({} each way)", flows(l.spec.flows))
         }
         Some(l) => format!("TCP streams {} ({})", r.load.name(), flows(l.spec.flows)),
@@ -224,7 +224,7 @@ pub fn human(r: &LoadReport, units: Units) -> String {
 }
 
 /// A load test's payload: what the sender sent and what the receiver received.
-fn sent_received(d: LoadDirection, r: &ringperf_engine::TestReport) -> (u64, u64) {
+fn sent_received(d: LoadDirection, r: &ringperf_core::TestReport) -> (u64, u64) {
     let remote = r.remote.as_ref();
     match d {
         LoadDirection::Up | LoadDirection::UdpUp => {
@@ -236,7 +236,7 @@ fn sent_received(d: LoadDirection, r: &ringperf_engine::TestReport) -> (u64, u64
 
 /// The profile's tool overhead and its largest categories, as shares of busy CPU (the
 /// costs per unit of the probe's report are per probe transaction: not shown here).
-fn profile_line(s: &ringperf_engine::report::SideReport) -> Option<String> {
+fn profile_line(s: &ringperf_core::report::SideReport) -> Option<String> {
     let p = s.profile.as_ref()?;
     if let Some(why) = &p.unavailable {
         return Some(format!("unavailable: {}", why.replace(|c: char| c.is_control(), "?")));

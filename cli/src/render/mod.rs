@@ -14,7 +14,7 @@ pub mod profile;
 pub mod sweep;
 
 /// Throughput units of `-f` (the figures' registry formats rates with them).
-pub use ringperf_engine::units::Units;
+pub use ringperf_core::units::Units;
 
 use crate::args::TestArgs;
 

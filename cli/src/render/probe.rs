@@ -2,19 +2,19 @@
 
 use std::fmt::Write;
 
-use ringperf_engine::env::Environment;
+use ringperf_core::env::Environment;
+use ringperf_core::spec::{RecvEngine, SendEngine};
 use ringperf_engine::probe::IoUringProbe;
-use ringperf_engine::spec::{RecvEngine, SendEngine};
 
 pub fn json() -> String {
-    let env = Environment::capture();
+    let env = Environment::capture(ringperf_engine::probe::get().clone());
     let mut s = serde_json::to_string_pretty(&env).expect("Environment serializes");
     s.push('\n');
     s
 }
 
 pub fn human() -> String {
-    let env = Environment::capture();
+    let env = Environment::capture(ringperf_engine::probe::get().clone());
     let p: &IoUringProbe = &env.io_uring;
     let mut o = String::new();
     let _ = writeln!(

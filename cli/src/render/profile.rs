@@ -4,8 +4,8 @@
 
 use std::fmt::Write;
 
-use ringperf_engine::measure::profile::{CategoryCost, ProfileReport};
-use ringperf_engine::report::{ServiceDemand, SideReport};
+use ringperf_core::measure::profile::{CategoryCost, ProfileReport};
+use ringperf_core::report::{ServiceDemand, SideReport};
 
 /// The side's cost unit for the table: per transaction for rr, per KB otherwise, with
 /// per segment and per datagram beside it where the side counted them.
@@ -53,7 +53,7 @@ pub fn side_line(o: &mut String, name: &str, s: &SideReport) {
     }
     let u = Units::of(s, p);
     let share = |c| p.share(c);
-    use ringperf_engine::measure::profile::Category as C;
+    use ringperf_core::measure::profile::Category as C;
     let mut seg = String::new();
     if let (Some(a), Some(b)) = (s.service_demand.ns_per_segment, p.network_service_demand.ns_per_segment) {
         seg = format!(" ({a:.0} and {b:.0} ns/segment)");
@@ -61,12 +61,18 @@ pub fn side_line(o: &mut String, name: &str, s: &SideReport) {
     if let (Some(a), Some(b)) = (s.udp.as_ref().and_then(|u| u.us_per_datagram), p.network_ns_per_datagram) {
         seg = format!(" ({:.0} and {b:.0} ns/datagram)", a * 1000.0);
     }
+    // The helper threads (watcher, sampler, control) are a trace: named only when they ran.
+    let helpers = match share(C::ToolThreads) {
+        0.0 => String::new(),
+        v => format!(" + helper threads {v:.2} %"),
+    };
     let _ = writeln!(
         o,
-        "{name}  tool overhead {:>5.2} % of busy CPU (user space {:.2} % + io_uring {:.2} %); service demand {}, network path {}{seg} [{} profile, {} Hz, {} samples]",
+        "{name}  tool overhead {:>5.2} % of busy CPU (user space {:.2} % + io_uring {:.2} % + syscall entry/exit {:.2} %{helpers}); service demand {}, network path {}{seg} [{} profile, {} Hz, {} samples]",
         p.tool_overhead_percent,
         share(C::ToolUser),
         share(C::IoUring),
+        share(C::Syscall),
         u.main_sd(&s.service_demand),
         u.main_sd(&p.network_service_demand),
         clean(&p.event),

@@ -3,9 +3,9 @@
 
 use std::fmt::Write;
 
-use ringperf_engine::figures::{by_name, Figure};
+use ringperf_core::figures::{by_name, Figure};
 
-use crate::sweep::Entry;
+use crate::sweep_file::Entry;
 
 use super::Units;
 

@@ -16,16 +16,18 @@ use std::os::fd::RawFd;
 
 use socket2::SockAddr;
 
+use crate::classic::context::{Ctx, Loop};
 use crate::classic::sys::{self, Epoll, Io};
-use crate::classic::{Ctx, Loop, ABORT, DEADLINE, GUARD};
-use crate::error::{Error, Result};
+use crate::classic::{ABORT, DEADLINE, GUARD};
 use crate::net::FLOW_HEADER_LEN;
-use crate::report::CrrReport;
-use crate::spec::{CloseFirst, TestSpec};
 use crate::verify::fill_payload;
 use crate::workload::crr::{client_options, header, set_port, SockOpt};
 use crate::workload::driver::RoleReport;
-use crate::workload::{peer_stuck, Ending};
+use crate::workload::ending::peer_stuck;
+use ringperf_core::error::{Error, Result};
+use ringperf_core::report::CrrReport;
+use ringperf_core::report::Ending;
+use ringperf_core::spec::{CloseFirst, TestSpec};
 
 const WAKE: u64 = u64::MAX;
 const LISTENER: u64 = u64::MAX - 1;

@@ -9,9 +9,10 @@
 use std::io;
 use std::os::fd::RawFd;
 
-use crate::classic::{Ctx, ABORT, GUARD};
-use crate::error::{Error, Result};
-use crate::report::ZeroCopyReport;
+use crate::classic::context::Ctx;
+use crate::classic::{ABORT, GUARD};
+use ringperf_core::error::{Error, Result};
+use ringperf_core::report::ZeroCopyReport;
 
 /// SO_ZEROCOPY (asm-generic/socket.h).
 const SO_ZEROCOPY: i32 = 60;

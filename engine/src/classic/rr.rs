@@ -3,14 +3,17 @@
 //! the server answers every whole request until the client's EOF (netperf's TCP_RR loop;
 //! over epoll with several flows, neper's).
 
+use crate::classic::context::{Ctx, Loop, Pattern};
 use crate::classic::sys::{self, Epoll, Io};
-use crate::classic::{Ctx, Loop, Pattern, ABORT, DEADLINE, GUARD};
-use crate::error::{Error, Result};
-use crate::report::{RecvReport, SendReport};
-use crate::spec::{RecvEngine, TestSpec};
+use crate::classic::{ABORT, DEADLINE, GUARD};
 use crate::verify::Verifier;
 use crate::workload::driver::RoleReport;
-use crate::workload::{check_not_early, peer_stuck, shutdown_write, Ending, FlowCounters};
+use crate::workload::ending::{check_not_early, peer_stuck, shutdown_write};
+use ringperf_core::error::{Error, Result};
+use ringperf_core::measure::intervals::FlowCounters;
+use ringperf_core::report::Ending;
+use ringperf_core::report::{RecvReport, SendReport};
+use ringperf_core::spec::{RecvEngine, TestSpec};
 
 const WAKE: u64 = u64::MAX;
 

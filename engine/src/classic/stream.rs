@@ -4,16 +4,18 @@
 
 use std::os::fd::RawFd;
 
+use crate::classic::context::{Ctx, Loop, Pattern};
 use crate::classic::msgzc::MsgZeroCopy;
 use crate::classic::sys::{self, Epoll, Io};
 use crate::classic::zcrecv::{wait_readable, ZeroCopyRecv};
-use crate::classic::{Ctx, Loop, Pattern, ABORT, DEADLINE, GUARD};
-use crate::error::{Error, Result};
-use crate::report::{RecvReport, SendReport};
-use crate::spec::{RecvEngine, SendEngine, TestSpec};
+use crate::classic::{ABORT, DEADLINE, GUARD};
 use crate::verify::Verifier;
 use crate::workload::driver::RoleReport;
-use crate::workload::{check_not_early, peer_not_reading, peer_stuck, shutdown_write, Ending};
+use crate::workload::ending::{check_not_early, peer_not_reading, peer_stuck, shutdown_write};
+use ringperf_core::error::{Error, Result};
+use ringperf_core::report::Ending;
+use ringperf_core::report::{RecvReport, SendReport};
+use ringperf_core::spec::{RecvEngine, SendEngine, TestSpec};
 
 /// The epoll token of the watcher's wake-up eventfd (flows use their index).
 const WAKE: u64 = u64::MAX;

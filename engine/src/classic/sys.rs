@@ -4,7 +4,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-use crate::error::{Error, Result};
+use ringperf_core::error::{Error, Result};
 
 /// What one send or receive did.
 #[derive(Debug)]

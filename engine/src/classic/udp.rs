@@ -8,18 +8,19 @@
 //! waits with SO_RCVTIMEO and an epoll loop with its wait's timeout, so the kernel keeps
 //! the time.
 
+use crate::classic::context::{Ctx, Loop};
 use crate::classic::sys::{self, Epoll, Io, OwnedTimer};
-use crate::classic::{Ctx, Loop, ABORT, DEADLINE, GUARD};
-use crate::error::{Error, Result};
-use crate::measure::clock::monotonic_ns;
+use crate::classic::{ABORT, DEADLINE, GUARD};
 use crate::net::udp::HELLO_BIT;
-use crate::report::{UdpFlowReport, UdpReport};
-use crate::spec::{TestSpec, UDP_SEQ_LEN};
 use crate::verify::fill_payload;
 use crate::workload::driver::RoleReport;
 use crate::workload::sequence::{add_sequences, SeqTracker};
 use crate::workload::udp_stream::{DRAIN_MAX_NS, DRAIN_TICK_NS};
-use crate::workload::Ending;
+use ringperf_core::error::{Error, Result};
+use ringperf_core::measure::clock::monotonic_ns;
+use ringperf_core::report::Ending;
+use ringperf_core::report::{UdpFlowReport, UdpReport};
+use ringperf_core::spec::{TestSpec, UDP_SEQ_LEN};
 
 const WAKE: u64 = u64::MAX;
 const CALLS_PER_TURN: usize = 16;

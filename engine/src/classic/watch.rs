@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::thread::{self, JoinHandle};
 
 use crate::classic::sys;
-use crate::error::{Error, Result};
+use ringperf_core::error::{Error, Result};
 
 /// The window's end has passed: start nothing new.
 pub const DEADLINE: u32 = 1;

@@ -9,9 +9,9 @@
 use std::io;
 use std::os::fd::RawFd;
 
-use crate::classic::Ctx;
-use crate::error::{Error, Result};
-use crate::report::ZeroCopyRecvReport;
+use crate::classic::context::Ctx;
+use ringperf_core::error::{Error, Result};
+use ringperf_core::report::ZeroCopyRecvReport;
 
 /// TCP_ZEROCOPY_RECEIVE (linux/tcp.h).
 const TCP_ZEROCOPY_RECEIVE: i32 = 35;

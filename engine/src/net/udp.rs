@@ -27,9 +27,9 @@ use std::time::{Duration, Instant};
 
 use socket2::{Domain, Protocol, Socket, Type};
 
-use crate::error::{Error, Result};
-use crate::net::{setsockopt_int, FLOW_HEADER_LEN, SETUP_TIMEOUT};
-use crate::spec::{SocketBuffers, SocketOptions, TestSpec};
+use crate::net::connections::{setsockopt_int, FLOW_HEADER_LEN, SETUP_TIMEOUT};
+use ringperf_core::error::{Error, Result};
+use ringperf_core::spec::{SocketBuffers, SocketOptions, TestSpec};
 
 /// Marks the first word of a hello: sequence numbers never have it.
 pub const HELLO_BIT: u64 = 1 << 63;
@@ -68,8 +68,8 @@ pub fn set_gro(sock: &Socket) -> Result<()> {
 fn new_socket(addr: SocketAddr, bufs: SocketBuffers, o: &SocketOptions) -> Result<Socket> {
     let sock = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))
         .map_err(|e| Error::io("creating a UDP data socket", e))?;
-    crate::net::configure(&sock, bufs, None)?;
-    crate::net::tune(&sock, o)?;
+    crate::net::connections::configure(&sock, bufs, None)?;
+    crate::net::connections::tune(&sock, o)?;
     Ok(sock)
 }
 
@@ -233,7 +233,7 @@ pub fn connect_flows(
         if let Some(seg) = spec.udp.gso_segment {
             set_gso(&sock, seg)?;
         }
-        crate::net::bind_local(&sock, bind)?;
+        crate::net::connections::bind_local(&sock, bind)?;
         sock.connect(&addr.into()).map_err(|e| Error::io(format!("connecting a UDP socket to {addr}"), e))?;
         sock.set_nonblocking(true).map_err(|e| Error::io("making a UDP socket non-blocking", e))?;
         // Connected, it takes datagrams only from the server's port; what came between the
@@ -296,7 +296,7 @@ mod tests {
     use std::net::Ipv4Addr;
 
     use super::*;
-    use crate::spec::Workload;
+    use ringperf_core::spec::Workload;
 
     /// A hello from another address than the control peer's is dropped and counted, the
     /// peer's is echoed, and the socket is connected to the peer's flow: the stranger gets

@@ -52,18 +52,18 @@ use io_uring::squeue::Flags;
 use io_uring::{opcode, types};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
-use crate::error::{Error, Result};
 use crate::io::{op, AnyRecv, AnySend, RecvEvent, RecvPath, SendEvent, SendPath};
-use crate::measure::clock::monotonic_ns;
 use crate::net::FLOW_HEADER_LEN;
-use crate::report::CrrReport;
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
-use crate::spec::{CloseFirst, CrrOptions, RecvEngine, TestSpec};
 use crate::verify::Verifier;
 use crate::with_fd;
 use crate::workload::driver::{RoleReport, Run, Timers, Workload};
 use crate::workload::pacer::Pacer;
-use crate::workload::Ending;
+use ringperf_core::error::{Error, Result};
+use ringperf_core::measure::clock::monotonic_ns;
+use ringperf_core::report::CrrReport;
+use ringperf_core::report::Ending;
+use ringperf_core::spec::{CloseFirst, CrrOptions, RecvEngine, TestSpec};
 
 /// One socket option, with its value already encoded, so applying it allocates nothing.
 pub(crate) struct SockOpt {
@@ -573,7 +573,7 @@ impl CrrClient {
                 (flow, cancelled == 0 && bytes as usize == self.request_len)
             }
             SendEvent::Cancelled { flow } => (flow, false),
-            SendEvent::Dropped { .. } => return Err(crate::workload::datagram_on_tcp()),
+            SendEvent::Dropped { .. } => return Err(crate::workload::ending::datagram_on_tcp()),
         };
         let cy = &mut self.cycles[f];
         cy.send_due = false;
@@ -725,7 +725,7 @@ impl Workload for CrrClient {
             return Ok(Ending::Aborted);
         }
         // The grace after the deadline is over and cycles are still under way.
-        Err(crate::workload::peer_stuck())
+        Err(crate::workload::ending::peer_stuck())
     }
 
     fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
@@ -1168,7 +1168,7 @@ impl CrrServer {
                 (flow, cancelled == 0 && bytes as usize == self.response_len)
             }
             SendEvent::Cancelled { flow } => (flow, false),
-            SendEvent::Dropped { .. } => return Err(crate::workload::datagram_on_tcp()),
+            SendEvent::Dropped { .. } => return Err(crate::workload::ending::datagram_on_tcp()),
         };
         let conn = &mut self.conns[slot];
         conn.send_due = false;
@@ -1228,7 +1228,7 @@ impl Workload for CrrServer {
 
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
         self.pacer.start(ring)?;
-        crate::workload::watch_flows_done(ring, self.stop)?;
+        crate::workload::ending::watch_flows_done(ring, self.stop)?;
         self.arm_accept(ring)?;
         self.accepting = true;
         Ok(())

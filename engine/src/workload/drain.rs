@@ -5,11 +5,11 @@
 
 use io_uring::{opcode, types};
 
-use crate::error::Result;
 use crate::io::op;
-use crate::measure::clock::monotonic_ns;
 use crate::ring::{token, Ring};
-use crate::workload::cancel_receives;
+use crate::workload::ending::cancel_receives;
+use ringperf_core::error::Result;
+use ringperf_core::measure::clock::monotonic_ns;
 
 pub struct Drain {
     /// Boxed: the kernel reads it when the timeout is submitted.
@@ -98,7 +98,7 @@ impl Drain {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::spec::RingTuning;
+    use ringperf_core::spec::RingTuning;
 
     #[test]
     fn drains_while_data_comes_then_cancels_once() {

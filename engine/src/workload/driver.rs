@@ -9,12 +9,14 @@
 
 use std::os::fd::RawFd;
 
-use crate::error::Result;
 use crate::io::op;
-use crate::measure::intervals::IntervalSampler;
-use crate::report::{CrrReport, RecvReport, RrReport, SendReport, UdpReport, VerifyReport};
 use crate::ring::{token, Completion, Ring};
-use crate::workload::{peer_stuck, unexpected, Ending, FlowCounters, PEER_GRACE_NS};
+use crate::workload::ending::{peer_stuck, unexpected, PEER_GRACE_NS};
+use ringperf_core::error::Result;
+use ringperf_core::measure::intervals::FlowCounters;
+use ringperf_core::measure::intervals::IntervalSampler;
+use ringperf_core::report::Ending;
+use ringperf_core::report::{CrrReport, RecvReport, RrReport, SendReport, UdpReport, VerifyReport};
 
 /// How long a wait for a whole chain lasts before it settles for the completions that
 /// have come (the kernel's min-wait, counted from the start of the wait): long enough for
@@ -120,6 +122,16 @@ pub trait Workload {
     fn report(&self) -> RoleReport;
 }
 
+/// Opens `sampler`'s first interval at `window_start` and arms its tick on `ring`: a
+/// multishot timeout whose completions (INTERVAL) the driver hands to the sampler.
+pub fn start_intervals(ring: &mut Ring, sampler: &mut IntervalSampler, window_start: u64) -> Result<()> {
+    sampler.open(window_start);
+    if sampler.interval_ns() == 0 {
+        return Ok(());
+    }
+    ring.push_ticks(sampler.interval_ns(), token(op::INTERVAL, 0))
+}
+
 /// Runs `role` on `ring` until it is done, fails, or is stopped, then lets it take back
 /// what it still has in flight ([`Workload::reclaim`]). `watch`: a descriptor whose
 /// readability stops the run (see `WorkerPlan::watch_fd`).
@@ -193,9 +205,9 @@ fn run_batches(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::error::Error;
-    use crate::measure::clock::monotonic_ns;
-    use crate::spec::RingTuning;
+    use ringperf_core::error::Error;
+    use ringperf_core::measure::clock::monotonic_ns;
+    use ringperf_core::spec::RingTuning;
 
     /// A role that keeps `width` no-ops of op SEND in flight until it stops, and can be
     /// told to start with one stray completion of another op.

@@ -12,11 +12,11 @@
 
 use io_uring::{opcode, types};
 
-use crate::error::Result;
 use crate::io::op;
-use crate::measure::clock::monotonic_ns;
 use crate::ring::{token, Ring};
-use crate::spec::TestSpec;
+use ringperf_core::error::Result;
+use ringperf_core::measure::clock::monotonic_ns;
+use ringperf_core::spec::TestSpec;
 
 /// Each flow's send rate on one side, in bits/s: what the spec asks (`-b`, `--flow-rate`),
 /// held to `max_rate_bps` (a server's `--max-rate`, the whole session's, shared evenly by
@@ -304,7 +304,7 @@ mod tests {
     #[test]
     fn a_sides_limit_caps_what_its_flows_send_whatever_the_spec_asks() {
         let spec = |total_bps, flows| TestSpec {
-            pacing: crate::spec::Pacing { total_bps, per_flow_bps: None },
+            pacing: ringperf_core::spec::Pacing { total_bps, per_flow_bps: None },
             flows,
             ..TestSpec::default()
         };

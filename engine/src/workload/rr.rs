@@ -5,7 +5,7 @@
 //! one CQE and one io_uring_enter per side. Otherwise (a multishot engine, a send engine
 //! that cannot be chained, or a burst) a receive stays armed on its own and the workload
 //! counts bytes until a whole message has arrived. rr's default receive engine is
-//! multishot ([`crate::spec::RecvEngine::default_for`]): the standing receive saves the
+//! multishot ([`ringperf_core::spec::RecvEngine::default_for`]): the standing receive saves the
 //! chain's re-arm and poll arming, one SQE and about 12 % of service demand per
 //! transaction; `--recv-engine recv` gives the chain.
 //!
@@ -26,16 +26,17 @@
 
 use io_uring::squeue::Flags;
 
-use crate::error::{Error, Result};
 use crate::io::{op, RecvEvent, RecvPath, SendEvent, SendPath};
-use crate::measure::clock::monotonic_ns;
-use crate::report::RrReport;
 use crate::ring::{Completion, Ring};
 use crate::verify::Verifier;
 use crate::workload::driver::{RoleReport, Run, Timers, Workload};
+use crate::workload::ending::{check_not_early, datagram_on_tcp};
 use crate::workload::pacer::Pacer;
 use crate::workload::schedule::Schedule;
-use crate::workload::{check_not_early, datagram_on_tcp, FlowCounters};
+use ringperf_core::error::{Error, Result};
+use ringperf_core::measure::clock::monotonic_ns;
+use ringperf_core::measure::intervals::FlowCounters;
+use ringperf_core::report::RrReport;
 
 /// Request and response sizes of one transaction, and how many each flow keeps in flight.
 #[derive(Clone, Copy, Debug)]

@@ -8,10 +8,10 @@
 
 use io_uring::{opcode, types};
 
-use crate::error::Result;
 use crate::io::op;
-use crate::report::OpenLoopReport;
 use crate::ring::{token, Ring};
+use ringperf_core::error::Result;
+use ringperf_core::report::OpenLoopReport;
 
 /// The least and most a request may leave after its intended time before it counts as
 /// slipped: one request interval, but never under a timer wakeup's usual lateness on a

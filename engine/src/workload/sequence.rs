@@ -29,7 +29,7 @@ impl Default for SeqTracker {
 
 /// Puts each flow's sequence tally (`trackers[f]` for flow `f`) into a receiver's report,
 /// per flow and summed.
-pub fn add_sequences(r: &mut crate::report::UdpReport, trackers: &[SeqTracker]) {
+pub fn add_sequences(r: &mut ringperf_core::report::UdpReport, trackers: &[SeqTracker]) {
     for (f, t) in trackers.iter().enumerate() {
         let fr = &mut r.flows[f];
         fr.datagrams_received = t.unique;

@@ -5,13 +5,14 @@ use std::os::fd::RawFd;
 
 use io_uring::squeue::Flags;
 
-use crate::error::Result;
 use crate::io::{op, RecvEvent, RecvPath, SendEvent, SendPath};
 use crate::ring::{Completion, Ring};
 use crate::verify::Verifier;
 use crate::workload::driver::{RoleReport, Run, Timers, Wait, Workload};
+use crate::workload::ending::{check_not_early, datagram_on_tcp, peer_not_reading, shutdown_write};
 use crate::workload::pacer::Pacer;
-use crate::workload::{check_not_early, datagram_on_tcp, peer_not_reading, shutdown_write, Ending};
+use ringperf_core::error::Result;
+use ringperf_core::report::Ending;
 
 /// Sends `size`-byte messages on every flow until the deadline, waits for the sends in
 /// flight and for every zero-copy buffer to come back, then half-closes each flow so the

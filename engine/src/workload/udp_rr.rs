@@ -43,19 +43,19 @@ use std::os::fd::RawFd;
 use io_uring::squeue::Flags;
 use io_uring::{opcode, types};
 
-use crate::error::Result;
 use crate::io::{op, RecvEvent, RecvPath, SendEvent, SendPath};
-use crate::measure::clock::monotonic_ns;
-use crate::measure::one_way::OneWayRecorder;
-use crate::report::{RrReport, UdpFlowReport, UdpReport};
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
-use crate::spec::TestSpec;
 use crate::verify::Verifier;
 use crate::workload::drain::Drain;
 use crate::workload::driver::{RoleReport, Run, Timers, Workload};
 use crate::workload::pacer::Pacer;
 use crate::workload::schedule::Schedule;
-use crate::workload::FlowCounters;
+use ringperf_core::error::Result;
+use ringperf_core::measure::clock::monotonic_ns;
+use ringperf_core::measure::intervals::FlowCounters;
+use ringperf_core::measure::one_way::OneWayRecorder;
+use ringperf_core::report::{RrReport, UdpFlowReport, UdpReport};
+use ringperf_core::spec::TestSpec;
 
 fn timespec(ns: u64) -> Box<types::Timespec> {
     Box::new(types::Timespec::new().sec(ns / 1_000_000_000).nsec((ns % 1_000_000_000) as u32))
@@ -691,7 +691,7 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrServer<S, R> {
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
         self.pacer.start(ring)?;
         if let Some(fd) = self.flows_done {
-            crate::workload::watch_flows_done(ring, fd)?;
+            crate::workload::ending::watch_flows_done(ring, fd)?;
         }
         for f in 0..self.flows_n {
             self.arm(ring, f)?;

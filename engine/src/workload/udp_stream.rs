@@ -18,20 +18,20 @@ use std::os::fd::RawFd;
 
 use io_uring::squeue::Flags;
 
-use crate::error::{Error, Result};
 use crate::io::{op, RecvEvent, RecvPath, SendEvent, SendPath};
-use crate::measure::clock::monotonic_ns;
-use crate::measure::one_way::OneWayRecorder;
 use crate::net::udp::HELLO_BIT;
-use crate::report::{UdpFlowReport, UdpReport};
 use crate::ring::{Completion, Ring};
-use crate::spec::{TestSpec, UDP_SEQ_LEN};
 use crate::verify::Verifier;
 use crate::workload::drain::Drain;
 use crate::workload::driver::{RoleReport, Run, Timers, Wait, Workload};
 use crate::workload::pacer::Pacer;
 use crate::workload::sequence::{add_sequences, SeqTracker};
-use crate::workload::FlowCounters;
+use ringperf_core::error::{Error, Result};
+use ringperf_core::measure::clock::monotonic_ns;
+use ringperf_core::measure::intervals::FlowCounters;
+use ringperf_core::measure::one_way::OneWayRecorder;
+use ringperf_core::report::{UdpFlowReport, UdpReport};
+use ringperf_core::spec::{TestSpec, UDP_SEQ_LEN};
 
 /// How often the receiver looks whether datagrams still arrive after its deadline.
 pub(crate) const DRAIN_TICK_NS: u64 = 20_000_000;
@@ -40,15 +40,6 @@ pub(crate) const DRAIN_MAX_NS: u64 = 200_000_000;
 
 /// Provided buffers of a receiver's multishot ring.
 const UDP_RING_BUFFERS: u16 = 1024;
-
-/// Datagrams per linked chain of sends when --send-depth is not given.
-const UDP_CHAIN_DATAGRAMS: u32 = 32;
-
-/// Sends per chain when the user gives no --send-depth: 32 datagrams' worth, since one
-/// datagram per io_uring_enter caps small datagrams far below what the stack can do.
-pub fn udp_chain_sends(datagrams_per_send: u32) -> u32 {
-    (UDP_CHAIN_DATAGRAMS / datagrams_per_send.max(1)).max(1)
-}
 
 /// The sending side of one worker: numbered datagrams through a datagram send path.
 pub struct UdpSender<S> {
@@ -187,7 +178,7 @@ impl<S: SendPath> UdpSender<S> {
     }
 }
 
-/// Sends per linked chain of a UDP sender, as the spec says (see `udp_chain_sends`).
+/// Sends per linked chain of a UDP sender, as the spec says (its default: `TestSpec::resolve`).
 pub fn udp_send_depth(spec: &TestSpec) -> usize {
     spec.ring.send_depth.max(1) as usize
 }
@@ -339,7 +330,7 @@ impl<R: RecvPath> Workload for UdpReceiver<R> {
 
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
         if let Some(fd) = self.flows_done {
-            crate::workload::watch_flows_done(ring, fd)?;
+            crate::workload::ending::watch_flows_done(ring, fd)?;
         }
         for f in 0..self.flows {
             self.path.arm(ring, f, 0, false, Flags::empty())?;
@@ -417,11 +408,11 @@ mod tests {
     use super::*;
     use crate::io::recv::DatagramRecv;
     use crate::io::send::DatagramSend;
-    use crate::measure::intervals::IntervalSampler;
     use crate::net::udp::{set_gro, set_gso};
     use crate::ring::FlowFd;
-    use crate::spec::{RingTuning, Workload};
     use crate::workload::driver::Workload as _;
+    use ringperf_core::measure::intervals::IntervalSampler;
+    use ringperf_core::spec::{RingTuning, Workload};
 
     /// Sends `sender`'s first chain and reaps until a send completes refused (the port it
     /// targets is closed), handing every completion to the sender with `deadline_ns`.

@@ -96,7 +96,7 @@ fn sendfile_from(rp: &Ringperf, a: &Server, b: &Server, key: &KeyFile, extra: &[
 
 /// A sendfile spec as the wire carries it, with `side`'s payload field replaced by `field`.
 fn raw_sendfile_spec(field: &str, value: Value) -> Value {
-    let mut spec = serde_json::to_value(ringperf_engine::TestSpec::default()).expect("spec");
+    let mut spec = serde_json::to_value(ringperf_core::TestSpec::default()).expect("spec");
     spec["duration_ms"] = json!(1000);
     for side in ["local", "remote"] {
         spec[side]["send_engine"] = json!("splice");

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use clap::Parser;
 use ringperf_cli::args::Cli;
-use ringperf_engine::control::limits::side_memory;
-use ringperf_engine::units::format_bytes;
+use ringperf_control::limits::side_memory;
+use ringperf_core::units::format_bytes;
 use ringperf_tests::fabric::KeyFile;
 use ringperf_tests::{check_stream_report, rss_kib, Outcome, Ringperf, Server};
 
@@ -28,7 +28,7 @@ const PROBE: [&str; 12] =
     ["stream", "-m", "64M", "-M", "4K", "--send-engine", "zc", "--flows", "8", "--threads", "8", "-l"];
 
 /// The spec the CLI makes of `args` (a test command line), as the agent receives it.
-fn spec_of(args: &[&str]) -> ringperf_engine::TestSpec {
+fn spec_of(args: &[&str]) -> ringperf_core::TestSpec {
     let cli = Cli::try_parse_from([&["ringperf"], args].concat()).expect("a valid command line");
     ringperf_cli::test_spec(&cli.command).expect("a valid spec")
 }

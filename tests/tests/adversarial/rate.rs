@@ -273,7 +273,7 @@ fn flood_of_requests(server: &Server, engine: &str) -> (u64, f64, u64) {
     const RESPONSE: u64 = 100_000;
     let mut c = Control::connect(server.port());
     c.handshake(None);
-    let mut spec = serde_json::to_value(ringperf_engine::TestSpec::default()).expect("spec");
+    let mut spec = serde_json::to_value(ringperf_core::TestSpec::default()).expect("spec");
     spec["workload"] = serde_json::json!("rr");
     spec["request_size"] = serde_json::json!(REQUEST);
     spec["response_size"] = serde_json::json!(RESPONSE);

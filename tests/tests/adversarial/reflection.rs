@@ -11,9 +11,9 @@ use std::net::{Ipv4Addr, SocketAddr, UdpSocket};
 use std::os::unix::process::CommandExt;
 use std::time::{Duration, Instant};
 
+use ringperf_core::spec::{RecvEngine, SendEngine, Workload};
+use ringperf_core::TestSpec;
 use ringperf_engine::net::udp::hello;
-use ringperf_engine::spec::{RecvEngine, SendEngine, Workload};
-use ringperf_engine::TestSpec;
 use ringperf_tests::fabric::KeyFile;
 use ringperf_tests::{Control, Reply, Ringperf, Server, SideReport, SideReportExt};
 

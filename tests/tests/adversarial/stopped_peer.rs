@@ -18,7 +18,7 @@ use std::sync::mpsc;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use ringperf_engine::control::server::SHUTDOWN_GRACE;
+use ringperf_control::server::SHUTDOWN_GRACE;
 use ringperf_engine::workload::PEER_GRACE_NS;
 use ringperf_tests::fabric::KeyFile;
 use ringperf_tests::{

@@ -5,14 +5,14 @@
 use io_uring::{opcode, squeue};
 
 use crate::buf::{Mapping, CACHE_LINE};
-use crate::error::Result;
-use crate::io::{op, push_cancel, RecvEvent, RecvPath};
-use crate::report::RecvReport;
+use crate::io::path::{op, push_cancel, RecvEvent, RecvPath};
 use crate::ring::uapi::IORING_RECVSEND_POLL_FIRST;
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
-use crate::spec::RecvEngine;
 use crate::verify::Verifier;
 use crate::with_fd;
+use ringperf_core::error::Result;
+use ringperf_core::report::RecvReport;
+use ringperf_core::spec::RecvEngine;
 
 pub struct CopyRecv {
     fds: Vec<FlowFd>,

@@ -8,13 +8,13 @@
 use io_uring::{cqueue, opcode, squeue};
 
 use crate::buf::BufRing;
-use crate::error::{Error, Result};
-use crate::io::{op, push_cancel, RecvEvent, RecvPath};
-use crate::report::RecvReport;
+use crate::io::path::{op, push_cancel, RecvEvent, RecvPath};
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
-use crate::spec::RecvEngine;
 use crate::verify::Verifier;
 use crate::with_fd;
+use ringperf_core::error::{Error, Result};
+use ringperf_core::report::RecvReport;
+use ringperf_core::spec::RecvEngine;
 
 /// The buffer group of a datagram receiver's ring.
 const BGID: u16 = 1;
@@ -162,7 +162,7 @@ mod tests {
     use std::os::fd::AsRawFd;
 
     use super::*;
-    use crate::spec::RingTuning;
+    use ringperf_core::spec::RingTuning;
 
     #[test]
     fn hands_each_datagram_to_the_workload() {

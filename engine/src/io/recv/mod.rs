@@ -10,12 +10,12 @@ pub use copy::CopyRecv;
 pub use datagram::DatagramRecv;
 pub use provided::ProvidedRecv;
 
-use crate::error::Result;
-use crate::io::{RecvEvent, RecvPath};
-use crate::report::RecvReport;
+use crate::io::path::{RecvEvent, RecvPath};
 use crate::ring::{Completion, FlowFd, Ring};
-use crate::spec::{RecvEngine, RingTuning};
 use crate::verify::Verifier;
+use ringperf_core::error::Result;
+use ringperf_core::report::RecvReport;
+use ringperf_core::spec::{RecvEngine, RingTuning};
 
 /// The SO_RCVLOWAT a stream receiver's data sockets get, if any: what was asked for, else
 /// one provided buffer for the engines that receive into them. A standing receive is then
@@ -67,7 +67,7 @@ impl AnyRecv {
                 verify.enabled(),
             )?),
             RecvEngine::Syscall | RecvEngine::ZerocopyReceive => {
-                return Err(crate::classic::not_a_ring_engine("receive", engine.name()))
+                return Err(crate::io::path::not_a_ring_engine("receive", engine.name()))
             }
         })
     }
@@ -105,7 +105,7 @@ impl AnyRecv {
                 read,
             )?),
             RecvEngine::Syscall | RecvEngine::ZerocopyReceive => {
-                return Err(crate::classic::not_a_ring_engine("receive", engine.name()))
+                return Err(crate::io::path::not_a_ring_engine("receive", engine.name()))
             }
         })
     }

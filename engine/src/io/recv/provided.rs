@@ -6,13 +6,13 @@
 use io_uring::{cqueue, opcode, squeue};
 
 use crate::buf::BufRing;
-use crate::error::{Error, Result};
-use crate::io::{op, push_cancel, RecvEvent, RecvPath};
-use crate::report::RecvReport;
+use crate::io::path::{op, push_cancel, RecvEvent, RecvPath};
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
-use crate::spec::RecvEngine;
 use crate::verify::Verifier;
 use crate::with_fd;
+use ringperf_core::error::{Error, Result};
+use ringperf_core::report::RecvReport;
+use ringperf_core::spec::RecvEngine;
 
 /// The buffer group of a worker's ring (one group per ring).
 const BGID: u16 = 0;

@@ -4,11 +4,11 @@
 use io_uring::{opcode, squeue};
 
 use crate::buf::PayloadArena;
-use crate::error::Result;
-use crate::io::{op, SendEvent, SendPath};
-use crate::report::SendReport;
+use crate::io::path::{op, SendEvent, SendPath};
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
 use crate::with_fd;
+use ringperf_core::error::Result;
+use ringperf_core::report::SendReport;
 
 /// Where a send's bytes come from.
 enum Source {
@@ -120,10 +120,10 @@ mod tests {
     use std::os::unix::net::UnixStream;
 
     use super::*;
+    use crate::io::path::RecvPath;
     use crate::io::recv::CopyRecv;
-    use crate::io::RecvPath;
-    use crate::spec::RingTuning;
     use crate::verify::fill;
+    use ringperf_core::spec::RingTuning;
 
     #[test]
     fn a_framed_send_carries_its_flows_header_and_lands_in_the_owners_buffer() {

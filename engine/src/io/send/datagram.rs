@@ -8,12 +8,12 @@
 
 use io_uring::{opcode, squeue};
 
-use crate::error::Result;
-use crate::io::{op, SendEvent, SendPath};
-use crate::report::SendReport;
+use crate::io::path::{op, SendEvent, SendPath};
 use crate::ring::{cqe_error, slot_token, Completion, FlowFd, Ring};
-use crate::spec::{UDP_SEQ_LEN, UDP_STAMPED_LEN};
 use crate::with_fd;
+use ringperf_core::error::Result;
+use ringperf_core::report::SendReport;
+use ringperf_core::spec::{UDP_SEQ_LEN, UDP_STAMPED_LEN};
 
 /// The slot of a send that skips its success CQE: it holds no buffer past its issue.
 const UNTRACKED: usize = u32::MAX as usize;
@@ -157,7 +157,7 @@ mod tests {
     use std::os::fd::AsRawFd;
 
     use super::*;
-    use crate::spec::RingTuning;
+    use ringperf_core::spec::RingTuning;
 
     #[test]
     fn numbers_each_datagram_and_frees_its_buffer_at_the_cqe() {

@@ -18,11 +18,11 @@ pub use zc::{
     STREAM_UNNOTIFIED_BYTES as ZC_STREAM_UNNOTIFIED_BYTES,
 };
 
-use crate::error::Result;
-use crate::io::{SendEvent, SendPath};
-use crate::report::SendReport;
+use crate::io::path::{SendEvent, SendPath};
 use crate::ring::{Completion, FlowFd, Ring};
-use crate::spec::SendEngine;
+use ringperf_core::error::Result;
+use ringperf_core::report::SendReport;
+use ringperf_core::spec::SendEngine;
 
 /// The send engine of one worker. Built once per worker, so variant sizes do not matter.
 #[allow(clippy::large_enum_variant)]
@@ -57,7 +57,7 @@ impl AnySend {
             }
             SendEngine::Splice => AnySend::Splice(SpliceSend::new(s.fds, s.max_len, s.depth, s.file)?),
             SendEngine::Syscall | SendEngine::MsgZerocopy => {
-                return Err(crate::classic::not_a_ring_engine("send", engine.name()))
+                return Err(crate::io::path::not_a_ring_engine("send", engine.name()))
             }
         })
     }
@@ -84,7 +84,7 @@ impl AnySend {
             }
             SendEngine::Splice => AnySend::Splice(SpliceSend::per_op(owners, headers, body_len)?),
             SendEngine::Syscall | SendEngine::MsgZerocopy => {
-                return Err(crate::classic::not_a_ring_engine("send", engine.name()))
+                return Err(crate::io::path::not_a_ring_engine("send", engine.name()))
             }
         })
     }

@@ -9,12 +9,12 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use io_uring::{opcode, squeue, types};
 
-use crate::error::{Error, Result};
-use crate::io::{op, SendEvent, SendPath};
-use crate::report::{SendReport, SpliceReport};
+use crate::io::path::{op, SendEvent, SendPath};
 use crate::ring::{cqe_error, slot_token, Completion, FlowFd, Ring};
 use crate::verify::{fill_payload, PERIOD};
 use crate::with_fd;
+use ringperf_core::error::{Error, Result};
+use ringperf_core::report::{SendReport, SpliceReport};
 
 /// One send of a chain: where it reads the source, how long it is, and how much of it
 /// reached the socket.

@@ -5,15 +5,15 @@
 use io_uring::{opcode, squeue};
 
 use crate::buf::PayloadArena;
-use crate::error::Result;
-use crate::io::{op, SendEvent, SendPath};
-use crate::measure::clock::monotonic_ns;
-use crate::measure::latency::LatencyRecorder;
-use crate::report::{SendReport, ZeroCopyReport};
+use crate::io::path::{op, SendEvent, SendPath};
 use crate::ring::uapi::{IORING_NOTIF_USAGE_ZC_COPIED, IORING_SEND_ZC_REPORT_USAGE};
 use crate::ring::{cqe_error, slot_token, Completion, FlowFd, Ring};
 use crate::verify::PERIOD;
 use crate::with_fd;
+use ringperf_core::error::Result;
+use ringperf_core::measure::clock::monotonic_ns;
+use ringperf_core::measure::latency::LatencyRecorder;
+use ringperf_core::report::{SendReport, ZeroCopyReport};
 
 /// Notification latency is timed on one send in this many, so the hot path reads no clock
 /// per operation.
