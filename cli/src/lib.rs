@@ -72,7 +72,7 @@ pub(crate) fn run_native(argv: Vec<String>) -> i32 {
         eprint!("{}", usage::short_usage());
         return 2;
     }
-    // The README's flag table, from the same definitions as the parser.
+    // The manual's flag table (docs/commands.md), from the same definitions as the parser.
     if argv.get(1).map(String::as_str) == Some("--help-markdown") {
         print("the flags table", &args::flags_markdown());
         return 0;

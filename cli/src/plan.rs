@@ -184,7 +184,7 @@ fn agent_address(a: &AgentEntry) -> Result<(String, u16), Error> {
 pub fn plan(file: &PlanFile, dir: &Path) -> Result<(Vec<Agent>, Vec<PlannedTest>), Error> {
     if file.agents.is_empty() || file.tests.is_empty() {
         return Err(Error::Usage(
-            "a plan needs [[agent]] entries and [[test]] entries: see the README".into(),
+            "a plan needs [[agent]] entries and [[test]] entries: see docs/multi-host.md".into(),
         ));
     }
     let mut index = HashMap::new();

@@ -1,5 +1,5 @@
 //! One error type for the engine. Every message says what to do next; the variant says
-//! which exit code the CLI maps it to (README, "Flags": 1 requirement, 2 usage, 3
+//! which exit code the CLI maps it to (docs/commands.md, "Flags": 1 requirement, 2 usage, 3
 //! peer/network; 130 for Ctrl-C, the shell's convention).
 
 use std::io;
@@ -37,7 +37,7 @@ impl Error {
         Error::Io { context: context.into(), source }
     }
 
-    /// The process exit code of this error (README, "Flags", lists them).
+    /// The process exit code of this error (docs/commands.md, "Flags", lists them).
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Requirement(_) => 1,

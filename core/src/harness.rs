@@ -2,7 +2,8 @@
 //! engine of a spec is the one it is. One function ([`TestSpec::default_harness`]) decides,
 //! from the spec alone, so the same command picks the same engines on every host.
 //!
-//! The rule follows what the bench measured (issue 31; README "The default engines" and "Which engine adds least"):
+//! The rule follows what the bench measured (issue 31; docs/figures.md, "The default engines"
+//! and "Which engine adds least"):
 //! where one TCP transaction waits alone on a worker, a blocked recv(2) costs the kernel
 //! less than io_uring's poll arming, task work and wake-up through the ring (1-byte rr on
 //! one CPU: the ring cost 1.14x the classic loop's CPU per transaction in the issue's

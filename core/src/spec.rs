@@ -204,7 +204,7 @@ impl RecvEngine {
     /// The ring's receive engine for a workload when none is named. rr keeps a
     /// multishot receive standing on each socket: one-shot receives re-arm and re-poll the
     /// socket every transaction, which cost 1-byte rr 7-12 % more service demand on both
-    /// sides (measured same-CPU and across CPUs, see README's "Which engine adds least").
+    /// sides (measured same-CPU and across CPUs, see docs/figures.md, "Which engine adds least").
     /// crr makes a socket per transaction, so a standing receive saves nothing there.
     pub fn default_for(workload: Workload) -> RecvEngine {
         match workload {
@@ -643,7 +643,7 @@ pub type WireSpec = TestSpec<WirePayload>;
 /// Whether a single test (`ringperf stream`, `rr`, ...) samples its windows without
 /// `--profile`: yes, at [`LIGHT_PROFILE_HZ`], for the default report's tool overhead with
 /// its kernel share; a default may cost at most 1 % of service demand. `ringperf-bench
-/// profile` on this 2-vCPU VM (README "What the figures mean"): at 999 Hz 1.06x on
+/// profile` on this 2-vCPU VM (docs/figures.md, "What the figures mean"): at 999 Hz 1.06x on
 /// same-CPU 1-byte rr and 1.07x on a 64 KiB stream; with two samplers, 1.088x and 1.141x at
 /// 999 Hz, 1.012x and 1.022x at 99 Hz (intervals spanning 1.0): the cost is mostly per
 /// sample, a little more than proportional at 99 Hz, so the default takes half that rate

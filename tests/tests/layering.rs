@@ -1,7 +1,7 @@
 //! The workspace's layering, checked where a change would break it: the crates Cargo keeps
 //! in order (core under engine under control, the bench on core alone, no io_uring under
 //! core), and inside each crate a file -> file import graph with no circles and few
-//! imports back up a level (`tools/import-graph`, README "Layout").
+//! imports back up a level (`tools/import-graph`, docs/layout.md).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -608,7 +608,7 @@ pub struct ServeArgs {
 #[derive(Args, Debug)]
 pub struct PlanArgs {
     /// The plan: agents, and the tests to run at once between them (TOML, a regular file of
-    /// at most 64 MiB; see the README).
+    /// at most 64 MiB; see docs/multi-host.md).
     #[arg(value_name = "FILE")]
     pub file: std::path::PathBuf,
     /// Print the plan's report as JSON instead of the table.

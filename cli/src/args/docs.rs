@@ -1,12 +1,13 @@
-//! What the flag definitions render for a reader outside `--help`: the README's table of
+//! What the flag definitions render for a reader outside `--help`: the manual's table of
 //! the flags every test takes (`ringperf --help-markdown`).
 
 use super::commands::sweep_lists;
 use super::test_flags::TestArgs;
 
-/// The README's table of the flags every test takes, rendered from their clap definitions
-/// in `test_flags` (help, value names, defaults, whether `sweep` takes a list):
-/// `ringperf --help-markdown` prints it, and a test fails when the README's copy differs.
+/// The manual's table of the flags every test takes (docs/commands.md), rendered from
+/// their clap definitions in `test_flags` (help, value names, defaults, whether `sweep`
+/// takes a list):
+/// `ringperf --help-markdown` prints it, and a test fails when the manual's copy differs.
 pub fn flags_markdown() -> String {
     use clap::Args as _;
     let mut cmd = TestArgs::augment_args(clap::Command::new("test"));
@@ -58,17 +59,17 @@ pub fn flags_markdown() -> String {
 mod tests {
     use super::*;
 
-    /// The README's flag table is the one the definitions render; `ringperf --help-markdown`
-    /// prints the table to paste between the markers.
+    /// The manual's flag table (docs/commands.md) is the one the definitions render;
+    /// `ringperf --help-markdown` prints the table to paste between the markers.
     #[test]
-    fn readme_flag_table_is_rendered_from_the_definitions() {
-        let readme = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"));
+    fn manual_flag_table_is_rendered_from_the_definitions() {
+        let manual = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/commands.md"));
         let (begin, end) = ("<!-- flags: ringperf --help-markdown -->\n", "<!-- end of flags -->");
-        let start = readme.find(begin).expect("README has the flags marker") + begin.len();
-        let len = readme[start..].find(end).expect("README has the end-of-flags marker");
+        let start = manual.find(begin).expect("docs/commands.md has the flags marker") + begin.len();
+        let len = manual[start..].find(end).expect("docs/commands.md has the end-of-flags marker");
         assert!(
-            readme[start..start + len] == flags_markdown(),
-            "README's flag table differs from the flag definitions: regenerate it with `ringperf --help-markdown`"
+            manual[start..start + len] == flags_markdown(),
+            "docs/commands.md's flag table differs from the flag definitions: regenerate it with `ringperf --help-markdown`"
         );
     }
 }

@@ -11,7 +11,7 @@
 //!   refuses a flag where its mark leaves it out;
 //! - [`spec`]: flags to what a test runs (the TestSpec and its explicit settings, the target,
 //!   the confidence target);
-//! - `docs`: the README's flags table.
+//! - `docs`: the manual's flags table (docs/commands.md).
 //!
 //! They are layered in that order: a file imports only files listed before it.
 

@@ -1,6 +1,6 @@
 //! The `flag_group!` registry: a group of flags is declared once, each flag with its help,
 //! its clap definition, what it sets in the TestSpec and its marks (`[sweep]`, `[only]`,
-//! `[keyval]`). The parser, the help, the README's table, `sweep` and `--keyval` all read
+//! `[keyval]`). The parser, the help, the manual's table, `sweep` and `--keyval` all read
 //! these declarations; the groups themselves are in `test_flags` and `commands`.
 
 use ringperf_core::{TestReport, TestSpec};
@@ -9,7 +9,7 @@ use ringperf_core::{TestReport, TestSpec};
 /// clap definition and default, and `=> spec.PATH` (for a flag that is a TestSpec field as
 /// it is) or `=> with { |spec, value| ... }` (for one that sets fields its own way: both
 /// sides, a negation, a pair) what [`copy_to`](super::TestArgs::copy_to) does with it, in
-/// declaration order. The README's table is rendered from the same definitions
+/// declaration order. The manual's table is rendered from the same definitions
 /// ([`flags_markdown`](super::flags_markdown)). `[sweep "name", sep]` makes it a list
 /// under `sweep` ([`sweep_lists`](super::sweep_lists)): the parameter's name, and what
 /// separates its values. `[only "cmd", ... ; "why"]` (or `as "label"`) names the test

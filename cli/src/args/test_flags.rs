@@ -194,7 +194,7 @@ pub struct TestArgs {
     /// (every -D, or the default interval), then the whole --json report on the last line.
     #[arg(long, conflicts_with_all = ["json", "keyval", "csv", "no_intervals"])]
     json_stream: bool [only "stream", "rr", "crr", "udp-stream", "udp-rr", "sendfile"; "engines and sweep print several reports"],
-    /// Print NAME=value lines with netperf's omni names (see the README).
+    /// Print NAME=value lines with netperf's omni names (see docs/confidence.md).
     #[arg(long, conflicts_with = "csv")]
     keyval: bool,
     /// Print a CSV header of the keyval names and one row per iteration.
@@ -323,7 +323,7 @@ pub struct EngineArgs {
     /// Run both sides on the io_uring engines or on the classic send(2)/recv(2) loops,
     /// whatever the default rule picks; a named --send-engine or --recv-engine still wins
     /// [default: classic where one TCP transaction waits alone: rr or crr closed loop, one
-    /// flow per worker, no burst, nothing the classic loops lack (README: "The default
+    /// flow per worker, no burst, nothing the classic loops lack (docs/figures.md: "The default
     /// engines"); io-uring otherwise].
     #[arg(long, value_name = "io-uring|classic", value_parser = parse_harness)]
     harness: Option<Harness> [only "stream", "rr", "crr", "udp-stream", "udp-rr"; "sendfile always splices, engines runs both"]

@@ -2,7 +2,7 @@
 //! keyval fields of the figures' registry (`ringperf_core::figures`, netperf's omni
 //! names where netperf has one), with the settings a run echoes (sizes, engines, ...)
 //! placed among them where their flags' declarations say ([`args::keyval_settings`]).
-//! README lists the result, and a test keeps that list equal to it.
+//! The manual (docs/confidence.md) lists the result, and a test keeps that list equal to it.
 
 use ringperf_core::figures::{self, Figure, Run};
 use ringperf_core::TestReport;
@@ -113,13 +113,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn readme_lists_every_keyval_name_in_order() {
-        let readme = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../README.md"));
-        let start = readme.find("`--keyval` prints these names").expect("README has the keyval section");
-        let list = readme[start..].split('`').nth(3).expect("the names in backquotes");
+    fn manual_lists_every_keyval_name_in_order() {
+        let manual = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/confidence.md"));
+        let start =
+            manual.find("`--keyval` prints these names").expect("docs/confidence.md has the keyval list");
+        let list = manual[start..].split('`').nth(3).expect("the names in backquotes");
         let listed: Vec<&str> = list.split_whitespace().collect();
         let ours: Vec<&str> = names().collect();
-        assert_eq!(listed, ours, "README's keyval list differs from the fields keyval.rs renders");
+        assert_eq!(
+            listed, ours,
+            "docs/confidence.md's keyval list differs from the fields keyval.rs renders"
+        );
     }
 
     /// A setting whose `after` names no field would silently land at the end.

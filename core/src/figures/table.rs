@@ -1,7 +1,7 @@
 //! The figures, in keyval order (the order `--keyval` prints and `--csv` columns keep;
 //! the CLI places the settings among them). A keyval name is netperf's omni output name
-//! where netperf has one, ringperf's own otherwise; the README lists them all and a test
-//! keeps that list equal to the output.
+//! where netperf has one, ringperf's own otherwise; the manual (docs/confidence.md) lists
+//! them all and a test keeps that list equal to the output.
 
 use super::text::{
     call_size, cpus, fixed, kernel, link, opt, profile, retrans, rx_cpus, softnet_dropped, softnet_squeezed,

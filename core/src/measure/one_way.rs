@@ -13,7 +13,7 @@ use crate::measure::latency::{LatencyRecorder, LatencySummary};
 use crate::spec::{TestSpec, UDP_SEQ_LEN, UDP_STAMPED_LEN};
 
 /// One-way delays of one direction's datagrams: arrival minus send stamp on the client's
-/// clock (see README "What the figures mean").
+/// clock (see docs/figures.md).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct OneWayReport {
     /// The delays; `None` when no stamped datagram arrived.

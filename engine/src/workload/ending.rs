@@ -18,11 +18,11 @@ pub(crate) fn watch_flows_done(
 }
 
 /// How long after its own deadline a side waits for the peer to finish before it gives up:
-/// the README's grace. Every ring role has a guard at the deadline plus this (the driver
-/// arms it), every classic loop that waits for its peer too (its watcher's guard, or a UDP
-/// receiver's shorter drain; UDP sends never wait), and the client's wait for the server's
-/// report ends with it, so a peer that stops answering ends any run within it; a server
-/// session is cut soon after it (`control::reclaim`).
+/// the manual's grace (docs/commands.md). Every ring role has a guard at the deadline plus
+/// this (the driver arms it), every classic loop that waits for its peer too (its watcher's
+/// guard, or a UDP receiver's shorter drain; UDP sends never wait), and the client's wait for
+/// the server's report ends with it, so a peer that stops answering ends any run within it; a
+/// server session is cut soon after it (`control::reclaim`).
 pub const PEER_GRACE_NS: u64 = 10_000_000_000;
 
 pub(crate) fn shutdown_write(fd: std::os::fd::RawFd) {

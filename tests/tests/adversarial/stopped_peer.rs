@@ -28,7 +28,7 @@ use ringperf_tests::{
 
 use crate::{baseline, still_serves, SETTLE};
 
-/// The README's grace: how long after the test's end a side waits for a silent peer.
+/// The manual's grace (docs/commands.md): how long after the test's end a side waits for a silent peer.
 const GRACE: Duration = Duration::from_nanos(PEER_GRACE_NS);
 
 /// What a run may take besides its length and the grace: starting the processes, the

@@ -31,7 +31,7 @@
 use serde::{Deserialize, Serialize};
 
 /// One category: an id that JSON and keyval use, what the human report prints, and what it
-/// covers (README lists the same).
+/// covers (docs/figures.md lists the same).
 /// The serde names are the table's ids.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Category {
