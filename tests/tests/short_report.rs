@@ -55,7 +55,7 @@ fn short_report(test: &str, args: &[&str], table: &str, max: usize) -> String {
     if overhead.contains("profile unavailable") {
         skip(test, &format!("the kernel refused the profile here: {overhead}"));
     } else {
-        for part in ["kernel io_uring ", " % ± ", " busy samples"] {
+        for part in ["kernel io_uring ", "syscall entry/exit ", " % ± ", " busy samples"] {
             assert!(overhead.contains(part), "{args:?}: the tool overhead lacks '{part}': {overhead}");
         }
         assert!(!overhead.contains("not measured"), "{overhead}");
@@ -70,6 +70,19 @@ fn short_report(test: &str, args: &[&str], table: &str, max: usize) -> String {
         assert!((0.0..=100.0).contains(&share) && half > 0.0, "{overhead}");
         let samples = number(overhead.split(" busy samples").next().and_then(|l| l.rsplit(' ').next()));
         assert!(samples > 0.0, "no busy samples under the figure: {overhead}");
+        // Its parts (user space, io_uring, syscall entry/exit, helper threads) add up to it,
+        // each printed to 0.1: the line leaves none of the tool's categories out.
+        let first = overhead.split_once(" % ± ").map(|(_, r)| r).unwrap_or_default();
+        let inside =
+            first.split_once('(').and_then(|(_, r)| r.split_once(';')).map(|(p, _)| p).unwrap_or_default();
+        let parts: Vec<f64> =
+            inside.split(", ").map(|p| number(p.trim_end_matches(" %").rsplit(' ').next())).collect();
+        assert!(parts.len() >= 3, "the parts of the tool overhead: {overhead}");
+        let sum: f64 = parts.iter().sum();
+        assert!(
+            (sum - share).abs() <= 0.05 * parts.len() as f64 + 1e-9,
+            "parts {parts:?} add to {sum}, not {share}: {overhead}"
+        );
     }
     for v in VERBOSE_ONLY {
         assert!(!lines.iter().any(|l| l.contains(v)), "{args:?}: '{v}' is for -v:\n{out}");

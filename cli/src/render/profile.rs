@@ -111,12 +111,15 @@ enum Overhead {
 }
 
 /// A profile's tool overhead: percent of busy CPU, the half width of its 95 % interval, its
-/// user-space and io_uring parts, and the busy samples at the rate it rests on.
+/// parts (user space; the kernel's: io_uring machinery, syscall entry/exit, helper threads),
+/// and the busy samples at the rate it rests on.
 struct Measured {
     percent: f64,
     half_width: f64,
     user: f64,
     io_uring: f64,
+    syscall: f64,
+    helpers: f64,
     busy_samples: u64,
     hz: u32,
 }
@@ -125,8 +128,23 @@ impl Measured {
     /// The share, what it is made of and the samples it rests on (the rate said apart).
     fn text(&self) -> String {
         format!(
-            "{:.1} % ± {:.1} % (user {:.1} %, kernel io_uring {:.1} %; {} busy samples)",
-            self.percent, self.half_width, self.user, self.io_uring, self.busy_samples
+            "{:.1} % ± {:.1} % ({}; {} busy samples)",
+            self.percent,
+            self.half_width,
+            self.parts(),
+            self.busy_samples
+        )
+    }
+
+    /// Its parts, which add up to it: the helper threads only where they ran.
+    fn parts(&self) -> String {
+        let helpers = match self.helpers {
+            0.0 => String::new(),
+            v => format!(", helper threads {v:.1} %"),
+        };
+        format!(
+            "user {:.1} %, kernel io_uring {:.1} %, syscall entry/exit {:.1} %{helpers}",
+            self.user, self.io_uring, self.syscall
         )
     }
 }
@@ -152,6 +170,8 @@ impl Overhead {
             half_width,
             user: p.share(C::ToolUser),
             io_uring: p.share(C::IoUring),
+            syscall: p.share(C::Syscall),
+            helpers: p.share(C::ToolThreads),
             busy_samples: p.busy_samples,
             hz: p.hz,
         })
@@ -160,8 +180,12 @@ impl Overhead {
     fn text(&self) -> String {
         match self {
             Overhead::Measured(m) => format!(
-                "{:.1} % ± {:.1} % of busy CPU (user {:.1} %, kernel io_uring {:.1} %; {} busy samples at {} Hz, 95 % interval)",
-                m.percent, m.half_width, m.user, m.io_uring, m.busy_samples, m.hz
+                "{:.1} % ± {:.1} % of busy CPU ({}; {} busy samples at {} Hz, 95 % interval)",
+                m.percent,
+                m.half_width,
+                m.parts(),
+                m.busy_samples,
+                m.hz
             ),
             Overhead::UserOnly(pct, why) => {
                 format!("{pct:.1} % of busy CPU in user space only (its kernel share not measured: {why})")
