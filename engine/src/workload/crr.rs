@@ -53,7 +53,7 @@ use io_uring::{opcode, types};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use crate::error::{Error, Result};
-use crate::io::{op, AnyRecv, AnySend, RecvEvent, RecvPath, SendEvent, SendPath};
+use crate::io::{op, AnyRecv, AnySend, PerOp, RecvEvent, RecvPath, SendEvent, SendPath};
 use crate::measure::clock::monotonic_ns;
 use crate::net::FLOW_HEADER_LEN;
 use crate::report::CrrReport;
@@ -490,19 +490,19 @@ impl CrrClient {
     /// Queues the request and the response's receive on the connected (or connecting,
     /// when `link` links them behind the connect) socket of flow `f`.
     fn exchange(&mut self, ring: &mut Ring, f: usize, link: Flags) -> Result<()> {
-        let sock = FlowFd::Raw(self.cycles[f].fd);
+        let sock = PerOp { sock: FlowFd::Raw(self.cycles[f].fd), owner: f };
         let send_flags = link | Self::flags(self.skip_send);
-        self.send.push_on(ring, sock, f, 0, self.request_len as u32, send_flags)?;
+        self.send.push_on(ring, sock, 0, self.request_len as u32, send_flags)?;
         self.verify.restart(f, 0);
         let c = &mut self.cycles[f];
         c.send_due = !self.skip_send;
         if self.recv.multishot() {
-            self.recv.arm_on(ring, sock, f, self.response_len as u32, false, Flags::empty())?;
+            self.recv.arm_on(ring, sock, self.response_len as u32, false, Flags::empty())?;
             c.recv_due = true;
             return Ok(());
         }
         let recv_flags = Flags::IO_LINK | Self::flags(self.skip_recv);
-        self.recv.arm_on(ring, sock, f, self.response_len as u32, true, recv_flags)?;
+        self.recv.arm_on(ring, sock, self.response_len as u32, true, recv_flags)?;
         c.recv_due = !self.skip_recv;
         Self::queue_close(ring, c, f)
     }
@@ -1005,16 +1005,16 @@ impl CrrServer {
             return Ok(false);
         };
         let slot = slot as usize;
-        let sock = FlowFd::Raw(fd);
+        let sock = PerOp { sock: FlowFd::Raw(fd), owner: slot };
         let conn = &mut self.conns[slot];
         *conn = Conn::new(fd);
         conn.recv_due = true;
         if self.recv.multishot() {
             self.verify.restart(slot, FLOW_HEADER_LEN as u64);
-            self.recv.arm_on(ring, sock, slot, 0, false, Flags::empty())?;
+            self.recv.arm_on(ring, sock, 0, false, Flags::empty())?;
         } else if self.recv.reads_payload() {
             self.verify.restart(slot, FLOW_HEADER_LEN as u64);
-            self.recv.arm_on(ring, sock, slot, self.request_len as u32, true, Flags::empty())?;
+            self.recv.arm_on(ring, sock, self.request_len as u32, true, Flags::empty())?;
         } else {
             // The path discards what it receives: the header comes first, through a
             // receive of crr's own; if it fails, the request's receive never runs.
@@ -1029,7 +1029,7 @@ impl CrrServer {
             unsafe { ring.push(&e)? };
             conn.header_due = true;
             let body = (self.request_len - FLOW_HEADER_LEN) as u32;
-            self.recv.arm_on(ring, sock, slot, body, true, Flags::empty())?;
+            self.recv.arm_on(ring, sock, body, true, Flags::empty())?;
         }
         Ok(true)
     }
@@ -1120,7 +1120,8 @@ impl CrrServer {
         let fd = conn.fd;
         let skip = if self.skip_send { Flags::SKIP_SUCCESS } else { Flags::empty() };
         let link = if self.chained { Flags::IO_LINK } else { Flags::empty() };
-        self.send.push_on(ring, FlowFd::Raw(fd), slot, 0, self.response_len as u32, link | skip)?;
+        let sock = PerOp { sock: FlowFd::Raw(fd), owner: slot };
+        self.send.push_on(ring, sock, 0, self.response_len as u32, link | skip)?;
         let conn = &mut self.conns[slot];
         conn.send_due = !self.skip_send;
         // A skip-success send posts only when it fails (`on_send` then says so).

@@ -5,11 +5,13 @@
 //! a receive that ended is armed again: a UDP side ends by cancelling its receives, not at
 //! EOF. A datagram longer than a buffer is cut to it.
 
-use io_uring::{cqueue, opcode, squeue};
+use io_uring::squeue::Flags;
+use io_uring::{cqueue, opcode};
 
 use crate::buf::BufRing;
 use crate::error::{Error, Result};
-use crate::io::{op, push_cancel, RecvEvent, RecvPath};
+use crate::io::recv::standing_unlinked;
+use crate::io::{op, push_cancel, PerOp, RecvEvent, RecvPath};
 use crate::report::RecvReport;
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
 use crate::spec::RecvEngine;
@@ -46,37 +48,19 @@ impl DatagramRecv {
 }
 
 impl RecvPath for DatagramRecv {
+    fn fd(&self, flow: usize) -> FlowFd {
+        self.fds[flow]
+    }
+
     fn multishot(&self) -> bool {
         true
     }
 
-    fn arm(
-        &mut self,
-        ring: &mut Ring,
-        flow: usize,
-        len: u32,
-        wait_all: bool,
-        flags: squeue::Flags,
-    ) -> Result<()> {
-        self.arm_on(ring, self.fds[flow], flow, len, wait_all, flags)
-    }
-
-    /// A standing receive on `sock` (a connected UDP socket the workload made) into the
-    /// shared ring.
-    fn arm_on(
-        &mut self,
-        ring: &mut Ring,
-        sock: FlowFd,
-        flow: usize,
-        _len: u32,
-        _wait_all: bool,
-        flags: squeue::Flags,
-    ) -> Result<()> {
-        if flags.contains(squeue::Flags::IO_LINK) {
-            return Err(Error::Protocol(
-                "a multishot receive cannot be linked: this is a bug in ringperf".into(),
-            ));
-        }
+    /// A standing receive on `on.sock` (a connected UDP socket: the flow's own, or one the
+    /// workload made) into the shared ring.
+    fn arm_on(&mut self, ring: &mut Ring, on: PerOp, _: u32, _: bool, flags: Flags) -> Result<()> {
+        let PerOp { sock, owner: flow } = on;
+        standing_unlinked(flags)?;
         let bgid = self.bufs.bgid();
         let e = with_fd!(sock, |t| opcode::RecvMulti::new(t, bgid).build().user_data(token(op::RECV, flow)));
         self.report.arms += 1;
@@ -171,8 +155,8 @@ mod tests {
         let to = rx.local_addr().expect("an address");
         let mut ring = Ring::new(&RingTuning::default(), 16).expect("a ring");
         let mut path = DatagramRecv::new(&mut ring, &[FlowFd::Raw(rx.as_raw_fd())], 4, 64).expect("a path");
-        assert!(path.arm(&mut ring, 0, 0, false, squeue::Flags::IO_LINK).is_err());
-        path.arm(&mut ring, 0, 0, false, squeue::Flags::empty()).expect("arm");
+        assert!(path.arm(&mut ring, 0, 0, false, Flags::IO_LINK).is_err());
+        path.arm(&mut ring, 0, 0, false, Flags::empty()).expect("arm");
         tx.send_to(b"first datagram", to).expect("send");
         tx.send_to(b"second", to).expect("send");
         let mut verify = Verifier::new(false, 0);

@@ -4,14 +4,14 @@ mod copy;
 mod datagram;
 mod provided;
 
-use io_uring::squeue;
+use io_uring::squeue::Flags;
 
 pub use copy::CopyRecv;
 pub use datagram::DatagramRecv;
 pub use provided::ProvidedRecv;
 
-use crate::error::Result;
-use crate::io::{RecvEvent, RecvPath};
+use crate::error::{Error, Result};
+use crate::io::{PerOp, RecvEvent, RecvPath};
 use crate::report::RecvReport;
 use crate::ring::{Completion, FlowFd, Ring};
 use crate::spec::{RecvEngine, RingTuning};
@@ -26,6 +26,20 @@ use crate::verify::Verifier;
 pub fn stream_rcvlowat(engine: RecvEngine, tuning: &RingTuning, asked: Option<u32>) -> Option<u32> {
     asked.or_else(|| engine.uses_buffer_ring().then_some(tuning.buf_size))
 }
+
+/// A standing (multishot) receive is never linked: a workload that asks for one has a bug.
+fn standing_unlinked(flags: Flags) -> Result<()> {
+    if flags.contains(Flags::IO_LINK) {
+        return Err(Error::Protocol(
+            "a multishot receive cannot be linked: this is a bug in ringperf".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// What verification says of the trunc engine.
+const TRUNC_UNCHECKED: &str =
+    "the trunc engine discards the payload in the kernel; only byte counts are checked";
 
 /// What a receive path needs to know to set itself up.
 pub struct RecvSetup<'a> {
@@ -53,9 +67,7 @@ impl AnyRecv {
         Ok(match engine {
             RecvEngine::Recv => AnyRecv::Copy(CopyRecv::new(fds, max_len, false, verify.enabled(), depth)?),
             RecvEngine::Trunc => {
-                verify.cannot_check(
-                    "the trunc engine discards the payload in the kernel; only byte counts are checked",
-                );
+                verify.cannot_check(TRUNC_UNCHECKED);
                 AnyRecv::Copy(CopyRecv::new(fds, max_len, true, false, depth)?)
             }
             RecvEngine::Multishot | RecvEngine::Bundle => AnyRecv::Provided(ProvidedRecv::new(
@@ -91,9 +103,7 @@ impl AnyRecv {
         Ok(match engine {
             RecvEngine::Recv => AnyRecv::Copy(CopyRecv::per_op(owners, max_len, false, read)?),
             RecvEngine::Trunc => {
-                verify.cannot_check(
-                    "the trunc engine discards the payload in the kernel; only byte counts are checked",
-                );
+                verify.cannot_check(TRUNC_UNCHECKED);
                 AnyRecv::Copy(CopyRecv::per_op(owners, max_len, true, false)?)
             }
             RecvEngine::Multishot | RecvEngine::Bundle => AnyRecv::Provided(ProvidedRecv::per_op(
@@ -122,34 +132,20 @@ macro_rules! dispatch_recv {
 
 impl RecvPath for AnyRecv {
     #[inline]
+    fn fd(&self, flow: usize) -> FlowFd {
+        dispatch_recv!(self, p => p.fd(flow))
+    }
+    #[inline]
     fn multishot(&self) -> bool {
         matches!(self, AnyRecv::Provided(_))
     }
     #[inline]
-    fn arm(
-        &mut self,
-        ring: &mut Ring,
-        flow: usize,
-        len: u32,
-        wait_all: bool,
-        flags: squeue::Flags,
-    ) -> Result<()> {
-        match self {
-            AnyRecv::Copy(p) => p.arm(ring, flow, len, wait_all, flags),
-            AnyRecv::Provided(p) => p.arm(ring, flow, len, wait_all, flags),
-        }
+    fn arm(&mut self, ring: &mut Ring, flow: usize, len: u32, wait_all: bool, flags: Flags) -> Result<()> {
+        dispatch_recv!(self, p => p.arm(ring, flow, len, wait_all, flags))
     }
     #[inline]
-    fn arm_on(
-        &mut self,
-        ring: &mut Ring,
-        sock: FlowFd,
-        owner: usize,
-        len: u32,
-        wait_all: bool,
-        flags: squeue::Flags,
-    ) -> Result<()> {
-        dispatch_recv!(self, p => p.arm_on(ring, sock, owner, len, wait_all, flags))
+    fn arm_on(&mut self, ring: &mut Ring, on: PerOp, len: u32, wait_all: bool, flags: Flags) -> Result<()> {
+        dispatch_recv!(self, p => p.arm_on(ring, on, len, wait_all, flags))
     }
     fn cancel_on(&mut self, ring: &mut Ring, owner: usize) -> Result<()> {
         dispatch_recv!(self, p => p.cancel_on(ring, owner))

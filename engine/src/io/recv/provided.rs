@@ -3,11 +3,13 @@
 //! than one would guess (out of buffers, CQ pressure, sometimes a bundle with data), so it
 //! is re-armed whenever a CQE arrives without F_MORE.
 
-use io_uring::{cqueue, opcode, squeue};
+use io_uring::squeue::Flags;
+use io_uring::{cqueue, opcode};
 
 use crate::buf::BufRing;
 use crate::error::{Error, Result};
-use crate::io::{op, push_cancel, RecvEvent, RecvPath};
+use crate::io::recv::standing_unlinked;
+use crate::io::{op, push_cancel, PerOp, RecvEvent, RecvPath};
 use crate::report::RecvReport;
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
 use crate::spec::RecvEngine;
@@ -103,41 +105,26 @@ impl ProvidedRecv {
 }
 
 impl RecvPath for ProvidedRecv {
+    fn fd(&self, flow: usize) -> FlowFd {
+        self.fds[flow]
+    }
+
     fn multishot(&self) -> bool {
         true
     }
 
     /// Arms the standing receive; `len` and `wait_all` do not apply (the kernel fills
     /// whole buffers), and a standing receive is never linked.
-    fn arm(
-        &mut self,
-        ring: &mut Ring,
-        flow: usize,
-        _len: u32,
-        _wait_all: bool,
-        flags: squeue::Flags,
-    ) -> Result<()> {
-        if flags.contains(squeue::Flags::IO_LINK) {
-            return Err(Error::Protocol(
-                "a multishot receive cannot be linked: this is a bug in ringperf".into(),
-            ));
-        }
+    fn arm(&mut self, ring: &mut Ring, flow: usize, _: u32, _: bool, flags: Flags) -> Result<()> {
+        standing_unlinked(flags)?;
         self.push_arm(ring, flow)
     }
 
     /// A standing receive on `sock` until EOF, an error or [`RecvPath::cancel_on`].
-    fn arm_on(
-        &mut self,
-        ring: &mut Ring,
-        sock: FlowFd,
-        owner: usize,
-        len: u32,
-        wait_all: bool,
-        flags: squeue::Flags,
-    ) -> Result<()> {
-        self.fds[owner] = sock;
-        self.stopped[owner] = false;
-        self.arm(ring, owner, len, wait_all, flags)
+    fn arm_on(&mut self, ring: &mut Ring, on: PerOp, len: u32, wait_all: bool, flags: Flags) -> Result<()> {
+        self.fds[on.owner] = on.sock;
+        self.stopped[on.owner] = false;
+        self.arm(ring, on.owner, len, wait_all, flags)
     }
 
     fn cancel_on(&mut self, ring: &mut Ring, owner: usize) -> Result<()> {
