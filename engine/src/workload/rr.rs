@@ -429,10 +429,6 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
 }
 
 impl<S: SendPath, R: RecvPath> Workload for RrClient<S, R> {
-    fn timers(&self) -> Timers {
-        Timers { deadline: true }
-    }
-
     fn start(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()> {
         self.pacer.start(ring)?;
         if !self.chained {
@@ -522,15 +518,12 @@ impl<S: SendPath, R: RecvPath> Workload for RrClient<S, R> {
 
     fn report(&self) -> RoleReport {
         RoleReport {
-            send: Some(self.send.report()),
-            recv: Some(self.recv.report()),
-            verify: self.verify.report(),
             rr: Some(RrReport {
                 burst: self.tx.burst,
                 max_in_flight: self.max_in_flight,
                 open_loop: self.schedule.as_ref().map(|s| s.report),
             }),
-            ..RoleReport::default()
+            ..RoleReport::paths(&self.send, &self.recv, &self.verify)
         }
     }
 }
@@ -786,13 +779,8 @@ impl<S: SendPath, R: RecvPath> Workload for RrServer<S, R> {
     }
 
     fn report(&self) -> RoleReport {
-        RoleReport {
-            send: Some(self.send.report()),
-            recv: Some(self.recv.report()),
-            verify: self.verify.report(),
-            rr: Some(RrReport { burst: self.tx.burst, max_in_flight: self.max_waiting, open_loop: None }),
-            ..RoleReport::default()
-        }
+        let rr = RrReport { burst: self.tx.burst, max_in_flight: self.max_waiting, open_loop: None };
+        RoleReport { rr: Some(rr), ..RoleReport::paths(&self.send, &self.recv, &self.verify) }
     }
 }
 
