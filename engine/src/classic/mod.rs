@@ -37,6 +37,7 @@ use crate::worker::{ClosedWindow, WorkerOutcome, WorkerPlan, WorkerWindow};
 use crate::workload::driver::RoleReport;
 use crate::workload::pacer::{crr_server_rate_bps, flow_send_rate_bps, Pacer};
 use crate::workload::{Ending, FlowCounters, PEER_GRACE_NS};
+use sys::Epoll;
 
 /// The error for a classic engine asked to build an io_uring path.
 pub(crate) fn not_a_ring_engine(what: &str, name: &str) -> Error {
@@ -113,7 +114,48 @@ pub(crate) struct Ctx<'a> {
     pub pacer: Pacer,
 }
 
+/// The epoll token of the watcher's wake-up eventfd (flows use their index).
+pub(crate) const WAKE: u64 = u64::MAX;
+
 impl Ctx<'_> {
+    /// An epoll set holding the wake-up eventfd (token [`WAKE`]), whose loop adds its own
+    /// descriptors; `capacity`: events one wait may return.
+    pub fn epoll(&self, capacity: usize) -> Result<Epoll> {
+        let ep = Epoll::new(capacity)?;
+        ep.add(self.wake_fd, WAKE, libc::EPOLLIN as u32)?;
+        Ok(ep)
+    }
+
+    /// [`Ctx::epoll`] with every flow's socket in it too, watched for `events` (token: the
+    /// flow's index).
+    pub fn flows_epoll(&self, events: i32) -> Result<Epoll> {
+        let ep = self.epoll(self.fds.len() + 1)?;
+        for (f, &fd) in self.fds.iter().enumerate() {
+            ep.add(fd, f as u64, events as u32)?;
+        }
+        Ok(ep)
+    }
+
+    /// Waits on `ep` for at most `timeout_ms` (-1: no limit), counting the call; returns
+    /// how many events it holds.
+    pub fn wait(&mut self, ep: &mut Epoll, timeout_ms: i32) -> Result<usize> {
+        let n = ep.wait_ms(timeout_ms)?;
+        self.calls.epoll_waits += 1;
+        Ok(n)
+    }
+
+    /// Event `i` of `ep`'s last wait: its token and what is ready; `None` for the wake-up
+    /// eventfd, drained here (the flag that rang it is read through [`Ctx::events`]).
+    #[inline]
+    pub fn event(&self, ep: &Epoll, i: usize) -> Option<(u64, u32)> {
+        let (token, ready) = ep.event(i);
+        if token == WAKE {
+            sys::drain(self.wake_fd);
+            return None;
+        }
+        Some((token, ready))
+    }
+
     /// The flags raised so far; an interval tick is sampled here and cleared. One relaxed
     /// load when nothing happened.
     #[inline]
@@ -225,6 +267,24 @@ pub(crate) trait Loop {
     fn report(&self) -> RoleReport;
 }
 
+/// A loop that runs until its flows are done, in two shapes: one flow through blocking
+/// calls, or several through epoll.
+pub(crate) trait FlowLoop {
+    fn run_blocking(&mut self, cx: &mut Ctx) -> Result<()>;
+    fn run_epoll(&mut self, cx: &mut Ctx) -> Result<()>;
+
+    /// Runs the shape the flow count asks for. A stop or the guard (with `on_guard`'s
+    /// error) shut the sockets down, so it is the news rather than the loop's own error;
+    /// `None`: the loop ran to its end.
+    fn run_flows(&mut self, cx: &mut Ctx, on_guard: fn() -> Error) -> Result<Option<Ending>> {
+        let r = if cx.fds.len() > 1 { self.run_epoll(cx) } else { self.run_blocking(cx) };
+        if let Some(end) = cx.stopped(on_guard) {
+            return end.map(Some);
+        }
+        r.map(|()| None)
+    }
+}
+
 /// Runs a classic worker: the same steps as a ring worker (ready, wait for the window,
 /// measure the thread's CPU, sample intervals, read TCP_INFO), with a loop of system
 /// calls where the ring would be. The caller has pinned the thread.
@@ -235,11 +295,6 @@ pub(crate) fn run(
     start: mpsc::Receiver<u64>,
 ) -> Result<WorkerOutcome> {
     let spec = &plan.spec;
-    let crr_plan = || {
-        plan.crr
-            .clone()
-            .ok_or_else(|| Error::Protocol("a crr worker without its plan: this is a bug in ringperf".into()))
-    };
     // Counter slots: one per flow; crr has no socket per flow (its client counts its own
     // flows, its server every flow of the test, in global order).
     let nflows = match role {
@@ -253,39 +308,7 @@ pub(crate) fn run(
             sys::set_nonblocking(fd, nflows > 1)?;
         }
     }
-    if role == ClassicRole::StreamReceiver && plan.max_rate_bps.is_some() {
-        return Err(Error::Usage(
-            "the syscall receive engine cannot hold a stream to this server's --max-rate: use --recv-engine recv".into(),
-        ));
-    }
-    let mut lp: Box<dyn Loop> = match role {
-        ClassicRole::StreamSender => Box::new(stream::Sender::new(spec, &plan.fds, plan.side.send_engine)?),
-        ClassicRole::StreamReceiver => {
-            Box::new(stream::Receiver::new(spec, &plan.fds, plan.side.recv_engine)?)
-        }
-        ClassicRole::RrClient => Box::new(rr::Client::new(spec, nflows)?),
-        ClassicRole::RrServer => Box::new(rr::Server::new(spec, nflows)?),
-        ClassicRole::UdpSender => Box::new(udp::Sender::new(spec, nflows)),
-        ClassicRole::UdpReceiver => Box::new(udp::Receiver::new(spec, nflows)),
-        ClassicRole::UdpRrClient => Box::new(udp::RrClient::new(spec, nflows)?),
-        ClassicRole::UdpRrServer => Box::new(udp::RrServer::new(spec, nflows)),
-        ClassicRole::CrrClient => {
-            let c = crr_plan()?;
-            let peer =
-                c.peer.ok_or_else(|| Error::Protocol("a crr client without a peer: this is a bug".into()))?;
-            Box::new(crr::Client::new(spec, peer, c.cookie, &plan.flow_ids))
-        }
-        ClassicRole::CrrServer => {
-            let c = crr_plan()?;
-            let stop = c
-                .stop_fd
-                .ok_or_else(|| Error::Protocol("a crr server without a stop signal: this is a bug".into()))?;
-            let listener = *plan.fds.first().ok_or_else(|| {
-                Error::Protocol("a crr server without its listener: this is a bug in ringperf".into())
-            })?;
-            Box::new(crr::Server::new(spec, listener, c.cookie, stop))
-        }
-    };
+    let mut lp = role_loop(role, &plan, nflows)?;
     let mut window = WorkerWindow::open(&mut plan, &ready, &start, None)?;
     let (window_start, deadline) = (window.start_ns, window.deadline_ns);
     window.sampler.open(window_start);
@@ -302,21 +325,7 @@ pub(crate) fn run(
         sockets: if crr { Vec::new() } else { plan.fds.clone() },
     })?;
     let mut flows = vec![FlowCounters::default(); nflows];
-    // Each bucket holds two of the role's messages at least, so a sleep that ends late
-    // (a busy machine) carries the time over instead of losing it.
-    let message = match role {
-        ClassicRole::StreamSender => spec.send_size,
-        ClassicRole::UdpSender => spec.send_size.saturating_mul(spec.udp_datagrams_per_send()),
-        ClassicRole::RrClient | ClassicRole::CrrClient | ClassicRole::UdpRrClient => spec.request_size,
-        ClassicRole::RrServer | ClassicRole::CrrServer | ClassicRole::UdpRrServer => spec.response_size,
-        ClassicRole::StreamReceiver | ClassicRole::UdpReceiver => 0,
-    };
-    let rate = match role {
-        // Any connection may be any flow's: the worker's share of the session's flows.
-        ClassicRole::CrrServer => crr_server_rate_bps(spec, plan.max_rate_bps),
-        _ => flow_send_rate_bps(spec, plan.max_rate_bps).map(|r| r.saturating_mul(nflows as u64)),
-    };
-    let mut pacer = Pacer::new(rate, 1, message);
+    let mut pacer = role_pacer(role, spec, plan.max_rate_bps, nflows);
     pacer.start_clock();
     let mut cx = Ctx {
         fds: &plan.fds,
@@ -357,4 +366,66 @@ pub(crate) fn run(
         udp: role_report.udp,
         rr: role_report.rr,
     })
+}
+
+/// The loop of a classic role, over `nflows` counter slots.
+fn role_loop(role: ClassicRole, plan: &WorkerPlan, nflows: usize) -> Result<Box<dyn Loop>> {
+    let spec = &plan.spec;
+    let crr_plan = || {
+        plan.crr
+            .clone()
+            .ok_or_else(|| Error::Protocol("a crr worker without its plan: this is a bug in ringperf".into()))
+    };
+    if role == ClassicRole::StreamReceiver && plan.max_rate_bps.is_some() {
+        return Err(Error::Usage(
+            "the syscall receive engine cannot hold a stream to this server's --max-rate: use --recv-engine recv".into(),
+        ));
+    }
+    Ok(match role {
+        ClassicRole::StreamSender => Box::new(stream::Sender::new(spec, &plan.fds, plan.side.send_engine)?),
+        ClassicRole::StreamReceiver => {
+            Box::new(stream::Receiver::new(spec, &plan.fds, plan.side.recv_engine)?)
+        }
+        ClassicRole::RrClient => Box::new(rr::Client::new(spec, nflows)?),
+        ClassicRole::RrServer => Box::new(rr::Server::new(spec, nflows)?),
+        ClassicRole::UdpSender => Box::new(udp::Sender::new(spec, nflows)),
+        ClassicRole::UdpReceiver => Box::new(udp::Receiver::new(spec, nflows)),
+        ClassicRole::UdpRrClient => Box::new(udp::RrClient::new(spec, nflows)?),
+        ClassicRole::UdpRrServer => Box::new(udp::RrServer::new(spec, nflows)),
+        ClassicRole::CrrClient => {
+            let c = crr_plan()?;
+            let peer =
+                c.peer.ok_or_else(|| Error::Protocol("a crr client without a peer: this is a bug".into()))?;
+            Box::new(crr::Client::new(spec, peer, c.cookie, &plan.flow_ids))
+        }
+        ClassicRole::CrrServer => {
+            let c = crr_plan()?;
+            let stop = c
+                .stop_fd
+                .ok_or_else(|| Error::Protocol("a crr server without a stop signal: this is a bug".into()))?;
+            let listener = *plan.fds.first().ok_or_else(|| {
+                Error::Protocol("a crr server without its listener: this is a bug in ringperf".into())
+            })?;
+            Box::new(crr::Server::new(spec, listener, c.cookie, stop))
+        }
+    })
+}
+
+/// The one bucket that paces what a classic worker sends, all its `nflows` flows together.
+fn role_pacer(role: ClassicRole, spec: &TestSpec, max_rate_bps: Option<u64>, nflows: usize) -> Pacer {
+    // Each bucket holds two of the role's messages at least, so a sleep that ends late
+    // (a busy machine) carries the time over instead of losing it.
+    let message = match role {
+        ClassicRole::StreamSender => spec.send_size,
+        ClassicRole::UdpSender => spec.send_size.saturating_mul(spec.udp_datagrams_per_send()),
+        ClassicRole::RrClient | ClassicRole::CrrClient | ClassicRole::UdpRrClient => spec.request_size,
+        ClassicRole::RrServer | ClassicRole::CrrServer | ClassicRole::UdpRrServer => spec.response_size,
+        ClassicRole::StreamReceiver | ClassicRole::UdpReceiver => 0,
+    };
+    let rate = match role {
+        // Any connection may be any flow's: the worker's share of the session's flows.
+        ClassicRole::CrrServer => crr_server_rate_bps(spec, max_rate_bps),
+        _ => flow_send_rate_bps(spec, max_rate_bps).map(|r| r.saturating_mul(nflows as u64)),
+    };
+    Pacer::new(rate, 1, message)
 }

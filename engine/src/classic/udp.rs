@@ -8,7 +8,7 @@
 //! waits with SO_RCVTIMEO and an epoll loop with its wait's timeout, so the kernel keeps
 //! the time.
 
-use crate::classic::sys::{self, Epoll, Io, OwnedTimer};
+use crate::classic::sys::{self, Io, OwnedTimer};
 use crate::classic::{Ctx, Loop, ABORT, DEADLINE, GUARD};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
@@ -21,7 +21,6 @@ use crate::workload::sequence::{add_sequences, SeqTracker};
 use crate::workload::udp_stream::{DRAIN_MAX_NS, DRAIN_TICK_NS};
 use crate::workload::Ending;
 
-const WAKE: u64 = u64::MAX;
 const CALLS_PER_TURN: usize = 16;
 
 /// The guard of a udp-rr server: the longest it drains after its deadline (as the ring's).
@@ -128,20 +127,13 @@ impl Loop for Sender {
                 }
             }
         } else {
-            let mut ep = Epoll::new(cx.fds.len() + 1)?;
-            ep.add(cx.wake_fd, WAKE, libc::EPOLLIN as u32)?;
-            for (f, &fd) in cx.fds.iter().enumerate() {
-                ep.add(fd, f as u64, libc::EPOLLOUT as u32)?;
-            }
+            let mut ep = cx.flows_epoll(libc::EPOLLOUT)?;
             while cx.events() & (DEADLINE | ABORT) == 0 {
-                let n = ep.wait()?;
-                cx.calls.epoll_waits += 1;
+                let n = cx.wait(&mut ep, -1)?;
                 for i in 0..n {
-                    let (token, _) = ep.event(i);
-                    if token == WAKE {
-                        sys::drain(cx.wake_fd);
+                    let Some((token, _)) = cx.event(&ep, i) else {
                         continue;
-                    }
+                    };
                     for _ in 0..CALLS_PER_TURN {
                         if !cx.pace(DEADLINE | ABORT) || !self.send_once(cx, token as usize)? {
                             break;
@@ -210,11 +202,7 @@ fn receive_until_drained(d: &mut dyn Datagrams, cx: &mut Ctx, quiet_ns: u64) -> 
             }
         }
     }
-    let mut ep = Epoll::new(cx.fds.len() + 1)?;
-    ep.add(cx.wake_fd, WAKE, libc::EPOLLIN as u32)?;
-    for (f, &fd) in cx.fds.iter().enumerate() {
-        ep.add(fd, f as u64, libc::EPOLLIN as u32)?;
-    }
+    let mut ep = cx.flows_epoll(libc::EPOLLIN)?;
     let quiet_ms = quiet_ns.div_ceil(1_000_000) as i32;
     loop {
         let flags = cx.events();
@@ -224,19 +212,16 @@ fn receive_until_drained(d: &mut dyn Datagrams, cx: &mut Ctx, quiet_ns: u64) -> 
         if flags & GUARD != 0 {
             return Ok(Some(monotonic_ns()));
         }
-        let n = ep.wait_ms(if flags & DEADLINE != 0 { quiet_ms } else { -1 })?;
-        cx.calls.epoll_waits += 1;
+        let n = cx.wait(&mut ep, if flags & DEADLINE != 0 { quiet_ms } else { -1 })?;
         if n == 0 {
             if let Some(end) = quiet_end(cx, quiet_ns) {
                 return Ok(Some(end));
             }
         }
         for i in 0..n {
-            let (token, _) = ep.event(i);
-            if token == WAKE {
-                sys::drain(cx.wake_fd);
+            let Some((token, _)) = cx.event(&ep, i) else {
                 continue;
-            }
+            };
             for _ in 0..CALLS_PER_TURN {
                 if !one(d, cx, token as usize)? {
                     break;
@@ -561,8 +546,7 @@ impl RrClient {
 
     fn run_epoll(&mut self, cx: &mut Ctx) -> Result<Ending> {
         let nflows = cx.fds.len();
-        let mut ep = Epoll::new(2 * nflows + 1)?;
-        ep.add(cx.wake_fd, WAKE, libc::EPOLLIN as u32)?;
+        let mut ep = cx.epoll(2 * nflows + 1)?;
         for (f, &fd) in cx.fds.iter().enumerate() {
             ep.add(fd, f as u64, libc::EPOLLIN as u32)?;
             ep.add(self.timers[f].fd(), (nflows + f) as u64, libc::EPOLLIN as u32)?;
@@ -580,14 +564,11 @@ impl RrClient {
                 return Ok(Ending::Aborted);
             }
             let stopping = flags & DEADLINE != 0;
-            let n = ep.wait()?;
-            cx.calls.epoll_waits += 1;
+            let n = cx.wait(&mut ep, -1)?;
             for i in 0..n {
-                let (token, _) = ep.event(i);
-                if token == WAKE {
-                    sys::drain(cx.wake_fd);
+                let Some((token, _)) = cx.event(&ep, i) else {
                     continue;
-                }
+                };
                 let token = token as usize;
                 if token >= nflows {
                     let f = token - nflows;
