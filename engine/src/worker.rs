@@ -113,7 +113,7 @@ struct RoleSetup {
     /// Completions the role can have outstanding at once.
     max_cqes: usize,
     task_run: TaskRun,
-    /// The thread runs under SCHED_BATCH (a splice stream; see `role_setup`).
+    /// The thread runs under SCHED_BATCH (a splice stream; see `stream_sender`).
     sched_batch: bool,
     /// Counter slots: one per local flow, except the crr server, which counts every flow.
     counted: usize,
@@ -138,244 +138,306 @@ fn role_setup(plan: &WorkerPlan, splice_file: Option<File>) -> Result<Shape> {
     if let Some(classic) = ClassicRole::of(plan.role, &plan.side) {
         return Ok(Shape::Classic(classic));
     }
-    let spec = plan.spec.clone();
-    let tuning = &spec.ring;
-    let nflows = plan.fds.len();
-    let local_flows = plan.flow_ids.len();
-    let send_depth = tuning.send_depth as usize;
-    let (send_engine, recv_engine) = (plan.side.send_engine, plan.side.recv_engine);
-    // Per flow: a chain of sends, the notifications of every buffer it can have awaiting
-    // one (a zero-copy stream keeps megabytes of them), a chain of receives; plus the
-    // deadline.
-    let paths_cqes = |zc_unnotified_bytes: usize| {
-        let notifications = if send_engine.is_zero_copy() {
-            zc_slots_per_flow(spec.send_size as usize, send_depth, nflows, zc_unnotified_bytes)
-        } else {
-            send_depth + 1
-        };
-        ((send_depth + 1) + notifications + tuning.recv_depth as usize + 1) * nflows + 8
-    };
-    let mut setup = RoleSetup {
-        max_cqes: 0,
-        task_run: TaskRun::Deferred,
-        sched_batch: false,
-        counted: nflows,
-        global_flows: false,
-        settle_tcp: false,
-        build: Box::new(|_, _| unreachable_role()),
-    };
-    let socks = plan.fds.clone();
-    let max_rate_bps = plan.max_rate_bps;
-    // What each flow of this side sends is paced to this (see `flow_send_rate_bps`).
-    let send_rate = flow_send_rate_bps(&spec, max_rate_bps);
-    let verify_on = spec.verify;
-    let flows_done = plan.flows_done_fd;
-    let tx = Transaction {
-        request: spec.request_size,
-        response: spec.response_size,
-        burst: spec.rr_depth(),
-        limit: spec.transaction_limit.unwrap_or(u64::MAX),
-    };
+    let r = RoleInputs::of(plan);
     let crr = || {
         plan.crr
             .clone()
             .ok_or_else(|| Error::Protocol("a crr worker without its plan: this is a bug in ringperf".into()))
     };
-    match plan.role {
-        Role::StreamSender => {
-            let zc_unnotified_bytes = zc_stream_unnotified_bytes(spec.workers(), spec.send_size as usize);
-            setup.max_cqes = paths_cqes(zc_unnotified_bytes);
-            // A splice stream's work runs on io-wq: with cooperative task work its chains
-            // wake the worker once per chain instead of once per step, and SCHED_BATCH
-            // (inherited by the io-wq workers, which start later) keeps the task work each
-            // freed request still sends the worker from preempting io-wq on the shared CPU.
-            if send_engine == SendEngine::Splice {
-                setup.task_run = TaskRun::Cooperative;
-                setup.sched_batch = true;
-            }
-            setup.settle_tcp = true;
-            setup.build = Box::new(move |ring, fds| {
-                let send = AnySend::new(
-                    send_engine,
-                    ring,
-                    SendSetup {
-                        fds,
-                        max_len: spec.send_size as usize,
-                        depth: send_depth,
-                        zc_unnotified_bytes,
-                        file: splice_file,
-                    },
-                )?;
-                let pacer = Pacer::for_chains(send_rate, fds.len(), spec.send_size, send_depth as u32);
-                Ok(Box::new(StreamSender::new(
-                    send,
-                    &socks,
-                    spec.send_size,
-                    send_depth,
-                    pacer,
-                    spec.byte_limit,
-                )))
-            });
-        }
-        Role::StreamReceiver => {
-            setup.max_cqes = paths_cqes(0);
-            setup.build = Box::new(move |ring, fds| {
-                let mut verify = Verifier::new(verify_on, fds.len());
-                let depth = spec.ring.recv_depth as usize;
-                let recv_setup = RecvSetup { fds, max_len: spec.recv_size as usize, depth };
-                let recv = AnyRecv::new(recv_engine, ring, recv_setup, &spec.ring, &mut verify)?;
-                // Each flow is held to its share of the session's limit.
-                let police = max_rate_bps.map(|b| (b / u64::from(spec.flows.max(1))).max(1));
-                let police = Pacer::new(police, fds.len(), spec.recv_size);
-                Ok(Box::new(StreamReceiver::new(
-                    recv,
-                    verify,
-                    fds.len(),
-                    spec.recv_size,
-                    police,
-                    spec.byte_limit.is_some(),
-                )))
-            });
-        }
-        Role::RrClient | Role::RrServer => {
-            setup.max_cqes = paths_cqes(0);
-            let client = plan.role == Role::RrClient;
-            setup.build = Box::new(move |ring, fds| {
-                // Buffers are sized for what this role moves, not for every size in the spec:
-                // with a burst, for the messages one send carries and one receive may take.
-                let (send_len, recv_len) =
-                    if client { (tx.request, tx.response) } else { (tx.response, tx.request) };
-                let (send_len, recv_len) = (send_len * tx.per_send(send_len), tx.recv_len(recv_len));
-                let mut verify = Verifier::new(verify_on, fds.len());
-                let send_setup = SendSetup {
-                    fds,
-                    max_len: send_len as usize,
-                    depth: 1,
-                    zc_unnotified_bytes: 0,
-                    file: splice_file,
-                };
-                let send = AnySend::new(send_engine, ring, send_setup)?;
-                let recv_setup = RecvSetup { fds, max_len: recv_len as usize, depth: 1 };
-                let recv = AnyRecv::new(recv_engine, ring, recv_setup, &spec.ring, &mut verify)?;
-                // Tokens for a whole send: a burst's send carries several messages.
-                let pacer = Pacer::for_messages(send_rate, fds.len(), send_len);
-                Ok(if client {
-                    let window_ns = spec.duration_ms * 1_000_000;
-                    let schedule = spec
-                        .open_loop
-                        .map(|o| Schedule::new(o.interval_ns(spec.flows), fds.len(), window_ns));
-                    Box::new(RrClient::new(send, recv, verify, tx, fds.len(), schedule, pacer))
-                        as Box<dyn Workload>
-                } else {
-                    Box::new(RrServer::new(send, recv, verify, tx, fds.len(), pacer))
-                })
-            });
-        }
-        Role::CrrClient => {
-            let c = crr()?;
-            let peer =
-                c.peer.ok_or_else(|| Error::Protocol("a crr client without a peer: this is a bug".into()))?;
-            // Per flow: its socket's CQE or its chain's one (a broken chain posts only the
-            // failed op's), and a stop's cancel; plus timers, with room to spare. Engines
-            // that post more per cycle (a connect, a send, its notification, pieces of a
-            // response, a cancelled receive) get room for those.
-            let per_flow =
-                if send_engine == SendEngine::Copy && recv_engine == RecvEngine::Recv { 5 } else { 12 };
-            setup.max_cqes = per_flow * local_flows + 16;
-            // crr holds no socket per flow: its client counts its own flows.
-            setup.counted = local_flows;
-            let flow_ids = plan.flow_ids.clone();
-            setup.build = Box::new(move |ring, _| {
-                let headers = crr_flow_headers(c.cookie, &flow_ids);
-                let flows = flow_ids.len();
-                let send = AnySend::per_op(send_engine, ring, flows, &headers, spec.request_size as usize)?;
-                let mut verify = Verifier::new(verify_on, flows);
-                let recv_len = spec.response_size as usize;
-                let recv =
-                    AnyRecv::per_op(recv_engine, ring, flows, recv_len, false, &spec.ring, &mut verify)?;
-                let pacer = Pacer::for_messages(send_rate, flows, spec.request_size);
-                Ok(Box::new(CrrClient::new(&spec, peer, &flow_ids, send, recv, verify, pacer)))
-            });
-        }
-        Role::CrrServer => {
-            let c = crr()?;
-            let stop = c
-                .stop_fd
-                .ok_or_else(|| Error::Protocol("a crr server without a stop signal: this is a bug".into()))?;
-            setup.max_cqes = CrrServer::max_cqes(&spec);
-            setup.counted = spec.flows as usize;
-            setup.global_flows = true;
-            setup.build = Box::new(move |ring, fds| {
-                let listener = *fds.first().ok_or_else(|| {
-                    Error::Protocol("a crr server without its listener: this is a bug in ringperf".into())
-                })?;
-                let slots = CrrServer::slots(&spec);
-                let no_headers: &[[u8; 0]] = &[];
-                let response_len = spec.response_size as usize;
-                let send = AnySend::per_op(send_engine, ring, slots, no_headers, response_len)?;
-                let mut verify = Verifier::new(verify_on, slots);
-                let recv_len = CrrServer::recv_len(&spec, recv_engine);
-                let recv =
-                    AnyRecv::per_op(recv_engine, ring, slots, recv_len, true, &spec.ring, &mut verify)?;
-                // One bucket for the worker: any connection may be any flow's.
-                let pacer =
-                    Pacer::for_messages(crr_server_rate_bps(&spec, max_rate_bps), 1, spec.response_size);
-                Ok(Box::new(CrrServer::new(&spec, listener, (c.cookie, stop), send, recv, verify, pacer)))
-            });
-        }
-        Role::UdpSender | Role::UdpReceiver => {
-            // Per flow: its sends, a receive, a cancel and its own CQE; plus timers.
-            setup.max_cqes = local_flows * (send_depth + 4) + 16;
-            let sender = plan.role == Role::UdpSender;
-            setup.build = Box::new(move |ring, fds| {
-                Ok(if sender {
-                    let per_send = spec.udp_datagrams_per_send() as usize;
-                    let path =
-                        DatagramSend::new(fds, spec.send_size as usize, per_send, udp_send_depth(&spec));
-                    Box::new(UdpSender::new(&spec, path, fds.len())) as Box<dyn Workload>
-                } else {
-                    let (count, size) = udp_recv_buffers(&spec);
-                    let path = DatagramRecv::new(ring, fds, count, size)?;
-                    Box::new(UdpReceiver::new(&spec, path, fds.len(), flows_done))
-                })
-            });
-        }
-        Role::UdpRrClient | Role::UdpRrServer => {
-            setup.max_cqes = paths_cqes(0);
-            let client = plan.role == Role::UdpRrClient;
-            setup.build = Box::new(move |ring, fds| {
-                let (size, recv_size) = if client {
-                    (spec.request_size, spec.response_size)
-                } else {
-                    (spec.response_size, spec.request_size)
-                };
-                let depth = spec.rr_depth();
-                let path = DatagramSend::new(fds, size as usize, 1, udp_rr_send_depth(depth));
-                let buffers = udp_rr_recv_buffers(fds.len(), depth);
-                let recv = DatagramRecv::new(ring, fds, buffers, recv_size as usize)?;
-                let pacer = Pacer::for_messages(send_rate, fds.len(), size);
-                Ok(if client {
-                    let window_ns = spec.duration_ms * 1_000_000;
-                    let schedule = spec
-                        .open_loop
-                        .map(|o| Schedule::new(o.interval_ns(spec.flows), fds.len(), window_ns));
-                    Box::new(UdpRrClient::new(&spec, fds, path, recv, schedule, pacer)) as Box<dyn Workload>
-                } else {
-                    Box::new(UdpRrServer::new(&spec, fds, path, recv, flows_done, pacer))
-                })
-            });
-        }
+    Ok(Shape::Ring(match plan.role {
+        Role::StreamSender => stream_sender(r, splice_file),
+        Role::StreamReceiver => stream_receiver(r),
+        Role::RrClient | Role::RrServer => rr(r, plan.role == Role::RrClient, splice_file),
+        Role::CrrClient => crr_client(r, crr()?, plan.flow_ids.clone())?,
+        Role::CrrServer => crr_server(r, crr()?)?,
+        Role::UdpSender | Role::UdpReceiver => udp_stream(r, plan.role == Role::UdpSender),
+        Role::UdpRrClient | Role::UdpRrServer => udp_rr(r, plan.role == Role::UdpRrClient),
         Role::StreamBidir => {
             return Err(Error::Protocol(
                 "a worker is a sender or a receiver, never both: this is a bug in ringperf".into(),
             ))
         }
-    }
-    Ok(Shape::Ring(setup))
+    }))
 }
 
-fn unreachable_role() -> Result<Box<dyn Workload>> {
-    Err(Error::Protocol("a worker role without its constructor: this is a bug in ringperf".into()))
+/// What every ring role's constructor takes from its plan.
+struct RoleInputs {
+    spec: TestSpec,
+    send_engine: SendEngine,
+    recv_engine: RecvEngine,
+    send_depth: usize,
+    /// The data sockets (see [`WorkerPlan::fds`]).
+    socks: Vec<RawFd>,
+    local_flows: usize,
+    max_rate_bps: Option<u64>,
+    /// What each flow of this side sends is paced to this (see `flow_send_rate_bps`).
+    send_rate: Option<u64>,
+    flows_done: Option<RawFd>,
+}
+
+impl RoleInputs {
+    fn of(plan: &WorkerPlan) -> RoleInputs {
+        let spec = plan.spec.clone();
+        RoleInputs {
+            send_engine: plan.side.send_engine,
+            recv_engine: plan.side.recv_engine,
+            send_depth: spec.ring.send_depth as usize,
+            socks: plan.fds.clone(),
+            local_flows: plan.flow_ids.len(),
+            max_rate_bps: plan.max_rate_bps,
+            send_rate: flow_send_rate_bps(&spec, plan.max_rate_bps),
+            flows_done: plan.flows_done_fd,
+            spec,
+        }
+    }
+
+    /// Per flow: a chain of sends, the notifications of every buffer it can have awaiting
+    /// one (a zero-copy stream keeps megabytes of them), a chain of receives; plus the
+    /// deadline.
+    fn paths_cqes(&self, zc_unnotified_bytes: usize) -> usize {
+        let (send_depth, nflows) = (self.send_depth, self.socks.len());
+        let notifications = if self.send_engine.is_zero_copy() {
+            zc_slots_per_flow(self.spec.send_size as usize, send_depth, nflows, zc_unnotified_bytes)
+        } else {
+            send_depth + 1
+        };
+        ((send_depth + 1) + notifications + self.spec.ring.recv_depth as usize + 1) * nflows + 8
+    }
+
+    fn transaction(&self) -> Transaction {
+        let spec = &self.spec;
+        Transaction {
+            request: spec.request_size,
+            response: spec.response_size,
+            burst: spec.rr_depth(),
+            limit: spec.transaction_limit.unwrap_or(u64::MAX),
+        }
+    }
+}
+
+impl RoleSetup {
+    /// A role with `counted` counter slots, on the deferred task run, that neither runs
+    /// under SCHED_BATCH nor settles its sockets after the window.
+    fn new(max_cqes: usize, counted: usize, build: RoleBuild) -> RoleSetup {
+        RoleSetup {
+            max_cqes,
+            task_run: TaskRun::Deferred,
+            sched_batch: false,
+            counted,
+            global_flows: false,
+            settle_tcp: false,
+            build,
+        }
+    }
+}
+
+fn stream_sender(r: RoleInputs, splice_file: Option<File>) -> RoleSetup {
+    let zc_unnotified_bytes = zc_stream_unnotified_bytes(r.spec.workers(), r.spec.send_size as usize);
+    let (max_cqes, counted) = (r.paths_cqes(zc_unnotified_bytes), r.socks.len());
+    let splice = r.send_engine == SendEngine::Splice;
+    let mut setup = RoleSetup::new(
+        max_cqes,
+        counted,
+        Box::new(move |ring, fds| {
+            let RoleInputs { spec, send_engine, send_depth, socks, send_rate, .. } = r;
+            let send = AnySend::new(
+                send_engine,
+                ring,
+                SendSetup {
+                    fds,
+                    max_len: spec.send_size as usize,
+                    depth: send_depth,
+                    zc_unnotified_bytes,
+                    file: splice_file,
+                },
+            )?;
+            let pacer = Pacer::for_chains(send_rate, fds.len(), spec.send_size, send_depth as u32);
+            Ok(Box::new(StreamSender::new(send, &socks, spec.send_size, send_depth, pacer, spec.byte_limit)))
+        }),
+    );
+    // A splice stream's work runs on io-wq: with cooperative task work its chains wake the
+    // worker once per chain instead of once per step, and SCHED_BATCH (inherited by the
+    // io-wq workers, which start later) keeps the task work each freed request still sends
+    // the worker from preempting io-wq on the shared CPU.
+    if splice {
+        setup.task_run = TaskRun::Cooperative;
+        setup.sched_batch = true;
+    }
+    setup.settle_tcp = true;
+    setup
+}
+
+fn stream_receiver(r: RoleInputs) -> RoleSetup {
+    let (max_cqes, counted) = (r.paths_cqes(0), r.socks.len());
+    RoleSetup::new(
+        max_cqes,
+        counted,
+        Box::new(move |ring, fds| {
+            let RoleInputs { spec, recv_engine, max_rate_bps, .. } = r;
+            let mut verify = Verifier::new(spec.verify, fds.len());
+            let depth = spec.ring.recv_depth as usize;
+            let recv_setup = RecvSetup { fds, max_len: spec.recv_size as usize, depth };
+            let recv = AnyRecv::new(recv_engine, ring, recv_setup, &spec.ring, &mut verify)?;
+            // Each flow is held to its share of the session's limit.
+            let police = max_rate_bps.map(|b| (b / u64::from(spec.flows.max(1))).max(1));
+            let police = Pacer::new(police, fds.len(), spec.recv_size);
+            Ok(Box::new(StreamReceiver::new(
+                recv,
+                verify,
+                fds.len(),
+                spec.recv_size,
+                police,
+                spec.byte_limit.is_some(),
+            )))
+        }),
+    )
+}
+
+fn rr(r: RoleInputs, client: bool, splice_file: Option<File>) -> RoleSetup {
+    let (max_cqes, counted, tx) = (r.paths_cqes(0), r.socks.len(), r.transaction());
+    RoleSetup::new(
+        max_cqes,
+        counted,
+        Box::new(move |ring, fds| {
+            let RoleInputs { spec, send_engine, recv_engine, send_rate, .. } = r;
+            // Buffers are sized for what this role moves, not for every size in the spec:
+            // with a burst, for the messages one send carries and one receive may take.
+            let (send_len, recv_len) =
+                if client { (tx.request, tx.response) } else { (tx.response, tx.request) };
+            let (send_len, recv_len) = (send_len * tx.per_send(send_len), tx.recv_len(recv_len));
+            let mut verify = Verifier::new(spec.verify, fds.len());
+            let send_setup = SendSetup {
+                fds,
+                max_len: send_len as usize,
+                depth: 1,
+                zc_unnotified_bytes: 0,
+                file: splice_file,
+            };
+            let send = AnySend::new(send_engine, ring, send_setup)?;
+            let recv_setup = RecvSetup { fds, max_len: recv_len as usize, depth: 1 };
+            let recv = AnyRecv::new(recv_engine, ring, recv_setup, &spec.ring, &mut verify)?;
+            // Tokens for a whole send: a burst's send carries several messages.
+            let pacer = Pacer::for_messages(send_rate, fds.len(), send_len);
+            Ok(if client {
+                let schedule = open_loop_schedule(&spec, fds.len());
+                Box::new(RrClient::new(send, recv, verify, tx, fds.len(), schedule, pacer))
+                    as Box<dyn Workload>
+            } else {
+                Box::new(RrServer::new(send, recv, verify, tx, fds.len(), pacer))
+            })
+        }),
+    )
+}
+
+/// The open-loop schedule of a request/response client's `flows` flows, if the spec asks
+/// for one.
+fn open_loop_schedule(spec: &TestSpec, flows: usize) -> Option<Schedule> {
+    let window_ns = spec.duration_ms * 1_000_000;
+    spec.open_loop.map(|o| Schedule::new(o.interval_ns(spec.flows), flows, window_ns))
+}
+
+fn crr_client(r: RoleInputs, c: CrrPlan, flow_ids: Vec<u32>) -> Result<RoleSetup> {
+    let peer = c.peer.ok_or_else(|| Error::Protocol("a crr client without a peer: this is a bug".into()))?;
+    // Per flow: its socket's CQE or its chain's one (a broken chain posts only the failed
+    // op's), and a stop's cancel; plus timers, with room to spare. Engines that post more
+    // per cycle (a connect, a send, its notification, pieces of a response, a cancelled
+    // receive) get room for those.
+    let per_flow =
+        if r.send_engine == SendEngine::Copy && r.recv_engine == RecvEngine::Recv { 5 } else { 12 };
+    // crr holds no socket per flow: its client counts its own flows.
+    let counted = r.local_flows;
+    Ok(RoleSetup::new(
+        per_flow * counted + 16,
+        counted,
+        Box::new(move |ring, _| {
+            let RoleInputs { spec, send_engine, recv_engine, send_rate, .. } = r;
+            let headers = crr_flow_headers(c.cookie, &flow_ids);
+            let flows = flow_ids.len();
+            let send = AnySend::per_op(send_engine, ring, flows, &headers, spec.request_size as usize)?;
+            let mut verify = Verifier::new(spec.verify, flows);
+            let recv_len = spec.response_size as usize;
+            let recv = AnyRecv::per_op(recv_engine, ring, flows, recv_len, false, &spec.ring, &mut verify)?;
+            let pacer = Pacer::for_messages(send_rate, flows, spec.request_size);
+            Ok(Box::new(CrrClient::new(&spec, peer, &flow_ids, send, recv, verify, pacer)))
+        }),
+    ))
+}
+
+fn crr_server(r: RoleInputs, c: CrrPlan) -> Result<RoleSetup> {
+    let stop = c
+        .stop_fd
+        .ok_or_else(|| Error::Protocol("a crr server without a stop signal: this is a bug".into()))?;
+    let (max_cqes, counted) = (CrrServer::max_cqes(&r.spec), r.spec.flows as usize);
+    let mut setup = RoleSetup::new(
+        max_cqes,
+        counted,
+        Box::new(move |ring, fds| {
+            let RoleInputs { spec, send_engine, recv_engine, max_rate_bps, .. } = r;
+            let listener = *fds.first().ok_or_else(|| {
+                Error::Protocol("a crr server without its listener: this is a bug in ringperf".into())
+            })?;
+            let slots = CrrServer::slots(&spec);
+            let no_headers: &[[u8; 0]] = &[];
+            let response_len = spec.response_size as usize;
+            let send = AnySend::per_op(send_engine, ring, slots, no_headers, response_len)?;
+            let mut verify = Verifier::new(spec.verify, slots);
+            let recv_len = CrrServer::recv_len(&spec, recv_engine);
+            let recv = AnyRecv::per_op(recv_engine, ring, slots, recv_len, true, &spec.ring, &mut verify)?;
+            // One bucket for the worker: any connection may be any flow's.
+            let pacer = Pacer::for_messages(crr_server_rate_bps(&spec, max_rate_bps), 1, spec.response_size);
+            Ok(Box::new(CrrServer::new(&spec, listener, (c.cookie, stop), send, recv, verify, pacer)))
+        }),
+    );
+    setup.global_flows = true;
+    Ok(setup)
+}
+
+fn udp_stream(r: RoleInputs, sender: bool) -> RoleSetup {
+    // Per flow: its sends, a receive, a cancel and its own CQE; plus timers.
+    let (max_cqes, counted) = (r.local_flows * (r.send_depth + 4) + 16, r.socks.len());
+    RoleSetup::new(
+        max_cqes,
+        counted,
+        Box::new(move |ring, fds| {
+            let RoleInputs { spec, flows_done, .. } = r;
+            Ok(if sender {
+                let per_send = spec.udp_datagrams_per_send() as usize;
+                let path = DatagramSend::new(fds, spec.send_size as usize, per_send, udp_send_depth(&spec));
+                Box::new(UdpSender::new(&spec, path, fds.len())) as Box<dyn Workload>
+            } else {
+                let (count, size) = udp_recv_buffers(&spec);
+                let path = DatagramRecv::new(ring, fds, count, size)?;
+                Box::new(UdpReceiver::new(&spec, path, fds.len(), flows_done))
+            })
+        }),
+    )
+}
+
+fn udp_rr(r: RoleInputs, client: bool) -> RoleSetup {
+    let (max_cqes, counted) = (r.paths_cqes(0), r.socks.len());
+    RoleSetup::new(
+        max_cqes,
+        counted,
+        Box::new(move |ring, fds| {
+            let RoleInputs { spec, send_rate, flows_done, .. } = r;
+            let (size, recv_size) = if client {
+                (spec.request_size, spec.response_size)
+            } else {
+                (spec.response_size, spec.request_size)
+            };
+            let depth = spec.rr_depth();
+            let path = DatagramSend::new(fds, size as usize, 1, udp_rr_send_depth(depth));
+            let buffers = udp_rr_recv_buffers(fds.len(), depth);
+            let recv = DatagramRecv::new(ring, fds, buffers, recv_size as usize)?;
+            let pacer = Pacer::for_messages(send_rate, fds.len(), size);
+            Ok(if client {
+                let schedule = open_loop_schedule(&spec, fds.len());
+                Box::new(UdpRrClient::new(&spec, fds, path, recv, schedule, pacer)) as Box<dyn Workload>
+            } else {
+                Box::new(UdpRrServer::new(&spec, fds, path, recv, flows_done, pacer))
+            })
+        }),
+    )
 }
 
 /// A worker's ring and everything the ring points into. Fields drop in declaration order:
