@@ -21,7 +21,7 @@ use crate::payload::Payload;
 use crate::probe::IoUringProbe;
 use crate::report::{CpuUsage, FlowReport, IntervalSample, SideReport, SocketSizes, WorkerReport};
 use crate::spec::{ProfileSpec, RecvEngine, Role, SendEngine, SideSpec, TestSpec};
-use crate::worker::{CrrPlan, Worker, WorkerPlan};
+use crate::worker::{CrrPlan, Worker, WorkerOutcome, WorkerPlan};
 use crate::workload::Ending;
 
 /// What a side's workers run over.
@@ -146,20 +146,7 @@ impl Side {
                 }
             }
             for w in 0..n {
-                let splice_file = match (&side.payload, side.send_engine) {
-                    (Payload::File(path), SendEngine::Splice) if role == Role::StreamSender => {
-                        Some(crate::input::open_regular(path, "payload file")?)
-                    }
-                    // Labels are resolved where a spec comes off the wire (and refused
-                    // by the client that would send one itself): none should get here.
-                    (Payload::Label(label), SendEngine::Splice) if role == Role::StreamSender => {
-                        return Err(Error::Usage(format!(
-                            "payload label '{}' was not resolved to a listed file: report this",
-                            crate::control::text::peer_text(label)
-                        )))
-                    }
-                    _ => None,
-                };
+                let splice_file = splice_file(side, role)?;
                 let k = workers.len();
                 let cpu = (!side.cpus.is_empty()).then(|| side.cpus[k % side.cpus.len()]);
                 let fds = match &crr {
@@ -279,39 +266,8 @@ impl Side {
             self.kernel.report(snapshot, &before, &after, sockets)
         });
 
-        let mut flows = vec![FlowReport::default(); self.nflows];
-        let mut tcp_flows = vec![Default::default(); self.nflows];
-        let mut worker_reports = Vec::with_capacity(nworkers);
-        // crr server: any worker may serve any flow; a flow is shown under the worker that
-        // served most of its connections.
-        let mut most = vec![0u64; self.nflows];
-        for (w, o) in outcomes.iter().enumerate() {
-            for (l, c) in o.flows.iter().enumerate() {
-                let p = self.placement[w];
-                let g = if o.global_flows { l } else { p.group_start + merge::global_flow(p.index, l, p.of) };
-                let f = &mut flows[g];
-                f.flow = g;
-                if !o.global_flows || c.transactions > most[g] {
-                    most[g] = c.transactions;
-                    f.worker = w;
-                }
-                f.bytes_sent += c.bytes_sent;
-                f.bytes_received += c.bytes_received;
-                f.transactions += c.transactions;
-                if let Some(t) = o.tcp.get(l) {
-                    tcp_flows[g] = *t;
-                }
-            }
-            worker_reports.push(WorkerReport {
-                cpu: self.cpus[w],
-                flows: o.flows.len(),
-                bytes_sent: o.flows.iter().map(|f| f.bytes_sent).sum(),
-                bytes_received: o.flows.iter().map(|f| f.bytes_received).sum(),
-                transactions: o.flows.iter().map(|f| f.transactions).sum(),
-                ring: o.ring,
-                tool: o.tool,
-            });
-        }
+        let (flows, tcp_flows, worker_reports) =
+            per_flow(&outcomes, &self.placement, &self.cpus, self.nflows);
         let bytes_sent: u64 = flows.iter().map(|f| f.bytes_sent).sum();
         let bytes_received: u64 = flows.iter().map(|f| f.bytes_received).sum();
         let transactions: u64 = flows.iter().map(|f| f.transactions).sum();
@@ -387,6 +343,69 @@ impl Side {
             .map(|p| p.report(report.cpu.system.busy_us, ProfileWork::of(&report), report.service_demand));
         Ok(Finished { report, ending, samples: profiled })
     }
+}
+
+/// The side's flows in global order (and each one's TCP_INFO), and its workers, from what
+/// each worker counted: a worker's flows are dealt round-robin within its group.
+fn per_flow(
+    outcomes: &[WorkerOutcome],
+    placement: &[Placement],
+    cpus: &[Option<usize>],
+    nflows: usize,
+) -> (Vec<FlowReport>, Vec<TcpFlowInfo>, Vec<WorkerReport>) {
+    let mut flows = vec![FlowReport::default(); nflows];
+    let mut tcp_flows = vec![Default::default(); nflows];
+    let mut worker_reports = Vec::with_capacity(outcomes.len());
+    // crr server: any worker may serve any flow; a flow is shown under the worker that
+    // served most of its connections.
+    let mut most = vec![0u64; nflows];
+    for (w, o) in outcomes.iter().enumerate() {
+        for (l, c) in o.flows.iter().enumerate() {
+            let p = placement[w];
+            let g = if o.global_flows { l } else { p.group_start + merge::global_flow(p.index, l, p.of) };
+            let f = &mut flows[g];
+            f.flow = g;
+            if !o.global_flows || c.transactions > most[g] {
+                most[g] = c.transactions;
+                f.worker = w;
+            }
+            f.bytes_sent += c.bytes_sent;
+            f.bytes_received += c.bytes_received;
+            f.transactions += c.transactions;
+            if let Some(t) = o.tcp.get(l) {
+                tcp_flows[g] = *t;
+            }
+        }
+        worker_reports.push(WorkerReport {
+            cpu: cpus[w],
+            flows: o.flows.len(),
+            bytes_sent: o.flows.iter().map(|f| f.bytes_sent).sum(),
+            bytes_received: o.flows.iter().map(|f| f.bytes_received).sum(),
+            transactions: o.flows.iter().map(|f| f.transactions).sum(),
+            ring: o.ring,
+            tool: o.tool,
+        });
+    }
+    (flows, tcp_flows, worker_reports)
+}
+
+/// The payload file a worker of `role` splices from, opened for it: a splice stream
+/// sender's, none for any other.
+fn splice_file(side: &SideSpec, role: Role) -> Result<Option<std::fs::File>> {
+    Ok(match (&side.payload, side.send_engine) {
+        (Payload::File(path), SendEngine::Splice) if role == Role::StreamSender => {
+            Some(crate::input::open_regular(path, "payload file")?)
+        }
+        // Labels are resolved where a spec comes off the wire (and refused by the client
+        // that would send one itself): none should get here.
+        (Payload::Label(label), SendEngine::Splice) if role == Role::StreamSender => {
+            return Err(Error::Usage(format!(
+                "payload label '{}' was not resolved to a listed file: report this",
+                crate::control::text::peer_text(label)
+            )))
+        }
+        _ => None,
+    })
 }
 
 /// What steers a side's workers besides the spec: where interval samples go as they
