@@ -213,12 +213,17 @@ pub fn header(plan: &Plan, host: &Host, tools: &[&dyn Tool]) -> String {
             "- sockperf's window opens at its 'Starting test...' line: it idles ~2 s after connecting; its transactions are its [Total Run] ReceivedMessages (the whole timed run, warm-up included)"
         );
     }
+    commands(&mut s, tools, cfg);
+    s
+}
+
+/// A header's closing list: each tool's command line for `cfg`.
+pub fn commands(s: &mut String, tools: &[&dyn Tool], cfg: &Config) {
     let _ = writeln!(s, "- commands:");
     for t in tools {
         let _ = writeln!(s, "  - {}: `{}`", t.name(), t.describe(cfg));
     }
     let _ = writeln!(s);
-    s
 }
 
 /// The columns particular to a workload: their names and each run's cells.

@@ -13,7 +13,7 @@ use crate::bench::{self, Host, Plan};
 use crate::error::Result;
 use crate::peers::ringperf::{self, Expect, Ringperf};
 use crate::peers::{Config, RunResult, Tool, Work, Workload};
-use crate::report::{opt, sd, Table};
+use crate::report::{commands, opt, sd, Table};
 use crate::stats::{median, min_max, ratio};
 
 pub const ON: &str = "stats on";
@@ -88,11 +88,7 @@ fn header(plan: &Plan, host: &Host, tools: &[&dyn Tool]) -> String {
         s,
         "- transactions/s: ringperf's count / its window; CPU, the same for both: per-CPU /proc/stat deltas around each run, service demand = busy µs over all CPUs per transaction; tool overhead = ringperf's own figure (its user-space CPU / all busy CPU, per side)"
     );
-    let _ = writeln!(s, "- commands:");
-    for t in tools {
-        let _ = writeln!(s, "  - {}: `{}`", t.name(), t.describe(cfg));
-    }
-    let _ = writeln!(s);
+    commands(&mut s, tools, cfg);
     s
 }
 
