@@ -52,10 +52,6 @@ impl RecvPath for DatagramRecv {
         self.fds[flow]
     }
 
-    fn multishot(&self) -> bool {
-        true
-    }
-
     /// A standing receive on `on.sock` (a connected UDP socket: the flow's own, or one the
     /// workload made) into the shared ring.
     fn arm_on(&mut self, ring: &mut Ring, on: PerOp, _: u32, _: bool, flags: Flags) -> Result<()> {
@@ -67,6 +63,10 @@ impl RecvPath for DatagramRecv {
         self.live[flow] = true;
         // SAFETY: the buffer ring lives in this path, which its owner drops after the ring.
         unsafe { ring.push(&e) }
+    }
+
+    fn multishot(&self) -> bool {
+        true
     }
 
     fn cancel_on(&mut self, ring: &mut Ring, owner: usize) -> Result<()> {

@@ -70,14 +70,9 @@ impl AnyRecv {
                 verify.cannot_check(TRUNC_UNCHECKED);
                 AnyRecv::Copy(CopyRecv::new(fds, max_len, true, false, depth)?)
             }
-            RecvEngine::Multishot | RecvEngine::Bundle => AnyRecv::Provided(ProvidedRecv::new(
-                ring,
-                fds,
-                engine == RecvEngine::Bundle,
-                tuning.buf_count as u16,
-                tuning.buf_size as usize,
-                verify.enabled(),
-            )?),
+            RecvEngine::Multishot | RecvEngine::Bundle => {
+                provided(engine, ring, fds, tuning, verify.enabled())?
+            }
             RecvEngine::Syscall | RecvEngine::ZerocopyReceive => {
                 return Err(crate::classic::not_a_ring_engine("receive", engine.name()))
             }
@@ -106,19 +101,29 @@ impl AnyRecv {
                 verify.cannot_check(TRUNC_UNCHECKED);
                 AnyRecv::Copy(CopyRecv::per_op(owners, max_len, true, false)?)
             }
-            RecvEngine::Multishot | RecvEngine::Bundle => AnyRecv::Provided(ProvidedRecv::per_op(
-                ring,
-                owners,
-                engine == RecvEngine::Bundle,
-                tuning.buf_count as u16,
-                tuning.buf_size as usize,
-                read,
-            )?),
+            // No socket of its own: each owner's comes with its arm_on.
+            RecvEngine::Multishot | RecvEngine::Bundle => {
+                provided(engine, ring, &vec![FlowFd::Raw(-1); owners], tuning, read)?
+            }
             RecvEngine::Syscall | RecvEngine::ZerocopyReceive => {
                 return Err(crate::classic::not_a_ring_engine("receive", engine.name()))
             }
         })
     }
+}
+
+/// The provided-buffer path (multishot, or bundle) over `fds`, its buffers as `tuning`
+/// sizes them.
+fn provided(
+    engine: RecvEngine,
+    ring: &mut Ring,
+    fds: &[FlowFd],
+    tuning: &RingTuning,
+    read_payload: bool,
+) -> Result<AnyRecv> {
+    let (count, size) = (tuning.buf_count as u16, tuning.buf_size as usize);
+    let bundle = engine == RecvEngine::Bundle;
+    Ok(AnyRecv::Provided(ProvidedRecv::new(ring, fds, bundle, count, size, read_payload)?))
 }
 
 macro_rules! dispatch_recv {

@@ -67,19 +67,6 @@ impl ProvidedRecv {
         })
     }
 
-    /// A path for sockets the workload makes per operation (see [`RecvPath::arm_on`]),
-    /// for `owners` buffer owners sharing one buffer ring.
-    pub fn per_op(
-        ring: &mut Ring,
-        owners: usize,
-        bundle: bool,
-        count: u16,
-        size: usize,
-        read_payload: bool,
-    ) -> Result<ProvidedRecv> {
-        ProvidedRecv::new(ring, &vec![FlowFd::Raw(-1); owners], bundle, count, size, read_payload)
-    }
-
     /// The receive of `flow` ended without EOF: armed again unless it was cancelled.
     fn rearm(&mut self, ring: &mut Ring, flow: usize) -> Result<()> {
         if self.stopped[flow] {
