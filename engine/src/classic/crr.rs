@@ -27,8 +27,8 @@ use crate::workload::crr::{client_options, header, PortCursor, SockOpt};
 use crate::workload::driver::RoleReport;
 use crate::workload::{peer_stuck, Ending};
 
-const LISTENER: u64 = u64::MAX - 1;
-const STOP: u64 = u64::MAX - 2;
+const LISTENER: usize = usize::MAX - 1;
+const STOP: usize = usize::MAX - 2;
 /// How often a blocked client receive looks whether the run was stopped.
 const STOP_CHECK_NS: u64 = 100_000_000;
 /// How long the one-flow server waits on a silent connection before it drops it: a real
@@ -314,10 +314,9 @@ impl Client {
             let stopping = flags & DEADLINE != 0;
             let n = cx.wait(&mut ep, -1)?;
             for i in 0..n {
-                let Some((token, _)) = cx.event(&ep, i) else {
+                let Some((f, _)) = cx.event(&ep, i) else {
                     continue;
                 };
-                let f = token as usize;
                 let fd = self.flows[f].fd;
                 match self.flows[f].phase {
                     Phase::Connecting => {
@@ -828,9 +827,9 @@ impl Loop for Server {
         }
         sys::set_nonblocking(self.listener, true)?;
         let mut ep = cx.epoll(self.conns.len() + 3)?;
-        ep.add(self.listener, LISTENER, libc::EPOLLIN as u32)?;
+        ep.add(self.listener, LISTENER as u64, libc::EPOLLIN as u32)?;
         // Polled, never read: every worker of the side watches the one eventfd.
-        ep.add(self.stop, STOP, libc::EPOLLIN as u32)?;
+        ep.add(self.stop, STOP as u64, libc::EPOLLIN as u32)?;
         let mut active = 0usize;
         let mut stopping = false;
         while !(stopping && active == 0) {
@@ -850,7 +849,6 @@ impl Loop for Server {
                     }
                     LISTENER => active += self.accept(cx, &ep, stopping)?,
                     slot => {
-                        let slot = slot as usize;
                         if self.conns[slot].fd >= 0 && self.serve(cx, &ep, slot)? {
                             active -= 1;
                         }

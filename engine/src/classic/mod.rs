@@ -144,16 +144,17 @@ impl Ctx<'_> {
         Ok(n)
     }
 
-    /// Event `i` of `ep`'s last wait: its token and what is ready; `None` for the wake-up
-    /// eventfd, drained here (the flag that rang it is read through [`Ctx::events`]).
+    /// Event `i` of `ep`'s last wait: its token (a flow's index, or one of the loop's own)
+    /// and what is ready; `None` for the wake-up eventfd, drained here (the flag that rang
+    /// it is read through [`Ctx::events`]).
     #[inline]
-    pub fn event(&self, ep: &Epoll, i: usize) -> Option<(u64, u32)> {
+    pub fn event(&self, ep: &Epoll, i: usize) -> Option<(usize, u32)> {
         let (token, ready) = ep.event(i);
         if token == WAKE {
             sys::drain(self.wake_fd);
             return None;
         }
-        Some((token, ready))
+        Some((token as usize, ready))
     }
 
     /// The flags raised so far; an interval tick is sampled here and cleared. One relaxed

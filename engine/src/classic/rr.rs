@@ -227,10 +227,9 @@ impl FlowLoop for Client {
             stopping |= flags & DEADLINE != 0;
             let n = cx.wait(&mut ep, -1)?;
             for i in 0..n {
-                let Some((token, ready)) = cx.event(&ep, i) else {
+                let Some((f, ready)) = cx.event(&ep, i) else {
                     continue;
                 };
-                let f = token as usize;
                 let e = &mut self.ends;
                 if let Phase::Sending(out) = e.flows[f].phase {
                     if ready & libc::EPOLLOUT as u32 != 0 {
@@ -333,10 +332,9 @@ impl FlowLoop for Server {
         while open > 0 && cx.events() & (ABORT | GUARD) == 0 {
             let n = cx.wait(&mut ep, -1)?;
             for i in 0..n {
-                let Some((token, ready)) = cx.event(&ep, i) else {
+                let Some((f, ready)) = cx.event(&ep, i) else {
                     continue;
                 };
-                let f = token as usize;
                 let e = &mut self.ends;
                 match e.flows[f].phase {
                     Phase::Sending(out) if ready & libc::EPOLLOUT as u32 != 0 => {

@@ -93,10 +93,10 @@ impl FlowLoop for Sender {
                 };
                 // EPOLLERR: zero-copy completions are waiting in the error queue.
                 if let Some(zc) = self.zero_copy.as_mut().filter(|_| ready & libc::EPOLLERR as u32 != 0) {
-                    zc.read(cx, token as usize)?;
+                    zc.read(cx, token)?;
                 }
                 for _ in 0..CALLS_PER_TURN {
-                    if !cx.pace(DEADLINE | ABORT | GUARD) || !self.send_once(cx, token as usize)? {
+                    if !cx.pace(DEADLINE | ABORT | GUARD) || !self.send_once(cx, token)? {
                         break;
                     }
                 }
@@ -248,10 +248,9 @@ impl FlowLoop for Receiver {
         while open > 0 && cx.events() & (ABORT | GUARD) == 0 {
             let n = cx.wait(&mut ep, -1)?;
             for i in 0..n {
-                let Some((token, _)) = cx.event(&ep, i) else {
+                let Some((f, _)) = cx.event(&ep, i) else {
                     continue;
                 };
-                let f = token as usize;
                 for _ in 0..CALLS_PER_TURN {
                     if !self.recv_once(cx, f)? {
                         break;

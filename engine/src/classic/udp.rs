@@ -135,7 +135,7 @@ impl Loop for Sender {
                         continue;
                     };
                     for _ in 0..CALLS_PER_TURN {
-                        if !cx.pace(DEADLINE | ABORT) || !self.send_once(cx, token as usize)? {
+                        if !cx.pace(DEADLINE | ABORT) || !self.send_once(cx, token)? {
                             break;
                         }
                     }
@@ -223,7 +223,7 @@ fn receive_until_drained(d: &mut dyn Datagrams, cx: &mut Ctx, quiet_ns: u64) -> 
                 continue;
             };
             for _ in 0..CALLS_PER_TURN {
-                if !one(d, cx, token as usize)? {
+                if !one(d, cx, token)? {
                     break;
                 }
             }
@@ -569,7 +569,6 @@ impl RrClient {
                 let Some((token, _)) = cx.event(&ep, i) else {
                     continue;
                 };
-                let token = token as usize;
                 if token >= nflows {
                     let f = token - nflows;
                     cx.calls.other += 1;
