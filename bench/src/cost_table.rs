@@ -155,27 +155,12 @@ pub fn table(cfg: &Config, results: &[RunResult], tools: &[&'static str]) -> Str
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpu::CpuWindow;
-    use crate::peers::Work;
-    use ringperf_core::measure::cpu::ProcStat;
     use ringperf_core::measure::profile::CategoryCost;
 
     /// A 1-second rr run of 1000 transactions at `busy` of 100 ticks (10 ms each) on one
     /// of two CPUs: `busy` × 10 us/Tr; its profile's shares as given.
     fn run(tool: &'static str, busy: u64, shares: Option<&[(Category, f64)]>) -> RunResult {
-        let b = ProcStat::parse("cpu0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0\n").unwrap();
-        let a = ProcStat::parse(&format!("cpu0 {busy} 0 0 {} 0 0 0 0\ncpu1 0 0 0 100 0 0 0 0\n", 100 - busy))
-            .unwrap();
-        let mut r = RunResult::new(
-            tool,
-            CpuWindow::from_stats(&b, &a, 1_000_000_000),
-            Work::Rr {
-                transactions: 1000,
-                tps_by_count: 1000.0,
-                tps_by_rtt: f64::NAN,
-                mean_rtt_us: f64::NAN,
-            },
-        );
+        let mut r = RunResult::one_second_rr(tool, 1000.0, busy);
         r.profile = shares.map(|s| ProfileReport {
             busy_samples: 1000,
             categories: s

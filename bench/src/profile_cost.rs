@@ -112,25 +112,10 @@ pub fn verdict(results: &[RunResult]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpu::CpuWindow;
-    use crate::peers::Work;
-    use ringperf_core::measure::cpu::ProcStat;
 
     /// A 1-second rr run of `tps` transactions at `busy` of 100 ticks on one of two CPUs.
     fn run(tool: &'static str, tps: f64, busy: u64) -> RunResult {
-        let b = ProcStat::parse("cpu0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0\n").unwrap();
-        let a = ProcStat::parse(&format!("cpu0 {busy} 0 0 {} 0 0 0 0\ncpu1 0 0 0 100 0 0 0 0\n", 100 - busy))
-            .unwrap();
-        let mut r = RunResult::new(
-            tool,
-            CpuWindow::from_stats(&b, &a, 1_000_000_000),
-            Work::Rr {
-                transactions: tps as u64,
-                tps_by_count: tps,
-                tps_by_rtt: f64::NAN,
-                mean_rtt_us: f64::NAN,
-            },
-        );
+        let mut r = RunResult::one_second_rr(tool, tps, busy);
         // ringperf's own figure: busy CPU per transaction, here in ticks per 1000.
         r.own_service_demand = Some(busy as f64);
         r

@@ -128,19 +128,7 @@ pub fn header(plan: &Plan, host: &Host, tools: &[&dyn Tool]) -> String {
     };
     let _ = writeln!(s, "# ringperf-bench {test}");
     let _ = writeln!(s);
-    let _ = writeln!(
-        s,
-        "- tools: {}, alternating, {} run(s) each, {} s per run, {:.1} s pause between runs",
-        names.join(" vs "),
-        plan.runs,
-        cfg.secs,
-        plan.pause.as_secs_f64()
-    );
-    let _ = writeln!(
-        s,
-        "- host: Linux {}, {} CPUs; client pinned to CPU {}, server to CPU {}; traffic on 127.0.0.1 only",
-        host.kernel, host.cpus, cfg.client_cpu, cfg.server_cpu
-    );
+    runs_and_host(&mut s, &format!("tools: {}", names.join(" vs ")), plan, host);
     match cfg.workload {
         Workload::Stream => {
             let _ = writeln!(
@@ -213,12 +201,34 @@ pub fn header(plan: &Plan, host: &Host, tools: &[&dyn Tool]) -> String {
             "- sockperf's window opens at its 'Starting test...' line: it idles ~2 s after connecting; its transactions are its [Total Run] ReceivedMessages (the whole timed run, warm-up included)"
         );
     }
+    commands(&mut s, tools, cfg);
+    s
+}
+
+/// A header's lines on how the runs went (`who`, alternating) and on the host they ran on.
+pub fn runs_and_host(s: &mut String, who: &str, plan: &Plan, host: &Host) {
+    let cfg = &plan.cfg;
+    let _ = writeln!(
+        s,
+        "- {who}, alternating, {} run(s) each, {} s per run, {:.1} s pause between runs",
+        plan.runs,
+        cfg.secs,
+        plan.pause.as_secs_f64()
+    );
+    let _ = writeln!(
+        s,
+        "- host: Linux {}, {} CPUs; client pinned to CPU {}, server to CPU {}; traffic on 127.0.0.1 only",
+        host.kernel, host.cpus, cfg.client_cpu, cfg.server_cpu
+    );
+}
+
+/// A header's closing list: each tool's command line for `cfg`.
+pub fn commands(s: &mut String, tools: &[&dyn Tool], cfg: &Config) {
     let _ = writeln!(s, "- commands:");
     for t in tools {
         let _ = writeln!(s, "  - {}: `{}`", t.name(), t.describe(cfg));
     }
     let _ = writeln!(s);
-    s
 }
 
 /// The columns particular to a workload: their names and each run's cells.

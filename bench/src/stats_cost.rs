@@ -14,7 +14,7 @@ use crate::error::Result;
 use crate::peers::ringperf::{self, Expect, Ringperf};
 use crate::peers::{Config, RunResult, Tool, Work, Workload};
 use crate::plan::{Host, Plan};
-use crate::report::{opt, sd, Table};
+use crate::report::{commands, opt, runs_and_host, sd, Table};
 use crate::stats::{median, min_max, ratio};
 
 pub const ON: &str = "stats on";
@@ -64,18 +64,7 @@ fn header(plan: &Plan, host: &Host, tools: &[&dyn Tool]) -> String {
     let cfg = &plan.cfg;
     let mut s = String::new();
     let _ = writeln!(s, "# ringperf-bench stats (rr: latency histograms and intervals on vs off)\n");
-    let _ = writeln!(
-        s,
-        "- {ON} vs {OFF}, alternating, {} run(s) each, {} s per run, {:.1} s pause between runs",
-        plan.runs,
-        cfg.secs,
-        plan.pause.as_secs_f64()
-    );
-    let _ = writeln!(
-        s,
-        "- host: Linux {}, {} CPUs; client pinned to CPU {}, server to CPU {}; traffic on 127.0.0.1 only",
-        host.kernel, host.cpus, cfg.client_cpu, cfg.server_cpu
-    );
+    runs_and_host(&mut s, &format!("{ON} vs {OFF}"), plan, host);
     let _ = writeln!(
         s,
         "- request = response = {} bytes; congestion control: the system default ({})",
@@ -89,11 +78,7 @@ fn header(plan: &Plan, host: &Host, tools: &[&dyn Tool]) -> String {
         s,
         "- transactions/s: ringperf's count / its window; CPU, the same for both: per-CPU /proc/stat deltas around each run, service demand = busy µs over all CPUs per transaction; tool overhead = ringperf's own figure (its user-space CPU / all busy CPU, per side)"
     );
-    let _ = writeln!(s, "- commands:");
-    for t in tools {
-        let _ = writeln!(s, "  - {}: `{}`", t.name(), t.describe(cfg));
-    }
-    let _ = writeln!(s);
+    commands(&mut s, tools, cfg);
     s
 }
 
@@ -239,30 +224,17 @@ pub fn summary(host: &Host, results: &[RunResult]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpu::CpuWindow;
     use crate::peers::ringperf::Figures;
-    use ringperf_core::measure::cpu::ProcStat;
 
     fn run(tool: &'static str, tps: f64, ovh: f64) -> RunResult {
-        let b = ProcStat::parse("cpu0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0\n").unwrap();
-        let a = ProcStat::parse("cpu0 50 0 0 50 0 0 0 0\ncpu1 0 0 0 100 0 0 0 0\n").unwrap();
         RunResult {
-            tool,
-            cpu: CpuWindow::from_stats(&b, &a, 1_000_000_000),
-            work: Work::Rr {
-                transactions: tps as u64,
-                tps_by_count: tps,
-                tps_by_rtt: f64::NAN,
-                mean_rtt_us: f64::NAN,
-            },
             own_service_demand: Some(40.0),
-            process_cpu_us: None,
             ringperf: Some(Figures {
                 local_overhead_percent: ovh,
                 remote_overhead_percent: ovh / 2.0,
                 ..Figures::default()
             }),
-            profile: None,
+            ..RunResult::one_second_rr(tool, tps, 50)
         }
     }
 

@@ -173,6 +173,8 @@ pub struct BufRing {
     bufs: Mapping,
     mask: u16,
     tail: u16,
+    /// The tail the kernel was last shown: a publish with nothing staged since is skipped.
+    published: u16,
     size: usize,
     /// Bytes from one buffer's start to the next: `size` rounded up to a cache line, since
     /// the kernel copies into a misaligned destination far more slowly (see `CopyRecv`);
@@ -200,6 +202,7 @@ impl BufRing {
             bufs,
             mask: count - 1,
             tail: 0,
+            published: 0,
             size,
             stride,
             bgid,
@@ -241,9 +244,15 @@ impl BufRing {
         self.tail = self.tail.wrapping_add(1);
     }
 
-    /// Publishes the staged tail with release ordering.
+    /// Publishes the staged tail with release ordering, if anything was staged since the
+    /// last publish (the tail moves by at most the ring's count between publishes, so it
+    /// cannot come round to the published one).
     #[inline]
-    pub fn publish(&self) {
+    pub fn publish(&mut self) {
+        if self.tail == self.published {
+            return;
+        }
+        self.published = self.tail;
         // SAFETY: the tail lives in entry 0's `resv` field of our ring mapping.
         let tail = unsafe { BufRingEntry::tail(self.ring_mem.as_ptr().cast()) } as *const AtomicU16;
         // SAFETY: the field is a naturally aligned u16 the kernel reads atomically.

@@ -147,20 +147,7 @@ impl Side {
                 }
             }
             for w in 0..n {
-                let splice_file = match (&side.payload, side.send_engine) {
-                    (Payload::File(path), SendEngine::Splice) if role == Role::StreamSender => {
-                        Some(ringperf_core::input::open_regular(path, "payload file")?)
-                    }
-                    // Labels are resolved where a spec comes off the wire (and refused
-                    // by the client that would send one itself): none should get here.
-                    (Payload::Label(label), SendEngine::Splice) if role == Role::StreamSender => {
-                        return Err(Error::Usage(format!(
-                            "payload label '{}' was not resolved to a listed file: report this",
-                            ringperf_core::text::peer_text(label)
-                        )))
-                    }
-                    _ => None,
-                };
+                let splice_file = splice_file(side, role)?;
                 let k = workers.len();
                 let cpu = (!side.cpus.is_empty()).then(|| side.cpus[k % side.cpus.len()]);
                 let fds = match &crr {
@@ -308,13 +295,17 @@ impl Side {
         let mut latencies = Vec::new();
         let mut splits = Vec::new();
         let mut intervals = Vec::new();
-        let crr = merge::crr(outcomes.iter().filter_map(|o| o.crr.as_ref()));
-        let rr = merge::rr(outcomes.iter().filter_map(|o| o.rr.as_ref()));
-        let udp = merge::udp(outcomes.iter().map(|o| o.udp.as_ref()).collect(), self.nflows, system.busy_us);
+        let crr = merge::crr(outcomes.iter().filter_map(|o| o.reports.crr.as_ref()));
+        let rr = merge::rr(outcomes.iter().filter_map(|o| o.reports.rr.as_ref()));
+        let udp = merge::udp(
+            outcomes.iter().map(|o| o.reports.udp.as_ref()).collect(),
+            self.nflows,
+            system.busy_us,
+        );
         for o in outcomes {
-            sends.extend(o.send);
-            recvs.extend(o.recv);
-            verifies.extend(o.verify);
+            sends.extend(o.reports.send);
+            recvs.extend(o.reports.recv);
+            verifies.extend(o.reports.verify);
             latencies.push(o.latency);
             splits.push(o.latency_split);
             intervals.push(o.intervals);
@@ -418,6 +409,25 @@ impl Finished {
             self.samples.as_ref().map(|p| p.report(r.cpu.system.busy_us, r.profile_work(), r.service_demand));
         self.report.profile = profile;
     }
+}
+
+/// The payload file a worker of `role` splices from, opened for it: a splice stream
+/// sender's, none for any other.
+fn splice_file(side: &SideSpec, role: Role) -> Result<Option<std::fs::File>> {
+    Ok(match (&side.payload, side.send_engine) {
+        (Payload::File(path), SendEngine::Splice) if role == Role::StreamSender => {
+            Some(ringperf_core::input::open_regular(path, "payload file")?)
+        }
+        // Labels are resolved where a spec comes off the wire (and refused by the client
+        // that would send one itself): none should get here.
+        (Payload::Label(label), SendEngine::Splice) if role == Role::StreamSender => {
+            return Err(Error::Usage(format!(
+                "payload label '{}' was not resolved to a listed file: report this",
+                ringperf_core::text::peer_text(label)
+            )))
+        }
+        _ => None,
+    })
 }
 
 /// What steers a side's workers besides the spec: where interval samples go as they

@@ -8,15 +8,13 @@ use std::os::fd::RawFd;
 use std::sync::mpsc;
 use std::time::Duration;
 
+use crate::workload::driver::RoleReport;
 use ringperf_core::error::{Error, Result};
 use ringperf_core::measure::cpu::{helper_threads_ns, ThreadCpuSnapshot};
 use ringperf_core::measure::intervals::{FlowCounters, IntervalSampler, LatencySplit};
 use ringperf_core::measure::latency::LatencyRecorder;
 use ringperf_core::measure::tcp_info::{wait_until_sent, TcpFlowInfo};
-use ringperf_core::report::{
-    CrrReport, Ending, IntervalSample, RecvReport, RingCounters, RingSetup, RrReport, SendReport, ToolCpu,
-    UdpReport, VerifyReport,
-};
+use ringperf_core::report::{Ending, IntervalSample, RingCounters, RingSetup, ToolCpu};
 use ringperf_core::spec::{Role, SideSpec, TestSpec};
 
 /// How long a stream sender waits after its window for its sockets to transmit what is
@@ -83,12 +81,9 @@ pub struct WorkerOutcome {
     pub latency_split: Option<LatencySplit>,
     pub intervals: Vec<IntervalSample>,
     pub tcp: Vec<TcpFlowInfo>,
-    pub send: Option<SendReport>,
-    pub recv: Option<RecvReport>,
-    pub verify: Option<VerifyReport>,
-    pub crr: Option<CrrReport>,
-    pub udp: Option<UdpReport>,
-    pub rr: Option<RrReport>,
+    /// What the role reported besides its counters: its paths', verifier's and workload's
+    /// reports.
+    pub reports: RoleReport,
 }
 
 /// A worker's measurement window, the same for a ring role and a classic loop: opened

@@ -33,7 +33,7 @@ struct RoleSetup {
     /// Completions the role can have outstanding at once.
     max_cqes: usize,
     task_run: TaskRun,
-    /// The thread runs under SCHED_BATCH (a splice stream; see `role_setup`).
+    /// The thread runs under SCHED_BATCH (a splice stream; see `stream_sender`).
     sched_batch: bool,
     /// Counter slots: one per local flow, except the crr server, which counts every flow.
     counted: usize,
@@ -235,10 +235,10 @@ fn rr(c: Sizing, client: bool, splice_file: Option<File>) -> RoleSetup {
             let pacer = Pacer::for_messages(send_rate, fds.len(), send_len);
             Ok(if client {
                 let schedule = open_loop_schedule(&spec, fds.len());
-                Box::new(RrClient::new(send, recv, verify, tx, fds.len(), schedule, pacer))
+                Box::new(RrClient::new((send, recv, verify), tx, fds.len(), schedule, pacer))
                     as Box<dyn Workload>
             } else {
-                Box::new(RrServer::new(send, recv, verify, tx, fds.len(), pacer))
+                Box::new(RrServer::new((send, recv, verify), tx, fds.len(), pacer))
             })
         }),
     )
@@ -444,20 +444,16 @@ fn run(mut plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>
     if !matches!(ending, Ok(Ending::Completed)) {
         shut_down(&plan.fds);
     }
-    let role_report = engine.role.report();
-    let end_ns = role_report.end_ns.unwrap_or_else(monotonic_ns);
+    let mut reports = engine.role.report();
+    let end_ns = reports.end_ns.unwrap_or_else(monotonic_ns);
     let ClosedWindow { end_ns, tool, tcp, intervals, latency, latency_split } =
         window.close(&ending, end_ns, &flows, &plan.fds, settle_tcp);
-    let mut send = role_report.send;
-    if let Some(sp) = send.as_mut().and_then(|r| r.splice.as_mut()) {
+    if let Some(sp) = reports.send.as_mut().and_then(|r| r.splice.as_mut()) {
         sp.sched_batch = sched_batch;
     }
     Ok(WorkerOutcome {
         flows,
         global_flows: setup.global_flows,
-        crr: role_report.crr,
-        udp: role_report.udp,
-        rr: role_report.rr,
         ending,
         intervals,
         tcp,
@@ -467,9 +463,7 @@ fn run(mut plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>
         end_ns,
         latency,
         latency_split,
-        send,
-        recv: role_report.recv,
-        verify: role_report.verify,
+        reports,
     })
 }
 

@@ -230,6 +230,25 @@ pub struct RunResult {
     pub profile: Option<ProfileReport>,
 }
 
+#[cfg(test)]
+impl RunResult {
+    /// A test's 1-second rr run of `tps` transactions at `busy` of 100 ticks on one of two
+    /// CPUs (the other idle).
+    pub fn one_second_rr(tool: &'static str, tps: f64, busy: u64) -> RunResult {
+        use ringperf_core::measure::cpu::ProcStat;
+        let b = ProcStat::parse("cpu0 0 0 0 0 0 0 0 0\ncpu1 0 0 0 0 0 0 0 0\n").unwrap();
+        let a = ProcStat::parse(&format!("cpu0 {busy} 0 0 {} 0 0 0 0\ncpu1 0 0 0 100 0 0 0 0\n", 100 - busy))
+            .unwrap();
+        let work = Work::Rr {
+            transactions: tps as u64,
+            tps_by_count: tps,
+            tps_by_rtt: f64::NAN,
+            mean_rtt_us: f64::NAN,
+        };
+        RunResult::new(tool, CpuWindow::from_stats(&b, &a, 1_000_000_000), work)
+    }
+}
+
 impl RunResult {
     /// A peer's run: its work in the bench's CPU window, nothing it says about itself.
     pub fn new(tool: &'static str, cpu: CpuWindow, work: Work) -> RunResult {

@@ -7,7 +7,7 @@ use ringperf_core::measure::latency::cdf_points;
 use ringperf_core::report::LatencySummary;
 use ringperf_core::{Error, TestReport};
 
-use super::svg::{color, drawing_error, FONT};
+use super::svg::{color, drawing_error, legend, FONT};
 
 pub fn draw<DB: DrawingBackend>(
     r: &TestReport,
@@ -69,13 +69,6 @@ pub fn draw<DB: DrawingBackend>(
             )
         }))
         .map_err(drawing_error)?;
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .label_font((FONT, 13))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .draw()
-        .map_err(drawing_error)?;
+    legend(&mut chart, SeriesLabelPosition::LowerRight)?;
     Ok(())
 }

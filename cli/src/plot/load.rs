@@ -8,7 +8,7 @@ use plotters::prelude::*;
 use ringperf_core::load::{LoadReport, LoadSeriesPoint};
 use ringperf_core::Error;
 
-use super::svg::{color, drawing_error, write, FONT};
+use super::svg::{color, drawing_error, legend, mesh, write, FONT};
 
 const SIZE: (u32, u32) = (1000, 560);
 
@@ -47,16 +47,7 @@ pub fn draw(r: &LoadReport, path: &Path) -> Result<(), Error> {
             .build_cartesian_2d(0f64..end, 0f64..(peak * scale * 1.15).max(1e-9))
             .map_err(drawing_error)?
             .set_secondary_coord(0f64..end, (lo..hi).log_scale());
-        chart
-            .configure_mesh()
-            .x_desc("time since the probes started (s)")
-            .y_desc(unit)
-            .y_label_formatter(&|v| super::svg::tick(*v))
-            .axis_desc_style((FONT, 16))
-            .label_style((FONT, 13))
-            .light_line_style(TRANSPARENT)
-            .draw()
-            .map_err(drawing_error)?;
+        mesh(&mut chart, "time since the probes started (s)", unit)?;
         chart
             .configure_secondary_axes()
             .y_desc("probe round trip (us, log)")
@@ -96,14 +87,7 @@ pub fn draw(r: &LoadReport, path: &Path) -> Result<(), Error> {
                 .label("load start")
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], grey.stroke_width(1)));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperLeft)
-            .label_font((FONT, 13))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .draw()
-            .map_err(drawing_error)?;
+        legend(&mut chart, SeriesLabelPosition::UpperLeft)?;
         root.present().map_err(drawing_error)?;
     }
     write(path, &svg)

@@ -1,8 +1,10 @@
-//! What every chart shares: the palette, the font, axis ticks, the drawing error, and
-//! writing the SVG with only the characters XML allows.
+//! What every chart shares: the palette, the font, axis ticks, the legend and axes in the
+//! house style, the drawing error, and writing the SVG with only the characters XML allows.
 
 use std::path::Path;
 
+use plotters::coord::types::RangedCoordf64;
+use plotters::prelude::*;
 use plotters::style::RGBColor;
 use ringperf_core::Error;
 
@@ -34,6 +36,40 @@ pub fn tick(v: f64) -> String {
     } else {
         format!("{v:.3}")
     }
+}
+
+/// Draws `chart`'s legend in the house style, at `position`.
+pub fn legend<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    position: SeriesLabelPosition,
+) -> Result<(), Error> {
+    chart
+        .configure_series_labels()
+        .position(position)
+        .label_font((FONT, 13))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK.mix(0.4))
+        .draw()
+        .map_err(drawing_error)
+}
+
+/// Draws a chart's primary axes in the house style: their descriptions, the y ticks
+/// through [`tick`], no light grid.
+pub fn mesh<'a, DB: DrawingBackend + 'a>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    x_desc: &str,
+    y_desc: &str,
+) -> Result<(), Error> {
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .y_label_formatter(&|v| tick(*v))
+        .axis_desc_style((FONT, 16))
+        .label_style((FONT, 13))
+        .light_line_style(TRANSPARENT)
+        .draw()
+        .map_err(drawing_error)
 }
 
 /// Drawing into an in-memory SVG cannot fail for I/O reasons; what can fail is a chart

@@ -8,7 +8,7 @@ use plotters::prelude::*;
 use ringperf_core::figures::{self, Figure, Value};
 use ringperf_core::{Error, TestReport};
 
-use super::svg::{color, drawing_error, write, FONT};
+use super::svg::{color, drawing_error, legend, write, FONT};
 use crate::args::ChartArgs;
 use crate::sweep_file::Entry;
 
@@ -187,14 +187,7 @@ fn render(axes: &Axes, series: &[Series], figure: &str) -> Result<String, Error>
                 }))
                 .map_err(drawing_error)?;
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .label_font((FONT, 13))
-            .background_style(WHITE.mix(0.85))
-            .border_style(BLACK.mix(0.4))
-            .draw()
-            .map_err(drawing_error)?;
+        legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         root.present().map_err(drawing_error)?;
     }
     Ok(svg)

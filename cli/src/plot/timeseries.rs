@@ -5,7 +5,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 use ringperf_core::{Error, TestReport};
 
-use super::svg::{color, drawing_error, FONT};
+use super::svg::{color, drawing_error, legend, mesh, FONT};
 
 pub fn draw<DB: DrawingBackend>(r: &TestReport, area: &DrawingArea<DB, Shift>) -> Result<(), Error> {
     let rr = r.summary.transactions_per_sec.is_some();
@@ -36,16 +36,7 @@ pub fn draw<DB: DrawingBackend>(r: &TestReport, area: &DrawingArea<DB, Shift>) -
         .build_cartesian_2d(0f64..end, 0f64..ymax)
         .map_err(drawing_error)?
         .set_secondary_coord(0f64..end, 0f64..105f64);
-    chart
-        .configure_mesh()
-        .x_desc("time since start (s)")
-        .y_desc(unit)
-        .y_label_formatter(&|v| super::svg::tick(*v))
-        .axis_desc_style((FONT, 16))
-        .label_style((FONT, 13))
-        .light_line_style(TRANSPARENT)
-        .draw()
-        .map_err(drawing_error)?;
+    mesh(&mut chart, "time since start (s)", unit)?;
     chart
         .configure_secondary_axes()
         .y_desc("system CPU busy (% of all CPUs)")
@@ -76,14 +67,7 @@ pub fn draw<DB: DrawingBackend>(r: &TestReport, area: &DrawingArea<DB, Shift>) -
             .label("CPU busy (local host, right axis)")
             .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], cpu_color.stroke_width(2)));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::LowerRight)
-        .label_font((FONT, 13))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK.mix(0.4))
-        .draw()
-        .map_err(drawing_error)?;
+    legend(&mut chart, SeriesLabelPosition::LowerRight)?;
     area.draw(&Text::new(
         describe(r),
         (80, area.dim_in_pixel().1 as i32 - 14),

@@ -1,10 +1,12 @@
 //! What a classic loop shares with its worker while it runs (the flows, flags, counters,
-//! sampler and pacer), the patterned bytes it sends, and the loop trait itself.
+//! sampler and pacer, its epoll set and wait), the patterned bytes it sends, and the loop
+//! traits themselves.
 
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use super::{sys, watch};
+use super::sys::{self, Epoll};
+use super::watch;
 use crate::verify::{fill_payload, phase, PERIOD};
 use crate::workload::driver::RoleReport;
 use crate::workload::pacer::Pacer;
@@ -28,7 +30,49 @@ pub(crate) struct Ctx<'a> {
     pub pacer: Pacer,
 }
 
+/// The epoll token of the watcher's wake-up eventfd (flows use their index).
+pub(crate) const WAKE: u64 = u64::MAX;
+
 impl Ctx<'_> {
+    /// An epoll set holding the wake-up eventfd (token [`WAKE`]), whose loop adds its own
+    /// descriptors; `capacity`: events one wait may return.
+    pub fn epoll(&self, capacity: usize) -> Result<Epoll> {
+        let ep = Epoll::new(capacity)?;
+        ep.add(self.wake_fd, WAKE, libc::EPOLLIN as u32)?;
+        Ok(ep)
+    }
+
+    /// [`Ctx::epoll`] with every flow's socket in it too, watched for `events` (token: the
+    /// flow's index).
+    pub fn flows_epoll(&self, events: i32) -> Result<Epoll> {
+        let ep = self.epoll(self.fds.len() + 1)?;
+        for (f, &fd) in self.fds.iter().enumerate() {
+            ep.add(fd, f as u64, events as u32)?;
+        }
+        Ok(ep)
+    }
+
+    /// Waits on `ep` for at most `timeout_ms` (-1: no limit), counting the call; returns
+    /// how many events it holds.
+    pub fn wait(&mut self, ep: &mut Epoll, timeout_ms: i32) -> Result<usize> {
+        let n = ep.wait_ms(timeout_ms)?;
+        self.calls.epoll_waits += 1;
+        Ok(n)
+    }
+
+    /// Event `i` of `ep`'s last wait: its token (a flow's index, or one of the loop's own)
+    /// and what is ready; `None` for the wake-up eventfd, drained here (the flag that rang
+    /// it is read through [`Ctx::events`]).
+    #[inline]
+    pub fn event(&self, ep: &Epoll, i: usize) -> Option<(usize, u32)> {
+        let (token, ready) = ep.event(i);
+        if token == WAKE {
+            sys::drain(self.wake_fd);
+            return None;
+        }
+        Some((token as usize, ready))
+    }
+
     /// The flags raised so far; an interval tick is sampled here and cleared. One relaxed
     /// load when nothing happened.
     #[inline]
@@ -135,4 +179,22 @@ impl Pattern {
 pub(crate) trait Loop {
     fn run(&mut self, cx: &mut Ctx) -> Result<Ending>;
     fn report(&self) -> RoleReport;
+}
+
+/// A loop that runs until its flows are done, in two shapes: one flow through blocking
+/// calls, or several through epoll.
+pub(crate) trait FlowLoop {
+    fn run_blocking(&mut self, cx: &mut Ctx) -> Result<()>;
+    fn run_epoll(&mut self, cx: &mut Ctx) -> Result<()>;
+
+    /// Runs the shape the flow count asks for. A stop or the guard (with `on_guard`'s
+    /// error) shut the sockets down, so it is the news rather than the loop's own error;
+    /// `None`: the loop ran to its end.
+    fn run_flows(&mut self, cx: &mut Ctx, on_guard: fn() -> Error) -> Result<Option<Ending>> {
+        let r = if cx.fds.len() > 1 { self.run_epoll(cx) } else { self.run_blocking(cx) };
+        if let Some(end) = cx.stopped(on_guard) {
+            return end.map(Some);
+        }
+        r.map(|()| None)
+    }
 }

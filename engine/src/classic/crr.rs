@@ -21,7 +21,7 @@ use crate::classic::sys::{self, Epoll, Io};
 use crate::classic::{ABORT, DEADLINE, GUARD};
 use crate::net::FLOW_HEADER_LEN;
 use crate::verify::fill_payload;
-use crate::workload::crr::{client_options, header, set_port, SockOpt};
+use crate::workload::crr::{client_options, header, PortCursor, SockOpt};
 use crate::workload::driver::RoleReport;
 use crate::workload::ending::peer_stuck;
 use ringperf_core::error::{Error, Result};
@@ -29,9 +29,8 @@ use ringperf_core::report::CrrReport;
 use ringperf_core::report::Ending;
 use ringperf_core::spec::{CloseFirst, TestSpec};
 
-const WAKE: u64 = u64::MAX;
-const LISTENER: u64 = u64::MAX - 1;
-const STOP: u64 = u64::MAX - 2;
+const LISTENER: usize = usize::MAX - 1;
+const STOP: usize = usize::MAX - 2;
 /// How often a blocked client receive looks whether the run was stopped.
 const STOP_CHECK_NS: u64 = 100_000_000;
 /// How long the one-flow server waits on a silent connection before it drops it: a real
@@ -77,8 +76,6 @@ struct Flow {
 
 pub struct Client {
     peer: SockAddr,
-    /// The unspecified address of the peer's family: what --client-ports binds to.
-    local: SockAddr,
     domain: i32,
     /// Per flow: its header and request, `request_len` bytes apart.
     messages: Vec<u8>,
@@ -86,7 +83,7 @@ pub struct Client {
     buf: Vec<u8>,
     options: Vec<SockOpt>,
     ports: Option<(u16, u16)>,
-    next_port: u32,
+    port_cursor: PortCursor,
     flows: Vec<Flow>,
     report: CrrReport,
 }
@@ -101,18 +98,13 @@ impl Client {
         }
         Client {
             peer: SockAddr::from(peer),
-            local: SockAddr::from(match peer {
-                SocketAddr::V4(_) => SocketAddr::from(([0u8; 4], 0)),
-                SocketAddr::V6(_) => SocketAddr::from(([0u16; 8], 0)),
-            }),
             domain: if peer.is_ipv6() { libc::AF_INET6 } else { libc::AF_INET },
             messages,
             request_len,
             buf: vec![0; spec.response_size as usize],
             options: client_options(spec, peer.is_ipv6()),
             ports: spec.crr.client_ports,
-            // Each worker starts at its own place in the port range.
-            next_port: flow_ids.first().copied().unwrap_or(0),
+            port_cursor: PortCursor::new(peer, flow_ids),
             flows: flow_ids.iter().map(|_| Flow { fd: -1, phase: Phase::Idle, started: 0 }).collect(),
             report: CrrReport { linger0: spec.crr.linger0, ..CrrReport::default() },
         }
@@ -138,8 +130,8 @@ impl Client {
                 // Bounds the connect and the request's sends too.
                 sys::set_send_timeout(fd, STOP_CHECK_NS)?;
             }
-            if let Some((lo, hi)) = self.ports {
-                self.bind_port(cx, fd, lo, hi)?;
+            if let Some(range) = self.ports {
+                self.port_cursor.bind(fd, range, &mut self.report.port_busy, &mut cx.calls.other)?;
             }
             Ok(())
         })();
@@ -148,29 +140,6 @@ impl Client {
             return Err(e);
         }
         Ok(fd)
-    }
-
-    fn bind_port(&mut self, cx: &mut Ctx, fd: RawFd, lo: u16, hi: u16) -> Result<()> {
-        let span = u32::from(hi - lo) + 1;
-        let mut local = self.local.clone();
-        for _ in 0..span {
-            let port = lo + (self.next_port % span) as u16;
-            self.next_port = self.next_port.wrapping_add(1);
-            set_port(&mut local, port);
-            cx.calls.other += 1;
-            // SAFETY: `local` is a valid socket address of the length it states.
-            if unsafe { libc::bind(fd, local.as_ptr().cast(), local.len()) } == 0 {
-                return Ok(());
-            }
-            let e = errno();
-            if e.raw_os_error() != Some(libc::EADDRINUSE) {
-                return Err(Error::io(format!("binding a crr client socket to port {port}"), e));
-            }
-            self.report.port_busy += 1;
-        }
-        Err(Error::Usage(format!(
-            "every port of --client-ports {lo}-{hi} is in use: widen the range, use fewer flows or --linger0"
-        )))
     }
 
     /// connect(2); `Ok(false)` for a busy --client-ports 4-tuple, `Ok(true)` when connected
@@ -325,8 +294,7 @@ impl Client {
 
     fn run_epoll(&mut self, cx: &mut Ctx) -> Result<Ending> {
         let nflows = self.flows.len();
-        let mut ep = Epoll::new(nflows + 1)?;
-        ep.add(cx.wake_fd, WAKE, libc::EPOLLIN as u32)?;
+        let mut ep = cx.epoll(nflows + 1)?;
         let now = cx.start_clock();
         for f in 0..nflows {
             // A stop while waiting: the loop below sees it.
@@ -346,15 +314,11 @@ impl Client {
                 return Err(peer_stuck());
             }
             let stopping = flags & DEADLINE != 0;
-            let n = ep.wait()?;
-            cx.calls.epoll_waits += 1;
+            let n = cx.wait(&mut ep, -1)?;
             for i in 0..n {
-                let (token, _) = ep.event(i);
-                if token == WAKE {
-                    sys::drain(cx.wake_fd);
+                let Some((f, _)) = cx.event(&ep, i) else {
                     continue;
-                }
-                let f = token as usize;
+                };
                 let fd = self.flows[f].fd;
                 match self.flows[f].phase {
                     Phase::Connecting => {
@@ -864,24 +828,22 @@ impl Loop for Server {
             return self.run_blocking(cx);
         }
         sys::set_nonblocking(self.listener, true)?;
-        let mut ep = Epoll::new(self.conns.len() + 3)?;
-        ep.add(cx.wake_fd, WAKE, libc::EPOLLIN as u32)?;
-        ep.add(self.listener, LISTENER, libc::EPOLLIN as u32)?;
+        let mut ep = cx.epoll(self.conns.len() + 3)?;
+        ep.add(self.listener, LISTENER as u64, libc::EPOLLIN as u32)?;
         // Polled, never read: every worker of the side watches the one eventfd.
-        ep.add(self.stop, STOP, libc::EPOLLIN as u32)?;
+        ep.add(self.stop, STOP as u64, libc::EPOLLIN as u32)?;
         let mut active = 0usize;
         let mut stopping = false;
         while !(stopping && active == 0) {
             if cx.events() & GUARD != 0 {
                 return Err(peer_stuck());
             }
-            let n = ep.wait()?;
-            cx.calls.epoll_waits += 1;
+            let n = cx.wait(&mut ep, -1)?;
             for i in 0..n {
-                match ep.event(i).0 {
-                    WAKE => {
-                        sys::drain(cx.wake_fd);
-                    }
+                let Some((token, _)) = cx.event(&ep, i) else {
+                    continue;
+                };
+                match token {
                     STOP => {
                         stopping = true;
                         ep.delete(self.stop)?;
@@ -889,7 +851,6 @@ impl Loop for Server {
                     }
                     LISTENER => active += self.accept(cx, &ep, stopping)?,
                     slot => {
-                        let slot = slot as usize;
                         if self.conns[slot].fd >= 0 && self.serve(cx, &ep, slot)? {
                             active -= 1;
                         }

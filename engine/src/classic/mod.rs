@@ -104,11 +104,6 @@ pub(crate) fn run(
     start: mpsc::Receiver<u64>,
 ) -> Result<WorkerOutcome> {
     let spec = &plan.spec;
-    let crr_plan = || {
-        plan.crr
-            .clone()
-            .ok_or_else(|| Error::Protocol("a crr worker without its plan: this is a bug in ringperf".into()))
-    };
     // Counter slots: one per flow; crr has no socket per flow (its client counts its own
     // flows, its server every flow of the test, in global order).
     let nflows = match role {
@@ -122,39 +117,7 @@ pub(crate) fn run(
             sys::set_nonblocking(fd, nflows > 1)?;
         }
     }
-    if role == ClassicRole::StreamReceiver && plan.max_rate_bps.is_some() {
-        return Err(Error::Usage(
-            "the syscall receive engine cannot hold a stream to this server's --max-rate: use --recv-engine recv".into(),
-        ));
-    }
-    let mut lp: Box<dyn Loop> = match role {
-        ClassicRole::StreamSender => Box::new(stream::Sender::new(spec, &plan.fds, plan.side.send_engine)?),
-        ClassicRole::StreamReceiver => {
-            Box::new(stream::Receiver::new(spec, &plan.fds, plan.side.recv_engine)?)
-        }
-        ClassicRole::RrClient => Box::new(rr::Client::new(spec, nflows)?),
-        ClassicRole::RrServer => Box::new(rr::Server::new(spec, nflows)?),
-        ClassicRole::UdpSender => Box::new(udp::Sender::new(spec, nflows)),
-        ClassicRole::UdpReceiver => Box::new(udp::Receiver::new(spec, nflows)),
-        ClassicRole::UdpRrClient => Box::new(udp::RrClient::new(spec, nflows)?),
-        ClassicRole::UdpRrServer => Box::new(udp::RrServer::new(spec, nflows)),
-        ClassicRole::CrrClient => {
-            let c = crr_plan()?;
-            let peer =
-                c.peer.ok_or_else(|| Error::Protocol("a crr client without a peer: this is a bug".into()))?;
-            Box::new(crr::Client::new(spec, peer, c.cookie, &plan.flow_ids))
-        }
-        ClassicRole::CrrServer => {
-            let c = crr_plan()?;
-            let stop = c
-                .stop_fd
-                .ok_or_else(|| Error::Protocol("a crr server without a stop signal: this is a bug".into()))?;
-            let listener = *plan.fds.first().ok_or_else(|| {
-                Error::Protocol("a crr server without its listener: this is a bug in ringperf".into())
-            })?;
-            Box::new(crr::Server::new(spec, listener, c.cookie, stop))
-        }
-    };
+    let mut lp = role_loop(role, &plan, nflows)?;
     let mut window = WorkerWindow::open(&mut plan, &ready, &start, None)?;
     let (window_start, deadline) = (window.start_ns, window.deadline_ns);
     window.sampler.open(window_start);
@@ -171,21 +134,7 @@ pub(crate) fn run(
         sockets: if crr { Vec::new() } else { plan.fds.clone() },
     })?;
     let mut flows = vec![FlowCounters::default(); nflows];
-    // Each bucket holds two of the role's messages at least, so a sleep that ends late
-    // (a busy machine) carries the time over instead of losing it.
-    let message = match role {
-        ClassicRole::StreamSender => spec.send_size,
-        ClassicRole::UdpSender => spec.send_size.saturating_mul(spec.udp_datagrams_per_send()),
-        ClassicRole::RrClient | ClassicRole::CrrClient | ClassicRole::UdpRrClient => spec.request_size,
-        ClassicRole::RrServer | ClassicRole::CrrServer | ClassicRole::UdpRrServer => spec.response_size,
-        ClassicRole::StreamReceiver | ClassicRole::UdpReceiver => 0,
-    };
-    let rate = match role {
-        // Any connection may be any flow's: the worker's share of the session's flows.
-        ClassicRole::CrrServer => crr_server_rate_bps(spec, plan.max_rate_bps),
-        _ => flow_send_rate_bps(spec, plan.max_rate_bps).map(|r| r.saturating_mul(nflows as u64)),
-    };
-    let mut pacer = Pacer::new(rate, 1, message);
+    let mut pacer = role_pacer(role, spec, plan.max_rate_bps, nflows);
     pacer.start_clock();
     let mut cx = Ctx {
         fds: &plan.fds,
@@ -219,11 +168,68 @@ pub(crate) fn run(
         latency_split,
         intervals,
         tcp,
-        send: role_report.send,
-        recv: role_report.recv,
-        verify: role_report.verify,
-        crr: role_report.crr,
-        udp: role_report.udp,
-        rr: role_report.rr,
+        reports: role_report,
     })
+}
+
+/// The loop of a classic role, over `nflows` counter slots.
+fn role_loop(role: ClassicRole, plan: &WorkerPlan, nflows: usize) -> Result<Box<dyn Loop>> {
+    let spec = &plan.spec;
+    let crr_plan = || {
+        plan.crr
+            .clone()
+            .ok_or_else(|| Error::Protocol("a crr worker without its plan: this is a bug in ringperf".into()))
+    };
+    if role == ClassicRole::StreamReceiver && plan.max_rate_bps.is_some() {
+        return Err(Error::Usage(
+            "the syscall receive engine cannot hold a stream to this server's --max-rate: use --recv-engine recv".into(),
+        ));
+    }
+    Ok(match role {
+        ClassicRole::StreamSender => Box::new(stream::Sender::new(spec, &plan.fds, plan.side.send_engine)?),
+        ClassicRole::StreamReceiver => {
+            Box::new(stream::Receiver::new(spec, &plan.fds, plan.side.recv_engine)?)
+        }
+        ClassicRole::RrClient => Box::new(rr::Client::new(spec, nflows)?),
+        ClassicRole::RrServer => Box::new(rr::Server::new(spec, nflows)?),
+        ClassicRole::UdpSender => Box::new(udp::Sender::new(spec, nflows)),
+        ClassicRole::UdpReceiver => Box::new(udp::Receiver::new(spec, nflows)),
+        ClassicRole::UdpRrClient => Box::new(udp::RrClient::new(spec, nflows)?),
+        ClassicRole::UdpRrServer => Box::new(udp::RrServer::new(spec, nflows)),
+        ClassicRole::CrrClient => {
+            let c = crr_plan()?;
+            let peer =
+                c.peer.ok_or_else(|| Error::Protocol("a crr client without a peer: this is a bug".into()))?;
+            Box::new(crr::Client::new(spec, peer, c.cookie, &plan.flow_ids))
+        }
+        ClassicRole::CrrServer => {
+            let c = crr_plan()?;
+            let stop = c
+                .stop_fd
+                .ok_or_else(|| Error::Protocol("a crr server without a stop signal: this is a bug".into()))?;
+            let listener = *plan.fds.first().ok_or_else(|| {
+                Error::Protocol("a crr server without its listener: this is a bug in ringperf".into())
+            })?;
+            Box::new(crr::Server::new(spec, listener, c.cookie, stop))
+        }
+    })
+}
+
+/// The one bucket that paces what a classic worker sends, all its `nflows` flows together.
+fn role_pacer(role: ClassicRole, spec: &TestSpec, max_rate_bps: Option<u64>, nflows: usize) -> Pacer {
+    // Each bucket holds two of the role's messages at least, so a sleep that ends late
+    // (a busy machine) carries the time over instead of losing it.
+    let message = match role {
+        ClassicRole::StreamSender => spec.send_size,
+        ClassicRole::UdpSender => spec.send_size.saturating_mul(spec.udp_datagrams_per_send()),
+        ClassicRole::RrClient | ClassicRole::CrrClient | ClassicRole::UdpRrClient => spec.request_size,
+        ClassicRole::RrServer | ClassicRole::CrrServer | ClassicRole::UdpRrServer => spec.response_size,
+        ClassicRole::StreamReceiver | ClassicRole::UdpReceiver => 0,
+    };
+    let rate = match role {
+        // Any connection may be any flow's: the worker's share of the session's flows.
+        ClassicRole::CrrServer => crr_server_rate_bps(spec, max_rate_bps),
+        _ => flow_send_rate_bps(spec, max_rate_bps).map(|r| r.saturating_mul(nflows as u64)),
+    };
+    Pacer::new(rate, 1, message)
 }

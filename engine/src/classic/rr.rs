@@ -3,7 +3,7 @@
 //! the server answers every whole request until the client's EOF (netperf's TCP_RR loop;
 //! over epoll with several flows, neper's).
 
-use crate::classic::context::{Ctx, Loop, Pattern};
+use crate::classic::context::{Ctx, FlowLoop, Loop, Pattern};
 use crate::classic::sys::{self, Epoll, Io};
 use crate::classic::{ABORT, DEADLINE, GUARD};
 use crate::verify::Verifier;
@@ -14,8 +14,6 @@ use ringperf_core::measure::intervals::FlowCounters;
 use ringperf_core::report::Ending;
 use ringperf_core::report::{RecvReport, SendReport};
 use ringperf_core::spec::{RecvEngine, TestSpec};
-
-const WAKE: u64 = u64::MAX;
 
 /// Where one flow's transaction is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -104,6 +102,32 @@ impl Ends {
         Ok(done)
     }
 
+    /// Starts flow `f`'s next message: as much as fits now, the rest when the socket is
+    /// writable (`ep` then waits for room too).
+    fn send_new(&mut self, cx: &mut Ctx, ep: &Epoll, f: usize) -> Result<()> {
+        let out = self.send_from(cx, f, 0)?;
+        self.flows[f].phase = if out < self.send_len {
+            ep.modify(cx.fds[f], f as u64, (libc::EPOLLIN | libc::EPOLLOUT) as u32)?;
+            Phase::Sending(out)
+        } else {
+            Phase::Receiving(0)
+        };
+        Ok(())
+    }
+
+    /// Flow `f`'s socket has room for more of the message that has `out` bytes out: sends
+    /// them, and once the message is whole waits (in `ep`) only to receive.
+    fn send_more(&mut self, cx: &mut Ctx, ep: &Epoll, f: usize, out: usize) -> Result<()> {
+        let out = self.send_from(cx, f, out)?;
+        self.flows[f].phase = if out == self.send_len {
+            ep.modify(cx.fds[f], f as u64, libc::EPOLLIN as u32)?;
+            Phase::Receiving(0)
+        } else {
+            Phase::Sending(out)
+        };
+        Ok(())
+    }
+
     /// Receives what is left of flow `f`'s message after byte `got`; returns the bytes
     /// now in, or `None` at EOF. A non-blocking socket may return early.
     fn recv_from(&mut self, cx: &mut Ctx, f: usize, mut got: usize) -> Result<Option<usize>> {
@@ -149,22 +173,6 @@ fn count(k: &mut FlowCounters, sent: usize, received: usize) {
     k.bytes_received += received as u64;
 }
 
-/// Waits in epoll until something is ready; returns how many events the wait holds.
-fn wait(ep: &mut Epoll, cx: &mut Ctx) -> Result<usize> {
-    let n = ep.wait()?;
-    cx.calls.epoll_waits += 1;
-    Ok(n)
-}
-
-fn register(cx: &Ctx, flows: usize) -> Result<Epoll> {
-    let ep = Epoll::new(flows + 1)?;
-    ep.add(cx.wake_fd, WAKE, libc::EPOLLIN as u32)?;
-    for (f, &fd) in cx.fds.iter().enumerate() {
-        ep.add(fd, f as u64, libc::EPOLLIN as u32)?;
-    }
-    Ok(ep)
-}
-
 fn closed_by_server() -> Error {
     Error::Peer("the server closed a data connection during the test".into())
 }
@@ -178,6 +186,15 @@ impl Client {
         Ok(Client { ends: Ends::new(spec, flows, true) })
     }
 
+    /// Starts flow `f`'s next transaction at `now`: its request, or as much as fits (the
+    /// rest goes when the socket is writable).
+    fn start(&mut self, cx: &mut Ctx, ep: &Epoll, f: usize, now: u64) -> Result<()> {
+        self.ends.flows[f].started = now;
+        self.ends.send_new(cx, ep, f)
+    }
+}
+
+impl FlowLoop for Client {
     fn run_blocking(&mut self, cx: &mut Ctx) -> Result<()> {
         let e = &mut self.ends;
         let mut now = cx.start_clock();
@@ -196,24 +213,9 @@ impl Client {
         Ok(())
     }
 
-    /// Starts flow `f`'s next transaction at `now`: its request, or as much as fits (the
-    /// rest goes when the socket is writable).
-    fn start(&mut self, cx: &mut Ctx, ep: &Epoll, f: usize, now: u64) -> Result<()> {
-        let e = &mut self.ends;
-        e.flows[f].started = now;
-        let out = e.send_from(cx, f, 0)?;
-        e.flows[f].phase = if out < e.send_len {
-            ep.modify(cx.fds[f], f as u64, (libc::EPOLLIN | libc::EPOLLOUT) as u32)?;
-            Phase::Sending(out)
-        } else {
-            Phase::Receiving(0)
-        };
-        Ok(())
-    }
-
     fn run_epoll(&mut self, cx: &mut Ctx) -> Result<()> {
         let nflows = cx.fds.len();
-        let mut ep = register(cx, nflows)?;
+        let mut ep = cx.flows_epoll(libc::EPOLLIN)?;
         let now = cx.start_clock();
         for f in 0..nflows {
             self.start(cx, &ep, f, now)?;
@@ -226,24 +228,15 @@ impl Client {
                 return Ok(());
             }
             stopping |= flags & DEADLINE != 0;
-            let n = wait(&mut ep, cx)?;
+            let n = cx.wait(&mut ep, -1)?;
             for i in 0..n {
-                let (token, ready) = ep.event(i);
-                if token == WAKE {
-                    sys::drain(cx.wake_fd);
+                let Some((f, ready)) = cx.event(&ep, i) else {
                     continue;
-                }
-                let f = token as usize;
+                };
                 let e = &mut self.ends;
                 if let Phase::Sending(out) = e.flows[f].phase {
                     if ready & libc::EPOLLOUT as u32 != 0 {
-                        let out = e.send_from(cx, f, out)?;
-                        if out == e.send_len {
-                            ep.modify(cx.fds[f], f as u64, libc::EPOLLIN as u32)?;
-                            e.flows[f].phase = Phase::Receiving(0);
-                        } else {
-                            e.flows[f].phase = Phase::Sending(out);
-                        }
+                        e.send_more(cx, &ep, f, out)?;
                     }
                 }
                 let Phase::Receiving(got) = e.flows[f].phase else {
@@ -283,11 +276,9 @@ impl Client {
 
 impl Loop for Client {
     fn run(&mut self, cx: &mut Ctx) -> Result<Ending> {
-        let r = if cx.fds.len() > 1 { self.run_epoll(cx) } else { self.run_blocking(cx) };
-        if let Some(end) = cx.stopped(peer_stuck) {
-            return end;
+        if let Some(end) = self.run_flows(cx, peer_stuck)? {
+            return Ok(end);
         }
-        r?;
         // The server sees EOF and ends too.
         for &fd in cx.fds {
             shutdown_write(fd);
@@ -308,7 +299,9 @@ impl Server {
     pub fn new(spec: &TestSpec, flows: usize) -> Result<Server> {
         Ok(Server { ends: Ends::new(spec, flows, false) })
     }
+}
 
+impl FlowLoop for Server {
     fn run_blocking(&mut self, cx: &mut Ctx) -> Result<()> {
         let e = &mut self.ends;
         loop {
@@ -334,30 +327,21 @@ impl Server {
 
     fn run_epoll(&mut self, cx: &mut Ctx) -> Result<()> {
         let nflows = cx.fds.len();
-        let mut ep = register(cx, nflows)?;
+        let mut ep = cx.flows_epoll(libc::EPOLLIN)?;
         for f in &mut self.ends.flows {
             f.phase = Phase::Receiving(0);
         }
         let mut open = nflows;
         while open > 0 && cx.events() & (ABORT | GUARD) == 0 {
-            let n = wait(&mut ep, cx)?;
+            let n = cx.wait(&mut ep, -1)?;
             for i in 0..n {
-                let (token, ready) = ep.event(i);
-                if token == WAKE {
-                    sys::drain(cx.wake_fd);
+                let Some((f, ready)) = cx.event(&ep, i) else {
                     continue;
-                }
-                let f = token as usize;
+                };
                 let e = &mut self.ends;
                 match e.flows[f].phase {
                     Phase::Sending(out) if ready & libc::EPOLLOUT as u32 != 0 => {
-                        let out = e.send_from(cx, f, out)?;
-                        if out == e.send_len {
-                            ep.modify(cx.fds[f], f as u64, libc::EPOLLIN as u32)?;
-                            e.flows[f].phase = Phase::Receiving(0);
-                        } else {
-                            e.flows[f].phase = Phase::Sending(out);
-                        }
+                        e.send_more(cx, &ep, f, out)?
                     }
                     Phase::Receiving(got) => match e.recv_from(cx, f, got)? {
                         None => {
@@ -371,13 +355,7 @@ impl Server {
                         Some(got) if got < e.recv_len => e.flows[f].phase = Phase::Receiving(got),
                         Some(_) => {
                             count(&mut cx.counters[f], e.send_len, e.recv_len);
-                            let out = e.send_from(cx, f, 0)?;
-                            e.flows[f].phase = if out < e.send_len {
-                                ep.modify(cx.fds[f], f as u64, (libc::EPOLLIN | libc::EPOLLOUT) as u32)?;
-                                Phase::Sending(out)
-                            } else {
-                                Phase::Receiving(0)
-                            };
+                            e.send_new(cx, &ep, f)?;
                         }
                     },
                     _ => {}
@@ -390,11 +368,7 @@ impl Server {
 
 impl Loop for Server {
     fn run(&mut self, cx: &mut Ctx) -> Result<Ending> {
-        let r = if cx.fds.len() > 1 { self.run_epoll(cx) } else { self.run_blocking(cx) };
-        if let Some(end) = cx.stopped(peer_stuck) {
-            return end;
-        }
-        r.map(|()| Ending::Completed)
+        Ok(self.run_flows(cx, peer_stuck)?.unwrap_or(Ending::Completed))
     }
 
     fn report(&self) -> RoleReport {

@@ -4,9 +4,9 @@
 
 use std::os::fd::RawFd;
 
-use crate::classic::context::{Ctx, Loop, Pattern};
+use crate::classic::context::{Ctx, FlowLoop, Loop, Pattern};
 use crate::classic::msgzc::MsgZeroCopy;
-use crate::classic::sys::{self, Epoll, Io};
+use crate::classic::sys::{self, Io};
 use crate::classic::zcrecv::{wait_readable, ZeroCopyRecv};
 use crate::classic::{ABORT, DEADLINE, GUARD};
 use crate::verify::Verifier;
@@ -17,8 +17,6 @@ use ringperf_core::report::Ending;
 use ringperf_core::report::{RecvReport, SendReport};
 use ringperf_core::spec::{RecvEngine, SendEngine, TestSpec};
 
-/// The epoll token of the watcher's wake-up eventfd (flows use their index).
-const WAKE: u64 = u64::MAX;
 /// Calls one ready flow gets before the loop serves the others: a flow that can always
 /// send (or always has data) does not starve the rest.
 const CALLS_PER_TURN: usize = 16;
@@ -75,7 +73,9 @@ impl Sender {
             ))),
         }
     }
+}
 
+impl FlowLoop for Sender {
     fn run_blocking(&mut self, cx: &mut Ctx) -> Result<()> {
         while cx.events() & (DEADLINE | ABORT | GUARD) == 0 {
             if cx.pace(DEADLINE | ABORT | GUARD) {
@@ -86,26 +86,19 @@ impl Sender {
     }
 
     fn run_epoll(&mut self, cx: &mut Ctx) -> Result<()> {
-        let mut ep = Epoll::new(cx.fds.len() + 1)?;
-        ep.add(cx.wake_fd, WAKE, libc::EPOLLIN as u32)?;
-        for (f, &fd) in cx.fds.iter().enumerate() {
-            ep.add(fd, f as u64, libc::EPOLLOUT as u32)?;
-        }
+        let mut ep = cx.flows_epoll(libc::EPOLLOUT)?;
         while cx.events() & (DEADLINE | ABORT | GUARD) == 0 {
-            let n = ep.wait()?;
-            cx.calls.epoll_waits += 1;
+            let n = cx.wait(&mut ep, -1)?;
             for i in 0..n {
-                let (token, ready) = ep.event(i);
-                if token == WAKE {
-                    sys::drain(cx.wake_fd);
+                let Some((token, ready)) = cx.event(&ep, i) else {
                     continue;
-                }
+                };
                 // EPOLLERR: zero-copy completions are waiting in the error queue.
                 if let Some(zc) = self.zero_copy.as_mut().filter(|_| ready & libc::EPOLLERR as u32 != 0) {
-                    zc.read(cx, token as usize)?;
+                    zc.read(cx, token)?;
                 }
                 for _ in 0..CALLS_PER_TURN {
-                    if !cx.pace(DEADLINE | ABORT | GUARD) || !self.send_once(cx, token as usize)? {
+                    if !cx.pace(DEADLINE | ABORT | GUARD) || !self.send_once(cx, token)? {
                         break;
                     }
                 }
@@ -117,12 +110,9 @@ impl Sender {
 
 impl Loop for Sender {
     fn run(&mut self, cx: &mut Ctx) -> Result<Ending> {
-        let r = if cx.fds.len() > 1 { self.run_epoll(cx) } else { self.run_blocking(cx) };
-        // A stop or the guard shut the sockets down: that, not the send error, is the news.
-        if let Some(end) = cx.stopped(peer_not_reading) {
-            return end;
+        if let Some(end) = self.run_flows(cx, peer_not_reading)? {
+            return Ok(end);
         }
-        r?;
         if let Some(zc) = &mut self.zero_copy {
             // Every send's completion, before the stream ends.
             zc.wait_all(cx)?;
@@ -241,7 +231,9 @@ impl Receiver {
             }
         }
     }
+}
 
+impl FlowLoop for Receiver {
     fn run_blocking(&mut self, cx: &mut Ctx) -> Result<()> {
         while self.open[0] {
             self.recv_once(cx, 0)?;
@@ -253,22 +245,14 @@ impl Receiver {
     }
 
     fn run_epoll(&mut self, cx: &mut Ctx) -> Result<()> {
-        let mut ep = Epoll::new(cx.fds.len() + 1)?;
-        ep.add(cx.wake_fd, WAKE, libc::EPOLLIN as u32)?;
-        for (f, &fd) in cx.fds.iter().enumerate() {
-            ep.add(fd, f as u64, libc::EPOLLIN as u32)?;
-        }
+        let mut ep = cx.flows_epoll(libc::EPOLLIN)?;
         let mut open = cx.fds.len();
         while open > 0 && cx.events() & (ABORT | GUARD) == 0 {
-            let n = ep.wait()?;
-            cx.calls.epoll_waits += 1;
+            let n = cx.wait(&mut ep, -1)?;
             for i in 0..n {
-                let (token, _) = ep.event(i);
-                if token == WAKE {
-                    sys::drain(cx.wake_fd);
+                let Some((f, _)) = cx.event(&ep, i) else {
                     continue;
-                }
-                let f = token as usize;
+                };
                 for _ in 0..CALLS_PER_TURN {
                     if !self.recv_once(cx, f)? {
                         break;
@@ -286,11 +270,7 @@ impl Receiver {
 
 impl Loop for Receiver {
     fn run(&mut self, cx: &mut Ctx) -> Result<Ending> {
-        let r = if cx.fds.len() > 1 { self.run_epoll(cx) } else { self.run_blocking(cx) };
-        if let Some(end) = cx.stopped(peer_stuck) {
-            return end;
-        }
-        r.map(|()| Ending::Completed)
+        Ok(self.run_flows(cx, peer_stuck)?.unwrap_or(Ending::Completed))
     }
 
     fn report(&self) -> RoleReport {

@@ -212,12 +212,8 @@ impl Epoll {
         self.ctl(libc::EPOLL_CTL_DEL, fd, 0, 0)
     }
 
-    /// Waits until something is ready; returns how many events [`Epoll::event`] holds.
-    pub fn wait(&mut self) -> Result<usize> {
-        self.wait_ms(-1)
-    }
-
-    /// [`Epoll::wait`] for at most `timeout_ms` (-1: no limit); 0 events when it ran out.
+    /// Waits until something is ready, for at most `timeout_ms` (-1: no limit); returns
+    /// how many events [`Epoll::event`] holds, 0 when it ran out.
     pub fn wait_ms(&mut self, timeout_ms: i32) -> Result<usize> {
         // SAFETY: `events` has room for `len` entries for the whole call.
         let n = unsafe {

@@ -9,7 +9,7 @@
 //! the time.
 
 use crate::classic::context::{Ctx, Loop};
-use crate::classic::sys::{self, Epoll, Io, OwnedTimer};
+use crate::classic::sys::{self, Io, OwnedTimer};
 use crate::classic::{ABORT, DEADLINE, GUARD};
 use crate::net::udp::HELLO_BIT;
 use crate::verify::fill_payload;
@@ -22,7 +22,6 @@ use ringperf_core::report::Ending;
 use ringperf_core::report::{UdpFlowReport, UdpReport};
 use ringperf_core::spec::{TestSpec, UDP_SEQ_LEN};
 
-const WAKE: u64 = u64::MAX;
 const CALLS_PER_TURN: usize = 16;
 
 /// The guard of a udp-rr server: the longest it drains after its deadline (as the ring's).
@@ -129,22 +128,15 @@ impl Loop for Sender {
                 }
             }
         } else {
-            let mut ep = Epoll::new(cx.fds.len() + 1)?;
-            ep.add(cx.wake_fd, WAKE, libc::EPOLLIN as u32)?;
-            for (f, &fd) in cx.fds.iter().enumerate() {
-                ep.add(fd, f as u64, libc::EPOLLOUT as u32)?;
-            }
+            let mut ep = cx.flows_epoll(libc::EPOLLOUT)?;
             while cx.events() & (DEADLINE | ABORT) == 0 {
-                let n = ep.wait()?;
-                cx.calls.epoll_waits += 1;
+                let n = cx.wait(&mut ep, -1)?;
                 for i in 0..n {
-                    let (token, _) = ep.event(i);
-                    if token == WAKE {
-                        sys::drain(cx.wake_fd);
+                    let Some((token, _)) = cx.event(&ep, i) else {
                         continue;
-                    }
+                    };
                     for _ in 0..CALLS_PER_TURN {
-                        if !cx.pace(DEADLINE | ABORT) || !self.send_once(cx, token as usize)? {
+                        if !cx.pace(DEADLINE | ABORT) || !self.send_once(cx, token)? {
                             break;
                         }
                     }
@@ -164,8 +156,20 @@ impl Loop for Sender {
 trait Datagrams {
     /// One datagram (or a GRO batch) arrived on flow `f`.
     fn on(&mut self, cx: &mut Ctx, f: usize, n: usize) -> Result<()>;
-    fn buf(&mut self) -> &mut [u8];
-    fn stray(&mut self);
+    /// The buffer a receive lands in, and the report that counts a stray datagram.
+    fn landing(&mut self) -> (&mut [u8], &mut UdpReport);
+}
+
+/// How raised `flags` end a drain: `Some(None)` for a stop, `Some(Some(now))` for the
+/// guard (the window ends there); `None` while neither is up.
+fn flagged_end(flags: u32) -> Option<Option<u64>> {
+    if flags & ABORT != 0 {
+        Some(None)
+    } else if flags & GUARD != 0 {
+        Some(Some(monotonic_ns()))
+    } else {
+        None
+    }
 }
 
 /// Receives on every flow until the drain after the deadline ends; returns the end of
@@ -173,7 +177,7 @@ trait Datagrams {
 fn receive_until_drained(d: &mut dyn Datagrams, cx: &mut Ctx, quiet_ns: u64) -> Result<Option<u64>> {
     let one = |d: &mut dyn Datagrams, cx: &mut Ctx, f: usize| -> Result<bool> {
         cx.calls.recvs += 1;
-        match sys::recv(cx.fds[f], d.buf()) {
+        match sys::recv(cx.fds[f], d.landing().0) {
             Io::Done(n) => {
                 d.on(cx, f, n)?;
                 Ok(true)
@@ -182,12 +186,12 @@ fn receive_until_drained(d: &mut dyn Datagrams, cx: &mut Ctx, quiet_ns: u64) -> 
             // The watcher's shutdown (seen at the loop's top), or a zero-length datagram.
             Io::Eof if cx.events() & (ABORT | GUARD) != 0 => Ok(false),
             Io::Eof => {
-                d.stray();
+                d.landing().1.stray += 1;
                 Ok(false)
             }
             // ICMP port unreachable for an earlier send: the peer is not there (yet).
             Io::Failed(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {
-                d.stray();
+                d.landing().1.stray += 1;
                 Ok(true)
             }
             Io::Failed(_) if cx.events() & (ABORT | GUARD) != 0 => Ok(false),
@@ -197,12 +201,8 @@ fn receive_until_drained(d: &mut dyn Datagrams, cx: &mut Ctx, quiet_ns: u64) -> 
     if cx.fds.len() == 1 {
         sys::set_recv_timeout(cx.fds[0], quiet_ns)?;
         loop {
-            let flags = cx.events();
-            if flags & ABORT != 0 {
-                return Ok(None);
-            }
-            if flags & GUARD != 0 {
-                return Ok(Some(monotonic_ns()));
+            if let Some(end) = flagged_end(cx.events()) {
+                return Ok(end);
             }
             if !one(d, cx, 0)? {
                 if let Some(end) = quiet_end(cx, quiet_ns) {
@@ -211,35 +211,25 @@ fn receive_until_drained(d: &mut dyn Datagrams, cx: &mut Ctx, quiet_ns: u64) -> 
             }
         }
     }
-    let mut ep = Epoll::new(cx.fds.len() + 1)?;
-    ep.add(cx.wake_fd, WAKE, libc::EPOLLIN as u32)?;
-    for (f, &fd) in cx.fds.iter().enumerate() {
-        ep.add(fd, f as u64, libc::EPOLLIN as u32)?;
-    }
+    let mut ep = cx.flows_epoll(libc::EPOLLIN)?;
     let quiet_ms = quiet_ns.div_ceil(1_000_000) as i32;
     loop {
         let flags = cx.events();
-        if flags & ABORT != 0 {
-            return Ok(None);
+        if let Some(end) = flagged_end(flags) {
+            return Ok(end);
         }
-        if flags & GUARD != 0 {
-            return Ok(Some(monotonic_ns()));
-        }
-        let n = ep.wait_ms(if flags & DEADLINE != 0 { quiet_ms } else { -1 })?;
-        cx.calls.epoll_waits += 1;
+        let n = cx.wait(&mut ep, if flags & DEADLINE != 0 { quiet_ms } else { -1 })?;
         if n == 0 {
             if let Some(end) = quiet_end(cx, quiet_ns) {
                 return Ok(Some(end));
             }
         }
         for i in 0..n {
-            let (token, _) = ep.event(i);
-            if token == WAKE {
-                sys::drain(cx.wake_fd);
+            let Some((token, _)) = cx.event(&ep, i) else {
                 continue;
-            }
+            };
             for _ in 0..CALLS_PER_TURN {
-                if !one(d, cx, token as usize)? {
+                if !one(d, cx, token)? {
                     break;
                 }
             }
@@ -287,12 +277,8 @@ impl Datagrams for Receiver {
         Ok(())
     }
 
-    fn buf(&mut self) -> &mut [u8] {
-        &mut self.buf
-    }
-
-    fn stray(&mut self) {
-        self.report.stray += 1;
+    fn landing(&mut self) -> (&mut [u8], &mut UdpReport) {
+        (&mut self.buf, &mut self.report)
     }
 }
 
@@ -380,12 +366,8 @@ impl Datagrams for RrServer {
         Ok(())
     }
 
-    fn buf(&mut self) -> &mut [u8] {
-        &mut self.buf
-    }
-
-    fn stray(&mut self) {
-        self.report.stray += 1;
+    fn landing(&mut self) -> (&mut [u8], &mut UdpReport) {
+        (&mut self.buf, &mut self.report)
     }
 }
 
@@ -562,8 +544,7 @@ impl RrClient {
 
     fn run_epoll(&mut self, cx: &mut Ctx) -> Result<Ending> {
         let nflows = cx.fds.len();
-        let mut ep = Epoll::new(2 * nflows + 1)?;
-        ep.add(cx.wake_fd, WAKE, libc::EPOLLIN as u32)?;
+        let mut ep = cx.epoll(2 * nflows + 1)?;
         for (f, &fd) in cx.fds.iter().enumerate() {
             ep.add(fd, f as u64, libc::EPOLLIN as u32)?;
             ep.add(self.timers[f].fd(), (nflows + f) as u64, libc::EPOLLIN as u32)?;
@@ -581,15 +562,11 @@ impl RrClient {
                 return Ok(Ending::Aborted);
             }
             let stopping = flags & DEADLINE != 0;
-            let n = ep.wait()?;
-            cx.calls.epoll_waits += 1;
+            let n = cx.wait(&mut ep, -1)?;
             for i in 0..n {
-                let (token, _) = ep.event(i);
-                if token == WAKE {
-                    sys::drain(cx.wake_fd);
+                let Some((token, _)) = cx.event(&ep, i) else {
                     continue;
-                }
-                let token = token as usize;
+                };
                 if token >= nflows {
                     let f = token - nflows;
                     cx.calls.other += 1;

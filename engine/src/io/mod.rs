@@ -6,6 +6,6 @@ pub mod path;
 pub mod recv;
 pub mod send;
 
-pub use path::{op, RecvEvent, RecvPath, SendEvent, SendPath};
+pub use path::{op, PerOp, RecvEvent, RecvPath, SendEvent, SendPath};
 pub use recv::{AnyRecv, RecvSetup};
 pub use send::AnySend;

@@ -1,7 +1,8 @@
 //! What a send or receive path is to a workload: the two traits, their events and op
-//! tags, and the cancel they share. The paths themselves are `send`'s and `recv`'s.
+//! tags, the cancel they share and
+//! the check that a standing receive is not linked. The paths themselves are `send`'s and `recv`'s.
 
-use io_uring::squeue;
+use io_uring::squeue::Flags;
 
 use crate::ring::{Completion, FlowFd, Ring};
 use crate::verify::Verifier;
@@ -52,6 +53,14 @@ pub mod op {
     pub const DUE: u8 = 20;
 }
 
+/// A socket the workload made for one operation (crr's per cycle or per connection), and
+/// the buffer owner whose memory serves it (see the paths' `per_op` constructors).
+#[derive(Clone, Copy, Debug)]
+pub struct PerOp {
+    pub sock: FlowFd,
+    pub owner: usize,
+}
+
 /// What a send-side completion meant for the workload.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SendEvent {
@@ -74,6 +83,8 @@ pub enum SendEvent {
 
 /// Puts payload on the sockets of one worker.
 pub trait SendPath {
+    /// The socket of `flow`, one of those the path was built with.
+    fn fd(&self, flow: usize) -> FlowFd;
     /// How many more sends `flow` can start now (free buffers; idle pipe).
     fn available(&self, flow: usize) -> usize;
     /// Whether a successful send may skip its CQE (IOSQE_CQE_SKIP_SUCCESS).
@@ -89,27 +100,14 @@ pub trait SendPath {
     }
     /// Queues one send of up to `len` bytes of `flow`'s stream starting at `offset`;
     /// `flags` go on the last SQE of the send. Returns the bytes it will send.
-    fn push(
-        &mut self,
-        ring: &mut Ring,
-        flow: usize,
-        offset: u64,
-        len: u32,
-        flags: squeue::Flags,
-    ) -> Result<u32>;
-    /// Queues one send on `sock`, a socket the workload made for one operation (crr's per
-    /// cycle or per connection), from the message of buffer owner `owner` (see the paths'
-    /// `per_op` constructors): up to `len` bytes from `offset`; `flags` go on the last SQE.
-    /// Its completions carry `owner` as their flow. Returns the bytes it will send.
-    fn push_on(
-        &mut self,
-        ring: &mut Ring,
-        sock: FlowFd,
-        owner: usize,
-        offset: u64,
-        len: u32,
-        flags: squeue::Flags,
-    ) -> Result<u32>;
+    #[inline]
+    fn push(&mut self, ring: &mut Ring, flow: usize, offset: u64, len: u32, flags: Flags) -> Result<u32> {
+        self.push_on(ring, PerOp { sock: self.fd(flow), owner: flow }, offset, len, flags)
+    }
+    /// Queues one send on `on.sock` from the message of buffer owner `on.owner`: up to
+    /// `len` bytes from `offset`; `flags` go on the last SQE. Its completions carry the
+    /// owner as their flow. Returns the bytes it will send.
+    fn push_on(&mut self, ring: &mut Ring, on: PerOp, offset: u64, len: u32, flags: Flags) -> Result<u32>;
     /// Handles a completion with op SEND or SPLICE_IN.
     fn complete(&mut self, ring: &mut Ring, c: &Completion) -> Result<SendEvent>;
     /// Buffers the kernel still holds (zero-copy notifications not yet arrived).
@@ -146,31 +144,20 @@ pub enum RecvEvent {
 
 /// Takes payload off the sockets of one worker.
 pub trait RecvPath {
+    /// The socket of `flow`, one of those the path was built with.
+    fn fd(&self, flow: usize) -> FlowFd;
     /// True if one arm keeps delivering until EOF (multishot); false if every receive is
     /// armed by the workload.
     fn multishot(&self) -> bool;
     /// Arms a receive of up to `len` bytes on `flow` (with `wait_all`: exactly `len`).
-    fn arm(
-        &mut self,
-        ring: &mut Ring,
-        flow: usize,
-        len: u32,
-        wait_all: bool,
-        flags: squeue::Flags,
-    ) -> Result<()>;
-    /// Arms a receive on `sock`, a socket the workload made for one operation, for buffer
-    /// owner `owner` (see the paths' `per_op` constructors); otherwise as [`RecvPath::arm`].
-    /// Its completions carry `token(op::RECV, owner)`. A multishot path keeps it armed on
-    /// `sock` until EOF, an error, or [`RecvPath::cancel_on`].
-    fn arm_on(
-        &mut self,
-        ring: &mut Ring,
-        sock: FlowFd,
-        owner: usize,
-        len: u32,
-        wait_all: bool,
-        flags: squeue::Flags,
-    ) -> Result<()>;
+    #[inline]
+    fn arm(&mut self, ring: &mut Ring, flow: usize, len: u32, wait_all: bool, flags: Flags) -> Result<()> {
+        self.arm_on(ring, PerOp { sock: self.fd(flow), owner: flow }, len, wait_all, flags)
+    }
+    /// Arms a receive on `on.sock` for buffer owner `on.owner`; otherwise as
+    /// [`RecvPath::arm`]. Its completions carry `token(op::RECV, owner)`. A multishot path
+    /// keeps it armed on the socket until EOF, an error, or [`RecvPath::cancel_on`].
+    fn arm_on(&mut self, ring: &mut Ring, on: PerOp, len: u32, wait_all: bool, flags: Flags) -> Result<()>;
     /// Ends `owner`'s receive armed by [`RecvPath::arm_on`]: it is never armed again, and
     /// cancelled if still in flight (it then completes with -ECANCELED). The cancel's own
     /// CQE carries `token(op::CANCEL, owner)` and is skipped on success.
@@ -207,9 +194,19 @@ pub(crate) fn push_cancel(ring: &mut Ring, target: u64, owner: usize) -> Result<
     let e = io_uring::opcode::AsyncCancel2::new(io_uring::types::CancelBuilder::user_data(target).all())
         .build()
         .user_data(crate::ring::token(op::CANCEL, owner))
-        .flags(squeue::Flags::SKIP_SUCCESS);
+        .flags(Flags::SKIP_SUCCESS);
     // SAFETY: AsyncCancel points at no memory.
     unsafe { ring.push(&e) }
+}
+
+/// A standing (multishot) receive is never linked: a workload that asks for one has a bug.
+pub(crate) fn standing_unlinked(flags: Flags) -> Result<()> {
+    if flags.contains(Flags::IO_LINK) {
+        return Err(Error::Protocol(
+            "a multishot receive cannot be linked: this is a bug in ringperf".into(),
+        ));
+    }
+    Ok(())
 }
 
 /// The error for a classic engine asked to build an io_uring path.
@@ -272,21 +269,11 @@ mod tests {
                     AnyRecv::per_op(recv_engine, &mut ring, 3, len as usize, true, &tuning, &mut verify)
                         .expect("a receive path");
                 assert!(recv.reads_payload() && send.available(1) > 0, "{what}");
-                let a_sock = FlowFd::Raw(a.as_raw_fd());
-                assert_eq!(
-                    send.push_on(&mut ring, a_sock, 1, 0, len, squeue::Flags::empty()).expect("push"),
-                    len
-                );
+                let a_sock = PerOp { sock: FlowFd::Raw(a.as_raw_fd()), owner: 1 };
+                assert_eq!(send.push_on(&mut ring, a_sock, 0, len, Flags::empty()).expect("push"), len);
                 let multishot = recv.multishot();
-                recv.arm_on(
-                    &mut ring,
-                    FlowFd::Raw(b.as_raw_fd()),
-                    2,
-                    len,
-                    !multishot,
-                    squeue::Flags::empty(),
-                )
-                .expect("arm");
+                let b_sock = PerOp { sock: FlowFd::Raw(b.as_raw_fd()), owner: 2 };
+                recv.arm_on(&mut ring, b_sock, len, !multishot, Flags::empty()).expect("arm");
                 assert!(recv.live_on(2), "{what}");
                 let (mut sent, mut got, mut head) = (0u64, 0u32, Vec::new());
                 reap_until(&mut ring, 2, |ring, c| match c.op() {

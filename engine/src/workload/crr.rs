@@ -52,7 +52,7 @@ use io_uring::squeue::Flags;
 use io_uring::{opcode, types};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
-use crate::io::{op, AnyRecv, AnySend, RecvEvent, RecvPath, SendEvent, SendPath};
+use crate::io::{op, AnyRecv, AnySend, PerOp, RecvEvent, RecvPath, SendEvent, SendPath};
 use crate::net::FLOW_HEADER_LEN;
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
 use crate::verify::Verifier;
@@ -186,35 +186,37 @@ const ABORT_DRAIN_NS: u64 = 100_000_000;
 /// How long the end of a run waits for the ops it cancels to come back (see [`reclaim`]).
 const RECLAIM_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
 
-/// A descriptor a crr role owns (a client cycle's socket, a server connection): -1 once
-/// the role is done with it, and whether a Close op of the ring closed it.
-trait Held {
-    fn held(&mut self) -> (&mut RawFd, &mut bool);
-}
-
 /// The end of a crr run, however it ended (the guard, a stop, an error): cancels every op
 /// still in flight and waits for each to come back, so that each descriptor's fate is
 /// known, then closes every descriptor of `slots` still open and every new one the ring
 /// made that no slot took (completions of op `made`). Without it a session cut short left
 /// its connections open, in CLOSE-WAIT once the peer closed, until the process exited.
 /// `unhandled`: what the run reaped and did not handle; `closed_by`: the op of the Close
-/// that closes a slot's descriptor (flow = slot).
-fn reclaim<T: Held>(ring: &mut Ring, unhandled: &[Completion], (made, closed_by): (u8, u8), slots: &mut [T]) {
+/// that closes a slot's descriptor (flow = slot). `held`: the descriptor a slot owns (a
+/// client cycle's socket, a server connection), -1 once the role is done with it, and
+/// whether a Close op of the ring closed it.
+fn reclaim<T>(
+    ring: &mut Ring,
+    unhandled: &[Completion],
+    (made, closed_by): (u8, u8),
+    slots: &mut [T],
+    held: impl Fn(&mut T) -> (&mut RawFd, &mut bool),
+) {
     let mut left = Vec::with_capacity(unhandled.len() + ring.cq_entries());
     ring.cancel_everything(RECLAIM_WAIT, &mut left);
     left.extend_from_slice(unhandled);
     let mut open = Vec::new();
     for c in left.iter().filter(|c| c.result >= 0) {
-        if c.op() == made && !slots.iter_mut().any(|s| *s.held().0 == c.result) {
+        if c.op() == made && !slots.iter_mut().any(|s| *held(s).0 == c.result) {
             open.push(c.result);
         } else if c.op() == closed_by {
             if let Some(s) = slots.get_mut(c.flow()) {
-                *s.held().1 = true;
+                *held(s).1 = true;
             }
         }
     }
     for s in slots {
-        let (fd, closed) = s.held();
+        let (fd, closed) = held(s);
         if *fd >= 0 && !*closed {
             open.push(*fd);
         }
@@ -225,6 +227,37 @@ fn reclaim<T: Held>(ring: &mut Ring, unhandled: &[Completion], (made, closed_by)
         // back) and no Close op closed.
         unsafe { libc::close(fd) };
     }
+}
+
+/// What a send completion meant for a crr role, whose every send is one whole message.
+enum MessageSent {
+    /// Nothing for the role to do.
+    Nothing,
+    /// A send buffer came back to this owner: a message waiting for one can go.
+    Released(usize),
+    /// The owner's message went out, `whole` or not (its send failed, came up short, or
+    /// was cancelled).
+    Done { owner: usize, whole: bool },
+}
+
+/// Handles a send completion `c` of a role whose messages are `len` bytes. A send's own
+/// error is not the run's: it ends its cycle or connection, which says what went wrong.
+fn message_sent(send: &mut AnySend, ring: &mut Ring, c: &Completion, len: usize) -> Result<MessageSent> {
+    let event = match send.complete(ring, c) {
+        Ok(e) => e,
+        Err(_) if c.result < 0 => SendEvent::Cancelled { flow: c.flow() },
+        Err(e) => return Err(e),
+    };
+    Ok(match event {
+        SendEvent::Nothing => MessageSent::Nothing,
+        SendEvent::Released { flow } => MessageSent::Released(flow),
+        SendEvent::Sent { flow, bytes } => MessageSent::Done { owner: flow, whole: bytes as usize == len },
+        SendEvent::Chain { flow, bytes, cancelled, .. } => {
+            MessageSent::Done { owner: flow, whole: cancelled == 0 && bytes as usize == len }
+        }
+        SendEvent::Cancelled { flow } => MessageSent::Done { owner: flow, whole: false },
+        SendEvent::Dropped { .. } => return Err(crate::workload::ending::datagram_on_tcp()),
+    })
 }
 
 /// How a client cycle moves its request and response, from what the side's engines allow.
@@ -240,6 +273,7 @@ enum Shape {
     Connected,
 }
 
+#[derive(Default)]
 struct Cycle {
     fd: RawFd,
     started: u64,
@@ -265,28 +299,9 @@ struct Cycle {
     waiting: bool,
 }
 
-impl Held for Cycle {
-    fn held(&mut self) -> (&mut RawFd, &mut bool) {
-        (&mut self.fd, &mut self.closed)
-    }
-}
-
 impl Cycle {
     fn idle() -> Cycle {
-        Cycle {
-            fd: -1,
-            started: 0,
-            connect_due: false,
-            send_due: false,
-            recv_due: false,
-            close_due: false,
-            close_queued: false,
-            closed: false,
-            broken: false,
-            got: 0,
-            failed: 0,
-            waiting: false,
-        }
+        Cycle { fd: -1, ..Cycle::default() }
     }
 
     fn owes(&self) -> bool {
@@ -319,8 +334,6 @@ impl Cycle {
 /// request and response go through.
 pub struct CrrClient {
     peer: Box<SockAddr>,
-    /// The unspecified address of the peer's family: what --client-ports binds to.
-    local: SockAddr,
     domain: i32,
     /// Sends each flow's header plus request (one message per flow, written once).
     send: AnySend,
@@ -336,7 +349,7 @@ pub struct CrrClient {
     skip_recv: bool,
     options: Vec<SockOpt>,
     ports: Option<(u16, u16)>,
-    next_port: u32,
+    port_cursor: PortCursor,
     cycles: Vec<Cycle>,
     /// Cycles under way (after the deadline or a stop, none starts).
     active: usize,
@@ -372,16 +385,10 @@ impl CrrClient {
         let request_len = FLOW_HEADER_LEN + spec.request_size as usize;
         let response_len = spec.response_size as usize;
         let CrrOptions { linger0, client_ports, .. } = spec.crr;
-        // Each worker starts at its own place in the port range, so workers rarely collide.
-        let next_port = flow_ids.first().copied().unwrap_or(0);
         let shape = if send.can_chain() && !recv.multishot() { Shape::Chained } else { Shape::Connected };
         let skip_send = send.can_skip_success();
         CrrClient {
             peer: Box::new(SockAddr::from(peer)),
-            local: SockAddr::from(match peer {
-                SocketAddr::V4(_) => SocketAddr::from(([0u8; 4], 0)),
-                SocketAddr::V6(_) => SocketAddr::from(([0u16; 8], 0)),
-            }),
             domain: if peer.is_ipv6() { libc::AF_INET6 } else { libc::AF_INET },
             // A connect linked before a send that posts its CQE must post its own, or a
             // failed connect would leave that send's CQE (and its buffer) in doubt.
@@ -397,7 +404,7 @@ impl CrrClient {
             shape,
             options: client_options(spec, peer.is_ipv6()),
             ports: client_ports,
-            next_port,
+            port_cursor: PortCursor::new(peer, flow_ids),
             cycles: flow_ids.iter().map(|_| Cycle::idle()).collect(),
             active: 0,
             aborting: false,
@@ -430,30 +437,6 @@ impl CrrClient {
         unsafe { ring.push(&e) }
     }
 
-    /// Binds `fd` to the next free port of --client-ports.
-    fn bind_port(&mut self, fd: RawFd, lo: u16, hi: u16) -> Result<()> {
-        let span = u32::from(hi - lo) + 1;
-        let mut local = self.local.clone();
-        for _ in 0..span {
-            let port = lo + (self.next_port % span) as u16;
-            self.next_port = self.next_port.wrapping_add(1);
-            set_port(&mut local, port);
-            // SAFETY: `local` is a valid socket address of the length it states.
-            let r = unsafe { libc::bind(fd, local.as_ptr().cast(), local.len()) };
-            if r == 0 {
-                return Ok(());
-            }
-            let e = std::io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::EADDRINUSE) {
-                return Err(Error::io(format!("binding a crr client socket to port {port}"), e));
-            }
-            self.report.port_busy += 1;
-        }
-        Err(Error::Usage(format!(
-            "every port of --client-ports {lo}-{hi} is in use: widen the range, use fewer flows or --linger0"
-        )))
-    }
-
     fn flags(skip: bool) -> Flags {
         if skip {
             Flags::SKIP_SUCCESS
@@ -468,8 +451,9 @@ impl CrrClient {
         for o in &self.options {
             o.apply(fd)?;
         }
-        if let Some((lo, hi)) = self.ports {
-            self.bind_port(fd, lo, hi)?;
+        if let Some(range) = self.ports {
+            // The ring counts no system calls of its own.
+            self.port_cursor.bind(fd, range, &mut self.report.port_busy, &mut 0)?;
         }
         let chained = self.shape == Shape::Chained;
         let flags = if chained { Flags::IO_LINK | Self::flags(self.skip_connect) } else { Flags::empty() };
@@ -490,19 +474,19 @@ impl CrrClient {
     /// Queues the request and the response's receive on the connected (or connecting,
     /// when `link` links them behind the connect) socket of flow `f`.
     fn exchange(&mut self, ring: &mut Ring, f: usize, link: Flags) -> Result<()> {
-        let sock = FlowFd::Raw(self.cycles[f].fd);
+        let sock = PerOp { sock: FlowFd::Raw(self.cycles[f].fd), owner: f };
         let send_flags = link | Self::flags(self.skip_send);
-        self.send.push_on(ring, sock, f, 0, self.request_len as u32, send_flags)?;
+        self.send.push_on(ring, sock, 0, self.request_len as u32, send_flags)?;
         self.verify.restart(f, 0);
         let c = &mut self.cycles[f];
         c.send_due = !self.skip_send;
         if self.recv.multishot() {
-            self.recv.arm_on(ring, sock, f, self.response_len as u32, false, Flags::empty())?;
+            self.recv.arm_on(ring, sock, self.response_len as u32, false, Flags::empty())?;
             c.recv_due = true;
             return Ok(());
         }
         let recv_flags = Flags::IO_LINK | Self::flags(self.skip_recv);
-        self.recv.arm_on(ring, sock, f, self.response_len as u32, true, recv_flags)?;
+        self.recv.arm_on(ring, sock, self.response_len as u32, true, recv_flags)?;
         c.recv_due = !self.skip_recv;
         Self::queue_close(ring, c, f)
     }
@@ -554,26 +538,15 @@ impl CrrClient {
     }
 
     fn on_send(&mut self, ring: &mut Ring, c: &Completion, run: &Run) -> Result<Option<usize>> {
-        let event = match self.send.complete(ring, c) {
-            Ok(e) => e,
-            // A send's own error ends its cycle, which says what went wrong.
-            Err(_) if c.result < 0 => SendEvent::Cancelled { flow: c.flow() },
-            Err(e) => return Err(e),
-        };
-        let (f, whole) = match event {
-            SendEvent::Nothing => return Ok(None),
-            SendEvent::Released { flow } => {
+        let (f, whole) = match message_sent(&mut self.send, ring, c, self.request_len)? {
+            MessageSent::Nothing => return Ok(None),
+            MessageSent::Released(flow) => {
                 if self.cycles[flow].waiting && !run.stopping {
                     self.begin(ring, flow, monotonic_ns())?;
                 }
                 return Ok(None);
             }
-            SendEvent::Sent { flow, bytes } => (flow, bytes as usize == self.request_len),
-            SendEvent::Chain { flow, bytes, cancelled, .. } => {
-                (flow, cancelled == 0 && bytes as usize == self.request_len)
-            }
-            SendEvent::Cancelled { flow } => (flow, false),
-            SendEvent::Dropped { .. } => return Err(crate::workload::ending::datagram_on_tcp()),
+            MessageSent::Done { owner, whole } => (owner, whole),
         };
         let cy = &mut self.cycles[f];
         cy.send_due = false;
@@ -676,10 +649,6 @@ impl CrrClient {
 /// stop ends it at once: no cycle starts, those under way are cancelled (and not
 /// counted), and their sockets are closed as they come back, for at most ABORT_DRAIN_NS.
 impl Workload for CrrClient {
-    fn timers(&self) -> Timers {
-        Timers { deadline: true }
-    }
-
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
         self.pacer.start(ring)?;
         let now = monotonic_ns();
@@ -778,17 +747,66 @@ impl Workload for CrrClient {
     }
 
     fn reclaim(&mut self, ring: &mut Ring, unhandled: &[Completion]) {
-        reclaim(ring, unhandled, (op::SOCKET, op::CLOSE), &mut self.cycles);
+        reclaim(ring, unhandled, (op::SOCKET, op::CLOSE), &mut self.cycles, |c| (&mut c.fd, &mut c.closed));
     }
 
     fn report(&self) -> RoleReport {
         RoleReport {
             crr: Some(self.report.clone()),
-            send: Some(self.send.report()),
-            recv: Some(self.recv.report()),
-            verify: self.verify.report(),
-            ..RoleReport::default()
+            ..RoleReport::paths(&self.send, &self.recv, &self.verify)
         }
+    }
+}
+
+/// Where a crr client's next socket binds in --client-ports.
+pub(crate) struct PortCursor {
+    /// The unspecified address of the peer's family: what a socket binds to.
+    local: SockAddr,
+    next: u32,
+}
+
+impl PortCursor {
+    /// Each worker starts at its own place in the port range (its first flow), so workers
+    /// rarely collide.
+    pub(crate) fn new(peer: SocketAddr, flow_ids: &[u32]) -> PortCursor {
+        PortCursor {
+            local: SockAddr::from(match peer {
+                SocketAddr::V4(_) => SocketAddr::from(([0u8; 4], 0)),
+                SocketAddr::V6(_) => SocketAddr::from(([0u16; 8], 0)),
+            }),
+            next: flow_ids.first().copied().unwrap_or(0),
+        }
+    }
+
+    /// Binds `fd` to the next free port of `lo`-`hi`: a port in use is counted in `busy`
+    /// and passed over; `binds` counts the bind(2) calls.
+    pub(crate) fn bind(
+        &mut self,
+        fd: RawFd,
+        (lo, hi): (u16, u16),
+        busy: &mut u64,
+        binds: &mut u64,
+    ) -> Result<()> {
+        let span = u32::from(hi - lo) + 1;
+        let mut local = self.local.clone();
+        for _ in 0..span {
+            let port = lo + (self.next % span) as u16;
+            self.next = self.next.wrapping_add(1);
+            set_port(&mut local, port);
+            *binds += 1;
+            // SAFETY: `local` is a valid socket address of the length it states.
+            if unsafe { libc::bind(fd, local.as_ptr().cast(), local.len()) } == 0 {
+                return Ok(());
+            }
+            let e = std::io::Error::last_os_error();
+            if e.raw_os_error() != Some(libc::EADDRINUSE) {
+                return Err(Error::io(format!("binding a crr client socket to port {port}"), e));
+            }
+            *busy += 1;
+        }
+        Err(Error::Usage(format!(
+            "every port of --client-ports {lo}-{hi} is in use: widen the range, use fewer flows or --linger0"
+        )))
     }
 }
 
@@ -820,6 +838,7 @@ fn cycle_error(res: i32, ports: bool) -> Error {
 }
 
 /// One accepted connection on the server.
+#[derive(Default)]
 struct Conn {
     fd: RawFd,
     flow: u32,
@@ -849,31 +868,9 @@ struct Conn {
     bad: bool,
 }
 
-impl Held for Conn {
-    fn held(&mut self) -> (&mut RawFd, &mut bool) {
-        (&mut self.fd, &mut self.closed)
-    }
-}
-
 impl Conn {
     fn new(fd: RawFd) -> Conn {
-        Conn {
-            fd,
-            flow: 0,
-            got: 0,
-            head: [0; FLOW_HEADER_LEN],
-            header_due: false,
-            recv_due: false,
-            send_due: false,
-            wait_due: false,
-            owed: false,
-            queued: false,
-            answered: false,
-            sent: false,
-            peer_closed: false,
-            closed: false,
-            bad: false,
-        }
+        Conn { fd, ..Conn::default() }
     }
 
     fn owes(&self) -> bool {
@@ -1005,16 +1002,16 @@ impl CrrServer {
             return Ok(false);
         };
         let slot = slot as usize;
-        let sock = FlowFd::Raw(fd);
+        let sock = PerOp { sock: FlowFd::Raw(fd), owner: slot };
         let conn = &mut self.conns[slot];
         *conn = Conn::new(fd);
         conn.recv_due = true;
         if self.recv.multishot() {
             self.verify.restart(slot, FLOW_HEADER_LEN as u64);
-            self.recv.arm_on(ring, sock, slot, 0, false, Flags::empty())?;
+            self.recv.arm_on(ring, sock, 0, false, Flags::empty())?;
         } else if self.recv.reads_payload() {
             self.verify.restart(slot, FLOW_HEADER_LEN as u64);
-            self.recv.arm_on(ring, sock, slot, self.request_len as u32, true, Flags::empty())?;
+            self.recv.arm_on(ring, sock, self.request_len as u32, true, Flags::empty())?;
         } else {
             // The path discards what it receives: the header comes first, through a
             // receive of crr's own; if it fails, the request's receive never runs.
@@ -1029,7 +1026,7 @@ impl CrrServer {
             unsafe { ring.push(&e)? };
             conn.header_due = true;
             let body = (self.request_len - FLOW_HEADER_LEN) as u32;
-            self.recv.arm_on(ring, sock, slot, body, true, Flags::empty())?;
+            self.recv.arm_on(ring, sock, body, true, Flags::empty())?;
         }
         Ok(true)
     }
@@ -1120,7 +1117,8 @@ impl CrrServer {
         let fd = conn.fd;
         let skip = if self.skip_send { Flags::SKIP_SUCCESS } else { Flags::empty() };
         let link = if self.chained { Flags::IO_LINK } else { Flags::empty() };
-        self.send.push_on(ring, FlowFd::Raw(fd), slot, 0, self.response_len as u32, link | skip)?;
+        let sock = PerOp { sock: FlowFd::Raw(fd), owner: slot };
+        self.send.push_on(ring, sock, 0, self.response_len as u32, link | skip)?;
         let conn = &mut self.conns[slot];
         conn.send_due = !self.skip_send;
         // A skip-success send posts only when it fails (`on_send` then says so).
@@ -1150,25 +1148,15 @@ impl CrrServer {
     }
 
     fn on_send(&mut self, ring: &mut Ring, c: &Completion) -> Result<Option<usize>> {
-        let event = match self.send.complete(ring, c) {
-            Ok(e) => e,
-            Err(_) if c.result < 0 => SendEvent::Cancelled { flow: c.flow() },
-            Err(e) => return Err(e),
-        };
-        let (slot, whole) = match event {
-            SendEvent::Nothing => return Ok(None),
-            SendEvent::Released { flow } => {
-                if self.conns[flow].owed {
-                    self.respond(ring, flow)?;
+        let (slot, whole) = match message_sent(&mut self.send, ring, c, self.response_len)? {
+            MessageSent::Nothing => return Ok(None),
+            MessageSent::Released(slot) => {
+                if self.conns[slot].owed {
+                    self.respond(ring, slot)?;
                 }
                 return Ok(None);
             }
-            SendEvent::Sent { flow, bytes } => (flow, bytes as usize == self.response_len),
-            SendEvent::Chain { flow, bytes, cancelled, .. } => {
-                (flow, cancelled == 0 && bytes as usize == self.response_len)
-            }
-            SendEvent::Cancelled { flow } => (flow, false),
-            SendEvent::Dropped { .. } => return Err(crate::workload::ending::datagram_on_tcp()),
+            MessageSent::Done { owner, whole } => (owner, whole),
         };
         let conn = &mut self.conns[slot];
         conn.send_due = false;
@@ -1338,16 +1326,15 @@ impl Workload for CrrServer {
     }
 
     fn reclaim(&mut self, ring: &mut Ring, unhandled: &[Completion]) {
-        reclaim(ring, unhandled, (op::ACCEPT, op::SERVER_CLOSE), &mut self.conns);
+        reclaim(ring, unhandled, (op::ACCEPT, op::SERVER_CLOSE), &mut self.conns, |c| {
+            (&mut c.fd, &mut c.closed)
+        });
     }
 
     fn report(&self) -> RoleReport {
         RoleReport {
             crr: Some(self.report.clone()),
-            send: Some(self.send.report()),
-            recv: Some(self.recv.report()),
-            verify: self.verify.report(),
-            ..RoleReport::default()
+            ..RoleReport::paths(&self.send, &self.recv, &self.verify)
         }
     }
 }

@@ -78,6 +78,19 @@ impl Drain {
         }
     }
 
+    /// Handles the completions that end a receiving side's run: the stop that says the
+    /// peer is done (a quiet period from now ends the test), the drain's ticks, and cancels
+    /// (nothing to do). False for any other.
+    pub fn complete(&mut self, ring: &mut Ring, kind: u8, flows: usize) -> Result<bool> {
+        match kind {
+            op::CANCEL => {}
+            op::STOP => self.start(ring, monotonic_ns())?,
+            op::DRAIN => self.on_tick(ring, flows)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
     /// The standing receives have been cancelled: a receive that ends is not re-armed.
     pub fn cancelled(&self) -> bool {
         self.cancelled

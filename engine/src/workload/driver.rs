@@ -9,8 +9,9 @@
 
 use std::os::fd::RawFd;
 
-use crate::io::op;
+use crate::io::{op, RecvPath, SendPath};
 use crate::ring::{token, Completion, Ring};
+use crate::verify::Verifier;
 use crate::workload::ending::{peer_stuck, unexpected, PEER_GRACE_NS};
 use ringperf_core::error::Result;
 use ringperf_core::measure::intervals::FlowCounters;
@@ -71,10 +72,27 @@ pub struct RoleReport {
     pub end_ns: Option<u64>,
 }
 
+impl RoleReport {
+    /// The reports of a role's send and receive paths and of its verifier; the role adds
+    /// its workload's own.
+    pub fn paths(send: &impl SendPath, recv: &impl RecvPath, verify: &Verifier) -> RoleReport {
+        RoleReport {
+            send: Some(send.report()),
+            recv: Some(recv.report()),
+            verify: verify.report(),
+            ..RoleReport::default()
+        }
+    }
+}
+
 /// One workload role's own logic over a worker's flows.
 pub trait Workload {
-    /// Whether the driver arms the deadline (it arms the guard for every role).
-    fn timers(&self) -> Timers;
+    /// Whether the driver arms the deadline (it arms the guard for every role): by
+    /// default it does, for a role that ends its own window; a role that waits for its
+    /// peer to finish does not.
+    fn timers(&self) -> Timers {
+        Timers { deadline: true }
+    }
     /// Whether the stop watch applies (the crr server stops through its own eventfd).
     fn watches(&self) -> bool {
         true
@@ -309,12 +327,19 @@ mod tests {
 
     const NO_DEADLINE: Timers = Timers { deadline: false };
 
-    #[test]
-    fn a_completion_nobody_expects_is_an_error() {
+    /// Drives a role that never finishes and asked for no deadline, to which a completion
+    /// of kind `stray` comes.
+    fn drive_stray(stray: u8) -> (Result<Ending>, Fake) {
         let mut role = Fake::new(NO_DEADLINE);
-        role.stray = Some(op::SOCKET);
+        role.stray = Some(stray);
         role.never_done = true;
         let (ending, _) = drive_fake(&mut role, monotonic_ns(), None);
+        (ending, role)
+    }
+
+    #[test]
+    fn a_completion_nobody_expects_is_an_error() {
+        let (ending, role) = drive_stray(op::SOCKET);
         match ending {
             Err(Error::Protocol(m)) => assert!(m.contains(&format!("kind {}", op::SOCKET)), "{m}"),
             other => panic!("expected a protocol error, got {other:?}"),
@@ -324,10 +349,7 @@ mod tests {
 
     #[test]
     fn a_deadline_the_role_did_not_ask_for_is_unexpected() {
-        let mut role = Fake::new(NO_DEADLINE);
-        role.stray = Some(op::DEADLINE);
-        role.never_done = true;
-        let (ending, _) = drive_fake(&mut role, monotonic_ns(), None);
+        let (ending, role) = drive_stray(op::DEADLINE);
         assert!(matches!(ending, Err(Error::Protocol(_))), "{ending:?}");
         assert!(!role.saw_deadline);
     }

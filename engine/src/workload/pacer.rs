@@ -10,8 +10,6 @@
 //! clock. The classic loops have no ring timer: they refill by the clock when a bucket is
 //! in debt and sleep until it is not ([`Pacer::debt_ns`]).
 
-use io_uring::{opcode, types};
-
 use crate::io::op;
 use crate::ring::{token, Ring};
 use ringperf_core::error::Result;
@@ -53,10 +51,8 @@ pub struct Pacer {
     /// The most a flow may save up: [`BUCKET_NS`] of its rate, and at least two sends.
     burst: f64,
     last_ns: u64,
-    /// The refill period, and its timespec (boxed: the kernel reads it when the multishot
-    /// timeout is submitted).
+    /// The refill period.
     tick_ns: u64,
-    ts: Box<types::Timespec>,
     waiting: Vec<bool>,
 }
 
@@ -98,9 +94,6 @@ impl Pacer {
             burst,
             last_ns: 0,
             tick_ns,
-            ts: Box::new(
-                types::Timespec::new().sec(tick_ns / 1_000_000_000).nsec((tick_ns % 1_000_000_000) as u32),
-            ),
             waiting: vec![false; flows],
         }
     }
@@ -120,13 +113,7 @@ impl Pacer {
             return Ok(());
         }
         self.start_clock();
-        let e = opcode::Timeout::new(&*self.ts)
-            .count(0)
-            .flags(types::TimeoutFlags::MULTISHOT)
-            .build()
-            .user_data(token(op::PACE, 0));
-        // SAFETY: the timespec is boxed in self and outlives the ring's use of it.
-        unsafe { ring.push(&e) }
+        ring.push_ticks(self.tick_ns, token(op::PACE, 0))
     }
 
     /// Takes `bytes` of tokens for one send of `flow`, or marks it waiting.

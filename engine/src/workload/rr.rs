@@ -126,6 +126,7 @@ impl SendSlot {
     }
 }
 
+#[derive(Default)]
 struct ClientFlow {
     slot: SendSlot,
     got: u32,
@@ -141,21 +142,40 @@ struct ClientFlow {
     queued: u32,
 }
 
+/// What both roles hold: their paths, the transaction, and how its messages move.
+struct Ends<S, R> {
+    send: S,
+    recv: R,
+    verify: Verifier,
+    tx: Transaction,
+    chained: bool,
+    /// Messages one burst send carries at most.
+    per_send: u32,
+    /// The receive length a re-armed one-shot receive asks for.
+    recv_len: u32,
+}
+
+impl<S, R> Ends<S, R> {
+    /// `(sent, received)`: the sizes of the messages the role sends and receives.
+    fn new(
+        send: S,
+        recv: R,
+        verify: Verifier,
+        tx: Transaction,
+        chained: bool,
+        (sent, received): (u32, u32),
+    ) -> Self {
+        Ends { send, recv, verify, tx, chained, per_send: tx.per_send(sent), recv_len: tx.recv_len(received) }
+    }
+}
+
 /// The client: send a request, receive the whole response, record the round trip, repeat
 /// until the deadline; transactions in flight at the deadline are completed and counted.
 /// A stop ends it at once; transactions in flight then are not counted. With a burst each
 /// whole response completes the flow's oldest transaction, whose round trip counts from
 /// when it came due (waiting for the previous send is part of it), and makes the next due.
 pub struct RrClient<S, R> {
-    send: S,
-    recv: R,
-    verify: Verifier,
-    tx: Transaction,
-    chained: bool,
-    /// Requests one burst send carries at most.
-    per_send: u32,
-    /// The receive length a re-armed one-shot receive asks for.
-    recv_len: u32,
+    ends: Ends<S, R>,
     flows: Vec<ClientFlow>,
     /// `burst` slots per flow, a ring of when each of its transactions came due (one in
     /// flight: slot f is when flow f's request went out).
@@ -172,11 +192,10 @@ pub struct RrClient<S, R> {
 }
 
 impl<S: SendPath, R: RecvPath> RrClient<S, R> {
-    /// `schedule`: open loop, with `tx.burst` the backlog; `None`: closed loop.
+    /// The first argument: the send and receive paths and the verifier; `schedule`: open loop, with
+    /// `tx.burst` the backlog; `None`: closed loop.
     pub fn new(
-        send: S,
-        recv: R,
-        verify: Verifier,
+        (send, recv, verify): (S, R, Verifier),
         tx: Transaction,
         flows: usize,
         schedule: Option<Schedule>,
@@ -186,25 +205,9 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
         let tx = Transaction { burst, ..tx };
         let chained = burst == 1 && schedule.is_none() && !recv.multishot() && send.can_chain();
         let due = vec![0; flows * burst as usize];
-        let flows = (0..flows)
-            .map(|_| ClientFlow {
-                slot: SendSlot::default(),
-                got: 0,
-                active: false,
-                want_send: false,
-                head: 0,
-                len: 0,
-                queued: 0,
-            })
-            .collect();
+        let flows = (0..flows).map(|_| ClientFlow::default()).collect();
         RrClient {
-            send,
-            recv,
-            verify,
-            tx,
-            chained,
-            per_send: tx.per_send(tx.request),
-            recv_len: tx.recv_len(tx.response),
+            ends: Ends::new(send, recv, verify, tx, chained, (tx.request, tx.response)),
             flows,
             due,
             active: 0,
@@ -217,7 +220,7 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
 
     /// Whether requests go through the per-flow FIFO: a burst, or open loop.
     fn bursting(&self) -> bool {
-        self.tx.burst > 1 || self.schedule.is_some()
+        self.ends.tx.burst > 1 || self.schedule.is_some()
     }
 
     /// Open loop: every request whose time has come by `now` (and before the deadline: a
@@ -225,7 +228,7 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
     /// dropped if the flow has its backlog outstanding; then each flow sends what it can
     /// and the wakeup is armed for the next request.
     fn release_due(&mut self, ring: &mut Ring, now: u64, deadline_ns: u64) -> Result<()> {
-        let burst = self.tx.burst;
+        let burst = self.ends.tx.burst;
         let until = now.min(deadline_ns.saturating_sub(1));
         for f in 0..self.flows.len() {
             let Some(s) = &mut self.schedule else { return Ok(()) };
@@ -252,7 +255,7 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
     fn note_slips(&mut self, f: usize, now: u64) {
         let Some(s) = &mut self.schedule else { return };
         let fl = &self.flows[f];
-        let burst = self.tx.burst;
+        let burst = self.ends.tx.burst;
         let base = f * burst as usize;
         for i in fl.len - fl.queued..fl.len {
             let due = self.due[base + ((fl.head + i) % burst) as usize];
@@ -267,8 +270,8 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
     /// completion calls this again). The send keeps its CQE: the next one waits for it.
     fn send_due(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
         let fl = &mut self.flows[f];
-        let paths = (&mut self.send, &mut self.pacer);
-        let k = fl.slot.send_due(paths, ring, f, fl.queued, (self.per_send, self.tx.request))?;
+        let paths = (&mut self.ends.send, &mut self.pacer);
+        let k = fl.slot.send_due(paths, ring, f, fl.queued, (self.ends.per_send, self.ends.tx.request))?;
         if k == 0 {
             return Ok(());
         }
@@ -285,7 +288,7 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
     /// Burst: the whole responses `f` has received complete its oldest transactions, each
     /// making the next one due (until the deadline). Open loop: the schedule makes them due.
     fn complete_responses(&mut self, ring: &mut Ring, f: usize, run: &mut Run) -> Result<()> {
-        let tx = self.tx;
+        let tx = self.ends.tx;
         let burst = tx.burst;
         let closed = self.schedule.is_none();
         let base = f * burst as usize;
@@ -334,20 +337,20 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
     /// Sends flow `f`'s next request at `now`, or leaves it for a send buffer to come back,
     /// or for the pacer's tick (which then calls this again).
     fn start_tx(&mut self, ring: &mut Ring, f: usize, now: u64) -> Result<()> {
-        if self.send.available(f) == 0 {
-            self.send.short_of_buffers(f);
+        if self.ends.send.available(f) == 0 {
+            self.ends.send.short_of_buffers(f);
             self.flows[f].want_send = true;
             return Ok(());
         }
-        if !self.pacer.allow(f, self.tx.request) {
+        if !self.pacer.allow(f, self.ends.tx.request) {
             self.flows[f].want_send = false;
             return Ok(());
         }
-        let skip = if self.send.can_skip_success() { Flags::SKIP_SUCCESS } else { Flags::empty() };
-        let flags = if self.chained { Flags::IO_LINK | skip } else { skip };
-        self.flows[f].slot.send_one(&mut self.send, ring, f, self.tx.request, flags)?;
-        if self.chained {
-            self.recv.arm(ring, f, self.tx.response, true, Flags::empty())?;
+        let skip = if self.ends.send.can_skip_success() { Flags::SKIP_SUCCESS } else { Flags::empty() };
+        let flags = if self.ends.chained { Flags::IO_LINK | skip } else { skip };
+        self.flows[f].slot.send_one(&mut self.ends.send, ring, f, self.ends.tx.request, flags)?;
+        if self.ends.chained {
+            self.ends.recv.arm(ring, f, self.ends.tx.response, true, Flags::empty())?;
         }
         self.due[f] = now;
         self.max_in_flight = 1;
@@ -359,7 +362,7 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
     }
 
     fn on_send(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<()> {
-        match self.send.complete(ring, c)? {
+        match self.ends.send.complete(ring, c)? {
             SendEvent::Nothing => {}
             SendEvent::Cancelled { .. } | SendEvent::Chain { cancelled: 1.., .. } => {
                 return Err(Error::Peer("a request send was cancelled mid-chain".into()))
@@ -383,11 +386,11 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
     }
 
     fn on_recv(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<()> {
-        let tx = self.tx;
-        match self.recv.complete(ring, c, &mut self.verify)? {
+        let tx = self.ends.tx;
+        match self.ends.recv.complete(ring, c, &mut self.ends.verify)? {
             RecvEvent::Data { flow, bytes } => {
-                if !self.chained && !self.recv.multishot() {
-                    self.recv.arm(ring, flow, self.recv_len, false, Flags::empty())?;
+                if !self.ends.chained && !self.ends.recv.multishot() {
+                    self.ends.recv.arm(ring, flow, self.ends.recv_len, false, Flags::empty())?;
                 }
                 let bursting = self.bursting();
                 let fl = &mut self.flows[flow];
@@ -396,7 +399,7 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
                     return self.complete_responses(ring, flow, run);
                 }
                 if fl.got < tx.response {
-                    if self.chained {
+                    if self.ends.chained {
                         return Err(torn("response", fl.got, tx.response));
                     }
                     return Ok(());
@@ -430,15 +433,11 @@ impl<S: SendPath, R: RecvPath> RrClient<S, R> {
 }
 
 impl<S: SendPath, R: RecvPath> Workload for RrClient<S, R> {
-    fn timers(&self) -> Timers {
-        Timers { deadline: true }
-    }
-
     fn start(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()> {
         self.pacer.start(ring)?;
-        if !self.chained {
+        if !self.ends.chained {
             for f in 0..self.flows.len() {
-                self.recv.arm(ring, f, self.recv_len, false, Flags::empty())?;
+                self.ends.recv.arm(ring, f, self.ends.recv_len, false, Flags::empty())?;
             }
         }
         let now = monotonic_ns();
@@ -449,9 +448,9 @@ impl<S: SendPath, R: RecvPath> Workload for RrClient<S, R> {
         for f in 0..self.flows.len() {
             if self.bursting() {
                 // The whole burst is due at once, and leaves in as few sends as fit.
-                let burst = self.tx.burst;
+                let burst = self.ends.tx.burst;
                 self.due[f * burst as usize..][..burst as usize].fill(now);
-                let first = u32::try_from(self.tx.limit).map_or(burst, |limit| burst.min(limit));
+                let first = u32::try_from(self.ends.tx.limit).map_or(burst, |limit| burst.min(limit));
                 let fl = &mut self.flows[f];
                 (fl.len, fl.queued) = (first, first);
                 self.send_due(ring, f)?;
@@ -464,9 +463,12 @@ impl<S: SendPath, R: RecvPath> Workload for RrClient<S, R> {
 
     fn done(&self, run: &Run) -> bool {
         // A timed test has no count: no walk over the flows at every batch.
-        let counted =
-            self.tx.limit != u64::MAX && run.counters.iter().all(|k| k.transactions >= self.tx.limit);
-        (run.stopping || counted) && self.active == 0 && self.sending == 0 && self.send.outstanding() == 0
+        let counted = self.ends.tx.limit != u64::MAX
+            && run.counters.iter().all(|k| k.transactions >= self.ends.tx.limit);
+        (run.stopping || counted)
+            && self.active == 0
+            && self.sending == 0
+            && self.ends.send.outstanding() == 0
     }
 
     /// The deadline: nothing new comes due, and what is due but not yet sent never goes.
@@ -518,20 +520,17 @@ impl<S: SendPath, R: RecvPath> Workload for RrClient<S, R> {
     }
 
     fn after_batch(&mut self) {
-        self.recv.after_batch();
+        self.ends.recv.after_batch();
     }
 
     fn report(&self) -> RoleReport {
         RoleReport {
-            send: Some(self.send.report()),
-            recv: Some(self.recv.report()),
-            verify: self.verify.report(),
             rr: Some(RrReport {
-                burst: self.tx.burst,
+                burst: self.ends.tx.burst,
                 max_in_flight: self.max_in_flight,
                 open_loop: self.schedule.as_ref().map(|s| s.report),
             }),
-            ..RoleReport::default()
+            ..RoleReport::paths(&self.ends.send, &self.ends.recv, &self.ends.verify)
         }
     }
 }
@@ -540,6 +539,7 @@ fn torn(what: &str, got: u32, want: u32) -> Error {
     Error::Peer(format!("the peer closed the connection mid-{what} ({got} of {want} bytes)"))
 }
 
+#[derive(Default)]
 struct ServerFlow {
     slot: SendSlot,
     got: u32,
@@ -552,15 +552,7 @@ struct ServerFlow {
 /// The server: receive a whole request, answer with a response, until the client closes.
 /// A transaction counts when its request arrived whole; a failed response aborts the test.
 pub struct RrServer<S, R> {
-    send: S,
-    recv: R,
-    verify: Verifier,
-    tx: Transaction,
-    chained: bool,
-    /// Responses one burst send carries at most.
-    per_send: u32,
-    /// The receive length a re-armed one-shot receive asks for.
-    recv_len: u32,
+    ends: Ends<S, R>,
     flows: Vec<ServerFlow>,
     open: usize,
     /// Chained mode: the response linked to a flow's final (EOF) receive is cancelled, and
@@ -575,27 +567,18 @@ pub struct RrServer<S, R> {
 }
 
 impl<S: SendPath, R: RecvPath> RrServer<S, R> {
+    /// The first argument: the send and receive paths and the verifier.
     pub fn new(
-        send: S,
-        recv: R,
-        verify: Verifier,
+        (send, recv, verify): (S, R, Verifier),
         tx: Transaction,
         flows: usize,
         pacer: Pacer,
     ) -> RrServer<S, R> {
         let tx = Transaction { burst: tx.burst.max(1), ..tx };
         let chained = tx.burst == 1 && !recv.multishot() && send.can_chain();
-        let flows = (0..flows)
-            .map(|_| ServerFlow { slot: SendSlot::default(), got: 0, owed: 0, waiting: false })
-            .collect();
+        let flows = (0..flows).map(|_| ServerFlow::default()).collect();
         RrServer {
-            send,
-            recv,
-            verify,
-            tx,
-            chained,
-            per_send: tx.per_send(tx.response),
-            recv_len: tx.recv_len(tx.request),
+            ends: Ends::new(send, recv, verify, tx, chained, (tx.response, tx.request)),
             flows,
             open: 0,
             cancels_due: 0,
@@ -610,8 +593,8 @@ impl<S: SendPath, R: RecvPath> RrServer<S, R> {
     /// call this again). The send keeps its CQE: the next one waits for it.
     fn answer_one_send(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
         let fl = &mut self.flows[f];
-        let paths = (&mut self.send, &mut self.pacer);
-        let k = fl.slot.send_due(paths, ring, f, fl.owed, (self.per_send, self.tx.response))?;
+        let paths = (&mut self.ends.send, &mut self.pacer);
+        let k = fl.slot.send_due(paths, ring, f, fl.owed, (self.ends.per_send, self.ends.tx.response))?;
         if k > 0 {
             fl.owed -= k;
             self.sending += 1;
@@ -622,58 +605,58 @@ impl<S: SendPath, R: RecvPath> RrServer<S, R> {
     /// Chained mode: receive a whole request, then (linked) send the response; the chain
     /// waits for a send buffer, and for the response's pacing tokens (the tick arms it).
     fn arm_chain(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
-        if self.send.available(f) == 0 {
-            self.send.short_of_buffers(f);
+        if self.ends.send.available(f) == 0 {
+            self.ends.send.short_of_buffers(f);
             self.flows[f].waiting = true;
             return Ok(());
         }
         self.flows[f].waiting = false;
-        if !self.pacer.allow(f, self.tx.response) {
+        if !self.pacer.allow(f, self.ends.tx.response) {
             return Ok(());
         }
-        self.recv.arm(ring, f, self.tx.request, true, Flags::IO_LINK)?;
-        let skip = if self.send.can_skip_success() { Flags::SKIP_SUCCESS } else { Flags::empty() };
-        self.flows[f].slot.send_one(&mut self.send, ring, f, self.tx.response, skip)?;
+        self.ends.recv.arm(ring, f, self.ends.tx.request, true, Flags::IO_LINK)?;
+        let skip = if self.ends.send.can_skip_success() { Flags::SKIP_SUCCESS } else { Flags::empty() };
+        self.flows[f].slot.send_one(&mut self.ends.send, ring, f, self.ends.tx.response, skip)?;
         Ok(())
     }
 
     /// Multishot mode: answer every whole request that arrived, as buffers allow. With one
     /// transaction in flight at most one response is ever owed, so sends cannot overlap.
     fn answer(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
-        if self.tx.burst > 1 {
+        if self.ends.tx.burst > 1 {
             return self.answer_one_send(ring, f);
         }
-        let skip = if self.send.can_skip_success() { Flags::SKIP_SUCCESS } else { Flags::empty() };
-        while self.flows[f].owed > 0 && self.send.available(f) > 0 {
-            if !self.pacer.allow(f, self.tx.response) {
+        let skip = if self.ends.send.can_skip_success() { Flags::SKIP_SUCCESS } else { Flags::empty() };
+        while self.flows[f].owed > 0 && self.ends.send.available(f) > 0 {
+            if !self.pacer.allow(f, self.ends.tx.response) {
                 // The pacer's tick answers it.
                 return Ok(());
             }
-            self.flows[f].slot.send_one(&mut self.send, ring, f, self.tx.response, skip)?;
+            self.flows[f].slot.send_one(&mut self.ends.send, ring, f, self.ends.tx.response, skip)?;
             self.flows[f].owed -= 1;
         }
         if self.flows[f].owed > 0 {
-            self.send.short_of_buffers(f);
+            self.ends.send.short_of_buffers(f);
         }
         Ok(())
     }
 
     fn on_send(&mut self, ring: &mut Ring, c: &Completion) -> Result<()> {
-        match self.send.complete(ring, c)? {
+        match self.ends.send.complete(ring, c)? {
             SendEvent::Nothing => {}
             SendEvent::Cancelled { .. } | SendEvent::Chain { cancelled: 1.., .. } => {
                 self.cancels_due = self.cancels_due.saturating_sub(1)
             }
             SendEvent::Dropped { .. } => return Err(datagram_on_tcp()),
-            SendEvent::Sent { flow, .. } | SendEvent::Chain { flow, .. } if self.tx.burst > 1 => {
+            SendEvent::Sent { flow, .. } | SendEvent::Chain { flow, .. } if self.ends.tx.burst > 1 => {
                 self.flows[flow].slot.in_flight = false;
                 self.sending -= 1;
                 self.answer_one_send(ring, flow)?;
             }
             SendEvent::Sent { flow, .. } | SendEvent::Chain { flow, .. } | SendEvent::Released { flow } => {
-                if self.chained && self.flows[flow].waiting {
+                if self.ends.chained && self.flows[flow].waiting {
                     self.arm_chain(ring, flow)?;
-                } else if !self.chained {
+                } else if !self.ends.chained {
                     self.answer(ring, flow)?;
                 }
             }
@@ -682,9 +665,9 @@ impl<S: SendPath, R: RecvPath> RrServer<S, R> {
     }
 
     fn on_recv(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<()> {
-        let tx = self.tx;
-        match self.recv.complete(ring, c, &mut self.verify)? {
-            RecvEvent::Data { flow, bytes } if self.chained => {
+        let tx = self.ends.tx;
+        match self.ends.recv.complete(ring, c, &mut self.ends.verify)? {
+            RecvEvent::Data { flow, bytes } if self.ends.chained => {
                 if bytes != tx.request {
                     // A torn request: the client went away mid-message (or, in a counted
                     // test, closed after its last transaction).
@@ -702,8 +685,8 @@ impl<S: SendPath, R: RecvPath> RrServer<S, R> {
                 self.arm_chain(ring, flow)?;
             }
             RecvEvent::Data { flow, bytes } => {
-                if !self.recv.multishot() {
-                    self.recv.arm(ring, flow, self.recv_len, false, Flags::empty())?;
+                if !self.ends.recv.multishot() {
+                    self.ends.recv.arm(ring, flow, self.ends.recv_len, false, Flags::empty())?;
                 }
                 let fl = &mut self.flows[flow];
                 fl.got += bytes;
@@ -721,7 +704,7 @@ impl<S: SendPath, R: RecvPath> RrServer<S, R> {
                     check_not_early(run.deadline_ns)?;
                 }
                 self.open -= 1;
-                if self.chained {
+                if self.ends.chained {
                     self.cancels_due += 1;
                 }
                 // A client closes once it has every answer it waits for: what is still
@@ -744,17 +727,17 @@ impl<S: SendPath, R: RecvPath> Workload for RrServer<S, R> {
         self.pacer.start(ring)?;
         self.open = self.flows.len();
         for f in 0..self.flows.len() {
-            if self.chained {
+            if self.ends.chained {
                 self.arm_chain(ring, f)?;
             } else {
-                self.recv.arm(ring, f, self.recv_len, false, Flags::empty())?;
+                self.ends.recv.arm(ring, f, self.ends.recv_len, false, Flags::empty())?;
             }
         }
         Ok(())
     }
 
     fn done(&self, _run: &Run) -> bool {
-        self.open == 0 && self.cancels_due == 0 && self.sending == 0 && self.send.outstanding() == 0
+        self.open == 0 && self.cancels_due == 0 && self.sending == 0 && self.ends.send.outstanding() == 0
     }
 
     /// A pacing tick: the responses (chained: the chains) that waited for tokens go.
@@ -764,7 +747,7 @@ impl<S: SendPath, R: RecvPath> Workload for RrServer<S, R> {
             if !self.pacer.take_waiting(f) {
                 continue;
             }
-            if self.chained {
+            if self.ends.chained {
                 self.arm_chain(ring, f)?;
             } else {
                 self.answer(ring, f)?;
@@ -783,17 +766,12 @@ impl<S: SendPath, R: RecvPath> Workload for RrServer<S, R> {
     }
 
     fn after_batch(&mut self) {
-        self.recv.after_batch();
+        self.ends.recv.after_batch();
     }
 
     fn report(&self) -> RoleReport {
-        RoleReport {
-            send: Some(self.send.report()),
-            recv: Some(self.recv.report()),
-            verify: self.verify.report(),
-            rr: Some(RrReport { burst: self.tx.burst, max_in_flight: self.max_waiting, open_loop: None }),
-            ..RoleReport::default()
-        }
+        let rr = RrReport { burst: self.ends.tx.burst, max_in_flight: self.max_waiting, open_loop: None };
+        RoleReport { rr: Some(rr), ..RoleReport::paths(&self.ends.send, &self.ends.recv, &self.ends.verify) }
     }
 }
 

@@ -95,10 +95,6 @@ impl<S: SendPath> StreamSender<S> {
 }
 
 impl<S: SendPath> Workload for StreamSender<S> {
-    fn timers(&self) -> Timers {
-        Timers { deadline: true }
-    }
-
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
         self.pacer.start(ring)?;
         for f in 0..self.socks.len() {

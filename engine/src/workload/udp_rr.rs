@@ -47,7 +47,7 @@ use crate::io::{op, RecvEvent, RecvPath, SendEvent, SendPath};
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
 use crate::verify::Verifier;
 use crate::workload::drain::Drain;
-use crate::workload::driver::{RoleReport, Run, Timers, Workload};
+use crate::workload::driver::{RoleReport, Run, Workload};
 use crate::workload::pacer::Pacer;
 use crate::workload::schedule::Schedule;
 use ringperf_core::error::Result;
@@ -363,10 +363,6 @@ impl<S: SendPath, R: RecvPath> UdpRrClient<S, R> {
 /// Runs transactions on every flow until the deadline. A stop ends it at once;
 /// transactions in flight then are not counted.
 impl<S: SendPath, R: RecvPath> Workload for UdpRrClient<S, R> {
-    fn timers(&self) -> Timers {
-        Timers { deadline: true }
-    }
-
     fn start(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()> {
         self.pacer.start(ring)?;
         for f in 0..self.flows_n {
@@ -678,10 +674,6 @@ impl<S: SendPath, R: RecvPath> UdpRrServer<S, R> {
 /// Answers requests until after the deadline no request came for a quiet period; every
 /// new request counts as it arrives. A stop ends it at once.
 impl<S: SendPath, R: RecvPath> Workload for UdpRrServer<S, R> {
-    fn timers(&self) -> Timers {
-        Timers { deadline: true }
-    }
-
     /// A counted test's session reads the control connection itself (for the client's
     /// "done", or a stop) and says so through `flows_done`.
     fn watches(&self) -> bool {
@@ -720,11 +712,11 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrServer<S, R> {
     }
 
     fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
+        // STOP: the client has its answers.
+        if self.drain.complete(ring, c.op(), self.flows_n)? {
+            return Ok(true);
+        }
         match c.op() {
-            op::CANCEL => {}
-            // The client has its answers: a quiet period from now ends the test.
-            op::STOP => self.drain.start(ring, monotonic_ns())?,
-            op::DRAIN => self.drain.on_tick(ring, self.flows_n)?,
             op::SEND => {
                 let f = c.flow();
                 self.in_flight -= 1;

@@ -23,7 +23,7 @@ use crate::net::udp::HELLO_BIT;
 use crate::ring::{Completion, Ring};
 use crate::verify::Verifier;
 use crate::workload::drain::Drain;
-use crate::workload::driver::{RoleReport, Run, Timers, Wait, Workload};
+use crate::workload::driver::{RoleReport, Run, Wait, Workload};
 use crate::workload::pacer::Pacer;
 use crate::workload::sequence::{add_sequences, SeqTracker};
 use ringperf_core::error::{Error, Result};
@@ -186,10 +186,6 @@ pub fn udp_send_depth(spec: &TestSpec) -> usize {
 /// Sends on every flow until the deadline, then waits for the sends in flight. The sends
 /// in flight at a stop die with the ring, which goes before their buffers.
 impl<S: SendPath> Workload for UdpSender<S> {
-    fn timers(&self) -> Timers {
-        Timers { deadline: true }
-    }
-
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
         self.pacer.start(ring)?;
         for f in 0..self.flows {
@@ -318,10 +314,6 @@ impl<R: RecvPath> UdpReceiver<R> {
 /// Receives on every flow until the deadline and the drain after it. The standing
 /// receives at a stop die with the ring, which goes before the buffer ring they fill.
 impl<R: RecvPath> Workload for UdpReceiver<R> {
-    fn timers(&self) -> Timers {
-        Timers { deadline: true }
-    }
-
     /// A counted test's session reads the control connection itself (for the client's
     /// "done", or a stop) and says so through `flows_done`.
     fn watches(&self) -> bool {
@@ -348,11 +340,11 @@ impl<R: RecvPath> Workload for UdpReceiver<R> {
     }
 
     fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
+        // STOP: the client's sender is done, what it sent is here or on its way.
+        if self.drain.complete(ring, c.op(), self.flows)? {
+            return Ok(true);
+        }
         match c.op() {
-            op::CANCEL => {}
-            // The client's sender is done: what it sent is here or on its way.
-            op::STOP => self.drain.start(ring, monotonic_ns())?,
-            op::DRAIN => self.drain.on_tick(ring, self.flows)?,
             op::RECV => {
                 let f = c.flow();
                 match self.path.complete(ring, c, &mut self.verify)? {

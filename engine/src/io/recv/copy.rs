@@ -2,10 +2,11 @@
 //! `trunc`: the same receive with MSG_TRUNC, which on TCP discards the payload in the
 //! kernel without copying it.
 
-use io_uring::{opcode, squeue};
+use io_uring::opcode;
+use io_uring::squeue::Flags;
 
 use crate::buf::{Mapping, CACHE_LINE};
-use crate::io::path::{op, push_cancel, RecvEvent, RecvPath};
+use crate::io::path::{op, push_cancel, PerOp, RecvEvent, RecvPath};
 use crate::ring::uapi::IORING_RECVSEND_POLL_FIRST;
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
 use crate::verify::Verifier;
@@ -114,6 +115,11 @@ impl CopyRecv {
 }
 
 impl RecvPath for CopyRecv {
+    #[inline]
+    fn fd(&self, flow: usize) -> FlowFd {
+        self.fds[flow]
+    }
+
     fn multishot(&self) -> bool {
         false
     }
@@ -127,27 +133,8 @@ impl RecvPath for CopyRecv {
     }
 
     #[inline]
-    fn arm(
-        &mut self,
-        ring: &mut Ring,
-        flow: usize,
-        len: u32,
-        wait_all: bool,
-        flags: squeue::Flags,
-    ) -> Result<()> {
-        self.arm_on(ring, self.fds[flow], flow, len, wait_all, flags)
-    }
-
-    #[inline]
-    fn arm_on(
-        &mut self,
-        ring: &mut Ring,
-        sock: FlowFd,
-        owner: usize,
-        len: u32,
-        wait_all: bool,
-        flags: squeue::Flags,
-    ) -> Result<()> {
+    fn arm_on(&mut self, ring: &mut Ring, on: PerOp, len: u32, wait_all: bool, flags: Flags) -> Result<()> {
+        let PerOp { sock, owner } = on;
         // Nobody reads what trunc discards, so it waits for whole receives: the kernel
         // retries a partial one itself, and the worker sees one CQE per `len` bytes. A
         // chain of receives does the same, so that a short one ends it only at EOF.
@@ -171,7 +158,7 @@ impl RecvPath for CopyRecv {
             .user_data(token(op::RECV, owner))
             .flags(flags));
         self.report.arms += 1;
-        if !flags.contains(squeue::Flags::SKIP_SUCCESS) {
+        if !flags.contains(Flags::SKIP_SUCCESS) {
             self.live[owner] += 1;
         }
         // SAFETY: the buffer lives as long as this path and holds `len` <= max_len bytes.

@@ -5,10 +5,11 @@
 //! a receive that ended is armed again: a UDP side ends by cancelling its receives, not at
 //! EOF. A datagram longer than a buffer is cut to it.
 
-use io_uring::{cqueue, opcode, squeue};
+use io_uring::squeue::Flags;
+use io_uring::{cqueue, opcode};
 
 use crate::buf::BufRing;
-use crate::io::path::{op, push_cancel, RecvEvent, RecvPath};
+use crate::io::path::{op, push_cancel, standing_unlinked, PerOp, RecvEvent, RecvPath};
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
 use crate::verify::Verifier;
 use crate::with_fd;
@@ -25,8 +26,6 @@ pub struct DatagramRecv {
     live: Vec<bool>,
     /// The provided-buffer ring shared by the worker's flows.
     bufs: BufRing,
-    /// Buffers handed back since the last publish.
-    staged: bool,
     report: RecvReport,
 }
 
@@ -39,50 +38,31 @@ impl DatagramRecv {
             fds: fds.to_vec(),
             live: vec![false; fds.len()],
             bufs,
-            staged: false,
             report: RecvReport { engine: RecvEngine::Multishot, landing_bytes, ..RecvReport::default() },
         })
     }
 }
 
 impl RecvPath for DatagramRecv {
-    fn multishot(&self) -> bool {
-        true
+    fn fd(&self, flow: usize) -> FlowFd {
+        self.fds[flow]
     }
 
-    fn arm(
-        &mut self,
-        ring: &mut Ring,
-        flow: usize,
-        len: u32,
-        wait_all: bool,
-        flags: squeue::Flags,
-    ) -> Result<()> {
-        self.arm_on(ring, self.fds[flow], flow, len, wait_all, flags)
-    }
-
-    /// A standing receive on `sock` (a connected UDP socket the workload made) into the
-    /// shared ring.
-    fn arm_on(
-        &mut self,
-        ring: &mut Ring,
-        sock: FlowFd,
-        flow: usize,
-        _len: u32,
-        _wait_all: bool,
-        flags: squeue::Flags,
-    ) -> Result<()> {
-        if flags.contains(squeue::Flags::IO_LINK) {
-            return Err(Error::Protocol(
-                "a multishot receive cannot be linked: this is a bug in ringperf".into(),
-            ));
-        }
+    /// A standing receive on `on.sock` (a connected UDP socket: the flow's own, or one the
+    /// workload made) into the shared ring.
+    fn arm_on(&mut self, ring: &mut Ring, on: PerOp, _: u32, _: bool, flags: Flags) -> Result<()> {
+        let PerOp { sock, owner: flow } = on;
+        standing_unlinked(flags)?;
         let bgid = self.bufs.bgid();
         let e = with_fd!(sock, |t| opcode::RecvMulti::new(t, bgid).build().user_data(token(op::RECV, flow)));
         self.report.arms += 1;
         self.live[flow] = true;
         // SAFETY: the buffer ring lives in this path, which its owner drops after the ring.
         unsafe { ring.push(&e) }
+    }
+
+    fn multishot(&self) -> bool {
+        true
     }
 
     fn cancel_on(&mut self, ring: &mut Ring, owner: usize) -> Result<()> {
@@ -115,7 +95,6 @@ impl RecvPath for DatagramRecv {
                 // Staged only: the kernel cannot fill it again before `after_batch`
                 // publishes it, so `payload` still reads this datagram until then.
                 self.bufs.recycle(bid);
-                self.staged = true;
                 self.report.data_cqes += 1;
                 Ok(RecvEvent::Data { flow, bytes: r as u32 })
             }
@@ -145,10 +124,7 @@ impl RecvPath for DatagramRecv {
 
     #[inline]
     fn after_batch(&mut self) {
-        if self.staged {
-            self.bufs.publish();
-            self.staged = false;
-        }
+        self.bufs.publish();
     }
 
     fn report(&self) -> RecvReport {
@@ -171,8 +147,8 @@ mod tests {
         let to = rx.local_addr().expect("an address");
         let mut ring = Ring::new(&RingTuning::default(), 16).expect("a ring");
         let mut path = DatagramRecv::new(&mut ring, &[FlowFd::Raw(rx.as_raw_fd())], 4, 64).expect("a path");
-        assert!(path.arm(&mut ring, 0, 0, false, squeue::Flags::IO_LINK).is_err());
-        path.arm(&mut ring, 0, 0, false, squeue::Flags::empty()).expect("arm");
+        assert!(path.arm(&mut ring, 0, 0, false, Flags::IO_LINK).is_err());
+        path.arm(&mut ring, 0, 0, false, Flags::empty()).expect("arm");
         tx.send_to(b"first datagram", to).expect("send");
         tx.send_to(b"second", to).expect("send");
         let mut verify = Verifier::new(false, 0);

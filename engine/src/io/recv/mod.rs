@@ -4,13 +4,13 @@ mod copy;
 mod datagram;
 mod provided;
 
-use io_uring::squeue;
+use io_uring::squeue::Flags;
 
 pub use copy::CopyRecv;
 pub use datagram::DatagramRecv;
 pub use provided::ProvidedRecv;
 
-use crate::io::path::{RecvEvent, RecvPath};
+use crate::io::path::{PerOp, RecvEvent, RecvPath};
 use crate::ring::{Completion, FlowFd, Ring};
 use crate::verify::Verifier;
 use ringperf_core::error::Result;
@@ -26,6 +26,10 @@ use ringperf_core::spec::{RecvEngine, RingTuning};
 pub fn stream_rcvlowat(engine: RecvEngine, tuning: &RingTuning, asked: Option<u32>) -> Option<u32> {
     asked.or_else(|| engine.uses_buffer_ring().then_some(tuning.buf_size))
 }
+
+/// What verification says of the trunc engine.
+const TRUNC_UNCHECKED: &str =
+    "the trunc engine discards the payload in the kernel; only byte counts are checked";
 
 /// What a receive path needs to know to set itself up.
 pub struct RecvSetup<'a> {
@@ -53,19 +57,12 @@ impl AnyRecv {
         Ok(match engine {
             RecvEngine::Recv => AnyRecv::Copy(CopyRecv::new(fds, max_len, false, verify.enabled(), depth)?),
             RecvEngine::Trunc => {
-                verify.cannot_check(
-                    "the trunc engine discards the payload in the kernel; only byte counts are checked",
-                );
+                verify.cannot_check(TRUNC_UNCHECKED);
                 AnyRecv::Copy(CopyRecv::new(fds, max_len, true, false, depth)?)
             }
-            RecvEngine::Multishot | RecvEngine::Bundle => AnyRecv::Provided(ProvidedRecv::new(
-                ring,
-                fds,
-                engine == RecvEngine::Bundle,
-                tuning.buf_count as u16,
-                tuning.buf_size as usize,
-                verify.enabled(),
-            )?),
+            RecvEngine::Multishot | RecvEngine::Bundle => {
+                provided(engine, ring, fds, tuning, verify.enabled())?
+            }
             RecvEngine::Syscall | RecvEngine::ZerocopyReceive => {
                 return Err(crate::io::path::not_a_ring_engine("receive", engine.name()))
             }
@@ -91,24 +88,32 @@ impl AnyRecv {
         Ok(match engine {
             RecvEngine::Recv => AnyRecv::Copy(CopyRecv::per_op(owners, max_len, false, read)?),
             RecvEngine::Trunc => {
-                verify.cannot_check(
-                    "the trunc engine discards the payload in the kernel; only byte counts are checked",
-                );
+                verify.cannot_check(TRUNC_UNCHECKED);
                 AnyRecv::Copy(CopyRecv::per_op(owners, max_len, true, false)?)
             }
-            RecvEngine::Multishot | RecvEngine::Bundle => AnyRecv::Provided(ProvidedRecv::per_op(
-                ring,
-                owners,
-                engine == RecvEngine::Bundle,
-                tuning.buf_count as u16,
-                tuning.buf_size as usize,
-                read,
-            )?),
+            // No socket of its own: each owner's comes with its arm_on.
+            RecvEngine::Multishot | RecvEngine::Bundle => {
+                provided(engine, ring, &vec![FlowFd::Raw(-1); owners], tuning, read)?
+            }
             RecvEngine::Syscall | RecvEngine::ZerocopyReceive => {
                 return Err(crate::io::path::not_a_ring_engine("receive", engine.name()))
             }
         })
     }
+}
+
+/// The provided-buffer path (multishot, or bundle) over `fds`, its buffers as `tuning`
+/// sizes them.
+fn provided(
+    engine: RecvEngine,
+    ring: &mut Ring,
+    fds: &[FlowFd],
+    tuning: &RingTuning,
+    read_payload: bool,
+) -> Result<AnyRecv> {
+    let (count, size) = (tuning.buf_count as u16, tuning.buf_size as usize);
+    let bundle = engine == RecvEngine::Bundle;
+    Ok(AnyRecv::Provided(ProvidedRecv::new(ring, fds, bundle, count, size, read_payload)?))
 }
 
 macro_rules! dispatch_recv {
@@ -122,34 +127,20 @@ macro_rules! dispatch_recv {
 
 impl RecvPath for AnyRecv {
     #[inline]
+    fn fd(&self, flow: usize) -> FlowFd {
+        dispatch_recv!(self, p => p.fd(flow))
+    }
+    #[inline]
     fn multishot(&self) -> bool {
         matches!(self, AnyRecv::Provided(_))
     }
     #[inline]
-    fn arm(
-        &mut self,
-        ring: &mut Ring,
-        flow: usize,
-        len: u32,
-        wait_all: bool,
-        flags: squeue::Flags,
-    ) -> Result<()> {
-        match self {
-            AnyRecv::Copy(p) => p.arm(ring, flow, len, wait_all, flags),
-            AnyRecv::Provided(p) => p.arm(ring, flow, len, wait_all, flags),
-        }
+    fn arm(&mut self, ring: &mut Ring, flow: usize, len: u32, wait_all: bool, flags: Flags) -> Result<()> {
+        dispatch_recv!(self, p => p.arm(ring, flow, len, wait_all, flags))
     }
     #[inline]
-    fn arm_on(
-        &mut self,
-        ring: &mut Ring,
-        sock: FlowFd,
-        owner: usize,
-        len: u32,
-        wait_all: bool,
-        flags: squeue::Flags,
-    ) -> Result<()> {
-        dispatch_recv!(self, p => p.arm_on(ring, sock, owner, len, wait_all, flags))
+    fn arm_on(&mut self, ring: &mut Ring, on: PerOp, len: u32, wait_all: bool, flags: Flags) -> Result<()> {
+        dispatch_recv!(self, p => p.arm_on(ring, on, len, wait_all, flags))
     }
     fn cancel_on(&mut self, ring: &mut Ring, owner: usize) -> Result<()> {
         dispatch_recv!(self, p => p.cancel_on(ring, owner))

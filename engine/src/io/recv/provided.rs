@@ -3,10 +3,11 @@
 //! than one would guess (out of buffers, CQ pressure, sometimes a bundle with data), so it
 //! is re-armed whenever a CQE arrives without F_MORE.
 
-use io_uring::{cqueue, opcode, squeue};
+use io_uring::squeue::Flags;
+use io_uring::{cqueue, opcode};
 
 use crate::buf::BufRing;
-use crate::io::path::{op, push_cancel, RecvEvent, RecvPath};
+use crate::io::path::{op, push_cancel, standing_unlinked, PerOp, RecvEvent, RecvPath};
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
 use crate::verify::Verifier;
 use crate::with_fd;
@@ -32,8 +33,6 @@ pub struct ProvidedRecv {
     distinct: bool,
     bundle: bool,
     bufs: BufRing,
-    /// Buffers recycled since the last publish.
-    staged: bool,
     report: RecvReport,
 }
 
@@ -55,7 +54,6 @@ impl ProvidedRecv {
             distinct: read_payload,
             bundle,
             bufs,
-            staged: false,
             report: RecvReport {
                 engine: if bundle { RecvEngine::Bundle } else { RecvEngine::Multishot },
                 buffers_per_cqe: if bundle { vec![0; MAX_BUCKET + 1] } else { Vec::new() },
@@ -63,19 +61,6 @@ impl ProvidedRecv {
                 ..RecvReport::default()
             },
         })
-    }
-
-    /// A path for sockets the workload makes per operation (see [`RecvPath::arm_on`]),
-    /// for `owners` buffer owners sharing one buffer ring.
-    pub fn per_op(
-        ring: &mut Ring,
-        owners: usize,
-        bundle: bool,
-        count: u16,
-        size: usize,
-        read_payload: bool,
-    ) -> Result<ProvidedRecv> {
-        ProvidedRecv::new(ring, &vec![FlowFd::Raw(-1); owners], bundle, count, size, read_payload)
     }
 
     /// The receive of `flow` ended without EOF: armed again unless it was cancelled.
@@ -103,41 +88,26 @@ impl ProvidedRecv {
 }
 
 impl RecvPath for ProvidedRecv {
+    fn fd(&self, flow: usize) -> FlowFd {
+        self.fds[flow]
+    }
+
     fn multishot(&self) -> bool {
         true
     }
 
     /// Arms the standing receive; `len` and `wait_all` do not apply (the kernel fills
     /// whole buffers), and a standing receive is never linked.
-    fn arm(
-        &mut self,
-        ring: &mut Ring,
-        flow: usize,
-        _len: u32,
-        _wait_all: bool,
-        flags: squeue::Flags,
-    ) -> Result<()> {
-        if flags.contains(squeue::Flags::IO_LINK) {
-            return Err(Error::Protocol(
-                "a multishot receive cannot be linked: this is a bug in ringperf".into(),
-            ));
-        }
+    fn arm(&mut self, ring: &mut Ring, flow: usize, _: u32, _: bool, flags: Flags) -> Result<()> {
+        standing_unlinked(flags)?;
         self.push_arm(ring, flow)
     }
 
     /// A standing receive on `sock` until EOF, an error or [`RecvPath::cancel_on`].
-    fn arm_on(
-        &mut self,
-        ring: &mut Ring,
-        sock: FlowFd,
-        owner: usize,
-        len: u32,
-        wait_all: bool,
-        flags: squeue::Flags,
-    ) -> Result<()> {
-        self.fds[owner] = sock;
-        self.stopped[owner] = false;
-        self.arm(ring, owner, len, wait_all, flags)
+    fn arm_on(&mut self, ring: &mut Ring, on: PerOp, len: u32, wait_all: bool, flags: Flags) -> Result<()> {
+        self.fds[on.owner] = on.sock;
+        self.stopped[on.owner] = false;
+        self.arm(ring, on.owner, len, wait_all, flags)
     }
 
     fn cancel_on(&mut self, ring: &mut Ring, owner: usize) -> Result<()> {
@@ -209,7 +179,6 @@ impl RecvPath for ProvidedRecv {
             left -= take;
             self.bufs.recycle(bid);
         }
-        self.staged = true;
         if !c.more() {
             self.rearm(ring, flow)?;
         }
@@ -218,10 +187,7 @@ impl RecvPath for ProvidedRecv {
 
     #[inline]
     fn after_batch(&mut self) {
-        if self.staged {
-            self.bufs.publish();
-            self.staged = false;
-        }
+        self.bufs.publish();
     }
 
     fn report(&self) -> RecvReport {

@@ -1,10 +1,11 @@
 //! `copy`: IORING_OP_SEND from one patterned buffer; the kernel copies every byte, so the
 //! buffer is free again the moment the send completes.
 
-use io_uring::{opcode, squeue};
+use io_uring::opcode;
+use io_uring::squeue::Flags;
 
 use crate::buf::PayloadArena;
-use crate::io::path::{op, SendEvent, SendPath};
+use crate::io::path::{op, PerOp, SendEvent, SendPath};
 use crate::ring::{cqe_error, token, Completion, FlowFd, Ring};
 use crate::with_fd;
 use ringperf_core::error::Result;
@@ -49,6 +50,11 @@ impl CopySend {
 
 impl SendPath for CopySend {
     #[inline]
+    fn fd(&self, flow: usize) -> FlowFd {
+        self.fds[flow]
+    }
+
+    #[inline]
     fn available(&self, _flow: usize) -> usize {
         usize::MAX
     }
@@ -59,27 +65,8 @@ impl SendPath for CopySend {
     }
 
     #[inline]
-    fn push(
-        &mut self,
-        ring: &mut Ring,
-        flow: usize,
-        offset: u64,
-        len: u32,
-        flags: squeue::Flags,
-    ) -> Result<u32> {
-        self.push_on(ring, self.fds[flow], flow, offset, len, flags)
-    }
-
-    #[inline]
-    fn push_on(
-        &mut self,
-        ring: &mut Ring,
-        sock: FlowFd,
-        owner: usize,
-        offset: u64,
-        len: u32,
-        flags: squeue::Flags,
-    ) -> Result<u32> {
+    fn push_on(&mut self, ring: &mut Ring, on: PerOp, offset: u64, len: u32, flags: Flags) -> Result<u32> {
+        let PerOp { sock, owner } = on;
         let ptr = match &self.source {
             Source::Pattern(arena) => arena.at(0, offset),
             Source::Framed(arena) => arena.message(owner, offset),
@@ -133,10 +120,11 @@ mod tests {
         let mut send = CopySend::per_op(&headers, 6).expect("a path");
         let mut recv = CopyRecv::per_op(3, 10, false, true).expect("a path");
         let sent = send
-            .push_on(&mut ring, FlowFd::Raw(a.as_raw_fd()), 1, 0, 10, squeue::Flags::IO_LINK)
+            .push_on(&mut ring, PerOp { sock: FlowFd::Raw(a.as_raw_fd()), owner: 1 }, 0, 10, Flags::IO_LINK)
             .expect("push");
         assert_eq!(sent, 10);
-        recv.arm_on(&mut ring, FlowFd::Raw(b.as_raw_fd()), 2, 10, true, squeue::Flags::empty()).expect("arm");
+        let b_sock = PerOp { sock: FlowFd::Raw(b.as_raw_fd()), owner: 2 };
+        recv.arm_on(&mut ring, b_sock, 10, true, Flags::empty()).expect("arm");
         let mut out = Vec::with_capacity(ring.cq_entries());
         let mut seen = Vec::new();
         while seen.len() < 2 {

@@ -6,9 +6,10 @@
 //! for it also carries the stamp the workload last set (bytes 8 to 16; 0 until it sets
 //! one), so every datagram of a send, or of a chain stamped once, carries the same time.
 
-use io_uring::{opcode, squeue};
+use io_uring::opcode;
+use io_uring::squeue::Flags;
 
-use crate::io::path::{op, SendEvent, SendPath};
+use crate::io::path::{op, PerOp, SendEvent, SendPath};
 use crate::ring::{cqe_error, slot_token, Completion, FlowFd, Ring};
 use crate::with_fd;
 use ringperf_core::error::Result;
@@ -55,6 +56,11 @@ impl DatagramSend {
 
 impl SendPath for DatagramSend {
     #[inline]
+    fn fd(&self, flow: usize) -> FlowFd {
+        self.fds[flow]
+    }
+
+    #[inline]
     fn available(&self, flow: usize) -> usize {
         self.depth - self.in_flight[flow]
     }
@@ -64,31 +70,13 @@ impl SendPath for DatagramSend {
         true
     }
 
-    /// `first`: the number of the send's first datagram (the next ones count up from it);
-    /// where a stream path takes a byte offset, a datagram path takes a datagram number.
+    /// Datagrams of `on.owner`'s numbering on `on.sock`, a connected UDP socket (the
+    /// flow's own, or one the workload made). `first`: the number of the send's first
+    /// datagram (the next ones count up from it); where a stream path takes a byte offset,
+    /// a datagram path takes a datagram number.
     #[inline]
-    fn push(
-        &mut self,
-        ring: &mut Ring,
-        flow: usize,
-        first: u64,
-        len: u32,
-        flags: squeue::Flags,
-    ) -> Result<u32> {
-        self.push_on(ring, self.fds[flow], flow, first, len, flags)
-    }
-
-    /// Datagrams of `flow`'s numbering on `sock`, a connected UDP socket the workload made.
-    #[inline]
-    fn push_on(
-        &mut self,
-        ring: &mut Ring,
-        sock: FlowFd,
-        flow: usize,
-        first: u64,
-        len: u32,
-        flags: squeue::Flags,
-    ) -> Result<u32> {
+    fn push_on(&mut self, ring: &mut Ring, on: PerOp, first: u64, len: u32, flags: Flags) -> Result<u32> {
+        let PerOp { sock, owner: flow } = on;
         let len = (len as usize).min(self.send_len);
         let slot = self.next_slot[flow];
         self.next_slot[flow] = (slot + 1) % self.depth;
@@ -102,7 +90,7 @@ impl SendPath for DatagramSend {
                 d[UDP_SEQ_LEN as usize..UDP_STAMPED_LEN as usize].copy_from_slice(&self.stamp.to_le_bytes());
             }
         }
-        let tracked = !flags.contains(squeue::Flags::SKIP_SUCCESS);
+        let tracked = !flags.contains(Flags::SKIP_SUCCESS);
         let token_slot = if tracked {
             self.in_flight[flow] += 1;
             slot
@@ -169,12 +157,11 @@ mod tests {
         let mut path = DatagramSend::new(&[FlowFd::Raw(tx.as_raw_fd())], size, per_send, 2);
         assert_eq!(path.available(0), 2);
         path.set_stamp(1234);
-        let sent =
-            path.push(&mut ring, 0, 7, (size * per_send) as u32, squeue::Flags::empty()).expect("push");
+        let sent = path.push(&mut ring, 0, 7, (size * per_send) as u32, Flags::empty()).expect("push");
         assert_eq!(sent as usize, size * per_send);
         assert_eq!(path.available(0), 1);
         // A send that posts no CQE on success holds no buffer.
-        path.push(&mut ring, 0, 10, size as u32, squeue::Flags::SKIP_SUCCESS).expect("push");
+        path.push(&mut ring, 0, 10, size as u32, Flags::SKIP_SUCCESS).expect("push");
         assert_eq!(path.available(0), 1);
         let numbers: Vec<u64> = path.bufs[..size * per_send]
             .chunks(size)

@@ -7,7 +7,7 @@ mod zc;
 
 use std::fs::File;
 
-use io_uring::squeue;
+use io_uring::squeue::Flags;
 
 pub use copy::CopySend;
 pub use datagram::DatagramSend;
@@ -18,7 +18,7 @@ pub use zc::{
     STREAM_UNNOTIFIED_BYTES as ZC_STREAM_UNNOTIFIED_BYTES,
 };
 
-use crate::io::path::{SendEvent, SendPath};
+use crate::io::path::{PerOp, SendEvent, SendPath};
 use crate::ring::{Completion, FlowFd, Ring};
 use ringperf_core::error::Result;
 use ringperf_core::report::SendReport;
@@ -102,6 +102,10 @@ macro_rules! dispatch {
 
 impl SendPath for AnySend {
     #[inline]
+    fn fd(&self, flow: usize) -> FlowFd {
+        dispatch!(self, p => p.fd(flow))
+    }
+    #[inline]
     fn available(&self, flow: usize) -> usize {
         dispatch!(self, p => p.available(flow))
     }
@@ -118,27 +122,12 @@ impl SendPath for AnySend {
         dispatch!(self, p => p.can_chain())
     }
     #[inline]
-    fn push(
-        &mut self,
-        ring: &mut Ring,
-        flow: usize,
-        offset: u64,
-        len: u32,
-        flags: squeue::Flags,
-    ) -> Result<u32> {
+    fn push(&mut self, ring: &mut Ring, flow: usize, offset: u64, len: u32, flags: Flags) -> Result<u32> {
         dispatch!(self, p => p.push(ring, flow, offset, len, flags))
     }
     #[inline]
-    fn push_on(
-        &mut self,
-        ring: &mut Ring,
-        sock: FlowFd,
-        owner: usize,
-        offset: u64,
-        len: u32,
-        flags: squeue::Flags,
-    ) -> Result<u32> {
-        dispatch!(self, p => p.push_on(ring, sock, owner, offset, len, flags))
+    fn push_on(&mut self, ring: &mut Ring, on: PerOp, offset: u64, len: u32, flags: Flags) -> Result<u32> {
+        dispatch!(self, p => p.push_on(ring, on, offset, len, flags))
     }
     #[inline]
     fn complete(&mut self, ring: &mut Ring, c: &Completion) -> Result<SendEvent> {

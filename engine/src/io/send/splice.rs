@@ -7,9 +7,10 @@ use std::fs::File;
 use std::io::Write;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
-use io_uring::{opcode, squeue, types};
+use io_uring::squeue::Flags;
+use io_uring::{opcode, types};
 
-use crate::io::path::{op, SendEvent, SendPath};
+use crate::io::path::{op, PerOp, SendEvent, SendPath};
 use crate::ring::{cqe_error, slot_token, Completion, FlowFd, Ring};
 use crate::verify::{fill_payload, PERIOD};
 use crate::with_fd;
@@ -213,12 +214,12 @@ impl SpliceSend {
         flow: usize,
         step: Step,
         last: bool,
-        extra: squeue::Flags,
+        extra: Flags,
     ) -> Result<()> {
         let p = &mut self.pipes[flow];
         let slot = p.steps.len();
         p.steps.push(step);
-        let flags = if last { extra } else { squeue::Flags::IO_LINK | squeue::Flags::SKIP_SUCCESS };
+        let flags = if last { extra } else { Flags::IO_LINK | Flags::SKIP_SUCCESS };
         let e = match step {
             Step::In { pos, len } => opcode::Splice::new(
                 types::Fd(self.source.as_raw_fd()),
@@ -246,7 +247,7 @@ impl SpliceSend {
     /// pipe, then the rest of the sends, each contiguous run of source that fits the pipe
     /// read by one file -> pipe splice and written by one pipe -> socket splice per send.
     /// `extra` goes on the chain's last SQE.
-    fn queue_chain(&mut self, ring: &mut Ring, flow: usize, extra: squeue::Flags) -> Result<()> {
+    fn queue_chain(&mut self, ring: &mut Ring, flow: usize, extra: Flags) -> Result<()> {
         let cap = self.report.pipe_size.saturating_sub(4096).max(4096) as u32;
         let p = &mut self.pipes[flow];
         p.steps.clear();
@@ -255,7 +256,7 @@ impl SpliceSend {
         self.report.leftover_splices += leftovers;
         for (k, &step) in steps[..n].iter().enumerate() {
             let last = k + 1 == n;
-            self.push_step(ring, flow, step, last, if last { extra } else { squeue::Flags::empty() })?;
+            self.push_step(ring, flow, step, last, if last { extra } else { Flags::empty() })?;
         }
         Ok(())
     }
@@ -271,6 +272,11 @@ impl SpliceSend {
 }
 
 impl SendPath for SpliceSend {
+    #[inline]
+    fn fd(&self, flow: usize) -> FlowFd {
+        self.fds[flow]
+    }
+
     #[inline]
     fn available(&self, flow: usize) -> usize {
         if self.pipes[flow].idle() {
@@ -298,14 +304,7 @@ impl SendPath for SpliceSend {
         false
     }
 
-    fn push(
-        &mut self,
-        ring: &mut Ring,
-        flow: usize,
-        offset: u64,
-        len: u32,
-        flags: squeue::Flags,
-    ) -> Result<u32> {
+    fn push(&mut self, ring: &mut Ring, flow: usize, offset: u64, len: u32, flags: Flags) -> Result<u32> {
         let (pos, len) = match (self.message_stride, self.memfd_span) {
             (Some(stride), _) => (flow as u64 * stride + offset, len),
             // The memfd holds the pattern for span + max_len bytes, and span is a multiple
@@ -333,24 +332,16 @@ impl SendPath for SpliceSend {
         self.sends += 1;
         // The chain is queued whole once its last send is known (the one without IO_LINK),
         // so one file -> pipe splice can feed several sends.
-        if !flags.contains(squeue::Flags::IO_LINK) {
+        if !flags.contains(Flags::IO_LINK) {
             self.queue_chain(ring, flow, flags)?;
         }
         Ok(len)
     }
 
     /// The owner's pipe carries it: a short splice is queued again on `sock` too.
-    fn push_on(
-        &mut self,
-        ring: &mut Ring,
-        sock: FlowFd,
-        owner: usize,
-        offset: u64,
-        len: u32,
-        flags: squeue::Flags,
-    ) -> Result<u32> {
-        self.fds[owner] = sock;
-        self.push(ring, owner, offset, len, flags)
+    fn push_on(&mut self, ring: &mut Ring, on: PerOp, offset: u64, len: u32, flags: Flags) -> Result<u32> {
+        self.fds[on.owner] = on.sock;
+        self.push(ring, on.owner, offset, len, flags)
     }
 
     fn complete(&mut self, ring: &mut Ring, c: &Completion) -> Result<SendEvent> {
@@ -399,7 +390,7 @@ impl SendPath for SpliceSend {
                 s.want = s.done + share;
             }
         }
-        self.queue_chain(ring, flow, squeue::Flags::empty())?;
+        self.queue_chain(ring, flow, Flags::empty())?;
         if self.pipes[flow].steps.is_empty() {
             // Nothing was left to move after all: no CQE will come, so end the chain here.
             return Ok(self.finish(flow));

@@ -2,10 +2,11 @@
 //! REPORT_USAGE on every send so each notification says whether the kernel copied after all.
 //! A buffer slot belongs to the kernel from submission until its notification.
 
-use io_uring::{opcode, squeue};
+use io_uring::opcode;
+use io_uring::squeue::Flags;
 
 use crate::buf::PayloadArena;
-use crate::io::path::{op, SendEvent, SendPath};
+use crate::io::path::{op, PerOp, SendEvent, SendPath};
 use crate::ring::uapi::{IORING_NOTIF_USAGE_ZC_COPIED, IORING_SEND_ZC_REPORT_USAGE};
 use crate::ring::{cqe_error, slot_token, Completion, FlowFd, Ring};
 use crate::verify::PERIOD;
@@ -228,6 +229,11 @@ impl ZcSend {
 
 impl SendPath for ZcSend {
     #[inline]
+    fn fd(&self, flow: usize) -> FlowFd {
+        self.fds[flow]
+    }
+
+    #[inline]
     fn available(&self, flow: usize) -> usize {
         self.free_len[flow]
     }
@@ -239,27 +245,8 @@ impl SendPath for ZcSend {
     }
 
     #[inline]
-    fn push(
-        &mut self,
-        ring: &mut Ring,
-        flow: usize,
-        offset: u64,
-        len: u32,
-        flags: squeue::Flags,
-    ) -> Result<u32> {
-        self.push_on(ring, self.fds[flow], flow, offset, len, flags)
-    }
-
-    #[inline]
-    fn push_on(
-        &mut self,
-        ring: &mut Ring,
-        sock: FlowFd,
-        flow: usize,
-        offset: u64,
-        len: u32,
-        flags: squeue::Flags,
-    ) -> Result<u32> {
+    fn push_on(&mut self, ring: &mut Ring, on: PerOp, offset: u64, len: u32, flags: Flags) -> Result<u32> {
+        let PerOp { sock, owner: flow } = on;
         self.free_len[flow] -= 1;
         let slot = flow * self.per_flow + self.free[flow * self.per_flow + self.free_len[flow]] as usize;
         let ptr = if self.span == 0 {
