@@ -7,10 +7,12 @@
 //! made of ([`words`]), running the test ([`run`]), printing its result ([`output`], with
 //! netperf's column titles in [`titles`]), and `netserver` ([`netserver`]).
 
+pub(crate) mod links;
 pub(crate) mod netserver;
 mod options;
 mod output;
 mod parse;
+pub(crate) mod ready;
 mod run;
 mod state;
 mod titles;
