@@ -7,8 +7,8 @@ use std::process::{Command, Stdio};
 
 use ringperf_control::limits::DEFAULT_MAX_SESSIONS;
 
+use super::call::NETPERF_PORT;
 use super::ready::{listening_address, READY_FD_ENV};
-use crate::netperf::NETPERF_PORT;
 
 /// What netserver's command line asks.
 #[derive(Debug, PartialEq, Eq)]

@@ -6,7 +6,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use ringperf_core::report::IntervalSample;
 use ringperf_core::{Error, TestReport, TestSpec};
 
-use super::{parse, render, Output, Style};
+use super::call::{Output, Style};
+use super::output::render;
+use super::parse::parse;
 use crate::output::{print, print_help};
 use crate::render::Units;
 use crate::requirements::requirements;
