@@ -416,7 +416,7 @@ pub fn human(r: &PlanReport, units: Units) -> String {
     );
     if let Some(l) = &r.latency {
         o.push_str("merged ");
-        render::human::latency_lines(&mut o, l);
+        render::statistics::latency_lines(&mut o, l);
     }
     let c = &r.controller;
     let _ = writeln!(
