@@ -4,8 +4,10 @@
 //! contract (classic tables, `-k`/`-o`/`-O` selectors, demo-mode interim lines), so harnesses
 //! built on netperf (flent) run unchanged. One file per job: the options and what each
 //! becomes ([`options`]), reading a command line with them ([`parse`]) and the words it is
-//! made of ([`words`]), running the test ([`run`]), printing its result ([`output`], with
-//! netperf's column titles in [`titles`]), and `netserver` ([`netserver`]).
+//! made of ([`words`]) into a call ([`call`]) or a refusal ([`refusal`]), running the test
+//! ([`run`]), printing its result ([`output`], with netperf's column titles in [`titles`]),
+//! and `netserver` ([`netserver`], hearing from its server through [`ready`]) with the
+//! links that answer to both names ([`links`]).
 
 mod call;
 pub(crate) mod links;

@@ -21,5 +21,6 @@ pub mod sweep;
 
 pub use address::socket_addr;
 pub use format::{Format, HumanOptions};
+
 /// Throughput units of `-f` (the figures' registry formats rates with them).
 pub use ringperf_core::units::Units;
