@@ -229,11 +229,11 @@ fn run(points: &[Parsed]) -> Result<i32, Error> {
     }
     let units = render::Units::parse(&test.units);
     let human = !test.json && test.banner == 1;
-    let figure = out.chart.figure.as_deref().and_then(crate::figure::by_name);
+    let figure = out.chart.figure.as_deref().and_then(ringperf_engine::figures::by_name);
     if let Some(f) = figure.filter(|f| f.needs_profile() && !first.spec.profile.enabled) {
         return Err(Error::Usage(format!(
             "--figure {} comes from the kernel cost profile, which is off by default: add --profile",
-            f.name
+            f.name.unwrap_or_default()
         )));
     }
     let runner = Runner::new(test)?;

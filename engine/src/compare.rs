@@ -6,9 +6,10 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::figures::{self, Better};
 use crate::measure::confidence::{batch_means, mean_var, welch, welch_from};
-use crate::measure::profile::{self, Category, ProfileReport};
-use crate::report::{IntervalSample, IterationFigures, TestReport};
+use crate::measure::profile::{Category, ProfileReport};
+use crate::report::{IntervalSample, TestReport};
 
 /// How a figure's difference was judged.
 #[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,64 +49,6 @@ pub struct Comparison {
     pub environment_differences: Vec<String>,
 }
 
-struct Figure {
-    name: &'static str,
-    higher_is_better: bool,
-    of_iteration: fn(&IterationFigures) -> Option<f64>,
-    of_interval: Option<fn(&IntervalSample) -> Option<f64>>,
-}
-
-const FIGURES: &[Figure] = &[
-    Figure {
-        name: "throughput",
-        higher_is_better: true,
-        of_iteration: |f| Some(f.throughput_bits_per_sec),
-        of_interval: Some(|s| Some(s.throughput_bits_per_sec())),
-    },
-    Figure {
-        name: "transactions",
-        higher_is_better: true,
-        of_iteration: |f| f.transactions_per_sec,
-        of_interval: Some(|s| (s.transactions > 0).then(|| s.transactions_per_sec())),
-    },
-    Figure {
-        name: "local_cpu",
-        higher_is_better: false,
-        of_iteration: |f| Some(f.local_cpu_percent),
-        of_interval: Some(|s| s.busy_percent),
-    },
-    Figure {
-        name: "remote_cpu",
-        higher_is_better: false,
-        of_iteration: |f| f.remote_cpu_percent,
-        of_interval: None,
-    },
-    Figure { name: "local_sd", higher_is_better: false, of_iteration: |f| f.local_sd_us, of_interval: None },
-    Figure {
-        name: "remote_sd",
-        higher_is_better: false,
-        of_iteration: |f| f.remote_sd_us,
-        of_interval: None,
-    },
-    Figure {
-        name: "p50",
-        higher_is_better: false,
-        of_iteration: |f| f.p50_latency_ns.map(|n| n as f64),
-        of_interval: Some(|s| s.latency_p50_ns.map(|n| n as f64)),
-    },
-    Figure {
-        name: "p99",
-        higher_is_better: false,
-        of_iteration: |f| f.p99_latency_ns.map(|n| n as f64),
-        of_interval: Some(|s| s.latency_p99_ns.map(|n| n as f64)),
-    },
-];
-
-/// The names of the figures compared, in order.
-pub fn figure_names() -> Vec<&'static str> {
-    FIGURES.iter().map(|f| f.name).collect()
-}
-
 /// Interval values after warm-up (the first tenth, at least one interval), in batch means.
 fn interval_batches(r: &TestReport, get: fn(&IntervalSample) -> Option<f64>) -> Vec<f64> {
     let s = &r.local.intervals;
@@ -119,13 +62,11 @@ fn interval_batches(r: &TestReport, get: fn(&IntervalSample) -> Option<f64>) -> 
 
 pub fn compare(a: &TestReport, b: &TestReport, level: f64) -> Comparison {
     let alpha = 1.0 - level;
-    let mut figures: Vec<FigureComparison> = FIGURES
-        .iter()
+    let mut figures: Vec<FigureComparison> = figures::judged()
         .filter_map(|fig| {
-            let ia: Vec<f64> = a.iterations.iter().filter_map(fig.of_iteration).collect();
-            let ib: Vec<f64> = b.iterations.iter().filter_map(fig.of_iteration).collect();
-            let intervals = fig.of_interval.map(|get| (interval_batches(a, get), interval_batches(b, get)));
-            judge(fig.name, fig.higher_is_better, &ia, &ib, intervals, alpha)
+            let (name, better) = (fig.name?, fig.better?);
+            let intervals = fig.of_interval().map(|get| (interval_batches(a, get), interval_batches(b, get)));
+            judge(name, better, &fig.samples(a), &fig.samples(b), intervals, alpha)
         })
         .collect();
     figures.extend(profile_figures(a, b, alpha));
@@ -144,7 +85,7 @@ pub fn compare(a: &TestReport, b: &TestReport, level: f64) -> Comparison {
 /// on the interval batch means when the figure has them, else no verdict.
 fn judge(
     name: &'static str,
-    higher_is_better: bool,
+    better: Better,
     ia: &[f64],
     ib: &[f64],
     intervals: Option<(Vec<f64>, Vec<f64>)>,
@@ -169,13 +110,10 @@ fn judge(
     let significant = p.is_some_and(|p| p < alpha);
     let worse = significant
         && match (ma, mb) {
-            (Some(x), Some(y)) => {
-                if higher_is_better {
-                    y < x
-                } else {
-                    y > x
-                }
-            }
+            (Some(x), Some(y)) => match better {
+                Better::Higher => y < x,
+                Better::Lower => y > x,
+            },
             _ => false,
         };
     Some(FigureComparison {
@@ -219,8 +157,10 @@ fn profile_figures(a: &TestReport, b: &TestReport, alpha: f64) -> Vec<FigureComp
             }
         };
         for c in cats {
+            let Some(fig) = figures::cost(local, c) else { continue };
+            let (Some(name), Some(better)) = (fig.name, fig.better) else { continue };
             let (ia, ib) = (samples(&pa, &ca, c), samples(&pb, &cb, c));
-            out.extend(judge(profile::diff_name(local, c), false, &ia, &ib, None, alpha));
+            out.extend(judge(name, better, &ia, &ib, None, alpha));
         }
     }
     out

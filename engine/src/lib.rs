@@ -7,6 +7,7 @@ pub mod compare;
 pub mod control;
 pub mod env;
 pub mod error;
+pub mod figures;
 pub mod harness;
 pub mod input;
 pub mod io;

@@ -96,6 +96,42 @@ pub fn parse_pair<T>(text: &str, parse: impl Fn(&str) -> Result<T>) -> Result<(O
     }
 }
 
+/// Throughput units of `-f`, netperf's convention.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Units {
+    /// Bits per second, divided by this power of ten.
+    Bits(f64, &'static str),
+    /// Bytes per second, divided by this power of two.
+    Bytes(f64, &'static str),
+}
+
+impl Units {
+    pub fn parse(s: &str) -> Units {
+        match s {
+            "k" => Units::Bits(1e3, "10^3bits/s"),
+            "g" => Units::Bits(1e9, "10^9bits/s"),
+            "K" => Units::Bytes(1024.0, "KBytes/s"),
+            "M" => Units::Bytes(1024.0 * 1024.0, "MBytes/s"),
+            "G" => Units::Bytes(1024.0 * 1024.0 * 1024.0, "GBytes/s"),
+            _ => Units::Bits(1e6, "10^6bits/s"),
+        }
+    }
+
+    /// Converts bits per second to this unit.
+    pub fn convert(self, bits_per_sec: f64) -> f64 {
+        match self {
+            Units::Bits(d, _) => bits_per_sec / d,
+            Units::Bytes(d, _) => bits_per_sec / 8.0 / d,
+        }
+    }
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Units::Bits(_, l) | Units::Bytes(_, l) => l,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,5 +190,13 @@ mod tests {
         assert_eq!(p(",2K").unwrap(), (None, Some(2048)));
         assert_eq!(p("3,").unwrap(), (Some(3), None));
         assert_eq!(p("5").unwrap(), (Some(5), Some(5)));
+    }
+
+    #[test]
+    fn netperf_units() {
+        assert_eq!(Units::parse("m").convert(8e6), 8.0);
+        assert_eq!(Units::parse("g").convert(8e9), 8.0);
+        assert_eq!(Units::parse("K").convert(8.0 * 1024.0), 1.0);
+        assert_eq!(Units::parse("M").label(), "MBytes/s");
     }
 }

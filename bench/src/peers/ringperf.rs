@@ -507,15 +507,16 @@ mod tests {
     fn the_default_harness_is_the_engines_rule_over_the_case() {
         assert_eq!(default_harness(&cfg(Workload::Rr)), Some(Harness::Classic));
         assert_eq!(default_harness(&cfg(Workload::Crr)), Some(Harness::Classic));
-        assert_eq!(default_harness(&cfg(Workload::UdpRr)), Some(Harness::Classic));
+        assert_eq!(
+            default_harness(&cfg(Workload::UdpRr)),
+            Some(Harness::IoUring),
+            "udp-rr stays on the ring"
+        );
         assert_eq!(default_harness(&cfg(Workload::Stream)), Some(Harness::IoUring));
         assert_eq!(default_harness(&cfg(Workload::UdpStream)), Some(Harness::IoUring));
         let mut many = cfg(Workload::Rr);
         many.layout = crate::peers::Layout { flows: 100, threads: 2, cpu_set: None };
         assert_eq!(default_harness(&many), Some(Harness::IoUring), "several flows per worker");
-        let mut stamped = cfg(Workload::UdpRr);
-        stamped.size = 64;
-        assert_eq!(default_harness(&stamped), Some(Harness::IoUring), "one-way stamps need the ring");
         let mut sendfile = cfg(Workload::Stream);
         sendfile.stream.sendfile = Some("/tmp/f".into());
         assert_eq!(default_harness(&sendfile), None);

@@ -5,11 +5,11 @@
 use std::path::Path;
 
 use plotters::prelude::*;
-use ringperf_engine::Error;
+use ringperf_engine::figures::{self, Figure, Value};
+use ringperf_engine::{Error, TestReport};
 
 use super::{color, drawing_error, write, FONT};
 use crate::args::ChartArgs;
-use crate::figure::{self, Value};
 use crate::sweep::Entry;
 
 /// A line: its label and its (x index, value) points.
@@ -27,17 +27,38 @@ fn varied(entries: &[Entry]) -> Vec<String> {
         .collect()
 }
 
+/// Draws the sweep chart of `entries` to `path`: the `--figure` over the `--x` parameter, a
+/// line per combination of the other varied parameters.
 pub fn draw(entries: &[Entry], chart_args: &ChartArgs, path: &Path) -> Result<(), Error> {
-    let reports: Vec<_> = entries.iter().filter_map(|e| e.report.as_ref()).collect();
+    let reports: Vec<&TestReport> = entries.iter().filter_map(|e| e.report.as_ref()).collect();
     let Some(first) = reports.first() else {
         return Err(Error::Usage("--plot: no point of the sweep produced a report to draw".into()));
     };
     let fig = match &chart_args.figure {
-        Some(n) => figure::by_name(n).ok_or_else(|| Error::Usage(format!("unknown figure '{n}'")))?,
-        None => figure::default_for(first),
+        Some(n) => figures::by_name(n).ok_or_else(|| Error::Usage(format!("unknown figure '{n}'")))?,
+        None => figures::default_for(first),
     };
     let rr = first.summary.transactions_per_sec.is_some();
-    let label = fig.label.replace("us/KB or us/Tr", if rr { "us/Tr" } else { "us/KB" });
+    let name = fig.name.unwrap_or_default();
+    let label = fig.axis_label().replace("us/KB or us/Tr", if rr { "us/Tr" } else { "us/KB" });
+    let (x_name, others) = axes(entries, chart_args)?;
+    let (xs, series) = lines(entries, fig, &x_name, &others);
+    if series.is_empty() {
+        let what = if fig.needs_profile() {
+            "it comes from the kernel cost profile: run the sweep with --profile"
+        } else {
+            "use --figure"
+        };
+        return Err(Error::Usage(format!("--plot: no point has the figure '{name}' ({what})")));
+    }
+    let caption = format!("{} {label} by {x_name}{}", first.test, error_bars(&reports));
+    let axes = Axes { caption, x_name, y_label: label, xs };
+    write(path, &render(&axes, &series, name)?)
+}
+
+/// The parameter on the x axis (`--x`, else the first that varies, else the first) and the
+/// other varied ones, whose combinations make the lines.
+fn axes(entries: &[Entry], chart_args: &ChartArgs) -> Result<(String, Vec<String>), Error> {
     let all: Vec<String> =
         entries.first().map(|e| e.point.0.iter().map(|(n, _)| n.clone()).collect()).unwrap_or_default();
     let swept = varied(entries);
@@ -51,12 +72,17 @@ pub fn draw(entries: &[Entry], chart_args: &ChartArgs, path: &Path) -> Result<()
         }
         None => swept.first().or(all.first()).cloned().unwrap_or_default(),
     };
-    let others: Vec<&String> = swept.iter().filter(|n| **n != x_name).collect();
+    let others = swept.into_iter().filter(|n| *n != x_name).collect();
+    Ok((x_name, others))
+}
 
+/// The x axis's values in the order the points first give them, and a line per
+/// combination of `others` (labelled `name=value, ...`) with the figure at each x it has.
+fn lines(entries: &[Entry], fig: &Figure, x_name: &str, others: &[String]) -> (Vec<String>, Vec<Series>) {
     let mut xs: Vec<String> = Vec::new();
     let mut series: Vec<Series> = Vec::new();
     for e in entries {
-        let xv = e.point.get(&x_name).unwrap_or("-").to_string();
+        let xv = e.point.get(x_name).unwrap_or("-").to_string();
         let xi = xs.iter().position(|v| *v == xv).unwrap_or_else(|| {
             xs.push(xv);
             xs.len() - 1
@@ -72,49 +98,56 @@ pub fn draw(entries: &[Entry], chart_args: &ChartArgs, path: &Path) -> Result<()
             None => series.push((key, vec![(xi, v)])),
         }
     }
-    if series.is_empty() {
-        let what = if fig.needs_profile() {
-            "it comes from the kernel cost profile: run the sweep with --profile"
-        } else {
-            "use --figure"
-        };
-        return Err(Error::Usage(format!("--plot: no point has the figure '{}' ({what})", fig.name)));
+    (xs, series)
+}
+
+/// The caption's note on error bars, when the sweep iterated (-i/-I): their confidence level.
+fn error_bars(reports: &[&TestReport]) -> String {
+    if !reports.iter().any(|r| r.confidence.is_some()) {
+        return String::new();
     }
+    let level = reports.iter().find_map(|r| r.confidence.as_ref()).map(|c| c.target.level * 100.0);
+    format!(", error bars: {:.0} % confidence", level.unwrap_or(0.0))
+}
+
+/// What frames the lines: the caption, the axes' names and the x axis's values.
+struct Axes {
+    caption: String,
+    x_name: String,
+    y_label: String,
+    xs: Vec<String>,
+}
+
+/// The chart as SVG: a line, its points and their error bars per series (named `figure`
+/// when there is one line), and a legend.
+fn render(axes: &Axes, series: &[Series], figure: &str) -> Result<String, Error> {
     let top = series
         .iter()
         .flat_map(|(_, p)| p.iter().map(|(_, v)| v.mean + v.half_width.unwrap_or(0.0)))
         .fold(0.0, f64::max);
     let ymax = (top * 1.15).max(1e-9);
     // Categories: an integer range covers both ends, so 0..n-1 is n segments.
-    let n = xs.len();
-    let iterated = reports.iter().any(|r| r.confidence.is_some());
+    let n = axes.xs.len();
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (900, 560)).into_drawing_area();
         root.fill(&WHITE).map_err(drawing_error)?;
-        let bars = if iterated {
-            let level = reports.iter().find_map(|r| r.confidence.as_ref()).map(|c| c.target.level * 100.0);
-            format!(", error bars: {:.0} % confidence", level.unwrap_or(0.0))
-        } else {
-            String::new()
-        };
         let mut chart = ChartBuilder::on(&root)
-            .caption(format!("{} {label} by {x_name}{bars}", first.test), (FONT, 20))
+            .caption(&axes.caption, (FONT, 20))
             .margin(14)
             .x_label_area_size(50)
             .y_label_area_size(80)
             .build_cartesian_2d((0..n.saturating_sub(1)).into_segmented(), 0f64..ymax)
             .map_err(drawing_error)?;
-        let labels = xs.clone();
         chart
             .configure_mesh()
-            .x_desc(x_name.as_str())
-            .y_desc(label.as_str())
+            .x_desc(axes.x_name.as_str())
+            .y_desc(axes.y_label.as_str())
             .y_label_formatter(&|v| super::tick(*v))
             .x_labels(n)
             .x_label_formatter(&|v| match v {
                 SegmentValue::CenterOf(i) | SegmentValue::Exact(i) => {
-                    labels.get(*i).cloned().unwrap_or_default()
+                    axes.xs.get(*i).cloned().unwrap_or_default()
                 }
                 SegmentValue::Last => String::new(),
             })
@@ -126,7 +159,7 @@ pub fn draw(entries: &[Entry], chart_args: &ChartArgs, path: &Path) -> Result<()
             .map_err(drawing_error)?;
         for (i, (key, pts)) in series.iter().enumerate() {
             let c = color(i);
-            let name = if key.is_empty() { fig.name.to_string() } else { key.clone() };
+            let name = if key.is_empty() { figure.to_string() } else { key.clone() };
             chart
                 .draw_series(LineSeries::new(
                     pts.iter().map(|(x, v)| (SegmentValue::CenterOf(*x), v.mean)),
@@ -164,5 +197,5 @@ pub fn draw(entries: &[Entry], chart_args: &ChartArgs, path: &Path) -> Result<()
             .map_err(drawing_error)?;
         root.present().map_err(drawing_error)?;
     }
-    write(path, &svg)
+    Ok(svg)
 }

@@ -3,6 +3,7 @@
 use std::fmt::Write;
 
 use ringperf_engine::compare::{Comparison, Method};
+use ringperf_engine::figures::{self, Unit};
 use ringperf_engine::TestReport;
 
 use super::Units;
@@ -15,16 +16,13 @@ pub struct Side<'a> {
 
 /// A figure's value as the human report shows it, and its unit.
 fn shown(name: &str, v: f64, units: Units, transactional: bool) -> (String, &'static str) {
-    match name {
-        "throughput" => (format!("{:.2}", units.convert(v)), units.label()),
-        "transactions" => (format!("{v:.2}"), "trans/s"),
-        "local_cpu" | "remote_cpu" => (format!("{v:.2}"), "% busy"),
-        "local_sd" | "remote_sd" if transactional => (format!("{v:.3}"), "us/Tr"),
-        "local_sd" | "remote_sd" => (format!("{v:.3}"), "us/KB"),
-        "p50" | "p99" => (format!("{:.1}", v / 1e3), "us"),
-        // A profile category's cost per unit: service demand's unit.
-        cost if cost.contains("_cost_") && transactional => (format!("{v:.3}"), "us/Tr"),
-        cost if cost.contains("_cost_") => (format!("{v:.3}"), "us/KB"),
+    match figures::by_name(name).map(|f| f.unit) {
+        Some(Unit::BitsPerSec) => (format!("{:.2}", units.convert(v)), units.label()),
+        Some(Unit::TransPerSec) => (format!("{v:.2}"), "trans/s"),
+        Some(Unit::CpuPercent) => (format!("{v:.2}"), "% busy"),
+        Some(Unit::ServiceDemand) if transactional => (format!("{v:.3}"), "us/Tr"),
+        Some(Unit::ServiceDemand) => (format!("{v:.3}"), "us/KB"),
+        Some(Unit::LatencyNs) => (format!("{:.1}", v / 1e3), "us"),
         _ => (format!("{v:.4}"), ""),
     }
 }

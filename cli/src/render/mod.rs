@@ -13,6 +13,9 @@ pub mod probe;
 pub mod profile;
 pub mod sweep;
 
+/// Throughput units of `-f` (the figures' registry formats rates with them).
+pub use ringperf_engine::units::Units;
+
 use crate::args::TestArgs;
 
 /// Which renderer a test's output goes through.
@@ -78,42 +81,6 @@ pub fn socket_addr(s: &str) -> String {
     }
 }
 
-/// Throughput units of `-f`, netperf's convention.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum Units {
-    /// Bits per second, divided by this power of ten.
-    Bits(f64, &'static str),
-    /// Bytes per second, divided by this power of two.
-    Bytes(f64, &'static str),
-}
-
-impl Units {
-    pub fn parse(s: &str) -> Units {
-        match s {
-            "k" => Units::Bits(1e3, "10^3bits/s"),
-            "g" => Units::Bits(1e9, "10^9bits/s"),
-            "K" => Units::Bytes(1024.0, "KBytes/s"),
-            "M" => Units::Bytes(1024.0 * 1024.0, "MBytes/s"),
-            "G" => Units::Bytes(1024.0 * 1024.0 * 1024.0, "GBytes/s"),
-            _ => Units::Bits(1e6, "10^6bits/s"),
-        }
-    }
-
-    /// Converts bits per second to this unit.
-    pub fn convert(self, bits_per_sec: f64) -> f64 {
-        match self {
-            Units::Bits(d, _) => bits_per_sec / d,
-            Units::Bytes(d, _) => bits_per_sec / 8.0 / d,
-        }
-    }
-
-    pub fn label(self) -> &'static str {
-        match self {
-            Units::Bits(_, l) | Units::Bytes(_, l) => l,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,13 +92,5 @@ mod tests {
         assert_eq!(socket_addr("[::1]:40124"), "[::1]:40124");
         assert_eq!(socket_addr("127.0.0.1:12866"), "127.0.0.1:12866");
         assert_eq!(socket_addr("host.example:12866"), "host.example:12866");
-    }
-
-    #[test]
-    fn netperf_units() {
-        assert_eq!(Units::parse("m").convert(8e6), 8.0);
-        assert_eq!(Units::parse("g").convert(8e9), 8.0);
-        assert_eq!(Units::parse("K").convert(8.0 * 1024.0), 1.0);
-        assert_eq!(Units::parse("M").label(), "MBytes/s");
     }
 }

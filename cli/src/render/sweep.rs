@@ -3,7 +3,8 @@
 
 use std::fmt::Write;
 
-use crate::figure::{by_name, Figure};
+use ringperf_engine::figures::{by_name, Figure};
+
 use crate::sweep::Entry;
 
 use super::Units;
@@ -39,8 +40,8 @@ const COLUMNS: [&str; 8] = [
 /// The table; `figure` (the sweep's --figure) gets a column of its own, headed by its
 /// name, when the fixed columns do not already show it.
 pub fn render(entries: &[Entry], units: Units, banner: bool, figure: Option<&Figure>) -> String {
-    let extra = figure.filter(|f| !COLUMNS.contains(&f.name));
-    let extra_width = extra.map_or(0, |f| f.name.len().max(9));
+    let extra = figure.and_then(|f| f.name).filter(|name| !COLUMNS.contains(name));
+    let extra_width = extra.map_or(0, |name| name.len().max(9));
     let mut o = String::new();
     let Some(first) = entries.first() else { return o };
     let names: Vec<&str> = first.point.0.iter().map(|(n, _)| n.as_str()).collect();
@@ -67,7 +68,7 @@ pub fn render(entries: &[Entry], units: Units, banner: bool, figure: Option<&Fig
             &format!("{sd} rem"),
             "ns/seg l",
             "ns/seg r",
-            extra.map_or(String::new(), |f| format!(" {:>extra_width$}", f.name))
+            extra.map_or(String::new(), |name| format!(" {name:>extra_width$}"))
         );
     }
     for e in entries {
@@ -91,7 +92,7 @@ pub fn render(entries: &[Entry], units: Units, banner: bool, figure: Option<&Fig
             cell(mean(e, "remote_sd"), 3),
             cell(mean(e, "local_ns_per_segment"), 0),
             cell(mean(e, "remote_ns_per_segment"), 0),
-            extra.map_or(String::new(), |f| format!(" {:>extra_width$}", cell(mean(e, f.name), 4))),
+            extra.map_or(String::new(), |name| format!(" {:>extra_width$}", cell(mean(e, name), 4))),
             confidence(e)
         );
         if e.report.as_ref().is_some_and(|r| r.partial) {

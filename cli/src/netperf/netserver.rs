@@ -253,10 +253,7 @@ pub fn install_links(dir: &Path) -> Result<i32, ringperf_engine::Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn v(s: &str) -> Vec<String> {
-        s.split_whitespace().map(String::from).collect()
-    }
+    use crate::netperf::lines::v;
 
     #[test]
     fn netserver_flags_become_serve_flags() {

@@ -1,0 +1,36 @@
+//! Every flag ringperf takes, defined and documented in one place, one file per job (after
+//! ripgrep's `crates/core/flags`):
+//!
+//! - `registry`: the `flag_group!` macro that declares a group of flags once, with what each
+//!   sets in the spec and its `[sweep]`, `[only]` and `[keyval]` marks;
+//! - `values`: the value parsers (sizes, pairs, rates, durations, hosts, ports, CPU lists,
+//!   engine and figure names);
+//! - `test_flags`: the flags every test takes and the groups they flatten;
+//! - `commands`: every command and its own flags, and the lists of every group's marks;
+//! - `parse`: the clap command, each test command's help cut to its flags, and the parse that
+//!   refuses a flag where its mark leaves it out;
+//! - [`spec`]: flags to what a test runs (the TestSpec and its explicit settings, the target,
+//!   the confidence target);
+//! - `docs`: the README's flags table.
+//!
+//! They are layered in that order: a file imports only files listed before it.
+
+mod commands;
+mod docs;
+mod parse;
+mod registry;
+pub mod spec;
+mod test_flags;
+mod values;
+
+pub use commands::{
+    direction, keyval_settings, sweep_lists, ChartArgs, Cli, Command, CrrArgs, DiffArgs, EnginesArgs,
+    InstallLinksArgs, LoadArgs, PlanArgs, PlotArgs, PlotCmdArgs, ProbeArgs, RrArgs, SendfileArgs, ServeArgs,
+    StreamArgs, SweepArgs, SweepList, SweepOutArgs, SweepRrArgs, SweepSendfileArgs, SweepStreamArgs,
+    SweepWorkload, UdpRrArgs, UdpStreamArgs,
+};
+pub use docs::flags_markdown;
+pub use parse::{command, parse};
+pub use registry::{FlagScope, KeyvalSetting};
+pub use test_flags::{EngineArgs, ProfileArgs, StatsArgs, TestArgs};
+pub use values::CpuList;
