@@ -20,8 +20,10 @@ pub mod probe;
 pub mod report;
 pub mod report_upgrade;
 pub mod ring;
+pub mod setting;
 pub mod side;
 pub mod spec;
+pub mod spec_error;
 pub mod units;
 pub mod verify;
 pub mod window;
@@ -34,4 +36,6 @@ pub use control::{
 };
 pub use error::{Error, Result};
 pub use report::TestReport;
+pub use setting::Setting;
 pub use spec::TestSpec;
+pub use spec_error::SpecError;
