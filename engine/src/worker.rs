@@ -16,6 +16,7 @@ use crate::measure::clock::monotonic_ns;
 use crate::measure::intervals::FlowCounters;
 use crate::report::Ending;
 use crate::ring::{FlowFd, Ring, TaskRun};
+use crate::setting::Setting;
 use crate::spec::{RecvEngine, Role, SendEngine};
 use crate::verify::Verifier;
 use crate::window::{ClosedWindow, WorkerOutcome, WorkerPlan, WorkerWindow};
@@ -351,7 +352,8 @@ fn run(mut plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>
     if let Some(cpu) = plan.cpu {
         if !core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
             return Err(Error::Usage(format!(
-                "cannot pin the worker to CPU {cpu}: pick a CPU this host has for -T"
+                "cannot pin the worker to CPU {cpu}: pick a CPU this host has for {}",
+                Setting::Cpus.token()
             )));
         }
     }

@@ -22,6 +22,7 @@ use crate::error::{Error, Result};
 use crate::net::FLOW_HEADER_LEN;
 use crate::report::CrrReport;
 use crate::report::Ending;
+use crate::setting::Setting;
 use crate::spec::{CloseFirst, TestSpec};
 use crate::verify::fill_payload;
 use crate::workload::crr::{client_options, header, set_port, SockOpt};
@@ -168,7 +169,9 @@ impl Client {
             self.report.port_busy += 1;
         }
         Err(Error::Usage(format!(
-            "every port of --client-ports {lo}-{hi} is in use: widen the range, use fewer flows or --linger0"
+            "every port of {} {lo}-{hi} is in use: widen the range, use fewer flows or {}",
+            Setting::ClientPorts.token(),
+            Setting::Linger0.token()
         )))
     }
 
@@ -488,7 +491,7 @@ fn torn() -> Error {
 fn connect_error(e: std::io::Error, ports: bool) -> Error {
     match e.raw_os_error() {
         Some(libc::EADDRNOTAVAIL) if !ports => Error::Peer(
-            "connect failed with EADDRNOTAVAIL: the client's ephemeral ports are used up by TIME_WAIT; use --linger0, --client-ports LO-HI, a shorter test, or net.ipv4.tcp_tw_reuse=1".into(),
+            "connect failed with EADDRNOTAVAIL: the client's ephemeral ports are used up by TIME_WAIT; use {linger0}, {client-ports} LO-HI, a shorter test, or net.ipv4.tcp_tw_reuse=1".into(),
         ),
         Some(libc::ECONNREFUSED) => Error::Peer(
             "the server refused a crr connection: its listener is gone (did the server stop?)".into(),

@@ -26,12 +26,13 @@ use crate::control::wire::{to_wire, Recipient};
 use crate::error::{Error, Result};
 use crate::measure::clock::monotonic_ns;
 use crate::report::TestReport;
+use crate::setting::{Setting, Token};
 use crate::spec::TestSpec;
 use crate::spec::WireSpec;
 use crate::workload::PEER_GRACE_NS;
 
-/// The serve flag an agent needs before it takes third-party work.
-pub const ALLOW_FLAG: &str = "--allow-third-party";
+/// The serve setting an agent needs before it takes third-party work.
+pub const ALLOW_THIRD_PARTY: Token = Setting::AllowThirdParty.token();
 
 /// How long a synchronized agent waits for its start time after saying it is armed, and
 /// how far ahead of that moment the start may lie, when the controller does not say
@@ -213,8 +214,8 @@ pub(crate) struct DialledPeer {
 /// Resolves `host` once and connects to the first of its addresses that answers.
 pub(crate) fn dial_peer(host: &str, port: u16) -> Result<DialledPeer> {
     // The error quotes the name for this agent's log: cut to PEER_TEXT_MAX if longer.
-    let addrs =
-        resolve(host, port, "-H").map_err(|e| map_message(e, |m| m.replace(host, &peer_text(host))))?;
+    let addrs = resolve(host, port, Setting::Host.token())
+        .map_err(|e| map_message(e, |m| m.replace(host, &peer_text(host))))?;
     let stream = connect(&addrs)?;
     let addr = stream.peer_addr().map_err(|e| Error::io("reading the peer agent's address", e))?;
     Ok(DialledPeer { name: format!("{host}:{port}"), stream, addr })
