@@ -100,8 +100,9 @@ const NETPERF: &[(Setting, &str)] = &[
     (Setting::UdpTimeout, "-- -e"),
 ];
 
-/// How ringperf's own command line spells a setting: the flag's short form when it has one
-/// (as its help and the netperf-shaped flags are written), else its long form.
+/// How ringperf's own command line spells a setting: a test flag's short form when it has
+/// one (as the netperf-shaped flags are known: `-l`, `-m`, `-H`), else its long form; a
+/// serve flag's long form (`--port`, which an operator's service file spells out).
 pub fn native(setting: Setting) -> Option<String> {
     static NATIVE: OnceLock<HashMap<Setting, String>> = OnceLock::new();
     NATIVE.get_or_init(native_table).get(&setting).cloned()
@@ -121,7 +122,13 @@ fn native_table() -> HashMap<Setting, String> {
 /// The flag with clap id `id`, in `command` or else in any command.
 fn spelling(cmd: &clap::Command, command: &str, id: &str) -> Option<String> {
     let flag = |arg: &clap::Arg| {
-        arg.get_short().map(|c| format!("-{c}")).or_else(|| arg.get_long().map(|l| format!("--{l}")))
+        let short = arg.get_short().map(|c| format!("-{c}"));
+        let long = arg.get_long().map(|l| format!("--{l}"));
+        if command == "serve" {
+            long.or(short)
+        } else {
+            short.or(long)
+        }
     };
     let find = |c: &clap::Command| c.get_arguments().find(|a| a.get_id() == id).and_then(flag);
     cmd.find_subcommand(command).and_then(find).or_else(|| cmd.get_subcommands().find_map(find))
