@@ -918,11 +918,12 @@ impl TestSpec {
     /// [`validate`](Self::validate)'s checks, each refusal naming the settings at fault.
     pub fn check(&self) -> Result<(), SpecError> {
         if self.duration_ms == 0 || self.duration_ms > MAX_DURATION_MS {
-            return Err(SpecError::out_of_range(
-                Setting::Duration,
-                format!("{} s", self.duration_ms as f64 / 1000.0),
-                format!("0.001 to {} seconds", MAX_DURATION_MS / 1000),
-            ));
+            return Err(SpecError::Invalid(format!(
+                "test length of {} ms is out of range: use {} with 0.001 to {} seconds",
+                self.duration_ms,
+                Setting::Duration.token(),
+                MAX_DURATION_MS / 1000
+            )));
         }
         if self.profile.enabled && !(1..=MAX_PROFILE_HZ).contains(&self.profile.hz) {
             return Err(SpecError::out_of_range(

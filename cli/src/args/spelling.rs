@@ -105,29 +105,48 @@ const NETPERF: &[(Setting, &str)] = &[
 /// serve flag's long form (`--port`, which an operator's service file spells out).
 pub fn native(setting: Setting) -> Option<String> {
     static NATIVE: OnceLock<HashMap<Setting, String>> = OnceLock::new();
-    NATIVE.get_or_init(native_table).get(&setting).cloned()
+    NATIVE.get_or_init(|| table(Form::Usual)).get(&setting).cloned()
 }
 
 /// How the netperf drop-in spells a setting: netperf's option where it has one, else
-/// ringperf's (the drop-in takes those after `--` too).
+/// ringperf's long option (the drop-in passes those through), else ringperf's flag named
+/// as ringperf's, since netperf gives its short letters other meanings.
 pub fn netperf(setting: Setting) -> Option<String> {
-    NETPERF.iter().find(|(s, _)| *s == setting).map(|(_, f)| f.to_string()).or_else(|| native(setting))
+    static LONG: OnceLock<HashMap<Setting, String>> = OnceLock::new();
+    NETPERF
+        .iter()
+        .find(|(s, _)| *s == setting)
+        .map(|(_, f)| f.to_string())
+        .or_else(|| LONG.get_or_init(|| table(Form::Long)).get(&setting).cloned())
+        .or_else(|| native(setting).map(|f| format!("ringperf's {f}")))
 }
 
-fn native_table() -> HashMap<Setting, String> {
+/// Which form of a flag a front end writes.
+#[derive(Clone, Copy, PartialEq)]
+enum Form {
+    /// Short for a test flag, long for a serve flag, whichever the flag has otherwise.
+    Usual,
+    /// Long only.
+    Long,
+}
+
+fn table(form: Form) -> HashMap<Setting, String> {
     let cmd = super::command();
-    FLAGS.iter().filter_map(|&(setting, command, id)| Some((setting, spelling(&cmd, command, id)?))).collect()
+    FLAGS
+        .iter()
+        .filter_map(|&(setting, command, id)| Some((setting, spelling(&cmd, command, id, form)?)))
+        .collect()
 }
 
 /// The flag with clap id `id`, in `command` or else in any command.
-fn spelling(cmd: &clap::Command, command: &str, id: &str) -> Option<String> {
+fn spelling(cmd: &clap::Command, command: &str, id: &str, form: Form) -> Option<String> {
     let flag = |arg: &clap::Arg| {
         let short = arg.get_short().map(|c| format!("-{c}"));
         let long = arg.get_long().map(|l| format!("--{l}"));
-        if command == "serve" {
-            long.or(short)
-        } else {
-            short.or(long)
+        match form {
+            Form::Long => long,
+            Form::Usual if command == "serve" => long.or(short),
+            Form::Usual => short.or(long),
         }
     };
     let find = |c: &clap::Command| c.get_arguments().find(|a| a.get_id() == id).and_then(flag);
@@ -162,5 +181,7 @@ mod tests {
         assert_eq!(spell_settings(size, native), "-m 1 does not fit");
         assert_eq!(spell_settings(size, netperf), "-- -m 1 does not fit");
         assert_eq!(netperf(Setting::MaxRate), native(Setting::MaxRate), "netperf has no such option");
+        assert_eq!(netperf(Setting::OpenLoopRate).as_deref(), Some("--rate"), "a long option passes through");
+        assert_eq!(netperf(Setting::TotalRate).as_deref(), Some("ringperf's -b"), "netperf's -b is a burst");
     }
 }

@@ -168,11 +168,13 @@ impl Limits {
             // client asked for more (see `pacer::flow_send_rate_bps`).
             match spec.pacing.effective_total_bps(spec.flows) {
                 Some(r) if r <= max => {}
-                Some(r) => return refuse(format!(
+                Some(r) => {
+                    return refuse(format!(
                     "a rate of {r} bit/s is over this server's {} of {max} bit/s: ask for {} {max} or less",
                     Setting::MaxRate.token(),
                     Setting::TotalRate.token()
-                )),
+                ))
+                }
                 None => {
                     return refuse(format!(
                         "this server limits each session to {max} bit/s ({}): pass {} {max} or less",
