@@ -27,6 +27,7 @@ use crate::workload::ending::peer_stuck;
 use ringperf_core::error::{Error, Result};
 use ringperf_core::report::CrrReport;
 use ringperf_core::report::Ending;
+use ringperf_core::setting::Setting;
 use ringperf_core::spec::{CloseFirst, TestSpec};
 
 const WAKE: u64 = u64::MAX;
@@ -169,7 +170,9 @@ impl Client {
             self.report.port_busy += 1;
         }
         Err(Error::Usage(format!(
-            "every port of --client-ports {lo}-{hi} is in use: widen the range, use fewer flows or --linger0"
+            "every port of {} {lo}-{hi} is in use: widen the range, use fewer flows or {}",
+            Setting::ClientPorts.token(),
+            Setting::Linger0.token()
         )))
     }
 
@@ -489,7 +492,7 @@ fn torn() -> Error {
 fn connect_error(e: std::io::Error, ports: bool) -> Error {
     match e.raw_os_error() {
         Some(libc::EADDRNOTAVAIL) if !ports => Error::Peer(
-            "connect failed with EADDRNOTAVAIL: the client's ephemeral ports are used up by TIME_WAIT; use --linger0, --client-ports LO-HI, a shorter test, or net.ipv4.tcp_tw_reuse=1".into(),
+            "connect failed with EADDRNOTAVAIL: the client's ephemeral ports are used up by TIME_WAIT; use {linger0}, {client-ports} LO-HI, a shorter test, or net.ipv4.tcp_tw_reuse=1".into(),
         ),
         Some(libc::ECONNREFUSED) => Error::Peer(
             "the server refused a crr connection: its listener is gone (did the server stop?)".into(),

@@ -124,7 +124,7 @@ pub(crate) fn run(
     }
     if role == ClassicRole::StreamReceiver && plan.max_rate_bps.is_some() {
         return Err(Error::Usage(
-            "the syscall receive engine cannot hold a stream to this server's --max-rate: use --recv-engine recv".into(),
+            "the syscall receive engine cannot hold a stream to this server's {max-rate}: use {recv-engine} recv".into(),
         ));
     }
     let mut lp: Box<dyn Loop> = match role {

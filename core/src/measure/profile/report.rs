@@ -10,6 +10,7 @@ use super::categories::{self, Category, Runner};
 use super::sampler::{RawProfile, RawStack};
 use super::symbolizer::Names;
 use crate::report::ServiceDemand;
+use crate::setting::spelled;
 
 /// Below this many busy samples the note says the figures are rough: a category's share
 /// is a proportion of n samples, and its standard error, sqrt(p(1-p)/n), is up to 1.6
@@ -250,18 +251,21 @@ pub fn build(
         (w.datagrams > 0).then(|| inputs.busy_us * keep * 1000.0 / w.datagrams as f64);
     let mut notes = Vec::new();
     if busy_samples < FEW_SAMPLES {
-        notes.push(format!(
-            "only {busy_samples} busy samples (under {FEW_SAMPLES}): shares are rough to a couple of points; run longer or raise --profile-hz"
-        ));
+        notes.push(spelled(&format!(
+            "only {busy_samples} busy samples (under {FEW_SAMPLES}): shares are rough to a couple of points; run longer or raise {{profile-hz}}"
+        )));
     }
     if raw.lost > 0 {
-        notes.push(format!("{} samples lost (the sample buffer was full): lower --profile-hz", raw.lost));
+        notes.push(spelled(&format!(
+            "{} samples lost (the sample buffer was full): lower {{profile-hz}}",
+            raw.lost
+        )));
     }
     if raw.throttled > 0 {
-        notes.push(format!(
-            "the kernel throttled sampling {} times (kernel.perf_event_max_sample_rate): lower --profile-hz",
+        notes.push(spelled(&format!(
+            "the kernel throttled sampling {} times (kernel.perf_event_max_sample_rate): lower {{profile-hz}}",
             raw.throttled
-        ));
+        )));
     }
     if let Some(e) = symbol_error {
         notes.push(e);
