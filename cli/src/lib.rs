@@ -54,6 +54,10 @@ fn dispatch() -> i32 {
     };
     // Invoked through a link named netperf or netserver: that program's command line.
     let invoked_as = argv.first().and_then(|a| std::path::Path::new(a).file_name()).and_then(|n| n.to_str());
+    // The library's messages name settings; this front end says how the user spells them.
+    let spelling =
+        if invoked_as == Some("netperf") { args::spelling::netperf } else { args::spelling::native };
+    ringperf_core::setting::set_spelling(spelling);
     match invoked_as {
         Some("netperf") => {
             output::set_program("netperf");

@@ -12,6 +12,7 @@ use ringperf_control::auth::{Endpoint, Psk};
 use ringperf_control::limits::{default_total_memory, Limits};
 use ringperf_control::{Server, ServerConfig, ServerEvent, DEFAULT_PORT};
 use ringperf_core::payload::PayloadFiles;
+use ringperf_core::setting::spelled;
 use ringperf_core::spec::{MAX_DURATION_MS, MAX_FLOWS};
 use ringperf_core::text::{one_line, peer_text};
 use ringperf_core::units::format_bytes;
@@ -161,7 +162,8 @@ fn say(line: &str) {
 
 /// Logs `e`; `signal`: the signal that stopped the server (0: none yet).
 fn log(e: ServerEvent, signal: usize) {
-    say(&match e {
+    // Reasons name settings by token: the operator reads them as this front end's flags.
+    say(&spelled(&match e {
         ServerEvent::Listening { addr } => format!("listening on {addr}"),
         ServerEvent::SessionStarted { peer } => format!("{peer}: session started"),
         ServerEvent::TestAccepted { peer, test, client_side, memory, in_use, budget, running } => format!(
@@ -208,7 +210,7 @@ fn log(e: ServerEvent, signal: usize) {
         ServerEvent::Stopped { unfinished } => format!(
             "stopped: {unfinished} session(s) did not end even once cut (blocked outside their sockets); exiting without them"
         ),
-    });
+    }));
 }
 
 /// RFC 3339 in UTC with milliseconds, e.g. 2026-12-03T13:55:17.123Z.

@@ -6,6 +6,7 @@ use std::net::IpAddr;
 use std::str::FromStr;
 
 use ringperf_core::error::Error;
+use ringperf_core::setting::Setting;
 
 /// An address block such as `198.18.0.0/15`, `10.1.2.3` (one host) or `fd00::/8`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,7 +45,8 @@ impl FromStr for Cidr {
     fn from_str(s: &str) -> Result<Cidr, Error> {
         let bad = |why: &str| {
             Error::Usage(format!(
-                "--allow '{s}' {why}: give an address or a block, like 10.0.0.0/8 or fd00::/8"
+                "{} '{s}' {why}: give an address or a block, like 10.0.0.0/8 or fd00::/8",
+                Setting::Allow.token()
             ))
         };
         let (addr, prefix) = match s.trim().split_once('/') {

@@ -16,6 +16,7 @@ use ringperf_core::env::check_cpu;
 use ringperf_core::error::{Error, Result};
 use ringperf_core::payload::Payload;
 use ringperf_core::report::TestReport;
+use ringperf_core::setting::Setting;
 use ringperf_core::spec::TestSpec;
 
 /// Where the server is.
@@ -83,14 +84,14 @@ pub fn run_test_with(spec: &TestSpec, target: &Target, opts: &RunOptions<'_>) ->
             result
         }
         Target::Remote { host, port } => {
-            let addrs = resolve(host, *port, "-H")?;
+            let addrs = resolve(host, *port, Setting::Host.token())?;
             let stream = open_control(&addrs, spec, opts.local_bind, host)?;
             run_on(stream, spec, format!("{host}:{port}"), false, opts)
         }
         Target::ThirdParty { agent_host, agent_port, peer_host, peer_port } => {
             // Before connecting: a spec that names a path of this host never leaves it.
             to_wire(spec, Recipient::Agent)?;
-            let stream = connect(&resolve(agent_host, *agent_port, "--from")?)?;
+            let stream = connect(&resolve(agent_host, *agent_port, Setting::From.token())?)?;
             let agent = format!("{agent_host}:{agent_port}");
             crate::third_party::request(stream, spec, &agent, peer_host, *peer_port, opts)
         }

@@ -8,18 +8,19 @@ use std::os::fd::BorrowedFd;
 use std::time::{Duration, Instant};
 
 use crate::auth::{self, Endpoint, Psk};
-use crate::handshake::{answer_challenge, Unproved, PUBLIC_ENDPOINT_FLAG};
+use crate::handshake::{answer_challenge, Unproved, PUBLIC_ENDPOINT};
 use crate::protocol::{
     read_frame_by, write_frame, ClientMessage, ServerMessage, CONTROL_TIMEOUT, MAX_FRAME, PROTOCOL_VERSION,
 };
 use ringperf_core::env::Environment;
 use ringperf_core::error::{Error, Result};
+use ringperf_core::setting::Setting;
 use ringperf_core::spec::{TestSpec, Workload};
 
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// The addresses of `host`, for errors naming the flag that gave it.
-pub(crate) fn resolve(host: &str, port: u16, flag: &str) -> Result<Vec<SocketAddr>> {
+/// The addresses of `host`, for errors naming the setting that gave it (its token).
+pub(crate) fn resolve(host: &str, port: u16, flag: impl std::fmt::Display) -> Result<Vec<SocketAddr>> {
     Ok((host, port)
         .to_socket_addrs()
         .map_err(|e| {
@@ -38,7 +39,8 @@ pub(crate) fn open_control(
     let Some(ip) = local else { return connect(addrs) };
     if spec.workload == Workload::Crr {
         return Err(Error::Usage(format!(
-            "a local address ({ip}) is not taken by crr, whose connections come and go on the ring: drop it (netperf -L) for TCP_CRR"
+            "a local address ({ip}) is not taken by crr, whose connections come and go on the ring: drop {} for TCP_CRR",
+            Setting::LocalAddress.token()
         )));
     }
     let same_family: Vec<SocketAddr> =
@@ -70,7 +72,7 @@ fn connect_from(ip: IpAddr, addrs: &[SocketAddr]) -> Result<TcpStream> {
         Some((addr, e)) => {
             Err(Error::Peer(format!("cannot reach {addr} from {ip}: {e}: check the addresses and the route")))
         }
-        None => Err(Error::Peer("the host name resolved to no address: check -H".into())),
+        None => Err(Error::Peer("the host name resolved to no address: check {host}".into())),
     }
 }
 
@@ -83,7 +85,7 @@ pub(crate) fn connect(addrs: &[SocketAddr]) -> Result<TcpStream> {
         }
     }
     let Some((addr, e)) = last else {
-        return Err(Error::Peer("the host name resolved to no address: check -H".into()));
+        return Err(Error::Peer("the host name resolved to no address: check {host}".into()));
     };
     Err(Error::Peer(match e.kind() {
         io::ErrorKind::ConnectionRefused => format!(
@@ -167,10 +169,12 @@ pub(crate) fn login<'a>(
     let answer = answer_challenge(psk, must_prove, endpoint, &client_nonce, &challenge)
         .map_err(|u| match u {
             Unproved::NoKey => Error::Peer(format!(
-                "the agent at {server} asks for no key: a third-party run sends data only to an agent that proves it holds this agent's key: start it with `ringperf serve --psk-file` and the same key"
+                "the agent at {server} asks for no key: a third-party run sends data only to an agent that proves it holds this agent's key: start it with `ringperf serve {}` and the same key",
+                Setting::PskFile.token()
             )),
             Unproved::WrongProof => Error::Peer(format!(
-                "authentication failed: the server at {server} did not prove it is the host dialled ({endpoint}) and holds this key: its key is another (check --psk-file or RINGPERF_PSK), or it passes logins on to another host (a relay); if {endpoint} forwards to the server (NAT, a port forward, a proxy), its operator must list it with `ringperf serve {PUBLIC_ENDPOINT_FLAG} {endpoint}`"
+                "authentication failed: the server at {server} did not prove it is the host dialled ({endpoint}) and holds this key: its key is another (check {psk} or RINGPERF_PSK), or it passes logins on to another host (a relay); if {endpoint} forwards to the server (NAT, a port forward, a proxy), its operator must list it with `ringperf serve {PUBLIC_ENDPOINT} {endpoint}`",
+                psk = Setting::PskFile.token()
             )),
             Unproved::Malformed(why) => Error::Protocol(format!("the server at {server} sent a bad challenge: {why}")),
         })?;
@@ -198,7 +202,8 @@ fn refused_at_hello(e: Error, server: &str) -> Error {
         }
         // The server's own error reply, or no answer at all, say what they say.
         Error::Peer(m) if !m.starts_with("server: ") && !m.starts_with("timed out") => Error::Peer(format!(
-            "the server at {server} closed the connection before answering ({m}): it refused this client, most likely because this host is not in its --allow list: ask its operator to allow it"
+            "the server at {server} closed the connection before answering ({m}): it refused this client, most likely because this host is not in its {} list: ask its operator to allow it",
+            Setting::Allow.token()
         )),
         e => e,
     }

@@ -18,6 +18,7 @@ use crate::protocol::{
     PROTOCOL_VERSION,
 };
 use ringperf_core::error::Error;
+use ringperf_core::setting::{Setting, Token};
 use ringperf_core::text::peer_text;
 
 /// How long a new connection has to say Hello and answer the challenge, in all.
@@ -26,8 +27,8 @@ pub const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Shortest and longest client nonce accepted, in bytes.
 pub const CLIENT_NONCE_LEN: std::ops::RangeInclusive<usize> = 16..=64;
 
-/// The serve flag that lists the endpoints a server may be dialled at besides its own.
-pub const PUBLIC_ENDPOINT_FLAG: &str = "--public-endpoint";
+/// The serve setting that lists the endpoints a server may be dialled at besides its own.
+pub const PUBLIC_ENDPOINT: Token = Setting::PublicEndpoint.token();
 
 /// What a server proves itself as: its key, and the endpoints it may be dialled at.
 #[derive(Clone, Copy, Debug)]
@@ -122,12 +123,12 @@ pub fn answer_hello(
             let listed = if listed.is_empty() { "none".to_string() } else { listed.join(", ") };
             return Err(Refusal {
                 reason: format!(
-                    "the client dialled {dialled}, not this server's endpoint: accepted on {accepted}, {PUBLIC_ENDPOINT_FLAG} {listed}; it came through a relay, or a forward to list with {PUBLIC_ENDPOINT_FLAG}"
+                    "the client dialled {dialled}, not this server's endpoint: accepted on {accepted}, {PUBLIC_ENDPOINT} {listed}; it came through a relay, or a forward to list with {PUBLIC_ENDPOINT}"
                 ),
                 reply: Some((
                     ErrorKind::Auth,
                     format!(
-                        "this server cannot prove it is the host dialled ({dialled}): that is not one of its endpoints, so the connection came through a relay or a forward; if {dialled} forwards to it (NAT, a port forward, a proxy), its operator must list it with `ringperf serve {PUBLIC_ENDPOINT_FLAG} {dialled}`"
+                        "this server cannot prove it is the host dialled ({dialled}): that is not one of its endpoints, so the connection came through a relay or a forward; if {dialled} forwards to it (NAT, a port forward, a proxy), its operator must list it with `ringperf serve {PUBLIC_ENDPOINT} {dialled}`"
                     ),
                 )),
             });
@@ -158,14 +159,14 @@ pub fn check_auth(id: Identity<'_>, login: &Login, auth: &ClientMessage) -> Resu
             reason: "authentication required and the client offered no key".into(),
             reply: Some((
                 ErrorKind::Auth,
-                "this server requires a pre-shared key: pass --psk-file FILE or set RINGPERF_PSK to the key its operator gave you".into(),
+                "this server requires a pre-shared key: pass {psk-file} FILE or set RINGPERF_PSK to the key its operator gave you".into(),
             )),
         }),
         Some(p) if !key.verify(Party::Client, &login.session(), p) => Err(Refusal {
             reason: "wrong key: authentication failed".into(),
             reply: Some((
                 ErrorKind::Auth,
-                "authentication failed: your pre-shared key is not this server's: check --psk-file or RINGPERF_PSK".into(),
+                "authentication failed: your pre-shared key is not this server's: check {psk-file} or RINGPERF_PSK".into(),
             )),
         }),
         Some(_) => Ok(()),

@@ -3,6 +3,7 @@
 //! names the limit, its value and what the client can do instead.
 
 use ringperf_core::error::{Error, Result};
+use ringperf_core::setting::Setting;
 use ringperf_core::spec::{RecvEngine, Role, SendEngine, SideSpec, TestSpec, MAX_DURATION_MS, MAX_FLOWS};
 use ringperf_engine::io::send::{zc_arena_bytes_per_flow, zc_slots_per_flow, ZC_STREAM_UNNOTIFIED_BYTES};
 
@@ -97,9 +98,11 @@ impl Limits {
         let refuse = |m: String| Err(Error::Usage(m));
         if spec.duration_ms > self.max_duration_ms {
             return refuse(format!(
-                "this server allows tests of at most {} s (--max-duration {}): ask for -l {} or less",
+                "this server allows tests of at most {} s ({} {}): ask for {} {} or less",
                 secs(self.max_duration_ms),
+                Setting::MaxDuration.token(),
                 secs(self.max_duration_ms),
+                Setting::Duration.token(),
                 secs(self.max_duration_ms)
             ));
         }
@@ -107,21 +110,27 @@ impl Limits {
             // --bidir opens two connections per flow.
             let most = self.max_flows / (spec.connections() / spec.flows.max(1)).max(1);
             return refuse(format!(
-                "this server allows at most {} flows per test (--max-flows {}): ask for --flows {most} or fewer",
-                self.max_flows, self.max_flows
+                "this server allows at most {} flows per test ({} {}): ask for {} {most} or fewer",
+                self.max_flows,
+                Setting::MaxFlows.token(),
+                self.max_flows,
+                Setting::Flows.token()
             ));
         }
         let sizes = [
-            ("send size (-m)", u64::from(spec.send_size)),
-            ("receive size (-M)", u64::from(spec.recv_size)),
-            ("request size (-r)", u64::from(spec.request_size)),
-            ("response size (-r)", u64::from(spec.response_size)),
-            ("provided buffer size (--buf-size)", u64::from(spec.ring.buf_size)),
+            (Setting::SendSize, u64::from(spec.send_size)),
+            (Setting::RecvSize, u64::from(spec.recv_size)),
+            (Setting::RequestSize, u64::from(spec.request_size)),
+            (Setting::ResponseSize, u64::from(spec.response_size)),
+            (Setting::BufSize, u64::from(spec.ring.buf_size)),
         ];
         for (what, n) in sizes {
             if n > self.max_message {
                 return refuse(format!(
-                    "{what} of {n} bytes is over this server's --max-message of {} bytes: use a smaller size",
+                    "{} ({}) of {n} bytes is over this server's {} of {} bytes: use a smaller size",
+                    what.words().trim_start_matches("the "),
+                    what.token(),
+                    Setting::MaxMessage.token(),
                     self.max_message
                 ));
             }
@@ -131,20 +140,25 @@ impl Limits {
         if memory > self.max_memory {
             let who = if local { "this agent's client side" } else { "the server" };
             return refuse(format!(
-                "this test would make {who} allocate about {} MiB of payload buffers, over its --max-memory of {} MiB: use fewer flows or smaller sizes",
+                "this test would make {who} allocate about {} MiB of payload buffers, over its {} of {} MiB: use fewer flows or smaller sizes",
                 memory >> 20,
+                Setting::MaxMemory.token(),
                 self.max_memory >> 20
             ));
         }
         if let Some(max) = self.max_rate_bps {
             if roles.contains(&Role::StreamReceiver) && spec.remote.recv_engine.uses_buffer_ring() {
                 return refuse(format!(
-                    "this server holds what it receives to {max} bit/s (--max-rate), which a multishot receive cannot do: use --recv-engine recv or trunc"
+                    "this server holds what it receives to {max} bit/s ({}), which a multishot receive cannot do: use {} recv or trunc",
+                    Setting::MaxRate.token(),
+                    Setting::RecvEngine.token()
                 ));
             }
             if roles.contains(&Role::StreamReceiver) && spec.remote.recv_engine.is_classic() {
                 return refuse(format!(
-                    "this server holds what it receives to {max} bit/s (--max-rate) with ring timers, which the syscall receive engine has not: use --recv-engine recv or trunc"
+                    "this server holds what it receives to {max} bit/s ({}) with ring timers, which the syscall receive engine has not: use {} recv or trunc",
+                    Setting::MaxRate.token(),
+                    Setting::RecvEngine.token()
                 ));
             }
             // What the client's pacing (-b, --flow-rate) adds up to over its flows. Each side
@@ -156,12 +170,16 @@ impl Limits {
                 Some(r) if r <= max => {}
                 Some(r) => {
                     return refuse(format!(
-                        "a rate of {r} bit/s is over this server's --max-rate of {max} bit/s: ask for -b {max} or less"
-                    ))
+                    "a rate of {r} bit/s is over this server's {} of {max} bit/s: ask for {} {max} or less",
+                    Setting::MaxRate.token(),
+                    Setting::TotalRate.token()
+                ))
                 }
                 None => {
                     return refuse(format!(
-                        "this server limits each session to {max} bit/s (--max-rate): pass -b {max} or less"
+                        "this server limits each session to {max} bit/s ({}): pass {} {max} or less",
+                        Setting::MaxRate.token(),
+                        Setting::TotalRate.token()
                     ))
                 }
             }
@@ -310,41 +328,41 @@ mod tests {
         let l = Limits { max_duration_ms: 5000, max_flows: 4, max_message: 1 << 20, ..Limits::default() };
         let short = TestSpec { duration_ms: 1000, ..TestSpec::default() };
         l.check(&short).unwrap();
-        refused(&l, &TestSpec { duration_ms: 6000, ..short.clone() }, "--max-duration 5");
-        refused(&l, &TestSpec { flows: 5, ..short.clone() }, "--max-flows 4");
-        refused(&l, &TestSpec { recv_size: 2 << 20, ..short }, "--max-message of 1048576");
+        refused(&l, &TestSpec { duration_ms: 6000, ..short.clone() }, "{max-duration} 5");
+        refused(&l, &TestSpec { flows: 5, ..short.clone() }, "{max-flows} 4");
+        refused(&l, &TestSpec { recv_size: 2 << 20, ..short }, "{max-message} of 1048576");
         let l = Limits { max_memory: 64 << 20, ..Limits::default() };
         let big = TestSpec { flows: 1000, recv_size: 1 << 20, verify: true, ..TestSpec::default() };
-        refused(&l, &big, "--max-memory of 64 MiB");
+        refused(&l, &big, "{max-memory} of 64 MiB");
         let l = Limits { max_rate_bps: Some(1_000_000), ..Limits::default() };
-        refused(&l, &TestSpec::default(), "pass -b 1000000");
+        refused(&l, &TestSpec::default(), "pass {total-rate} 1000000");
         let paced = |total_bps, per_flow_bps, flows| TestSpec {
             pacing: Pacing { total_bps, per_flow_bps },
             flows,
             ..TestSpec::default()
         };
-        refused(&l, &paced(Some(2_000_000), None, 1), "-b 1000000 or less");
+        refused(&l, &paced(Some(2_000_000), None, 1), "{total-rate} 1000000 or less");
         // Every workload is paced: rr, crr and udp-rr are held to the limit like a stream
         // (each side's -b is what it sends: the server's responses however large), and
         // must ask for a rate within it like a stream.
         for workload in [Workload::Rr, Workload::Crr, Workload::UdpRr] {
             let big = TestSpec { workload, request_size: 64, response_size: 60_000, ..TestSpec::default() };
-            refused(&l, &big, "pass -b 1000000");
+            refused(&l, &big, "pass {total-rate} 1000000");
             let asked = |total| TestSpec {
                 pacing: Pacing { total_bps: Some(total), per_flow_bps: None },
                 ..big.clone()
             };
             l.check(&asked(1_000_000)).unwrap();
-            refused(&l, &asked(1_000_001), "-b 1000000 or less");
+            refused(&l, &asked(1_000_001), "{total-rate} 1000000 or less");
         }
         l.check(&paced(Some(1_000_000), None, 1)).unwrap();
         // --flow-rate counts for every flow; -b with it is the tighter of the two.
-        refused(&l, &paced(None, Some(600_000), 2), "-b 1000000 or less");
+        refused(&l, &paced(None, Some(600_000), 2), "{total-rate} 1000000 or less");
         l.check(&paced(None, Some(500_000), 2)).unwrap();
         l.check(&paced(Some(4_000_000), Some(500_000), 2)).unwrap();
         let bidir = TestSpec { bidir: true, flows: 3, duration_ms: 1000, ..TestSpec::default() };
         let l = Limits { max_flows: 4, ..Limits::default() };
-        refused(&l, &bidir, "--flows 2 or fewer");
+        refused(&l, &bidir, "{flows} 2 or fewer");
     }
 
     /// The probe's third-party run: 64 MiB zero-copy sends on 8 flows and 8 threads. The
@@ -364,7 +382,7 @@ mod tests {
         l.check(&s).unwrap();
         match l.check_side(&s, true) {
             Err(Error::Usage(m)) => {
-                assert!(m.contains("client side") && m.contains("--max-memory of 64 MiB"), "{m}")
+                assert!(m.contains("client side") && m.contains("{max-memory} of 64 MiB"), "{m}")
             }
             other => panic!("the client side was not refused: {other:?}"),
         }

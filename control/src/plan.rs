@@ -216,7 +216,7 @@ pub fn run_plan(
     }
     let mut addrs = Vec::with_capacity(agents.len());
     for a in agents {
-        addrs.push(resolve(&a.host, a.port, &format!("agent {}'s address", a.name))?);
+        addrs.push(resolve(&a.host, a.port, format!("agent {}'s address", a.name))?);
     }
     let cpu_before = process_cpu_ns();
     let began = Instant::now();

@@ -32,6 +32,7 @@ use ringperf_core::error::{Error, Result};
 use ringperf_core::measure::clock::monotonic_ns;
 use ringperf_core::payload::{PayloadFile, PayloadFiles};
 use ringperf_core::report::Ending;
+use ringperf_core::setting::Setting;
 use ringperf_core::spec::WireSpec;
 use ringperf_core::spec::{SpecSide, TestSpec, Workload};
 use ringperf_core::units::format_bytes;
@@ -331,14 +332,15 @@ impl Server {
             let peer = SocketAddr::new(peer.ip().to_canonical(), peer.port());
             if !allowed(&cfg.allow, peer.ip()) {
                 drop(stream);
-                events(ServerEvent::Rejected { peer, reason: "not in the --allow list: closed".into() });
+                events(ServerEvent::Rejected { peer, reason: "not in the {allow} list: closed".into() });
                 continue;
             }
             if pending.len() >= cfg.limits.max_handshakes.max(1) {
                 let oldest = pending.remove(0);
                 let reason = format!(
-                    "closed to make room: {} connections were in their handshake (--max-handshakes)",
-                    cfg.limits.max_handshakes
+                    "closed to make room: {} connections were in their handshake ({})",
+                    cfg.limits.max_handshakes,
+                    Setting::MaxHandshakes.token()
                 );
                 events(ServerEvent::Rejected { peer: oldest.peer(), reason: reason.clone() });
                 oldest.close_with(Some((ErrorKind::Peer, reason)));
@@ -374,11 +376,14 @@ fn no_ipv6(e: &io::Error) -> bool {
 fn bind_error(addr: SocketAddr, e: io::Error) -> Error {
     match e.kind() {
         io::ErrorKind::AddrInUse => Error::Usage(format!(
-            "{addr} is already in use: is another `ringperf serve` running? Pick another --port"
+            "{addr} is already in use: is another `ringperf serve` running? Pick another {}",
+            Setting::ServePort.token()
         )),
-        io::ErrorKind::AddrNotAvailable => {
-            Error::Usage(format!("{} is not an address of this host: check --bind", addr.ip()))
-        }
+        io::ErrorKind::AddrNotAvailable => Error::Usage(format!(
+            "{} is not an address of this host: check {}",
+            addr.ip(),
+            Setting::ServeBind.token()
+        )),
         _ => Error::io(format!("binding the control port {addr}"), e),
     }
 }
@@ -481,14 +486,17 @@ impl SessionTable {
         if t.live >= max {
             let waiting = t.live - t.running;
             return Err(format!(
-                "the server has {} sessions, its --max-sessions limit ({} running tests, {waiting} logged in and not yet sent a test): try again when one has finished",
-                t.live, t.running
+                "the server has {} sessions, its {} limit ({} running tests, {waiting} logged in and not yet sent a test): try again when one has finished",
+                t.live,
+                Setting::MaxSessions.token(),
+                t.running
             ));
         }
         let from_host = t.per_host.get(&host).copied().unwrap_or(0);
         if from_host >= per_host {
             return Err(format!(
-                "{host} already has {from_host} sessions on this server, its --max-sessions-per-host limit: wait for them to finish or close them, then try again"
+                "{host} already has {from_host} sessions on this server, its {} limit: wait for them to finish or close them, then try again",
+                Setting::MaxSessionsPerHost.token()
             ));
         }
         t.live += 1;
@@ -520,7 +528,7 @@ impl SessionSlot {
         let in_use = t.memory;
         if in_use.saturating_add(memory) > budget {
             return Err(Error::Peer(format!(
-                "this server has {} of {} of payload memory in use by {} sessions (--max-total-memory); this test needs {}: try fewer flows or smaller buffers, or wait",
+                "this server has {} of {} of payload memory in use by {} sessions ({{max-total-memory}}); this test needs {}: try fewer flows or smaller buffers, or wait",
                 format_bytes(in_use),
                 format_bytes(budget),
                 t.running,
@@ -590,7 +598,8 @@ fn run_session(a: Authenticated, cfg: &ServerConfig, slot: &SessionSlot, events:
             transactions: f.transactions,
         }),
         Err(e) => {
-            let reply = ServerMessage::Error { kind: ErrorKind::of(&e), message: e.to_string() };
+            // Settings stay tokens: the client spells them as the front end its user typed.
+            let reply = ServerMessage::Error { kind: ErrorKind::of(&e), message: e.unspelled() };
             let mut s = &a.stream;
             let _ = write_frame(&mut s, &reply);
             events(ServerEvent::SessionFailed { peer, error: e.to_string() });
@@ -795,7 +804,7 @@ fn third_party(
     // Synchronized (a plan's test), with how long the controller says its start may take.
     start: Option<Option<u64>>,
 ) -> Result<SessionEnd> {
-    use crate::third_party::{check_peer_host, dial_peer, refused, serve, ALLOW_FLAG};
+    use crate::third_party::{check_peer_host, dial_peer, refused, serve, ALLOW_THIRD_PARTY};
     let target = format!("{}:{}", ringperf_core::text::peer_text(peer.host), peer.port);
     // The local side is this agent's: its payload label names a file of this agent's
     // operator, and its CPUs are checked where the run starts.
@@ -805,12 +814,14 @@ fn third_party(
     let refuse = |e: Error| refused(e, test, &target);
     if !cfg.allow_third_party {
         return Err(refuse(Error::Peer(format!(
-            "this agent does not run tests against other agents: its operator must start it with `ringperf serve {ALLOW_FLAG} --psk-file FILE`"
+            "this agent does not run tests against other agents: its operator must start it with `ringperf serve {ALLOW_THIRD_PARTY} {} FILE`",
+            Setting::PskFile.token()
         ))));
     }
     let Some(psk) = cfg.psk.as_ref() else {
         return Err(refuse(Error::Peer(format!(
-            "this agent takes third-party work only with a key: its operator must start it with `ringperf serve {ALLOW_FLAG} --psk-file FILE`"
+            "this agent takes third-party work only with a key: its operator must start it with `ringperf serve {ALLOW_THIRD_PARTY} {} FILE`",
+            Setting::PskFile.token()
         ))));
     };
     check_peer_host(peer.host).map_err(refuse)?;

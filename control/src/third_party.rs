@@ -22,13 +22,14 @@ use crate::wire::{to_wire, Recipient};
 use ringperf_core::error::{Error, Result};
 use ringperf_core::measure::clock::monotonic_ns;
 use ringperf_core::report::TestReport;
+use ringperf_core::setting::{Setting, Token};
 use ringperf_core::spec::TestSpec;
 use ringperf_core::spec::WireSpec;
 use ringperf_core::text::{cut, peer_text, PEER_TEXT_MAX};
 use ringperf_engine::workload::PEER_GRACE_NS;
 
-/// The serve flag an agent needs before it takes third-party work.
-pub const ALLOW_FLAG: &str = "--allow-third-party";
+/// The serve setting an agent needs before it takes third-party work.
+pub const ALLOW_THIRD_PARTY: Token = Setting::AllowThirdParty.token();
 
 /// How long a synchronized agent waits for its start time after saying it is armed, and
 /// how far ahead of that moment the start may lie, when the controller does not say
@@ -205,8 +206,8 @@ pub(crate) struct DialledPeer {
 /// Resolves `host` once and connects to the first of its addresses that answers.
 pub(crate) fn dial_peer(host: &str, port: u16) -> Result<DialledPeer> {
     // The error quotes the name for this agent's log: cut to PEER_TEXT_MAX if longer.
-    let addrs =
-        resolve(host, port, "-H").map_err(|e| map_message(e, |m| m.replace(host, &peer_text(host))))?;
+    let addrs = resolve(host, port, Setting::Host.token())
+        .map_err(|e| map_message(e, |m| m.replace(host, &peer_text(host))))?;
     let stream = connect(&addrs)?;
     let addr = stream.peer_addr().map_err(|e| Error::io("reading the peer agent's address", e))?;
     Ok(DialledPeer { name: format!("{host}:{port}"), stream, addr })

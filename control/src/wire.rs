@@ -6,7 +6,7 @@
 //! this host open a file of its choosing.
 
 use ringperf_core::error::{Error, Result};
-use ringperf_core::payload::{Payload, PayloadFile, PayloadFiles, WirePayload, PAYLOAD_FILE_FLAG};
+use ringperf_core::payload::{Payload, PayloadFile, PayloadFiles, WirePayload, PAYLOAD_FILES};
 use ringperf_core::spec::{SpecSide, TestSpec, WireSpec};
 
 /// Who a spec is sent to, which decides what its payloads may be.
@@ -33,7 +33,7 @@ pub fn to_wire(spec: &TestSpec, to: Recipient) -> Result<WireSpec> {
             "a server never opens a file a client names: it sends the pattern, or a file its operator listed, named by its label".into(),
         )),
         (Payload::File(_), SpecSide::Local, Recipient::Agent) => Err(Error::Usage(format!(
-            "a payload file of this host cannot be sent by an agent, which never opens a path a controller names: have the agent's operator list the file (`ringperf serve {PAYLOAD_FILE_FLAG} LABEL=PATH`) and name its label"
+            "a payload file of this host cannot be sent by an agent, which never opens a path a controller names: have the agent's operator list the file (`ringperf serve {PAYLOAD_FILES} LABEL=PATH`) and name its label"
         ))),
     })
 }
@@ -103,7 +103,7 @@ mod tests {
                     m.contains("this server has no payload file labelled 'theirs' (it lists big)"),
                     "{m}"
                 );
-                assert!(m.contains("--payload-file LABEL=PATH"), "{m}");
+                assert!(m.contains("{serve-payload-files} LABEL=PATH"), "{m}");
                 assert!(!m.contains("/srv"), "the refusal names a path: {m}");
             }
             other => panic!("an unknown label was taken: {other:?}"),

@@ -4,26 +4,28 @@
 
 use std::io;
 
+use crate::setting::spelled;
+
 /// Everything that can go wrong in a test, grouped by who can fix it.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The request itself is wrong (sizes, CPUs, flags): the user must change the command.
-    #[error("{0}")]
+    #[error("{}", spelled(.0))]
     Usage(String),
     /// The test ran but did not meet something the user required (e.g. `--require-zc`).
-    #[error("{0}")]
+    #[error("{}", spelled(.0))]
     Requirement(String),
     /// The peer or the network failed: refused, unreachable, reset, timed out, wrong version.
-    #[error("{0}")]
+    #[error("{}", spelled(.0))]
     Peer(String),
     /// The peer sent something that is not our protocol.
-    #[error("protocol error: {0}")]
+    #[error("protocol error: {}", spelled(.0))]
     Protocol(String),
     /// The user asked to stop (Ctrl-C) before the test could finish.
-    #[error("{0}")]
+    #[error("{}", spelled(.0))]
     Interrupted(String),
     /// A local system call failed; `context` names what we were doing.
-    #[error("{context}: {source}")]
+    #[error("{}: {source}", spelled(context))]
     Io {
         context: String,
         #[source]
@@ -35,6 +37,16 @@ impl Error {
     /// Wraps an I/O error with what we were doing when it happened.
     pub fn io(context: impl Into<String>, source: io::Error) -> Self {
         Error::Io { context: context.into(), source }
+    }
+
+    /// The message with its settings still tokens (`{burst}`), for a peer: the side that
+    /// prints it spells them as its own front end does.
+    pub fn unspelled(&self) -> String {
+        match self {
+            Error::Usage(m) | Error::Requirement(m) | Error::Peer(m) | Error::Interrupted(m) => m.clone(),
+            Error::Protocol(m) => format!("protocol error: {m}"),
+            Error::Io { context, source } => format!("{context}: {source}"),
+        }
     }
 
     /// The process exit code of this error (docs/commands.md, "Flags", lists them).

@@ -16,10 +16,14 @@ pub mod merge;
 pub mod payload;
 pub mod report;
 pub mod report_upgrade;
+pub mod setting;
 pub mod spec;
+pub mod spec_error;
 pub mod text;
 pub mod units;
 
 pub use error::{Error, Result};
 pub use report::TestReport;
+pub use setting::Setting;
 pub use spec::TestSpec;
+pub use spec_error::SpecError;

@@ -11,10 +11,11 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::setting::{Setting, Token};
 use crate::text::peer_text;
 
-/// The serve flag that lists payload files, for messages that tell an operator what to do.
-pub const PAYLOAD_FILE_FLAG: &str = "--payload-file";
+/// The serve setting that lists payload files, for messages that tell an operator what to do.
+pub const PAYLOAD_FILES: Token = Setting::ServePayloadFiles.token();
 
 /// The longest label.
 pub const MAX_LABEL_LEN: usize = 64;
@@ -55,12 +56,12 @@ impl PayloadFile {
     pub fn parse(arg: &str) -> Result<PayloadFile> {
         let Some((label, path)) = arg.split_once('=') else {
             return Err(Error::Usage(format!(
-                "{PAYLOAD_FILE_FLAG} '{arg}' has no label: give LABEL=PATH, e.g. big=/srv/payload.bin"
+                "{PAYLOAD_FILES} '{arg}' has no label: give LABEL=PATH, e.g. big=/srv/payload.bin"
             )));
         };
         check_label(label)?;
         if path.is_empty() {
-            return Err(Error::Usage(format!("{PAYLOAD_FILE_FLAG} {label}= names no file: give LABEL=PATH")));
+            return Err(Error::Usage(format!("{PAYLOAD_FILES} {label}= names no file: give LABEL=PATH")));
         }
         Ok(PayloadFile { label: label.to_string(), path: PathBuf::from(path) })
     }
@@ -101,12 +102,12 @@ impl PayloadFiles {
         for (i, f) in files.iter().enumerate() {
             if files[..i].iter().any(|g| g.label == f.label) {
                 return Err(Error::Usage(format!(
-                    "{PAYLOAD_FILE_FLAG}: label '{}' is given twice: give each file its own label",
+                    "{PAYLOAD_FILES}: label '{}' is given twice: give each file its own label",
                     f.label
                 )));
             }
             check_label(&f.label)?;
-            let what = format!("{PAYLOAD_FILE_FLAG} {}", f.label);
+            let what = format!("{PAYLOAD_FILES} {}", f.label);
             let opened = crate::input::open_regular(&f.path, &what)?;
             let len =
                 opened.metadata().map_err(|e| Error::io(format!("reading the size of {what}"), e))?.len();
@@ -147,7 +148,7 @@ impl PayloadFiles {
             format!("it lists {}", labels.join(", "))
         };
         Err(Error::Usage(format!(
-            "this {host} has no payload file labelled '{}' ({has}): its operator lists them with `ringperf serve {PAYLOAD_FILE_FLAG} LABEL=PATH`",
+            "this {host} has no payload file labelled '{}' ({has}): its operator lists them with `ringperf serve {PAYLOAD_FILES} LABEL=PATH`",
             peer_text(label)
         )))
     }

@@ -11,6 +11,7 @@ pub use crate::measure::one_way::OneWayReport;
 pub use crate::measure::service_demand::ServiceDemand;
 use crate::measure::tcp_info::TcpReport;
 use crate::payload::Payload;
+use crate::setting::{spelled, Setting};
 use crate::spec::{RecvEngine, Role, SendEngine, TestSpec};
 
 /// Bumped whenever a field changes meaning or disappears (adding fields does not bump it).
@@ -253,13 +254,14 @@ impl TestReport {
             if self.spec.require_zero_copy {
                 if let Some(zc) = side.send.as_ref().and_then(|s| s.zero_copy.as_ref()) {
                     if zc.copied > 0 {
-                        out.push(format!(
-                            "--require-zc: the kernel copied {} of the {name} side's {} zero-copy sends ({} of {} bytes); loopback and veth always copy, a real NIC with scatter-gather is needed",
+                        out.push(spelled(&format!(
+                            "{}: the kernel copied {} of the {name} side's {} zero-copy sends ({} of {} bytes); loopback and veth always copy, a real NIC with scatter-gather is needed",
+                            Setting::RequireZeroCopy.token(),
                             zc.copied,
                             zc.notifications,
                             zc.bytes_copied,
                             zc.bytes_copied + zc.bytes_zero_copy
-                        ));
+                        )));
                     }
                 }
             }
@@ -757,9 +759,10 @@ impl SpliceReport {
     pub fn small_file_warning(&self) -> Option<String> {
         let send = self.file_smaller_than_send?;
         let file = self.file_bytes?;
-        Some(format!(
-            "the payload file is {file} bytes, smaller than the {send}-byte send size (-m): each send moved at most {file} bytes, so this measures the cost per send, not throughput: use a file of at least {send} bytes"
-        ))
+        Some(spelled(&format!(
+            "the payload file is {file} bytes, smaller than the {send}-byte send size ({}): each send moved at most {file} bytes, so this measures the cost per send, not throughput: use a file of at least {send} bytes",
+            Setting::SendSize.token()
+        )))
     }
 }
 

@@ -4,8 +4,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::payload::{Payload, WirePayload};
+use crate::setting::Setting;
+use crate::spec_error::SpecError;
 use crate::text::peer_text;
 use crate::units::{check_size, MAX_SIZE};
 
@@ -919,18 +921,25 @@ impl TestSpec {
     /// Checks every field a peer or a user controls. The server runs this on every spec it
     /// receives, so it must reject anything that would make it misbehave.
     pub fn validate(&self) -> Result<()> {
+        Ok(self.check()?)
+    }
+
+    /// [`validate`](Self::validate)'s checks, each refusal naming the settings at fault.
+    pub fn check(&self) -> Result<(), SpecError> {
         if self.duration_ms == 0 || self.duration_ms > MAX_DURATION_MS {
-            return Err(Error::Usage(format!(
-                "test length of {} ms is out of range: use -l with 0.001 to {} seconds",
+            return Err(SpecError::Invalid(format!(
+                "test length of {} ms is out of range: use {} with 0.001 to {} seconds",
                 self.duration_ms,
+                Setting::Duration.token(),
                 MAX_DURATION_MS / 1000
             )));
         }
         if self.profile.enabled && !(1..=MAX_PROFILE_HZ).contains(&self.profile.hz) {
-            return Err(Error::Usage(format!(
-                "--profile-hz {} is out of range: use 1 to {MAX_PROFILE_HZ}",
-                self.profile.hz
-            )));
+            return Err(SpecError::out_of_range(
+                Setting::ProfileHz,
+                self.profile.hz,
+                format!("1 to {MAX_PROFILE_HZ}"),
+            ));
         }
         if let Some(limit) = self.byte_limit {
             let (sender, receiver) = match self.direction {
@@ -943,8 +952,11 @@ impl TestSpec {
             let udp_forward =
                 self.workload == Workload::UdpStream && self.direction == Direction::ClientToServer;
             if limit == 0 || !(self.workload == Workload::Stream || udp_forward) || self.bidir || classic {
-                return Err(Error::Usage(format!(
-                    "a byte count ({limit} bytes per flow) needs a one-way stream (udp-stream: client to server) with an io_uring send engine: drop --bytes (or a negative -l) or run stream without --bidir and a classic engine"
+                return Err(SpecError::Invalid(format!(
+                    "a byte count ({limit} bytes per flow) needs a one-way stream (udp-stream: client to server) with an io_uring send engine: drop {} (or a negative {}) or run stream without {} and a classic engine",
+                    Setting::ByteLimit.token(),
+                    Setting::Duration.token(),
+                    Setting::Bidir.token(),
                 )));
             }
         }
@@ -954,79 +966,101 @@ impl TestSpec {
                 .any(|s| s.send_engine.is_classic() || s.recv_engine.is_classic());
             let counted = matches!(self.workload, Workload::Rr | Workload::Crr | Workload::UdpRr);
             if limit == 0 || !counted || self.open_loop.is_some() || classic {
-                return Err(Error::Usage(format!(
-                    "a transaction count ({limit} per flow) needs a closed-loop rr, crr or udp-rr on io_uring engines: drop --transactions (or a negative -l), --rate and classic engines"
+                return Err(SpecError::Invalid(format!(
+                    "a transaction count ({limit} per flow) needs a closed-loop rr, crr or udp-rr on io_uring engines: drop {} (or a negative {}), {} and classic engines",
+                    Setting::TransactionLimit.token(),
+                    Setting::Duration.token(),
+                    Setting::OpenLoopRate.token(),
                 )));
             }
         }
         if let Some(split) = self.latency_split_ms {
             if self.interval_ms == 0 || split == 0 || split >= self.duration_ms {
-                return Err(Error::Usage(format!(
+                return Err(SpecError::Invalid(format!(
                     "a latency split at {split} ms needs interval samples and must fall inside the {} ms window: give a split between 0 and the test length",
                     self.duration_ms
                 )));
             }
         }
-        check_size("send size (-m)", u64::from(self.send_size))?;
-        check_size("receive size (-M)", u64::from(self.recv_size))?;
-        check_size("request size (-r)", u64::from(self.request_size))?;
-        check_size("response size (-r)", u64::from(self.response_size))?;
+        for (setting, n) in [
+            (Setting::SendSize, self.send_size),
+            (Setting::RecvSize, self.recv_size),
+            (Setting::RequestSize, self.request_size),
+            (Setting::ResponseSize, self.response_size),
+        ] {
+            check_size(
+                &format!("{} ({})", setting.words().trim_start_matches("the "), setting.token()),
+                u64::from(n),
+            )
+            .map_err(|e| SpecError::Invalid(e.unspelled()))?;
+        }
         if let Some(mss) = self.socket.mss {
             if !(88..=65535).contains(&mss) {
-                return Err(Error::Usage(format!("--mss {mss} is out of range: use 88 to 65535")));
+                return Err(SpecError::out_of_range(Setting::Mss, mss, "88 to 65535"));
             }
         }
         for (what, r) in [
-            ("-b", self.pacing.total_bps),
-            ("--flow-rate", self.pacing.per_flow_bps),
-            ("--fq-rate", self.socket.max_pacing_rate_bps),
+            (Setting::TotalRate, self.pacing.total_bps),
+            (Setting::FlowRate, self.pacing.per_flow_bps),
+            (Setting::FqRate, self.socket.max_pacing_rate_bps),
         ] {
             if r == Some(0) {
-                return Err(Error::Usage(format!(
-                    "{what} 0 would never send: give a positive rate like 100M"
+                return Err(SpecError::Invalid(format!(
+                    "{} 0 would never send: give a positive rate like 100M",
+                    what.token()
                 )));
             }
         }
         if self.bidir && self.workload != Workload::Stream {
-            return Err(Error::Usage("--bidir applies to stream tests only".into()));
+            return Err(SpecError::NotForThisTest { settings: vec![Setting::Bidir], tests: "stream tests" });
         }
         if let Some(n) = self.socket.rcvlowat {
             if self.workload != Workload::Stream {
-                return Err(Error::Usage(
-                    "--rcvlowat applies to stream and sendfile receivers: a request smaller than it would never wake its receive".into(),
-                ));
+                return Err(SpecError::Invalid(format!(
+                    "{} applies to stream and sendfile receivers: a request smaller than it would never wake its receive",
+                    Setting::Rcvlowat.token()
+                )));
             }
             if n == 0 || u64::from(n) > MAX_SIZE {
-                return Err(Error::Usage(format!(
-                    "--rcvlowat {n} is out of range: use 1 byte (the kernel's default) to 1G"
-                )));
+                return Err(SpecError::out_of_range(
+                    Setting::Rcvlowat,
+                    n,
+                    "1 byte (the kernel's default) to 1G",
+                ));
             }
         }
         if self.bidir && self.direction == Direction::ServerToClient {
-            return Err(Error::Usage("--bidir already runs both directions: drop --reverse".into()));
+            return Err(SpecError::Invalid(format!(
+                "{} already runs both directions: drop {}",
+                Setting::Bidir.token(),
+                Setting::Reverse.token()
+            )));
         }
         if self.threads == 0 || self.threads > MAX_THREADS {
-            return Err(Error::Usage(format!(
+            return Err(SpecError::Invalid(format!(
                 "{} threads is out of range: use 1 to {MAX_THREADS}",
                 self.threads
             )));
         }
         for (side, s) in [("local", &self.local), ("remote", &self.remote)] {
             if s.cpus.len() > 1024 {
-                return Err(Error::Usage(format!(
+                return Err(SpecError::Invalid(format!(
                     "{side} CPU list has {} entries: at most 1024",
                     s.cpus.len()
                 )));
             }
         }
         if self.flows == 0 || self.flows > MAX_FLOWS {
-            return Err(Error::Usage(format!("{} flows is out of range: use 1 to {MAX_FLOWS}", self.flows)));
+            return Err(SpecError::Invalid(format!(
+                "{} flows is out of range: use 1 to {MAX_FLOWS}",
+                self.flows
+            )));
         }
         for (side, s) in [("local", &self.local), ("remote", &self.remote)] {
             for (what, v) in [("send", s.socket_buffers.send), ("receive", s.socket_buffers.recv)] {
                 if let Some(v) = v {
                     if v == 0 || u64::from(v) > MAX_SIZE {
-                        return Err(Error::Usage(format!(
+                        return Err(SpecError::Invalid(format!(
                             "{side} socket {what} buffer of {v} bytes is out of range: use 1 byte to 1G"
                         )));
                     }
@@ -1035,27 +1069,30 @@ impl TestSpec {
         }
         if let Some(cc) = &self.congestion_control {
             if cc.is_empty() || cc.len() > 15 || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-                return Err(Error::Usage(format!(
+                return Err(SpecError::Invalid(format!(
                     "congestion control '{}' is not a valid name: see /proc/sys/net/ipv4/tcp_available_congestion_control",
                     peer_text(cc)
                 )));
             }
         }
-        self.ring.validate()?;
+        self.ring.check()?;
         if self.interval_ms != 0 && self.interval_ms < 10 {
-            return Err(Error::Usage(format!(
-                "an interval of {} ms is too short: use -D with at least 0.01 s",
-                self.interval_ms
+            return Err(SpecError::Invalid(format!(
+                "an interval of {} ms is too short: use {} with at least 0.01 s",
+                self.interval_ms,
+                Setting::Interval.token()
             )));
         }
         if self.interval_samples() > MAX_INTERVAL_SAMPLES {
             let shortest = self.duration_ms.div_ceil(MAX_INTERVAL_SAMPLES).max(10);
-            return Err(Error::Usage(format!(
-                "-l {} s with -D {} s makes {} interval samples, over the {MAX_INTERVAL_SAMPLES} a report carries: use -D {} or more, or a shorter -l",
+            return Err(SpecError::Invalid(format!(
+                "{duration} {} s with {interval} {} s makes {} interval samples, over the {MAX_INTERVAL_SAMPLES} a report carries: use {interval} {} or more, or a shorter {duration}",
                 self.duration_ms as f64 / 1000.0,
                 self.interval_ms as f64 / 1000.0,
                 self.interval_samples(),
-                shortest as f64 / 1000.0
+                shortest as f64 / 1000.0,
+                duration = Setting::Duration.token(),
+                interval = Setting::Interval.token(),
             )));
         }
         self.validate_burst()?;
@@ -1065,9 +1102,11 @@ impl TestSpec {
         self.validate_payloads()?;
         let zero_copy = [self.local.send_engine, self.remote.send_engine].iter().any(|e| e.is_zero_copy());
         if self.require_zero_copy && !zero_copy {
-            return Err(Error::Usage(
-                "--require-zc needs a zero-copy send engine: add --send-engine zc or zc-msg".into(),
-            ));
+            return Err(SpecError::Invalid(format!(
+                "{} needs a zero-copy send engine: add {} zc or zc-msg",
+                Setting::RequireZeroCopy.token(),
+                Setting::SendEngine.token()
+            )));
         }
         Ok(())
     }
@@ -1103,15 +1142,21 @@ impl TestSpec {
 
     /// The checks that belong to CRR and UDP workloads: engines and options they do not
     /// use are refused rather than silently ignored.
-    fn validate_workload(&self) -> Result<()> {
-        let usage = |m: String| Err(Error::Usage(m));
+    fn validate_workload(&self) -> Result<(), SpecError> {
+        let usage = |m: String| Err(SpecError::Invalid(m));
         let name = self.netperf_name();
+        let crr_only = SpecError::NotForThisTest {
+            settings: vec![Setting::Linger0, Setting::ClientPorts],
+            tests: "crr",
+        };
+        let udp_stream_only =
+            SpecError::NotForThisTest { settings: vec![Setting::Gso, Setting::Gro], tests: "udp-stream" };
         if matches!(self.workload, Workload::Stream | Workload::Rr) {
             if self.crr != CrrOptions::default() {
-                return usage("--linger0 and --client-ports apply to crr only".into());
+                return Err(crr_only);
             }
             if self.udp.gso_segment.is_some() || self.udp.gro {
-                return usage("--gso and --gro apply to udp-stream only".into());
+                return Err(udp_stream_only);
             }
             return Ok(());
         }
@@ -1126,16 +1171,21 @@ impl TestSpec {
         });
         if self.workload.is_udp() && (!own_or_classic || self.verify || self.require_zero_copy) {
             return usage(format!(
-                "{name} uses its own send and receive operations: drop --send-engine, --recv-engine, --verify and --require-zc, or give --send-engine syscall --recv-engine syscall for the classic loop"
+                "{name} uses its own send and receive operations: drop {send}, {recv}, {} and {}, or give {send} syscall {recv} syscall for the classic loop",
+                Setting::Verify.token(),
+                Setting::RequireZeroCopy.token(),
+                send = Setting::SendEngine.token(),
+                recv = Setting::RecvEngine.token(),
             ));
         }
         if self.workload != Workload::Crr && self.crr != CrrOptions::default() {
-            return usage("--linger0 and --client-ports apply to crr only".into());
+            return Err(crr_only);
         }
         if let Some((lo, hi)) = self.crr.client_ports {
             if lo == 0 || lo > hi {
                 return usage(format!(
-                    "--client-ports {lo}-{hi} is not a range: give LOW-HIGH with 1 <= LOW <= HIGH"
+                    "{} {lo}-{hi} is not a range: give LOW-HIGH with 1 <= LOW <= HIGH",
+                    Setting::ClientPorts.token()
                 ));
             }
         }
@@ -1145,36 +1195,44 @@ impl TestSpec {
                 || self.socket.mss.is_some()
                 || self.congestion_control.is_some()
             {
-                return usage(format!("{name} is UDP: --nodelay, --cork, --mss and --cc are TCP options"));
+                return usage(format!(
+                    "{name} is UDP: {}, {}, {} and {} are TCP options",
+                    Setting::Nodelay.token(),
+                    Setting::Cork.token(),
+                    Setting::Mss.token(),
+                    Setting::CongestionControl.token()
+                ));
             }
-            let sizes: &[(&str, u32)] = match self.workload {
-                Workload::UdpStream => &[("-m", self.send_size)],
-                _ => &[("-r request", self.request_size), ("-r response", self.response_size)],
+            let sizes: &[(Setting, u32)] = match self.workload {
+                Workload::UdpStream => &[(Setting::SendSize, self.send_size)],
+                _ => {
+                    &[(Setting::RequestSize, self.request_size), (Setting::ResponseSize, self.response_size)]
+                }
             };
             for &(what, v) in sizes {
                 if !(UDP_SEQ_LEN..=MAX_UDP_PAYLOAD).contains(&v) {
                     return usage(format!(
-                        "{what} {v} does not fit a UDP datagram with its sequence number: use {UDP_SEQ_LEN} to {MAX_UDP_PAYLOAD} bytes"
+                        "{} {v} does not fit a UDP datagram with its sequence number: use {UDP_SEQ_LEN} to {MAX_UDP_PAYLOAD} bytes",
+                        what.token()
                     ));
                 }
             }
         }
         if self.workload != Workload::UdpStream && (self.udp.gso_segment.is_some() || self.udp.gro) {
-            return usage("--gso and --gro apply to udp-stream only".into());
+            return Err(udp_stream_only);
         }
         if let Some(seg) = self.udp.gso_segment {
             if seg != self.send_size {
                 return usage(format!(
-                    "--gso {seg} is the datagram size, so -m must be the same ({} given): drop -m or make it {seg}",
-                    self.send_size
+                    "{gso} {seg} is the datagram size, so {size} must be the same ({} given): drop {size} or make it {seg}",
+                    self.send_size,
+                    gso = Setting::Gso.token(),
+                    size = Setting::SendSize.token(),
                 ));
             }
         }
         if self.workload == Workload::UdpRr && !(100..=10_000_000).contains(&self.udp.timeout_us) {
-            return usage(format!(
-                "--timeout-us {} is out of range: use 100 us to 10 s",
-                self.udp.timeout_us
-            ));
+            return Err(SpecError::out_of_range(Setting::UdpTimeout, self.udp.timeout_us, "100 us to 10 s"));
         }
         if self.workload.is_udp() && self.direction != Direction::ClientToServer {
             return usage(format!("{name} runs client to server only"));
@@ -1185,19 +1243,19 @@ impl TestSpec {
     /// The classic engines replace a worker's ring with a loop of system calls: a side that
     /// sends and receives on one socket (rr, crr, udp-rr) runs one such loop, so it takes
     /// both classic engines or neither.
-    fn validate_classic(&self) -> Result<()> {
+    fn validate_classic(&self) -> Result<(), SpecError> {
         for (flag, stream_only) in [
             (
-                "--send-engine msg-zerocopy",
+                format!("{} msg-zerocopy", Setting::SendEngine.token()),
                 [&self.local, &self.remote].iter().any(|s| s.send_engine == SendEngine::MsgZerocopy),
             ),
             (
-                "--recv-engine zerocopy-receive",
+                format!("{} zerocopy-receive", Setting::RecvEngine.token()),
                 [&self.local, &self.remote].iter().any(|s| s.recv_engine == RecvEngine::ZerocopyReceive),
             ),
         ] {
             if stream_only && self.workload != Workload::Stream {
-                return Err(Error::Usage(format!(
+                return Err(SpecError::Invalid(format!(
                     "{flag} serves stream only, not {}: use syscall for the classic loop",
                     self.command_name()
                 )));
@@ -1206,9 +1264,11 @@ impl TestSpec {
         if self.workload.is_transactional() {
             for s in [&self.local, &self.remote] {
                 if s.send_engine.is_classic() != s.recv_engine.is_classic() {
-                    return Err(Error::Usage(format!(
-                        "{} sends and receives in one loop on each side: give --send-engine syscall with --recv-engine syscall, or neither",
-                        self.command_name()
+                    return Err(SpecError::Invalid(format!(
+                        "{} sends and receives in one loop on each side: give {} syscall with {} syscall, or neither",
+                        self.command_name(),
+                        Setting::SendEngine.token(),
+                        Setting::RecvEngine.token()
                     )));
                 }
             }
@@ -1219,7 +1279,7 @@ impl TestSpec {
     /// A payload file (`-F`, or a label an operator listed) is what a splice stream sender
     /// reads: on a side that does not send that way it would never be read, and --verify
     /// checks ringperf's own pattern.
-    fn validate_payloads(&self) -> Result<()> {
+    fn validate_payloads(&self) -> Result<(), SpecError> {
         let stream = self.workload == Workload::Stream;
         let local_sends = stream && (self.bidir || self.direction == Direction::ClientToServer);
         let remote_sends = stream && (self.bidir || self.direction == Direction::ServerToClient);
@@ -1230,13 +1290,16 @@ impl TestSpec {
                 continue;
             }
             if self.verify {
-                return Err(Error::Usage(
-                    "--verify checks ringperf's own pattern, so it cannot be combined with a payload file (-F FILE or a label): drop one".into(),
-                ));
+                return Err(SpecError::Invalid(format!(
+                    "{} checks ringperf's own pattern, so it cannot be combined with a payload file ({} FILE or a label): drop one",
+                    Setting::Verify.token(),
+                    Setting::PayloadFile.token()
+                )));
             }
             if !sends || side.send_engine != SendEngine::Splice {
-                return Err(Error::Usage(format!(
-                    "the {name} side has a payload file but does not send a stream by splice, so nothing would read it: use sendfile (or --send-engine splice on the side that sends)"
+                return Err(SpecError::Invalid(format!(
+                    "the {name} side has a payload file but does not send a stream by splice, so nothing would read it: use sendfile (or {} splice on the side that sends)",
+                    Setting::SendEngine.token()
                 )));
             }
         }
@@ -1244,74 +1307,95 @@ impl TestSpec {
     }
 
     /// --burst: rr and udp-rr over the ring engines only, within [`MAX_BURST`].
-    fn validate_burst(&self) -> Result<()> {
+    fn validate_burst(&self) -> Result<(), SpecError> {
         if !(1..=MAX_BURST).contains(&self.burst) {
-            return Err(Error::Usage(format!(
-                "--burst {} is out of range: use 1 to {MAX_BURST} transactions in flight per flow",
-                self.burst
-            )));
+            return Err(SpecError::out_of_range(
+                Setting::Burst,
+                self.burst,
+                format!("1 to {MAX_BURST} transactions in flight per flow"),
+            ));
         }
         if self.burst == 1 {
             return Ok(());
         }
         let in_flight = u64::from(self.burst) * u64::from(self.flows);
         if in_flight > MAX_IN_FLIGHT {
-            return Err(Error::Usage(format!(
-                "--burst {} over {} flows is {in_flight} transactions in flight, more than {MAX_IN_FLIGHT}: lower --burst or --flows",
-                self.burst, self.flows
+            return Err(SpecError::Invalid(format!(
+                "{burst} {} over {} flows is {in_flight} transactions in flight, more than {MAX_IN_FLIGHT}: lower {burst} or {}",
+                self.burst,
+                self.flows,
+                Setting::Flows.token(),
+                burst = Setting::Burst.token(),
             )));
         }
         if !matches!(self.workload, Workload::Rr | Workload::UdpRr) {
-            return Err(Error::Usage(format!(
-                "--burst applies to rr and udp-rr only, not {}: drop --burst",
-                self.command_name()
+            return Err(SpecError::Invalid(format!(
+                "{burst} applies to rr and udp-rr only, not {}: drop {burst}",
+                self.command_name(),
+                burst = Setting::Burst.token(),
             )));
         }
         let classic = [&self.local, &self.remote].iter().any(|s| s.send_engine.is_classic());
         if classic {
-            return Err(Error::Usage(
-                "the syscall engine runs one transaction at a time: drop --burst, or drop --send-engine syscall to burst through the ring".into(),
-            ));
+            return Err(SpecError::Invalid(format!(
+                "the syscall engine runs one transaction at a time: drop {}, or drop {} syscall to burst through the ring",
+                Setting::Burst.token(),
+                Setting::SendEngine.token()
+            )));
         }
         Ok(())
     }
 
     /// --rate/--rate-total: rr and udp-rr through the ring (its timers keep the schedule), a depth
     /// of its own (--backlog, not --burst), within the bounds a burst has.
-    fn validate_open_loop(&self) -> Result<()> {
+    fn validate_open_loop(&self) -> Result<(), SpecError> {
         let Some(o) = self.open_loop else { return Ok(()) };
-        let usage = |m: String| Err(Error::Usage(m));
+        let usage = |m: String| Err(SpecError::Invalid(m));
         if !matches!(self.workload, Workload::Rr | Workload::UdpRr) {
             return usage(format!(
-                "--rate and --rate-total apply to rr and udp-rr only, not {}: drop them",
+                "{} and {} apply to rr and udp-rr only, not {}: drop them",
+                Setting::OpenLoopRate.token(),
+                Setting::OpenLoopTotal.token(),
                 self.command_name()
             ));
         }
         if o.rate == 0 {
-            return usage("--rate 0 sends nothing: give at least 1 request per second".into());
+            return usage(format!(
+                "{} 0 sends nothing: give at least 1 request per second",
+                Setting::OpenLoopRate.token()
+            ));
         }
         if self.burst > 1 {
-            return usage(
-                "--burst keeps N in flight closed loop; with --rate the schedule sets the depth: drop --burst (--backlog bounds it)".into(),
-            );
+            return usage(format!(
+                "{burst} keeps N in flight closed loop; with {} the schedule sets the depth: drop {burst} ({} bounds it)",
+                Setting::OpenLoopRate.token(),
+                Setting::Backlog.token(),
+                burst = Setting::Burst.token(),
+            ));
         }
         if !(1..=MAX_BURST).contains(&o.backlog) {
-            return usage(format!(
-                "--backlog {} is out of range: use 1 to {MAX_BURST} requests outstanding per flow",
-                o.backlog
+            return Err(SpecError::out_of_range(
+                Setting::Backlog,
+                o.backlog,
+                format!("1 to {MAX_BURST} requests outstanding per flow"),
             ));
         }
         let outstanding = u64::from(o.backlog) * u64::from(self.flows);
         if outstanding > MAX_IN_FLIGHT {
             return usage(format!(
-                "--backlog {} over {} flows is {outstanding} requests outstanding, more than {MAX_IN_FLIGHT}: lower --backlog or --flows",
-                o.backlog, self.flows
+                "{backlog} {} over {} flows is {outstanding} requests outstanding, more than {MAX_IN_FLIGHT}: lower {backlog} or {}",
+                o.backlog,
+                self.flows,
+                Setting::Flows.token(),
+                backlog = Setting::Backlog.token(),
             ));
         }
         if [&self.local, &self.remote].iter().any(|s| s.send_engine.is_classic()) {
-            return usage(
-                "the syscall engine has no ring timers to keep a schedule: drop --rate, or drop --send-engine syscall".into(),
-            );
+            return usage(format!(
+                "the syscall engine has no ring timers to keep a schedule: drop {}, or drop {} syscall",
+                Setting::OpenLoopRate.token(),
+                Setting::SendEngine.token()
+            ));
         }
         Ok(())
     }
@@ -1431,7 +1515,12 @@ impl TestSpec {
 impl RingTuning {
     /// Checks the knobs a peer or a user controls.
     pub fn validate(&self) -> Result<()> {
-        let usage = |m: String| Err(Error::Usage(m));
+        Ok(self.check()?)
+    }
+
+    /// [`validate`](Self::validate)'s checks, each refusal naming the settings at fault.
+    pub fn check(&self) -> Result<(), SpecError> {
+        let usage = |m: String| Err(SpecError::Invalid(m));
         if !(8..=32768).contains(&self.sq_entries) || !self.sq_entries.is_power_of_two() {
             return usage(format!(
                 "ring size {} is invalid: use a power of two from 8 to 32768",
@@ -1439,47 +1528,53 @@ impl RingTuning {
             ));
         }
         if self.sq_batch == 0 {
-            return usage("--sq-batch must be at least 1".into());
+            return usage(format!("{} must be at least 1", Setting::SqBatch.token()));
         }
         if self.cq_batch == 0 || self.cq_batch > 4096 {
-            return usage(format!("--cq-batch {} is out of range: use 1 to 4096", self.cq_batch));
+            return Err(SpecError::out_of_range(Setting::CqBatch, self.cq_batch, "1 to 4096"));
         }
         if self.cq_batch > 1 && self.cq_wait_us == 0 {
             return usage(format!(
-                "--cq-batch {} needs --cq-wait-us: without a min-wait the last completions of a run could wait forever",
-                self.cq_batch
+                "{} {} needs {}: without a min-wait the last completions of a run could wait forever",
+                Setting::CqBatch.token(),
+                self.cq_batch,
+                Setting::CqWait.token()
             ));
         }
         if let (Some(t), Some(_)) = (self.task_run, self.sqpoll) {
             return usage(format!(
-                "--task-run {} and --sqpoll exclude each other (the kernel refuses task-run modes with an SQ thread): drop one",
-                t.name()
+                "{} {} and {} exclude each other (the kernel refuses task-run modes with an SQ thread): drop one",
+                Setting::TaskRun.token(),
+                t.name(),
+                Setting::Sqpoll.token()
             ));
         }
         if self.cq_wait_us > 1_000_000 {
-            return usage(format!("--cq-wait-us {} is over one second", self.cq_wait_us));
+            return usage(format!("{} {} is over one second", Setting::CqWait.token(), self.cq_wait_us));
         }
         if self.send_depth == 0 || self.send_depth > 64 {
-            return usage(format!("--send-depth {} is out of range: use 1 to 64", self.send_depth));
+            return Err(SpecError::out_of_range(Setting::SendDepth, self.send_depth, "1 to 64"));
         }
         if self.recv_depth == 0 || self.recv_depth > 64 {
-            return usage(format!("--recv-depth {} is out of range: use 1 to 64", self.recv_depth));
+            return Err(SpecError::out_of_range(Setting::RecvDepth, self.recv_depth, "1 to 64"));
         }
         if self.buf_count == 0 || self.buf_count > 32768 || !self.buf_count.is_power_of_two() {
             return usage(format!(
-                "--buf-count {} is invalid: provided-buffer rings need a power of two from 1 to 32768",
+                "{} {} is invalid: provided-buffer rings need a power of two from 1 to 32768",
+                Setting::BufCount.token(),
                 self.buf_count
             ));
         }
         if self.buf_size < 64 || u64::from(self.buf_size) * u64::from(self.buf_count) > MAX_SIZE {
-            return usage(format!(
-                "--buf-size {} is out of range: use at least 64 bytes, and buf-count x buf-size up to 1 GiB",
-                self.buf_size
+            return Err(SpecError::out_of_range(
+                Setting::BufSize,
+                self.buf_size,
+                "at least 64 bytes, and buf-count x buf-size up to 1 GiB",
             ));
         }
         if let Some(us) = self.napi_busy_poll_us {
             if us == 0 || us > 1_000_000 {
-                return usage(format!("--napi-busy-poll-us {us} is out of range: use 1 to 1000000"));
+                return Err(SpecError::out_of_range(Setting::NapiBusyPoll, us, "1 to 1000000"));
             }
         }
         Ok(())
@@ -1531,6 +1626,7 @@ fn udp_chain_sends(datagrams_per_send: u32) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
     use Harness;
 
     /// `workload`'s default spec on the ring's engines, which every feature takes.
@@ -1637,16 +1733,19 @@ mod tests {
         };
         for (s, says) in [
             (TestSpec { open_loop: Some(per_flow), ..TestSpec::for_workload(Workload::Crr) }, "udp-rr only"),
-            (TestSpec { open_loop: Some(OpenLoop { rate: 0, ..per_flow }), ..rr.clone() }, "--rate 0"),
-            (TestSpec { open_loop: Some(per_flow), burst: 4, ..rr.clone() }, "drop --burst"),
-            (TestSpec { open_loop: Some(OpenLoop { backlog: 0, ..per_flow }), ..rr.clone() }, "--backlog 0"),
+            (
+                TestSpec { open_loop: Some(OpenLoop { rate: 0, ..per_flow }), ..rr.clone() },
+                "{open-loop-rate} 0",
+            ),
+            (TestSpec { open_loop: Some(per_flow), burst: 4, ..rr.clone() }, "drop {burst}"),
+            (TestSpec { open_loop: Some(OpenLoop { backlog: 0, ..per_flow }), ..rr.clone() }, "{backlog} 0"),
             (
                 TestSpec {
                     open_loop: Some(OpenLoop { backlog: MAX_BURST, ..per_flow }),
                     flows: 4096,
                     ..rr.clone()
                 },
-                "lower --backlog or --flows",
+                "lower {backlog} or {flows}",
             ),
             (
                 TestSpec {
@@ -1657,7 +1756,7 @@ mod tests {
                 },
                 "syscall engine",
             ),
-            (TestSpec { local: classic.clone(), remote: classic, ..udp_open }, "drop --rate"),
+            (TestSpec { local: classic.clone(), remote: classic, ..udp_open }, "drop {open-loop-rate}"),
         ] {
             match s.validate() {
                 Err(Error::Usage(m)) => assert!(m.contains(says), "{m}"),
@@ -1678,7 +1777,7 @@ mod tests {
         let udp_rr = ring(Workload::UdpRr);
         assert!(TestSpec { burst: 16, ..udp_rr.clone() }.validate().is_ok(), "udp-rr bursts too");
         let many = TestSpec { burst: MAX_BURST, flows: 4096, ..rr.clone() };
-        assert!(many.validate().unwrap_err().to_string().contains("lower --burst or --flows"));
+        assert!(many.validate().unwrap_err().to_string().contains("lower {burst} or {flows}"));
         assert!(serde_json::to_string(&TestSpec { burst: 16, ..rr.clone() })
             .expect("json")
             .contains("\"burst\":16"));

@@ -12,6 +12,7 @@ use io_uring::{cqueue, opcode, squeue, types, IoUring};
 
 use ringperf_core::error::{Error, Result};
 use ringperf_core::report::{RingCounters, RingSetup};
+use ringperf_core::setting::Setting;
 use ringperf_core::spec::RingTuning;
 pub use ringperf_core::spec::TaskRun;
 
@@ -179,7 +180,7 @@ impl Ring {
         let ring: IoUring = b.build(entries).map_err(|e| {
             Error::io(
                 if sqpoll.is_some() {
-                    "creating an io_uring with SQPOLL (a bad --sqpoll CPU gives EINVAL)"
+                    "creating an io_uring with SQPOLL (a bad {sqpoll} CPU gives EINVAL)"
                 } else {
                     "creating an io_uring with SINGLE_ISSUER and DEFER_TASKRUN (needs Linux 6.1 and io_uring enabled: check /proc/sys/kernel/io_uring_disabled)"
                 },
@@ -221,7 +222,7 @@ impl Ring {
         if let Some(us) = tuning.napi_busy_poll_us {
             let mut napi = types::Napi::new().set_busy_poll_timeout(us).set_prefer_busy_poll(true);
             ring.submitter().register_napi(&mut napi).map_err(|e| {
-                Error::io("registering NAPI busy polling (--napi-busy-poll-us needs Linux 6.9)", e)
+                Error::io("registering NAPI busy polling ({napi-busy-poll} needs Linux 6.9)", e)
             })?;
             setup.napi_busy_poll_us = Some(us);
         }
@@ -262,8 +263,9 @@ impl Ring {
         unsafe { self.ring.submitter().register_buffers(&iov) }.map_err(|e| {
             Error::io(
                 format!(
-                    "registering a {} KiB payload arena (as non-root, RLIMIT_MEMLOCK caps it: raise `ulimit -l` or use smaller -m / fewer flows)",
-                    len / 1024
+                    "registering a {} KiB payload arena (as non-root, RLIMIT_MEMLOCK caps it: raise `ulimit -l` or use smaller {} / fewer flows)",
+                    len / 1024,
+                    Setting::SendSize.token()
                 ),
                 e,
             )
@@ -313,8 +315,9 @@ impl Ring {
             // The queue is full: submit what comes before the open chain, if anything does.
             if self.ring.submission().len() as u32 <= self.open_chain {
                 return Err(Error::Usage(format!(
-                    "a linked chain of more than {} entries does not fit the submission queue: raise --sq-entries",
-                    self.open_chain
+                    "a linked chain of more than {} entries does not fit the submission queue: raise {}",
+                    self.open_chain,
+                    Setting::SqEntries.token()
                 )));
             }
             self.enter(0)?;
@@ -609,7 +612,7 @@ mod tests {
             }
         }
         let msg = refused.expect("a ninth linked entry cannot fit an 8-entry queue");
-        assert!(msg.contains("raise --sq-entries"), "{msg}");
+        assert!(msg.contains("raise {sq-entries}"), "{msg}");
     }
 
     /// What is in flight at a run's end comes back, queued or submitted, and nothing runs

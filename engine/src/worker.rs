@@ -26,6 +26,7 @@ use ringperf_core::error::{Error, Result};
 use ringperf_core::measure::clock::monotonic_ns;
 use ringperf_core::measure::intervals::FlowCounters;
 use ringperf_core::report::Ending;
+use ringperf_core::setting::Setting;
 use ringperf_core::spec::{RecvEngine, Role, SendEngine, TestSpec};
 
 /// How a worker is built for its role: sized before the ring exists, built once it does.
@@ -408,7 +409,8 @@ fn run(mut plan: WorkerPlan, ready: mpsc::Sender<()>, start: mpsc::Receiver<u64>
     if let Some(cpu) = plan.cpu {
         if !core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
             return Err(Error::Usage(format!(
-                "cannot pin the worker to CPU {cpu}: pick a CPU this host has for -T"
+                "cannot pin the worker to CPU {cpu}: pick a CPU this host has for {}",
+                Setting::Cpus.token()
             )));
         }
     }

@@ -15,6 +15,7 @@ use serde_json::json;
 
 use ringperf_cli::args::Cli;
 use ringperf_control::limits::session_memory;
+use ringperf_core::setting::spell_settings;
 use ringperf_tests::{
     check_stream_report, ringperf, run_with_timeout, Control, Reply, Ringperf, Server, TestReportExt,
 };
@@ -165,6 +166,8 @@ fn silent_logged_in_sessions_cannot_lock_real_clients_out() {
     assert_eq!(held.len(), 8, "the per-host cap let {} sessions in", held.len());
     assert_eq!(refusals.len(), 12);
     for m in &refusals {
+        // The wire names the setting; the client's front end spells it as its user types it.
+        let m = spell_settings(m, ringperf_cli::args::spelling::native);
         assert!(
             m.contains("127.0.0.2") && m.contains("--max-sessions-per-host") && m.contains("8 sessions"),
             "{m}"

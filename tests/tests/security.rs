@@ -8,6 +8,7 @@ use std::path::PathBuf;
 use std::thread;
 use std::time::Duration;
 
+use ringperf_core::setting::spell_settings;
 use ringperf_tests::{check_stream_report, ringperf, Control, Reply, Ringperf, Server};
 
 const KEY: &str = "a-test-key-of-thirty-two-bytes!!";
@@ -132,6 +133,8 @@ fn a_hello_naming_another_endpoint_gets_no_proof() {
         }));
         let (kind, msg) = c.expect_error();
         assert_eq!(kind, "auth", "{elsewhere}: {msg}");
+        // The wire names the setting; a client's front end spells it as its user types it.
+        let msg = spell_settings(&msg, ringperf_cli::args::spelling::native);
         assert!(msg.contains(&format!("--public-endpoint {elsewhere}")), "{msg}");
         assert!(!msg.contains(&own), "the refusal tells a stranger the server's own address: {msg}");
         c.expect_closed();

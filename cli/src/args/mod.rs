@@ -9,6 +9,8 @@
 //! - `commands`: every command and its own flags, and the lists of every group's marks;
 //! - `parse`: the clap command, each test command's help cut to its flags, and the parse that
 //!   refuses a flag where its mark leaves it out;
+//! - `spelling`: how each front end spells the settings the library's messages name, from
+//!   the flags' clap definitions;
 //! - [`spec`]: flags to what a test runs (the TestSpec and its explicit settings, the target,
 //!   the confidence target);
 //! - `docs`: the manual's flags table (docs/commands.md).
@@ -20,6 +22,7 @@ mod docs;
 mod parse;
 mod registry;
 pub mod spec;
+pub mod spelling;
 mod test_flags;
 mod values;
 

@@ -22,6 +22,7 @@ use std::fs;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::setting::Setting;
 
 /// One host's environment.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
@@ -105,8 +106,9 @@ pub fn check_cpu(cpu: usize, side: &str) -> Result<()> {
     }
     let list: Vec<String> = allowed.iter().map(|c| c.to_string()).collect();
     Err(Error::Usage(format!(
-        "CPU {cpu} does not exist on the {side} host or is outside its affinity mask (usable: {}): pick one of those for -T",
-        list.join(",")
+        "CPU {cpu} does not exist on the {side} host or is outside its affinity mask (usable: {}): pick one of those for {}",
+        list.join(","),
+        Setting::Cpus.token()
     )))
 }
 

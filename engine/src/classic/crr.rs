@@ -453,7 +453,7 @@ fn torn() -> Error {
 fn connect_error(e: std::io::Error, ports: bool) -> Error {
     match e.raw_os_error() {
         Some(libc::EADDRNOTAVAIL) if !ports => Error::Peer(
-            "connect failed with EADDRNOTAVAIL: the client's ephemeral ports are used up by TIME_WAIT; use --linger0, --client-ports LO-HI, a shorter test, or net.ipv4.tcp_tw_reuse=1".into(),
+            "connect failed with EADDRNOTAVAIL: the client's ephemeral ports are used up by TIME_WAIT; use {linger0}, {client-ports} LO-HI, a shorter test, or net.ipv4.tcp_tw_reuse=1".into(),
         ),
         Some(libc::ECONNREFUSED) => Error::Peer(
             "the server refused a crr connection: its listener is gone (did the server stop?)".into(),

@@ -182,7 +182,7 @@ fn role_loop(role: ClassicRole, plan: &WorkerPlan, nflows: usize) -> Result<Box<
     };
     if role == ClassicRole::StreamReceiver && plan.max_rate_bps.is_some() {
         return Err(Error::Usage(
-            "the syscall receive engine cannot hold a stream to this server's --max-rate: use --recv-engine recv".into(),
+            "the syscall receive engine cannot hold a stream to this server's {max-rate}: use {recv-engine} recv".into(),
         ));
     }
     Ok(match role {

@@ -29,6 +29,7 @@ use socket2::{Domain, Protocol, Socket, Type};
 
 use crate::net::connections::{setsockopt_int, FLOW_HEADER_LEN, SETUP_TIMEOUT};
 use ringperf_core::error::{Error, Result};
+use ringperf_core::setting::Setting;
 use ringperf_core::spec::{SocketBuffers, SocketOptions, TestSpec};
 
 /// Marks the first word of a hello: sequence numbers never have it.
@@ -56,13 +57,13 @@ pub fn set_gso(sock: &Socket, segment: u32) -> Result<()> {
         libc::SOL_UDP,
         UDP_SEGMENT,
         segment as i32,
-        &format!("setting UDP_SEGMENT to {segment} (--gso needs Linux 4.18)"),
+        &format!("setting UDP_SEGMENT to {segment} ({} needs Linux 4.18)", Setting::Gso.token()),
     )
 }
 
 /// UDP_GRO: the kernel may hand several datagrams of one flow to one receive.
 pub fn set_gro(sock: &Socket) -> Result<()> {
-    setsockopt_int(sock.as_raw_fd(), libc::SOL_UDP, UDP_GRO, 1, "setting UDP_GRO (--gro needs Linux 5.0)")
+    setsockopt_int(sock.as_raw_fd(), libc::SOL_UDP, UDP_GRO, 1, "setting UDP_GRO ({gro} needs Linux 5.0)")
 }
 
 fn new_socket(addr: SocketAddr, bufs: SocketBuffers, o: &SocketOptions) -> Result<Socket> {

@@ -63,6 +63,7 @@ use ringperf_core::error::{Error, Result};
 use ringperf_core::measure::clock::monotonic_ns;
 use ringperf_core::report::CrrReport;
 use ringperf_core::report::Ending;
+use ringperf_core::setting::Setting;
 use ringperf_core::spec::{CloseFirst, CrrOptions, RecvEngine, TestSpec};
 
 /// One socket option, with its value already encoded, so applying it allocates nothing.
@@ -805,7 +806,9 @@ impl PortCursor {
             *busy += 1;
         }
         Err(Error::Usage(format!(
-            "every port of --client-ports {lo}-{hi} is in use: widen the range, use fewer flows or --linger0"
+            "every port of {} {lo}-{hi} is in use: widen the range, use fewer flows or {}",
+            Setting::ClientPorts.token(),
+            Setting::Linger0.token()
         )))
     }
 }
@@ -825,7 +828,7 @@ fn cycle_error(res: i32, ports: bool) -> Error {
         libc::EADDRNOTAVAIL => Error::Peer(if ports {
             "no usable client port left".into()
         } else {
-            "connect failed with EADDRNOTAVAIL: the client's ephemeral ports are used up by TIME_WAIT; use --linger0, --client-ports LO-HI, a shorter test, or net.ipv4.tcp_tw_reuse=1".into()
+            "connect failed with EADDRNOTAVAIL: the client's ephemeral ports are used up by TIME_WAIT; use {linger0}, {client-ports} LO-HI, a shorter test, or net.ipv4.tcp_tw_reuse=1".into()
         }),
         libc::EPROTO => {
             Error::Peer("the server closed a crr connection before its whole response arrived".into())

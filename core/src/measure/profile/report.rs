@@ -10,6 +10,7 @@ use super::categories::{self, Category, Runner};
 use super::sampler::{RawProfile, RawStack};
 use super::symbolizer::Names;
 use crate::report::ServiceDemand;
+use crate::setting::spelled;
 
 /// Below this many busy samples the note says the figures are rough: a category's share
 /// is a proportion of n samples, and its standard error, sqrt(p(1-p)/n), is up to 1.6
@@ -254,10 +255,10 @@ pub fn build(
         notes.push(lost_note(raw.lost));
     }
     if raw.throttled > 0 {
-        notes.push(format!(
-            "the kernel throttled sampling {} times (kernel.perf_event_max_sample_rate): lower --profile-hz",
+        notes.push(spelled(&format!(
+            "the kernel throttled sampling {} times (kernel.perf_event_max_sample_rate): lower {{profile-hz}}",
             raw.throttled
-        ));
+        )));
     }
     if let Some(e) = symbol_error {
         notes.push(e);
@@ -285,14 +286,14 @@ pub fn build(
 /// The note's part on a small sample count, if it is one; a reader that states the
 /// shares' error itself leaves it out of the note.
 pub fn few_samples_note(busy_samples: u64) -> Option<String> {
-    (busy_samples < FEW_SAMPLES).then(|| format!(
-        "only {busy_samples} busy samples (under {FEW_SAMPLES}): shares are rough to a couple of points; run longer or raise --profile-hz"
-    ))
+    (busy_samples < FEW_SAMPLES).then(|| spelled(&format!(
+        "only {busy_samples} busy samples (under {FEW_SAMPLES}): shares are rough to a couple of points; run longer or raise {{profile-hz}}"
+    )))
 }
 
 /// The note's part on samples the kernel dropped.
 pub fn lost_note(lost: u64) -> String {
-    format!("{lost} samples lost (the sample buffer was full): lower --profile-hz")
+    spelled(&format!("{lost} samples lost (the sample buffer was full): lower {{profile-hz}}"))
 }
 
 /// One sample as a folded line's frames, root first: who ran, its user frames, then its

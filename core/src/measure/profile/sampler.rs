@@ -11,6 +11,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use crate::setting::{spelled, Setting};
 use perf_event::data::Record;
 use perf_event::events::{Hardware, Software};
 use perf_event::{Builder, SampleFlag, Sampler};
@@ -78,7 +79,7 @@ pub fn refusal(e: &std::io::Error) -> String {
     let paranoid = std::fs::read_to_string("/proc/sys/kernel/perf_event_paranoid")
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|_| "unreadable".into());
-    match e.raw_os_error() {
+    let reason = match e.raw_os_error() {
         Some(libc::EACCES) | Some(libc::EPERM) => format!(
             "perf_event_open refused system-wide sampling ({e}; kernel.perf_event_paranoid is {paranoid}): run as root or with CAP_PERFMON, or set kernel.perf_event_paranoid to -1"
         ),
@@ -86,13 +87,14 @@ pub fn refusal(e: &std::io::Error) -> String {
             "this kernel has no perf events (perf_event_open: ENOSYS): build it with CONFIG_PERF_EVENTS".into()
         }
         Some(libc::EMFILE) | Some(libc::ENFILE) => {
-            format!("no file descriptors left for the profile's events ({e}): raise the limit (ulimit -n)")
+            format!("no file descriptors left for the profile's events ({e}): raise the limit (`ulimit -n`)")
         }
         Some(libc::ENOMEM) | Some(libc::EINVAL) => format!(
-            "perf_event_open could not map its sample buffers ({e}): raise kernel.perf_event_mlock_kb or RLIMIT_MEMLOCK, or lower --profile-hz"
+            "perf_event_open could not map its sample buffers ({e}): raise kernel.perf_event_mlock_kb or RLIMIT_MEMLOCK, or lower {{profile-hz}}"
         ),
-        _ => format!("perf_event_open failed ({e}): the run goes on without a profile; --no-profile skips the attempt"),
-    }
+        _ => format!("perf_event_open failed ({e}): the run goes on without a profile; {} skips the attempt", Setting::NoProfile.token()),
+    };
+    spelled(&reason)
 }
 
 /// Errors that mean "this event does not exist here", not "you may not".
