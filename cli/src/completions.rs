@@ -14,7 +14,7 @@ pub fn script(shell: clap_complete::Shell) -> String {
 }
 
 pub fn run(a: &CompletionsArgs) -> Result<i32, Error> {
-    crate::print("the completion script", &script(a.shell));
+    crate::output::print("the completion script", &script(a.shell));
     Ok(0)
 }
 

@@ -8,7 +8,8 @@ use ringperf_core::input;
 use ringperf_core::{Error, TestReport};
 
 use crate::args::DiffArgs;
-use crate::{print, render};
+use crate::output::print;
+use crate::render;
 
 /// A report from `p` (`-` is stdin), read within the report cap.
 fn load(p: &Path) -> Result<TestReport, Error> {

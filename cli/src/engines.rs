@@ -6,8 +6,10 @@ use ringperf_core::spec::{Explicit, RecvEngine, SendEngine, Workload};
 use ringperf_core::{Error, TestReport, TestSpec};
 
 use crate::args::EnginesArgs;
+use crate::output::print;
+use crate::requirements::requirements;
 use crate::runner::{Progress, Runner};
-use crate::{base_spec, explicit, print, render, requirements};
+use crate::{base_spec, explicit, render};
 
 /// The workload `engines` was given.
 pub fn workload(a: &EnginesArgs) -> Workload {

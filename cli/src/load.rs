@@ -20,7 +20,9 @@ use ringperf_core::{Error, TestSpec};
 
 use crate::args::LoadArgs;
 use crate::interrupt::Interrupt;
-use crate::{plot, print, psk_from, render};
+use crate::output::print;
+use crate::psk::psk_from;
+use crate::{plot, render};
 
 /// Probe requests per second per flow when none is given: light, as flent's RRUL probes are.
 pub const DEFAULT_PROBE_RATE: u64 = 200;

@@ -68,12 +68,12 @@ pub fn run(a: &ManArgs) -> Result<i32, Error> {
     match &a.out_dir {
         Some(dir) => {
             let written = write_all(dir)?;
-            crate::print(
+            crate::output::print(
                 "the list of man pages",
                 &format!("wrote {} man pages: {}\n", written.len(), written.join(" ")),
             );
         }
-        None => crate::print("the man page", &page(a.command.as_deref())?),
+        None => crate::output::print("the man page", &page(a.command.as_deref())?),
     }
     Ok(0)
 }

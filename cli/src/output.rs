@@ -224,6 +224,19 @@ fn temp_beside(target: &Path) -> io::Result<PathBuf> {
     Ok(target.with_file_name(tmp))
 }
 
+/// Prints `s` (`what`, for the error line if standard output fails: see [`stdout`]).
+pub(crate) fn print(what: &str, s: &str) {
+    let _ = stdout(what, s);
+}
+
+/// Prints clap's --help or --version text (coloured on a terminal, as clap would).
+pub(crate) fn print_help(e: &clap::Error) {
+    use std::io::IsTerminal;
+    let text =
+        if std::io::stdout().is_terminal() { e.render().ansi().to_string() } else { e.render().to_string() };
+    print("the help", &text);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -99,7 +99,7 @@ pub fn run(a: &PlanArgs) -> Result<i32, Error> {
     } else {
         human(&report, Units::parse(&a.units))
     };
-    crate::print("the plan report", &out);
+    crate::output::print("the plan report", &out);
     if report.partial {
         for t in report.tests.iter().filter(|t| t.error.is_some()) {
             let error = t.error.as_deref().unwrap_or("");
@@ -196,7 +196,7 @@ pub fn plan(file: &PlanFile, dir: &Path) -> Result<(Vec<Agent>, Vec<PlannedTest>
         // Like every client: the agent's key_file, else RINGPERF_PSK.
         let psk = match &a.key_file {
             Some(f) => Some(Psk::from_file(&dir.join(f))?),
-            None => crate::psk_from(None)?,
+            None => crate::psk::psk_from(None)?,
         };
         let (host, port) = agent_address(a)?;
         let data_host = match &a.data_address {
@@ -416,7 +416,7 @@ pub fn human(r: &PlanReport, units: Units) -> String {
     );
     if let Some(l) = &r.latency {
         o.push_str("merged ");
-        render::human::latency_lines(&mut o, l);
+        render::statistics::latency_lines(&mut o, l);
     }
     let c = &r.controller;
     let _ = writeln!(

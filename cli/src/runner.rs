@@ -10,7 +10,8 @@ use ringperf_core::{Error, TestReport, TestSpec};
 
 use crate::args::TestArgs;
 use crate::interrupt::{Interrupt, Stopper};
-use crate::{client_psk, live, render, target};
+use crate::psk::client_psk;
+use crate::{live, render, target};
 
 /// How a run shows progress while it goes.
 pub enum Progress<'a> {

@@ -55,7 +55,7 @@ pub fn run(a: &ServeArgs) -> Result<i32, Error> {
     };
     let addr = server.local_addr();
     // Bound and listening: a background netserver waiting to hear so can report and return.
-    crate::netserver::tell_ready(addr);
+    crate::netperf::ready::tell_ready(addr);
     let l = &config.limits;
     say(&format!(
         "{}; limits: {} sessions ({} per host), {} of payload memory in all and {} per test, tests up to {} s on {} flows",

@@ -7,9 +7,11 @@
 use ringperf_core::{Error, TestSpec};
 
 use crate::args::{sweep_lists, Command, SweepOutArgs, SweepWorkload, TestArgs};
+use crate::output::{self, print, print_help};
+use crate::requirements::requirements;
 use crate::runner::{Progress, Runner};
 use crate::sweep_file::{Entry, PartialSweep, Point};
-use crate::{confidence_target, one_line, output, plot, print, render, requirements};
+use crate::{confidence_target, one_line, plot, render};
 
 /// A list flag found on the command line.
 struct Dimension {
@@ -120,7 +122,7 @@ pub fn main(argv: Vec<String>) -> i32 {
         match parse_point(point, &line) {
             Ok(p) => parsed.push(p),
             Err(e) if !e.use_stderr() => {
-                crate::print_help(&e);
+                print_help(&e);
                 return 0;
             }
             Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {

@@ -1,6 +1,6 @@
 //! The checks every report of a kind must pass, whatever else its test asserts.
 
-use crate::{Direction, Role, SendEngine, SideReport, TestReport, TestReportExt, Workload};
+use crate::reports::{Direction, Role, SendEngine, SideReport, TestReport, TestReportExt, Workload};
 
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)

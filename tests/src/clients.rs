@@ -10,7 +10,8 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::{parse, run_with_timeout, ChildGuard, Outcome, Server, SideReportExt, TestReport};
+use crate::process::{run_with_timeout, ChildGuard, Outcome};
+use crate::reports::{parse, SideReportExt, TestReport};
 
 /// How long one test command may run before it is killed and the test fails. A 1 s test
 /// takes about 1.2 s; the engine's own error paths are bounded by 10 s timeouts, so this
@@ -73,16 +74,6 @@ impl Ringperf {
         let mut all = args.to_vec();
         all.push("--json");
         self.run(&all).success()
-    }
-
-    /// Starts `ringperf serve` on 127.0.0.1 with an ephemeral port.
-    pub fn serve(&self) -> Server {
-        Server::spawn(self)
-    }
-
-    /// Starts `ringperf serve` on 127.0.0.1 with an ephemeral port and `extra` flags.
-    pub fn serve_with(&self, extra: &[&str]) -> Server {
-        Server::spawn_with(self, extra)
     }
 }
 

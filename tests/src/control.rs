@@ -9,7 +9,7 @@ use std::time::Duration;
 use ringperf_control::protocol::ServerMessage;
 use serde_json::Value;
 
-use crate::SideReport;
+use crate::reports::SideReport;
 
 /// A raw control connection, for feeding the server what a real client never sends.
 pub struct Control {

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::{describe, run_with_timeout, try_run_with_timeout, ChildGuard, Outcome};
+use crate::process::{describe, run_with_timeout, try_run_with_timeout, ChildGuard, Outcome};
 
 /// A network namespace made for one test and deleted when dropped.
 pub struct Netns {

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::TestReport;
+use crate::reports::TestReport;
 
 /// A child process that is killed and reaped when dropped, so a panicking test does not
 /// leave it behind.

@@ -9,7 +9,9 @@ use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::{ChildGuard, Netns, Ringperf};
+use crate::clients::Ringperf;
+use crate::namespaces::Netns;
+use crate::process::ChildGuard;
 
 /// A `ringperf serve` child on 127.0.0.1 and an ephemeral port, with its stderr log
 /// collected line by line.
@@ -21,6 +23,19 @@ pub struct Server {
 
 /// How long the server may take to print its listening line.
 const SERVER_START_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// A client's binary is also the server: these start it as one.
+impl Ringperf {
+    /// Starts `ringperf serve` on 127.0.0.1 with an ephemeral port.
+    pub fn serve(&self) -> Server {
+        Server::spawn(self)
+    }
+
+    /// Starts `ringperf serve` on 127.0.0.1 with an ephemeral port and `extra` flags.
+    pub fn serve_with(&self, extra: &[&str]) -> Server {
+        Server::spawn_with(self, extra)
+    }
+}
 
 impl Server {
     pub fn spawn(rp: &Ringperf) -> Server {

@@ -12,6 +12,7 @@ use ringperf_core::spec::{Explicit, TestSpec};
 use serde_json::Value;
 
 use crate::error::{BenchError, Result};
+pub use crate::peers::run_result::Figures;
 use crate::peers::{json_f64, json_u64, Config, RunResult, Tool, Work, Workload};
 use crate::process::{excerpt, is_executable, run_measured};
 
@@ -43,23 +44,6 @@ pub struct Expect {
     pub record_latency: Option<bool>,
     /// Whether the client side's report carries a kernel cost profile that was taken.
     pub profile: Option<bool>,
-}
-
-/// What ringperf reported about itself in one run, beyond the work.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Figures {
-    /// local.cpu.tool_overhead_percent: the client's user-space CPU / all busy CPU.
-    pub local_overhead_percent: f64,
-    /// remote.cpu.tool_overhead_percent: the server's.
-    pub remote_overhead_percent: f64,
-    /// The server side's own service demand (us/KB for a stream, us/transaction for rr).
-    pub remote_service_demand: Option<f64>,
-    /// Share of the sender's notified bytes the kernel did not copy (zc and zc-msg only).
-    pub zero_copy_fraction: Option<f64>,
-    /// Interval samples the client took.
-    pub local_intervals: usize,
-    /// Round trips in the client's latency histogram (rr with latency recording).
-    pub latency_count: Option<u64>,
 }
 
 impl Ringperf {

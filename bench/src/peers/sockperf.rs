@@ -17,10 +17,11 @@ use std::path::PathBuf;
 use std::process::Command;
 
 use crate::error::{BenchError, Result};
+use crate::peers::run_result::SOCKPERF;
 use crate::peers::{Config, RunResult, Tool, Work, Workload};
 use crate::process::{require, run_measured_profiled, start_listening, strip_ansi, Server};
 
-pub const NAME: &str = "sockperf";
+pub const NAME: &str = SOCKPERF;
 pub const INSTALL_HINT: &str = "install sockperf (apt-get install -y sockperf)";
 /// sockperf's message header: smaller messages are refused.
 pub const MIN_MESSAGE: u32 = 14;

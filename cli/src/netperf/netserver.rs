@@ -1,18 +1,14 @@
 //! ringperf invoked as `netserver`: netserver's flags become `ringperf serve`'s, and, as
-//! netserver does, it goes to the background unless -D keeps it in the foreground.
-//! `ringperf install-links DIR` makes the `netperf` and `netserver` links.
+//! netserver does, it goes to the background unless -D keeps it in the foreground, and
+//! hears from the server when it is up ([`super::ready`]).
 
-use std::io::Write;
-use std::os::fd::{AsRawFd, FromRawFd};
-use std::path::Path;
+use std::os::fd::AsRawFd;
 use std::process::{Command, Stdio};
 
 use ringperf_control::limits::DEFAULT_MAX_SESSIONS;
 
-use crate::netperf::NETPERF_PORT;
-
-/// The names ringperf answers to as netperf's programs.
-pub const LINK_NAMES: [&str; 2] = ["netperf", "netserver"];
+use super::call::NETPERF_PORT;
+use super::ready::{listening_address, READY_FD_ENV};
 
 /// What netserver's command line asks.
 #[derive(Debug, PartialEq, Eq)]
@@ -103,7 +99,7 @@ pub fn main(argv: Vec<String>) -> i32 {
         }
     };
     if call.foreground {
-        return crate::run_native(call.native);
+        return crate::native::run_native(call.native);
     }
     // netserver without -D daemonizes: the server runs on in a process of its own,
     // detached from this terminal, and this one reports and returns.
@@ -180,74 +176,6 @@ pub fn main(argv: Vec<String>) -> i32 {
             1
         }
     }
-}
-
-/// The variable that tells `ringperf serve` which inherited descriptor to write its
-/// listening address to (one line), then close: how the background netserver knows the
-/// server is up, and on which port.
-pub const READY_FD_ENV: &str = "RINGPERF_READY_FD";
-
-/// How long the background netserver waits for the server to bind.
-const READY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
-
-/// Reads the server's address line from `ready`, or `None` if the pipe ends (the server
-/// stopped) or nothing comes within READY_TIMEOUT.
-fn listening_address(ready: std::io::PipeReader) -> Option<std::net::SocketAddr> {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut line = String::new();
-        let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(ready), &mut line);
-        let _ = tx.send(line.trim().parse().ok());
-    });
-    rx.recv_timeout(READY_TIMEOUT).ok().flatten()
-}
-
-/// `ringperf serve`'s side of [`READY_FD_ENV`]: writes `addr` to the descriptor it names
-/// and closes it. A variable that names no pipe is left alone.
-pub fn tell_ready(addr: std::net::SocketAddr) {
-    let Some(fd) = std::env::var(READY_FD_ENV).ok().and_then(|v| v.parse::<i32>().ok()) else { return };
-    // SAFETY: libc::stat is plain data, for which all zero bytes are a valid value.
-    let mut st: libc::stat = unsafe { std::mem::zeroed() };
-    // SAFETY: fstat writes into `st`, a stat buffer of the right type; a descriptor that is
-    // not open fails it, which is checked.
-    let stat_ok = fd > 2 && unsafe { libc::fstat(fd, &mut st) } == 0;
-    if !stat_ok || st.st_mode & libc::S_IFMT != libc::S_IFIFO {
-        return;
-    }
-    // SAFETY: the descriptor is an open pipe that the background netserver made for this
-    // process to own; nothing else here uses it.
-    let mut pipe = unsafe { std::fs::File::from_raw_fd(fd) };
-    let _ = writeln!(pipe, "{addr}");
-}
-
-/// `ringperf install-links DIR`: symlinks named `netperf` and `netserver` to this binary
-/// in DIR, so harnesses that run netperf find ringperf.
-pub fn install_links(dir: &Path) -> Result<i32, ringperf_core::Error> {
-    use ringperf_core::Error;
-    let exe = std::env::current_exe()
-        .map_err(|e| Error::io("finding this program's path (for the links to point at)", e))?;
-    let exe = exe.canonicalize().unwrap_or(exe);
-    for name in LINK_NAMES {
-        let link = dir.join(name);
-        if let Ok(meta) = std::fs::symlink_metadata(&link) {
-            let ours = meta.file_type().is_symlink() && std::fs::read_link(&link).is_ok_and(|t| t == exe);
-            if ours {
-                crate::print(
-                    "the list of links",
-                    &format!("{} -> {} (already there)\n", link.display(), exe.display()),
-                );
-                continue;
-            }
-            return Err(Error::Usage(format!(
-                "{} exists and is not a link to this ringperf: remove it or pick another directory",
-                link.display()
-            )));
-        }
-        std::os::unix::fs::symlink(&exe, &link)
-            .map_err(|e| Error::io(format!("making the link {}", link.display()), e))?;
-        crate::print("the list of links", &format!("{} -> {}\n", link.display(), exe.display()));
-    }
-    Ok(0)
 }
 
 #[cfg(test)]

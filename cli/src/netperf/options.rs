@@ -4,9 +4,10 @@
 //! invoked by name. A repeated option's handler runs again, so its last value holds, as
 //! in netperf.
 
+use super::call::Style;
+use super::refusal::{usage, Refusal};
 use super::state::Parse;
 use super::words::{bracketless, first_of_pair, parse_ipqos, selection};
-use super::{usage, Refusal, Style};
 
 /// What follows an option.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -4,7 +4,8 @@
 use ringperf_core::figures::{self, Run};
 use ringperf_core::TestReport;
 
-use super::{titles, Output, Style};
+use super::call::{Output, Style};
+use super::titles;
 use crate::render::{self, Units};
 
 /// The value of netperf omni output `name` for `r`: the registry's figure of that netperf

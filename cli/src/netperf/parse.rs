@@ -2,10 +2,11 @@
 //! options, then the test they name and the native command line it becomes, then the
 //! test-specific options after `--`.
 
+use super::call::{Call, ARGS_ENV, COUNT_CAP_SECS, NETPERF_PORT};
 use super::options::{Does, Opt, Takes, GLOBAL, TEST};
+use super::refusal::{usage, Refusal};
 use super::state::Parse;
 use super::words::{is_long, parse_c_number, push_long, split_attached, value_of, Args};
-use super::{usage, Call, Refusal, ARGS_ENV, COUNT_CAP_SECS, NETPERF_PORT};
 use crate::args;
 
 /// netperf test names and the native arguments they become.

@@ -6,9 +6,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use ringperf_core::report::IntervalSample;
 use ringperf_core::{Error, TestReport, TestSpec};
 
-use super::{parse, render, Output, Style};
+use super::call::{Output, Style};
+use super::output::render;
+use super::parse::parse;
+use crate::output::{print, print_help};
 use crate::render::Units;
-use crate::{args, live, print, runner, test_spec};
+use crate::requirements::requirements;
+use crate::{args, live, runner, test_spec};
 
 /// Runs ringperf as `netperf`: `argv` is netperf's command line. Returns the exit code.
 pub fn main(argv: Vec<String>) -> i32 {
@@ -22,7 +26,7 @@ pub fn main(argv: Vec<String>) -> i32 {
     let cli = match args::parse(&call.native) {
         Ok(c) => c,
         Err(e) if !e.use_stderr() => {
-            crate::print_help(&e);
+            print_help(&e);
             return 0;
         }
         Err(e) => {
@@ -91,7 +95,7 @@ fn run(cli: &args::Cli, out: &Output) -> Result<i32, Error> {
         eprint!("{}", tcp_info_lines(&report));
     }
     print("the result", &render(&report, out, units));
-    Ok(runner.partial(&report).unwrap_or_else(|| crate::requirements(&report)))
+    Ok(runner.partial(&report).unwrap_or_else(|| requirements(&report)))
 }
 
 /// How much of a fill file the payload repeats.

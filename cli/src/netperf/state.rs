@@ -1,7 +1,7 @@
 //! What a netperf command line has said so far: the state the option handlers
 //! ([`super::options`]) fill in and the parse ([`super::parse`]) turns into a native call.
 
-use super::Output;
+use super::call::Output;
 
 /// What a netperf command line has said so far.
 pub(super) struct Parse {

@@ -2,7 +2,7 @@
 //! `a,b` pairs, and the values that have netperf's own spellings (TOS bytes, C numbers,
 //! selector lists).
 
-use super::{usage, Refusal};
+use super::refusal::{usage, Refusal};
 
 /// The rest of a command line, as the option loops walk it.
 pub(super) type Args<'a> = std::iter::Peekable<std::iter::Skip<std::slice::Iter<'a, String>>>;

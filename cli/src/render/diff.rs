@@ -6,7 +6,7 @@ use ringperf_core::compare::{Comparison, Method};
 use ringperf_core::figures::{self, Unit};
 use ringperf_core::TestReport;
 
-use super::Units;
+use ringperf_core::units::Units;
 
 /// One of the two reports and where it came from.
 pub struct Side<'a> {

@@ -6,7 +6,7 @@ use ringperf_core::measure::profile::{report, ProfileReport};
 use ringperf_core::report::SideReport;
 use ringperf_core::TestReport;
 
-use super::human::sides;
+use super::sides::sides;
 
 /// A within-run interval wider than this (± percent of the mean) says the rate moved during
 /// the run: twice netperf's -I 99,5 target (±2.5 %).

@@ -7,7 +7,7 @@ use ringperf_core::harness::Harness;
 use ringperf_core::report::SideReport;
 use ringperf_core::TestReport;
 
-use super::Units;
+use ringperf_core::units::Units;
 
 pub fn render(reports: &[TestReport], units: Units, default: Harness) -> String {
     let transactional = reports.first().is_some_and(|r| r.spec.workload.is_transactional());

@@ -6,13 +6,15 @@
 use std::fmt::Write;
 
 use ringperf_core::env::NetworkEnvironment;
-use ringperf_core::report::{
-    LatencySummary, RingSetup, SideReport, SyscallCounters, UdpReport, ZeroCopyReport,
-};
+use ringperf_core::report::{RingSetup, SideReport, SyscallCounters, UdpReport, ZeroCopyReport};
 use ringperf_core::spec::{Role, Workload};
 use ringperf_core::TestReport;
 
-use super::{HumanOptions, Units};
+use ringperf_core::units::Units;
+
+use super::format::HumanOptions;
+use super::sides::sides;
+use super::statistics::{latency_lines, statistics_lines};
 
 /// One line: the headline figures of a run (used per iteration).
 pub fn headline(r: &TestReport, units: Units) -> String {
@@ -47,15 +49,6 @@ fn partial_mark(r: &TestReport) -> &'static str {
     } else {
         ""
     }
-}
-
-/// The sides that reported: the local one always, the remote one unless a partial run's
-/// server never did.
-pub(super) fn sides(r: &TestReport) -> Vec<(&'static str, &SideReport)> {
-    [("local ", Some(&r.local)), ("remote", r.remote.as_ref())]
-        .into_iter()
-        .filter_map(|(n, s)| Some((n, s?)))
-        .collect()
 }
 
 pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
@@ -143,11 +136,11 @@ pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
 
 /// The netperf-style banner and table.
 fn render_table(o: &mut String, r: &TestReport, units: Units) {
-    let server = super::socket_addr(&r.server);
+    let server = super::address::socket_addr(&r.server);
     let where_ = match &r.client {
         _ if r.embedded_server => format!("{server} (embedded server)"),
         // Third party: neither side ran on this host.
-        Some(agent) => format!("{server} from agent {}", super::socket_addr(agent)),
+        Some(agent) => format!("{server} from agent {}", super::address::socket_addr(agent)),
         None => server,
     };
     let remote_cpu = match &r.remote {
@@ -411,40 +404,6 @@ fn udp_lines(o: &mut String, name: &str, s: &SideReport) {
             o,
             "{name}  udp rr: {} timeouts, {} retransmissions, {} stale responses ignored",
             u.timeouts, u.retransmissions, u.stale_responses
-        );
-    }
-}
-
-/// Confidence over iterations and the within-run estimate.
-pub(super) fn statistics_lines(o: &mut String, r: &TestReport, units: Units) {
-    if let Some(c) = &r.confidence {
-        let _ = writeln!(
-            o,
-            "confidence: {} iterations, {:.1} % level, target ±{:.2} %: {}",
-            c.iterations,
-            100.0 * c.target.level,
-            c.target.width_percent / 2.0,
-            if c.met { "met" } else { "NOT met" }
-        );
-        for e in &c.estimates {
-            let shown = if e.name == "throughput" {
-                format!("{:.2} ± {:.2} {}", units.convert(e.mean), units.convert(e.half_width), units.label())
-            } else {
-                format!("{:.2} ± {:.2}", e.mean, e.half_width)
-            };
-            let _ = writeln!(o, "  {:<16} {shown} (±{:.2} %)", e.name, e.half_width_percent);
-        }
-    }
-    if let Some(w) = &r.summary.within_run {
-        let shown = if w.name.starts_with("throughput") {
-            format!("{:.2} ± {:.2} {}", units.convert(w.mean), units.convert(w.half_width), units.label())
-        } else {
-            format!("{:.2} ± {:.2}", w.mean, w.half_width)
-        };
-        let _ = writeln!(
-            o,
-            "within run: {} = {shown} (±{:.2} %, {} batch means after warm-up)",
-            w.name, w.half_width_percent, w.samples
         );
     }
 }
@@ -722,23 +681,6 @@ fn rr_table(o: &mut String, r: &TestReport) {
             let _ = writeln!(o, "{NOT_REPORTED:<8} {NOT_REPORTED:<8}");
         }
     }
-}
-
-pub(crate) fn latency_lines(o: &mut String, l: &LatencySummary) {
-    let us = |ns: u64| ns as f64 / 1e3;
-    let _ = writeln!(
-        o,
-        "round trip (us, {} transactions): min {:.1} mean {:.1} p50 {:.1} p90 {:.1} p99 {:.1} p99.9 {:.1} p99.99 {:.1} max {:.1}",
-        l.count,
-        us(l.min_ns),
-        l.mean_ns / 1e3,
-        us(l.p50_ns),
-        us(l.p90_ns),
-        us(l.p99_ns),
-        us(l.p999_ns),
-        us(l.p9999_ns),
-        us(l.max_ns)
-    );
 }
 
 /// udp-stream's and udp-rr's one-way delays, each direction with how far its clock can be

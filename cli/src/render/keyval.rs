@@ -7,8 +7,8 @@
 use ringperf_core::figures::{self, Figure, Run};
 use ringperf_core::TestReport;
 
-use super::Units;
 use crate::args::{self, KeyvalSetting};
+use ringperf_core::units::Units;
 
 /// Where a field's value comes from.
 #[derive(Clone, Copy)]

@@ -7,7 +7,7 @@ use std::fmt::Write;
 use ringperf_core::load::{LoadDirection, LoadReport};
 use ringperf_core::report::LatencySummary;
 
-use super::Units;
+use ringperf_core::units::Units;
 
 pub fn json(r: &LoadReport) -> String {
     // Plain data with string keys: serialization cannot fail.

@@ -7,13 +7,17 @@ use std::fmt::Write;
 use ringperf_core::report::ZeroCopyReport;
 use ringperf_core::TestReport;
 
-use super::{HumanOptions, Units};
+use ringperf_core::units::Units;
+
+use super::format::HumanOptions;
+use super::sides::sides;
+use super::statistics::{latency_lines, statistics_lines};
 
 pub fn lines(o: &mut String, r: &TestReport, units: Units, opts: &HumanOptions) {
     if let Some(l) = &r.local.latency {
-        super::human::latency_lines(o, l);
+        latency_lines(o, l);
     }
-    super::human::statistics_lines(o, r, units);
+    statistics_lines(o, r, units);
     let _ = writeln!(o, "{}", super::profile::overhead_line(r));
     if let Some(z) = zero_copy_proof(r) {
         let _ = writeln!(o, "{z}");
@@ -26,7 +30,7 @@ pub fn lines(o: &mut String, r: &TestReport, units: Units, opts: &HumanOptions) 
         o.push_str(&super::histogram::render(l));
     }
     if opts.profile {
-        for (name, s) in super::human::sides(r) {
+        for (name, s) in sides(r) {
             super::profile::tables(o, name, s);
         }
     }
@@ -37,7 +41,7 @@ pub fn lines(o: &mut String, r: &TestReport, units: Units, opts: &HumanOptions) 
 /// of bytes each zerocopy receive mapped. `None` where no zero-copy engine ran.
 pub fn zero_copy_proof(r: &TestReport) -> Option<String> {
     let mut parts = Vec::new();
-    for (name, s) in super::human::sides(r) {
+    for (name, s) in sides(r) {
         let name = name.trim();
         if let Some(z) = s.send.as_ref().and_then(|x| x.zero_copy.as_ref()) {
             parts.push(format!("{name} {} {}", s.send_engine.name(), send_verdict(z)));

@@ -7,7 +7,7 @@ use ringperf_core::figures::{by_name, Figure};
 
 use crate::sweep_file::Entry;
 
-use super::Units;
+use ringperf_core::units::Units;
 
 fn mean(e: &Entry, name: &str) -> Option<f64> {
     let f = by_name(name)?;

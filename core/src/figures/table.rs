@@ -3,11 +3,11 @@
 //! where netperf has one, ringperf's own otherwise; the manual (docs/confidence.md) lists
 //! them all and a test keeps that list equal to the output.
 
+use super::figure::{Better, Figure, Unit};
 use super::text::{
     call_size, cpus, fixed, kernel, link, opt, profile, retrans, rx_cpus, softnet_dropped, softnet_squeezed,
     udp, us, whole_us,
 };
-use super::{Better, Figure, Unit};
 
 pub(super) const FIGURES: &[Figure] = &[
     Figure::headline("throughput", "throughput", Unit::BitsPerSec, |f| Some(f.throughput_bits_per_sec))

@@ -1,5 +1,6 @@
 use super::text::call_size;
 use super::*;
+use crate::measure::profile::diff_name;
 use crate::spec::{Direction, TestSpec, Workload};
 
 /// Each reader finds a figure by one of its names: two figures under one name would let
