@@ -123,19 +123,7 @@ pub(crate) fn run_on(
         ServerMessage::Ready { data_port, cookie, udp_ports } => (data_port, cookie, udp_ports),
         other => return Err(unexpected("ready", &other)),
     };
-    let data = match spec.workload {
-        Workload::Crr => DataSockets::Connector { peer: SocketAddr::new(peer_ip, port), cookie },
-        w if w.is_udp() => DataSockets::Flows(ringperf_engine::net::udp::connect_flows(
-            peer_ip,
-            &udp_ports,
-            cookie,
-            spec,
-            opts.local_bind,
-        )?),
-        _ => {
-            DataSockets::Flows(connect_flows(SocketAddr::new(peer_ip, port), cookie, spec, opts.local_bind)?)
-        }
-    };
+    let data = connect_data(spec, peer_ip, port, cookie, &udp_ports, opts.local_bind)?;
     let watch = opts.interrupt.map(|f| f.as_raw_fd());
     let controls = (opts.live.clone(), watch, None);
     let mut side = Side::prepare_data(spec, &spec.group_roles(true), &spec.local, data, controls)?;
@@ -171,35 +159,7 @@ pub(crate) fn run_on(
     // A report has an entry per flow and per interval sample: it may be well over MAX_FRAME.
     let report_cap = report_frame_cap(spec);
     // From here on a result exists: every failure makes it partial, never discards it.
-    let (remote, failure) = match finished.ending {
-        Ok(Ending::Completed) => {
-            match c.expect_capped("the server's report", until(give_up, LATE_REPORT_WAIT), report_cap) {
-                Ok(ServerMessage::Report { side }) => (Some(*side), None),
-                Ok(other) => (None, Some(unexpected("report", &other))),
-                Err(e) => (None, Some(e)),
-            }
-        }
-        Ok(Ending::Aborted) => {
-            // Ctrl-C: the server was told to stop (above); take whatever it measured.
-            let remote = match c.expect_capped("the server's partial report", PARTIAL_REPORT_WAIT, report_cap)
-            {
-                Ok(ServerMessage::Report { side }) => Some(*side),
-                _ => None,
-            };
-            (remote, Some(Error::Interrupted("interrupted by the user (Ctrl-C, SIGTERM or SIGHUP)".into())))
-        }
-        Err(e) => {
-            // The server's own account of what went wrong is usually the better message.
-            c.interrupt = None;
-            let wait = until(give_up, LATE_REPORT_WAIT).min(FAILED_REPORT_WAIT);
-            let e = match c.expect_capped("the server's report", wait, report_cap) {
-                Err(server @ (Error::Usage(_) | Error::Requirement(_) | Error::Protocol(_))) => server,
-                Err(Error::Peer(m)) if m.starts_with("server: ") => Error::Peer(m),
-                _ => e,
-            };
-            (None, Some(e))
-        }
-    };
+    let (remote, failure) = take_server_report(&mut c, finished.ending, give_up, report_cap);
     let (mut local, mut remote) = (local, remote);
     // The embedded server took no samples of its own: this process's cover every CPU.
     if let (true, Some(s), Some(r)) = (embedded || opts.server_in_process, &samples, remote.as_mut()) {
@@ -237,6 +197,65 @@ pub(crate) fn run_on(
         clock,
         client: None,
     })
+}
+
+/// Opens the data flows to the ports the server offered: UDP flows, TCP connections, or
+/// for crr nothing yet (each cycle connects).
+fn connect_data(
+    spec: &TestSpec,
+    peer_ip: IpAddr,
+    port: u16,
+    cookie: u64,
+    udp_ports: &[u16],
+    local_bind: Option<IpAddr>,
+) -> Result<DataSockets> {
+    Ok(match spec.workload {
+        Workload::Crr => DataSockets::Connector { peer: SocketAddr::new(peer_ip, port), cookie },
+        w if w.is_udp() => DataSockets::Flows(ringperf_engine::net::udp::connect_flows(
+            peer_ip, udp_ports, cookie, spec, local_bind,
+        )?),
+        _ => DataSockets::Flows(connect_flows(SocketAddr::new(peer_ip, port), cookie, spec, local_bind)?),
+    })
+}
+
+/// Takes the server's report as the local side's ending allows: its full report after a
+/// completed run, its partial one after Ctrl-C, or after a failure its account of what went
+/// wrong, which usually says it better. Also says why the result is partial, if it is.
+fn take_server_report(
+    c: &mut Control<'_>,
+    ending: Result<Ending>,
+    give_up: Instant,
+    report_cap: usize,
+) -> (Option<SideReport>, Option<Error>) {
+    match ending {
+        Ok(Ending::Completed) => {
+            match c.expect_capped("the server's report", until(give_up, LATE_REPORT_WAIT), report_cap) {
+                Ok(ServerMessage::Report { side }) => (Some(*side), None),
+                Ok(other) => (None, Some(unexpected("report", &other))),
+                Err(e) => (None, Some(e)),
+            }
+        }
+        Ok(Ending::Aborted) => {
+            // Ctrl-C: the server was told to stop (above); take whatever it measured.
+            let remote = match c.expect_capped("the server's partial report", PARTIAL_REPORT_WAIT, report_cap)
+            {
+                Ok(ServerMessage::Report { side }) => Some(*side),
+                _ => None,
+            };
+            (remote, Some(Error::Interrupted("interrupted by the user (Ctrl-C, SIGTERM or SIGHUP)".into())))
+        }
+        Err(e) => {
+            // The server's own account of what went wrong is usually the better message.
+            c.interrupt = None;
+            let wait = until(give_up, LATE_REPORT_WAIT).min(FAILED_REPORT_WAIT);
+            let e = match c.expect_capped("the server's report", wait, report_cap) {
+                Err(server @ (Error::Usage(_) | Error::Requirement(_) | Error::Protocol(_))) => server,
+                Err(Error::Peer(m)) if m.starts_with("server: ") => Error::Peer(m),
+                _ => e,
+            };
+            (None, Some(e))
+        }
+    }
 }
 
 /// Clock probes the client sends before a test that measures one-way delay.

@@ -9,7 +9,7 @@
 use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -31,13 +31,13 @@ use ringperf_core::env::{check_cpu, Environment};
 use ringperf_core::error::{Error, Result};
 use ringperf_core::measure::clock::monotonic_ns;
 use ringperf_core::payload::{PayloadFile, PayloadFiles};
-use ringperf_core::report::Ending;
+use ringperf_core::report::{Ending, SideReport};
 use ringperf_core::setting::Setting;
 use ringperf_core::spec::WireSpec;
 use ringperf_core::spec::{SpecSide, TestSpec, Workload};
 use ringperf_core::units::format_bytes;
 use ringperf_engine::net::{accept_flows, listen, random_cookie, udp};
-use ringperf_engine::side::{DataSockets, Side};
+use ringperf_engine::side::{DataSockets, Finished, Side};
 
 /// How long a logged-in client has to send its test spec after the welcome. A real client
 /// sends it at once; a connection that logs in and stays silent holds a session slot, so
@@ -629,9 +629,74 @@ fn session(
         },
     )?;
 
+    let (spec, payload_file, go_within_ms) = match read_request(stream, cfg)? {
+        Request::Test { spec, payload_file, go_within_ms } => (*spec, payload_file, go_within_ms),
+        Request::ThirdParty { spec, peer_host, peer_port, start } => {
+            let peer = Peer { host: &peer_host, port: peer_port };
+            return third_party(a, cfg, slot, events, *spec, peer, start);
+        }
+    };
+    let _reservation = accept(&spec, cfg, slot, a.peer, events, true)?;
+    log_payload_file(payload_file, a.peer, events);
+    let test_and_grace = Duration::from_millis(spec.duration_ms)
+        + Duration::from_nanos(ringperf_engine::workload::PEER_GRACE_NS);
+    // A plan's client may wait for its start longer than a control read (see third_party);
+    // only a key holder may hold a session that long: a keyless server grants no more.
+    let go_wait = granted_go_wait(go_within_ms.filter(|_| cfg.psk.is_some()));
+    slot.deadline_in(SETUP_LIMIT + go_wait + test_and_grace + REPORT_SLACK);
+
+    let cookie = random_cookie();
+    let mut foreign = udp::Foreign::default();
+    let data = open_data(stream, local_ip, &spec, cookie, a.peer, events, &mut foreign)?;
+    // UDP: the descriptors that echo late hellos until `Go` (see net::udp).
+    let udp_fds: Vec<RawFd> = match &data {
+        DataSockets::Flows(socks) if spec.workload.is_udp() => socks.iter().map(AsRawFd::as_raw_fd).collect(),
+        _ => Vec::new(),
+    };
+
+    let controls = (None, Some(stream.as_raw_fd()), cfg.limits.max_rate_bps);
+    let mut side = Side::prepare_data(&spec, &spec.group_roles(false), &spec.remote, data, controls)?;
+    write_frame(&mut w, &ServerMessage::Armed {})?;
+    if !udp_fds.is_empty() {
+        // The side owns the sockets now; it only uses them once the window opens.
+        udp::echo_hellos_until(&udp_fds, cookie, stream.as_raw_fd())?;
+    }
+    let go_by = Instant::now() + go_wait;
+    match read_frame_by(stream, "go", go_by, MAX_CLIENT_FRAME, None)? {
+        ClientMessage::Go {} => {}
+        other => return Err(out_of_order("go", &other)),
+    }
+    slot.deadline_in(test_and_grace + REPORT_SLACK);
+    side.start()?;
+    let (finished, aborted) = finish_side(stream, &spec, side)?;
+    let mut report = finished.report;
+    if let Some(u) = report.udp.as_mut() {
+        u.foreign_datagrams = foreign.datagrams;
+    }
+    let report_cap = report_frame_cap(&spec);
+    let figures = TestFigures {
+        test: spec.netperf_name(),
+        bytes: report.bytes_sent + report.bytes_received,
+        transactions: report.transactions,
+    };
+    send_report(stream, finished.ending, aborted, report, report_cap, figures)
+}
+
+/// What a logged-in client asks for after the welcome.
+enum Request {
+    /// A test against this server, its spec resolved for this side.
+    Test { spec: Box<TestSpec>, payload_file: Option<PayloadFile>, go_within_ms: Option<u64> },
+    /// A third-party run against the agent at `peer_host`:`peer_port` (see [`third_party`]).
+    ThirdParty { spec: Box<WireSpec>, peer_host: String, peer_port: u16, start: Option<Option<u64>> },
+}
+
+/// Reads the client's request, answering its clock probes on the way: a session has
+/// [`SPEC_TIMEOUT`] to name its test.
+fn read_request(stream: &TcpStream, cfg: &ServerConfig) -> Result<Request> {
+    let mut w = stream;
     let spec_by = Instant::now() + SPEC_TIMEOUT;
     let mut probes = 0;
-    let (spec, payload_file, go_within_ms) = loop {
+    loop {
         match read_frame_by(stream, "the test spec", spec_by, MAX_CLIENT_FRAME, None) {
             Ok(ClientMessage::Test { spec, clock_offset_ns, go_within_ms }) => {
                 let (mut spec, file) = into_local(*spec, SpecSide::Remote, &cfg.payload_files)?;
@@ -639,12 +704,11 @@ fn session(
                 if cfg.in_client_process {
                     spec.profile.enabled = false;
                 }
-                break (spec, file, go_within_ms);
+                return Ok(Request::Test { spec: Box::new(spec), payload_file: file, go_within_ms });
             }
             Ok(ClientMessage::ThirdParty { spec, peer_host, peer_port, synchronized, start_within_ms }) => {
-                let peer = Peer { host: &peer_host, port: peer_port };
                 let start = synchronized.then_some(start_within_ms);
-                return third_party(a, cfg, slot, events, *spec, peer, start);
+                return Ok(Request::ThirdParty { spec, peer_host, peer_port, start });
             }
             Ok(ClientMessage::ClockProbe {}) if probes < MAX_CLOCK_PROBES => {
                 probes += 1;
@@ -664,56 +728,47 @@ fn session(
             }
             Err(e) => return Err(e),
         }
-    };
-    let _reservation = accept(&spec, cfg, slot, a.peer, events, true)?;
-    log_payload_file(payload_file, a.peer, events);
-    let test_and_grace = Duration::from_millis(spec.duration_ms)
-        + Duration::from_nanos(ringperf_engine::workload::PEER_GRACE_NS);
-    // A plan's client may wait for its start longer than a control read (see third_party);
-    // only a key holder may hold a session that long: a keyless server grants no more.
-    let go_wait = granted_go_wait(go_within_ms.filter(|_| cfg.psk.is_some()));
-    slot.deadline_in(SETUP_LIMIT + go_wait + test_and_grace + REPORT_SLACK);
+    }
+}
 
-    let cookie = random_cookie();
-    // UDP: the descriptors that echo late hellos until `Go` (see net::udp).
-    let mut udp_fds = Vec::new();
-    let mut foreign = udp::Foreign::default();
-    let data = if spec.workload.is_udp() {
-        let (socks, udp_ports) = udp::bind_flows(local_ip, &spec)?;
+/// Offers the test's data sockets (Ready) and takes the client's flows on them: its UDP
+/// flows' hellos, its TCP connections, or for crr the listener that serves the whole test.
+/// Datagrams from elsewhere are counted in `foreign`.
+fn open_data(
+    stream: &TcpStream,
+    local_ip: IpAddr,
+    spec: &TestSpec,
+    cookie: u64,
+    peer: SocketAddr,
+    events: &EventSink,
+    foreign: &mut udp::Foreign,
+) -> Result<DataSockets> {
+    let mut w = stream;
+    if spec.workload.is_udp() {
+        let (socks, udp_ports) = udp::bind_flows(local_ip, spec)?;
         write_frame(&mut w, &ServerMessage::Ready { data_port: 0, cookie, udp_ports })?;
-        let accepted = udp::accept_flows(&socks, cookie, a.peer.ip(), &mut foreign);
+        let accepted = udp::accept_flows(&socks, cookie, peer.ip(), foreign);
         if let Some(first) = foreign.first {
-            events(ServerEvent::ForeignDatagrams { peer: a.peer, datagrams: foreign.datagrams, first });
+            events(ServerEvent::ForeignDatagrams { peer, datagrams: foreign.datagrams, first });
         }
         accepted?;
-        udp_fds = socks.iter().map(AsRawFd::as_raw_fd).collect();
-        DataSockets::Flows(socks)
+        Ok(DataSockets::Flows(socks))
     } else {
-        let listener = listen(local_ip, &spec)?;
+        let listener = listen(local_ip, spec)?;
         let port = listener.local_addr().ok().and_then(|a| a.as_socket()).map(|a| a.port()).unwrap_or(0);
         write_frame(&mut w, &ServerMessage::Ready { data_port: port, cookie, udp_ports: Vec::new() })?;
         if spec.workload == Workload::Crr {
             // crr connects once per cycle: the listener serves the whole test.
-            DataSockets::Listener { listener, cookie, peer: a.peer }
+            Ok(DataSockets::Listener { listener, cookie, peer })
         } else {
-            DataSockets::Flows(accept_flows(&listener, cookie, spec.connections(), a.peer.ip())?)
+            Ok(DataSockets::Flows(accept_flows(&listener, cookie, spec.connections(), peer.ip())?))
         }
-    };
+    }
+}
 
-    let controls = (None, Some(stream.as_raw_fd()), cfg.limits.max_rate_bps);
-    let mut side = Side::prepare_data(&spec, &spec.group_roles(false), &spec.remote, data, controls)?;
-    write_frame(&mut w, &ServerMessage::Armed {})?;
-    if !udp_fds.is_empty() {
-        // The side owns the sockets now; it only uses them once the window opens.
-        udp::echo_hellos_until(&udp_fds, cookie, stream.as_raw_fd())?;
-    }
-    let go_by = Instant::now() + go_wait;
-    match read_frame_by(stream, "go", go_by, MAX_CLIENT_FRAME, None)? {
-        ClientMessage::Go {} => {}
-        other => return Err(out_of_order("go", &other)),
-    }
-    slot.deadline_in(test_and_grace + REPORT_SLACK);
-    side.start()?;
+/// Ends the side when its run is over: at once for a test the window ends, or once the
+/// client says its cycles are done (or asks to stop). Also says whether the client stopped it.
+fn finish_side(stream: &TcpStream, spec: &TestSpec, side: Side) -> Result<(Finished, bool)> {
     // crr: the client stopped mid-run (Ctrl-C) and asked for what was measured.
     let mut aborted = false;
     if spec.client_says_flows_done() {
@@ -743,18 +798,21 @@ fn session(
             }
         }
     }
-    let finished = side.finish()?;
-    let mut report = finished.report;
-    if let Some(u) = report.udp.as_mut() {
-        u.foreign_datagrams = foreign.datagrams;
-    }
-    let report_cap = report_frame_cap(&spec);
-    let figures = TestFigures {
-        test: spec.netperf_name(),
-        bytes: report.bytes_sent + report.bytes_received,
-        transactions: report.transactions,
-    };
-    match finished.ending {
+    Ok((side.finish()?, aborted))
+}
+
+/// Sends the server's report when the client may have it: a completed test, or one the
+/// client stopped; a client that went away mid-test gets nothing, and the session says why.
+fn send_report(
+    stream: &TcpStream,
+    ending: Result<Ending>,
+    aborted: bool,
+    report: SideReport,
+    report_cap: usize,
+    figures: TestFigures,
+) -> Result<SessionEnd> {
+    let mut w = stream;
+    match ending {
         // crr: the workers finished what was under way, stopped by the client.
         Ok(Ending::Completed) if aborted => {
             write_frame_capped(&mut w, &ServerMessage::Report { side: Box::new(report) }, report_cap)?;

@@ -926,6 +926,31 @@ impl TestSpec {
 
     /// [`validate`](Self::validate)'s checks, each refusal naming the settings at fault.
     pub fn check(&self) -> Result<(), SpecError> {
+        self.check_length_and_counts()?;
+        self.check_sizes_and_rates()?;
+        self.check_stream_options()?;
+        self.check_scale()?;
+        self.ring.check()?;
+        self.check_intervals()?;
+        self.validate_burst()?;
+        self.validate_open_loop()?;
+        self.validate_workload()?;
+        self.validate_classic()?;
+        self.validate_payloads()?;
+        let zero_copy = [self.local.send_engine, self.remote.send_engine].iter().any(|e| e.is_zero_copy());
+        if self.require_zero_copy && !zero_copy {
+            return Err(SpecError::Invalid(format!(
+                "{} needs a zero-copy send engine: add {} zc or zc-msg",
+                Setting::RequireZeroCopy.token(),
+                Setting::SendEngine.token()
+            )));
+        }
+        Ok(())
+    }
+
+    /// How long the test runs and what may end it early: the window, the profiler's rate,
+    /// a byte or transaction count, and a latency split inside the window.
+    fn check_length_and_counts(&self) -> Result<(), SpecError> {
         if self.duration_ms == 0 || self.duration_ms > MAX_DURATION_MS {
             return Err(SpecError::Invalid(format!(
                 "test length of {} ms is out of range: use {} with 0.001 to {} seconds",
@@ -982,6 +1007,11 @@ impl TestSpec {
                 )));
             }
         }
+        Ok(())
+    }
+
+    /// Message sizes, the MSS and pacing rates: each within what a side can honour.
+    fn check_sizes_and_rates(&self) -> Result<(), SpecError> {
         for (setting, n) in [
             (Setting::SendSize, self.send_size),
             (Setting::RecvSize, self.recv_size),
@@ -1011,6 +1041,11 @@ impl TestSpec {
                 )));
             }
         }
+        Ok(())
+    }
+
+    /// Options only a stream test uses: both directions at once and the receive low-water mark.
+    fn check_stream_options(&self) -> Result<(), SpecError> {
         if self.bidir && self.workload != Workload::Stream {
             return Err(SpecError::NotForThisTest { settings: vec![Setting::Bidir], tests: "stream tests" });
         }
@@ -1036,6 +1071,12 @@ impl TestSpec {
                 Setting::Reverse.token()
             )));
         }
+        Ok(())
+    }
+
+    /// What a test asks a host to hold: threads, CPU lists, flows, socket buffers and a
+    /// congestion control name that reaches the kernel.
+    fn check_scale(&self) -> Result<(), SpecError> {
         if self.threads == 0 || self.threads > MAX_THREADS {
             return Err(SpecError::Invalid(format!(
                 "{} threads is out of range: use 1 to {MAX_THREADS}",
@@ -1075,7 +1116,11 @@ impl TestSpec {
                 )));
             }
         }
-        self.ring.check()?;
+        Ok(())
+    }
+
+    /// Interval samples: not too short, and no more of them than a report carries.
+    fn check_intervals(&self) -> Result<(), SpecError> {
         if self.interval_ms != 0 && self.interval_ms < 10 {
             return Err(SpecError::Invalid(format!(
                 "an interval of {} ms is too short: use {} with at least 0.01 s",
@@ -1093,19 +1138,6 @@ impl TestSpec {
                 shortest as f64 / 1000.0,
                 duration = Setting::Duration.token(),
                 interval = Setting::Interval.token(),
-            )));
-        }
-        self.validate_burst()?;
-        self.validate_open_loop()?;
-        self.validate_workload()?;
-        self.validate_classic()?;
-        self.validate_payloads()?;
-        let zero_copy = [self.local.send_engine, self.remote.send_engine].iter().any(|e| e.is_zero_copy());
-        if self.require_zero_copy && !zero_copy {
-            return Err(SpecError::Invalid(format!(
-                "{} needs a zero-copy send engine: add {} zc or zc-msg",
-                Setting::RequireZeroCopy.token(),
-                Setting::SendEngine.token()
             )));
         }
         Ok(())

@@ -1,6 +1,6 @@
-//! Finding the peers Debian does not package (netperf, neper): `shared/anchors/build.sh
-//! [PREFIX]` builds them into PREFIX/bin. The bench looks in PATH, then in
-//! `$RINGPERF_ANCHORS` (a PREFIX or its bin/), then in the script's default prefix.
+//! Finding the peers Debian does not package (netperf, neper), installed from source under
+//! some PREFIX/bin. The bench looks in PATH, then in `$RINGPERF_ANCHORS` (a PREFIX or its
+//! bin/), then in ~/.cache/ringperf-anchors/bin.
 
 use std::env;
 use std::path::PathBuf;
@@ -8,13 +8,13 @@ use std::path::PathBuf;
 use crate::error::{BenchError, Result};
 use crate::process::{find_in_path, is_executable};
 
-/// The environment variable naming where build.sh put the peers.
+/// The environment variable naming the prefix the peers are installed under.
 pub const ANCHORS_ENV: &str = "RINGPERF_ANCHORS";
 
 /// How to get the peers, for the error when one is missing.
-pub const BUILD_HINT: &str = "build netperf and neper with `../shared/anchors/build.sh [PREFIX]` \
-     (needs apt-get install -y build-essential autoconf automake; about 25 s), then put PREFIX/bin \
-     in PATH or set RINGPERF_ANCHORS=PREFIX";
+pub const BUILD_HINT: &str = "install netperf and neper (Debian packages neither: build them \
+     from source), then put their bin/ directory in PATH or set RINGPERF_ANCHORS to the prefix \
+     they are installed under (or to its bin/ directory)";
 
 /// Where to look after PATH, in order.
 fn directories() -> Vec<PathBuf> {
