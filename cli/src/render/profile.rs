@@ -129,11 +129,20 @@ impl Measured {
     fn text(&self) -> String {
         format!(
             "{:.1} % ± {:.1} % ({}; {} busy samples)",
-            self.percent,
+            self.share(),
             self.half_width,
             self.parts(),
             self.busy_samples
         )
+    }
+
+    /// The share as printed: a sum of no samples is 0, never "-0.0".
+    fn share(&self) -> f64 {
+        if self.percent == 0.0 {
+            0.0
+        } else {
+            self.percent
+        }
     }
 
     /// Its parts, which add up to it: the helper threads only where they ran.
@@ -181,7 +190,7 @@ impl Overhead {
         match self {
             Overhead::Measured(m) => format!(
                 "{:.1} % ± {:.1} % of busy CPU ({}; {} busy samples at {} Hz, 95 % interval)",
-                m.percent,
+                m.share(),
                 m.half_width,
                 m.parts(),
                 m.busy_samples,
