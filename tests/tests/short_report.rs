@@ -181,6 +181,15 @@ fn rendered(r: &TestReport) -> String {
     human::render(r, Units::parse("m"), &HumanOptions { banner: true, ..HumanOptions::default() })
 }
 
+/// The report as `-v` prints it.
+fn rendered_verbose(r: &TestReport) -> String {
+    human::render(
+        r,
+        Units::parse("m"),
+        &HumanOptions { banner: true, verbosity: 1, ..HumanOptions::default() },
+    )
+}
+
 fn doubt_line(text: &str) -> Option<&str> {
     text.lines().find(|l| l.starts_with("doubtful: "))
 }
@@ -230,11 +239,7 @@ fn the_doubt_line_names_what_the_report_holds_and_is_absent_without_it() {
         assert!(line.contains(part), "no '{part}' in: {line}");
     }
     // -v ends with the same line.
-    let verbose = human::render(
-        &r,
-        Units::parse("m"),
-        &HumanOptions { banner: true, verbosity: 1, ..HumanOptions::default() },
-    );
+    let verbose = rendered_verbose(&r);
     assert_eq!(verbose.lines().last(), Some(line), "{verbose}");
 }
 
@@ -394,11 +399,7 @@ fn every_combination_of_warnings_stays_within_the_limit() {
             for part in parts {
                 assert!(line.contains(part), "{case}: no '{part}' in: {line}");
             }
-            let verbose = human::render(
-                &r,
-                Units::parse("m"),
-                &HumanOptions { banner: true, verbosity: 1, ..HumanOptions::default() },
-            );
+            let verbose = rendered_verbose(&r);
             assert!(verbose.starts_with("!!! WARNING: confidence target not met: "), "{case}:\n{verbose}");
             assert_eq!(verbose.contains("\nPARTIAL RESULT: "), partial, "{case}:\n{verbose}");
         }
