@@ -5,12 +5,13 @@ use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::thread;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::bench;
 use crate::error::Result;
 use crate::peers::{Config, Workload};
 use crate::plan::Plan;
+use crate::progress::{self, Context};
 use crate::report::{RatioRow, Table};
 
 /// One workload of the comparison, as the users' own scripts run it.
@@ -70,10 +71,15 @@ pub fn run(
     classic: bool,
 ) -> Result<()> {
     let mut outcomes = Vec::new();
+    let started = Instant::now();
     for (i, case) in cases.iter().enumerate() {
         if i > 0 {
             thread::sleep(pause);
         }
+        progress::set_context(Some(Context {
+            heading: format!("[{}/{}] {}", i + 1, cases.len(), case.label),
+            later: later(started.elapsed(), i, cases.len()),
+        }));
         println!("\n# [{}/{}] {}\n", i + 1, cases.len(), case.label);
         let _ = std::io::stdout().flush();
         let plan = Plan {
@@ -92,8 +98,19 @@ pub fn run(
             }
         });
     }
+    progress::set_context(None);
     print!("{}", render(cases, &outcomes));
     Ok(())
+}
+
+/// How long the cases after case `i` of `n` should take: as long each as the cases before
+/// it took on average (their peers, hence their runs, differ little); nothing known before
+/// the first has run.
+fn later(elapsed: Duration, i: usize, n: usize) -> Duration {
+    if i == 0 {
+        return Duration::ZERO;
+    }
+    elapsed / i as u32 * (n - i - 1) as u32
 }
 
 /// The table of every case's ratios.
@@ -166,6 +183,16 @@ fn default_harness_cell(cfg: &crate::peers::Config) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first case knows nothing of the later ones; after it, each later case is
+    /// reckoned at the average so far.
+    #[test]
+    fn the_later_cases_are_reckoned_at_the_average_so_far() {
+        let min = Duration::from_secs(60);
+        assert_eq!(later(Duration::ZERO, 0, 9), Duration::ZERO);
+        assert_eq!(later(2 * min, 2, 9), 6 * min);
+        assert_eq!(later(8 * min, 8, 9), Duration::ZERO);
+    }
 
     #[test]
     fn every_seed_workload_is_a_case_with_its_pinning() {

@@ -15,6 +15,7 @@ use crate::peers::ringperf::{self, Ringperf};
 use crate::peers::sockperf::{self, Sockperf};
 use crate::peers::{Config, RunResult, Tool, Workload};
 use crate::plan::{Host, Plan, CLIENT_FIRST};
+use crate::progress::Progress;
 use crate::report;
 use ringperf_core::harness::Harness;
 
@@ -253,22 +254,19 @@ pub fn alternate_entries(
 ) -> Result<(Vec<RunResult>, Vec<Failure>)> {
     let mut results = Vec::with_capacity(runs as usize * entries.len());
     let mut failures = Vec::new();
+    let progress = Progress::start(u64::from(runs) * entries.len() as u64);
     for round in 0..runs {
         for (i, e) in entries.iter().enumerate() {
+            let done = u64::from(round) * entries.len() as u64 + i as u64;
+            let work = format!("{} {} B", e.cfg.netperf_test(), e.cfg.size);
             let mut attempt = 0;
             loop {
                 if !*first && !pause.is_zero() {
                     thread::sleep(pause);
                 }
                 *first = false;
-                let left = secs_left(entries, runs, round, i, pause);
-                eprint!(
-                    "ringperf-bench: run {}/{} {} (about {left} s left) ... ",
-                    round + 1,
-                    runs,
-                    e.tool.name()
-                );
-                let _ = std::io::stderr().flush();
+                let left = Duration::from_secs(secs_left(entries, runs, round, i, pause));
+                progress.run_starts(done, e.tool.name(), &work, left);
                 let children_before = children_cpu_us();
                 match e.tool.run(e.cfg) {
                     Ok(mut r) => {
@@ -276,12 +274,12 @@ pub fn alternate_entries(
                         // before it returns, so the delta is exactly their CPU.
                         r.process_cpu_us =
                             children_cpu_us().zip(children_before).map(|(a, b)| a.saturating_sub(b) as f64);
-                        eprintln!("{}", report::one_line(e.cfg, &r));
+                        progress.run_ends(done, e.tool.name(), &report::one_line(e.cfg, &r));
                         results.push(r);
                         break;
                     }
                     Err(err) if attempt < retries => {
-                        eprintln!("failed, repeating it: {err}");
+                        progress.run_ends(done, e.tool.name(), &format!("failed, repeating it: {err}"));
                         failures.push(Failure {
                             tool: e.tool.name(),
                             round: round + 1,
@@ -290,13 +288,15 @@ pub fn alternate_entries(
                         attempt += 1;
                     }
                     Err(err) => {
-                        eprintln!("failed");
+                        progress.run_ends(done, e.tool.name(), "failed");
+                        progress.finish();
                         return Err(err);
                     }
                 }
             }
         }
     }
+    progress.finish();
     Ok((results, failures))
 }
 

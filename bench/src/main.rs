@@ -22,6 +22,7 @@ mod peers;
 mod plan;
 mod process;
 mod profile_cost;
+mod progress;
 mod report;
 mod scale;
 mod stats;

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use ringperf_cli::render::{doubt, human, HumanOptions, Units};
 use ringperf_core::measure::profile::report;
+use ringperf_core::report::SpliceReport;
 use ringperf_core::spec::{DEFAULT_PROFILE_HZ, LIGHT_PROFILE_HZ};
 use ringperf_core::TestReport;
 use ringperf_tests::{at, ringperf, skip, ChildGuard};
@@ -180,6 +181,15 @@ fn rendered(r: &TestReport) -> String {
     human::render(r, Units::parse("m"), &HumanOptions { banner: true, ..HumanOptions::default() })
 }
 
+/// The report as `-v` prints it.
+fn rendered_verbose(r: &TestReport) -> String {
+    human::render(
+        r,
+        Units::parse("m"),
+        &HumanOptions { banner: true, verbosity: 1, ..HumanOptions::default() },
+    )
+}
+
 fn doubt_line(text: &str) -> Option<&str> {
     text.lines().find(|l| l.starts_with("doubtful: "))
 }
@@ -229,11 +239,7 @@ fn the_doubt_line_names_what_the_report_holds_and_is_absent_without_it() {
         assert!(line.contains(part), "no '{part}' in: {line}");
     }
     // -v ends with the same line.
-    let verbose = human::render(
-        &r,
-        Units::parse("m"),
-        &HumanOptions { banner: true, verbosity: 1, ..HumanOptions::default() },
-    );
+    let verbose = rendered_verbose(&r);
     assert_eq!(verbose.lines().last(), Some(line), "{verbose}");
 }
 
@@ -325,5 +331,77 @@ fn a_run_whose_server_died_says_it_is_partial_in_the_doubt_line() {
             "{cmd}: {} lines, at most {max}:\n{report}",
             report.lines().count()
         );
+    }
+}
+
+/// A zero-copy rr whose server died: the partial notice, the zero-copy proof and the doubts
+/// all fit in the rr limit (the notice was a line of its own, 15 in all).
+#[test]
+fn a_partial_zero_copy_rr_stays_within_its_limit() {
+    let (code, report) = run_with_the_server_killed(&["rr", "--send-engine", "zc"]);
+    assert_eq!(code, Some(3), "a dead server is a peer error:\n{report}");
+    assert!(report.lines().any(|l| l.starts_with("zero copy: local zc ")), "no proof:\n{report}");
+    let line = doubt_line(&report).unwrap_or_else(|| panic!("no doubt line:\n{report}"));
+    assert!(line.contains("a partial run (") && line.contains("never reported"), "{line}");
+    let n = report.lines().count();
+    assert!(n <= RR_LINES, "{n} lines, at most {RR_LINES}:\n{report}");
+}
+
+/// Every warning a default report can carry at once (a missed confidence target over
+/// iterations, a partial run with and without the server's side, a payload file smaller
+/// than a send, zero copy the kernel copied) stays within the limit, each still named in
+/// the one doubt line; -v keeps its own lines for them.
+#[test]
+fn every_combination_of_warnings_stays_within_the_limit() {
+    for (cmd, max) in [("rr", RR_LINES), ("stream", STREAM_LINES)] {
+        let args = [cmd, "-l", "0.3", "-i", "3,3", "-I", "99,0.01", "--send-engine", "zc", "--json"];
+        let text = ringperf!().run(&args).success().stdout;
+        let full: TestReport = ringperf_core::report_upgrade::parse(&text).expect("a report");
+        assert!(full.confidence.as_ref().is_some_and(|c| !c.met), "{cmd}: the target was met");
+        for (partial, remote, small_file) in
+            [(false, true, false), (true, true, false), (true, false, false), (true, false, true)]
+        {
+            let mut r = full.clone();
+            if partial {
+                r.partial = true;
+                r.partial_reason = Some("interrupted (Ctrl-C)".into());
+            }
+            if !remote {
+                r.remote = None;
+            }
+            if small_file {
+                let send = r.local.send.as_mut().expect("a send report");
+                send.splice = Some(SpliceReport {
+                    file_bytes: Some(100),
+                    file_smaller_than_send: Some(1000),
+                    ..SpliceReport::default()
+                });
+            }
+            let text = rendered(&r);
+            let case = format!("{cmd} partial {partial} remote {remote} small file {small_file}");
+            let n = text.lines().count();
+            assert!(n <= max, "{case}: {n} lines, at most {max}:\n{text}");
+            assert!(text.lines().any(|l| l.starts_with("zero copy: ")), "{case}: no proof:\n{text}");
+            let sure = text.lines().find(|l| l.contains("confidence: 3 iterations")).unwrap_or("");
+            assert!(sure.contains("NOT met") && sure.contains("local CPU "), "{case}: {sure}\n{text}");
+            let line = doubt_line(&text).unwrap_or_else(|| panic!("{case}: no doubt line:\n{text}"));
+            let mut parts =
+                vec!["the confidence target was not met (", "over the ±0.01 % asked for", "copied zero copy"];
+            if partial {
+                parts.push("a partial run (interrupted (Ctrl-C)");
+            }
+            if !remote {
+                parts.push("the server's side never reported");
+            }
+            if small_file {
+                parts.push("the payload file is 100 bytes, smaller than the 1000-byte send size");
+            }
+            for part in parts {
+                assert!(line.contains(part), "{case}: no '{part}' in: {line}");
+            }
+            let verbose = rendered_verbose(&r);
+            assert!(verbose.starts_with("!!! WARNING: confidence target not met: "), "{case}:\n{verbose}");
+            assert_eq!(verbose.contains("\nPARTIAL RESULT: "), partial, "{case}:\n{verbose}");
+        }
     }
 }

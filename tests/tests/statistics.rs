@@ -6,13 +6,21 @@ use std::fs;
 use ringperf_core::measure::latency::{merge_summaries, LatencyRecorder};
 use ringperf_tests::{ringperf, IterationFigures, SideReportExt, TestReport, TestReportExt};
 
-/// A target nobody can meet: three iterations run, the warning names what missed.
+/// A target nobody can meet: three iterations run, the warning names what missed (-v: a
+/// netperf-style warning per figure; the default report: its doubt line).
 #[test]
 fn a_missed_confidence_target_warns_and_says_by_how_much() {
-    let out = ringperf!().run(&["stream", "-l", "0.3", "-i", "3,3", "-I", "99,0.01"]).success();
+    let out = ringperf!().run(&["stream", "-l", "0.3", "-i", "3,3", "-I", "99,0.01", "-v"]).success();
     let warnings: Vec<&str> = out.stdout.lines().filter(|l| l.starts_with("!!! WARNING")).collect();
     assert!(!warnings.is_empty(), "no warning: {out}");
     assert!(warnings.iter().any(|w| w.contains("throughput") && w.contains("±0.01 %")), "{warnings:?}");
+    assert!(out.stdout.contains("NOT met"), "{out}");
+    let out = ringperf!().run(&["stream", "-l", "0.3", "-i", "3,3", "-I", "99,0.01"]).success();
+    let doubt = out.stdout.lines().find(|l| l.starts_with("doubtful: ")).unwrap_or_else(|| panic!("{out}"));
+    assert!(
+        doubt.contains("confidence target was not met (throughput ±") && doubt.contains("±0.01 %"),
+        "{doubt}"
+    );
     assert!(out.stdout.contains("NOT met"), "{out}");
 
     let r = ringperf!().run_report(&["stream", "-l", "0.3", "-i", "3,3", "-I", "99,0.01"]);

@@ -12,9 +12,12 @@ use crate::process::{find_in_path, is_executable};
 pub const ANCHORS_ENV: &str = "RINGPERF_ANCHORS";
 
 /// How to get the peers, for the error when one is missing.
-pub const BUILD_HINT: &str = "install netperf and neper (Debian packages neither: build them \
-     from source), then put their bin/ directory in PATH or set RINGPERF_ANCHORS to the prefix \
-     they are installed under (or to its bin/ directory)";
+pub const BUILD_HINT: &str = "Debian packages neither netperf nor neper: clone \
+     github.com/HewlettPackard/netperf and github.com/google/neper and run \
+     `tools/build-peers --netperf NETPERF_SRC --neper NEPER_SRC` from the ringperf checkout \
+     (it installs into ~/.cache/ringperf-anchors; docs/benchmarks.md, \"The peers\", says how \
+     to build them by hand), or put their bin/ directory in PATH or set RINGPERF_ANCHORS to \
+     the prefix they are installed under";
 
 /// Where to look after PATH, in order.
 fn directories() -> Vec<PathBuf> {

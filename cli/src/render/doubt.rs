@@ -25,10 +25,24 @@ pub fn line(r: &TestReport) -> Option<String> {
 pub fn doubts(r: &TestReport) -> Vec<String> {
     let mut d = Vec::new();
     if r.partial {
-        d.push(format!("a partial run ({})", r.partial_reason.as_deref().unwrap_or("it did not finish")));
+        let why = r.partial_reason.as_deref().unwrap_or("it did not finish");
+        let missing = if r.remote.is_none() { "; the server's side never reported" } else { "" };
+        d.push(format!("a partial run ({why}{missing})"));
     }
-    if r.confidence.as_ref().is_some_and(|c| !c.met) {
-        d.push("the confidence target was not met".to_string());
+    if let Some(c) = r.confidence.as_ref().filter(|c| !c.met) {
+        let want = c.target.width_percent / 2.0;
+        let wide: Vec<String> = c
+            .estimates
+            .iter()
+            .filter(|e| e.half_width_percent > want)
+            .map(|e| format!("{} ±{:.2} %", e.name, e.half_width_percent))
+            .collect();
+        d.push(format!(
+            "the confidence target was not met ({} at {:.1} % after {} iterations, over the ±{want:.2} % asked for)",
+            wide.join(", "),
+            100.0 * c.target.level,
+            c.iterations
+        ));
     }
     if let Some(w) = r.summary.within_run.as_ref().filter(|w| w.half_width_percent > NOISY_PERCENT) {
         d.push(format!(
@@ -53,6 +67,9 @@ pub fn doubts(r: &TestReport) -> Vec<String> {
 fn side_doubts(s: &SideReport) -> Vec<String> {
     let mut d = Vec::new();
     let engine = s.send_engine.name();
+    if let Some(w) = s.send.as_ref().and_then(|x| x.splice.as_ref()?.small_file_warning()) {
+        d.push(w);
+    }
     if let Some(z) = s.send.as_ref().and_then(|x| x.zero_copy.as_ref()) {
         if z.copied > 0 {
             d.push(format!(

@@ -53,7 +53,10 @@ fn partial_mark(r: &TestReport) -> &'static str {
 
 pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
     let mut o = String::new();
-    if let Some(c) = &r.confidence {
+    // The short default says the warnings and a partial run in its doubt line, so that no
+    // combination of them takes it over its length; -v and netperf's -P 0 say them first.
+    let warnings_first = opts.verbosity > 0 || !opts.banner;
+    if let Some(c) = r.confidence.as_ref().filter(|_| warnings_first) {
         for m in c.misses() {
             let _ = writeln!(o, "!!! WARNING: confidence target not met: {m}");
         }
@@ -63,6 +66,7 @@ pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
     }
     let small_files: Vec<String> = sides(r)
         .into_iter()
+        .filter(|_| warnings_first)
         .filter_map(|(name, s)| {
             let w = s.send.as_ref()?.splice.as_ref()?.small_file_warning()?;
             Some(format!("!!! WARNING ({}): {w}", name.trim()))
@@ -75,7 +79,7 @@ pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
         o.push('\n');
     }
     let mut table = String::new();
-    render_table(&mut table, r, units);
+    render_table(&mut table, r, units, warnings_first);
     if opts.banner {
         o.push_str(&table);
     } else {
@@ -135,7 +139,8 @@ pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
 }
 
 /// The netperf-style banner and table.
-fn render_table(o: &mut String, r: &TestReport, units: Units) {
+/// `partial_line`: a partial run is said under the banner (else the doubt line says it).
+fn render_table(o: &mut String, r: &TestReport, units: Units, partial_line: bool) {
     let server = super::address::socket_addr(&r.server);
     let where_ = match &r.client {
         _ if r.embedded_server => format!("{server} (embedded server)"),
@@ -167,7 +172,7 @@ fn render_table(o: &mut String, r: &TestReport, units: Units) {
         cpu_name(r.local.pinned_cpu),
         cpu_name(remote_cpu)
     );
-    if r.partial {
+    if r.partial && partial_line {
         let _ = writeln!(
             o,
             "PARTIAL RESULT: {}. The figures cover the run until it stopped{}.",

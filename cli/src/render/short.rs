@@ -1,6 +1,9 @@
 //! The default report below netperf's table: the round trips (rr), how sure the figures
 //! are, what the tool cost with its kernel share, the kernel's proof of zero copy, and the
-//! one line of doubts. The rest of the report comes with `-v`; all of it is in `--json`.
+//! one line of doubts, each at most one line, so that no combination (iterations, a
+//! partial run, a zero-copy engine, warnings) takes the report over its length (the header
+//! and the table, then at most five lines). The rest comes with `-v`; all of it is in
+//! `--json`.
 
 use std::fmt::Write;
 
@@ -11,13 +14,15 @@ use ringperf_core::units::Units;
 
 use super::format::HumanOptions;
 use super::sides::sides;
-use super::statistics::{latency_lines, statistics_lines};
+use super::statistics::{latency_lines, sure_line};
 
 pub fn lines(o: &mut String, r: &TestReport, units: Units, opts: &HumanOptions) {
     if let Some(l) = &r.local.latency {
         latency_lines(o, l);
     }
-    statistics_lines(o, r, units);
+    if let Some(l) = sure_line(r, units) {
+        let _ = writeln!(o, "{l}");
+    }
     let _ = writeln!(o, "{}", super::profile::overhead_line(r));
     if let Some(z) = zero_copy_proof(r) {
         let _ = writeln!(o, "{z}");

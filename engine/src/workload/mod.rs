@@ -8,6 +8,7 @@ pub mod pacer;
 pub mod rr;
 pub mod schedule;
 pub mod sequence;
+pub mod standing;
 pub mod stream;
 pub mod udp_rr;
 pub mod udp_stream;

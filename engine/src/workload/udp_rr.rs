@@ -50,6 +50,7 @@ use crate::workload::drain::Drain;
 use crate::workload::driver::{RoleReport, Run, Workload};
 use crate::workload::pacer::Pacer;
 use crate::workload::schedule::Schedule;
+use crate::workload::standing::StandingReceives;
 use ringperf_core::error::Result;
 use ringperf_core::measure::clock::monotonic_ns;
 use ringperf_core::measure::intervals::FlowCounters;
@@ -552,10 +553,9 @@ pub struct UdpRrServer<S, R> {
     batch_of: Vec<u64>,
     together: Vec<u32>,
     max_together: u32,
-    drain: Drain,
+    receives: StandingReceives,
     report: UdpReport,
-    /// Receives still standing, responses in flight.
-    armed: usize,
+    /// Responses in flight.
     in_flight: usize,
     /// The requests' one-way delays (`None`: they carry no stamp).
     one_way: Option<OneWayRecorder>,
@@ -564,15 +564,13 @@ pub struct UdpRrServer<S, R> {
     clock_offset_ns: i64,
     /// This completion batch's clock read for the response stamps, 0 until taken.
     batch_stamp: u64,
-    /// A counted test: the eventfd the session writes when the client has made all its
-    /// transactions, which starts the drain then instead of at the deadline.
-    flows_done: Option<RawFd>,
     /// Paces the responses; one without tokens is owed until the pacer's tick.
     pacer: Pacer,
 }
 
 impl<S: SendPath, R: RecvPath> UdpRrServer<S, R> {
-    /// `flows_done`: see [`UdpRrServer::flows_done`] (`None`: the deadline ends the test).
+    /// `flows_done`: the eventfd the session writes when the client has made all its
+    /// transactions (`None`: the deadline ends the test).
     pub fn new(
         spec: &TestSpec,
         fds: &[FlowFd],
@@ -600,25 +598,23 @@ impl<S: SendPath, R: RecvPath> UdpRrServer<S, R> {
             together: vec![0; fds.len()],
             max_together: 0,
             // Up to 200 ms of requests still coming, then one quiet period.
-            drain: Drain::new(quiet_ns, 200_000_000 + quiet_ns),
+            receives: StandingReceives::new(
+                Drain::new(quiet_ns, 200_000_000 + quiet_ns),
+                fds.len(),
+                flows_done,
+            ),
             report: UdpReport {
                 datagram_size: spec.response_size,
                 flows: vec![UdpFlowReport::default(); fds.len()],
                 ..UdpReport::default()
             },
-            armed: 0,
             in_flight: 0,
             one_way: OneWayRecorder::for_direction(spec, true),
             stamp_responses: spec.one_way_unmeasured(false).is_none(),
             clock_offset_ns: spec.clock_offset_ns,
             batch_stamp: 0,
-            flows_done,
             pacer,
         }
-    }
-
-    fn arm(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
-        self.recv.arm(ring, f, 0, false, Flags::empty())
     }
 
     fn answer(&mut self, ring: &mut Ring, f: usize, seq: u64) -> Result<()> {
@@ -674,30 +670,21 @@ impl<S: SendPath, R: RecvPath> UdpRrServer<S, R> {
 /// Answers requests until after the deadline no request came for a quiet period; every
 /// new request counts as it arrives. A stop ends it at once.
 impl<S: SendPath, R: RecvPath> Workload for UdpRrServer<S, R> {
-    /// A counted test's session reads the control connection itself (for the client's
-    /// "done", or a stop) and says so through `flows_done`.
     fn watches(&self) -> bool {
-        self.flows_done.is_none()
+        self.receives.driver_watches()
     }
 
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
         self.pacer.start(ring)?;
-        if let Some(fd) = self.flows_done {
-            crate::workload::ending::watch_flows_done(ring, fd)?;
-        }
-        for f in 0..self.flows_n {
-            self.arm(ring, f)?;
-        }
-        self.armed = self.flows_n;
-        Ok(())
+        self.receives.start(ring, &mut self.recv)
     }
 
     fn done(&self, _run: &Run) -> bool {
-        self.armed == 0 && self.in_flight == 0
+        self.receives.all_ended() && self.in_flight == 0
     }
 
     fn on_deadline(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()> {
-        self.drain.start(ring, run.deadline_ns)
+        self.receives.on_deadline(ring, run.deadline_ns)
     }
 
     /// A pacing tick: the answers owed for want of tokens go, as the refill allows.
@@ -713,7 +700,7 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrServer<S, R> {
 
     fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
         // STOP: the client has its answers.
-        if self.drain.complete(ring, c.op(), self.flows_n)? {
+        if self.receives.complete(ring, c.op())? {
             return Ok(true);
         }
         match c.op() {
@@ -734,7 +721,7 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrServer<S, R> {
                 let f = c.flow();
                 match self.recv.complete(ring, c, &mut self.verify)? {
                     RecvEvent::Cancelled { .. } => {
-                        self.armed -= 1;
+                        self.receives.cancelled();
                         return Ok(true);
                     }
                     // ICMP port unreachable from an earlier send (Nothing), or a short
@@ -754,7 +741,7 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrServer<S, R> {
                         }
                         self.path.set_stamp(self.batch_stamp);
                         self.report.receives += 1;
-                        self.drain.saw_data();
+                        self.receives.saw_data();
                         if self.first_seen(f, seq) {
                             self.report.datagrams_received += 1;
                             self.report.flows[f].datagrams_received += 1;
@@ -769,15 +756,7 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrServer<S, R> {
                         self.answer(ring, f, seq)?;
                     }
                 }
-                // The kernel ended the standing receive (no F_MORE): arm it again unless
-                // the drain cancelled it.
-                if !c.more() {
-                    if self.drain.cancelled() {
-                        self.armed -= 1;
-                    } else {
-                        self.arm(ring, f)?;
-                    }
-                }
+                self.receives.after_receive(ring, &mut self.recv, c)?;
             }
             _ => return Ok(false),
         }
@@ -799,7 +778,7 @@ impl<S: SendPath, R: RecvPath> Workload for UdpRrServer<S, R> {
         RoleReport {
             udp: Some(udp),
             rr: Some(RrReport { burst: self.depth, max_in_flight: self.max_together, open_loop: None }),
-            end_ns: self.drain.end_ns(),
+            end_ns: self.receives.end_ns(),
             ..RoleReport::default()
         }
     }

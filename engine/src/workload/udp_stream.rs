@@ -26,6 +26,7 @@ use crate::workload::drain::Drain;
 use crate::workload::driver::{RoleReport, Run, Wait, Workload};
 use crate::workload::pacer::Pacer;
 use crate::workload::sequence::{add_sequences, SeqTracker};
+use crate::workload::standing::StandingReceives;
 use ringperf_core::error::{Error, Result};
 use ringperf_core::measure::clock::monotonic_ns;
 use ringperf_core::measure::intervals::FlowCounters;
@@ -236,19 +237,14 @@ impl<S: SendPath> Workload for UdpSender<S> {
 /// receive path, every datagram's number into the flow's sequence tracker.
 pub struct UdpReceiver<R> {
     path: R,
-    flows: usize,
     size: usize,
     seq: Vec<SeqTracker>,
-    drain: Drain,
+    receives: StandingReceives,
     report: UdpReport,
-    armed: usize,
     /// Off: the sequence tracker checks what a datagram receiver gets.
     verify: Verifier,
     /// The one-way delays of stamped datagrams (`None`: the spec does not stamp them).
     one_way: Option<OneWayRecorder>,
-    /// A counted test: the eventfd the session writes when the client's sender is done,
-    /// which starts the drain then instead of at the deadline.
-    flows_done: Option<RawFd>,
 }
 
 /// Buffers of `size` bytes a UDP receiver's path needs: one datagram each, or a GRO batch.
@@ -258,24 +254,21 @@ pub fn udp_recv_buffers(spec: &TestSpec) -> (u16, usize) {
 }
 
 impl<R: RecvPath> UdpReceiver<R> {
-    /// `flows_done`: see [`UdpReceiver::flows_done`] (`None`: the deadline ends the test).
+    /// `flows_done`: see [`StandingReceives::new`] (`None`: the deadline ends the test).
     pub fn new(spec: &TestSpec, path: R, flows: usize, flows_done: Option<RawFd>) -> UdpReceiver<R> {
         UdpReceiver {
             path,
-            flows,
             size: spec.send_size as usize,
             seq: vec![SeqTracker::default(); flows],
-            drain: Drain::new(DRAIN_TICK_NS, DRAIN_MAX_NS),
+            receives: StandingReceives::new(Drain::new(DRAIN_TICK_NS, DRAIN_MAX_NS), flows, flows_done),
             report: UdpReport {
                 datagram_size: spec.send_size,
                 gro: spec.udp.gro,
                 flows: vec![UdpFlowReport::default(); flows],
                 ..UdpReport::default()
             },
-            armed: 0,
             verify: Verifier::new(false, 0),
             one_way: OneWayRecorder::for_direction(spec, true),
-            flows_done,
         }
     }
 
@@ -314,47 +307,37 @@ impl<R: RecvPath> UdpReceiver<R> {
 /// Receives on every flow until the deadline and the drain after it. The standing
 /// receives at a stop die with the ring, which goes before the buffer ring they fill.
 impl<R: RecvPath> Workload for UdpReceiver<R> {
-    /// A counted test's session reads the control connection itself (for the client's
-    /// "done", or a stop) and says so through `flows_done`.
     fn watches(&self) -> bool {
-        self.flows_done.is_none()
+        self.receives.driver_watches()
     }
 
     fn start(&mut self, ring: &mut Ring, _run: &mut Run) -> Result<()> {
-        if let Some(fd) = self.flows_done {
-            crate::workload::ending::watch_flows_done(ring, fd)?;
-        }
-        for f in 0..self.flows {
-            self.path.arm(ring, f, 0, false, Flags::empty())?;
-        }
-        self.armed = self.flows;
-        Ok(())
+        self.receives.start(ring, &mut self.path)
     }
 
     fn done(&self, _run: &Run) -> bool {
-        self.armed == 0
+        self.receives.all_ended()
     }
 
     fn on_deadline(&mut self, ring: &mut Ring, run: &mut Run) -> Result<()> {
-        self.drain.start(ring, run.deadline_ns)
+        self.receives.on_deadline(ring, run.deadline_ns)
     }
 
     fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
         // STOP: the client's sender is done, what it sent is here or on its way.
-        if self.drain.complete(ring, c.op(), self.flows)? {
+        if self.receives.complete(ring, c.op())? {
             return Ok(true);
         }
         match c.op() {
             op::RECV => {
-                let f = c.flow();
                 match self.path.complete(ring, c, &mut self.verify)? {
                     RecvEvent::Data { bytes: 0, .. } => self.report.stray += 1,
                     RecvEvent::Data { .. } => {
-                        self.received(f, c, run.counters);
-                        self.drain.saw_data();
+                        self.received(c.flow(), c, run.counters);
+                        self.receives.saw_data();
                     }
                     RecvEvent::Cancelled { .. } => {
-                        self.armed -= 1;
+                        self.receives.cancelled();
                         return Ok(true);
                     }
                     RecvEvent::Nothing => {}
@@ -364,15 +347,7 @@ impl<R: RecvPath> Workload for UdpReceiver<R> {
                         ))
                     }
                 }
-                // A multishot receive ends (no F_MORE) on ENOBUFS and at times otherwise:
-                // arm it again unless the run is over.
-                if !c.more() {
-                    if self.drain.cancelled() {
-                        self.armed -= 1;
-                    } else {
-                        self.path.arm(ring, f, 0, false, Flags::empty())?;
-                    }
-                }
+                self.receives.after_receive(ring, &mut self.path, c)?;
             }
             _ => return Ok(false),
         }
@@ -388,7 +363,7 @@ impl<R: RecvPath> Workload for UdpReceiver<R> {
 
     fn report(&self) -> RoleReport {
         // The end of this side's window: the last drain tick that still saw datagrams.
-        RoleReport { udp: Some(self.udp_report()), end_ns: self.drain.end_ns(), ..RoleReport::default() }
+        RoleReport { udp: Some(self.udp_report()), end_ns: self.receives.end_ns(), ..RoleReport::default() }
     }
 }
 
