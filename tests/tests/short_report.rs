@@ -26,6 +26,7 @@ const VERBOSE_ONLY: &[&str] = &[
     "  ring: ",
     "  syscalls (no ring)",
     "  tcp: ",
+    "  limits: ",
     "  egress ",
     "  cpu split: ",
     "  softirqs: ",
