@@ -148,6 +148,13 @@ fn a_path_that_marks_ce_is_echoed_in_delivered_ce() {
     for ns in [&a, &b] {
         in_ns(&pair, ns, &["sysctl", "-qw", "net.ipv4.tcp_ecn=1"]).expect("ECN on");
     }
+    // ECN negotiated and nothing marking: no CE is echoed, so what follows is the classifier's.
+    let plain = stream_across(&pair, &["-l", "0.5"]);
+    assert_eq!(
+        plain["local"]["tcp"]["delivered_ce"].as_u64(),
+        Some(0),
+        "CE echoed on a path that marks nothing"
+    );
     let pinned = marker.pinned().to_str().expect("a path").to_string();
     in_ns(&pair, &a, &["tc", "qdisc", "add", "dev", "rp182a", "clsact"]).expect("clsact");
     if let Err(e) = in_ns(
@@ -161,6 +168,7 @@ fn a_path_that_marks_ce_is_echoed_in_delivered_ce() {
     check_sides(&json);
     let ce = json["local"]["tcp"]["delivered_ce"].as_u64().expect("delivered_ce");
     let delivered = json["local"]["tcp"]["delivered"].as_u64().expect("delivered");
+    eprintln!("figures: CE-marked segments echoed: {ce} of {delivered} delivered");
     assert!(ce > 0 && ce <= delivered, "CE-marked segments echoed: {ce} of {delivered}");
     let flows_ce: u64 = json["local"]["tcp"]["flows"]
         .as_array()
