@@ -52,7 +52,8 @@ pub enum Cause {
     ReceiverWindow,
     /// The application waited for room in the send buffer.
     SendBuffer,
-    /// Data queued and both windows open: the congestion window, pacing or the CPU set the pace.
+    /// Data queued or in flight and both windows open: the congestion window, pacing, the
+    /// round trip (data waiting for its ACK) or the CPU set the pace.
     Sending,
     /// Nothing queued: the sending application did not keep the socket fed.
     NothingToSend,
@@ -64,7 +65,7 @@ impl Cause {
         match self {
             Cause::ReceiverWindow => "the receiver's window",
             Cause::SendBuffer => "the send buffer",
-            Cause::Sending => "sending (congestion window, pacing or CPU)",
+            Cause::Sending => "sending (cwnd, pacing, round trip or CPU)",
             Cause::NothingToSend => "the application (nothing queued to send)",
         }
     }
