@@ -55,9 +55,10 @@ pub const MAX_FRAME: usize = 1 << 20;
 /// What a side report holds apart from its flows and interval samples (CPU, ring, socket
 /// and environment figures, the workers, a deflated histogram), at most.
 const REPORT_BASE: usize = 1 << 20;
-/// One connection's entries in a side report (its flow figures and its tcp_info, or its
-/// UDP figures), at most: about 330 bytes in practice, every number at 20 digits under 800.
-const REPORT_PER_CONNECTION: usize = 1024;
+/// One connection's entries in a side report (its flow figures and its tcp_info with the
+/// limits over the window, or its UDP figures), at most: about 800 bytes in practice, every
+/// number at its widest still within it.
+const REPORT_PER_CONNECTION: usize = 1536;
 /// One interval sample in a side report, at most: about 200 bytes in practice, every
 /// number at its widest under 400.
 const REPORT_PER_SAMPLE: usize = 512;
@@ -553,7 +554,7 @@ mod tests {
 
     #[test]
     fn report_entries_fit_their_share_of_the_report_cap() {
-        use ringperf_core::measure::tcp_info::TcpFlowInfo;
+        use ringperf_core::measure::tcp_info::{Limits, TcpFlowInfo};
         use ringperf_core::report::{FlowReport, IntervalSample, UdpFlowReport};
         let len = |v: serde_json::Value| serde_json::to_vec(&v).unwrap().len();
         // Every number at its widest: what no run reaches, so a bound from above.
@@ -571,6 +572,7 @@ mod tests {
         };
         let flow = len(widest(serde_json::to_value(FlowReport::default()).unwrap()))
             + len(widest(serde_json::to_value(TcpFlowInfo::default()).unwrap()))
+            + len(widest(serde_json::to_value(Limits::default()).unwrap()))
             + len(widest(serde_json::to_value(UdpFlowReport::default()).unwrap()));
         assert!(flow < REPORT_PER_CONNECTION, "a connection's entries take up to {flow} bytes");
         let sample = IntervalSample {

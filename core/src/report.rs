@@ -208,6 +208,16 @@ impl TestReport {
         fig.remote_tool_overhead_percent = mean(&|i| i.remote_tool_overhead_percent);
         fig.local_network_sd_us = mean(&|i| i.local_network_sd_us);
         fig.remote_network_sd_us = mean(&|i| i.remote_network_sd_us);
+        fig.local_busy_percent = mean(&|i| i.local_busy_percent);
+        fig.remote_busy_percent = mean(&|i| i.remote_busy_percent);
+        fig.local_rwnd_limited_percent = mean(&|i| i.local_rwnd_limited_percent);
+        fig.remote_rwnd_limited_percent = mean(&|i| i.remote_rwnd_limited_percent);
+        fig.local_sndbuf_limited_percent = mean(&|i| i.local_sndbuf_limited_percent);
+        fig.remote_sndbuf_limited_percent = mean(&|i| i.remote_sndbuf_limited_percent);
+        fig.local_delivered_ce = mean(&|i| i.local_delivered_ce);
+        fig.remote_delivered_ce = mean(&|i| i.remote_delivered_ce);
+        fig.local_min_rtt_ns = mean(&|i| i.local_min_rtt_ns);
+        fig.remote_min_rtt_ns = mean(&|i| i.remote_min_rtt_ns);
         if let Some(l) = &self.local.latency {
             fig.p50_latency_ns = Some(l.p50_ns);
             fig.p99_latency_ns = Some(l.p99_ns);
@@ -338,6 +348,32 @@ pub struct IterationFigures {
     pub local_network_sd_us: Option<f64>,
     #[serde(default)]
     pub remote_network_sd_us: Option<f64>,
+    /// Who held each side's sending flows back (tcp_info chronographs over the window,
+    /// percent of their flow-time), so a sweep can plot them: busy (data queued), and of
+    /// it the time held by the receiver's window and by the send buffer. Absent without
+    /// TCP, from a kernel without chronographs, and from older reports.
+    #[serde(default)]
+    pub local_busy_percent: Option<f64>,
+    #[serde(default)]
+    pub remote_busy_percent: Option<f64>,
+    #[serde(default)]
+    pub local_rwnd_limited_percent: Option<f64>,
+    #[serde(default)]
+    pub remote_rwnd_limited_percent: Option<f64>,
+    #[serde(default)]
+    pub local_sndbuf_limited_percent: Option<f64>,
+    #[serde(default)]
+    pub remote_sndbuf_limited_percent: Option<f64>,
+    /// Segments each side's flows saw echoed as CE-marked (ECN), summed, at the end.
+    #[serde(default)]
+    pub local_delivered_ce: Option<f64>,
+    #[serde(default)]
+    pub remote_delivered_ce: Option<f64>,
+    /// The smallest min RTT of each side's flows, ns.
+    #[serde(default)]
+    pub local_min_rtt_ns: Option<f64>,
+    #[serde(default)]
+    pub remote_min_rtt_ns: Option<f64>,
 }
 
 impl IterationFigures {
@@ -373,8 +409,28 @@ impl IterationFigures {
             remote_tool_overhead_percent: rp.map(|p| p.tool_overhead_percent),
             local_network_sd_us: lp.and_then(|p| unit(&p.network_service_demand)),
             remote_network_sd_us: rp.and_then(|p| unit(&p.network_service_demand)),
+            local_busy_percent: limits(Some(local)).map(|l| l.busy_percent),
+            remote_busy_percent: limits(remote).map(|l| l.busy_percent),
+            local_rwnd_limited_percent: limits(Some(local)).map(|l| l.rwnd_limited_percent),
+            remote_rwnd_limited_percent: limits(remote).map(|l| l.rwnd_limited_percent),
+            local_sndbuf_limited_percent: limits(Some(local)).map(|l| l.sndbuf_limited_percent),
+            remote_sndbuf_limited_percent: limits(remote).map(|l| l.sndbuf_limited_percent),
+            local_delivered_ce: tcp(Some(local)).and_then(|t| t.delivered_ce).map(|n| n as f64),
+            remote_delivered_ce: tcp(remote).and_then(|t| t.delivered_ce).map(|n| n as f64),
+            local_min_rtt_ns: tcp(Some(local)).and_then(|t| t.min_rtt_us).map(|us| f64::from(us) * 1e3),
+            remote_min_rtt_ns: tcp(remote).and_then(|t| t.min_rtt_us).map(|us| f64::from(us) * 1e3),
         }
     }
+}
+
+/// A side's TCP report, where it has one.
+fn tcp(s: Option<&SideReport>) -> Option<&TcpReport> {
+    s?.tcp.as_ref()
+}
+
+/// Who held a side's sending flows back, where the kernel said.
+fn limits(s: Option<&SideReport>) -> Option<&crate::measure::tcp_limits::Limits> {
+    tcp(s)?.limits.as_ref()
 }
 
 /// What one side measured over its window.

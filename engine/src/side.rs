@@ -279,10 +279,13 @@ impl Side {
             None => self.connector_socket.unwrap_or_default(),
         };
         let per_flow_bytes: Vec<u64> = flows.iter().map(|f| f.bytes_sent + f.bytes_received).collect();
+        let per_flow_sent: Vec<u64> = flows.iter().map(|f| f.bytes_sent).collect();
         // crr connections are gone by the end and UDP has no TCP_INFO: no TCP report.
-        let tcp =
-            matches!(self.role, Role::StreamSender | Role::StreamReceiver | Role::RrClient | Role::RrServer)
-                .then(|| TcpReport::new(tcp_flows, &per_flow_bytes));
+        let tcp = matches!(
+            self.role,
+            Role::StreamSender | Role::StreamReceiver | Role::StreamBidir | Role::RrClient | Role::RrServer
+        )
+        .then(|| TcpReport::new(tcp_flows, &per_flow_bytes, &per_flow_sent));
         let segments = tcp.as_ref().map_or(0, |t| t.data_segs_out + t.data_segs_in);
         let sd = service_demand(&system, bytes_sent + bytes_received, transactions, segments);
         let tool = merge::tool(&outcomes.iter().map(|o| o.tool).collect::<Vec<_>>());

@@ -13,7 +13,7 @@ use ringperf_core::error::{Error, Result};
 use ringperf_core::measure::cpu::{helper_threads_ns, ThreadCpuSnapshot};
 use ringperf_core::measure::intervals::{FlowCounters, IntervalSampler, LatencySplit};
 use ringperf_core::measure::latency::LatencyRecorder;
-use ringperf_core::measure::tcp_info::{wait_until_sent, TcpFlowInfo};
+use ringperf_core::measure::tcp_info::{wait_until_sent, Chronos, Limits, TcpFlowInfo};
 use ringperf_core::report::{Ending, IntervalSample, RingCounters, RingSetup, ToolCpu};
 use ringperf_core::spec::{Role, SideSpec, TestSpec};
 
@@ -93,6 +93,8 @@ pub(crate) struct WorkerWindow {
     pub deadline_ns: u64,
     pub sampler: IntervalSampler,
     cpu_before: ThreadCpuSnapshot,
+    /// Each flow's TCP chronographs as the window opened (`None`: not TCP, or none kept).
+    chronos: Vec<Option<Chronos>>,
     /// The thread whose io_uring helpers (io-wq, SQPOLL) are counted, and their CPU so far.
     helpers: Option<(i32, u64)>,
 }
@@ -123,6 +125,8 @@ impl WorkerWindow {
             return Err(Error::Peer("the test was abandoned before it started".into()));
         };
         let cpu_before = ThreadCpuSnapshot::now();
+        // Who held each flow back is counted from here, not from the socket's opening.
+        let chronos = plan.fds.iter().map(|&fd| Chronos::read(fd)).collect();
         let spec = &plan.spec;
         let duration_ns = spec.duration_ms * 1_000_000;
         let sampler = IntervalSampler::new(
@@ -133,7 +137,14 @@ impl WorkerWindow {
             plan.live.take(),
         )
         .split_at(spec.latency_split_ms.map(|ms| ms * 1_000_000));
-        Ok(WorkerWindow { start_ns, deadline_ns: start_ns + duration_ns, sampler, cpu_before, helpers })
+        Ok(WorkerWindow {
+            start_ns,
+            deadline_ns: start_ns + duration_ns,
+            sampler,
+            cpu_before,
+            chronos,
+            helpers,
+        })
     }
 
     /// Closes the window at `end_ns` (when the role finished): the thread's CPU, TCP_INFO
@@ -156,11 +167,24 @@ impl WorkerWindow {
         if let Some((tid, before)) = self.helpers {
             tool.helper_ns = helper_threads_ns(tid).saturating_sub(before);
         }
+        // The chronographs close with the window, before the settle: a sender waiting there
+        // for a receiver that stopped reading would count the wait as rwnd-limited.
+        let chronos_end: Vec<Option<Chronos>> = fds.iter().map(|&fd| Chronos::read(fd)).collect();
         if settle && completed {
             // After the window (end_ns is taken): TCP_INFO then counts every segment sent.
             wait_until_sent(fds, TCP_INFO_SETTLE);
         }
-        let tcp = fds.iter().map(|&fd| TcpFlowInfo::read(fd).unwrap_or_default()).collect();
+        let tcp = fds
+            .iter()
+            .enumerate()
+            .map(|(i, &fd)| {
+                let mut t = TcpFlowInfo::read(fd).unwrap_or_default();
+                if let (Some(Some(open)), Some(Some(end))) = (self.chronos.get(i), chronos_end.get(i)) {
+                    t.limits = Some(Limits::between(open, end));
+                }
+                t
+            })
+            .collect();
         let (intervals, latency, latency_split) = self.sampler.finish(end_ns, flows);
         ClosedWindow { end_ns, tool, tcp, intervals, latency, latency_split }
     }

@@ -8,6 +8,7 @@
 
 pub mod fabric;
 
+mod ce_marker;
 mod checks;
 mod clients;
 mod control;
@@ -17,6 +18,7 @@ mod reports;
 mod servers;
 mod skips;
 
+pub use ce_marker::*;
 pub use checks::*;
 pub use clients::*;
 pub use control::*;

@@ -27,6 +27,7 @@ const VERBOSE_ONLY: &[&str] = &[
     "  ring: ",
     "  syscalls (no ring)",
     "  tcp: ",
+    "  limits: ",
     "  egress ",
     "  cpu split: ",
     "  softirqs: ",

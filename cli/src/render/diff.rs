@@ -23,6 +23,8 @@ fn shown(name: &str, v: f64, units: Units, transactional: bool) -> (String, &'st
         Some(Unit::ServiceDemand) if transactional => (format!("{v:.3}"), "us/Tr"),
         Some(Unit::ServiceDemand) => (format!("{v:.3}"), "us/KB"),
         Some(Unit::LatencyNs) => (format!("{:.1}", v / 1e3), "us"),
+        Some(Unit::WindowPercent) => (format!("{v:.2}"), "% window"),
+        Some(Unit::Count) => (format!("{v:.0}"), ""),
         _ => (format!("{v:.4}"), ""),
     }
 }

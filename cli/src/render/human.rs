@@ -91,7 +91,14 @@ pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
         }
         return o;
     }
-    o.push('\n');
+    // The default report's verdict on what held the stream back stands in for the blank
+    // line under the table, so the report keeps its length.
+    match super::limits::verdict(r).filter(|_| opts.verbosity == 0) {
+        Some(v) => {
+            let _ = writeln!(o, "{v}");
+        }
+        None => o.push('\n'),
+    }
     if opts.verbosity == 0 {
         super::short::lines(&mut o, r, units, opts);
         return o;
@@ -104,6 +111,7 @@ pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
     for &(name, s) in &sides {
         engine_lines(&mut o, name, s);
         tcp_line(&mut o, name, s);
+        super::limits::side_line(&mut o, name, s);
         crr_line(&mut o, name, s);
         burst_line(&mut o, name, s, r.spec.open_loop.is_some());
         udp_lines(&mut o, name, s);

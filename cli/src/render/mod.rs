@@ -11,6 +11,7 @@ pub mod human;
 pub mod json;
 pub mod kernel;
 pub mod keyval;
+pub mod limits;
 pub mod load;
 pub mod probe;
 pub mod profile;

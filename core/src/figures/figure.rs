@@ -36,6 +36,10 @@ pub enum Unit {
     NsPerSegment,
     /// A count per count (received packets per NET_RX softirq).
     Ratio,
+    /// Percent of the flows' time over the window (tcp_info's chronographs).
+    WindowPercent,
+    /// A count of events (segments echoed as CE-marked).
+    Count,
     /// Only script output shows it, as the text it prints: a count, a size, a name.
     Text,
 }
@@ -59,7 +63,8 @@ impl Unit {
             Unit::ServiceDemand => Some("us/KB or us/Tr"),
             Unit::LatencyNs => Some("us"),
             Unit::NsPerSegment => Some("ns"),
-            Unit::TransPerSec | Unit::Ratio | Unit::Text => None,
+            Unit::WindowPercent => Some("% of flow time"),
+            Unit::TransPerSec | Unit::Ratio | Unit::Count | Unit::Text => None,
         }
     }
 }

@@ -261,6 +261,65 @@ pub(super) const FIGURES: &[Figure] = &[
     Figure::field("ONE_WAY_S2C_P50_LATENCY", |c| us(c.one_way(false).map(|d| d.p50_ns))),
     Figure::field("ONE_WAY_S2C_P99_LATENCY", |c| us(c.one_way(false).map(|d| d.p99_ns))),
     Figure::field("ONE_WAY_CLOCK_UNCERTAINTY", |c| us(c.report.clock.map(|k| k.one_way_uncertainty_ns()))),
+    // Who held each side's sending flows back (tcp_info's chronographs over the window, as
+    // shares of their flow-time), ECN marks echoed and the smallest RTT: after every older
+    // column, settings included.
+    Figure::headline("local_busy", "local flows busy (data queued)", Unit::WindowPercent, |f| {
+        f.local_busy_percent
+    })
+    .keyval("LOCAL_BUSY_PERCENT", |c| opt(c.figures.local_busy_percent, 2)),
+    Figure::headline("remote_busy", "remote flows busy (data queued)", Unit::WindowPercent, |f| {
+        f.remote_busy_percent
+    })
+    .keyval("REMOTE_BUSY_PERCENT", |c| opt(c.figures.remote_busy_percent, 2)),
+    Figure::headline(
+        "local_rwnd_limited",
+        "local flows held by the receiver's window",
+        Unit::WindowPercent,
+        |f| f.local_rwnd_limited_percent,
+    )
+    .judged(Better::Lower)
+    .keyval("LOCAL_RWND_LIMITED_PERCENT", |c| opt(c.figures.local_rwnd_limited_percent, 2)),
+    Figure::headline(
+        "remote_rwnd_limited",
+        "remote flows held by the receiver's window",
+        Unit::WindowPercent,
+        |f| f.remote_rwnd_limited_percent,
+    )
+    .judged(Better::Lower)
+    .keyval("REMOTE_RWND_LIMITED_PERCENT", |c| opt(c.figures.remote_rwnd_limited_percent, 2)),
+    Figure::headline(
+        "local_sndbuf_limited",
+        "local flows held by the send buffer",
+        Unit::WindowPercent,
+        |f| f.local_sndbuf_limited_percent,
+    )
+    .judged(Better::Lower)
+    .keyval("LOCAL_SNDBUF_LIMITED_PERCENT", |c| opt(c.figures.local_sndbuf_limited_percent, 2)),
+    Figure::headline(
+        "remote_sndbuf_limited",
+        "remote flows held by the send buffer",
+        Unit::WindowPercent,
+        |f| f.remote_sndbuf_limited_percent,
+    )
+    .judged(Better::Lower)
+    .keyval("REMOTE_SNDBUF_LIMITED_PERCENT", |c| opt(c.figures.remote_sndbuf_limited_percent, 2)),
+    Figure::headline("local_delivered_ce", "local segments echoed CE-marked", Unit::Count, |f| {
+        f.local_delivered_ce
+    })
+    .judged(Better::Lower)
+    .keyval("LOCAL_DELIVERED_CE", |c| opt(c.figures.local_delivered_ce, 0)),
+    Figure::headline("remote_delivered_ce", "remote segments echoed CE-marked", Unit::Count, |f| {
+        f.remote_delivered_ce
+    })
+    .judged(Better::Lower)
+    .keyval("REMOTE_DELIVERED_CE", |c| opt(c.figures.remote_delivered_ce, 0)),
+    Figure::headline("local_min_rtt", "local min RTT", Unit::LatencyNs, |f| f.local_min_rtt_ns)
+        .judged(Better::Lower)
+        .keyval("LOCAL_MIN_RTT", |c| opt(c.figures.local_min_rtt_ns.map(|n| n / 1e3), 1)),
+    Figure::headline("remote_min_rtt", "remote min RTT", Unit::LatencyNs, |f| f.remote_min_rtt_ns)
+        .judged(Better::Lower)
+        .keyval("REMOTE_MIN_RTT", |c| opt(c.figures.remote_min_rtt_ns.map(|n| n / 1e3), 1)),
     // netperf's own omni outputs that `--keyval` does not print.
     Figure::netperf_only("PROTOCOL", |c| {
         Some(if c.report.spec.workload.is_udp() { "UDP" } else { "TCP" }.into())

@@ -76,7 +76,24 @@ fn diff_judges_the_headline_figures_in_its_order() {
     let names: Vec<&str> = judged().filter_map(|f| f.name).collect();
     assert_eq!(
         names,
-        ["throughput", "transactions", "local_cpu", "remote_cpu", "local_sd", "remote_sd", "p50", "p99"]
+        [
+            "throughput",
+            "transactions",
+            "local_cpu",
+            "remote_cpu",
+            "local_sd",
+            "remote_sd",
+            "p50",
+            "p99",
+            "local_rwnd_limited",
+            "remote_rwnd_limited",
+            "local_sndbuf_limited",
+            "remote_sndbuf_limited",
+            "local_delivered_ce",
+            "remote_delivered_ce",
+            "local_min_rtt",
+            "remote_min_rtt"
+        ]
     );
     let better = |n: &str| by_name(n).and_then(|f| f.better);
     assert_eq!(better("throughput"), Some(Better::Higher));

@@ -10,3 +10,4 @@ pub mod one_way;
 pub mod profile;
 pub mod service_demand;
 pub mod tcp_info;
+pub mod tcp_limits;
