@@ -1,6 +1,7 @@
 //! BIG TCP's size limits: tools/lab sets them per host on its veths and, for one command, on
 //! the host's own `lo`; every run's environment reads them back from the kernel; and `lo`
-//! gets its old values back afterwards, also when the command is interrupted. These need
+//! gets its old values back afterwards, also when the command is interrupted or was killed
+//! outright (the next `lab lo` restores its record). These need
 //! root and python3 (the lab sets the limits over rtnetlink with tools/lib/link_sizes.py);
 //! without them they say so and skip.
 //!
@@ -176,8 +177,20 @@ fn lo_is_set_for_one_command_and_restored_after_it_and_after_ctrl_c() {
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("no report after SIGINT: {e}: {text}"));
     assert!(r.partial, "the interrupted run's report is not marked partial");
     assert_eq!(lo_sizes(), old, "lo after an interrupted run");
-    assert!(
-        !PathBuf::from("/run/ringperf-lab/lo.saved").exists(),
-        "the record of lo's values outlived the restore"
-    );
+    let saved = PathBuf::from("/run/ringperf-lab/lo.saved");
+    assert!(!saved.exists(), "the record of lo's values outlived the restore");
+
+    // A run killed with SIGKILL leaves its record and lo changed: the next `lab lo` puts the
+    // recorded values back before anything else.
+    let words: Vec<String> = old.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    std::fs::write(&saved, words.join(" ")).expect("a record");
+    let mut c = Command::new("python3");
+    c.arg(sizes_tool()).args(["set", "lo", &format!("gso_ipv4_max_size={new}")]);
+    run_with_timeout(c, Duration::from_secs(20)).success();
+    let mut c = Command::new(lab_script());
+    c.args(["lo", "--gro-max-size", &n, "--", "true"]);
+    let o = run_with_timeout(c, Duration::from_secs(30)).success();
+    assert!(o.stderr.contains("did not finish"), "the leftover record was not named: {o}");
+    assert_eq!(lo_sizes(), old, "lo after a leftover record: {o}");
+    assert!(!saved.exists(), "the leftover record outlived its restore");
 }
