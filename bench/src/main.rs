@@ -10,10 +10,12 @@
 //!   cargo run --release -p ringperf-bench -- engines [--secs 10] [--runs 3] [--sizes 64K,1M]
 //!   cargo run --release -p ringperf-bench -- stats [--secs 10] [--runs 5]
 //!   cargo run --release -p ringperf-bench -- profile [--secs 10] [--runs 5]
+//!   cargo run --release -p ringperf-bench -- big-tcp [--secs 10] [--runs 3] [--size 1M]
 //!   cargo run --release -p ringperf-bench -- scale [--secs 10] [--runs 3] [--gso-rate 1G] [--parts udp64,gso]
 
 mod all;
 mod bench;
+mod big_tcp;
 mod cost_table;
 mod cpu;
 mod engines;
@@ -72,6 +74,24 @@ enum Command {
     /// Many flows over two threads (stream 8 flows vs iperf3 -P 8, rr 100 flows vs iperf 2
     /// bounceback -P 100) and UDP (64-byte datagrams vs iperf3 -u, --gso vs plain).
     Scale(ScaleArgs),
+    /// BIG TCP: one stream on lo with lo's GSO/GRO limits at 64 KiB and at 512 KiB, taking
+    /// turns, service demand per KB side by side (root: it sets lo's limits around each run
+    /// and puts the old values back, also on Ctrl-C).
+    BigTcp(BigTcpArgs),
+}
+
+#[derive(Args, Debug)]
+struct BigTcpArgs {
+    #[command(flatten)]
+    common: Common,
+    /// Bytes per send and per receive (ringperf -m/-M); K = 1024. 1 MiB by default: a
+    /// super-packet seldom outgrows the write that filled it, so smaller writes hide the
+    /// 512 KiB limit.
+    #[arg(long, value_name = "SIZE", default_value = "1M", value_parser = parse_write_size)]
+    size: u32,
+    /// Congestion control (ringperf --cc); `system` leaves the system default.
+    #[arg(long, value_name = "NAME", default_value = "cubic")]
+    cc: String,
 }
 
 #[derive(Args, Debug)]
@@ -352,6 +372,18 @@ fn run(cli: Cli) -> error::Result<()> {
                 gso_rate: (a.gso_rate != "0").then_some(a.gso_rate),
                 ringperf: c.ringperf,
                 parts: a.parts,
+            })
+        }
+        Command::BigTcp(a) => {
+            let c = a.common;
+            no_baseline(&c, "big-tcp")?;
+            big_tcp::run(&plan::Plan {
+                cfg: big_tcp::config(c.secs, c.cpus, a.size, cc_arg(a.cc)),
+                runs: c.runs.unwrap_or(3),
+                pause: Duration::from_secs_f64(c.pause),
+                ringperf: c.ringperf,
+                baseline: None,
+                classic: false,
             })
         }
         Command::Stats(a) => {

@@ -77,8 +77,27 @@ pub fn compare(a: &TestReport, b: &TestReport, level: f64) -> Comparison {
         environment_differences: differences(&json(&a.environment), &json(&b.environment), "environment")
             .into_iter()
             .filter(|d| !d.contains(".hostname") && !d.contains(".kernel_version"))
+            .chain(path_differences(a, b))
             .collect(),
     }
+}
+
+/// The egress devices' offloads and size limits (BIG TCP's knobs) where the two runs differ:
+/// two runs of one host whose device was set differently measure different paths.
+fn path_differences(a: &TestReport, b: &TestReport) -> Vec<String> {
+    fn sides(r: &TestReport) -> [Option<&crate::report::SideReport>; 2] {
+        [Some(&r.local), r.remote.as_ref()]
+    }
+    let mut out = Vec::new();
+    for (name, (x, y)) in ["local", "remote"].into_iter().zip(sides(a).into_iter().zip(sides(b))) {
+        let (Some(x), Some(y)) = (x.and_then(|s| s.network.as_ref()), y.and_then(|s| s.network.as_ref()))
+        else {
+            continue;
+        };
+        out.extend(differences(&json(&x.offloads), &json(&y.offloads), &format!("{name}.network.offloads")));
+        out.extend(differences(&json(&x.sizes), &json(&y.sizes), &format!("{name}.network.sizes")));
+    }
+    out
 }
 
 /// One figure judged: Welch's test on the iterations when both runs have two or more, else

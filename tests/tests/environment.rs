@@ -51,6 +51,16 @@ fn check_network(side: &str, net: Option<&NetworkEnvironment>) {
         let fields: Vec<u64> = v.split(' ').filter_map(|f| f.parse().ok()).collect();
         assert_eq!(fields.len(), 3, "{n}.sysctls.{s} is not min default max: '{v}'");
     }
+    // The size limits (BIG TCP's knobs) are read, or the kernel's silence is said.
+    let z = &net.sizes;
+    for (f, v) in
+        [("gso_max_size", z.gso_max_size), ("gro_max_size", z.gro_max_size), ("tso_max_size", z.tso_max_size)]
+    {
+        assert!(
+            v.is_some_and(|v| v > 0) || notes.contains(f),
+            "{n}.sizes.{f} neither read nor explained: {notes}"
+        );
+    }
     // Coalescing is either read or explained.
     if net.coalescing.is_none() {
         assert!(notes.contains("coalescing"), "{n}: no coalescing and no reason: {notes}");

@@ -151,7 +151,11 @@ fn bad_flags_and_hosts_say_what_to_do() {
         (&["up", "--rate", "fast"][..], "tc rate"),
         (&["up", "--bogus"][..], "unknown option"),
         (&["exec", "a", "true"][..], "tools/lab --lab"),
-        (&["frobnicate"][..], "use up, down, exec or status"),
+        (&["frobnicate"][..], "use up, down, exec, status or lo"),
+        (&["up", "--gso-max-size", "64k"][..], "size in bytes"),
+        (&["up", "--big-tcp", "z=65536"][..], "no host z"),
+        (&["lo", "--big-tcp", "65536"][..], "after --"),
+        (&["lo", "--", "true"][..], "at least one of --big-tcp"),
     ] {
         let o = lab(&name, args);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {o}");

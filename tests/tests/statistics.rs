@@ -250,6 +250,16 @@ fn diff_calls_a_regression_significant_and_noise_not() {
     let o = write("other.json", &other);
     let out = ringperf!().run(&["diff", &a, &o]).success();
     assert!(out.stdout.contains("environments differ") && out.stdout.contains("5.15.0-test"), "{out}");
+    // So is a different GSO limit on the sender's device (BIG TCP), which the host's own
+    // environment does not show.
+    let mut big = with(&[10.0, 10.1, 9.9]);
+    big.local.network.as_mut().expect("the run's network environment").sizes.gso_ipv4_max_size = Some(524280);
+    let o = write("big.json", &big);
+    let out = ringperf!().run(&["diff", &a, &o]).success();
+    assert!(
+        out.stdout.contains("local.network.sizes.gso_ipv4_max_size") && out.stdout.contains("524280"),
+        "{out}"
+    );
     ringperf!().run(&["diff", &a, "/nonexistent.json"]).failure(2, &["cannot read"]);
     ringperf!().run(&["diff", &a, &a, "--fail-on", "speed"]).failure(2, &["unknown figure"]);
     let _ = fs::remove_dir_all(&dir);

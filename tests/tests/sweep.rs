@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use ringperf_tests::{
     check_stream_report, lab_name, netns_list, parse, ringperf, run_with_timeout, skip, skip_unless,
-    Category, SideReportExt, SweepEntry, TestReport, LAB_PROGRAMS, PYTHON3,
+    Category, SideReportExt, SweepEntry, TestReport, TestReportExt, LAB_PROGRAMS, PYTHON3,
 };
 
 /// The report of a sweep's point that must have one.
@@ -246,6 +246,52 @@ fn rr_plot_has_the_rate_over_time_and_the_latency_cdf() {
     let _ = fs::remove_dir_all(&dir);
 }
 
+/// The study's BIG TCP sweep: a row per GSO limit, each run's environment showing the limits
+/// the study set, and super-packets that obey the limit and grow with it.
+fn check_big_tcp_sweep(dir: &std::path::Path, table: &str) {
+    let sizes = [65536u32, 131072, 262144, 524280];
+    let section = table.split("## BIG TCP").nth(1).unwrap_or_else(|| panic!("no BIG TCP section: {table}"));
+    let rows: Vec<Vec<String>> = section
+        .lines()
+        .filter(|l| l.starts_with("| gso_max_size "))
+        .map(|l| l.split('|').map(|c| c.trim().to_string()).collect())
+        .collect();
+    assert_eq!(rows.len(), sizes.len(), "{section}");
+    // Columns: "", limit, captured, Mbit/s, CPU %, sender us/KB, receiver us/KB, segs per
+    // super-packet (a tx), bytes per packet, segs per packet (b rx), MSS, iterations.
+    let num = |r: &[String], c: usize| -> f64 {
+        r[c].parse().unwrap_or_else(|_| panic!("column {c} of {r:?} is not a number\n{section}"))
+    };
+    let mut segs = Vec::new();
+    for (row, n) in rows.iter().zip(sizes) {
+        assert_eq!(row[1], format!("gso_max_size {n}"), "{section}");
+        assert_eq!(row[2], format!("a gso {n}/{n}, b gro {n}/{n}"), "the captured limits: {section}");
+        assert!(num(row, 3) > 0.0 && num(row, 5) > 0.0 && num(row, 6) > 0.0, "{section}");
+        let (per_packet, mss) = (num(row, 7), num(row, 10));
+        assert!(per_packet >= 1.0, "fewer than one segment per packet: {section}");
+        // No super-packet outgrows the limit: its payload segments fit in it.
+        assert!(
+            per_packet <= f64::from(n) / mss + 1.0,
+            "more segments per packet than {n} bytes hold: {section}"
+        );
+        segs.push(per_packet);
+
+        // The run's own JSON: the sender's device had the GSO limits, the receiver's the GRO ones.
+        let file = format!("bigtcp-{n}.json");
+        let r: TestReport = parse(&file, &fs::read_to_string(dir.join(&file)).expect("a report"));
+        let (a, b) = (r.local.network().sizes, r.remote().network().sizes);
+        assert_eq!((a.gso_max_size, a.gso_ipv4_max_size), (Some(n), Some(n)), "run at {n}: {a:?}");
+        assert_eq!((b.gro_max_size, b.gro_ipv4_max_size), (Some(n), Some(n)), "run at {n}: {b:?}");
+    }
+    // A 64 KiB limit holds at most 45 segments of 1448 bytes; 512 KiB with 1 MiB writes, more.
+    assert!(segs[3] > segs[0], "super-packets did not grow with the limit: {segs:?}\n{section}");
+    for svg in ["bigtcp-sender-sd.svg", "bigtcp-receiver-sd.svg", "bigtcp-throughput.svg"] {
+        let s = fs::read_to_string(dir.join(svg)).expect(svg);
+        check_svg(&s);
+        assert!(texts(&s).iter().any(|t| t == "524280"), "{svg}: {:?}", texts(&s));
+    }
+}
+
 #[test]
 fn tso_study_quick_runs_end_to_end() {
     if skip_unless("tso_study_quick_runs_end_to_end", true, &[LAB_PROGRAMS, &[PYTHON3]].concat()) {
@@ -256,7 +302,7 @@ fn tso_study_quick_runs_end_to_end() {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tools/tso-study");
     let mut c = Command::new(script);
     c.args(["--quick", "--out", dir.to_str().unwrap(), "--lab", &name]).env("RINGPERF", ringperf!().path());
-    let out = run_with_timeout(c, Duration::from_secs(120)).success();
+    let out = run_with_timeout(c, Duration::from_secs(180)).success();
     let table = fs::read_to_string(dir.join("RESULTS.md")).expect("RESULTS.md");
     let rows: Vec<&str> = table.lines().filter(|l| l.starts_with("| TSO")).collect();
     assert_eq!(rows.len(), 3, "{table}\n{out}");
@@ -295,6 +341,7 @@ fn tso_study_quick_runs_end_to_end() {
         check_svg(&s);
         assert!(texts(&s).iter().any(|t| t == "TSO off"), "{svg}: {:?}", texts(&s));
     }
+    check_big_tcp_sweep(&dir, &table);
     let left: Vec<String> = netns_list().into_iter().filter(|n| n.contains(&name)).collect();
     assert!(left.is_empty(), "the study left namespaces behind: {left:?}");
     // Nor a server: the study's own (in host b) must be gone with its lab. It is the only

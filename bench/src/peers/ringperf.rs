@@ -44,6 +44,9 @@ pub struct Expect {
     pub record_latency: Option<bool>,
     /// Whether the client side's report carries a kernel cost profile that was taken.
     pub profile: Option<bool>,
+    /// The sender's egress device's IPv4 GSO limit, as its environment read it back
+    /// (local.network.sizes.gso_ipv4_max_size).
+    pub gso_ipv4_max_size: Option<u32>,
 }
 
 impl Ringperf {
@@ -250,6 +253,12 @@ fn check_expect(r: &Value, want: &Expect) -> Result<()> {
                 format!("{}{why}", if taken { "taken" } else { "not taken" }),
                 (if on { "taken" } else { "not taken" }).into(),
             );
+        }
+    }
+    if let Some(n) = want.gso_ipv4_max_size {
+        let got = r.pointer("/local/network/sizes/gso_ipv4_max_size").and_then(Value::as_u64);
+        if got != Some(u64::from(n)) {
+            return wrong("its device's gso_ipv4_max_size at", format!("{got:?}"), n.to_string());
         }
     }
     if let Some(on) = want.record_latency {

@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use ringperf_core::env::NetworkEnvironment;
+use ringperf_core::env::{LinkSizes, NetworkEnvironment};
 use ringperf_core::report::{RingSetup, SideReport, SyscallCounters, UdpReport, ZeroCopyReport};
 use ringperf_core::spec::{Role, Workload};
 use ringperf_core::TestReport;
@@ -592,6 +592,7 @@ fn network_line(n: Option<&NetworkEnvironment>) -> String {
         parts.push(format!("{label} {}", on_off(v)));
     }
     parts.push(format!("csum tx {} rx {}", on_off(o.tx_checksum), on_off(o.rx_checksum)));
+    parts.extend(max_sizes_text(&n.sizes));
     let mut qdisc = n.qdisc.clone().unwrap_or_else(|| "?".into());
     if !n.qdisc_children.is_empty() {
         qdisc = format!("{qdisc} ({})", n.qdisc_children.join(", "));
@@ -609,6 +610,30 @@ fn network_line(n: Option<&NetworkEnvironment>) -> String {
     }
     let driver = n.driver.as_deref().unwrap_or("unknown");
     format!("egress {dev} ({driver} driver): {}", parts.join(", "))
+}
+
+/// BIG TCP's limits as the kernel reported them: `GSO max 524280 B (IPv4 65536)`; a limit the
+/// kernel did not report is left out (the JSON lists it under `unavailable`).
+fn max_sizes_text(s: &LinkSizes) -> Option<String> {
+    let pair = |label: &str, all: Option<u32>, v4: Option<u32>| match (all, v4) {
+        (Some(a), Some(b)) => Some(format!("{label} max {a} B (IPv4 {b})")),
+        (Some(a), None) => Some(format!("{label} max {a} B")),
+        (None, Some(b)) => Some(format!("{label} max IPv4 {b} B")),
+        (None, None) => None,
+    };
+    let parts: Vec<String> = [
+        pair("GSO", s.gso_max_size, s.gso_ipv4_max_size),
+        pair("GRO", s.gro_max_size, s.gro_ipv4_max_size),
+        s.tso_max_size.map(|t| format!("TSO max {t} B")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if parts.is_empty() {
+        None
+    } else {
+        Some(parts.join(", "))
+    }
 }
 
 fn on_off(v: Option<bool>) -> &'static str {
@@ -878,6 +903,20 @@ mod tests {
             "egress eth0 (mlx5_core driver): mtu 9000, TSO off, GSO on, GRO ?, SG on, csum tx ? rx ?, \
              qdisc mq (fq_codel), coalescing rx 8 us/128 frames, tx 0 us/0 frames adaptive, \
              tcp_limit_output_bytes 1048576"
+        );
+        n.sizes = LinkSizes {
+            gso_max_size: Some(524280),
+            gso_ipv4_max_size: Some(65536),
+            gro_max_size: Some(131072),
+            tso_max_size: Some(524280),
+            ..Default::default()
+        };
+        assert!(
+            network_line(Some(&n)).contains(
+                "csum tx ? rx ?, GSO max 524280 B (IPv4 65536), GRO max 131072 B, TSO max 524280 B, qdisc mq"
+            ),
+            "{}",
+            network_line(Some(&n))
         );
     }
 }

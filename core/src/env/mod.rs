@@ -4,6 +4,7 @@
 //! natively through the modules below (netlink, interface and ethtool ioctls, procfs).
 
 mod ethtool;
+mod link_sizes;
 pub(crate) mod netdev;
 pub(crate) mod netlink;
 mod network;
@@ -13,6 +14,7 @@ mod sysctl;
 mod uring;
 
 pub use ethtool::{Coalescing, Offloads};
+pub use link_sizes::LinkSizes;
 pub use network::NetworkEnvironment;
 pub use uring::{FeatureBits, IoUringProbe, SetupSupport};
 

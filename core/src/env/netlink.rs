@@ -6,6 +6,8 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::time::Duration;
 
+pub const RTM_NEWLINK: u16 = 16;
+pub const RTM_GETLINK: u16 = 18;
 pub const RTM_NEWROUTE: u16 = 24;
 pub const RTM_GETROUTE: u16 = 26;
 pub const RTM_NEWQDISC: u16 = 36;
@@ -16,6 +18,9 @@ const NLMSG_DONE: u16 = 3;
 pub const NLM_F_REQUEST: u16 = 0x1;
 const NLM_F_MULTI: u16 = 0x2;
 pub const NLM_F_DUMP: u16 = 0x300;
+
+/// struct ifinfomsg: family u8, pad u8, type u16, index i32, flags u32, change u32.
+pub const IFINFOMSG_LEN: usize = 16;
 
 /// struct nlmsghdr: len u32, type u16, flags u16, seq u32, pid u32.
 const HEADER_LEN: usize = 16;

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 use socket2::Socket;
 
 use super::ethtool::{self, Coalescing, Offloads};
+use super::link_sizes::{self, LinkSizes};
 use super::netdev::IfSocket;
 use super::netlink::Netlink;
 use super::{qdisc, route, sysctl};
@@ -29,6 +30,10 @@ pub struct NetworkEnvironment {
     pub firmware: Option<String>,
     pub mtu: Option<u32>,
     pub offloads: Offloads,
+    /// The device's GSO/GRO/TSO size limits (BIG TCP's knobs); each None where this kernel
+    /// does not report it. Absent from reports of versions before it existed.
+    #[serde(default)]
+    pub sizes: LinkSizes,
     /// The root egress qdisc (`noqueue`, `mq`, `fq_codel`, `netem`, ...).
     pub qdisc: Option<String>,
     /// Distinct kinds of the qdiscs under the root (the per-queue ones under `mq`).
@@ -113,6 +118,17 @@ impl NetworkEnvironment {
         let (offloads, notes) = ethtool::offloads(&sock, &dev);
         self.offloads = offloads;
         self.unavailable.extend(notes);
+        match link_sizes::read(&mut nl, ifindex) {
+            Ok(s) => {
+                let missing = s.missing();
+                if !missing.is_empty() {
+                    self.unavailable
+                        .push(format!("{} of {dev}: this kernel does not report them", missing.join(", ")));
+                }
+                self.sizes = s;
+            }
+            Err(e) => self.unavailable.push(format!("gso/gro/tso size limits of {dev}: {e}")),
+        }
         match ethtool::coalescing(&sock, &dev) {
             Ok(c) => self.coalescing = Some(c),
             Err(e) => self.unavailable.push(format!("coalescing of {dev}: {}", not_supported(&e))),
@@ -156,6 +172,7 @@ mod tests {
         assert_eq!(env.local_address, "127.0.0.1");
         assert!(env.mtu.is_some() && env.qdisc.is_some(), "{env:?}");
         assert_eq!(env.offloads.sg, Some(true));
+        assert!(env.sizes.gso_max_size.is_some() && env.sizes.tso_max_size.is_some(), "{env:?}");
         assert!(env.sysctls.contains_key("net.ipv4.tcp_limit_output_bytes"));
         // lo has no coalescing; that must be said, not left as a silent gap.
         if env.coalescing.is_none() {

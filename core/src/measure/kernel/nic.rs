@@ -8,13 +8,9 @@ use std::io;
 use serde::{Deserialize, Serialize};
 
 use crate::env::netdev::{IfReq, IfSocket};
-use crate::env::netlink::{attributes, Netlink};
+use crate::env::netlink::{attributes, Netlink, IFINFOMSG_LEN, RTM_GETLINK, RTM_NEWLINK};
 
-const RTM_NEWLINK: u16 = 16;
-const RTM_GETLINK: u16 = 18;
 const IFLA_STATS64: u16 = 23;
-/// struct ifinfomsg: family u8, pad u8, type u16, index i32, flags u32, change u32.
-const IFINFOMSG_LEN: usize = 16;
 
 const SIOCETHTOOL: libc::c_ulong = 0x8946;
 const ETHTOOL_GSTRINGS: u32 = 0x1b;
