@@ -16,6 +16,7 @@ use ringperf_core::error::{Error, Result};
 use ringperf_core::measure::clock::monotonic_ns;
 use ringperf_core::measure::cpu::ProcStat;
 use ringperf_core::measure::kernel::{DataSocketsAtEnd, KernelCounters, KernelProbe, KernelSnapshot};
+use ringperf_core::measure::mptcp::{MptcpFlowInfo, MptcpReport};
 use ringperf_core::measure::profile::{Profiler, Stopped as ProfileSamples};
 use ringperf_core::measure::service_demand::{service_demand, tool_overhead_percent};
 use ringperf_core::measure::tcp_info::{TcpFlowInfo, TcpReport};
@@ -69,6 +70,8 @@ pub struct Side {
     /// is open.
     profile: ProfileSpec,
     profiler: Option<Profiler>,
+    /// The data sockets were asked to be MPTCP: their state is read at the end.
+    mptcp: bool,
 }
 
 impl Side {
@@ -204,6 +207,7 @@ impl Side {
             kernel_before: None,
             profile: spec.profile,
             profiler: None,
+            mptcp: spec.socket.mptcp,
         })
     }
 
@@ -284,6 +288,10 @@ impl Side {
             matches!(self.role, Role::StreamSender | Role::StreamReceiver | Role::RrClient | Role::RrServer)
                 .then(|| TcpReport::new(tcp_flows, &per_flow_bytes));
         let segments = tcp.as_ref().map_or(0, |t| t.data_segs_out + t.data_segs_in);
+        // Once per connection after the window; crr's connections are gone by then.
+        let mptcp = (self.mptcp && !self.sockets.is_empty() && self.stop.is_none()).then(|| {
+            MptcpReport::new(self.sockets.iter().map(|s| MptcpFlowInfo::read(s.as_raw_fd())).collect())
+        });
         let sd = service_demand(&system, bytes_sent + bytes_received, transactions, segments);
         let tool = merge::tool(&outcomes.iter().map(|o| o.tool).collect::<Vec<_>>());
         let overhead = tool_overhead_percent(tool.user_us, &system);
@@ -332,6 +340,7 @@ impl Side {
             window_start_ns: Some(start_ns),
             intervals: merge::intervals(intervals),
             tcp,
+            mptcp,
             workers: worker_reports,
             flows,
             network: self.network,

@@ -12,6 +12,7 @@ pub mod json;
 pub mod kernel;
 pub mod keyval;
 pub mod load;
+pub mod mptcp;
 pub mod probe;
 pub mod profile;
 pub mod short;
