@@ -172,10 +172,18 @@ pub fn mptcp_refused(what: &str, e: &io::Error) -> Error {
     ))
 }
 
-/// The per-session data listener on the control connection's address, ephemeral port.
+/// The per-session data listener on the control connection's address, ephemeral port. An
+/// MPTCP listener takes every address of this host instead: a subflow the client joins
+/// later may arrive at another of them (one the server's path manager announced), and the
+/// first subflow's peer address and the flow header still decide what is accepted.
 pub fn listen(ip: IpAddr, spec: &TestSpec) -> Result<Socket> {
     let addr = SocketAddr::new(ip, 0);
     let sock = stream_socket(addr, spec.socket.mptcp, "the data listener")?;
+    let addr = match (spec.socket.mptcp, ip) {
+        (false, _) => addr,
+        (true, IpAddr::V4(_)) => SocketAddr::new(std::net::Ipv4Addr::UNSPECIFIED.into(), 0),
+        (true, IpAddr::V6(_)) => SocketAddr::new(std::net::Ipv6Addr::UNSPECIFIED.into(), 0),
+    };
     configure(&sock, spec.remote.socket_buffers, spec.congestion_control.as_deref())?;
     set_mss(&sock, spec.socket.mss)?;
     sock.bind(&addr.into()).map_err(|e| Error::io(format!("binding the data listener to {addr}"), e))?;
