@@ -219,3 +219,61 @@ fn a_stream_over_two_paths_uses_two_subflows() {
         assert!(paths.contains(&true) && paths.contains(&false), "{name}: not one subflow per path: {f:?}");
     }
 }
+
+/// MPTCP's MIB counter `name` (MPTcpExt in /proc/net/netstat) in namespace `ns`.
+fn mptcp_counter(ns: &str, name: &str) -> u64 {
+    let mut c = std::process::Command::new("ip");
+    c.args(["netns", "exec", ns, "cat", "/proc/net/netstat"]);
+    let text = run_with_timeout(c, std::time::Duration::from_secs(10)).success().stdout;
+    let rows: Vec<&str> = text.lines().filter(|l| l.starts_with("MPTcpExt:")).collect();
+    let [names, values] = rows[..] else { panic!("no MPTcpExt counters in {ns}:\n{text}") };
+    let at = names.split_whitespace().position(|n| n == name).unwrap_or_else(|| panic!("no {name}: {names}"));
+    values.split_whitespace().nth(at).and_then(|v| v.parse().ok()).expect("a counter")
+}
+
+/// `mptcpize run netperf ...` (mptcpd's wrapper, which turns a program's TCP sockets into
+/// MPTCP ones) against a netserver that was not wrapped: the drop-in takes the wrapper as
+/// the user's word, so the data connections are MPTCP on both ends (the server listened
+/// MPTCP: the client's SYN/ACKs carried MP_CAPABLE), for the stream, rr and crr tests.
+#[test]
+fn netperf_under_mptcpize_runs_the_same_test_on_mptcp() {
+    let test = "netperf_under_mptcpize_runs_the_same_test_on_mptcp";
+    let mptcpize = ringperf_tests::Program { name: "mptcpize", package: "mptcpd" };
+    if skip_unless(test, true, &[IP, mptcpize]) || skip_without_mptcp(test) {
+        return;
+    }
+    let ns = match ringperf_tests::Netns::create(&format!("rp-mptcpize-{}", std::process::id() % 100_000)) {
+        Ok(n) => n,
+        Err(e) => return skip(test, &format!("cannot create a namespace: {e}")),
+    };
+    let mut lo = std::process::Command::new("ip");
+    lo.args(["-n", ns.name(), "link", "set", "lo", "up"]);
+    run_with_timeout(lo, std::time::Duration::from_secs(10)).success();
+    let dir = std::env::temp_dir().join(format!("ringperf-mptcpize-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a links directory");
+    let rp = ringperf!();
+    rp.run(&["install-links", &dir.to_string_lossy()]).success();
+    let server = Server::start(ns.exec(&dir.join("netserver"), &["-D", "-L", "127.0.0.1", "-p", "0"]));
+    let port = server.port_arg();
+    for t in ["TCP_STREAM", "TCP_RR", "TCP_CRR"] {
+        let before = mptcp_counter(ns.name(), "MPCapableSYNACKRX");
+        let netperf = dir.join("netperf").to_string_lossy().to_string();
+        let args =
+            ["run", &netperf, "-t", t, "-H", "127.0.0.1", "-p", &port, "-l", "1", "--", "-k", "THROUGHPUT"];
+        let o = run_with_timeout(
+            ns.exec(std::path::Path::new("mptcpize"), &args),
+            std::time::Duration::from_secs(60),
+        )
+        .success();
+        let tput: f64 = o
+            .stdout
+            .lines()
+            .find_map(|l| l.strip_prefix("THROUGHPUT="))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("{t}: no THROUGHPUT: {o}"));
+        assert!(tput > 0.0, "{t}: {o}");
+        let mptcp_connections = mptcp_counter(ns.name(), "MPCapableSYNACKRX") - before;
+        assert!(mptcp_connections >= 1, "{t}: no connection was answered as MPTCP: {o}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
