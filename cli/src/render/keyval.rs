@@ -162,13 +162,18 @@ mod tests {
         assert_eq!(column("RCVLOWAT"), Some(58));
         assert_eq!(column("REMOTE_CONG_CONTROL"), Some(60));
         assert_eq!(column("REMOTE_NETWORK_SD_PER_SEGMENT"), Some(98));
-        // ENGINE_REASON came after the one-way figures.
-        let later = 1;
+        // ENGINE_REASON came after the one-way figures, and the MPTCP ones after it.
+        let later = 1 + 4;
         let one_way = all.iter().filter(|n| n.starts_with("ONE_WAY_")).count();
         assert_eq!(one_way, 5);
         assert_eq!(column("BURST_SIZE"), Some(all.len() - 6 - one_way - later));
         assert_eq!(column("OPEN_LOOP_DROPPED"), Some(all.len() - 1 - one_way - later));
         assert_eq!(column("ONE_WAY_CLOCK_UNCERTAINTY"), Some(all.len() - 1 - later));
-        assert_eq!(all.last(), Some(&"ENGINE_REASON"), "a column added later goes after every older column");
+        assert_eq!(column("ENGINE_REASON"), Some(all.len() - 1 - 4));
+        assert_eq!(
+            all.last(),
+            Some(&"REMOTE_MPTCP_FALLBACKS"),
+            "a column added later goes after every older column"
+        );
     }
 }

@@ -5,8 +5,8 @@
 
 use super::figure::{Better, Figure, Unit};
 use super::text::{
-    call_size, cpus, fixed, kernel, link, opt, profile, retrans, rx_cpus, softnet_dropped, softnet_squeezed,
-    udp, us, whole_us,
+    call_size, cpus, fixed, kernel, link, mptcp, opt, profile, retrans, rx_cpus, softnet_dropped,
+    softnet_squeezed, udp, us, whole_us,
 };
 
 pub(super) const FIGURES: &[Figure] = &[
@@ -261,6 +261,12 @@ pub(super) const FIGURES: &[Figure] = &[
     Figure::field("ONE_WAY_S2C_P50_LATENCY", |c| us(c.one_way(false).map(|d| d.p50_ns))),
     Figure::field("ONE_WAY_S2C_P99_LATENCY", |c| us(c.one_way(false).map(|d| d.p99_ns))),
     Figure::field("ONE_WAY_CLOCK_UNCERTAINTY", |c| us(c.report.clock.map(|k| k.one_way_uncertainty_ns()))),
+    // MPTCP (--mptcp; empty without it, and for crr, whose connections are not read): the
+    // most subflows a connection of the side had, and its connections that fell back to TCP.
+    Figure::field("LOCAL_MPTCP_SUBFLOWS", |c| mptcp(Some(&c.report.local), |m| m.max_subflows)),
+    Figure::field("REMOTE_MPTCP_SUBFLOWS", |c| mptcp(c.report.remote.as_ref(), |m| m.max_subflows)),
+    Figure::field("LOCAL_MPTCP_FALLBACKS", |c| mptcp(Some(&c.report.local), |m| m.fallback)),
+    Figure::field("REMOTE_MPTCP_FALLBACKS", |c| mptcp(c.report.remote.as_ref(), |m| m.fallback)),
     // netperf's own omni outputs that `--keyval` does not print.
     Figure::netperf_only("PROTOCOL", |c| {
         Some(if c.report.spec.workload.is_udp() { "UDP" } else { "TCP" }.into())
