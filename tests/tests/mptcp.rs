@@ -84,7 +84,15 @@ fn run_loopback(test: &str, args: &[&str]) -> Option<TestReport> {
         let mptcp_sent: u64 = m.flows.iter().flatten().filter_map(|f| f.bytes_sent).sum();
         assert!(mptcp_sent >= counted, "MPTCP says {mptcp_sent} bytes sent, the test counted {counted}");
     } else {
-        assert!(r.local.transactions > 0 && r.local.transactions == r.remote().transactions);
+        // crr's connections are counted by how their handshakes ended.
+        let t = r.local.transactions;
+        assert!(t > 0 && t == r.remote().transactions);
+        for (name, s) in [("local", &r.local), ("remote", r.remote())] {
+            let m = s.mptcp.as_ref().unwrap_or_else(|| panic!("{name}: no MPTCP report"));
+            let h = m.handshakes.unwrap_or_else(|| panic!("{name}: no handshakes: {m:?}"));
+            assert!(h.mptcp >= t && h.fallback == 0, "{name}: {t} connections, {h:?}");
+        }
+        assert!(human.contains("connections MPTCP (handshakes"), "{human}");
     }
     Some(r)
 }

@@ -35,6 +35,10 @@ fn side_summary(m: Option<&MptcpReport>, crr: bool) -> String {
             false => "not read".to_string(),
         };
     };
+    if let Some(h) = m.handshakes {
+        let fell = if h.fallback > 0 { format!(", {} fell back to TCP", h.fallback) } else { String::new() };
+        return format!("{} connections MPTCP{fell} (handshakes, from the MPTcpExt counters)", h.mptcp);
+    }
     let total = m.flows.len();
     let mut t = match (m.mptcp, m.fallback) {
         (n, 0) => format!("{n} of {total} connections MPTCP"),
@@ -63,6 +67,13 @@ fn subflows_text(m: &MptcpReport) -> String {
 /// `-v`: each flow's MPTCP state, then one line per subflow.
 pub fn lines(o: &mut String, name: &str, s: &SideReport) {
     let Some(m) = &s.mptcp else { return };
+    if let Some(h) = m.handshakes {
+        let _ = writeln!(
+            o,
+            "{name}  mptcp: {} handshakes ended MPTCP, {} fell back to TCP (MPTcpExt counters of the namespace over the window)",
+            h.mptcp, h.fallback
+        );
+    }
     for (i, f) in m.flows.iter().enumerate() {
         let _ = writeln!(o, "{name}  mptcp flow {i}: {}", flow_text(f.as_ref()));
         for sf in f.iter().flat_map(|f| &f.subflow) {
@@ -99,10 +110,13 @@ fn fallback_text(m: &MptcpReport) -> Option<String> {
     if m.fallback == 0 {
         return None;
     }
+    let of = match m.handshakes {
+        Some(h) => h.mptcp + h.fallback,
+        None => m.flows.len() as u64,
+    };
     Some(format!(
-        "MPTCP fell back to plain TCP on {} of {} connections (the peer or the path refused it)",
-        m.fallback,
-        m.flows.len()
+        "MPTCP fell back to plain TCP on {} of {of} connections (the peer or the path refused it)",
+        m.fallback
     ))
 }
 
@@ -132,5 +146,11 @@ mod tests {
         let m = MptcpReport::new(vec![fb, flow(&[5])]);
         assert_eq!(side_summary(Some(&m), false), "1 of 2 connections MPTCP, 1 fell back to TCP, 1 subflow");
         assert!(fallback_text(&m).unwrap().contains("1 of 2 connections"));
+        let crr = MptcpReport::of_handshakes(ringperf_core::measure::mptcp::MptcpHandshakes {
+            mptcp: 9,
+            fallback: 1,
+        });
+        assert!(side_summary(Some(&crr), true).starts_with("9 connections MPTCP, 1 fell back to TCP"));
+        assert!(fallback_text(&crr).unwrap().contains("1 of 10 connections"));
     }
 }

@@ -261,12 +261,13 @@ pub(super) const FIGURES: &[Figure] = &[
     Figure::field("ONE_WAY_S2C_P50_LATENCY", |c| us(c.one_way(false).map(|d| d.p50_ns))),
     Figure::field("ONE_WAY_S2C_P99_LATENCY", |c| us(c.one_way(false).map(|d| d.p99_ns))),
     Figure::field("ONE_WAY_CLOCK_UNCERTAINTY", |c| us(c.report.clock.map(|k| k.one_way_uncertainty_ns()))),
-    // MPTCP (--mptcp; empty without it, and for crr, whose connections are not read): the
-    // most subflows a connection of the side had, and its connections that fell back to TCP.
-    Figure::field("LOCAL_MPTCP_SUBFLOWS", |c| mptcp(Some(&c.report.local), |m| m.max_subflows)),
-    Figure::field("REMOTE_MPTCP_SUBFLOWS", |c| mptcp(c.report.remote.as_ref(), |m| m.max_subflows)),
-    Figure::field("LOCAL_MPTCP_FALLBACKS", |c| mptcp(Some(&c.report.local), |m| m.fallback)),
-    Figure::field("REMOTE_MPTCP_FALLBACKS", |c| mptcp(c.report.remote.as_ref(), |m| m.fallback)),
+    // MPTCP (--mptcp; empty without it): the most subflows a connection of the side had
+    // (empty for crr, whose connections are not read), and its connections that fell back
+    // to TCP (crr: its handshakes that did).
+    Figure::field("LOCAL_MPTCP_SUBFLOWS", |c| mptcp(Some(&c.report.local), subflows)),
+    Figure::field("REMOTE_MPTCP_SUBFLOWS", |c| mptcp(c.report.remote.as_ref(), subflows)),
+    Figure::field("LOCAL_MPTCP_FALLBACKS", |c| mptcp(Some(&c.report.local), |m| Some(m.fallback))),
+    Figure::field("REMOTE_MPTCP_FALLBACKS", |c| mptcp(c.report.remote.as_ref(), |m| Some(m.fallback))),
     // netperf's own omni outputs that `--keyval` does not print.
     Figure::netperf_only("PROTOCOL", |c| {
         Some(if c.report.spec.workload.is_udp() { "UDP" } else { "TCP" }.into())
@@ -299,6 +300,11 @@ pub(super) const FIGURES: &[Figure] = &[
     Figure::netperf_only("LOCAL_VERSION", |c| Some(c.report.tool_version.clone())),
     Figure::netperf_only("REMOTE_VERSION", |c| Some(c.report.tool_version.clone())),
 ];
+
+/// The most subflows of a side's connections; none for crr's, which were not read.
+fn subflows(m: &crate::measure::mptcp::MptcpReport) -> Option<u32> {
+    m.handshakes.is_none().then_some(m.max_subflows)
+}
 
 /// A TOS byte as netperf prints it, its "not set" without one.
 fn tos(t: Option<u8>) -> String {

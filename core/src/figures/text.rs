@@ -54,9 +54,9 @@ pub(super) fn softnet_squeezed(k: &KernelCounters) -> String {
 /// A figure of a side's MPTCP report, empty without one.
 pub(super) fn mptcp(
     s: Option<&SideReport>,
-    f: impl Fn(&crate::measure::mptcp::MptcpReport) -> u32,
+    f: impl Fn(&crate::measure::mptcp::MptcpReport) -> Option<u32>,
 ) -> String {
-    s.and_then(|s| s.mptcp.as_ref()).map_or(String::new(), |m| f(m).to_string())
+    s.and_then(|s| f(s.mptcp.as_ref()?)).map_or(String::new(), |n| n.to_string())
 }
 
 /// A side's TCP retransmissions, empty without TCP.

@@ -217,6 +217,66 @@ fn address(ss: &libc::sockaddr_storage) -> Option<SocketAddr> {
     }
 }
 
+/// MPTCP's MIB counters of this network namespace (MPTcpExt in /proc/net/netstat) that
+/// say how each connection's handshake ended, for crr, whose connections close within their
+/// cycle and cannot be read at the end.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MptcpMib {
+    /// Client: SYN/ACKs that carried MP_CAPABLE, and those that did not (a fallback).
+    pub synack_rx: u64,
+    pub fallback_synack: u64,
+    /// Server: third ACKs that carried MP_CAPABLE, and those that did not.
+    pub ack_rx: u64,
+    pub fallback_ack: u64,
+}
+
+impl MptcpMib {
+    /// The counters now; `None` where the kernel has none (no MPTCP).
+    pub fn read() -> Option<MptcpMib> {
+        MptcpMib::parse(&std::fs::read_to_string("/proc/net/netstat").ok()?)
+    }
+
+    fn parse(text: &str) -> Option<MptcpMib> {
+        let mut rows = text.lines().filter(|l| l.starts_with("MPTcpExt:"));
+        let (names, values) = (rows.next()?, rows.next()?);
+        let get = |name: &str| -> Option<u64> {
+            let at = names.split_whitespace().position(|n| n == name)?;
+            values.split_whitespace().nth(at)?.parse().ok()
+        };
+        Some(MptcpMib {
+            synack_rx: get("MPCapableSYNACKRX")?,
+            fallback_synack: get("MPCapableFallbackSYNACK")?,
+            ack_rx: get("MPCapableACKRX")?,
+            fallback_ack: get("MPCapableFallbackACK")?,
+        })
+    }
+
+    /// What `client` or server connections did between `before` and `self`.
+    pub fn since(&self, before: &MptcpMib, client: bool) -> MptcpHandshakes {
+        let (ok, fell) = if client {
+            (
+                self.synack_rx.saturating_sub(before.synack_rx),
+                self.fallback_synack.saturating_sub(before.fallback_synack),
+            )
+        } else {
+            (self.ack_rx.saturating_sub(before.ack_rx), self.fallback_ack.saturating_sub(before.fallback_ack))
+        };
+        MptcpHandshakes { mptcp: ok, fallback: fell }
+    }
+}
+
+/// How the MPTCP handshakes of a side's connections ended over its window, from the
+/// namespace's MIB counters: crr's account (its connections close within their cycle).
+/// Every MPTCP connection of the namespace in that time counts, not only the test's.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[serde(deny_unknown_fields)]
+pub struct MptcpHandshakes {
+    /// Handshakes that ended MPTCP (the client's MP_CAPABLE SYN/ACKs, the server's ACKs).
+    pub mptcp: u64,
+    /// Handshakes that fell back to TCP.
+    pub fallback: u64,
+}
+
 /// MPTCP over all of a side's data connections: per flow, and how many stayed MPTCP.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 #[serde(deny_unknown_fields)]
@@ -229,6 +289,9 @@ pub struct MptcpReport {
     pub max_subflows: u32,
     /// Every flow, in flow order (`None`: the kernel would not say, e.g. a closed socket).
     pub flows: Vec<Option<MptcpFlowInfo>>,
+    /// crr: how its connections' handshakes ended (`flows` is then empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handshakes: Option<MptcpHandshakes>,
 }
 
 impl MptcpReport {
@@ -240,6 +303,17 @@ impl MptcpReport {
             fallback: known().filter(|f| f.fallback).count() as u32,
             max_subflows: known().filter_map(|f| f.subflows).max().unwrap_or(0),
             flows,
+            handshakes: None,
+        }
+    }
+
+    /// crr's report: its handshakes, no flow read.
+    pub fn of_handshakes(h: MptcpHandshakes) -> MptcpReport {
+        MptcpReport {
+            mptcp: h.mptcp.min(u64::from(u32::MAX)) as u32,
+            fallback: h.fallback.min(u64::from(u32::MAX)) as u32,
+            handshakes: Some(h),
+            ..MptcpReport::default()
         }
     }
 
@@ -284,6 +358,17 @@ mod tests {
                 std::net::TcpStream::from_raw_fd(a.into_raw_fd()),
             ))
         }
+    }
+
+    #[test]
+    fn mib_counters_are_read_by_name_and_split_by_role() {
+        let text = "TcpExt: A B\nTcpExt: 1 2\nMPTcpExt: MPCapableSYNRX MPCapableSYNACKRX MPCapableACKRX MPCapableFallbackACK MPCapableFallbackSYNACK\nMPTcpExt: 9 5 7 1 2\n";
+        let now = MptcpMib::parse(text).unwrap();
+        assert_eq!(now, MptcpMib { synack_rx: 5, fallback_synack: 2, ack_rx: 7, fallback_ack: 1 });
+        let zero = MptcpMib::default();
+        assert_eq!(now.since(&zero, true), MptcpHandshakes { mptcp: 5, fallback: 2 });
+        assert_eq!(now.since(&zero, false), MptcpHandshakes { mptcp: 7, fallback: 1 });
+        assert!(MptcpMib::parse("TcpExt: A\nTcpExt: 1\n").is_none());
     }
 
     #[test]
