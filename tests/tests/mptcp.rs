@@ -242,7 +242,8 @@ fn mptcp_counter(ns: &str, name: &str) -> u64 {
 /// `mptcpize run netperf ...` (mptcpd's wrapper, which turns a program's TCP sockets into
 /// MPTCP ones) against a netserver that was not wrapped: the drop-in takes the wrapper as
 /// the user's word, so the data connections are MPTCP on both ends (the server listened
-/// MPTCP: the client's SYN/ACKs carried MP_CAPABLE), for the stream, rr and crr tests.
+/// MPTCP: the client's SYN/ACKs carried MP_CAPABLE), for the stream, rr and crr tests; and
+/// `-- --mptcp` without the wrapper does the same.
 #[test]
 fn netperf_under_mptcpize_runs_the_same_test_on_mptcp() {
     let test = "netperf_under_mptcpize_runs_the_same_test_on_mptcp";
@@ -283,5 +284,15 @@ fn netperf_under_mptcpize_runs_the_same_test_on_mptcp() {
         let mptcp_connections = mptcp_counter(ns.name(), "MPCapableSYNACKRX") - before;
         assert!(mptcp_connections >= 1, "{t}: no connection was answered as MPTCP: {o}");
     }
+    // Without the wrapper, `-- --mptcp` asks for the same.
+    let before = mptcp_counter(ns.name(), "MPCapableSYNACKRX");
+    let args =
+        ["-t", "TCP_STREAM", "-H", "127.0.0.1", "-p", &port, "-l", "1", "--", "--mptcp", "-k", "THROUGHPUT"];
+    let o =
+        run_with_timeout(ns.exec(&dir.join("netperf"), &args), std::time::Duration::from_secs(60)).success();
+    assert!(
+        mptcp_counter(ns.name(), "MPCapableSYNACKRX") > before,
+        "-- --mptcp made no MPTCP connection: {o}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
