@@ -160,7 +160,7 @@ pub fn stream_socket(addr: SocketAddr, mptcp: bool, what: &str) -> Result<Socket
 /// Why this host could not open an MPTCP socket, and what to do.
 pub fn mptcp_refused(what: &str, e: &io::Error) -> Error {
     let why = match e.raw_os_error() {
-        Some(libc::ENOPROTOOPT) => "MPTCP is disabled on that host (net.mptcp.enabled = 0 in its network namespace): enable it there with `sysctl -w net.mptcp.enabled=1`",
+        Some(libc::ENOPROTOOPT) => "MPTCP is disabled on this host (net.mptcp.enabled = 0 in its network namespace): enable it with `sysctl -w net.mptcp.enabled=1`",
         Some(libc::EPROTONOSUPPORT) | Some(libc::EINVAL) => {
             "this kernel has no MPTCP (CONFIG_MPTCP, Linux 5.6 or later): run on a kernel with it"
         }
