@@ -647,7 +647,8 @@ fn session(
 
     let cookie = random_cookie();
     let mut foreign = udp::Foreign::default();
-    let data = open_data(stream, local_ip, &spec, cookie, a.peer, events, &mut foreign)?;
+    // An MPTCP test's listener stays open to the end: a subflow joins through it.
+    let (data, _join_listener) = open_data(stream, local_ip, &spec, cookie, a.peer, events, &mut foreign)?;
     // UDP: the descriptors that echo late hellos until `Go` (see net::udp).
     let udp_fds: Vec<RawFd> = match &data {
         DataSockets::Flows(socks) if spec.workload.is_udp() => socks.iter().map(AsRawFd::as_raw_fd).collect(),
@@ -733,7 +734,8 @@ fn read_request(stream: &TcpStream, cfg: &ServerConfig) -> Result<Request> {
 
 /// Offers the test's data sockets (Ready) and takes the client's flows on them: its UDP
 /// flows' hellos, its TCP connections, or for crr the listener that serves the whole test.
-/// Datagrams from elsewhere are counted in `foreign`.
+/// Datagrams from elsewhere are counted in `foreign`. With MPTCP flows, also their listener,
+/// which must outlive the accepts: the kernel takes every later subflow's join on it.
 fn open_data(
     stream: &TcpStream,
     local_ip: IpAddr,
@@ -742,7 +744,7 @@ fn open_data(
     peer: SocketAddr,
     events: &EventSink,
     foreign: &mut udp::Foreign,
-) -> Result<DataSockets> {
+) -> Result<(DataSockets, Option<socket2::Socket>)> {
     let mut w = stream;
     if spec.workload.is_udp() {
         let (socks, udp_ports) = udp::bind_flows(local_ip, spec)?;
@@ -752,16 +754,17 @@ fn open_data(
             events(ServerEvent::ForeignDatagrams { peer, datagrams: foreign.datagrams, first });
         }
         accepted?;
-        Ok(DataSockets::Flows(socks))
+        Ok((DataSockets::Flows(socks), None))
     } else {
         let listener = listen(local_ip, spec)?;
         let port = listener.local_addr().ok().and_then(|a| a.as_socket()).map(|a| a.port()).unwrap_or(0);
         write_frame(&mut w, &ServerMessage::Ready { data_port: port, cookie, udp_ports: Vec::new() })?;
         if spec.workload == Workload::Crr {
             // crr connects once per cycle: the listener serves the whole test.
-            Ok(DataSockets::Listener { listener, cookie, peer })
+            Ok((DataSockets::Listener { listener, cookie, peer }, None))
         } else {
-            Ok(DataSockets::Flows(accept_flows(&listener, cookie, spec.connections(), peer.ip())?))
+            let flows = accept_flows(&listener, cookie, spec.connections(), peer.ip())?;
+            Ok((DataSockets::Flows(flows), spec.socket.mptcp.then_some(listener)))
         }
     }
 }

@@ -474,6 +474,10 @@ pub struct SideReport {
     pub intervals: Vec<IntervalSample>,
     /// TCP_INFO of every flow at the end, summed, with fairness.
     pub tcp: Option<TcpReport>,
+    /// MPTCP of every flow at the end (with MPTCP asked for): stayed MPTCP or fell back,
+    /// subflows, bytes per subflow. Absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mptcp: Option<crate::measure::mptcp::MptcpReport>,
     /// Every worker thread of this side.
     #[serde(default)]
     pub workers: Vec<WorkerReport>,

@@ -67,6 +67,7 @@ settings! {
     Rcvlowat = "rcvlowat", "the receive low-water mark";
     Nodelay = "nodelay", "TCP_NODELAY";
     Cork = "cork", "TCP_CORK";
+    Mptcp = "mptcp", "Multipath TCP";
     CongestionControl = "congestion-control", "the congestion control";
     Linger0 = "linger0", "closing with a zero linger";
     ClientPorts = "client-ports", "the client port range";

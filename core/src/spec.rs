@@ -379,6 +379,11 @@ pub struct SocketOptions {
     /// a receive is woken. `None`: the receive engine's own (see `io::recv::stream_rcvlowat`).
     #[serde(default)]
     pub rcvlowat: Option<u32>,
+    /// Multipath TCP (IPPROTO_MPTCP) data sockets on both sides: the server listens MPTCP
+    /// when the client asks. Left out when off, so a server that predates it still runs
+    /// every plain TCP test, and refuses this one by name.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub mptcp: bool,
 }
 
 /// Application pacing: a token bucket per flow, refilled by a timeout on the ring.
@@ -937,6 +942,7 @@ impl TestSpec {
         self.validate_workload()?;
         self.validate_classic()?;
         self.validate_payloads()?;
+        self.validate_mptcp()?;
         let zero_copy = [self.local.send_engine, self.remote.send_engine].iter().any(|e| e.is_zero_copy());
         if self.require_zero_copy && !zero_copy {
             return Err(SpecError::Invalid(format!(
@@ -1268,6 +1274,40 @@ impl TestSpec {
         }
         if self.workload.is_udp() && self.direction != Direction::ClientToServer {
             return usage(format!("{name} runs client to server only"));
+        }
+        Ok(())
+    }
+
+    /// MPTCP is TCP's: no UDP test takes it. Its sockets (Linux 6.18) refuse zero-copy
+    /// sends (SendZc, SendMsgZc and MSG_ZEROCOPY give EOPNOTSUPP) and TCP's zero-copy
+    /// receive mapping (ENODEV), so those engines are refused here, naming the ones that
+    /// work: copy, splice (and sendfile) and syscall sends; recv, multishot, bundle, trunc
+    /// and syscall receives.
+    fn validate_mptcp(&self) -> Result<(), SpecError> {
+        if !self.socket.mptcp {
+            return Ok(());
+        }
+        if self.workload.is_udp() {
+            return Err(SpecError::Invalid(format!(
+                "{} is UDP: {} is for the TCP tests (stream, rr, crr, sendfile)",
+                self.command_name(),
+                Setting::Mptcp.token()
+            )));
+        }
+        for s in [&self.local, &self.remote] {
+            if s.send_engine.is_zero_copy() {
+                return Err(SpecError::Invalid(format!(
+                    "{send} {} does not work on an MPTCP socket: the kernel's MPTCP has no zero-copy send (EOPNOTSUPP); use {send} copy or splice on the ring, or syscall for the classic loop",
+                    s.send_engine.name(),
+                    send = Setting::SendEngine.token()
+                )));
+            }
+            if s.recv_engine == RecvEngine::ZerocopyReceive {
+                return Err(SpecError::Invalid(format!(
+                    "{recv} zerocopy-receive does not work on an MPTCP socket: the kernel maps only plain TCP receive queues (ENODEV); use {recv} syscall for the classic loop, or recv, multishot, bundle or trunc on the ring",
+                    recv = Setting::RecvEngine.token()
+                )));
+            }
         }
         Ok(())
     }

@@ -16,6 +16,7 @@ use ringperf_core::error::{Error, Result};
 use ringperf_core::measure::clock::monotonic_ns;
 use ringperf_core::measure::cpu::ProcStat;
 use ringperf_core::measure::kernel::{DataSocketsAtEnd, KernelCounters, KernelProbe, KernelSnapshot};
+use ringperf_core::measure::mptcp::{MptcpFlowInfo, MptcpMib, MptcpReport};
 use ringperf_core::measure::profile::{Profiler, Stopped as ProfileSamples};
 use ringperf_core::measure::service_demand::{service_demand, tool_overhead_percent};
 use ringperf_core::measure::tcp_info::{TcpFlowInfo, TcpReport};
@@ -69,6 +70,10 @@ pub struct Side {
     /// is open.
     profile: ProfileSpec,
     profiler: Option<Profiler>,
+    /// The data sockets were asked to be MPTCP: their state is read at the end.
+    mptcp: bool,
+    /// crr with MPTCP: the namespace's MPTCP counters as the window opened.
+    mptcp_mib_before: Option<MptcpMib>,
 }
 
 impl Side {
@@ -204,6 +209,8 @@ impl Side {
             kernel_before: None,
             profile: spec.profile,
             profiler: None,
+            mptcp: spec.socket.mptcp,
+            mptcp_mib_before: None,
         })
     }
 
@@ -219,6 +226,9 @@ impl Side {
     /// Opens the measurement window now, for every worker at once.
     pub fn start(&mut self) -> Result<()> {
         self.kernel_before = Some(self.kernel.snapshot());
+        if self.mptcp && self.is_crr() {
+            self.mptcp_mib_before = MptcpMib::read();
+        }
         self.profiler = Profiler::start(&self.profile);
         let before = ProcStat::read()?;
         let start_ns = monotonic_ns();
@@ -276,7 +286,7 @@ impl Side {
                 rcvlowat: self.sockets.iter().map(crate::net::rcvlowat).max().unwrap_or(0),
                 ..socket_sizes(s, total_retransmits(&self.sockets))
             },
-            None => self.connector_socket.unwrap_or_default(),
+            None => self.connector_socket.clone().unwrap_or_default(),
         };
         let per_flow_bytes: Vec<u64> = flows.iter().map(|f| f.bytes_sent + f.bytes_received).collect();
         let per_flow_sent: Vec<u64> = flows.iter().map(|f| f.bytes_sent).collect();
@@ -287,6 +297,15 @@ impl Side {
         )
         .then(|| TcpReport::new(tcp_flows, &per_flow_bytes, &per_flow_sent));
         let segments = tcp.as_ref().map_or(0, |t| t.data_segs_out + t.data_segs_in);
+        // Once per connection after the window; crr's connections are gone by then, so its
+        // handshakes are counted instead.
+        let mptcp = match self.mptcp_mib_before.take() {
+            Some(before) => MptcpMib::read()
+                .map(|now| MptcpReport::of_handshakes(now.since(&before, self.connector_socket.is_some()))),
+            None => (self.mptcp && !self.is_crr()).then(|| {
+                MptcpReport::new(self.sockets.iter().map(|s| MptcpFlowInfo::read(s.as_raw_fd())).collect())
+            }),
+        };
         let sd = service_demand(&system, bytes_sent + bytes_received, transactions, segments);
         let tool = merge::tool(&outcomes.iter().map(|o| o.tool).collect::<Vec<_>>());
         let overhead = tool_overhead_percent(tool.user_us, &system);
@@ -335,6 +354,7 @@ impl Side {
             window_start_ns: Some(start_ns),
             intervals: merge::intervals(intervals),
             tcp,
+            mptcp,
             workers: worker_reports,
             flows,
             network: self.network,
@@ -387,6 +407,12 @@ impl Side {
             });
         }
         (flows, tcp_flows, worker_reports)
+    }
+
+    /// A crr side: its connections come and go within their cycles (a counted UDP test's
+    /// server also has a stop eventfd, but is never MPTCP).
+    fn is_crr(&self) -> bool {
+        self.stop.is_some() || self.connector_socket.is_some()
     }
 
     /// The kernel counters over the window, if they were asked for.

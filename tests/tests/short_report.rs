@@ -406,3 +406,22 @@ fn every_combination_of_warnings_stays_within_the_limit() {
         }
     }
 }
+
+/// With --mptcp the default report gains one `mptcp:` line and still keeps its limits.
+#[test]
+fn an_mptcp_report_keeps_its_limits_with_one_mptcp_line() {
+    let test = "an_mptcp_report_keeps_its_limits_with_one_mptcp_line";
+    let enabled = std::fs::read_to_string("/proc/sys/net/mptcp/enabled").unwrap_or_default();
+    if enabled.trim() != "1" {
+        skip(test, "this kernel or namespace has no MPTCP (/proc/sys/net/mptcp/enabled is not 1)");
+        return;
+    }
+    for (cmd, table, max) in
+        [("stream", "Throughput", STREAM_LINES), ("rr", "Trans.", RR_LINES), ("crr", "Trans.", RR_LINES)]
+    {
+        let out = short_report(test, &[cmd, "--mptcp", "-l", "1"], table, max);
+        let mptcp: Vec<&str> = out.lines().filter(|l| l.starts_with("mptcp: ")).collect();
+        assert_eq!(mptcp.len(), 1, "{cmd}: not one mptcp line:\n{out}");
+        assert!(mptcp[0].contains("connections MPTCP"), "{cmd}: {}", mptcp[0]);
+    }
+}

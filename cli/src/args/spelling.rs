@@ -41,6 +41,7 @@ const FLAGS: &[(Setting, &str, &str)] = &[
     (Setting::Rcvlowat, "stream", "rcvlowat"),
     (Setting::Nodelay, "stream", "nodelay"),
     (Setting::Cork, "stream", "cork"),
+    (Setting::Mptcp, "stream", "mptcp"),
     (Setting::CongestionControl, "stream", "congestion_control"),
     (Setting::Linger0, "crr", "linger0"),
     (Setting::ClientPorts, "crr", "client_ports"),

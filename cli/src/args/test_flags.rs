@@ -121,6 +121,12 @@ pub struct TestArgs {
     /// TCP_CORK on every data socket.
     #[arg(long)]
     cork: bool => spec.socket.cork [only "stream", "rr", "crr", "sendfile", "engines" as "the TCP tests"],
+    /// Multipath TCP: every data socket on both sides is IPPROTO_MPTCP, the server listens
+    /// MPTCP for this test, and the report says per connection whether it stayed MPTCP or
+    /// fell back to TCP, its subflows and the bytes each carried (subflows beyond the first
+    /// come from the kernel's path manager: `ip mptcp endpoint`, see tools/lab).
+    #[arg(long)]
+    mptcp: bool => spec.socket.mptcp [only "stream", "rr", "crr", "sendfile", "engines" as "the TCP tests"],
     /// IP_TOS (IPV6_TCLASS) byte on every data socket, e.g. 0x10.
     #[arg(long, value_name = "TOS", value_parser = parse_tos)]
     tos: Option<u8> => spec.socket.tos,

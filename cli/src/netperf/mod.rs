@@ -11,6 +11,7 @@
 
 mod call;
 pub(crate) mod links;
+mod mptcpize;
 pub(crate) mod netserver;
 mod options;
 mod output;

@@ -44,7 +44,9 @@ pub fn parse(args: &[String], by_name: bool) -> Result<Call, Refusal> {
     let native = p.choose_test(it.clone())?;
     p.start_native(native)?;
     p.walk(&mut it, Part::Test)?;
-    p.finish()
+    let mut call = p.finish()?;
+    super::mptcpize::apply(&mut call, super::mptcpize::preloaded());
+    Ok(call)
 }
 
 /// The two parts of the command line, around `--`.

@@ -109,6 +109,7 @@ fn side_doubts(s: &SideReport) -> Vec<String> {
     if let Some(u) = s.udp.as_ref().filter(|u| u.timeouts > 0) {
         d.push(format!("{} udp-rr timeouts: requests or responses lost and sent again", u.timeouts));
     }
+    d.extend(super::mptcp::fallback_doubt(s));
     if let Some(n) = s.verify.as_ref().map(|v| v.mismatches).filter(|&n| n > 0) {
         d.push(format!("PAYLOAD CORRUPTED in {n} chunk(s)"));
     }

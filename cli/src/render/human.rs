@@ -112,6 +112,7 @@ pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
         engine_lines(&mut o, name, s);
         tcp_line(&mut o, name, s);
         super::limits::side_line(&mut o, name, s);
+        super::mptcp::lines(&mut o, name, s);
         crr_line(&mut o, name, s);
         burst_line(&mut o, name, s, r.spec.open_loop.is_some());
         udp_lines(&mut o, name, s);
@@ -140,6 +141,9 @@ pub fn render(r: &TestReport, units: Units, opts: &HumanOptions) -> String {
         }
     }
     statistics_lines(&mut o, r, units);
+    if let Some(m) = super::mptcp::summary_line(r) {
+        let _ = writeln!(o, "{m}");
+    }
     if let Some(line) = super::doubt::line(r) {
         let _ = writeln!(o, "{line}");
     }

@@ -162,9 +162,9 @@ mod tests {
         assert_eq!(column("RCVLOWAT"), Some(58));
         assert_eq!(column("REMOTE_CONG_CONTROL"), Some(60));
         assert_eq!(column("REMOTE_NETWORK_SD_PER_SEGMENT"), Some(98));
-        // ENGINE_REASON came after the one-way figures, and the limits of the flows after it.
+        // ENGINE_REASON came after the one-way figures, then the limits of the flows, then MPTCP's.
         let limits = all.iter().skip_while(|n| **n != "ENGINE_REASON").skip(1).count();
-        assert_eq!(limits, 10);
+        assert_eq!(limits, 10 + 4);
         let later = 1 + limits;
         let one_way = all.iter().filter(|n| n.starts_with("ONE_WAY_")).count();
         assert_eq!(one_way, 5);
@@ -172,6 +172,10 @@ mod tests {
         assert_eq!(column("OPEN_LOOP_DROPPED"), Some(all.len() - 1 - one_way - later));
         assert_eq!(column("ONE_WAY_CLOCK_UNCERTAINTY"), Some(all.len() - 1 - later));
         assert_eq!(column("ENGINE_REASON"), Some(all.len() - 1 - limits));
-        assert_eq!(all.last(), Some(&"REMOTE_MIN_RTT"), "a column added later goes after every older column");
+        assert_eq!(
+            all.last(),
+            Some(&"REMOTE_MPTCP_FALLBACKS"),
+            "a column added later goes after every older column"
+        );
     }
 }

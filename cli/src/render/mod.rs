@@ -13,6 +13,7 @@ pub mod kernel;
 pub mod keyval;
 pub mod limits;
 pub mod load;
+pub mod mptcp;
 pub mod probe;
 pub mod profile;
 pub mod short;

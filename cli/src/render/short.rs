@@ -27,6 +27,9 @@ pub fn lines(o: &mut String, r: &TestReport, units: Units, opts: &HumanOptions) 
     if let Some(z) = zero_copy_proof(r) {
         let _ = writeln!(o, "{z}");
     }
+    if let Some(m) = super::mptcp::summary_line(r) {
+        let _ = writeln!(o, "{m}");
+    }
     if let Some(d) = super::doubt::line(r) {
         let _ = writeln!(o, "{d}");
     }

@@ -5,8 +5,8 @@
 
 use super::figure::{Better, Figure, Unit};
 use super::text::{
-    call_size, cpus, fixed, kernel, link, opt, profile, retrans, rx_cpus, softnet_dropped, softnet_squeezed,
-    udp, us, whole_us,
+    call_size, cpus, fixed, kernel, link, mptcp, opt, profile, retrans, rx_cpus, softnet_dropped,
+    softnet_squeezed, udp, us, whole_us,
 };
 
 pub(super) const FIGURES: &[Figure] = &[
@@ -320,6 +320,13 @@ pub(super) const FIGURES: &[Figure] = &[
     Figure::headline("remote_min_rtt", "remote min RTT", Unit::LatencyNs, |f| f.remote_min_rtt_ns)
         .judged(Better::Lower)
         .keyval("REMOTE_MIN_RTT", |c| opt(c.figures.remote_min_rtt_ns.map(|n| n / 1e3), 1)),
+    // MPTCP (--mptcp; empty without it): the most subflows a connection of the side had
+    // (empty for crr, whose connections are not read), and its connections that fell back
+    // to TCP (crr: its handshakes that did).
+    Figure::field("LOCAL_MPTCP_SUBFLOWS", |c| mptcp(Some(&c.report.local), subflows)),
+    Figure::field("REMOTE_MPTCP_SUBFLOWS", |c| mptcp(c.report.remote.as_ref(), subflows)),
+    Figure::field("LOCAL_MPTCP_FALLBACKS", |c| mptcp(Some(&c.report.local), |m| Some(m.fallback))),
+    Figure::field("REMOTE_MPTCP_FALLBACKS", |c| mptcp(c.report.remote.as_ref(), |m| Some(m.fallback))),
     // netperf's own omni outputs that `--keyval` does not print.
     Figure::netperf_only("PROTOCOL", |c| {
         Some(if c.report.spec.workload.is_udp() { "UDP" } else { "TCP" }.into())
@@ -352,6 +359,11 @@ pub(super) const FIGURES: &[Figure] = &[
     Figure::netperf_only("LOCAL_VERSION", |c| Some(c.report.tool_version.clone())),
     Figure::netperf_only("REMOTE_VERSION", |c| Some(c.report.tool_version.clone())),
 ];
+
+/// The most subflows of a side's connections; none for crr's, which were not read.
+fn subflows(m: &crate::measure::mptcp::MptcpReport) -> Option<u32> {
+    m.handshakes.is_none().then_some(m.max_subflows)
+}
 
 /// A TOS byte as netperf prints it, its "not set" without one.
 fn tos(t: Option<u8>) -> String {

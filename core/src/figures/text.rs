@@ -51,6 +51,14 @@ pub(super) fn softnet_squeezed(k: &KernelCounters) -> String {
     k.softnet.iter().map(|r| r.time_squeeze).sum::<u64>().to_string()
 }
 
+/// A figure of a side's MPTCP report, empty without one.
+pub(super) fn mptcp(
+    s: Option<&SideReport>,
+    f: impl Fn(&crate::measure::mptcp::MptcpReport) -> Option<u32>,
+) -> String {
+    s.and_then(|s| f(s.mptcp.as_ref()?)).map_or(String::new(), |n| n.to_string())
+}
+
 /// A side's TCP retransmissions, empty without TCP.
 pub(super) fn retrans(s: &SideReport) -> String {
     s.tcp.as_ref().map_or(String::new(), |t| t.total_retrans.to_string())

@@ -6,6 +6,7 @@ pub mod cpu;
 pub mod intervals;
 pub mod kernel;
 pub mod latency;
+pub mod mptcp;
 pub mod one_way;
 pub mod profile;
 pub mod service_demand;

@@ -21,7 +21,7 @@ use crate::classic::sys::{self, Epoll, Io};
 use crate::classic::{ABORT, DEADLINE, GUARD};
 use crate::net::FLOW_HEADER_LEN;
 use crate::verify::fill_payload;
-use crate::workload::crr::{client_options, header, PortCursor, SockOpt};
+use crate::workload::crr::{client_options, header, protocol, PortCursor, SockOpt};
 use crate::workload::driver::RoleReport;
 use crate::workload::ending::peer_stuck;
 use ringperf_core::error::{Error, Result};
@@ -77,6 +77,8 @@ struct Flow {
 pub struct Client {
     peer: SockAddr,
     domain: i32,
+    /// IPPROTO_TCP, or IPPROTO_MPTCP with the spec's MPTCP.
+    protocol: i32,
     /// Per flow: its header and request, `request_len` bytes apart.
     messages: Vec<u8>,
     request_len: usize,
@@ -99,6 +101,7 @@ impl Client {
         Client {
             peer: SockAddr::from(peer),
             domain: if peer.is_ipv6() { libc::AF_INET6 } else { libc::AF_INET },
+            protocol: protocol(spec),
             messages,
             request_len,
             buf: vec![0; spec.response_size as usize],
@@ -115,7 +118,7 @@ impl Client {
         let kind = libc::SOCK_STREAM | libc::SOCK_CLOEXEC | if nonblocking { libc::SOCK_NONBLOCK } else { 0 };
         cx.calls.other += 1;
         // SAFETY: socket takes no memory; the result is checked.
-        let fd = unsafe { libc::socket(self.domain, kind, libc::IPPROTO_TCP) };
+        let fd = unsafe { libc::socket(self.domain, kind, self.protocol) };
         if fd < 0 {
             return Err(Error::io("creating a crr client socket (raise `ulimit -n`?)", errno()));
         }

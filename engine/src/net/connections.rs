@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 use socket2::{Domain, Protocol, SockAddr, Socket, Type};
 
 use ringperf_core::error::{Error, Result};
+use ringperf_core::measure::mptcp::IPPROTO_MPTCP;
+use ringperf_core::Setting;
 
 use ringperf_core::spec::{SocketBuffers, SocketOptions, TestSpec};
 
@@ -142,11 +144,46 @@ fn set_mss(sock: &Socket, mss: Option<u32>) -> Result<()> {
     Ok(())
 }
 
-/// The per-session data listener on the control connection's address, ephemeral port.
+/// A TCP data socket for `addr`'s family, or an MPTCP one when `mptcp`; `what` names it
+/// in the error. A kernel that refuses MPTCP gets an error that says how to enable it.
+pub fn stream_socket(addr: SocketAddr, mptcp: bool, what: &str) -> Result<Socket> {
+    let protocol = if mptcp { Protocol::from(IPPROTO_MPTCP) } else { Protocol::TCP };
+    Socket::new(Domain::for_address(addr), Type::STREAM, Some(protocol)).map_err(|e| {
+        if mptcp {
+            mptcp_refused(what, &e)
+        } else {
+            Error::io(format!("creating {what}"), e)
+        }
+    })
+}
+
+/// Why this host could not open an MPTCP socket, and what to do.
+pub fn mptcp_refused(what: &str, e: &io::Error) -> Error {
+    let why = match e.raw_os_error() {
+        Some(libc::ENOPROTOOPT) => "MPTCP is disabled on this host (net.mptcp.enabled = 0 in its network namespace): enable it with `sysctl -w net.mptcp.enabled=1`",
+        Some(libc::EPROTONOSUPPORT) | Some(libc::EINVAL) => {
+            "this kernel has no MPTCP (CONFIG_MPTCP, Linux 5.6 or later): run on a kernel with it"
+        }
+        _ => "see the error",
+    };
+    Error::Usage(format!(
+        "cannot create {what} as an MPTCP socket ({e}): {why}, or drop {}",
+        Setting::Mptcp.token()
+    ))
+}
+
+/// The per-session data listener on the control connection's address, ephemeral port. An
+/// MPTCP listener takes every address of this host instead: a subflow the client joins
+/// later may arrive at another of them (one the server's path manager announced), and the
+/// first subflow's peer address and the flow header still decide what is accepted.
 pub fn listen(ip: IpAddr, spec: &TestSpec) -> Result<Socket> {
     let addr = SocketAddr::new(ip, 0);
-    let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))
-        .map_err(|e| Error::io("creating the data listener", e))?;
+    let sock = stream_socket(addr, spec.socket.mptcp, "the data listener")?;
+    let addr = match (spec.socket.mptcp, ip) {
+        (false, _) => addr,
+        (true, IpAddr::V4(_)) => SocketAddr::new(std::net::Ipv4Addr::UNSPECIFIED.into(), 0),
+        (true, IpAddr::V6(_)) => SocketAddr::new(std::net::Ipv6Addr::UNSPECIFIED.into(), 0),
+    };
     configure(&sock, spec.remote.socket_buffers, spec.congestion_control.as_deref())?;
     set_mss(&sock, spec.socket.mss)?;
     sock.bind(&addr.into()).map_err(|e| Error::io(format!("binding the data listener to {addr}"), e))?;
@@ -165,8 +202,7 @@ pub fn connect_flows(
 ) -> Result<Vec<Socket>> {
     (0..spec.connections())
         .map(|flow| {
-            let sock = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))
-                .map_err(|e| Error::io("creating a data socket", e))?;
+            let sock = stream_socket(addr, spec.socket.mptcp, "a data socket")?;
             configure(&sock, spec.local.socket_buffers, spec.congestion_control.as_deref())?;
             set_mss(&sock, spec.socket.mss)?;
             bind_local(&sock, bind)?;

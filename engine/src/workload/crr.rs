@@ -50,7 +50,7 @@ use std::os::fd::{AsRawFd, RawFd};
 
 use io_uring::squeue::Flags;
 use io_uring::{opcode, types};
-use socket2::{Domain, Protocol, SockAddr, Socket, Type};
+use socket2::{SockAddr, Socket};
 
 use crate::io::{op, AnyRecv, AnySend, PerOp, RecvEvent, RecvPath, SendEvent, SendPath};
 use crate::net::FLOW_HEADER_LEN;
@@ -160,12 +160,20 @@ pub(crate) fn client_options(spec: &TestSpec, v6: bool) -> Vec<SockOpt> {
 /// there would cost the cycle a syscall. Like netperf, the report then gives the sizes a
 /// socket has before it connects (what -s asked for, doubled by Linux, or the defaults).
 pub fn client_socket(spec: &TestSpec, peer: SocketAddr) -> Result<Socket> {
-    let sock = Socket::new(Domain::for_address(peer), Type::STREAM, Some(Protocol::TCP))
-        .map_err(|e| Error::io("creating a crr client socket", e))?;
+    let sock = crate::net::stream_socket(peer, spec.socket.mptcp, "a crr client socket")?;
     for o in client_options(spec, peer.is_ipv6()) {
         o.apply(sock.as_raw_fd())?;
     }
     Ok(sock)
+}
+
+/// The protocol of every client socket: IPPROTO_MPTCP when the spec asks for MPTCP.
+pub(crate) fn protocol(spec: &TestSpec) -> i32 {
+    if spec.socket.mptcp {
+        ringperf_core::measure::mptcp::IPPROTO_MPTCP
+    } else {
+        libc::IPPROTO_TCP
+    }
 }
 
 /// The 12-byte header every crr connection starts with, like a stream's data connection.
@@ -336,6 +344,8 @@ impl Cycle {
 pub struct CrrClient {
     peer: Box<SockAddr>,
     domain: i32,
+    /// IPPROTO_TCP, or IPPROTO_MPTCP with the spec's MPTCP.
+    protocol: i32,
     /// Sends each flow's header plus request (one message per flow, written once).
     send: AnySend,
     request_len: usize,
@@ -391,6 +401,7 @@ impl CrrClient {
         CrrClient {
             peer: Box::new(SockAddr::from(peer)),
             domain: if peer.is_ipv6() { libc::AF_INET6 } else { libc::AF_INET },
+            protocol: protocol(spec),
             // A connect linked before a send that posts its CQE must post its own, or a
             // failed connect would leave that send's CQE (and its buffer) in doubt.
             skip_connect: shape == Shape::Chained && skip_send,
@@ -431,7 +442,7 @@ impl CrrClient {
         }
         c.started = now;
         self.active += 1;
-        let e = opcode::Socket::new(self.domain, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, libc::IPPROTO_TCP)
+        let e = opcode::Socket::new(self.domain, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, self.protocol)
             .build()
             .user_data(token(op::SOCKET, f));
         // SAFETY: the Socket op points at no memory.
