@@ -3,12 +3,13 @@
 //! the default report, and ECN's CE echoes on a path that marks them.
 
 use std::net::Ipv4Addr;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use ringperf_cli::render::{human, HumanOptions, Units};
 use ringperf_tests::{
-    parse, ringperf, run_with_timeout, skip, skip_unless, CeMarker, NetnsPair, Server, TestReport, IP, TC,
+    parse, ringperf, run_with_timeout, skip, skip_unless, CeMarker, ChildGuard, NetnsPair, Server,
+    TestReport, IP, TC,
 };
 use serde_json::Value;
 
@@ -179,4 +180,95 @@ fn a_path_that_marks_ce_is_echoed_in_delivered_ce() {
     assert_eq!(flows_ce, ce, "the side sums its flows");
     drop(marker);
     assert!(!dir.exists(), "the private bpffs is gone");
+}
+
+/// The sender's shares, and its verdict line, of a stream from `a` to `b` with `args`.
+fn sender_limits(pair: &NetnsPair, args: &[&str]) -> (Value, Option<String>) {
+    let json = stream_across(pair, args);
+    check_sides(&json);
+    let r: TestReport = serde_json::from_value(json.clone()).expect("a report");
+    let text = default_report(&r);
+    assert!(text.lines().count() <= 12, "{text}");
+    let verdict = text.lines().find(|l| l.starts_with("limited by: ")).map(str::to_string);
+    (json["local"]["tcp"].clone(), verdict)
+}
+
+#[test]
+fn a_tiny_send_buffer_held_in_flight_by_slow_acks_makes_the_send_buffer_dominate() {
+    let test = "a_tiny_send_buffer_held_in_flight_by_slow_acks_makes_the_send_buffer_dominate";
+    let available =
+        std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control").unwrap_or_default();
+    if !available.split_whitespace().any(|c| c == "cubic") {
+        return skip(
+            test,
+            &format!("this kernel offers no cubic congestion control (it has: {available:?})"),
+        );
+    }
+    let Some(pair) = pair(test, "sb", 183) else { return };
+    let (a, b) = (pair.a.name().to_string(), pair.b.name().to_string());
+    // The kernel caps an skb at the device's GSO size, not at SO_SNDBUF: at veth's 64 KiB a
+    // socket with an 8 KiB buffer still queued 128 KiB. At 4 KiB the buffer bounds the flight.
+    if let Err(e) = in_ns(&pair, &a, &["ip", "link", "set", "dev", "rp183a", "gso_max_size", "4096"]) {
+        return skip(test, &format!("cannot lower the sender veth's GSO size: {e}"));
+    }
+    // The ACKs' direction gets a slow link whose queue a UDP blast keeps standing: every ACK
+    // waits behind it (tens of ms, no netem here), while the data path stays unshaped. The
+    // blast's own socket buffer throttles it at the queue, which stays short of overflowing:
+    // ACKs are delayed, not lost (tc counted no drop), so the flow does not go cwnd-limited.
+    if let Err(e) = in_ns(
+        &pair,
+        &b,
+        &[
+            "tc", "qdisc", "add", "dev", "rp183b", "root", "tbf", "rate", "10mbit", "burst", "16k",
+            "latency", "200ms",
+        ],
+    ) {
+        return skip(test, &format!("tc has no tbf qdisc here: {e}"));
+    }
+    let rp = ringperf!();
+    let a_ip: Ipv4Addr = pair.a_addr.parse().expect("address");
+    let sink = Server::spawn_in(&rp, &pair.a, a_ip, &[]);
+    let port = sink.port_arg();
+    let mut blast = pair.b.exec(
+        rp.path(),
+        &["udp-stream", "-H", pair.a_addr.as_str(), "-p", port.as_str(), "-b", "20m", "-l", "120"],
+    );
+    blast.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+    let mut blast = ChildGuard::spawn(blast);
+    // Paced (internal pacing, far above what the buffer lets through) and cubic on both runs:
+    // the kernel starts the sndbuf chronograph only at a transmit that empties the write queue
+    // while the application waits for room, and pacing is what sends the queue's tail later.
+    let paced = ["-l", "2", "--cc", "cubic", "--fq-rate", "50m"];
+    // The autotuned buffer first (it also lets the queue stand): the same path alone does not
+    // make the send buffer the limit.
+    let (open, _) = sender_limits(&pair, &paced);
+    let open_sndbuf = share(&open["limits"], "sndbuf_limited_percent", "autotuned sender");
+    let tiny_args: Vec<&str> = paced.iter().copied().chain(["-s", "4K,"]).collect();
+    let (tiny, verdict) = sender_limits(&pair, &tiny_args);
+    assert!(blast.try_status().is_none(), "the UDP blast ended before the runs did");
+    let l = &tiny["limits"];
+    let sndbuf = share(l, "sndbuf_limited_percent", "sender");
+    eprintln!(
+        "figures: send buffer {sndbuf:.1} % of the window at -s 4K, {open_sndbuf:.1} % autotuned; min RTT {} us",
+        tiny["min_rtt_us"]
+    );
+    for other in ["rwnd_limited_percent", "sending_percent", "idle_percent"] {
+        assert!(
+            sndbuf > share(l, other, "sender"),
+            "sndbuf-limited {sndbuf} % does not dominate {other}: {l}"
+        );
+    }
+    assert!(
+        sndbuf >= 50.0,
+        "with every ACK delayed (min RTT {} us) the tiny send buffer held the sender only {sndbuf} %: {l}",
+        tiny["min_rtt_us"]
+    );
+    assert!(
+        open_sndbuf < sndbuf,
+        "the autotuned buffer was as much the limit ({open_sndbuf} %) as the tiny one ({sndbuf} %): {}",
+        open["limits"]
+    );
+    let verdict = verdict.unwrap_or_else(|| panic!("no verdict line at {sndbuf} % send buffer"));
+    assert!(verdict.starts_with("limited by: the send buffer "), "{verdict}");
+    assert!(verdict.contains(&format!("{sndbuf:.0} % of the window")), "{verdict} against {sndbuf}");
 }
