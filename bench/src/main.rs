@@ -229,6 +229,11 @@ struct ProfileArgs {
     /// rate if not given.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=20000))]
     hz: Option<u32>,
+    /// Judge the cost projected linearly from --hz down to this rate (a sample costs no
+    /// less at a high rate): how a cost too small for the runs' spread at the light rate is
+    /// measured, e.g. `--hz 999 --project-to 49`.
+    #[arg(long, value_name = "HZ", requires = "hz", value_parser = clap::value_parser!(u32).range(1..=20000))]
+    project_to: Option<u32>,
 }
 
 #[derive(Args, Debug)]
@@ -409,7 +414,18 @@ fn run(cli: Cli) -> error::Result<()> {
                 baseline: None,
                 classic: false,
             });
-            profile_cost::run(&plans, a.hz)
+            let projection = match (a.hz, a.project_to) {
+                (Some(measured_hz), Some(to_hz)) if to_hz < measured_hz => {
+                    Some(profile_cost::Projection { measured_hz, to_hz })
+                }
+                (Some(hz), Some(to)) => {
+                    return Err(error::BenchError::Usage(format!(
+                        "--project-to {to} is not below --hz {hz}: measure at a higher rate than the one the cost is projected to, e.g. --hz 999 --project-to 49"
+                    )))
+                }
+                _ => None,
+            };
+            profile_cost::run(&plans, a.hz, projection)
         }
     }
 }
