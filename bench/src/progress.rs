@@ -1,6 +1,6 @@
 //! Progress of a comparison on stderr while its runs go: on a terminal, a bar (runs done of
 //! the total, the tool and workload running, the time left) with each run's result line
-//! printed above it; elsewhere (a log, CI) one plain line per run, so the log reads as it
+//! printed above it; elsewhere (the report to a file or a pipe, a log, CI) one plain line per run, so the log reads as it
 //! did. The report itself goes to stdout, between comparisons, never under the bar.
 
 use std::io::{IsTerminal, Write};
@@ -45,9 +45,10 @@ pub struct Progress {
 }
 
 impl Progress {
-    /// `total` runs to come; a bar when stderr is a terminal.
+    /// `total` runs to come; a bar when both stdout and stderr are terminals (as the cli's
+    /// progress: a report sent to a file or a pipe is a log, and its runs' lines stay plain).
     pub fn start(total: u64) -> Progress {
-        Progress::new(total, std::io::stderr().is_terminal())
+        Progress::new(total, std::io::stdout().is_terminal() && std::io::stderr().is_terminal())
     }
 
     fn new(total: u64, bar: bool) -> Progress {
