@@ -163,6 +163,11 @@ mod tests {
         r
     }
 
+    /// Alternating runs of 1000 transactions, the profile on then off, at these busy ticks.
+    fn alternating(busy: &[(u64, u64)]) -> Vec<RunResult> {
+        busy.iter().flat_map(|&(on, off)| [run(ON, 1000.0, on), run(OFF, 1000.0, off)]).collect()
+    }
+
     #[test]
     fn flags_and_expectations() {
         let [rr, stream] = configs(3, (0, 1));
@@ -181,28 +186,21 @@ mod tests {
     #[test]
     fn a_cost_clearly_under_the_bound_turns_the_profile_on() {
         // The same work for the same CPU in every run: a cost of 0 with a tight interval.
-        let rs = vec![run(ON, 1000.0, 50), run(OFF, 1000.0, 50), run(ON, 1000.0, 50), run(OFF, 1000.0, 50)];
+        let rs = alternating(&[(50, 50), (50, 50)]);
         let v = verdict(&rs, None);
         assert!(v.contains("1.0000x") && v.contains("on by default"), "{v}");
     }
 
     #[test]
     fn a_cost_clearly_over_the_bound_keeps_it_behind_the_flag() {
-        let rs = vec![
-            run(ON, 1000.0, 60),
-            run(OFF, 1000.0, 50),
-            run(ON, 1000.0, 61),
-            run(OFF, 1000.0, 50),
-            run(ON, 1000.0, 60),
-            run(OFF, 1000.0, 51),
-        ];
+        let rs = alternating(&[(60, 50), (61, 50), (60, 51)]);
         let v = verdict(&rs, None);
         assert!(v.contains("behind --profile"), "{v}");
     }
 
     #[test]
     fn a_noisy_cost_asks_for_more_runs() {
-        let rs = vec![run(ON, 1000.0, 30), run(OFF, 1000.0, 50), run(ON, 1000.0, 70), run(OFF, 1000.0, 50)];
+        let rs = alternating(&[(30, 50), (70, 50)]);
         let v = verdict(&rs, None);
         assert!(v.contains("more runs are needed"), "{v}");
     }
@@ -211,14 +209,7 @@ mod tests {
     fn a_cost_measured_at_a_high_rate_is_judged_at_the_rate_it_is_projected_to() {
         // +10 % at 999 Hz (over the bound there), projected to 49 Hz about +0.5 %: under
         // the bound only through the projection.
-        let rs = vec![
-            run(ON, 1000.0, 54),
-            run(OFF, 1000.0, 50),
-            run(ON, 1000.0, 56),
-            run(OFF, 1000.0, 50),
-            run(ON, 1000.0, 55),
-            run(OFF, 1000.0, 50),
-        ];
+        let rs = alternating(&[(54, 50), (56, 50), (55, 50)]);
         let v = verdict(&rs, Some(Projection { measured_hz: 999, to_hz: 49 }));
         let lines: Vec<&str> = v.lines().collect();
         assert_eq!(lines.len(), 2, "{v}");
