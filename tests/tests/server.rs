@@ -419,3 +419,83 @@ fn a_sender_that_stops_early_fails_the_session() {
     }
     server.assert_running();
 }
+
+/// An MPTCP data connection from this host: `cookie` and `flow` as the flow header, from
+/// `source`, to the server's data port; `None` where MPTCP sockets cannot be opened.
+fn mptcp_data(source: &str, port: u16, cookie: u64, flow: u32) -> Option<std::net::TcpStream> {
+    use std::io::Write;
+    use std::os::fd::FromRawFd;
+    let p = ringperf_core::measure::mptcp::IPPROTO_MPTCP;
+    // SAFETY: socket takes no memory; the new descriptor is owned by the stream below.
+    let fd = unsafe { libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, p) };
+    if fd < 0 {
+        return None;
+    }
+    // SAFETY: `fd` is our own new socket and nothing else owns it.
+    let sock = unsafe { socket2::Socket::from_raw_fd(fd) };
+    let bind: std::net::SocketAddr = format!("{source}:0").parse().expect("a source address");
+    sock.bind(&bind.into()).expect("binding the source address");
+    let to: std::net::SocketAddr = format!("127.0.0.1:{port}").parse().expect("the data port");
+    sock.connect(&to.into()).expect("an MPTCP data connection");
+    let mut s: std::net::TcpStream = sock.into();
+    s.set_read_timeout(Some(Duration::from_secs(15))).expect("timeout");
+    let mut h = cookie.to_le_bytes().to_vec();
+    h.extend_from_slice(&flow.to_le_bytes());
+    s.write_all(&h).expect("flow header");
+    Some(s)
+}
+
+/// An MPTCP test's data listener listens on every address and stays open to the end (a
+/// subflow joins through it), so the accept filter must still hold there: a wrong cookie
+/// and another source address are closed, a connection made after the flows are in is
+/// never served or counted, and the session counts exactly its own flow's bytes.
+#[test]
+fn an_mptcp_listener_drops_strangers_and_counts_only_its_flow() {
+    use std::io::{Read, Write};
+    use std::net::Shutdown;
+
+    let test = "an_mptcp_listener_drops_strangers_and_counts_only_its_flow";
+    let rp = ringperf!();
+    let mut server = rp.serve();
+    let mut c = Control::connect(server.port());
+    c.handshake(None);
+    let mut spec = serde_json::to_value(ringperf_core::TestSpec::default()).expect("spec serializes");
+    spec["duration_ms"] = json!(1000);
+    spec["socket"]["mptcp"] = json!(true);
+    let (port, cookie) = c.start_test(&spec);
+    let closed_by_server = |mut s: std::net::TcpStream, what: &str| {
+        let mut b = [0u8; 1];
+        match s.read(&mut b) {
+            Ok(0) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
+            other => panic!("an MPTCP data connection with {what} was not closed: {other:?}"),
+        }
+    };
+    let Some(stranger) = mptcp_data("127.0.0.1", port, cookie ^ 0xdead_beef, 0) else {
+        return ringperf_tests::skip(test, "this kernel or namespace opens no MPTCP sockets");
+    };
+    closed_by_server(stranger, "a wrong cookie");
+    let elsewhere = mptcp_data("127.0.0.77", port, cookie, 0).expect("an MPTCP socket");
+    closed_by_server(elsewhere, "the right cookie from another address");
+    let mut flow = mptcp_data("127.0.0.1", port, cookie, 0).expect("an MPTCP socket");
+
+    assert!(matches!(c.read_reply(), Reply::Frame(v) if v["type"] == "armed"), "no 'armed' before go");
+    c.send_json(&json!({"type": "go"}));
+    // After the flows are in: a second connection with the right cookie reaches the
+    // listener that is still open, and what it sends must not be counted.
+    let mut late = mptcp_data("127.0.0.1", port, cookie, 0).expect("an MPTCP socket");
+    let chunk: Vec<u8> = (0..65_536u32).map(|i| (i % 251) as u8).collect();
+    late.write_all(&chunk).expect("the late connection sends into its backlog");
+    let mut sent = 0u64;
+    for _ in 0..20 {
+        flow.write_all(&chunk).expect("sending payload");
+        sent += chunk.len() as u64;
+    }
+    thread::sleep(Duration::from_millis(1100));
+    flow.shutdown(Shutdown::Write).expect("half-close");
+
+    let side = c.side_report();
+    assert_eq!(side.bytes_received, sent, "the server counted bytes of a connection that is not its flow");
+    drop((flow, late));
+    server.assert_running();
+}
