@@ -16,6 +16,7 @@ pub mod merge;
 pub mod payload;
 pub mod report;
 pub mod report_upgrade;
+mod retype;
 pub mod setting;
 pub mod spec;
 pub mod spec_error;

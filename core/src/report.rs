@@ -11,6 +11,7 @@ pub use crate::measure::one_way::OneWayReport;
 pub use crate::measure::service_demand::ServiceDemand;
 use crate::measure::tcp_info::TcpReport;
 use crate::payload::Payload;
+use crate::retype::retype;
 use crate::setting::{spelled, Setting};
 use crate::spec::{RecvEngine, Role, SendEngine, TestSpec};
 
@@ -105,11 +106,11 @@ impl<P> TestReport<P> {
     /// The same report with `spec` in place of its own (an agent's report as the
     /// controller, which asked for it, states the spec).
     pub fn with_spec<Q>(self, spec: TestSpec<Q>) -> TestReport<Q> {
-        let TestReport {
+        // Every field by name (see `retype!`): a field added to the report cannot be lost.
+        retype!(self => TestReport {
             schema_version,
             tool_version,
             test,
-            spec: _,
             server,
             embedded_server,
             partial,
@@ -121,26 +122,9 @@ impl<P> TestReport<P> {
             remote,
             environment,
             clock,
-            client,
-        } = self;
-        TestReport {
-            schema_version,
-            tool_version,
-            test,
-            spec,
-            server,
-            embedded_server,
-            partial,
-            partial_reason,
-            summary,
-            iterations,
-            confidence,
-            local,
-            remote,
-            environment,
-            clock,
-            client,
-        }
+            client;
+            spec: _ => spec,
+        })
     }
 }
 
@@ -778,12 +762,7 @@ pub struct ZeroCopyReport {
 impl ZeroCopyReport {
     /// Share of notified bytes that went out without a copy, 0..=1.
     pub fn zero_copy_fraction(&self) -> f64 {
-        let all = self.bytes_zero_copy + self.bytes_copied;
-        if all == 0 {
-            0.0
-        } else {
-            self.bytes_zero_copy as f64 / all as f64
-        }
+        ratio(self.bytes_zero_copy, self.bytes_zero_copy + self.bytes_copied)
     }
 }
 
@@ -868,12 +847,7 @@ pub struct ZeroCopyRecvReport {
 impl ZeroCopyRecvReport {
     /// Share of the received bytes that were mapped, 0..=1.
     pub fn mapped_fraction(&self) -> f64 {
-        let all = self.bytes_mapped + self.bytes_copied + self.bytes_read;
-        if all == 0 {
-            0.0
-        } else {
-            self.bytes_mapped as f64 / all as f64
-        }
+        ratio(self.bytes_mapped, self.bytes_mapped + self.bytes_copied + self.bytes_read)
     }
 }
 

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::payload::{Payload, WirePayload};
+use crate::retype::retype;
 use crate::setting::Setting;
 use crate::spec_error::SpecError;
 use crate::text::peer_text;
@@ -733,8 +734,8 @@ impl<P> TestSpec<P> {
     /// The same spec with each side's payload mapped by `f` (told which side it is), every
     /// other setting unchanged: how a spec crosses between its local and wire forms.
     pub fn map_payloads<Q>(self, mut f: impl FnMut(SpecSide, P) -> Result<Q>) -> Result<TestSpec<Q>> {
-        // Every field by name: a field added to the spec cannot be forgotten here.
-        let TestSpec {
+        // Every field by name (see `retype!`): a field added to the spec cannot be forgotten.
+        Ok(retype!(self => TestSpec {
             workload,
             direction,
             duration_ms,
@@ -757,47 +758,15 @@ impl<P> TestSpec<P> {
             interval_ms,
             record_latency,
             latency_split_ms,
-            local,
-            remote,
             ring,
             crr,
             udp,
             profile,
             engine_choice,
-            clock_offset_ns,
-        } = self;
-        Ok(TestSpec {
-            workload,
-            direction,
-            duration_ms,
-            send_size,
-            recv_size,
-            request_size,
-            response_size,
-            burst,
-            open_loop,
-            byte_limit,
-            transaction_limit,
-            flows,
-            threads,
-            bidir,
-            congestion_control,
-            socket,
-            pacing,
-            verify,
-            require_zero_copy,
-            interval_ms,
-            record_latency,
-            latency_split_ms,
-            local: local.map_payload(|p| f(SpecSide::Local, p))?,
-            remote: remote.map_payload(|p| f(SpecSide::Remote, p))?,
-            ring,
-            crr,
-            udp,
-            profile,
-            engine_choice,
-            clock_offset_ns,
-        })
+            clock_offset_ns;
+            local: local => local.map_payload(|p| f(SpecSide::Local, p))?,
+            remote: remote => remote.map_payload(|p| f(SpecSide::Remote, p))?,
+        }))
     }
 }
 
