@@ -40,10 +40,15 @@ fn links(tag: &str) -> TempDir {
     dir
 }
 
-fn netperf(dir: &TempDir, args: &[&str]) -> Outcome {
+/// The `netperf` link with `args`, to run.
+fn netperf_command(dir: &TempDir, args: &[&str]) -> Command {
     let mut cmd = Command::new(dir.0.join("netperf"));
     cmd.args(args);
-    run_with_timeout(cmd, Duration::from_secs(45))
+    cmd
+}
+
+fn netperf(dir: &TempDir, args: &[&str]) -> Outcome {
+    run_with_timeout(netperf_command(dir, args), Duration::from_secs(45))
 }
 
 /// `netserver -D` (the link) on 127.0.0.1 with an ephemeral port.
@@ -51,6 +56,15 @@ fn netserver(dir: &TempDir) -> Server {
     let mut cmd = Command::new(dir.0.join("netserver"));
     cmd.args(["-D", "-L", "127.0.0.1", "-p", "0"]);
     Server::start(cmd)
+}
+
+/// The links in a directory named after `tag`, a `netserver` of them, and its port as -p
+/// takes it: where most tests here start.
+fn serving(tag: &str) -> (TempDir, Server, String) {
+    let dir = links(tag);
+    let server = netserver(&dir);
+    let port = server.port_arg();
+    (dir, server, port)
 }
 
 /// The KEY=VALUE lines of netperf's -k output (indexed interim keys left out).
@@ -66,6 +80,30 @@ fn keyvals(stdout: &str) -> HashMap<String, String> {
 fn num(kv: &HashMap<String, String>, key: &str) -> f64 {
     let v = kv.get(key).unwrap_or_else(|| panic!("no {key} in {kv:?}"));
     v.parse().unwrap_or_else(|_| panic!("{key}={v} is not a number"))
+}
+
+/// `netperf -P 0 -H 127.0.0.1 -p PORT -t TEST -l -COUNT -- OPTIONS -k KEYS`: a run that a
+/// count (a negative -l) ends. Its -k values, and what it printed.
+fn counted(
+    dir: &TempDir,
+    port: &str,
+    test: &str,
+    count: &str,
+    options: &[&str],
+    keys: &str,
+) -> (HashMap<String, String>, Outcome) {
+    let l = format!("-{count}");
+    let mut args = vec!["-P", "0", "-H", "127.0.0.1", "-p", port, "-t", test, "-l", &l, "--"];
+    args.extend_from_slice(options);
+    args.extend(["-k", keys]);
+    let out = netperf(dir, &args).success();
+    (keyvals(&out.stdout), out)
+}
+
+/// A counted run ended at its count, long before the cap on its length.
+fn assert_ended_by_count(kv: &HashMap<String, String>, test: &str, out: &Outcome) {
+    let cap = ringperf_cli::netperf::COUNT_CAP_SECS as f64;
+    assert!(num(kv, "ELAPSED_TIME") < cap / 2.0, "{test}: it ran to the cap, not to the count: {out}");
 }
 
 /// Command lines from netperf's manual, each next to the native command line that means
@@ -137,29 +175,11 @@ fn what_cannot_be_honoured_fails_with_a_netperf_message() {
 #[test]
 fn demo_mode_prints_an_interim_result_about_every_interval() {
     use std::io::{BufRead, BufReader, Read};
-    let dir = links("demo");
-    let server = netserver(&dir);
-    let port = server.port_arg();
-    let mut cmd = Command::new(dir.0.join("netperf"));
-    cmd.args([
-        "-P",
-        "0",
-        "-v",
-        "0",
-        "-D",
-        "-0.2",
-        "-H",
-        "127.0.0.1",
-        "-p",
-        &port,
-        "-t",
-        "TCP_STREAM",
-        "-l",
-        "2",
-    ])
-    .args(["--", "-k", "THROUGHPUT"])
-    .stdout(Stdio::piped())
-    .stderr(Stdio::null());
+    let (dir, _server, port) = serving("demo");
+    let args =
+        ["-P", "0", "-v", "0", "-D", "-0.2", "-H", "127.0.0.1", "-p", &port, "-t", "TCP_STREAM", "-l", "2"];
+    let mut cmd = netperf_command(&dir, &args);
+    cmd.args(["--", "-k", "THROUGHPUT"]).stdout(Stdio::piped()).stderr(Stdio::null());
     let mut child = ChildGuard::spawn(cmd);
     let mut reader = BufReader::new(child.child_mut().stdout.take().expect("piped stdout"));
     let mut stdout = String::new();
@@ -215,9 +235,7 @@ fn demo_mode_prints_an_interim_result_about_every_interval() {
 /// name ringperf cannot fill is left out of -k and empty under -o, as netperf does.
 #[test]
 fn keyval_output_has_netperfs_keys_with_sane_values() {
-    let dir = links("keyval");
-    let server = netserver(&dir);
-    let port = server.port_arg();
+    let (dir, _server, port) = serving("keyval");
     let keys = "THROUGHPUT,THROUGHPUT_UNITS,PROTOCOL,DIRECTION,ELAPSED_TIME,TRANSPORT_MSS,LOCAL_SEND_SIZE,REMOTE_RECV_SIZE,LOCAL_BYTES_SENT,LOCAL_BYTES_RECVD,REMOTE_BYTES_SENT,REMOTE_BYTES_RECVD,LOCAL_SOCKET_TOS,NO_SUCH_OUTPUT";
     for (test, sending) in [("TCP_STREAM", true), ("TCP_MAERTS", false)] {
         let out = netperf(
@@ -321,19 +339,11 @@ fn keyval_output_has_netperfs_keys_with_sane_values() {
 /// cap on its length); in TCP_RR, that many transactions.
 #[test]
 fn a_negative_length_sends_exactly_that_many_bytes() {
-    let dir = links("count");
-    let server = netserver(&dir);
-    let port = server.port_arg();
+    let (dir, _server, port) = serving("count");
     let keys =
         "ELAPSED_TIME,LOCAL_BYTES_SENT,LOCAL_BYTES_RECVD,REMOTE_BYTES_SENT,REMOTE_BYTES_RECVD,THROUGHPUT";
     for (test, count, size) in [("TCP_STREAM", 200_000_000u64, "128K"), ("TCP_MAERTS", 50_000_001, "1000")] {
-        let l = format!("-{count}");
-        let out = netperf(
-            &dir,
-            &["-P", "0", "-H", "127.0.0.1", "-p", &port, "-t", test, "-l", &l, "--", "-m", size, "-k", keys],
-        )
-        .success();
-        let kv = keyvals(&out.stdout);
+        let (kv, out) = counted(&dir, &port, test, &count.to_string(), &["-m", size], keys);
         let (sent, received) = if test == "TCP_STREAM" {
             (num(&kv, "LOCAL_BYTES_SENT"), num(&kv, "REMOTE_BYTES_RECVD"))
         } else {
@@ -341,20 +351,11 @@ fn a_negative_length_sends_exactly_that_many_bytes() {
         };
         assert_eq!((sent as u64, received as u64), (count, count), "{test}: {out}");
         assert!(num(&kv, "THROUGHPUT") > 0.0, "{test}: {out}");
-        let cap = ringperf_cli::netperf::COUNT_CAP_SECS as f64;
-        assert!(num(&kv, "ELAPSED_TIME") < cap / 2.0, "{test}: it ran to the cap, not to the count: {out}");
+        assert_ended_by_count(&kv, test, &out);
     }
     // TCP_RR counts transactions: one at a time, and a burst of 8 that does not divide it.
     for burst in ["0", "7"] {
-        let out = netperf(
-            &dir,
-            &["-P", "0", "-H", "127.0.0.1", "-p", &port, "-t", "TCP_RR", "-l", "-5001", "--", "-r", "3,5"]
-                .into_iter()
-                .chain(["-b", burst, "-k", keys])
-                .collect::<Vec<_>>(),
-        )
-        .success();
-        let kv = keyvals(&out.stdout);
+        let (kv, out) = counted(&dir, &port, "TCP_RR", "5001", &["-r", "3,5", "-b", burst], keys);
         let bytes = |k: &str| num(&kv, k) as u64;
         assert_eq!(
             (bytes("LOCAL_BYTES_SENT"), bytes("REMOTE_BYTES_RECVD")),
@@ -375,23 +376,16 @@ fn a_negative_length_sends_exactly_that_many_bytes() {
 /// before the cap on its length.
 #[test]
 fn a_negative_length_counts_connections_transactions_and_datagrams() {
-    let dir = links("count-more");
-    let server = netserver(&dir);
-    let port = server.port_arg();
+    let (dir, _server, port) = serving("count-more");
     let keys = "ELAPSED_TIME,LOCAL_BYTES_SENT,LOCAL_BYTES_RECVD,REMOTE_BYTES_SENT,REMOTE_BYTES_RECVD,CRR_CONNECTIONS";
-    let cap = ringperf_cli::netperf::COUNT_CAP_SECS as f64;
-    let run = |test: &str, count: &str, size_flag: &str, size: &str| {
-        let l = format!("-{count}");
-        let args = ["-P", "0", "-H", "127.0.0.1", "-p", &port, "-t", test, "-l", &l, "--"];
-        let out = netperf(&dir, &args.into_iter().chain([size_flag, size, "-k", keys]).collect::<Vec<_>>())
-            .success();
-        let kv = keyvals(&out.stdout);
-        assert!(num(&kv, "ELAPSED_TIME") < cap / 2.0, "{test}: it ran to the cap, not to the count: {out}");
+    let run = |test: &str, count: &str, options: &[&str]| {
+        let (kv, out) = counted(&dir, &port, test, count, options, keys);
+        assert_ended_by_count(&kv, test, &out);
         (kv, out)
     };
     // Request and response sizes differ, so each side's bytes tell its transactions.
     for (test, count) in [("TCP_CRR", 500u64), ("UDP_RR", 2000)] {
-        let (kv, out) = run(test, &count.to_string(), "-r", "9,13");
+        let (kv, out) = run(test, &count.to_string(), &["-r", "9,13"]);
         let bytes = |k: &str| num(&kv, k) as u64;
         assert_eq!(
             [
@@ -410,7 +404,7 @@ fn a_negative_length_counts_connections_transactions_and_datagrams() {
     // 1000-byte datagrams: a count they divide is sent exactly; one they do not is rounded
     // up to the next whole datagram, as netperf's sender does.
     for (count, sent) in [(2_000_000u64, 2_000_000u64), (100_001, 101_000)] {
-        let (kv, out) = run("UDP_STREAM", &count.to_string(), "-m", "1000");
+        let (kv, out) = run("UDP_STREAM", &count.to_string(), &["-m", "1000"]);
         assert_eq!(num(&kv, "LOCAL_BYTES_SENT") as u64, sent, "{out}");
         let received = num(&kv, "REMOTE_BYTES_RECVD") as u64;
         assert!(received > 0 && received <= sent && received.is_multiple_of(1000), "{out}");
@@ -422,9 +416,7 @@ fn a_negative_length_counts_connections_transactions_and_datagrams() {
 /// from the control connection's address only) would never see them.
 #[test]
 fn a_local_address_is_where_the_connections_leave_from() {
-    let dir = links("bind");
-    let server = netserver(&dir);
-    let port = server.port_arg();
+    let (dir, server, port) = serving("bind");
     for test in ["TCP_STREAM", "UDP_RR"] {
         let out = netperf(
             &dir,
@@ -446,9 +438,7 @@ fn a_local_address_is_where_the_connections_leave_from() {
 /// Without a selector: the classic table under the banner, or -P 0 -v 0's figure alone.
 #[test]
 fn without_a_selector_the_classic_table_or_the_bare_figure() {
-    let dir = links("classic");
-    let server = netserver(&dir);
-    let port = server.port_arg();
+    let (dir, _server, port) = serving("classic");
     let out = netperf(&dir, &["-H", "127.0.0.1", "-p", &port, "-t", "TCP_STREAM", "-l", "1"]).success();
     assert!(out.stdout.contains("TCP STREAM TEST") && out.stdout.contains("Throughput"), "{out}");
     let last = out.stdout.lines().last().unwrap_or_default();
@@ -563,25 +553,10 @@ fn install_links_makes_both_links_once() {
 /// ringperf's own options reach the netperf form through RINGPERF_ARGS.
 #[test]
 fn ringperf_args_reach_the_netperf_form() {
-    let dir = links("args");
-    let server = netserver(&dir);
-    let port = server.port_arg();
-    let mut cmd = Command::new(dir.0.join("netperf"));
-    cmd.args([
-        "-P",
-        "0",
-        "-H",
-        "127.0.0.1",
-        "-p",
-        &port,
-        "-t",
-        "TCP_STREAM",
-        "-l",
-        "1",
-        "--",
-        "-k",
-        "THROUGHPUT,RECV_ENGINE,SEND_ENGINE",
-    ]);
+    let (dir, _server, port) = serving("args");
+    let keys = "THROUGHPUT,RECV_ENGINE,SEND_ENGINE";
+    let args = ["-P", "0", "-H", "127.0.0.1", "-p", &port, "-t", "TCP_STREAM", "-l", "1", "--", "-k", keys];
+    let mut cmd = netperf_command(&dir, &args);
     cmd.env("RINGPERF_ARGS", "--recv-engine multishot --send-engine zc");
     let out = run_with_timeout(cmd, Duration::from_secs(45)).success();
     let kv = keyvals(&out.stdout);
