@@ -120,12 +120,16 @@ impl Control {
     /// open when this returns.
     pub fn open_flow_and_go(&mut self, port: u16, cookie: u64) -> TcpStream {
         let mut flow = TcpStream::connect(("127.0.0.1", port)).expect("data connection");
-        let mut h = cookie.to_le_bytes().to_vec();
-        h.extend_from_slice(&0u32.to_le_bytes());
-        flow.write_all(&h).expect("flow header");
+        flow.write_all(&flow_header(cookie, 0)).expect("flow header");
+        self.armed_then_go();
+        flow
+    }
+
+    /// Waits for the server's 'armed' (its workers are ready for the flows) and says 'go';
+    /// any other reply fails the test.
+    pub fn armed_then_go(&mut self) {
         assert!(matches!(self.read_reply(), Reply::Frame(v) if v["type"] == "armed"), "no 'armed' before go");
         self.send_json(&serde_json::json!({"type": "go"}));
-        flow
     }
 
     /// Reads the server's next frame, or notes that it closed the connection. A read
@@ -260,4 +264,23 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> io::Result<bool> {
         }
     }
     Ok(true)
+}
+
+/// The header a data connection starts with: the session's cookie, then the flow's index,
+/// both little-endian.
+pub fn flow_header(cookie: u64, flow: u32) -> Vec<u8> {
+    let mut h = cookie.to_le_bytes().to_vec();
+    h.extend_from_slice(&flow.to_le_bytes());
+    h
+}
+
+/// The server closed the data connection `s` (EOF or reset) rather than serve it; `what`
+/// names the connection for the failure.
+pub fn assert_closed_by_server(mut s: TcpStream, what: &str) {
+    let mut b = [0u8; 1];
+    match s.read(&mut b) {
+        Ok(0) => {}
+        Err(e) if e.kind() == io::ErrorKind::ConnectionReset => {}
+        other => panic!("{what} was not closed: {other:?}"),
+    }
 }

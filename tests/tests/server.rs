@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use ringperf_tests::{
-    check_rr_report, check_stream_report, ringperf, ChildGuard, Control, Reply, Ringperf, Role, Server,
-    TestReport, TestReportExt,
+    assert_closed_by_server, check_rr_report, check_stream_report, flow_header, ringperf, ChildGuard,
+    Control, Reply, Ringperf, Role, Server, TestReport, TestReportExt,
 };
 
 /// Runs a 1 s stream test against `server` and checks it fully.
@@ -309,6 +309,22 @@ fn server_killed_mid_rr_fails_the_client_with_exit_3() {
     server_killed_mid_test(&["rr"]);
 }
 
+/// A raw control connection to `server`, logged in and 'ready' for the default stream
+/// test `duration_ms` long, `adjust`ed: the connection, the data port and the cookie.
+fn ready_for_stream(
+    server: &Server,
+    duration_ms: u64,
+    adjust: impl FnOnce(&mut Value),
+) -> (Control, u16, u64) {
+    let mut c = Control::connect(server.port());
+    c.handshake(None);
+    let mut spec = serde_json::to_value(ringperf_core::TestSpec::default()).expect("spec serializes");
+    spec["duration_ms"] = json!(duration_ms);
+    adjust(&mut spec);
+    let (port, cookie) = c.start_test(&spec);
+    (c, port, cookie)
+}
+
 /// Two clients at once on one server: each session sees only its own traffic.
 #[test]
 fn concurrent_sessions_are_isolated() {
@@ -330,42 +346,27 @@ fn concurrent_sessions_are_isolated() {
 /// connections with a wrong cookie or flow index must be dropped, not counted.
 #[test]
 fn server_counts_a_foreign_clients_bytes_exactly_and_drops_strangers() {
-    use std::io::{Read, Write};
+    use std::io::Write;
     use std::net::{Shutdown, TcpStream};
 
     let rp = ringperf!();
     let mut server = rp.serve();
-    let mut c = Control::connect(server.port());
-    c.handshake(None);
-    let mut spec = serde_json::to_value(ringperf_core::TestSpec::default()).expect("spec serializes");
-    spec["duration_ms"] = json!(1000);
-    let (port, cookie) = c.start_test(&spec);
+    let (mut c, port, cookie) = ready_for_stream(&server, 1000, |_| {});
     let data = |cookie: u64, flow: u32| {
         let mut s = TcpStream::connect(("127.0.0.1", port)).expect("data connection");
         s.set_read_timeout(Some(Duration::from_secs(15))).expect("timeout");
         s.set_write_timeout(Some(Duration::from_secs(15))).expect("timeout");
-        let mut h = cookie.to_le_bytes().to_vec();
-        h.extend_from_slice(&flow.to_le_bytes());
-        s.write_all(&h).expect("flow header");
+        s.write_all(&flow_header(cookie, flow)).expect("flow header");
         s
     };
-    let closed_by_server = |mut s: TcpStream, what: &str| {
-        let mut b = [0u8; 1];
-        match s.read(&mut b) {
-            Ok(0) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
-            other => panic!("a data connection with {what} was not closed: {other:?}"),
-        }
-    };
     let stranger = data(cookie ^ 0xdead_beef, 0);
-    closed_by_server(stranger, "a wrong cookie");
+    assert_closed_by_server(stranger, "a data connection with a wrong cookie");
     let bad_flow = data(cookie, 7);
-    closed_by_server(bad_flow, "a flow index out of range");
+    assert_closed_by_server(bad_flow, "a data connection with a flow index out of range");
     let mut flow = data(cookie, 0);
 
     // The server says when its workers are armed; a client then sends go.
-    assert!(matches!(c.read_reply(), Reply::Frame(v) if v["type"] == "armed"), "no 'armed' before go");
-    c.send_json(&json!({"type": "go"}));
+    c.armed_then_go();
     let chunk: Vec<u8> = (0..65_536u32).map(|i| (i % 251) as u8).collect();
     let mut sent = 0u64;
     for _ in 0..40 {
@@ -392,21 +393,12 @@ fn server_counts_a_foreign_clients_bytes_exactly_and_drops_strangers() {
 #[test]
 fn a_sender_that_stops_early_fails_the_session() {
     use std::io::Write;
-    use std::net::{Shutdown, TcpStream};
+    use std::net::Shutdown;
 
     let rp = ringperf!();
     let mut server = rp.serve();
-    let mut c = Control::connect(server.port());
-    c.handshake(None);
-    let mut spec = serde_json::to_value(ringperf_core::TestSpec::default()).expect("spec serializes");
-    spec["duration_ms"] = json!(5000);
-    let (port, cookie) = c.start_test(&spec);
-    let mut flow = TcpStream::connect(("127.0.0.1", port)).expect("data connection");
-    let mut h = cookie.to_le_bytes().to_vec();
-    h.extend_from_slice(&0u32.to_le_bytes());
-    flow.write_all(&h).expect("flow header");
-    assert!(matches!(c.read_reply(), Reply::Frame(v) if v["type"] == "armed"), "no 'armed' before go");
-    c.send_json(&json!({"type": "go"}));
+    let (mut c, port, cookie) = ready_for_stream(&server, 5000, |_| {});
+    let mut flow = c.open_flow_and_go(port, cookie);
     flow.write_all(&[1u8; 4096]).expect("payload");
     flow.shutdown(Shutdown::Write).expect("half-close");
     match c.read_reply() {
@@ -439,9 +431,7 @@ fn mptcp_data(source: &str, port: u16, cookie: u64, flow: u32) -> Option<std::ne
     sock.connect(&to.into()).expect("an MPTCP data connection");
     let mut s: std::net::TcpStream = sock.into();
     s.set_read_timeout(Some(Duration::from_secs(15))).expect("timeout");
-    let mut h = cookie.to_le_bytes().to_vec();
-    h.extend_from_slice(&flow.to_le_bytes());
-    s.write_all(&h).expect("flow header");
+    s.write_all(&flow_header(cookie, flow)).expect("flow header");
     Some(s)
 }
 
@@ -451,36 +441,22 @@ fn mptcp_data(source: &str, port: u16, cookie: u64, flow: u32) -> Option<std::ne
 /// never served or counted, and the session counts exactly its own flow's bytes.
 #[test]
 fn an_mptcp_listener_drops_strangers_and_counts_only_its_flow() {
-    use std::io::{Read, Write};
+    use std::io::Write;
     use std::net::Shutdown;
 
     let test = "an_mptcp_listener_drops_strangers_and_counts_only_its_flow";
     let rp = ringperf!();
     let mut server = rp.serve();
-    let mut c = Control::connect(server.port());
-    c.handshake(None);
-    let mut spec = serde_json::to_value(ringperf_core::TestSpec::default()).expect("spec serializes");
-    spec["duration_ms"] = json!(1000);
-    spec["socket"]["mptcp"] = json!(true);
-    let (port, cookie) = c.start_test(&spec);
-    let closed_by_server = |mut s: std::net::TcpStream, what: &str| {
-        let mut b = [0u8; 1];
-        match s.read(&mut b) {
-            Ok(0) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => {}
-            other => panic!("an MPTCP data connection with {what} was not closed: {other:?}"),
-        }
-    };
+    let (mut c, port, cookie) = ready_for_stream(&server, 1000, |spec| spec["socket"]["mptcp"] = json!(true));
     let Some(stranger) = mptcp_data("127.0.0.1", port, cookie ^ 0xdead_beef, 0) else {
         return ringperf_tests::skip(test, "this kernel or namespace opens no MPTCP sockets");
     };
-    closed_by_server(stranger, "a wrong cookie");
+    assert_closed_by_server(stranger, "an MPTCP data connection with a wrong cookie");
     let elsewhere = mptcp_data("127.0.0.77", port, cookie, 0).expect("an MPTCP socket");
-    closed_by_server(elsewhere, "the right cookie from another address");
+    assert_closed_by_server(elsewhere, "an MPTCP data connection with the right cookie from another address");
     let mut flow = mptcp_data("127.0.0.1", port, cookie, 0).expect("an MPTCP socket");
 
-    assert!(matches!(c.read_reply(), Reply::Frame(v) if v["type"] == "armed"), "no 'armed' before go");
-    c.send_json(&json!({"type": "go"}));
+    c.armed_then_go();
     // After the flows are in: a second connection with the right cookie reaches the
     // listener that is still open, and what it sends must not be counted.
     let mut late = mptcp_data("127.0.0.1", port, cookie, 0).expect("an MPTCP socket");
