@@ -3,8 +3,7 @@
 //! in a lab with TSO off on the sender's veth, the sender's environment must say so.
 
 use ringperf_tests::{
-    lab_name, ringperf, skip_unless, Lab, NetworkEnvironment, Server, SideReportExt, TestReportExt,
-    LAB_PROGRAMS, RUN_TIMEOUT,
+    lab_name, ringperf, skip_unless, Lab, NetworkEnvironment, SideReportExt, TestReportExt, LAB_PROGRAMS,
 };
 
 /// What every side's network environment must carry, wherever it ran.
@@ -118,16 +117,7 @@ fn tso_off_on_the_senders_veth_is_in_the_senders_environment() {
     let rp = ringperf!();
     // TSO off on host a's veth only: the client (a) sends, the server (b) receives.
     let lab = Lab::up(&lab_name("tsooff"), &["--tso", "a=off"]);
-    let mut server =
-        Server::start(lab.exec("b", rp.path(), &["serve", "--bind", "198.18.0.2", "--port", "0"]));
-    let port = server.port_arg();
-    let o = ringperf_tests::run_with_timeout(
-        lab.exec("a", rp.path(), &["stream", "-H", "198.18.0.2", "-p", &port, "-l", "1", "--json"]),
-        RUN_TIMEOUT,
-    )
-    .success();
-    server.assert_running();
-    let r = o.report();
+    let r = lab.stream_a_to_b(rp.path());
     ringperf_tests::check_stream_report(&r, false);
     for (side, x) in r.sides() {
         check_network(side, x.network.as_ref());
@@ -144,7 +134,6 @@ fn tso_off_on_the_senders_veth_is_in_the_senders_environment() {
         Some(true),
         "the receiver's TSO was left on but the report says off"
     );
-    drop(server);
     let ns = lab.namespace("a");
     drop(lab);
     assert!(!ringperf_tests::netns_list().contains(&ns), "{ns} outlived the test");

@@ -4,8 +4,8 @@
 //! counters can be checked against what TCP says it sent.
 
 use ringperf_tests::{
-    lab_name, ringperf, skip_unless, KernelCounters, Lab, NicCounters, Server, SideReport, SideReportExt,
-    TestReportExt, LAB_PROGRAMS, RUN_TIMEOUT,
+    lab_name, ringperf, skip_unless, KernelCounters, Lab, NicCounters, SideReport, SideReportExt,
+    TestReportExt, LAB_PROGRAMS,
 };
 
 fn online_cpus() -> u64 {
@@ -138,16 +138,7 @@ fn a_veth_lab_counts_the_senders_segments_on_the_device_and_names_the_driver() {
     // TSO off on the sender's veth: the stack segments before the device, so each data
     // segment TCP counts is one packet the device counts.
     let lab = Lab::up(&lab_name("kcount"), &["--tso", "a=off"]);
-    let mut server =
-        Server::start(lab.exec("b", rp.path(), &["serve", "--bind", "198.18.0.2", "--port", "0"]));
-    let port = server.port_arg();
-    let o = ringperf_tests::run_with_timeout(
-        lab.exec("a", rp.path(), &["stream", "-H", "198.18.0.2", "-p", &port, "-l", "1", "--json"]),
-        RUN_TIMEOUT,
-    )
-    .success();
-    server.assert_running();
-    let r = o.report();
+    let r = lab.stream_a_to_b(rp.path());
     for (side, x) in r.sides() {
         let k = x.kernel();
         check_side(side, k, 1);
@@ -166,6 +157,5 @@ fn a_veth_lab_counts_the_senders_segments_on_the_device_and_names_the_driver() {
     assert!(tx >= sent, "the sender's veth sent {tx} packets for {sent} data segments");
     let rx = link(r.remote()).rx_packets;
     assert!(rx > 0, "the receiver's veth received nothing");
-    drop(server);
     drop(lab);
 }
