@@ -64,6 +64,19 @@ impl Ringperf {
         self.run_with_json(args).report()
     }
 
+    /// Runs the test `args` (which must succeed, `--json` added) once for every ring send
+    /// engine with every ring receive engine, `--send-engine SEND --recv-engine RECV`
+    /// appended, and hands `check` each pair and its report as it comes.
+    pub fn run_report_per_engine_pair(&self, args: &[&str], mut check: impl FnMut(&str, &str, &TestReport)) {
+        for send in ["copy", "zc", "zc-msg", "splice"] {
+            for recv in ["recv", "multishot", "bundle"] {
+                let mut all = args.to_vec();
+                all.extend(["--send-engine", send, "--recv-engine", recv]);
+                check(send, recv, &self.run_report(&all));
+            }
+        }
+    }
+
     /// Runs a command that must succeed with `--json` added, and returns what it printed as
     /// a `T` (the reports of `engines`, the environment `probe` finds, ...).
     pub fn run_parsed<T: DeserializeOwned>(&self, args: &[&str]) -> T {
