@@ -118,6 +118,17 @@ fn a_plan_takes_the_key_from_ringperf_psk() {
     still_serves(&rp, &mut ag[0], base, Some(key.path()));
 }
 
+/// A 1 s stream to `to` (-H and maybe -p) that the client asks `agent` to run for it
+/// (--from 127.0.0.1 --from-port, with `key`): the test must fail.
+fn failed_third_party_stream(rp: &Ringperf, agent: &Server, key: &KeyFile, to: &[&str]) {
+    let port = agent.port_arg();
+    let mut args = vec!["stream", "-l", "1"];
+    args.extend_from_slice(to);
+    args.extend(["--from", "127.0.0.1", "--from-port", &port, "--psk-file", key.arg()]);
+    let o = rp.run(&args);
+    assert_ne!(o.code(), 0, "{o}");
+}
+
 /// An agent that takes no third-party work logs a refused request as one: what it was
 /// asked to run, against whom, and for which address.
 #[test]
@@ -126,23 +137,7 @@ fn a_refused_third_party_request_is_logged_with_its_target() {
     let key = KeyFile::new("advplref");
     let mut agent = Server::spawn_with(&rp, &["--psk-file", key.arg()]);
     let base = baseline(&agent);
-    let port = agent.port_arg();
-    let o = rp.run(&[
-        "stream",
-        "-l",
-        "1",
-        "-H",
-        "127.0.0.9",
-        "-p",
-        "4321",
-        "--from",
-        "127.0.0.1",
-        "--from-port",
-        &port,
-        "--psk-file",
-        key.arg(),
-    ]);
-    assert_ne!(o.code(), 0, "{o}");
+    failed_third_party_stream(&rp, &agent, &key, &["-H", "127.0.0.9", "-p", "4321"]);
     let line = agent
         .wait_for_log(
             "third-party request refused (TCP_STREAM against 127.0.0.9:4321)",
@@ -165,23 +160,9 @@ fn a_peer_name_cannot_flood_an_agents_log() {
     let key = KeyFile::new("advpllong");
     let mut agent = Server::spawn_with(&rp, &["--psk-file", key.arg(), "--allow-third-party"]);
     let base = baseline(&agent);
-    let port = agent.port_arg();
     for (k, n) in [200, 5000].into_iter().enumerate() {
         let host = "a".repeat(n);
-        let o = rp.run(&[
-            "stream",
-            "-l",
-            "1",
-            "-H",
-            &host,
-            "--from",
-            "127.0.0.1",
-            "--from-port",
-            &port,
-            "--psk-file",
-            key.arg(),
-        ]);
-        assert_ne!(o.code(), 0, "{o}");
+        failed_third_party_stream(&rp, &agent, &key, &["-H", &host]);
         // Bounded wait for this request's failure line.
         let by = Instant::now() + Duration::from_secs(20);
         while agent.log().iter().filter(|l| l.contains("session failed")).count() <= k && Instant::now() < by
