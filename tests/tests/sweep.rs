@@ -4,13 +4,13 @@
 //! runs end to end (root only).
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
 use ringperf_tests::{
     check_stream_report, lab_name, netns_list, parse, ringperf, run_with_timeout, skip, skip_unless,
-    Category, SideReportExt, SweepEntry, TestReport, TestReportExt, LAB_PROGRAMS, PYTHON3,
+    Category, Outcome, SideReportExt, SweepEntry, TestReport, TestReportExt, LAB_PROGRAMS, PYTHON3,
 };
 
 /// The report of a sweep's point that must have one.
@@ -29,6 +29,17 @@ fn scratch(tag: &str) -> PathBuf {
     let _ = fs::remove_dir_all(&d);
     fs::create_dir_all(&d).expect("temp dir");
     d
+}
+
+/// A 0.5 s stream sweep over the send sizes `sizes` with the options `extra`, which must
+/// succeed: what it printed, and the entries of the JSON it wrote to `json`.
+fn stream_sweep(sizes: &str, extra: &[&str], json: &Path) -> (Outcome, Vec<SweepEntry>) {
+    let mut args = vec!["sweep", "stream", "-l", "0.5", "-m", sizes];
+    args.extend_from_slice(extra);
+    args.extend(["--output", json.to_str().unwrap()]);
+    let out = ringperf!().run(&args).success();
+    let entries = parse("the sweep's JSON", &fs::read_to_string(json).unwrap());
+    (out, entries)
 }
 
 /// Checks that `svg` is one well-formed SVG document: balanced tags, one root.
@@ -78,30 +89,14 @@ const ORANGE: &str = "#FF7F0E";
 fn two_point_sweep_gives_two_rows_two_reports_and_a_chart() {
     let dir = scratch("two");
     let (json, svg) = (dir.join("s.json"), dir.join("s.svg"));
-    let out = ringperf!()
-        .run(&[
-            "sweep",
-            "stream",
-            "-l",
-            "0.5",
-            "-m",
-            "16K,64K",
-            "--cc",
-            // reno: the one congestion control a non-root process may always set.
-            "reno",
-            "--output",
-            json.to_str().unwrap(),
-            "--plot",
-            svg.to_str().unwrap(),
-        ])
-        .success();
+    // reno: the one congestion control a non-root process may always set.
+    let (out, entries) = stream_sweep("16K,64K", &["--cc", "reno", "--plot", svg.to_str().unwrap()], &json);
     let lines: Vec<&str> = out.stdout.lines().collect();
     assert_eq!(lines.len(), 3, "a header and two rows: {out}");
     assert!(lines[0].starts_with("send_size") && lines[0].contains("us/KB loc"), "{out}");
     assert!(lines[1].starts_with("16K ") && lines[2].starts_with("64K "), "{out}");
     assert!(out.stderr.contains("point 2 of 2"), "{out}");
 
-    let entries: Vec<SweepEntry> = parse("the sweep's JSON", &fs::read_to_string(&json).unwrap());
     assert_eq!(entries.len(), 2);
     for (e, size) in entries.iter().zip(["16K", "64K"]) {
         assert_eq!(param(e, "send_size"), size);
@@ -157,22 +152,7 @@ fn a_profile_category_is_a_sweep_figure_with_a_value_per_point() {
     let test = "a_profile_category_is_a_sweep_figure_with_a_value_per_point";
     let dir = scratch("costcopy");
     let json = dir.join("s.json");
-    let out = ringperf!()
-        .run(&[
-            "sweep",
-            "stream",
-            "-l",
-            "0.5",
-            "-m",
-            "1K,64K",
-            "--profile",
-            "--figure",
-            "local_cost_copy",
-            "--output",
-            json.to_str().unwrap(),
-        ])
-        .success();
-    let entries: Vec<SweepEntry> = parse("the sweep's JSON", &fs::read_to_string(&json).unwrap());
+    let (out, entries) = stream_sweep("1K,64K", &["--profile", "--figure", "local_cost_copy"], &json);
     assert_eq!(entries.len(), 2, "{out}");
     if let Some(why) = &point_report(&entries[0]).local.profile().unavailable {
         skip(test, &format!("the kernel refused the profile here: {why}"));
