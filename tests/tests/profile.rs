@@ -263,16 +263,19 @@ fn a_refused_profile_still_completes_and_says_why() {
     let _restore = Paranoid(old);
     std::fs::write("/proc/sys/kernel/perf_event_paranoid", "3").expect("raising perf_event_paranoid");
     let bin = ringperf!().path().to_path_buf();
-    let mut cmd = Command::new("setpriv");
-    cmd.args(["--inh-caps=-all", "--bounding-set=-all", "--"]).arg(&bin).args([
-        "rr",
-        "-l",
-        "0.3",
-        "--profile",
-        "--json",
-    ]);
-    let o = run_with_timeout(cmd, RUN_TIMEOUT).success();
-    let r = o.report();
+    // A 0.3 s profiled rr with every capability dropped, shown as `output` says.
+    let without_capabilities = |output: &str| {
+        let mut cmd = Command::new("setpriv");
+        cmd.args(["--inh-caps=-all", "--bounding-set=-all", "--"]).arg(&bin).args([
+            "rr",
+            "-l",
+            "0.3",
+            "--profile",
+            output,
+        ]);
+        run_with_timeout(cmd, RUN_TIMEOUT).success()
+    };
+    let r = without_capabilities("--json").report();
     for (side, x) in r.sides() {
         let p = x.profile();
         let why = p
@@ -284,15 +287,7 @@ fn a_refused_profile_still_completes_and_says_why() {
     }
     // The rest of the report is whole.
     assert!(r.local.transactions > 0);
-    let mut cmd = Command::new("setpriv");
-    cmd.args(["--inh-caps=-all", "--bounding-set=-all", "--"]).arg(&bin).args([
-        "rr",
-        "-l",
-        "0.3",
-        "--profile",
-        "-v",
-    ]);
-    let human = run_with_timeout(cmd, RUN_TIMEOUT).success().stdout;
+    let human = without_capabilities("-v").stdout;
     assert!(human.contains("local   tool overhead: profile unavailable: perf_event_open refused"), "{human}");
 }
 
