@@ -26,33 +26,36 @@ pub fn human() -> String {
         let _ = writeln!(o, "io_uring: NOT available: {}", p.error.as_deref().unwrap_or("unknown"));
         return o;
     }
-    let yes = |b: bool| if b { "yes" } else { "no" };
     let _ = writeln!(o, "opcodes:  {}", p.opcodes.join(" "));
     if !p.missing_opcodes.is_empty() {
         let _ = writeln!(o, "missing:  {}", p.missing_opcodes.join(" "));
     }
     let s = &p.setup;
-    let _ = writeln!(
-        o,
-        "setup:    SINGLE_ISSUER {}  DEFER_TASKRUN {}  COOP_TASKRUN {}  SUBMIT_ALL {}  NO_SQARRAY {}  SQPOLL {}",
-        yes(s.single_issuer),
-        yes(s.defer_taskrun),
-        yes(s.coop_taskrun),
-        yes(s.submit_all),
-        yes(s.no_sqarray),
-        yes(s.sqpoll)
+    flag_line(
+        &mut o,
+        "setup:    ",
+        &[
+            ("SINGLE_ISSUER", s.single_issuer),
+            ("DEFER_TASKRUN", s.defer_taskrun),
+            ("COOP_TASKRUN", s.coop_taskrun),
+            ("SUBMIT_ALL", s.submit_all),
+            ("NO_SQARRAY", s.no_sqarray),
+            ("SQPOLL", s.sqpoll),
+        ],
     );
     let f = &p.features;
-    let _ = writeln!(
-        o,
-        "features: NODROP {}  FAST_POLL {}  EXT_ARG {}  SKIP_CQE {}  RECVSEND_BUNDLE {}  MIN_TIMEOUT {}  NO_IOWAIT {}",
-        yes(f.nodrop),
-        yes(f.fast_poll),
-        yes(f.ext_arg),
-        yes(f.skip_cqe_on_success),
-        yes(f.recvsend_bundle),
-        yes(f.min_timeout),
-        yes(f.no_iowait)
+    flag_line(
+        &mut o,
+        "features: ",
+        &[
+            ("NODROP", f.nodrop),
+            ("FAST_POLL", f.fast_poll),
+            ("EXT_ARG", f.ext_arg),
+            ("SKIP_CQE", f.skip_cqe_on_success),
+            ("RECVSEND_BUNDLE", f.recvsend_bundle),
+            ("MIN_TIMEOUT", f.min_timeout),
+            ("NO_IOWAIT", f.no_iowait),
+        ],
     );
     let _ = writeln!(o, "buffer rings: {}", yes(p.buffer_rings));
     let _ = writeln!(
@@ -75,4 +78,18 @@ pub fn human() -> String {
         let _ = writeln!(o, "  recv {:<10} {}", e.name(), ok.map_or_else(|e| e.to_string(), |_| "ok".into()));
     }
     o
+}
+
+fn yes(b: bool) -> &'static str {
+    if b {
+        "yes"
+    } else {
+        "no"
+    }
+}
+
+/// `label`, then each flag's name and yes or no, two spaces apart.
+fn flag_line(o: &mut String, label: &str, flags: &[(&str, bool)]) {
+    let shown: Vec<String> = flags.iter().map(|&(name, on)| format!("{name} {}", yes(on))).collect();
+    let _ = writeln!(o, "{label}{}", shown.join("  "));
 }
