@@ -5,10 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::clients::RUN_TIMEOUT;
 use crate::process::{describe, run_with_timeout, try_run_with_timeout, ChildGuard, Outcome};
-use crate::reports::TestReport;
-use crate::servers::Server;
 
 /// A network namespace made for one test and deleted when dropped.
 pub struct Netns {
@@ -195,23 +192,6 @@ impl Lab {
         let mut c = Command::new(lab_script());
         c.args(["--lab", &self.name, "exec", host]).arg(program).args(args);
         c
-    }
-
-    /// A 1 s `stream --json` from host a to a `ringperf serve` on host b (198.18.0.2),
-    /// both run with the binary `ringperf`: the client's report. The run must succeed and
-    /// leave the server running; the server is stopped before this returns, so the lab
-    /// can go down whenever the test is done with it.
-    pub fn stream_a_to_b(&self, ringperf: &Path) -> TestReport {
-        let mut server =
-            Server::start(self.exec("b", ringperf, &["serve", "--bind", "198.18.0.2", "--port", "0"]));
-        let port = server.port_arg();
-        let o = run_with_timeout(
-            self.exec("a", ringperf, &["stream", "-H", "198.18.0.2", "-p", &port, "-l", "1", "--json"]),
-            RUN_TIMEOUT,
-        )
-        .success();
-        server.assert_running();
-        o.report()
     }
 }
 

@@ -3,7 +3,8 @@
 //! in a lab with TSO off on the sender's veth, the sender's environment must say so.
 
 use ringperf_tests::{
-    lab_name, ringperf, skip_unless, Lab, NetworkEnvironment, SideReportExt, TestReportExt, LAB_PROGRAMS,
+    lab_name, lab_stream_a_to_b, ringperf, skip_unless, Lab, NetworkEnvironment, SideReportExt,
+    TestReportExt, LAB_PROGRAMS,
 };
 
 /// What every side's network environment must carry, wherever it ran.
@@ -117,7 +118,7 @@ fn tso_off_on_the_senders_veth_is_in_the_senders_environment() {
     let rp = ringperf!();
     // TSO off on host a's veth only: the client (a) sends, the server (b) receives.
     let lab = Lab::up(&lab_name("tsooff"), &["--tso", "a=off"]);
-    let r = lab.stream_a_to_b(rp.path());
+    let r = lab_stream_a_to_b(&lab, rp.path());
     ringperf_tests::check_stream_report(&r, false);
     for (side, x) in r.sides() {
         check_network(side, x.network.as_ref());

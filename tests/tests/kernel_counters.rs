@@ -4,8 +4,8 @@
 //! counters can be checked against what TCP says it sent.
 
 use ringperf_tests::{
-    lab_name, ringperf, skip_unless, KernelCounters, Lab, NicCounters, SideReport, SideReportExt,
-    TestReportExt, LAB_PROGRAMS,
+    lab_name, lab_stream_a_to_b, ringperf, skip_unless, KernelCounters, Lab, NicCounters, SideReport,
+    SideReportExt, TestReportExt, LAB_PROGRAMS,
 };
 
 fn online_cpus() -> u64 {
@@ -138,7 +138,7 @@ fn a_veth_lab_counts_the_senders_segments_on_the_device_and_names_the_driver() {
     // TSO off on the sender's veth: the stack segments before the device, so each data
     // segment TCP counts is one packet the device counts.
     let lab = Lab::up(&lab_name("kcount"), &["--tso", "a=off"]);
-    let r = lab.stream_a_to_b(rp.path());
+    let r = lab_stream_a_to_b(&lab, rp.path());
     for (side, x) in r.sides() {
         let k = x.kernel();
         check_side(side, k, 1);
