@@ -211,7 +211,7 @@ mod tests {
         assert_eq!(default_harness(&args("rr")).expect("rr"), Harness::Classic);
         assert_eq!(default_harness(&args("stream")).expect("stream"), Harness::IoUring);
         let stream = pairs("");
-        assert_eq!(&stream[..2], &[(SendEngine::Copy, RecvEngine::Recv), classic]);
+        assert_eq!(&stream[..2], &[(SendEngine::Copy, RecvEngine::Multishot), classic]);
         assert_eq!(stream.len(), 10, "{stream:?}");
         assert_eq!(
             pairs("rr --send-engines copy,zc --recv-engines multishot"),

@@ -177,13 +177,13 @@ mod tests {
                 OneInFlight,
             ),
             ("rr 64 B", Workload::Rr, none, |s| s.request_size = 64, classic, OneInFlight),
-            ("stream", Workload::Stream, none, |_| {}, (SendEngine::Copy, RecvEngine::Recv), Bulk),
+            ("stream", Workload::Stream, none, |_| {}, (SendEngine::Copy, RecvEngine::Multishot), Bulk),
             (
                 "maerts",
                 Workload::Stream,
                 none,
                 |s| s.direction = crate::spec::Direction::ServerToClient,
-                (SendEngine::Copy, RecvEngine::Recv),
+                (SendEngine::Copy, RecvEngine::Multishot),
                 Bulk,
             ),
             (
@@ -312,7 +312,7 @@ mod tests {
         let s = resolved(Workload::Rr, zc, |_| {});
         assert_eq!(engines(&s), (SendEngine::Zc, RecvEngine::Multishot, Asked, Paired), "rr's one loop");
         let s = resolved(Workload::Stream, zc, |_| {});
-        assert_eq!(engines(&s), (SendEngine::Zc, RecvEngine::Recv, Asked, Bulk));
+        assert_eq!(engines(&s), (SendEngine::Zc, RecvEngine::Multishot, Asked, Bulk));
         let recv = Explicit { recv_engine: Some(RecvEngine::Recv), ..none };
         let s = resolved(Workload::Rr, recv, |_| {});
         assert_eq!(engines(&s), (SendEngine::Copy, RecvEngine::Recv, Paired, Asked));
@@ -326,7 +326,7 @@ mod tests {
         assert_eq!(engines(&s), (SendEngine::Syscall, RecvEngine::Syscall, Asked, Paired));
         let s =
             resolved(Workload::Stream, Explicit { harness: Some(Harness::IoUring), ..syscall_send }, |_| {});
-        assert_eq!(engines(&s), (SendEngine::Syscall, RecvEngine::Recv, Asked, HarnessAsked));
+        assert_eq!(engines(&s), (SendEngine::Syscall, RecvEngine::Multishot, Asked, HarnessAsked));
         let both = Explicit {
             send_engine: Some(SendEngine::Copy),
             recv_engine: Some(RecvEngine::Bundle),

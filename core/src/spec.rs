@@ -208,10 +208,14 @@ impl RecvEngine {
     /// multishot receive standing on each socket: one-shot receives re-arm and re-poll the
     /// socket every transaction, which cost 1-byte rr 7-12 % more service demand on both
     /// sides (measured same-CPU and across CPUs, see docs/figures.md, "Which engine adds least").
-    /// crr makes a socket per transaction, so a standing receive saves nothing there.
+    /// crr makes a socket per transaction, so a standing receive saves nothing there. A
+    /// stream keeps one standing too: with SO_RCVLOWAT at one provided buffer it is woken
+    /// once per buffer filled rather than per train of segments, and is never re-armed
+    /// (docs/figures.md, "Which engine adds least"). Multishot rather than bundle: it needs
+    /// no more than the rings themselves (Linux 6.1), so the default runs wherever they do.
     pub fn default_for(workload: Workload) -> RecvEngine {
         match workload {
-            Workload::Rr => RecvEngine::Multishot,
+            Workload::Rr | Workload::Stream => RecvEngine::Multishot,
             _ => RecvEngine::Recv,
         }
     }

@@ -97,7 +97,7 @@ fn the_header_names_the_engines_and_why() {
         ),
         (
             &["stream", "-l", "0.3"][..],
-            "send engine copy, receive engine recv (default: a bulk stream batches on the ring)",
+            "send engine copy, receive engine multishot (default: a bulk stream batches on the ring)",
         ),
         (&["crr", "-l", "0.3"][..], "receive engine syscall (default: one transaction in flight per worker)"),
         // netperf's form builds its spec through the same rule.

@@ -118,7 +118,12 @@ fn splice_with_a_chunk_larger_than_the_default_pipe_is_intact() {
     for m in ["1M", "4M"] {
         let r = ringperf!().run_report(&["sendfile", "-l", "1", "-m", m, "--verify"]);
         check_stream_report(&r, false);
-        check_engine_accounting(&r, &[("local", true, false), ("remote", false, true)], "splice", "recv");
+        check_engine_accounting(
+            &r,
+            &[("local", true, false), ("remote", false, true)],
+            "splice",
+            "multishot",
+        );
         assert!(r.remote().verify().bytes_checked > 4 << 20);
         assert_eq!(r.local.splice().chain_depth, 32, "sendfile links 32 sends by default");
         if m == "4M" {
@@ -195,7 +200,7 @@ fn provided_buffers_share_a_landing_area_and_wake_per_buffer() {
     assert_eq!(r.remote().socket.rcvlowat, 1);
     let r = stream(&["--recv-engine", "multishot", "--rcvlowat", "1"]);
     assert_eq!(r.remote().socket.rcvlowat, 1, "--rcvlowat 1 is the kernel's default");
-    let r = stream(&[]);
+    let r = stream(&["--recv-engine", "recv"]);
     assert_eq!(r.remote().socket.rcvlowat, 1, "recv keeps the kernel's default");
     assert_eq!(r.remote().recv().landing_bytes, 65536, "unchecked receives share one buffer");
     let r = stream(&["--rcvlowat", "32K", "--verify"]);
@@ -329,6 +334,8 @@ fn linked_receives_are_whole_and_keep_the_stream_intact() {
             "64K",
             "-M",
             "64K",
+            "--recv-engine",
+            "recv",
             "--recv-depth",
             &d,
             "--verify",
@@ -410,13 +417,13 @@ fn engines_runs_every_default_combination() {
         .map(|x| (x.local.send_engine.name().to_string(), x.remote().recv_engine.name().to_string()))
         .collect();
     let want = [
-        ("copy", "recv"),
-        ("syscall", "syscall"),
-        ("zc", "recv"),
-        ("msg-zerocopy", "recv"),
-        ("zc-msg", "recv"),
-        ("splice", "recv"),
         ("copy", "multishot"),
+        ("syscall", "syscall"),
+        ("zc", "multishot"),
+        ("msg-zerocopy", "multishot"),
+        ("zc-msg", "multishot"),
+        ("splice", "multishot"),
+        ("copy", "recv"),
         ("copy", "bundle"),
         ("copy", "trunc"),
         ("copy", "zerocopy-receive"),

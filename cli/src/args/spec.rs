@@ -237,8 +237,8 @@ mod tests {
             ("crr", classic),
             ("udp-rr", ring(RecvEngine::Recv)),
             ("rr --threads 2 --flows 2", classic),
-            ("stream", ring(RecvEngine::Recv)),
-            ("stream --reverse", ring(RecvEngine::Recv)),
+            ("stream", ring(RecvEngine::Multishot)),
+            ("stream --reverse", ring(RecvEngine::Multishot)),
             ("udp-stream", ring(RecvEngine::Recv)),
             ("rr --flows 4", ring(RecvEngine::Multishot)),
             ("rr --burst 4", ring(RecvEngine::Multishot)),
@@ -262,7 +262,7 @@ mod tests {
                 (SendEngine::MsgZerocopy, RecvEngine::Multishot),
             ),
             ("stream --recv-engine syscall", ring(RecvEngine::Syscall)),
-            ("sendfile", (SendEngine::Splice, RecvEngine::Recv)),
+            ("sendfile", (SendEngine::Splice, RecvEngine::Multishot)),
         ] {
             assert_eq!(pair(args), want, "{args}");
         }
@@ -278,7 +278,7 @@ mod tests {
             (&["netperf", "-t", "TCP_RR"][..], classic),
             (&["netperf", "-t", "TCP_CRR", "-H", "127.0.0.1"][..], classic),
             (&["netperf", "-t", "UDP_RR"][..], ring(RecvEngine::Recv)),
-            (&["netperf", "-t", "TCP_STREAM"][..], ring(RecvEngine::Recv)),
+            (&["netperf", "-t", "TCP_STREAM"][..], ring(RecvEngine::Multishot)),
         ] {
             let s = netperf_spec(argv).unwrap_or_else(|e| panic!("{argv:?}: {e}"));
             assert_eq!(engines(&s, &argv.join(" ")), want, "{argv:?}");

@@ -321,7 +321,7 @@ pub struct EngineArgs {
     /// without a ring: syscall, recv(2); zerocopy-receive, TCP_ZEROCOPY_RECEIVE for stream)
     /// [default: a named --send-engine's harness where one loop sends and receives (rr, crr,
     /// UDP) or the send engine is classic; else the harness's: syscall, or on the ring
-    /// multishot for rr (a standing receive, never re-armed) and recv otherwise].
+    /// multishot for rr and stream (a standing receive, never re-armed) and recv otherwise].
     #[arg(long, value_name = "ENGINE", value_parser = parse_recv_engine)]
     recv_engine: Option<RecvEngine>
         [sweep "recv_engine", ',']
