@@ -147,16 +147,9 @@ impl Limits {
             ));
         }
         if let Some(max) = self.max_rate_bps {
-            if roles.contains(&Role::StreamReceiver) && spec.remote.recv_engine.uses_buffer_ring() {
-                return refuse(format!(
-                    "this server holds what it receives to {max} bit/s ({}), which a multishot receive cannot do: use {} recv or trunc",
-                    Setting::MaxRate.token(),
-                    Setting::RecvEngine.token()
-                ));
-            }
             if roles.contains(&Role::StreamReceiver) && spec.remote.recv_engine.is_classic() {
                 return refuse(format!(
-                    "this server holds what it receives to {max} bit/s ({}) with ring timers, which the syscall receive engine has not: use {} recv or trunc",
+                    "this server holds what it receives to {max} bit/s ({}) with ring timers, which the syscall receive engine has not: use {} recv, multishot, bundle or trunc",
                     Setting::MaxRate.token(),
                     Setting::RecvEngine.token()
                 ));
@@ -332,7 +325,9 @@ mod tests {
         refused(&l, &TestSpec { flows: 5, ..short.clone() }, "{max-flows} 4");
         refused(&l, &TestSpec { recv_size: 2 << 20, ..short }, "{max-message} of 1048576");
         let l = Limits { max_memory: 64 << 20, ..Limits::default() };
-        let big = TestSpec { flows: 1000, recv_size: 1 << 20, verify: true, ..TestSpec::default() };
+        // Checked one-shot receives: a buffer per flow and place in its chain.
+        let mut big = TestSpec { flows: 1000, recv_size: 1 << 20, verify: true, ..TestSpec::default() };
+        big.remote.recv_engine = RecvEngine::Recv;
         refused(&l, &big, "{max-memory} of 64 MiB");
         let l = Limits { max_rate_bps: Some(1_000_000), ..Limits::default() };
         refused(&l, &TestSpec::default(), "pass {total-rate} 1000000");
@@ -373,6 +368,7 @@ mod tests {
         let mut s =
             TestSpec { send_size: 64 << 20, recv_size: 4096, flows: 8, threads: 8, ..TestSpec::default() };
         s.local.send_engine = SendEngine::Zc;
+        s.remote.recv_engine = RecvEngine::Recv;
         assert_eq!(side_memory(&s, false), 8 * 4096);
         assert_eq!(side_memory(&s, false), session_memory(&s));
         let client = side_memory(&s, true);
@@ -403,6 +399,7 @@ mod tests {
     fn memory_estimate_follows_the_engines() {
         // One receive in flight per flow (a default spec chains 4).
         let mut s = TestSpec { flows: 8, ..TestSpec::default() };
+        s.remote.recv_engine = RecvEngine::Recv;
         s.ring.recv_depth = 1;
         let one = payload_memory(&s, Role::StreamReceiver, &s.remote);
         assert_eq!(one, u64::from(s.recv_size));
@@ -423,13 +420,16 @@ mod tests {
         );
         // udp-rr lands its responses in a provided-buffer ring per worker: two buffers per
         // flow, at least 64.
-        let udp_rr = TestSpec {
+        let mut udp_rr = TestSpec {
             workload: Workload::UdpRr,
             flows: 1000,
             request_size: 8,
             response_size: 100,
             ..TestSpec::default()
         };
+        // udp-rr's own engines (the default spec is a stream's).
+        udp_rr.local.recv_engine = RecvEngine::Recv;
+        udp_rr.remote.recv_engine = RecvEngine::Recv;
         assert_eq!(
             payload_memory(&udp_rr, Role::UdpRrClient, &udp_rr.local),
             1000 * 8 + 2048 * 100,
@@ -455,7 +455,8 @@ mod tests {
         let half = zc_arena_bytes_per_flow(1024, 2048) as u64;
         assert_eq!(payload_memory(&shared, Role::StreamSender, &shared.local), 2 * half, "flows share");
         // Request/response keeps one buffer more than its single send in flight.
-        let rr = TestSpec { workload: Workload::Rr, request_size: 1024, ..zc.clone() };
+        let mut rr = TestSpec { workload: Workload::Rr, request_size: 1024, ..zc.clone() };
+        rr.local.recv_engine = RecvEngine::Recv;
         assert_eq!(
             payload_memory(&rr, Role::RrClient, &rr.local),
             zc_arena_bytes_per_flow(1024, 2) as u64 + u64::from(rr.response_size)

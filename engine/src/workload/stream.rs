@@ -180,9 +180,9 @@ impl<S: SendPath> Workload for StreamSender<S> {
 /// Receives on every flow until each one reaches EOF. The guard bounds the wait: if the
 /// sender never finishes, the test fails instead of hanging; EOF well before the deadline
 /// means the sender stopped early, and fails the test too. With a `police` pacer that is
-/// on (one-shot receive engines only), a flow that overdraws its bucket is not re-armed
-/// until a tick refills it: the sender is held to the rate by TCP's window. Policing ends
-/// with the window.
+/// on, a flow that overdraws its bucket is not re-armed until a tick refills it (a standing
+/// multishot receive is cancelled, and armed again once it has ended and the bucket is out
+/// of debt): the sender is held to the rate by TCP's window. Policing ends with the window.
 pub struct StreamReceiver<R> {
     path: R,
     verify: Verifier,
@@ -192,6 +192,10 @@ pub struct StreamReceiver<R> {
     /// Receives a flow keeps linked in flight (a policed flow takes one at a time).
     depth: usize,
     armed: Vec<usize>,
+    /// A standing receive cancelled by policing, not armed again yet.
+    held: Vec<bool>,
+    /// A held flow whose bucket is out of debt: armed as soon as its receive has ended.
+    released: Vec<bool>,
     ended: Vec<bool>,
     open: usize,
     /// The sender stops after a byte count: its EOF before the deadline is the test's end,
@@ -208,8 +212,7 @@ impl<R: RecvPath> StreamReceiver<R> {
         police: Pacer,
         counted: bool,
     ) -> StreamReceiver<R> {
-        // A multishot receive cannot be held back; limits refuse the combination.
-        let policing = police.enabled() && !path.multishot();
+        let policing = police.enabled();
         let depth = if policing || path.multishot() { 1 } else { path.chain().max(1) };
         StreamReceiver {
             path,
@@ -219,6 +222,8 @@ impl<R: RecvPath> StreamReceiver<R> {
             policing,
             depth,
             armed: vec![0; flows],
+            held: vec![false; flows],
+            released: vec![false; flows],
             ended: vec![false; flows],
             open: flows,
             counted,
@@ -231,6 +236,27 @@ impl<R: RecvPath> StreamReceiver<R> {
             self.path.arm(ring, f, self.size, false, link)?;
         }
         self.armed[f] = self.depth;
+        Ok(())
+    }
+
+    /// Lets flow `f` receive again after policing held it back: a one-shot chain is armed
+    /// at once; a cancelled standing receive once the kernel has ended it (two receives
+    /// standing on one socket would split the stream between them).
+    fn release(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
+        if !self.path.multishot() {
+            return self.arm(ring, f);
+        }
+        self.released[f] = true;
+        self.resume(ring, f)
+    }
+
+    /// Arms a held standing receive again if it was released and has ended.
+    fn resume(&mut self, ring: &mut Ring, f: usize) -> Result<()> {
+        if self.held[f] && self.released[f] && !self.path.live_on(f) && !self.ended[f] {
+            self.held[f] = false;
+            self.released[f] = false;
+            self.arm(ring, f)?;
+        }
         Ok(())
     }
 }
@@ -270,8 +296,8 @@ impl<R: RecvPath> Workload for StreamReceiver<R> {
         // What is still queued now is read at full speed.
         self.policing = false;
         for f in 0..self.armed.len() {
-            if self.police.take_waiting(f) {
-                self.arm(ring, f)?;
+            if self.police.take_waiting(f) || self.held[f] {
+                self.release(ring, f)?;
             }
         }
         Ok(())
@@ -282,7 +308,7 @@ impl<R: RecvPath> Workload for StreamReceiver<R> {
             self.police.tick();
             for f in 0..self.armed.len() {
                 if self.police.release(f) {
-                    self.arm(ring, f)?;
+                    self.release(ring, f)?;
                 }
             }
         }
@@ -290,9 +316,14 @@ impl<R: RecvPath> Workload for StreamReceiver<R> {
     }
 
     fn complete(&mut self, ring: &mut Ring, c: &Completion, run: &mut Run) -> Result<bool> {
-        if c.op() != op::RECV {
-            return Ok(false);
+        match c.op() {
+            op::RECV => {}
+            // A policing cancel that found the standing receive already ended (its own
+            // success is skipped): nothing to do.
+            op::CANCEL => return Ok(true),
+            _ => return Ok(false),
         }
+        let flow = c.flow();
         match self.path.complete(ring, c, &mut self.verify)? {
             RecvEvent::Data { flow, bytes } => {
                 run.counters[flow].bytes_received += u64::from(bytes);
@@ -303,8 +334,12 @@ impl<R: RecvPath> Workload for StreamReceiver<R> {
                     if self.armed[flow] == 0 && within {
                         self.arm(ring, flow)?;
                     }
+                } else if !within && !self.held[flow] {
+                    self.held[flow] = true;
+                    self.path.cancel_on(ring, flow)?;
                 }
             }
+            RecvEvent::Cancelled { flow } if self.held[flow] => self.armed[flow] = 0,
             RecvEvent::Cancelled { flow } => {
                 // Linked behind a receive that came up short (the last bytes before EOF):
                 // once the chain is back, a new one finds the EOF.
@@ -323,6 +358,8 @@ impl<R: RecvPath> Workload for StreamReceiver<R> {
             }
             RecvEvent::Nothing => {}
         }
+        // A held standing receive may have ended with this completion.
+        self.resume(ring, flow)?;
         Ok(true)
     }
 

@@ -106,8 +106,9 @@ fn each_shape_is_held(workload: &str, common: &[&str], shapes: &[&[&str]]) {
 }
 
 /// The server sends the stream: maerts with each kind of send path (the ring's copy, a
-/// splice from a memfd as sendfile's, zero copy, the syscall loop), and bidir (whose
-/// receive the server holds too, which a multishot receive cannot do).
+/// splice from a memfd as sendfile's, zero copy, the syscall loop), and bidir, whose
+/// receive the server holds too: a one-shot chain by not arming it, a standing receive
+/// (multishot, the default, and bundle) by cancelling it until the bucket refills.
 #[test]
 fn the_servers_stream_is_held_to_its_limit() {
     each_shape_is_held(
@@ -119,6 +120,8 @@ fn the_servers_stream_is_held_to_its_limit() {
             &["--reverse", "--send-engine", "zc"],
             &["--reverse", "--send-engine", "syscall"],
             &["--bidir", "--recv-engine", "recv"],
+            &["--bidir"],
+            &["--bidir", "--recv-engine", "bundle"],
         ],
     );
 }

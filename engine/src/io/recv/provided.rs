@@ -100,13 +100,14 @@ impl RecvPath for ProvidedRecv {
     /// whole buffers), and a standing receive is never linked.
     fn arm(&mut self, ring: &mut Ring, flow: usize, _: u32, _: bool, flags: Flags) -> Result<()> {
         standing_unlinked(flags)?;
+        // Armed again after a cancel (a policed stream's), it keeps going as before.
+        self.stopped[flow] = false;
         self.push_arm(ring, flow)
     }
 
     /// A standing receive on `sock` until EOF, an error or [`RecvPath::cancel_on`].
     fn arm_on(&mut self, ring: &mut Ring, on: PerOp, len: u32, wait_all: bool, flags: Flags) -> Result<()> {
         self.fds[on.owner] = on.sock;
-        self.stopped[on.owner] = false;
         self.arm(ring, on.owner, len, wait_all, flags)
     }
 
