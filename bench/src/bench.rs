@@ -431,7 +431,7 @@ mod tests {
         let d = default_member(&asked, bin.to_path_buf());
         assert_eq!(
             (d.label, d.expect.send_engine, d.expect.recv_engine),
-            ("ringperf", Some("copy"), Some("recv"))
+            ("ringperf", Some("copy"), Some("multishot"))
         );
         let mut rr = asked.clone();
         rr.cfg.workload = Workload::Rr;

@@ -14,7 +14,9 @@
 //!    is its best) and netperf UDP_STREAM, plus ringperf with one flow, and ringperf's
 //!    batched path `--gso 64 --gro` (one send carries 64 datagrams, one receive takes the
 //!    coalesced batch; each datagram still has its own sequence number) with one flow and
-//!    with the scaled flows: the 1.5x target is evaluated for the fastest ringperf row;
+//!    with the scaled flows: the 1.5x target is evaluated for the fastest ringperf row
+//!    that sends one datagram per send, as iperf3 and netperf do (the batched rows change
+//!    the kernel's path, so they are reported beside it with no target);
 //!    then `ringperf udp-stream --gso 1400` against `-m 1400`: service demand per
 //!    datagram and per KB received.
 //!
@@ -63,8 +65,11 @@ const RINGPERF_UDP_ONE: &str = "ringperf 1 flow";
 const RINGPERF_UDP_BATCHED: &str = "ringperf --gso 64 --gro 1 flow";
 const RINGPERF_UDP_BATCHED_SCALED: &str = "ringperf --gso 64 --gro 2 flows";
 /// Every ringperf row of the small-datagram part, the candidates for its target.
+#[cfg(test)]
 const RINGPERF_UDP_ROWS: [&str; 4] =
     [RINGPERF_UDP_SCALED, RINGPERF_UDP_ONE, RINGPERF_UDP_BATCHED, RINGPERF_UDP_BATCHED_SCALED];
+/// The rows that send one datagram per send, like the peers: the ones the target is for.
+const RINGPERF_UDP_PLAIN_ROWS: [&str; 2] = [RINGPERF_UDP_SCALED, RINGPERF_UDP_ONE];
 const RINGPERF_GSO: &str = "ringperf --gso 1400";
 const RINGPERF_PLAIN: &str = "ringperf -m 1400";
 
@@ -259,8 +264,9 @@ pub fn render_targets(plan: &ScalePlan, parts: &[(Part, Vec<ToolSummary>)]) -> S
     }
     let udp = |tool| find(parts, Part::Udp64, tool);
     if let Some(peer) = udp("iperf3") {
-        // The target holds for ringperf's fastest row; the plain rows stay beside it.
-        let best = RINGPERF_UDP_ROWS
+        // The target holds for ringperf's fastest row of one datagram per send: --gso and
+        // --gro batch in the kernel, which is not the path iperf3 and netperf measure.
+        let best = RINGPERF_UDP_PLAIN_ROWS
             .iter()
             .filter_map(|&t| udp(t))
             .filter(|s| s.rate.is_some())
@@ -270,7 +276,7 @@ pub fn render_targets(plan: &ScalePlan, parts: &[(Part, Vec<ToolSummary>)]) -> S
             let qd = ratio(rp.service_demand, peer.service_demand);
             let _ = writeln!(
                 s,
-                "- UDP 64 B, fastest ringperf row ({}): datagrams/s received at least 1.5x iperf3's: {} ({}); service demand per datagram below iperf3's: {} ({}); loss ringperf {} %, iperf3 {} %",
+                "- UDP 64 B, fastest ringperf row of one datagram per send ({}): datagrams/s received at least 1.5x iperf3's: {} ({}); service demand per datagram below iperf3's: {} ({}); loss ringperf {} %, iperf3 {} %",
                 rp.tool,
                 x(q),
                 verdict(q.map(|q| q >= 1.5)),
@@ -286,6 +292,14 @@ pub fn render_targets(plan: &ScalePlan, parts: &[(Part, Vec<ToolSummary>)]) -> S
                 RINGPERF_UDP_ONE,
                 "1 flow, one datagram per send (one CPU sends and runs the loopback receive path for both tools)"
                     .into(),
+            ),
+            (
+                RINGPERF_UDP_BATCHED,
+                "--gso 64 --gro, 1 flow (opt-in batching in the kernel: not the peers' path)".into(),
+            ),
+            (
+                RINGPERF_UDP_BATCHED_SCALED,
+                format!("--gso 64 --gro, {UDP_FLOWS} flows (opt-in batching in the kernel: not the peers' path)"),
             ),
         ] {
             if let Some(one) = udp(tool) {
@@ -550,13 +564,15 @@ mod tests {
         ];
         let t = render_targets(&plan(), &parts);
         assert!(t.contains("throughput at least iperf3 -P 8's: 2.00x (met)"), "{t}");
-        assert!(t.contains(&format!("row ({RINGPERF_UDP_BATCHED}): datagrams/s")), "{t}");
+        // The batched row is the fastest, but the target is judged on the plain rows.
+        assert!(t.contains(&format!("one datagram per send ({RINGPERF_UDP_SCALED}): datagrams/s")), "{t}");
         assert!(
             t.contains(
-                "1.5x iperf3's: 1.40x (MISSED); service demand per datagram below iperf3's: 0.50x (met)"
+                "1.5x iperf3's: 1.20x (MISSED); service demand per datagram below iperf3's: 1.00x (MISSED)"
             ),
             "{t}"
         );
+        assert!(t.contains("--gso 64 --gro, 1 flow (opt-in batching in the kernel: not the peers' path) (no target): 1.40x of iperf3's, service demand 0.50x"), "{t}");
         assert!(t.contains("below -m 1400's: 0.50x (met); per KB: 0.50x (met)"), "{t}");
         assert!(t.contains("ringperf 1 flow, one datagram per send (one CPU sends"), "{t}");
         assert!(t.contains("(no target): 0.90x of iperf3's"), "{t}");
