@@ -16,7 +16,7 @@
 //! rule keeps the ring rather than fail.
 
 pub use crate::spec::{EngineChoice, EngineReason, Harness};
-use crate::spec::{Explicit, RingTuning, TestSpec, Workload};
+use crate::spec::{Explicit, RecvEngine, RingTuning, TestSpec, Workload};
 
 impl TestSpec {
     /// The default rule: the harness this spec runs on when neither engine nor harness is
@@ -97,6 +97,14 @@ impl TestSpec {
                 (Harness::of_send(s).engines(workload).1, EngineReason::Paired)
             }
             _ => (harness.engines(workload).1, ground),
+        };
+        // An MPTCP stream keeps the one-shot chain: a standing receive woken per 64 KiB
+        // (SO_RCVLOWAT) stalled one on Linux 6.18 (its window closed and the sender's sends
+        // never finished), and the chain is what the MPTCP tests measured.
+        let recv = if self.socket.mptcp && given.recv_engine.is_none() && recv == RecvEngine::Multishot {
+            RecvEngine::Recv
+        } else {
+            recv
         };
         for side in [&mut self.local, &mut self.remote] {
             side.send_engine = send;
@@ -296,6 +304,23 @@ mod tests {
 
     /// A named engine always wins; the other follows it where one loop needs both; a named
     /// harness overrides the rule for both; a resolve after a change re-applies the rule.
+    /// An MPTCP stream keeps the one-shot receive chain by default; a named engine still wins.
+    #[test]
+    fn an_mptcp_stream_receives_with_the_one_shot_chain() {
+        use EngineReason::*;
+        let none = Explicit::default();
+        let s = resolved(Workload::Stream, none, |s| s.socket.mptcp = true);
+        assert_eq!(engines(&s), (SendEngine::Copy, RecvEngine::Recv, Bulk, Bulk));
+        let ring = Explicit { harness: Some(Harness::IoUring), ..none };
+        let s = resolved(Workload::Stream, ring, |s| s.socket.mptcp = true);
+        assert_eq!(engines(&s).1, RecvEngine::Recv);
+        let asked = Explicit { recv_engine: Some(RecvEngine::Multishot), ..none };
+        let s = resolved(Workload::Stream, asked, |s| s.socket.mptcp = true);
+        assert_eq!(engines(&s), (SendEngine::Copy, RecvEngine::Multishot, Bulk, Asked));
+        let s = resolved(Workload::Stream, none, |_| {});
+        assert_eq!(engines(&s).1, RecvEngine::Multishot, "plain TCP keeps the standing receive");
+    }
+
     #[test]
     fn named_engines_and_harnesses_win_over_the_rule() {
         use EngineReason::*;
