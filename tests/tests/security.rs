@@ -295,7 +295,9 @@ fn sessions_over_the_limit_are_told_to_retry() {
 }
 
 /// A client that agrees to a rate and then sends as fast as it can: the server holds what
-/// it reads to its --max-rate during the window, so TCP's window throttles the sender.
+/// it reads to its --max-rate during the window, so TCP's window throttles the sender. Both
+/// ways the server can hold a receive: a one-shot chain it does not arm again, and a standing
+/// receive (a stream's default) it cancels until the flow's bucket refills.
 #[test]
 fn a_client_that_ignores_the_agreed_rate_is_held_to_it() {
     use std::io::Write;
@@ -303,33 +305,38 @@ fn a_client_that_ignores_the_agreed_rate_is_held_to_it() {
 
     let rp = ringperf!();
     let mut server = rp.serve_with(&["--max-rate", "8m"]);
-    let mut c = Control::connect(server.port());
-    c.handshake(None);
-    let mut spec = serde_json::to_value(ringperf_core::TestSpec::default()).expect("spec");
-    spec["duration_ms"] = serde_json::json!(2000);
-    spec["pacing"]["total_bps"] = serde_json::json!(8_000_000u64);
-    let (port, cookie) = c.start_test(&spec);
-    let mut flow = c.open_flow_and_go(port, cookie);
-    // Blast for most of the window (the server reads at full speed again once its window
-    // closes); writes block once the server stops reading and the buffers are full.
-    flow.set_write_timeout(Some(Duration::from_millis(100))).expect("timeout");
-    let chunk = vec![7u8; 64 * 1024];
-    let start = Instant::now();
-    let mut sent = 0u64;
-    while start.elapsed() < Duration::from_millis(1900) {
-        if let Ok(n) = flow.write(&chunk) {
-            sent += n as u64;
+    for engine in ["recv", "multishot"] {
+        let mut c = Control::connect(server.port());
+        c.handshake(None);
+        let mut spec = serde_json::to_value(ringperf_core::TestSpec::default()).expect("spec");
+        spec["duration_ms"] = serde_json::json!(2000);
+        spec["pacing"]["total_bps"] = serde_json::json!(8_000_000u64);
+        spec["remote"]["recv_engine"] = serde_json::json!(engine);
+        let (port, cookie) = c.start_test(&spec);
+        let mut flow = c.open_flow_and_go(port, cookie);
+        // Blast for most of the window (the server reads at full speed again once its window
+        // closes); writes block once the server stops reading and the buffers are full.
+        flow.set_write_timeout(Some(Duration::from_millis(100))).expect("timeout");
+        let chunk = vec![7u8; 64 * 1024];
+        let start = Instant::now();
+        let mut sent = 0u64;
+        while start.elapsed() < Duration::from_millis(1900) {
+            if let Ok(n) = flow.write(&chunk) {
+                sent += n as u64;
+            }
         }
+        drop(flow);
+        let side = c.side_report();
+        eprintln!(
+            "figures: rate-ignoring client under --max-rate 8m, server receiving with {engine}: wrote {sent} B in 1.9 s, the server read {} B",
+            side.bytes_received
+        );
+        assert_eq!(side.recv_engine.name(), engine, "the server received with another engine");
+        // 1.9 s at 1 MB/s, plus what the socket buffers hold (tcp_rmem max is 32 MiB here,
+        // wmem 4 MiB); an unpaced loopback stream moves gigabytes in that time.
+        assert!(sent < 48 << 20, "{engine}: the client pushed {sent} bytes past a server at 8 Mbit/s");
+        assert_eq!(side.bytes_received, sent, "{engine}: the server lost bytes it was sent");
     }
-    drop(flow);
-    let got = c.side_report().bytes_received;
-    eprintln!(
-        "figures: rate-ignoring client under --max-rate 8m: wrote {sent} B in 1.9 s, the server read {got} B"
-    );
-    // 1.9 s at 1 MB/s, plus what the socket buffers hold (tcp_rmem max is 32 MiB here,
-    // wmem 4 MiB); an unpaced loopback stream moves gigabytes in that time.
-    assert!(sent < 48 << 20, "the client pushed {sent} bytes past a server at 8 Mbit/s");
-    assert_eq!(got, sent, "the server lost bytes it was sent");
     server.assert_running();
 }
 
